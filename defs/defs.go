@@ -1,0 +1,427 @@
+// Package defs holds the definitions a prompt function declares on each
+// execution (variables, structured data, system-prompt parts, tools and
+// sub-agents), the handles returned for them, the read-only collections
+// effects see, and the reconciliation that removes definitions a prompt
+// stopped declaring.
+//
+// Package defs depends on the standard library only.
+package defs
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"iter"
+	"slices"
+	"sync"
+)
+
+// Kind says what a definition is. Names are unique within a kind: a tool and
+// a variable may share a name.
+type Kind uint8
+
+// The kinds of definitions.
+const (
+	// KindVariable is a variable (Def) or a structured variable (DefData),
+	// rendered in the system prompt's <variables> block.
+	KindVariable Kind = iota + 1
+	// KindSystem is a named part of the system prompt (DefSystem).
+	KindSystem
+	// KindTool is a tool the model may call (DefTool), sub-agents included.
+	KindTool
+)
+
+// String returns "variable", "system" or "tool".
+func (k Kind) String() string {
+	switch k {
+	case KindVariable:
+		return "variable"
+	case KindSystem:
+		return "system"
+	case KindTool:
+		return "tool"
+	}
+	return fmt.Sprintf("Kind(%d)", uint8(k))
+}
+
+// ToolFunc runs a tool with arguments already validated against its schema
+// and returns the text given back to the model. A returned error becomes an
+// error result for the model; it does not stop the run.
+type ToolFunc func(ctx context.Context, args json.RawMessage) (string, error)
+
+// Tool describes a tool the model may call.
+type Tool struct {
+	// Name is the name the model calls the tool by.
+	Name string
+	// Description tells the model what the tool does.
+	Description string
+	// Schema is the JSON Schema of the arguments object. It is sent to the
+	// model as is, so it must not be modified once the tool is declared.
+	Schema json.RawMessage
+	// Validate checks arguments before Call runs. If nil, any JSON object is
+	// accepted.
+	Validate func(args json.RawMessage) error
+	// Call runs the tool. It may be called concurrently with other tools.
+	Call ToolFunc
+	// Agent reports that the tool runs a sub-agent.
+	Agent bool
+	// Idempotent reports that the tool may safely run again with the same
+	// arguments (used when a run resumes after a crash).
+	Idempotent bool
+}
+
+// Def is one declared definition.
+type Def struct {
+	Kind Kind
+	Name string
+	// Text is the value of a string variable or the text of a system part.
+	Text string
+	// Data is the value of a structured variable (IsData is true); it is
+	// rendered as YAML.
+	Data   any
+	IsData bool
+	// Tool is set for KindTool.
+	Tool *Tool
+}
+
+type key struct {
+	kind Kind
+	name string
+}
+
+type entry struct {
+	def Def
+	gen uint64
+}
+
+// Registry holds the definitions of one prompt and the per-step filters
+// (disables and reminders) applied to them.
+//
+// Declarations and reconciliation are made by the single goroutine that
+// executes the prompt function; Disable, Remind and the read methods are safe
+// for concurrent use (tools running in parallel may call them).
+type Registry struct {
+	mu       sync.RWMutex
+	entries  []*entry
+	index    map[key]*entry
+	gen      uint64
+	disabled map[key]struct{}
+	reminded []key
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry {
+	return &Registry{index: make(map[key]*entry), disabled: make(map[key]struct{})}
+}
+
+// BeginExecution starts a new execution of the prompt function: definitions
+// not declared again before Reconcile is called are removed.
+func (r *Registry) BeginExecution() {
+	r.mu.Lock()
+	r.gen++
+	r.mu.Unlock()
+}
+
+// BeginStep clears the disables and reminders of the previous step.
+func (r *Registry) BeginStep() {
+	r.mu.Lock()
+	clear(r.disabled)
+	r.reminded = r.reminded[:0]
+	r.mu.Unlock()
+}
+
+// Declare adds d, or replaces the definition of the same kind and name while
+// keeping its position, and returns its handle.
+func (r *Registry) Declare(d Def) Handle {
+	k := key{d.Kind, d.Name}
+	r.mu.Lock()
+	if e, ok := r.index[k]; ok {
+		e.def = d
+		e.gen = r.gen
+	} else {
+		e := &entry{def: d, gen: r.gen}
+		r.entries = append(r.entries, e)
+		r.index[k] = e
+	}
+	r.mu.Unlock()
+	return Handle{r: r, kind: d.Kind, name: d.Name}
+}
+
+// Reconcile removes the definitions not declared since the last
+// BeginExecution and returns them in their former order.
+func (r *Registry) Reconcile() []Def {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var removed []Def
+	kept := r.entries[:0]
+	for _, e := range r.entries {
+		if e.gen == r.gen {
+			kept = append(kept, e)
+			continue
+		}
+		removed = append(removed, e.def)
+		delete(r.index, key{e.def.Kind, e.def.Name})
+	}
+	clear(r.entries[len(kept):])
+	r.entries = kept
+	return removed
+}
+
+// Lookup returns the definition of the given kind and name, if declared.
+func (r *Registry) Lookup(kind Kind, name string) (Def, bool) {
+	r.mu.RLock()
+	e, ok := r.index[key{kind, name}]
+	r.mu.RUnlock()
+	if !ok {
+		return Def{}, false
+	}
+	return e.def, true
+}
+
+// Handle returns the handle of a declared definition.
+func (r *Registry) Handle(kind Kind, name string) (Handle, bool) {
+	if _, ok := r.Lookup(kind, name); !ok {
+		return Handle{}, false
+	}
+	return Handle{r: r, kind: kind, name: name}, true
+}
+
+// Disable removes the definition from the current step's request. It lasts
+// until the next BeginStep.
+func (r *Registry) Disable(kind Kind, name string) {
+	r.mu.Lock()
+	r.disabled[key{kind, name}] = struct{}{}
+	r.mu.Unlock()
+}
+
+// Disabled reports whether the definition is disabled for the current step.
+func (r *Registry) Disabled(kind Kind, name string) bool {
+	r.mu.RLock()
+	_, ok := r.disabled[key{kind, name}]
+	r.mu.RUnlock()
+	return ok
+}
+
+// Remind names the definition in the current step's reminder. Reminding the
+// same definition twice names it once.
+func (r *Registry) Remind(kind Kind, name string) {
+	k := key{kind, name}
+	r.mu.Lock()
+	if !slices.Contains(r.reminded, k) {
+		r.reminded = append(r.reminded, k)
+	}
+	r.mu.Unlock()
+}
+
+// Ref names a definition by kind and name.
+type Ref struct {
+	Kind Kind
+	Name string
+}
+
+// String returns "kind:name".
+func (f Ref) String() string { return f.Kind.String() + ":" + f.Name }
+
+// Reminded returns the definitions reminded in the current step, in the order
+// they were first reminded. The caller owns the returned slice.
+func (r *Registry) Reminded() []Ref {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if len(r.reminded) == 0 {
+		return nil
+	}
+	out := make([]Ref, len(r.reminded))
+	for i, k := range r.reminded {
+		out[i] = Ref{k.kind, k.name}
+	}
+	return out
+}
+
+// DisabledRefs returns the definitions disabled in the current step, in
+// declaration order (disabled names that are not declared come last, sorted).
+// The caller owns the returned slice.
+func (r *Registry) DisabledRefs() []Ref {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if len(r.disabled) == 0 {
+		return nil
+	}
+	out := make([]Ref, 0, len(r.disabled))
+	seen := 0
+	for _, e := range r.entries {
+		if _, ok := r.disabled[key{e.def.Kind, e.def.Name}]; ok {
+			out = append(out, Ref{e.def.Kind, e.def.Name})
+			seen++
+		}
+	}
+	if seen < len(r.disabled) {
+		var extra []Ref
+		for k := range r.disabled {
+			if _, ok := r.index[k]; !ok {
+				extra = append(extra, Ref{k.kind, k.name})
+			}
+		}
+		slices.SortFunc(extra, func(a, b Ref) int {
+			if a.Kind != b.Kind {
+				return int(a.Kind) - int(b.Kind)
+			}
+			if a.Name < b.Name {
+				return -1
+			}
+			if a.Name > b.Name {
+				return 1
+			}
+			return 0
+		})
+		out = append(out, extra...)
+	}
+	return out
+}
+
+// Collection returns a read-only view of the definitions of one kind.
+func (r *Registry) Collection(kind Kind) Collection { return Collection{r: r, kind: kind} }
+
+// Collection is a live, read-only view of the declared definitions of one
+// kind, in declaration order. Disabled definitions are included; use
+// Enabled to skip them. The zero Collection is empty.
+type Collection struct {
+	r    *Registry
+	kind Kind
+}
+
+// Has reports whether a definition with this name is declared.
+func (c Collection) Has(name string) bool {
+	if c.r == nil {
+		return false
+	}
+	_, ok := c.r.Lookup(c.kind, name)
+	return ok
+}
+
+// Get returns the definition with this name.
+func (c Collection) Get(name string) (Def, bool) {
+	if c.r == nil {
+		return Def{}, false
+	}
+	return c.r.Lookup(c.kind, name)
+}
+
+// Handle returns the handle of the definition with this name, so an effect
+// can disable or remind it.
+func (c Collection) Handle(name string) (Handle, bool) {
+	if c.r == nil {
+		return Handle{}, false
+	}
+	return c.r.Handle(c.kind, name)
+}
+
+// All iterates over the definitions in declaration order.
+func (c Collection) All() iter.Seq[Def] {
+	return func(yield func(Def) bool) {
+		if c.r == nil {
+			return
+		}
+		c.r.mu.RLock()
+		defs := make([]Def, 0, len(c.r.entries))
+		for _, e := range c.r.entries {
+			if e.def.Kind == c.kind {
+				defs = append(defs, e.def)
+			}
+		}
+		c.r.mu.RUnlock()
+		for _, d := range defs {
+			if !yield(d) {
+				return
+			}
+		}
+	}
+}
+
+// Enabled iterates over the definitions not disabled in the current step.
+func (c Collection) Enabled() iter.Seq[Def] {
+	return func(yield func(Def) bool) {
+		for d := range c.All() {
+			if c.r.Disabled(d.Kind, d.Name) {
+				continue
+			}
+			if !yield(d) {
+				return
+			}
+		}
+	}
+}
+
+// Filter returns the definitions for which keep reports true. The caller owns
+// the returned slice.
+func (c Collection) Filter(keep func(Def) bool) []Def {
+	var out []Def
+	for d := range c.All() {
+		if keep(d) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// Names returns the names in declaration order.
+func (c Collection) Names() []string {
+	var out []string
+	for d := range c.All() {
+		out = append(out, d.Name)
+	}
+	return out
+}
+
+// Len returns the number of declared definitions of this kind.
+func (c Collection) Len() int {
+	if c.r == nil {
+		return 0
+	}
+	c.r.mu.RLock()
+	defer c.r.mu.RUnlock()
+	n := 0
+	for _, e := range c.r.entries {
+		if e.def.Kind == c.kind {
+			n++
+		}
+	}
+	return n
+}
+
+// Handle refers to a declared definition. It prints as its tag, <name>, so it
+// can be used inside message text. The zero Handle refers to nothing; its
+// Disable and Remind do nothing.
+type Handle struct {
+	r    *Registry
+	kind Kind
+	name string
+}
+
+// Name returns the definition's name.
+func (h Handle) Name() string { return h.name }
+
+// Kind returns the definition's kind.
+func (h Handle) Kind() Kind { return h.kind }
+
+// Tag returns "<name>".
+func (h Handle) Tag() string { return "<" + h.name + ">" }
+
+// String returns the tag, so fmt.Sprintf("use %s", h) names the definition.
+func (h Handle) String() string { return h.Tag() }
+
+// Disable removes the definition from the current step's request only. A
+// disabled tool the model calls anyway is not run; the model gets an error
+// result.
+func (h Handle) Disable() {
+	if h.r != nil {
+		h.r.Disable(h.kind, h.name)
+	}
+}
+
+// Remind names the definition in a reminder appended to the current step's
+// request only.
+func (h Handle) Remind() {
+	if h.r != nil {
+		h.r.Remind(h.kind, h.name)
+	}
+}

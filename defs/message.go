@@ -1,0 +1,64 @@
+package defs
+
+import "encoding/json"
+
+// Role is the author of a message in a transcript.
+type Role string
+
+// The roles a transcript may hold. The system prompt is not a message: it is
+// rendered from system parts and variables and sent beside the messages.
+const (
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleTool      Role = "tool"
+	RoleSystem    Role = "system"
+)
+
+// Message is one entry of a transcript.
+//
+// A message with Role RoleAssistant may carry ToolCalls; each one is answered
+// by exactly one message with Role RoleTool whose ToolCallID matches. Meta holds
+// runtime annotations (for example "trimmed") that are never sent to a model.
+//
+// Messages are values: the runtime shares transcript slices between steps and
+// never mutates a message in place once it is in the transcript, so a slice of
+// messages handed out by the runtime must be treated as read-only.
+type Message struct {
+	Role       Role              `json:"role"`
+	Content    string            `json:"content,omitempty"`
+	Reasoning  string            `json:"reasoning,omitempty"`
+	ToolCalls  []ToolCall        `json:"tool_calls,omitempty"`
+	ToolCallID string            `json:"tool_call_id,omitempty"`
+	Name       string            `json:"name,omitempty"`
+	IsError    bool              `json:"is_error,omitempty"`
+	Meta       map[string]string `json:"meta,omitempty"`
+}
+
+// ToolCall is a model's request to run one tool. Arguments is the raw JSON
+// object the model produced; it is validated against the tool's schema
+// before the tool runs.
+type ToolCall struct {
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// ToolResult is the outcome of one tool call.
+type ToolResult struct {
+	CallID    string          `json:"call_id"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	Content   string          `json:"content"`
+	IsError   bool            `json:"is_error,omitempty"`
+}
+
+// Message returns the transcript message that carries r back to the model.
+func (r ToolResult) Message() Message {
+	return Message{Role: RoleTool, Content: r.Content, ToolCallID: r.CallID, Name: r.Name, IsError: r.IsError}
+}
+
+// UserMessage returns a message with role user.
+func UserMessage(text string) Message { return Message{Role: RoleUser, Content: text} }
+
+// AssistantMessage returns a message with role assistant and no tool calls.
+func AssistantMessage(text string) Message { return Message{Role: RoleAssistant, Content: text} }

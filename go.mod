@@ -1,0 +1,3 @@
+module github.com/reprompt/reprompt
+
+go 1.26
