@@ -1,0 +1,240 @@
+package effects
+
+import (
+	"math"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Deps is an effect's dependency list. It decides the effect's cadence:
+//
+//   - Always (the zero Deps): the effect runs at every step;
+//   - Once (an empty list): the effect runs the first time it is registered,
+//     which is step 0 for an effect declared unconditionally;
+//   - On(values...): the effect runs the first time and then at every step
+//     where any value differs from the values of its last run.
+//
+// Values are compared by value, deeply: slices, arrays, maps, structs
+// (unexported fields included) and the values pointers point to are compared
+// element by element, NaN equals NaN, and nothing panics. Functions and
+// channels, which have no value to compare, are compared by identity. A
+// value is recorded when the effect runs, so mutating a slice in place after
+// passing it is seen as a change at the next step.
+type Deps struct {
+	list bool
+	vals []any
+}
+
+// Always is the dependency list of an effect that runs at every step.
+var Always = Deps{}
+
+// Once is the empty dependency list: the effect runs the first time only.
+var Once = Deps{list: true}
+
+// On returns a dependency list of values. On() with no values is Once.
+func On(values ...any) Deps { return Deps{list: true, vals: values} }
+
+// Named labels a dependency value so that the reason an effect ran names it:
+// On(Named("count", count)) reports `count: 1 → 2`.
+func Named(name string, value any) any { return named{name, value} }
+
+type named struct {
+	name  string
+	value any
+}
+
+// IsAlways reports whether d is Always.
+func (d Deps) IsAlways() bool { return !d.list }
+
+// Len returns the number of values.
+func (d Deps) Len() int { return len(d.vals) }
+
+// Encode renders each dependency value as canonical text: two values
+// compare equal as dependencies exactly when their encodings are equal. The
+// names of Named values are returned alongside ("" for unnamed ones).
+func (d Deps) encode() (vals, names []string) {
+	if len(d.vals) == 0 {
+		return nil, nil
+	}
+	vals = make([]string, len(d.vals))
+	for i, v := range d.vals {
+		if n, ok := v.(named); ok {
+			if names == nil {
+				names = make([]string, len(d.vals))
+			}
+			names[i] = n.name
+			v = n.value
+		}
+		vals[i] = Encode(v)
+	}
+	return vals, names
+}
+
+// Encode returns the canonical text of v used to compare dependency values.
+// It is deterministic (map keys are sorted), follows pointers with cycle
+// detection, reads unexported fields, writes NaN as NaN, and never panics.
+func Encode(v any) string {
+	if v == nil {
+		return "nil"
+	}
+	switch x := v.(type) { // fast paths for the common dependency types
+	case string:
+		return strconv.Quote(x)
+	case int:
+		return strconv.Itoa(x)
+	case bool:
+		return strconv.FormatBool(x)
+	}
+	var b strings.Builder
+	e := encoder{b: &b}
+	e.value(reflect.ValueOf(v), 0)
+	return b.String()
+}
+
+type encoder struct {
+	b       *strings.Builder
+	visited map[uintptr]bool
+}
+
+const maxDepth = 64
+
+var timeType = reflect.TypeFor[time.Time]()
+
+func (e *encoder) value(v reflect.Value, depth int) {
+	b := e.b
+	if depth > maxDepth {
+		b.WriteString("…")
+		return
+	}
+	if !v.IsValid() {
+		b.WriteString("nil")
+		return
+	}
+	if v.Type() == timeType && v.CanInterface() {
+		b.WriteString(v.Interface().(time.Time).Format(time.RFC3339Nano))
+		return
+	}
+	switch v.Kind() {
+	case reflect.Bool:
+		b.WriteString(strconv.FormatBool(v.Bool()))
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		b.WriteString(strconv.FormatInt(v.Int(), 10))
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		b.WriteString(strconv.FormatUint(v.Uint(), 10))
+	case reflect.Float32, reflect.Float64:
+		e.float(v.Float())
+	case reflect.Complex64, reflect.Complex128:
+		c := v.Complex()
+		b.WriteByte('(')
+		e.float(real(c))
+		b.WriteByte(',')
+		e.float(imag(c))
+		b.WriteByte(')')
+	case reflect.String:
+		b.WriteString(strconv.Quote(v.String()))
+	case reflect.Slice:
+		if v.IsNil() {
+			b.WriteString("[]")
+			return
+		}
+		fallthrough
+	case reflect.Array:
+		b.WriteByte('[')
+		for i := range v.Len() {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			e.value(v.Index(i), depth+1)
+		}
+		b.WriteByte(']')
+	case reflect.Map:
+		if v.Len() == 0 {
+			b.WriteString("{}")
+			return
+		}
+		type kv struct{ k, v string }
+		pairs := make([]kv, 0, v.Len())
+		it := v.MapRange()
+		for it.Next() {
+			pairs = append(pairs, kv{e.sub(it.Key(), depth+1), e.sub(it.Value(), depth+1)})
+		}
+		slices.SortFunc(pairs, func(a, b kv) int { return strings.Compare(a.k, b.k) })
+		b.WriteByte('{')
+		for i, p := range pairs {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(p.k)
+			b.WriteString(": ")
+			b.WriteString(p.v)
+		}
+		b.WriteByte('}')
+	case reflect.Struct:
+		t := v.Type()
+		b.WriteString(t.String())
+		b.WriteByte('{')
+		for i := range v.NumField() {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(t.Field(i).Name)
+			b.WriteString(": ")
+			e.value(v.Field(i), depth+1)
+		}
+		b.WriteByte('}')
+	case reflect.Pointer:
+		if v.IsNil() {
+			b.WriteString("nil")
+			return
+		}
+		p := v.Pointer()
+		if e.visited[p] {
+			b.WriteString("<cycle>")
+			return
+		}
+		if e.visited == nil {
+			e.visited = make(map[uintptr]bool)
+		}
+		e.visited[p] = true
+		b.WriteByte('&')
+		e.value(v.Elem(), depth+1)
+		delete(e.visited, p)
+	case reflect.Interface:
+		if v.IsNil() {
+			b.WriteString("nil")
+			return
+		}
+		e.value(v.Elem(), depth+1)
+	case reflect.Func, reflect.Chan, reflect.UnsafePointer:
+		if v.IsNil() {
+			b.WriteString("nil")
+			return
+		}
+		b.WriteString(v.Type().String())
+		b.WriteString("@0x")
+		b.WriteString(strconv.FormatUint(uint64(v.Pointer()), 16))
+	default:
+		b.WriteString(v.Type().String())
+	}
+}
+
+func (e *encoder) sub(v reflect.Value, depth int) string {
+	var b strings.Builder
+	sub := encoder{b: &b, visited: e.visited}
+	sub.value(v, depth)
+	return b.String()
+}
+
+func (e *encoder) float(f float64) {
+	switch {
+	case math.IsNaN(f):
+		e.b.WriteString("NaN")
+	case f == 0:
+		e.b.WriteString("0") // -0 equals 0
+	default:
+		e.b.WriteString(strconv.FormatFloat(f, 'g', -1, 64))
+	}
+}

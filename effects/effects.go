@@ -1,0 +1,428 @@
+// Package effects runs the effects a prompt function registers: it keys them
+// by registration order (or an explicit key), keeps their dependency memory
+// across executions, decides which are due, runs them in two phases (before
+// the model call and after the reply), and collects what they change in the
+// step.
+//
+// Package effects imports only the standard library and the leaf packages
+// state and defs.
+package effects
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/reprompt/reprompt/internal/callsite"
+)
+
+// Func is an effect. It runs when its dependencies say it is due, with the
+// step it may inspect and modify. A returned error aborts the run with an
+// *Error naming the effect.
+type Func func(ctx context.Context, s *Step) error
+
+// Phase is when in a step an effect runs.
+type Phase uint8
+
+const (
+	// BeforeCall effects run after the prompt function executed and before
+	// the request is rendered and sent. It is the default.
+	BeforeCall Phase = iota
+	// AfterReply effects run after the model's reply and the tool results
+	// it asked for were appended to the transcript.
+	AfterReply
+)
+
+// String returns "before-call" or "after-reply".
+func (p Phase) String() string {
+	if p == AfterReply {
+		return "after-reply"
+	}
+	return "before-call"
+}
+
+// Option changes how an effect is registered.
+type Option interface{ apply(*registration) }
+
+type optionFunc func(*registration)
+
+func (f optionFunc) apply(r *registration) { f(r) }
+
+// Key identifies the effect by an explicit key instead of its registration
+// order, so it keeps its dependency memory even when it is registered
+// conditionally or in another order. Keys must be unique within a prompt.
+func Key(key string) Option { return optionFunc(func(r *registration) { r.key = key }) }
+
+// InPhase sets the phase the effect runs in.
+func InPhase(p Phase) Option { return optionFunc(func(r *registration) { r.phase = p }) }
+
+type registration struct {
+	index int    // position among unkeyed registrations, -1 when keyed
+	key   string // explicit key, or ""
+	site  uintptr
+	phase Phase
+	deps  Deps
+	fn    Func
+	slot  *slot
+}
+
+// slot is the memory of one effect across executions.
+type slot struct {
+	id       string
+	site     uintptr
+	ran      bool
+	deps     []string
+	cleanups []func()
+	seen     bool // registered in the current execution
+}
+
+// Manager holds the effects of one prompt. Registration and Run must be
+// called from one goroutine at a time (the one executing the prompt).
+//
+// The zero Manager is ready to use.
+type Manager struct {
+	slots []*slot
+	keyed map[string]*slot
+	regs  []registration
+	npos  int
+	err   error
+}
+
+// ReasonKind says why an effect ran.
+type ReasonKind uint8
+
+// Reasons an effect ran.
+const (
+	// ReasonFirst: the effect had never run.
+	ReasonFirst ReasonKind = iota + 1
+	// ReasonAlways: the effect has no dependency list and runs every step.
+	ReasonAlways
+	// ReasonChanged: at least one dependency changed since the last run.
+	ReasonChanged
+)
+
+// Reason explains why an effect ran.
+type Reason struct {
+	Kind ReasonKind `json:"kind"`
+	// Changes lists the dependencies that changed, for ReasonChanged.
+	Changes []Change `json:"changes,omitempty"`
+}
+
+// Change is one dependency that changed.
+type Change struct {
+	Index int    `json:"index"`
+	Name  string `json:"name,omitempty"`
+	From  string `json:"from"`
+	To    string `json:"to"`
+}
+
+// String returns "first run", "every step" or what changed, for example
+// "count: 1 → 2" or "deps[1]: \"a\" → \"b\"".
+func (r Reason) String() string {
+	switch r.Kind {
+	case ReasonFirst:
+		return "first run"
+	case ReasonAlways:
+		return "every step"
+	case ReasonChanged:
+		parts := make([]string, len(r.Changes))
+		for i, c := range r.Changes {
+			name := c.Name
+			if name == "" {
+				name = fmt.Sprintf("deps[%d]", c.Index)
+			}
+			parts[i] = fmt.Sprintf("%s: %s → %s", name, c.From, c.To)
+		}
+		return strings.Join(parts, ", ")
+	}
+	return "unknown"
+}
+
+// Ran records one effect that ran.
+type Ran struct {
+	// ID is "#n" for the n-th unkeyed effect (from 0) or "key:..." for a
+	// keyed one.
+	ID     string `json:"id"`
+	Site   string `json:"site"`
+	Phase  Phase  `json:"phase"`
+	Reason Reason `json:"reason"`
+}
+
+// Error is an effect that failed: it returned an error or panicked.
+type Error struct {
+	ID    string
+	Site  string // where the effect was registered
+	Step  int
+	Phase Phase
+	// PanicSite is where the panic happened, for a panicking effect.
+	PanicSite string
+	Err       error
+}
+
+func (e *Error) Error() string {
+	if e.PanicSite != "" {
+		return fmt.Sprintf("effect %s (registered at %s) panicked at %s at step %d: %v", e.ID, e.Site, e.PanicSite, e.Step, e.Err)
+	}
+	return fmt.Sprintf("effect %s (registered at %s) failed at step %d: %v", e.ID, e.Site, e.Step, e.Err)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// HookOrderError reports an effect registered at a position where an effect
+// from another call site was registered before: the prompt function
+// registered its effects in another order (typically one inside an if), and
+// giving it the other effect's memory would be wrong.
+type HookOrderError struct {
+	Index int
+	Was   string // call site remembered at this position
+	Now   string // call site registering at this position now
+}
+
+func (e *HookOrderError) Error() string {
+	return fmt.Sprintf("effect #%d is registered at %s, but at %s on the previous execution: "+
+		"effects changed order (an effect inside an if or a loop?); register effects unconditionally or give them effects.Key", e.Index, e.Now, e.Was)
+}
+
+// DuplicateKeyError reports two effects registered with the same key in one
+// execution.
+type DuplicateKeyError struct {
+	Key        string
+	First, Now string
+}
+
+func (e *DuplicateKeyError) Error() string {
+	return fmt.Sprintf("effect key %q registered twice: at %s and at %s", e.Key, e.First, e.Now)
+}
+
+// Begin starts an execution of the prompt function.
+func (m *Manager) Begin() {
+	clear(m.regs)
+	m.regs = m.regs[:0]
+	m.npos = 0
+	m.err = nil
+	for _, s := range m.keyed {
+		s.seen = false
+	}
+}
+
+// Register registers an effect for the current execution. site is the
+// program counter of the call site (see callsite.CallerPC); it is how a
+// changed registration order is detected. A misuse is reported by End.
+func (m *Manager) Register(site uintptr, deps Deps, fn Func, opts ...Option) {
+	r := registration{index: -1, site: site, deps: deps, fn: fn}
+	for _, o := range opts {
+		o.apply(&r)
+	}
+	if r.key != "" {
+		if m.keyed == nil {
+			m.keyed = make(map[string]*slot)
+		}
+		s, ok := m.keyed[r.key]
+		switch {
+		case !ok:
+			s = &slot{id: "key:" + r.key, site: site}
+			m.keyed[r.key] = s
+		case s.seen && m.err == nil:
+			m.err = &DuplicateKeyError{Key: r.key, First: callsite.FromPC(s.site).String(), Now: callsite.FromPC(site).String()}
+		}
+		s.seen, s.site = true, site
+		r.slot = s
+	} else {
+		r.index = m.npos
+		m.npos++
+		if r.index < len(m.slots) {
+			s := m.slots[r.index]
+			if s.site != 0 && s.site != site && m.err == nil {
+				m.err = &HookOrderError{Index: r.index, Was: callsite.FromPC(s.site).String(), Now: callsite.FromPC(site).String()}
+			}
+			s.site = site
+			r.slot = s
+		} else {
+			r.slot = &slot{id: fmt.Sprintf("#%d", r.index), site: site}
+			m.slots = append(m.slots, r.slot)
+		}
+	}
+	m.regs = append(m.regs, r)
+}
+
+// End finishes an execution. Effects registered before but not in this
+// execution (a shorter list of unkeyed effects, keys not registered again)
+// have their cleanups run and their memory dropped. It returns the first
+// misuse seen during the execution (*HookOrderError, *DuplicateKeyError).
+func (m *Manager) End() error {
+	if m.err != nil {
+		return m.err
+	}
+	for i := m.npos; i < len(m.slots); i++ {
+		runCleanups(m.slots[i])
+		m.slots[i] = nil
+	}
+	m.slots = m.slots[:m.npos]
+	for k, s := range m.keyed {
+		if !s.seen {
+			runCleanups(s)
+			delete(m.keyed, k)
+		}
+	}
+	return nil
+}
+
+func runCleanups(s *slot) {
+	fns := s.cleanups
+	s.cleanups = nil
+	for _, f := range fns {
+		f()
+	}
+}
+
+// Run runs, in registration order, the effects of the given phase that are
+// due, and returns those that ran. s is the step they see; Run sets its
+// Phase. The first failing effect stops Run with an *Error.
+func (m *Manager) Run(ctx context.Context, phase Phase, s *Step) ([]Ran, error) {
+	var ran []Ran
+	s.Phase = phase
+	for i := range m.regs {
+		r := &m.regs[i]
+		if r.phase != phase {
+			continue
+		}
+		due, reason, enc := decide(r)
+		if !due {
+			continue
+		}
+		runCleanups(r.slot)
+		site := callsite.FromPC(r.site).String()
+		s.current = r.slot
+		err := call(ctx, r.fn, s)
+		s.current = nil
+		r.slot.ran, r.slot.deps = true, enc
+		ran = append(ran, Ran{ID: r.slot.id, Site: site, Phase: phase, Reason: reason})
+		if err != nil {
+			ee := &Error{ID: r.slot.id, Site: site, Step: s.Number, Phase: phase, Err: err}
+			if p, ok := err.(*panicError); ok {
+				ee.PanicSite, ee.Err = p.site, p.err
+			}
+			return ran, ee
+		}
+	}
+	return ran, nil
+}
+
+// decide reports whether r is due and why, with its encoded dependencies.
+func decide(r *registration) (bool, Reason, []string) {
+	if r.deps.IsAlways() {
+		if !r.slot.ran {
+			return true, Reason{Kind: ReasonFirst}, nil
+		}
+		return true, Reason{Kind: ReasonAlways}, nil
+	}
+	enc, names := r.deps.encode()
+	if !r.slot.ran {
+		return true, Reason{Kind: ReasonFirst}, enc
+	}
+	prev := r.slot.deps
+	var changes []Change
+	for i, v := range enc {
+		if i < len(prev) && prev[i] == v {
+			continue
+		}
+		from := "<none>"
+		if i < len(prev) {
+			from = prev[i]
+		}
+		c := Change{Index: i, From: abbreviate(from), To: abbreviate(v)}
+		if names != nil {
+			c.Name = names[i]
+		}
+		changes = append(changes, c)
+	}
+	if len(prev) > len(enc) {
+		changes = append(changes, Change{Index: len(enc), From: abbreviate(prev[len(enc)]), To: "<none>"})
+	}
+	if changes == nil {
+		return false, Reason{}, enc
+	}
+	return true, Reason{Kind: ReasonChanged, Changes: changes}, enc
+}
+
+func abbreviate(s string) string {
+	const max = 80
+	if len(s) <= max {
+		return s
+	}
+	return s[:max-1] + "…"
+}
+
+type panicError struct {
+	site string
+	err  error
+}
+
+func (p *panicError) Error() string { return p.err.Error() }
+
+func call(ctx context.Context, fn Func, s *Step) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			site := callsite.Panic().String()
+			perr, ok := v.(error)
+			if !ok {
+				perr = fmt.Errorf("panic: %v", v)
+			}
+			err = &panicError{site: site, err: perr}
+		}
+	}()
+	return fn(ctx, s)
+}
+
+// Close runs every cleanup still registered, in registration order. The
+// runtime calls it when a run ends.
+func (m *Manager) Close() {
+	for _, s := range m.slots {
+		runCleanups(s)
+	}
+	for _, s := range m.keyed {
+		runCleanups(s)
+	}
+}
+
+// Memory is the persistent part of a Manager: which effects already ran
+// and with which dependency values. It is JSON-serializable, so a resumed run
+// does not run again effects whose dependencies did not change.
+type Memory struct {
+	Slots []SlotMemory          `json:"slots,omitempty"`
+	Keyed map[string]SlotMemory `json:"keyed,omitempty"`
+}
+
+// SlotMemory is the memory of one effect.
+type SlotMemory struct {
+	Ran  bool     `json:"ran"`
+	Deps []string `json:"deps,omitempty"`
+}
+
+// Memory returns a copy of the dependency memory.
+func (m *Manager) Memory() Memory {
+	var mem Memory
+	for _, s := range m.slots {
+		mem.Slots = append(mem.Slots, SlotMemory{Ran: s.ran, Deps: s.deps})
+	}
+	if len(m.keyed) > 0 {
+		mem.Keyed = make(map[string]SlotMemory, len(m.keyed))
+		for k, s := range m.keyed {
+			mem.Keyed[k] = SlotMemory{Ran: s.ran, Deps: s.deps}
+		}
+	}
+	return mem
+}
+
+// Restore replaces the manager's memory with mem. Call sites are not part of
+// the memory: the first execution after Restore records them anew.
+func (m *Manager) Restore(mem Memory) {
+	m.slots = m.slots[:0]
+	for i, sm := range mem.Slots {
+		m.slots = append(m.slots, &slot{id: fmt.Sprintf("#%d", i), ran: sm.Ran, deps: sm.Deps})
+	}
+	m.keyed = make(map[string]*slot, len(mem.Keyed))
+	for k, sm := range mem.Keyed {
+		m.keyed[k] = &slot{id: "key:" + k, ran: sm.Ran, deps: sm.Deps}
+	}
+}

@@ -1,0 +1,171 @@
+package effects
+
+import (
+	"slices"
+
+	"github.com/reprompt/reprompt/defs"
+)
+
+// Step is what an effect sees of the current step and how it changes it.
+//
+// Changes come in two kinds, named so:
+//   - a view (AppendMessages, ReplaceMessages, LimitTools, LimitSystems,
+//     SetVariable, disabling and reminding definitions) changes only this
+//     step's request;
+//   - a commit (CommitMessages) changes the transcript for this step and all
+//     later ones. Compaction and trimming commit, once, so that the requests
+//     after them share a stable prefix again.
+//
+// Effects run in registration order and each sees the changes made by the
+// effects before it. A Step is valid only during the call of the effect it
+// is passed to.
+type Step struct {
+	// Number is the step number, from 0.
+	Number int
+	// Phase is the phase being run.
+	Phase Phase
+	// Tools, Systems and Variables are the definitions now declared.
+	Tools, Systems, Variables defs.Collection
+	// LastTool is the most recent tool result of the run, nil before any.
+	LastTool *defs.ToolResult
+	// Reply is the model's reply of this step; nil in the BeforeCall phase.
+	Reply *defs.Message
+	// Results are the tool results of this step; nil in the BeforeCall
+	// phase.
+	Results []defs.ToolResult
+
+	base    []defs.Message // the transcript
+	view    []defs.Message // the messages of this step's request
+	owned   bool           // view is a private copy that may be appended to
+	mods    Mods
+	current *slot
+}
+
+// Mods are the changes effects made to a step. The runtime applies them.
+type Mods struct {
+	// Committed is set when the transcript was replaced; Transcript is the
+	// new transcript.
+	Committed  bool
+	Transcript []defs.Message
+	// Viewed is set when this step's messages differ from the transcript;
+	// Messages are the messages to send.
+	Viewed   bool
+	Messages []defs.Message
+	// Tools and Systems, when non-nil, are the only names allowed at this
+	// step.
+	Tools, Systems []string
+	// Variables are values set for this step only, in the order first set.
+	Variables []Variable
+}
+
+// Variable is a variable value set by an effect for one step.
+type Variable struct {
+	Name  string
+	Value any
+}
+
+// NewStep returns the step effects see, over the transcript msgs. The step
+// does not modify msgs.
+func NewStep(number int, msgs []defs.Message) *Step {
+	return &Step{Number: number, base: msgs, view: msgs}
+}
+
+// Reset readies s for reuse at another step, over the transcript msgs.
+func (s *Step) Reset(number int, msgs []defs.Message) {
+	*s = Step{Number: number, base: msgs, view: msgs, Tools: s.Tools, Systems: s.Systems, Variables: s.Variables, mods: Mods{Variables: s.mods.Variables[:0]}}
+}
+
+// Messages returns the messages this step will send, as changed by the
+// effects so far. The slice is read-only.
+func (s *Step) Messages() []defs.Message { return s.view }
+
+// Transcript returns the run's transcript as committed so far. The slice is
+// read-only.
+func (s *Step) Transcript() []defs.Message { return s.base }
+
+// AppendMessages adds messages to the end of this step's request only (a
+// view).
+func (s *Step) AppendMessages(msgs ...defs.Message) {
+	if !s.owned {
+		s.view = slices.Clip(s.view)
+		s.owned = true
+	}
+	s.view = append(s.view, msgs...)
+	s.mods.Viewed = true
+}
+
+// ReplaceMessages replaces the messages of this step's request only (a
+// view): the transcript is unchanged and the next step starts from it again.
+// s keeps msgs; the caller must not modify it afterwards.
+func (s *Step) ReplaceMessages(msgs []defs.Message) {
+	s.view, s.owned = slices.Clip(msgs), false
+	s.mods.Viewed = true
+}
+
+// CommitMessages replaces the transcript with msgs for this step and every
+// later one (a commit). View changes made earlier in this step are dropped;
+// later ones apply on top of msgs. s keeps msgs; the caller must not modify
+// it afterwards.
+func (s *Step) CommitMessages(msgs []defs.Message) {
+	msgs = slices.Clip(msgs)
+	s.base, s.view, s.owned = msgs, msgs, false
+	s.mods.Committed, s.mods.Transcript = true, msgs
+	s.mods.Viewed = false
+}
+
+// LimitTools offers only the named tools at this step. It never adds a
+// tool: names that are not declared are ignored, and calling it again
+// narrows the set further (the intersection). A tool left out is treated as
+// disabled: if the model calls it, it is not run.
+func (s *Step) LimitTools(names ...string) { s.mods.Tools = intersect(s.mods.Tools, names) }
+
+// LimitSystems keeps only the named system parts in this step's system
+// prompt. Like LimitTools it only removes, and repeated calls intersect.
+func (s *Step) LimitSystems(names ...string) { s.mods.Systems = intersect(s.mods.Systems, names) }
+
+func intersect(have, names []string) []string {
+	if have == nil {
+		out := make([]string, 0, len(names))
+		return append(out, names...)
+	}
+	out := have[:0]
+	for _, n := range have {
+		if slices.Contains(names, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// SetVariable sets a variable for this step only (a view). A declared
+// variable keeps its position and shows value instead; a new name is
+// rendered after the declared variables. A string is rendered as is, any
+// other value as YAML.
+func (s *Step) SetVariable(name string, value any) {
+	for i := range s.mods.Variables {
+		if s.mods.Variables[i].Name == name {
+			s.mods.Variables[i].Value = value
+			return
+		}
+	}
+	s.mods.Variables = append(s.mods.Variables, Variable{Name: name, Value: value})
+}
+
+// Cleanup registers fn to run before the current effect runs again and when
+// the run ends, as the cleanup a React effect returns. It panics when called
+// outside an effect.
+func (s *Step) Cleanup(fn func()) {
+	if s.current == nil {
+		panic("effects: Step.Cleanup called outside a running effect")
+	}
+	s.current.cleanups = append(s.current.cleanups, fn)
+}
+
+// Mods returns the changes made to the step. The runtime calls it after the
+// effects ran.
+func (s *Step) Mods() *Mods {
+	if s.mods.Viewed {
+		s.mods.Messages = s.view
+	}
+	return &s.mods
+}

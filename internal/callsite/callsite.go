@@ -1,0 +1,79 @@
+// Package callsite names places in user code: where a hook was called and
+// where a panic happened.
+package callsite
+
+import (
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"strings"
+)
+
+// Site is a place in source code. The zero Site is unknown.
+type Site struct {
+	PC   uintptr
+	File string
+	Line int
+	Func string
+}
+
+// String returns "file.go:12", with the file's base name, or "unknown".
+func (s Site) String() string {
+	if s.File == "" {
+		return "unknown"
+	}
+	return fmt.Sprintf("%s:%d", filepath.Base(s.File), s.Line)
+}
+
+// Caller returns the site skip frames above its caller (0 is the function
+// that calls Caller).
+func Caller(skip int) Site {
+	var pcs [1]uintptr
+	if runtime.Callers(skip+2, pcs[:]) == 0 {
+		return Site{}
+	}
+	fr, _ := runtime.CallersFrames(pcs[:]).Next()
+	return Site{PC: pcs[0], File: fr.File, Line: fr.Line, Func: fr.Function}
+}
+
+// CallerPC returns only the program counter of the caller skip frames up; it
+// is cheap enough to call on every hook registration. Resolve it with
+// FromPC when it must be printed.
+func CallerPC(skip int) uintptr {
+	var pcs [1]uintptr
+	if runtime.Callers(skip+2, pcs[:]) == 0 {
+		return 0
+	}
+	return pcs[0]
+}
+
+// FromPC resolves a program counter returned by CallerPC.
+func FromPC(pc uintptr) Site {
+	if pc == 0 {
+		return Site{}
+	}
+	fr, _ := runtime.CallersFrames([]uintptr{pc}).Next()
+	return Site{PC: pc, File: fr.File, Line: fr.Line, Func: fr.Function}
+}
+
+// Panic returns the site that raised the panic being recovered: the first
+// frame after the runtime's panic machinery that is not in the standard
+// library's runtime package. Call it from the deferred function that
+// recovers.
+func Panic() Site {
+	var pcs [64]uintptr
+	n := runtime.Callers(2, pcs[:])
+	frames := runtime.CallersFrames(pcs[:n])
+	afterPanic := false
+	for {
+		fr, more := frames.Next()
+		if strings.HasPrefix(fr.Function, "runtime.gopanic") || strings.HasPrefix(fr.Function, "runtime.panic") {
+			afterPanic = true
+		} else if afterPanic && !strings.HasPrefix(fr.Function, "runtime.") {
+			return Site{PC: fr.PC, File: fr.File, Line: fr.Line, Func: fr.Function}
+		}
+		if !more {
+			return Site{}
+		}
+	}
+}

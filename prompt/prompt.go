@@ -1,0 +1,284 @@
+// Package prompt is what a user writes a prompt against: the Prompt handle
+// passed to a prompt function, and its hooks.
+//
+// A prompt function is executed again before every step of a run, the way a
+// React component renders again: it declares its definitions, reads its state
+// and registers its effects each time. Definitions it stops declaring
+// disappear; state and the dependency memory of effects persist.
+//
+//	func agent(p *prompt.Prompt) error {
+//		count, setCount := prompt.State(p, "count", 0)
+//		p.DefSystem("role", "You count things.")
+//		p.Def("count", strconv.Itoa(count))
+//		prompt.DefTool(p, "increment", "Add one to the count.",
+//			func(ctx context.Context, _ struct{}) (int, error) {
+//				setCount.Update(func(n int) int { return n + 1 })
+//				return count + 1, nil
+//			})
+//		p.Effect(effects.On(count), func(ctx context.Context, s *effects.Step) error {
+//			return nil // runs at step 0 and whenever count changed
+//		})
+//		p.User("Count to three.")
+//		return nil
+//	}
+//
+// Package prompt never imports the runtime; the runtime drives a Prompt
+// through Execute.
+package prompt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/effects"
+	"github.com/reprompt/reprompt/internal/callsite"
+	"github.com/reprompt/reprompt/state"
+)
+
+// Func is a prompt function. It is executed before every step; a returned
+// error ends the run.
+type Func func(p *Prompt) error
+
+// Prompt is the handle a prompt function declares through. Its hooks may be
+// called only while the prompt function executes; calling one from a tool or
+// an effect panics with a *MisuseError. The Setter returned by State and the
+// handles returned by the Def methods may be used at any time.
+type Prompt struct {
+	reg       *defs.Registry
+	store     *state.Store
+	eff       *effects.Manager
+	step      int
+	input     string
+	executing bool
+	seen      map[string]struct{} // identities of declared messages added so far
+	added     []defs.Message      // messages added by the current execution
+}
+
+// New returns a Prompt with empty definitions, state and effects. input is
+// the task a sub-agent was given ("" for a top-level prompt).
+func New(input string) *Prompt {
+	return &Prompt{
+		reg:   defs.NewRegistry(),
+		store: state.New(),
+		eff:   &effects.Manager{},
+		input: input,
+		seen:  make(map[string]struct{}),
+	}
+}
+
+// Registry returns the prompt's definitions.
+func (p *Prompt) Registry() *defs.Registry { return p.reg }
+
+// Store returns the prompt's state.
+func (p *Prompt) Store() *state.Store { return p.store }
+
+// Effects returns the prompt's effects manager.
+func (p *Prompt) Effects() *effects.Manager { return p.eff }
+
+// Step returns the number of the step being prepared, from 0.
+func (p *Prompt) Step() int { return p.step }
+
+// Input returns the task given to a sub-agent, or "" for a top-level prompt.
+func (p *Prompt) Input() string { return p.input }
+
+// Error is a prompt function that failed: it returned an error, panicked, or
+// misused a hook.
+type Error struct {
+	Step int
+	// Site is where the prompt function panicked or misused a hook; empty
+	// when it returned an error.
+	Site string
+	// Panicked reports a panic that was not a hook misuse.
+	Panicked bool
+	Err      error
+}
+
+func (e *Error) Error() string {
+	switch {
+	case e.Panicked:
+		return fmt.Sprintf("prompt function panicked at %s at step %d: %v", e.Site, e.Step, e.Err)
+	case e.Site != "":
+		return fmt.Sprintf("prompt function at %s, step %d: %v", e.Site, e.Step, e.Err)
+	}
+	return fmt.Sprintf("prompt function failed at step %d: %v", e.Step, e.Err)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// MisuseError is a hook called wrongly: outside the prompt function, with a
+// state key of another type, with a tool whose arguments have no JSON Schema.
+// Hooks panic with it; Execute turns the panic into an *Error.
+type MisuseError struct {
+	Hook string
+	Site string
+	Err  error
+}
+
+func (e *MisuseError) Error() string {
+	return fmt.Sprintf("%s at %s: %v", e.Hook, e.Site, e.Err)
+}
+
+func (e *MisuseError) Unwrap() error { return e.Err }
+
+// errOutside is wrapped by a MisuseError for hooks called outside an
+// execution.
+var errOutside = errors.New("hook called outside the prompt function (from a tool, an effect or another goroutine?)")
+
+// misuse panics with a *MisuseError naming the caller of the hook.
+// skip counts the frames between misuse and the user's call: 1 when the hook
+// calls misuse itself.
+func misuse(hook string, err error, skip int) {
+	panic(&MisuseError{Hook: hook, Site: callsite.Caller(skip + 1).String(), Err: err})
+}
+
+func (p *Prompt) check(hook string) {
+	if !p.executing {
+		misuse(hook, errOutside, 2)
+	}
+}
+
+// Execute runs fn as execution number step: it re-declares definitions,
+// reconciles the ones not declared again, and collects effects. It returns
+// the messages the execution declared for the first time, for the caller to
+// append to the transcript. A failure is an *Error.
+func (p *Prompt) Execute(step int, fn Func) (added []defs.Message, err error) {
+	p.step = step
+	p.added = p.added[:0]
+	p.reg.BeginExecution()
+	p.eff.Begin()
+	p.executing = true
+	defer func() {
+		p.executing = false
+		if v := recover(); v != nil {
+			var me *MisuseError
+			if e, ok := v.(error); ok && errors.As(e, &me) {
+				err = &Error{Step: step, Site: me.Site, Err: me}
+				return
+			}
+			perr, ok := v.(error)
+			if !ok {
+				perr = fmt.Errorf("%v", v)
+			}
+			err = &Error{Step: step, Site: callsite.Panic().String(), Panicked: true, Err: perr}
+		}
+	}()
+	if ferr := fn(p); ferr != nil {
+		return nil, &Error{Step: step, Err: ferr}
+	}
+	p.reg.Reconcile()
+	if eerr := p.eff.End(); eerr != nil {
+		return nil, &Error{Step: step, Err: eerr}
+	}
+	return p.added, nil
+}
+
+// MarkMessagesSeen records messages as already added, so that a resumed
+// prompt does not add its declared messages again. It is used by the
+// runtime when it restores a session.
+func (p *Prompt) MarkMessagesSeen(ids []string) {
+	for _, id := range ids {
+		p.seen[id] = struct{}{}
+	}
+}
+
+// SeenMessages returns the identities of the declared messages added so far.
+func (p *Prompt) SeenMessages() []string {
+	out := make([]string, 0, len(p.seen))
+	for id := range p.seen {
+		out = append(out, id)
+	}
+	return out
+}
+
+// Def declares a string variable, rendered in the system prompt's
+// <variables> block.
+func (p *Prompt) Def(name, value string) defs.Handle {
+	p.check("Def")
+	return p.reg.Declare(defs.Def{Kind: defs.KindVariable, Name: name, Text: value})
+}
+
+// DefData declares a structured variable, rendered as YAML in the
+// <variables> block.
+func (p *Prompt) DefData(name string, value any) defs.Handle {
+	p.check("DefData")
+	return p.reg.Declare(defs.Def{Kind: defs.KindVariable, Name: name, Data: value, IsData: true})
+}
+
+// DefSystem declares a named part of the system prompt, rendered as
+// <name>text</name> in declaration order.
+func (p *Prompt) DefSystem(name, text string) defs.Handle {
+	p.check("DefSystem")
+	return p.reg.Declare(defs.Def{Kind: defs.KindSystem, Name: name, Text: text})
+}
+
+// DefMessage adds a message to the transcript the first time it is
+// declared; declaring the same role and text again adds nothing. It returns
+// nothing: a message is not a definition that can be disabled.
+func (p *Prompt) DefMessage(role defs.Role, text string) {
+	p.check("DefMessage")
+	id := MessageID(role, text)
+	if _, ok := p.seen[id]; ok {
+		return
+	}
+	p.seen[id] = struct{}{}
+	p.added = append(p.added, defs.Message{Role: role, Content: text})
+}
+
+// MessageID returns the identity under which a declared message is
+// remembered as added: its role and text.
+func MessageID(role defs.Role, text string) string { return string(role) + "\x00" + text }
+
+// User declares a user message: DefMessage(defs.RoleUser, text).
+func (p *Prompt) User(text string) {
+	p.check("User")
+	p.DefMessage(defs.RoleUser, text)
+}
+
+// Effect registers an effect for this execution. deps decides when it runs
+// (effects.Always, effects.Once, effects.On(values...)); effects are
+// identified by their registration order unless effects.Key is given, and a
+// changed order is reported as an error rather than silently mixing their
+// memory.
+func (p *Prompt) Effect(deps effects.Deps, fn effects.Func, opts ...effects.Option) {
+	p.check("Effect")
+	p.eff.Register(callsite.CallerPC(1), deps, fn, opts...)
+}
+
+// State returns the value of key as of this execution and its setter. The
+// initial value is stored only when the key is new. The same key anywhere
+// in the prompt shares one value. It panics with a *MisuseError (turned into
+// a run error naming the call site) if the key holds another type than T.
+func State[T any](p *Prompt, key string, initial T) (T, state.Setter[T]) {
+	p.check("State")
+	v, err := state.Init(p.store, key, initial)
+	if err != nil {
+		misuse("State", err, 1)
+	}
+	return v, state.NewSetter[T](p.store, key)
+}
+
+// GetState returns the live value of key: a value set since this execution
+// is visible at once. It may be called at any time, from tools and effects
+// too. The error is a *state.TypeError or *state.NotFoundError.
+func GetState[T any](p *Prompt, key string) (T, error) {
+	return state.Get[T](p.store, key)
+}
+
+// AgentRunner runs sub-agents. The runtime puts one in the context of every
+// tool call, so that a tool declared with DefAgent can run its prompt.
+type AgentRunner interface {
+	RunAgent(ctx context.Context, name string, fn Func, task string) (string, error)
+}
+
+type runnerKey struct{}
+
+// WithAgentRunner returns a context carrying r.
+func WithAgentRunner(ctx context.Context, r AgentRunner) context.Context {
+	return context.WithValue(ctx, runnerKey{}, r)
+}
+
+// ErrNoAgentRunner is returned by a sub-agent tool called without an
+// AgentRunner in its context.
+var ErrNoAgentRunner = errors.New("prompt: no agent runner in context")

@@ -1,0 +1,161 @@
+package prompt
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/reprompt/reprompt/defs"
+)
+
+// toolSchema is the schema generated for one argument type, cached for the
+// life of the process: a prompt re-declares its tools at every step.
+type toolSchema struct {
+	raw      json.RawMessage
+	resolved *jsonschema.Resolved
+	err      error
+}
+
+var schemaCache sync.Map // reflect.Type → *toolSchema
+
+func schemaFor(t reflect.Type) *toolSchema {
+	if v, ok := schemaCache.Load(t); ok {
+		return v.(*toolSchema)
+	}
+	ts := &toolSchema{}
+	s, err := jsonschema.ForType(t, nil)
+	switch {
+	case err != nil:
+		ts.err = fmt.Errorf("cannot make a JSON Schema for %s: %w", t, err)
+	case s.Type != "object":
+		ts.err = fmt.Errorf("tool arguments must be a struct or a map, not %s", t)
+	default:
+		if ts.raw, err = json.Marshal(s); err == nil {
+			ts.resolved, err = s.Resolve(nil)
+		}
+		ts.err = err
+	}
+	v, _ := schemaCache.LoadOrStore(t, ts)
+	return v.(*toolSchema)
+}
+
+// ArgumentsError is a tool call whose arguments do not match the tool's
+// schema or type. The model receives it as an error result.
+type ArgumentsError struct {
+	Tool string
+	Err  error
+}
+
+func (e *ArgumentsError) Error() string {
+	return fmt.Sprintf("invalid arguments for tool %q: %v", e.Tool, e.Err)
+}
+
+func (e *ArgumentsError) Unwrap() error { return e.Err }
+
+// DefTool declares a tool the model may call. The JSON Schema of its
+// arguments is generated from A (a struct: exported fields by their json
+// names, fields without omitempty required, a `jsonschema:"..."` tag as the
+// description). Arguments are validated against the schema before fn runs;
+// invalid arguments, a returned error and a panic all become error results
+// for the model, never a crash. The result is sent as is when R is a string
+// and as JSON otherwise.
+//
+// fn may run concurrently with other tools of the same reply. It panics with
+// a *MisuseError (a run error naming the call site) when A has no JSON
+// Schema of type object.
+func DefTool[A, R any](p *Prompt, name, description string, fn func(ctx context.Context, args A) (R, error)) defs.Handle {
+	p.check("DefTool")
+	ts := schemaFor(reflect.TypeFor[A]())
+	if ts.err != nil {
+		misuse("DefTool "+name, ts.err, 1)
+	}
+	return p.reg.Declare(defs.Def{Kind: defs.KindTool, Name: name, Tool: &defs.Tool{
+		Name:        name,
+		Description: description,
+		Schema:      ts.raw,
+		Validate:    func(raw json.RawMessage) error { return validate(name, ts, raw) },
+		Call: func(ctx context.Context, raw json.RawMessage) (string, error) {
+			var args A
+			if err := json.Unmarshal(orEmpty(raw), &args); err != nil {
+				return "", &ArgumentsError{Tool: name, Err: err}
+			}
+			res, err := fn(ctx, args)
+			if err != nil {
+				return "", err
+			}
+			return resultText(res)
+		},
+	}})
+}
+
+func orEmpty(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return json.RawMessage("{}")
+	}
+	return raw
+}
+
+func validate(name string, ts *toolSchema, raw json.RawMessage) error {
+	var inst any
+	if err := json.Unmarshal(orEmpty(raw), &inst); err != nil {
+		return &ArgumentsError{Tool: name, Err: fmt.Errorf("not valid JSON: %w", err)}
+	}
+	if err := ts.resolved.Validate(inst); err != nil {
+		return &ArgumentsError{Tool: name, Err: err}
+	}
+	return nil
+}
+
+func resultText[R any](res R) (string, error) {
+	if s, ok := any(res).(string); ok {
+		return s, nil
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return "", fmt.Errorf("cannot encode tool result as JSON: %w", err)
+	}
+	return string(b), nil
+}
+
+// AgentArgs are the arguments of a sub-agent tool.
+type AgentArgs struct {
+	Task string `json:"task" jsonschema:"the task for the sub-agent, with everything it needs to know"`
+}
+
+// DefAgent declares a sub-agent: a tool that runs fn as a full prompt of its
+// own (re-execution, state, effects) to completion, with the task the model
+// gives as its first user message and as Input. The model gets the
+// sub-agent's final answer, not its transcript.
+func (p *Prompt) DefAgent(name, description string, fn Func) defs.Handle {
+	p.check("DefAgent")
+	ts := schemaFor(reflect.TypeFor[AgentArgs]())
+	return p.reg.Declare(defs.Def{Kind: defs.KindTool, Name: name, Tool: &defs.Tool{
+		Name:        name,
+		Description: description,
+		Schema:      ts.raw,
+		Agent:       true,
+		Validate:    func(raw json.RawMessage) error { return validate(name, ts, raw) },
+		Call: func(ctx context.Context, raw json.RawMessage) (string, error) {
+			var args AgentArgs
+			if err := json.Unmarshal(orEmpty(raw), &args); err != nil {
+				return "", &ArgumentsError{Tool: name, Err: err}
+			}
+			r, ok := ctx.Value(runnerKey{}).(AgentRunner)
+			if !ok {
+				return "", ErrNoAgentRunner
+			}
+			return r.RunAgent(ctx, name, fn, args.Task)
+		},
+	}})
+}
+
+// IsArgumentsError reports whether err is an *ArgumentsError.
+func IsArgumentsError(err error) bool {
+	var ae *ArgumentsError
+	return errors.As(err, &ae)
+}

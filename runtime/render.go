@@ -1,0 +1,119 @@
+package runtime
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/effects"
+)
+
+// renderSystem renders the enabled system parts in declaration order, then a
+// <variables> block of the enabled variables. It returns "" when nothing is
+// enabled.
+func renderSystem(reg *defs.Registry, mods *effects.Mods) (string, error) {
+	var b strings.Builder
+	for d := range reg.Collection(defs.KindSystem).Enabled() {
+		if mods.Systems != nil && !slices.Contains(mods.Systems, d.Name) {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString("\n\n")
+		}
+		b.WriteString("<" + d.Name + ">\n")
+		b.WriteString(strings.TrimRight(d.Text, "\n"))
+		b.WriteString("\n</" + d.Name + ">")
+	}
+	vars := 0
+	writeVar := func(name string, text string) {
+		if vars == 0 {
+			if b.Len() > 0 {
+				b.WriteString("\n\n")
+			}
+			b.WriteString("<variables>\n")
+		}
+		vars++
+		if strings.Contains(text, "\n") {
+			b.WriteString("<" + name + ">\n" + text + "\n</" + name + ">\n")
+		} else {
+			b.WriteString("<" + name + ">" + text + "</" + name + ">\n")
+		}
+	}
+	overridden := func(name string) (any, bool) {
+		for _, v := range mods.Variables {
+			if v.Name == name {
+				return v.Value, true
+			}
+		}
+		return nil, false
+	}
+	for d := range reg.Collection(defs.KindVariable).Enabled() {
+		var text string
+		var err error
+		if v, ok := overridden(d.Name); ok {
+			text, err = valueText(d.Name, v)
+		} else if d.IsData {
+			text, err = valueText(d.Name, d.Data)
+		} else {
+			text = d.Text
+		}
+		if err != nil {
+			return "", err
+		}
+		writeVar(d.Name, text)
+	}
+	for _, v := range mods.Variables {
+		if _, declared := reg.Lookup(defs.KindVariable, v.Name); declared {
+			continue
+		}
+		text, err := valueText(v.Name, v.Value)
+		if err != nil {
+			return "", err
+		}
+		writeVar(v.Name, text)
+	}
+	if vars > 0 {
+		b.WriteString("</variables>")
+	}
+	return b.String(), nil
+}
+
+// valueText renders a variable value: a string as is, anything else as YAML.
+func valueText(name string, v any) (string, error) {
+	if s, ok := v.(string); ok {
+		return s, nil
+	}
+	out, err := yaml.Marshal(v)
+	if err != nil {
+		return "", fmt.Errorf("variable %q cannot be rendered as YAML: %w", name, err)
+	}
+	return strings.TrimRight(string(out), "\n"), nil
+}
+
+// renderTools returns the enabled tools, in declaration order, allowed by
+// the step's LimitTools.
+func renderTools(reg *defs.Registry, mods *effects.Mods) []ToolSpec {
+	var out []ToolSpec
+	for d := range reg.Collection(defs.KindTool).Enabled() {
+		if mods.Tools != nil && !slices.Contains(mods.Tools, d.Name) {
+			continue
+		}
+		out = append(out, ToolSpec{Name: d.Name, Description: d.Tool.Description, Parameters: d.Tool.Schema})
+	}
+	return out
+}
+
+// reminderMessage returns the user-role message naming the reminded
+// definitions.
+func reminderMessage(refs []defs.Ref) defs.Message {
+	var b strings.Builder
+	b.WriteString("<reminder>\nKeep these in mind for your next action:\n")
+	for _, r := range refs {
+		fmt.Fprintf(&b, "- <%s> (%s)\n", r.Name, r.Kind)
+	}
+	b.WriteString("</reminder>")
+	return defs.Message{Role: defs.RoleUser, Content: b.String(), Meta: map[string]string{"reminder": "true"}}
+}

@@ -1,0 +1,246 @@
+// Package state is the typed, serializable key-value store behind a prompt's
+// State hooks.
+//
+// Values are held as Go values while a run is live and as JSON when they come
+// back from a checkpoint; a typed read decodes a JSON value into the type it is
+// asked for, once. Package state depends on the standard library only.
+package state
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"sync"
+)
+
+// Store holds state values by key. The zero Store is not usable; call New.
+// A Store is safe for concurrent use.
+type Store struct {
+	mu   sync.Mutex
+	vals map[string]*entry
+	// version counts changes, so a caller can tell cheaply whether anything
+	// changed since it last looked.
+	version uint64
+}
+
+type entry struct {
+	v   any             // live value, or nil when only raw is known
+	raw json.RawMessage // value restored from a checkpoint, not yet decoded
+	typ reflect.Type    // type of v; nil while only raw is known
+}
+
+// New returns an empty store.
+func New() *Store { return &Store{vals: make(map[string]*entry)} }
+
+// TypeError reports a key read or written as another type than the one it
+// holds.
+type TypeError struct {
+	Key  string
+	Have string // type the key holds
+	Want string // type it was asked for
+	Err  error  // decoding error, for values restored from JSON
+}
+
+func (e *TypeError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("state %q: stored value cannot be read as %s: %v", e.Key, e.Want, e.Err)
+	}
+	return fmt.Sprintf("state %q holds %s, not %s", e.Key, e.Have, e.Want)
+}
+
+func (e *TypeError) Unwrap() error { return e.Err }
+
+// NotFoundError reports a key that holds no value.
+type NotFoundError struct{ Key string }
+
+func (e *NotFoundError) Error() string { return fmt.Sprintf("state %q is not set", e.Key) }
+
+func typeName(t reflect.Type) string {
+	if t == nil {
+		return "nil"
+	}
+	return t.String()
+}
+
+// typed returns the value of e as T, decoding a restored JSON value on first
+// use. It must be called with s.mu held.
+func typed[T any](key string, e *entry) (T, error) {
+	var zero T
+	want := reflect.TypeFor[T]()
+	if e.typ == nil && e.raw != nil {
+		var v T
+		if err := json.Unmarshal(e.raw, &v); err != nil {
+			return zero, &TypeError{Key: key, Have: "JSON " + abbreviate(e.raw), Want: typeName(want), Err: err}
+		}
+		e.v, e.typ, e.raw = v, want, nil
+		return v, nil
+	}
+	if e.typ != want {
+		return zero, &TypeError{Key: key, Have: typeName(e.typ), Want: typeName(want)}
+	}
+	if e.v == nil {
+		return zero, nil
+	}
+	return e.v.(T), nil
+}
+
+func abbreviate(raw []byte) string {
+	if len(raw) > 40 {
+		return string(raw[:37]) + "..."
+	}
+	return string(raw)
+}
+
+// Init stores initial under key if the key is new, and returns the value the
+// key holds. It returns a *TypeError if the key holds another type.
+func Init[T any](s *Store, key string, initial T) (T, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.vals[key]
+	if !ok {
+		s.vals[key] = &entry{v: initial, typ: reflect.TypeFor[T]()}
+		s.version++
+		return initial, nil
+	}
+	return typed[T](key, e)
+}
+
+// Get returns the live value of key as T. It returns a *NotFoundError if the
+// key is not set and a *TypeError if it holds another type.
+func Get[T any](s *Store, key string) (T, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.vals[key]
+	if !ok {
+		var zero T
+		return zero, &NotFoundError{Key: key}
+	}
+	return typed[T](key, e)
+}
+
+// Set stores v under key, whatever the key held before.
+func Set[T any](s *Store, key string, v T) {
+	s.mu.Lock()
+	s.vals[key] = &entry{v: v, typ: reflect.TypeFor[T]()}
+	s.version++
+	s.mu.Unlock()
+}
+
+// Update applies f to the live value of key and stores the result. Updates
+// apply in call order; f runs with the store locked, so it must not use the
+// store. A key that is not set is updated from T's zero value.
+func Update[T any](s *Store, key string, f func(prev T) T) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var prev T
+	if e, ok := s.vals[key]; ok {
+		var err error
+		if prev, err = typed[T](key, e); err != nil {
+			return err
+		}
+	}
+	s.vals[key] = &entry{v: f(prev), typ: reflect.TypeFor[T]()}
+	s.version++
+	return nil
+}
+
+// Setter sets one key of a store. It is what a State hook returns beside the
+// value. The zero Setter panics when used. A Setter is safe for concurrent use.
+type Setter[T any] struct {
+	s   *Store
+	key string
+}
+
+// NewSetter returns a setter for key.
+func NewSetter[T any](s *Store, key string) Setter[T] { return Setter[T]{s: s, key: key} }
+
+// Key returns the key the setter writes.
+func (st Setter[T]) Key() string { return st.key }
+
+// Set stores v. The new value is visible at once to Get and to the prompt
+// function at its next execution. Setting state never triggers a step.
+func (st Setter[T]) Set(v T) { Set(st.s, st.key, v) }
+
+// Update stores f(live value). Updates apply in call order, each to the
+// result of the previous one. It panics with a *TypeError if another hook
+// stored a different type under the same key since this setter was made.
+func (st Setter[T]) Update(f func(prev T) T) {
+	if err := Update(st.s, st.key, f); err != nil {
+		panic(err)
+	}
+}
+
+// Version returns a number that changes whenever a value is stored.
+func (s *Store) Version() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.version
+}
+
+// Keys returns the keys in sorted order.
+func (s *Store) Keys() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Sorted(maps.Keys(s.vals))
+}
+
+// Len returns the number of keys.
+func (s *Store) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.vals)
+}
+
+// Snapshot returns a shallow copy of the values by key. Values restored from
+// a checkpoint and not read since are returned as json.RawMessage.
+func (s *Store) Snapshot() map[string]any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]any, len(s.vals))
+	for k, e := range s.vals {
+		if e.typ == nil && e.raw != nil {
+			out[k] = e.raw
+		} else {
+			out[k] = e.v
+		}
+	}
+	return out
+}
+
+// MarshalJSON encodes the store as a JSON object with sorted keys. It fails,
+// naming the key, when a value cannot be encoded: state must be serializable
+// so that a session can be checkpointed.
+func (s *Store) MarshalJSON() ([]byte, error) {
+	snap := s.Snapshot()
+	raw := make(map[string]json.RawMessage, len(snap))
+	for k, v := range snap {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("state %q is not serializable: %w", k, err)
+		}
+		raw[k] = b
+	}
+	return json.Marshal(raw)
+}
+
+// UnmarshalJSON replaces the store's contents with the object in data. Each
+// value is kept as JSON until it is first read as a type.
+func (s *Store) UnmarshalJSON(data []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return fmt.Errorf("state: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.vals == nil {
+		s.vals = make(map[string]*entry, len(raw))
+	}
+	clear(s.vals)
+	for k, r := range raw {
+		s.vals[k] = &entry{raw: r}
+	}
+	s.version++
+	return nil
+}
