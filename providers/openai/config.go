@@ -1,0 +1,185 @@
+package openai
+
+import (
+	"context"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"time"
+)
+
+// Defaults used when the corresponding Config field is zero.
+const (
+	// DefaultBaseURL is the OpenAI API endpoint.
+	DefaultBaseURL = "https://api.openai.com/v1"
+	// DefaultModel is the model used when Config.Model is empty.
+	DefaultModel = "gpt-4o-mini"
+	// DefaultMaxRetries is the number of retries after a retryable failure.
+	DefaultMaxRetries = 2
+	// DefaultRetryBaseDelay is the delay before the first retry, doubled for
+	// each later one.
+	DefaultRetryBaseDelay = 500 * time.Millisecond
+	// DefaultRetryMaxDelay bounds the delay between two attempts.
+	DefaultRetryMaxDelay = 30 * time.Second
+)
+
+// Environment variables read by ConfigFromEnv.
+const (
+	EnvAPIKey  = "OPENAI_API_KEY"
+	EnvBaseURL = "OPENAI_BASE_URL"
+	EnvModel   = "OPENAI_MODEL"
+)
+
+// ReasoningMode says whether a model is treated as a reasoning model, which
+// changes how parameters are sent (see Config.Reasoning).
+type ReasoningMode int
+
+const (
+	// ReasoningAuto decides from the model name: names starting with o1, o3,
+	// o4, gpt-5 or gpt-6 (after any "provider/" prefix) are reasoning models.
+	ReasoningAuto ReasoningMode = iota
+	// ReasoningOn treats the model as a reasoning model whatever its name.
+	ReasoningOn
+	// ReasoningOff treats the model as a classic chat model whatever its name.
+	ReasoningOff
+)
+
+// Config configures a Model. The zero value talks to the OpenAI API with no
+// API key, using DefaultModel, the server's default sampling parameters,
+// usage reporting in streams, and DefaultMaxRetries retries.
+//
+// The same Config works against any server that speaks the Chat Completions
+// protocol: set BaseURL to http://localhost:11434/v1 for Ollama, to the
+// server's /v1 URL for vLLM or llama.cpp, and leave APIKey empty when the
+// server needs none.
+type Config struct {
+	// APIKey is sent as a bearer token. If empty, no Authorization header is
+	// sent.
+	APIKey string
+	// BaseURL is the API root, ending in /v1 for most servers. If empty,
+	// DefaultBaseURL is used.
+	BaseURL string
+	// Model is the model name sent with every request. If empty,
+	// DefaultModel is used.
+	Model string
+	// Organization, if set, is sent as the OpenAI-Organization header.
+	Organization string
+	// HTTPClient sends the requests. If nil, a client with no timeout is
+	// used; cancel the context passed to Generate or Stream to bound a call.
+	HTTPClient *http.Client
+
+	// Reasoning says whether Model is a reasoning model. A reasoning model
+	// gets MaxTokens as max_completion_tokens and never gets Temperature or
+	// TopP (those models reject them, so they are dropped, not reported);
+	// other models get max_tokens, temperature and top_p. The zero value,
+	// ReasoningAuto, decides from the model name.
+	Reasoning ReasoningMode
+	// Temperature is the sampling temperature. If nil, none is sent and the
+	// server's default applies; a pointer to 0 sends 0.
+	Temperature *float64
+	// TopP is the nucleus sampling mass. If nil, none is sent.
+	TopP *float64
+	// MaxTokens bounds the reply's length (including reasoning tokens for
+	// reasoning models). If 0, no limit is sent.
+	MaxTokens int
+	// ReasoningEffort ("minimal", "low", "medium", "high", ...) is sent as
+	// reasoning_effort when not empty, whatever the model.
+	ReasoningEffort string
+	// Seed, if not nil, asks the server for deterministic sampling.
+	Seed *int
+	// Stop lists sequences at which the server stops generating. The slice
+	// is read, never modified.
+	Stop []string
+	// ParallelToolCalls, if not nil, is sent as parallel_tool_calls when the
+	// request has tools.
+	ParallelToolCalls *bool
+	// ReplayReasoning sends the Reasoning of earlier assistant messages back
+	// as reasoning_content. The zero value drops it, which is what OpenAI
+	// and most servers expect.
+	ReplayReasoning bool
+
+	// OmitStreamUsage stops Stream from asking for a usage chunk
+	// (stream_options.include_usage). The zero value asks for one; set it
+	// for servers that reject stream_options. When a server sends no usage
+	// chunk the streamed Reply's Usage is left zero.
+	OmitStreamUsage bool
+
+	// MaxRetries is the number of retries after a retryable failure (HTTP
+	// 408, 409, 429 other than insufficient_quota, 5xx, network errors,
+	// streams cut short before any delta was delivered). If 0,
+	// DefaultMaxRetries is used; a negative value disables retries.
+	MaxRetries int
+	// RetryBaseDelay is the delay before the first retry; each later retry
+	// waits twice as long, up to RetryMaxDelay, minus up to a quarter of
+	// random jitter. If 0, DefaultRetryBaseDelay is used.
+	RetryBaseDelay time.Duration
+	// RetryMaxDelay bounds the delay between attempts. A Retry-After (or
+	// retry-after-ms) header from the server is honoured when it is at most
+	// RetryMaxDelay; a longer one ends the retries and the error is
+	// returned. If 0, DefaultRetryMaxDelay is used.
+	RetryMaxDelay time.Duration
+	// Rand is the source of retry jitter. If nil, the math/rand/v2
+	// top-level functions are used. The Model serialises its use of Rand.
+	Rand *rand.Rand
+	// Sleep waits between attempts and returns early with ctx.Err() when
+	// ctx is done. If nil, a timer is used. Tests set it to record delays
+	// without waiting.
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+// ConfigFromEnv returns a Config with APIKey, BaseURL and Model read from
+// OPENAI_API_KEY, OPENAI_BASE_URL and OPENAI_MODEL. Unset variables leave
+// the field empty, so its default applies. For example, against Ollama:
+//
+//	OPENAI_BASE_URL=http://localhost:11434/v1 OPENAI_MODEL=qwen3:4b
+func ConfigFromEnv() Config {
+	return Config{
+		APIKey:  os.Getenv(EnvAPIKey),
+		BaseURL: os.Getenv(EnvBaseURL),
+		Model:   os.Getenv(EnvModel),
+	}
+}
+
+// withDefaults returns c with its zero fields replaced by the defaults.
+func (c Config) withDefaults() Config {
+	if c.BaseURL == "" {
+		c.BaseURL = DefaultBaseURL
+	}
+	if c.Model == "" {
+		c.Model = DefaultModel
+	}
+	if c.HTTPClient == nil {
+		c.HTTPClient = &http.Client{}
+	}
+	switch {
+	case c.MaxRetries == 0:
+		c.MaxRetries = DefaultMaxRetries
+	case c.MaxRetries < 0:
+		c.MaxRetries = 0
+	}
+	if c.RetryBaseDelay <= 0 {
+		c.RetryBaseDelay = DefaultRetryBaseDelay
+	}
+	if c.RetryMaxDelay <= 0 {
+		c.RetryMaxDelay = DefaultRetryMaxDelay
+	}
+	if c.Sleep == nil {
+		c.Sleep = sleep
+	}
+	return c
+}
+
+// sleep waits for d or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

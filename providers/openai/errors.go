@@ -1,0 +1,177 @@
+package openai
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	sdk "github.com/sashabaranov/go-openai"
+
+	"github.com/reprompt/reprompt/runtime"
+)
+
+// ErrStreamCut is wrapped by the *runtime.ModelError returned when a stream
+// ends before the server said why the reply ended (no finish_reason). Such
+// an error is retryable.
+var ErrStreamCut = errors.New("openai: stream ended before the reply was complete")
+
+// classify turns any failure of a call into a *runtime.ModelError whose Err
+// is the original error, so errors.As still finds *openai.APIError or
+// *openai.RequestError from go-openai. ctx is the call's context: a failure
+// caused by its cancellation is not retryable and unwraps to ctx.Err().
+func classify(ctx context.Context, err error) *runtime.ModelError {
+	var me *runtime.ModelError
+	if errors.As(err, &me) {
+		return me
+	}
+	if ctx.Err() != nil {
+		if !errors.Is(err, ctx.Err()) {
+			err = fmt.Errorf("%w (%v)", ctx.Err(), err)
+		}
+		return &runtime.ModelError{Message: err.Error(), Err: err}
+	}
+
+	var apiErr *sdk.APIError
+	if errors.As(err, &apiErr) {
+		code := fmt.Sprint(apiErr.Code)
+		if apiErr.Code == nil {
+			code = ""
+		}
+		e := &runtime.ModelError{
+			StatusCode:     apiErr.HTTPStatusCode,
+			Message:        apiErr.Message,
+			ContextTooLong: contextTooLong(code, apiErr.Type, apiErr.Message),
+			Err:            err,
+		}
+		switch {
+		case code == "insufficient_quota" || apiErr.Type == "insufficient_quota":
+			e.Retryable = false
+		case e.StatusCode != 0:
+			e.Retryable = retryableStatus(e.StatusCode)
+		default:
+			// An error event inside a stream carries no status.
+			e.Retryable = apiErr.Type == "server_error" || code == "rate_limit_exceeded" || apiErr.Type == "overloaded_error"
+		}
+		if e.StatusCode == http.StatusTooManyRequests || e.StatusCode >= 500 {
+			e.ContextTooLong = false
+		}
+		if e.ContextTooLong {
+			e.Retryable = false
+		}
+		return e
+	}
+
+	var reqErr *sdk.RequestError
+	if errors.As(err, &reqErr) {
+		msg := strings.TrimSpace(string(reqErr.Body))
+		if len(msg) > 1000 {
+			msg = msg[:1000] + "…"
+		}
+		if msg == "" {
+			msg = reqErr.HTTPStatus
+		}
+		e := &runtime.ModelError{
+			StatusCode:     reqErr.HTTPStatusCode,
+			Message:        msg,
+			Retryable:      retryableStatus(reqErr.HTTPStatusCode),
+			ContextTooLong: reqErr.HTTPStatusCode < 500 && reqErr.HTTPStatusCode != http.StatusTooManyRequests && contextTooLong("", "", msg),
+			Err:            err,
+		}
+		if e.ContextTooLong {
+			e.Retryable = false
+		}
+		return e
+	}
+
+	return &runtime.ModelError{Message: err.Error(), Retryable: retryableTransport(err), Err: err}
+}
+
+// retryableStatus reports whether an HTTP status is worth another attempt,
+// as the official SDKs decide it.
+func retryableStatus(code int) bool {
+	return code == http.StatusRequestTimeout || code == http.StatusConflict ||
+		code == http.StatusTooManyRequests || code >= 500
+}
+
+// retryableTransport reports whether a non-HTTP error is a dropped or
+// refused connection, a timeout or a truncated body.
+func retryableTransport(err error) bool {
+	if errors.Is(err, ErrStreamCut) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE) {
+		return true
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return true
+	}
+	var oe *net.OpError
+	return errors.As(err, &oe)
+}
+
+// contextTooLong recognises the ways servers say a request does not fit the
+// model's context window: OpenAI's code, llama.cpp's error type, and the
+// messages of vLLM, Ollama and others.
+func contextTooLong(code, typ, msg string) bool {
+	switch code {
+	case "context_length_exceeded", "string_above_max_length":
+		return true
+	}
+	if typ == "exceed_context_size_error" {
+		return true
+	}
+	m := strings.ToLower(msg)
+	for _, s := range []string{
+		"context_length_exceeded",
+		"maximum context length",
+		"context length exceeded",
+		"exceeds the context window",
+		"exceeds the available context size",
+		"exceed_context_size",
+		"context window",
+		"prompt is too long",
+		"too many tokens",
+		"input is too long",
+	} {
+		if strings.Contains(m, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// retryAfter reads the delay a server asked for: retry-after-ms (OpenAI),
+// then Retry-After in seconds or as an HTTP date. It returns 0 when there
+// is none.
+func retryAfter(h http.Header, now time.Time) time.Duration {
+	if h == nil {
+		return 0
+	}
+	if v := h.Get("Retry-After-Ms"); v != "" {
+		if ms, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil && ms > 0 {
+			return time.Duration(ms * float64(time.Millisecond))
+		}
+	}
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil {
+		if s <= 0 {
+			return 0
+		}
+		return time.Duration(s * float64(time.Second))
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		if d := t.Sub(now); d > 0 {
+			return d
+		}
+	}
+	return 0
+}

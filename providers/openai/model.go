@@ -1,0 +1,310 @@
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	sdk "github.com/sashabaranov/go-openai"
+
+	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/runtime"
+)
+
+// Model is a runtime.StreamingModel backed by an OpenAI-compatible Chat
+// Completions endpoint through go-openai. It is safe for concurrent use.
+type Model struct {
+	cfg    Config
+	client *sdk.Client
+	randMu sync.Mutex
+}
+
+var (
+	_ runtime.Model          = (*Model)(nil)
+	_ runtime.StreamingModel = (*Model)(nil)
+)
+
+// New returns a Model configured by cfg; zero fields of cfg take the
+// defaults documented on Config. New does no I/O.
+func New(cfg Config) *Model {
+	cfg = cfg.withDefaults()
+	sc := sdk.DefaultConfig(cfg.APIKey)
+	sc.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
+	sc.OrgID = cfg.Organization
+	sc.HTTPClient = doer{client: cfg.HTTPClient}
+	return &Model{cfg: cfg, client: sdk.NewClientWithConfig(sc)}
+}
+
+// FromEnv returns New(ConfigFromEnv()).
+func FromEnv() *Model { return New(ConfigFromEnv()) }
+
+// Name returns the model name sent with each request.
+func (m *Model) Name() string { return m.cfg.Model }
+
+// Generate sends req as one Chat Completions request and returns the
+// reply. Retryable failures are retried as Config describes. Every error
+// is a *runtime.ModelError that unwraps to go-openai's error
+// (*openai.APIError, *openai.RequestError) or, when ctx ended the call, to
+// ctx.Err().
+func (m *Model) Generate(ctx context.Context, req *runtime.Request) (*runtime.Reply, error) {
+	if req == nil {
+		return nil, &runtime.ModelError{Message: "openai: nil request", Err: errors.New("openai: nil request")}
+	}
+	body, patch, err := m.buildRequest(req, false)
+	if err != nil {
+		return nil, &runtime.ModelError{Message: err.Error(), Err: err}
+	}
+	return m.withRetries(ctx, patch, func(ctx context.Context, ex *exchange) (*runtime.Reply, bool, error) {
+		resp, err := m.client.CreateChatCompletion(ctx, body)
+		if err != nil {
+			return nil, false, err
+		}
+		reply, err := convertReply(&resp, ex.raw)
+		return reply, false, err
+	})
+}
+
+// Stream sends req as a streamed Chat Completions request, calls onDelta
+// (if not nil) on the calling goroutine for each fragment of content,
+// reasoning or tool call as it arrives, and returns the assembled reply.
+//
+// Usage is requested with stream_options.include_usage unless
+// Config.OmitStreamUsage is set; if the server sends no usage chunk the
+// reply's Usage is zero. A stream that ends before a finish_reason arrived
+// fails with a retryable error wrapping ErrStreamCut. A failed attempt is
+// retried as Config describes only if no delta was delivered yet. When ctx
+// is done the stream is closed at once and Stream returns an error that
+// unwraps to ctx.Err().
+func (m *Model) Stream(ctx context.Context, req *runtime.Request, onDelta func(runtime.Delta)) (*runtime.Reply, error) {
+	if req == nil {
+		return nil, &runtime.ModelError{Message: "openai: nil request", Err: errors.New("openai: nil request")}
+	}
+	if onDelta == nil {
+		onDelta = func(runtime.Delta) {}
+	}
+	body, patch, err := m.buildRequest(req, true)
+	if err != nil {
+		return nil, &runtime.ModelError{Message: err.Error(), Err: err}
+	}
+	return m.withRetries(ctx, patch, func(ctx context.Context, ex *exchange) (*runtime.Reply, bool, error) {
+		return m.streamOnce(ctx, body, onDelta)
+	})
+}
+
+// attemptFunc makes one attempt; delivered reports whether part of the
+// reply already reached the caller, which forbids a retry.
+type attemptFunc func(ctx context.Context, ex *exchange) (reply *runtime.Reply, delivered bool, err error)
+
+func (m *Model) withRetries(ctx context.Context, patch bodyPatch, attempt attemptFunc) (*runtime.Reply, error) {
+	for n := 0; ; n++ {
+		ex := &exchange{}
+		if !patch.empty() {
+			ex.patch = patch.apply
+		}
+		reply, delivered, err := attempt(withExchange(ctx, ex), ex)
+		if err == nil {
+			return reply, nil
+		}
+		me := classify(ctx, err)
+		if !me.Retryable || delivered || n >= m.cfg.MaxRetries {
+			return nil, me
+		}
+		delay := m.backoff(n)
+		if ra := retryAfter(ex.header, time.Now()); ra > 0 {
+			if ra > m.cfg.RetryMaxDelay {
+				return nil, me
+			}
+			delay = ra
+		}
+		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < delay {
+			return nil, me
+		}
+		if err := m.cfg.Sleep(ctx, delay); err != nil {
+			werr := fmt.Errorf("%w while waiting to retry after: %v", err, me)
+			return nil, &runtime.ModelError{StatusCode: me.StatusCode, Message: werr.Error(), Err: werr}
+		}
+	}
+}
+
+// backoff returns the delay before retry n+1: RetryBaseDelay·2ⁿ capped at
+// RetryMaxDelay, minus up to 25% jitter.
+func (m *Model) backoff(n int) time.Duration {
+	d := m.cfg.RetryBaseDelay
+	for i := 0; i < n && d < m.cfg.RetryMaxDelay; i++ {
+		d *= 2
+	}
+	d = min(d, m.cfg.RetryMaxDelay)
+	var f float64
+	if m.cfg.Rand != nil {
+		m.randMu.Lock()
+		f = m.cfg.Rand.Float64()
+		m.randMu.Unlock()
+	} else {
+		f = rand.Float64()
+	}
+	return time.Duration(float64(d) * (1 - 0.25*f))
+}
+
+func (m *Model) streamOnce(ctx context.Context, body sdk.ChatCompletionRequest, onDelta func(runtime.Delta)) (reply *runtime.Reply, delivered bool, err error) {
+	stream, err := m.client.CreateChatCompletionStream(ctx, body)
+	if err != nil {
+		return nil, false, err
+	}
+	defer stream.Close()
+	// The transport aborts a read when ctx ends; closing the body as well
+	// makes sure a blocked read returns whatever the HTTP client is.
+	stop := context.AfterFunc(ctx, func() { stream.Close() })
+	defer stop()
+
+	acc := newStreamAcc()
+	for {
+		raw, err := stream.RecvRaw()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, delivered, err
+		}
+		var chunk sdk.ChatCompletionStreamResponse
+		if err := json.Unmarshal(raw, &chunk); err != nil {
+			return nil, delivered, fmt.Errorf("decoding stream chunk: %w", err)
+		}
+		for _, d := range acc.add(&chunk, extraReasoning(raw)) {
+			delivered = true
+			onDelta(d)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, delivered, err
+	}
+	if !acc.finished {
+		return nil, delivered, ErrStreamCut
+	}
+	return acc.reply(), delivered, nil
+}
+
+// streamAcc assembles a reply from stream chunks.
+type streamAcc struct {
+	content, reasoning, refusal strings.Builder
+	calls                       map[int]*callAcc
+	lastIndex                   int
+	finish                      sdk.FinishReason
+	finished                    bool
+	usage                       runtime.Usage
+}
+
+type callAcc struct {
+	index    int
+	id, name string
+	args     strings.Builder
+}
+
+func newStreamAcc() *streamAcc { return &streamAcc{calls: map[int]*callAcc{}, lastIndex: -1} }
+
+// add folds chunk into the reply and returns the deltas it carries.
+// reasoning is the chunk's "reasoning" field, which go-openai does not
+// decode.
+func (a *streamAcc) add(chunk *sdk.ChatCompletionStreamResponse, reasoning string) []runtime.Delta {
+	if chunk.Usage != nil {
+		a.usage = convertUsage(*chunk.Usage)
+	}
+	var out []runtime.Delta
+	for _, ch := range chunk.Choices {
+		if ch.Index != 0 {
+			continue
+		}
+		d := ch.Delta
+		text := d.ReasoningContent
+		if text == "" {
+			text = reasoning
+		}
+		if d.Content != "" || text != "" {
+			a.content.WriteString(d.Content)
+			a.reasoning.WriteString(text)
+			out = append(out, runtime.Delta{Content: d.Content, Reasoning: text})
+		}
+		a.refusal.WriteString(d.Refusal)
+		for _, tc := range d.ToolCalls {
+			c := a.call(tc)
+			if tc.ID != "" {
+				c.id = tc.ID
+			}
+			if tc.Function.Name != "" {
+				c.name = tc.Function.Name
+			}
+			c.args.WriteString(tc.Function.Arguments)
+			out = append(out, runtime.Delta{ToolCall: &runtime.ToolCallDelta{
+				Index: c.index, ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments,
+			}})
+		}
+		if fc := d.FunctionCall; fc != nil {
+			c := a.call(sdk.ToolCall{Index: new(0)})
+			if fc.Name != "" {
+				c.name = fc.Name
+			}
+			c.args.WriteString(fc.Arguments)
+			out = append(out, runtime.Delta{ToolCall: &runtime.ToolCallDelta{Index: 0, Name: fc.Name, Arguments: fc.Arguments}})
+		}
+		if ch.FinishReason != "" && ch.FinishReason != sdk.FinishReasonNull {
+			a.finish = ch.FinishReason
+			a.finished = true
+		}
+	}
+	return out
+}
+
+// call finds the accumulator for a tool-call fragment: by index when the
+// server sends one, else by id, else the last call.
+func (a *streamAcc) call(tc sdk.ToolCall) *callAcc {
+	idx := -1
+	switch {
+	case tc.Index != nil:
+		idx = *tc.Index
+	case tc.ID != "":
+		for i, c := range a.calls {
+			if c.id == tc.ID {
+				idx = i
+			}
+		}
+		if idx < 0 {
+			idx = len(a.calls)
+		}
+	default:
+		idx = max(a.lastIndex, 0)
+	}
+	a.lastIndex = idx
+	c, ok := a.calls[idx]
+	if !ok {
+		c = &callAcc{index: idx}
+		a.calls[idx] = c
+	}
+	return c
+}
+
+func (a *streamAcc) reply() *runtime.Reply {
+	msg := defs.Message{Role: defs.RoleAssistant, Content: a.content.String(), Reasoning: a.reasoning.String()}
+	if msg.Content == "" {
+		msg.Content = a.refusal.String()
+	}
+	idx := make([]int, 0, len(a.calls))
+	for i := range a.calls {
+		idx = append(idx, i)
+	}
+	sort.Ints(idx)
+	for _, i := range idx {
+		c := a.calls[i]
+		id := c.id
+		if id == "" {
+			id = newCallID()
+		}
+		msg.ToolCalls = append(msg.ToolCalls, defs.ToolCall{ID: id, Name: c.name, Arguments: toolArguments(c.args.String())})
+	}
+	return &runtime.Reply{Message: msg, Usage: a.usage, FinishReason: finishReason(a.finish, len(msg.ToolCalls) > 0)}
+}
