@@ -1,0 +1,93 @@
+package reprompt_test
+
+import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/reprompt/reprompt"
+
+// allowed lists, for each package of the module, the module packages and
+// outside modules its non-test files may import. The standard library is
+// always allowed. A package missing here may import anything but the
+// packages that restrict who imports them (see onlyImportedBy).
+var allowed = map[string][]string{
+	"state":             {},
+	"defs":              {},
+	"internal/callsite": {},
+	"effects":           {"state", "defs", "internal/callsite"},
+	"prompt":            {"state", "defs", "effects", "internal/callsite", "github.com/google/jsonschema-go"},
+	"runtime":           {"state", "defs", "effects", "prompt", "internal/callsite", "go.yaml.in/yaml/v3"},
+}
+
+// onlyImportedBy restricts who may import a package (non-test files), by
+// path prefix.
+var onlyImportedBy = map[string][]string{
+	"github.com/sashabaranov/go-openai": {"providers/openai"},
+	module + "/snapshots":               {"examples/"},
+	module + "/providers/openai":        {"examples/"},
+}
+
+func TestImportRules(t *testing.T) {
+	fset := token.NewFileSet()
+	imports := map[string]map[string]bool{} // package dir → import paths
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") && path != "." {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		dir := filepath.ToSlash(filepath.Dir(path))
+		if imports[dir] == nil {
+			imports[dir] = map[string]bool{}
+		}
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			imports[dir][p] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for pkg := range allowed {
+		if imports[pkg] == nil {
+			t.Errorf("package %s has rules but no Go files: update the rules", pkg)
+		}
+	}
+	for dir, imps := range imports {
+		for imp := range imps {
+			isStd := !strings.Contains(strings.Split(imp, "/")[0], ".")
+			if rules, ok := allowed[dir]; ok && !isStd {
+				rel := strings.TrimPrefix(imp, module+"/")
+				if !slices.Contains(rules, rel) && !slices.ContainsFunc(rules, func(r string) bool {
+					return strings.Contains(r, ".") && (imp == r || strings.HasPrefix(imp, r+"/"))
+				}) {
+					t.Errorf("%s imports %s, which it may not (allowed: standard library and %v)", dir, imp, rules)
+				}
+			}
+			for restricted, importers := range onlyImportedBy {
+				if imp != restricted && !strings.HasPrefix(imp, restricted+"/") {
+					continue
+				}
+				if !slices.ContainsFunc(importers, func(p string) bool { return dir == p || strings.HasPrefix(dir, p) }) {
+					t.Errorf("%s imports %s, which only %v may import", dir, imp, importers)
+				}
+			}
+		}
+	}
+}
