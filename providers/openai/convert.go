@@ -29,6 +29,17 @@ func isReasoningModel(name string) bool {
 	return false
 }
 
+// sdkTakesForReasoning reports whether go-openai's own validator treats
+// name as a reasoning model and refuses max_tokens and temperature for it.
+func sdkTakesForReasoning(name string) bool {
+	for _, p := range []string{"o1", "o3", "o4", "gpt-5"} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
 // emptyParameters is sent for a tool without a parameter schema.
 var emptyParameters = json.RawMessage(`{"type":"object","properties":{}}`)
 
@@ -45,17 +56,33 @@ func (m *Model) buildRequest(req *runtime.Request, stream bool) (sdk.ChatComplet
 	var patch bodyPatch
 
 	reasoning := c.Reasoning == ReasoningOn || (c.Reasoning == ReasoningAuto && isReasoningModel(c.Model))
-	if reasoning {
+	switch {
+	case reasoning:
 		out.MaxCompletionTokens = c.MaxTokens
-	} else {
+	case sdkTakesForReasoning(c.Model):
+		// go-openai would refuse these fields: send them through the patch.
+		if c.MaxTokens > 0 {
+			patch.set("max_tokens", c.MaxTokens)
+		}
+		if c.Temperature != nil {
+			patch.set("temperature", *c.Temperature)
+		}
+		if c.TopP != nil {
+			patch.set("top_p", *c.TopP)
+		}
+	default:
 		out.MaxTokens = c.MaxTokens
 		if c.Temperature != nil {
 			out.Temperature = float32(*c.Temperature)
-			patch.zeroTemperature = *c.Temperature == 0
+			if *c.Temperature == 0 {
+				patch.set("temperature", 0)
+			}
 		}
 		if c.TopP != nil {
 			out.TopP = float32(*c.TopP)
-			patch.zeroTopP = *c.TopP == 0
+			if *c.TopP == 0 {
+				patch.set("top_p", 0)
+			}
 		}
 	}
 	if stream && !c.OmitStreamUsage {

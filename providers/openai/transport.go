@@ -94,26 +94,34 @@ func patchBody(req *http.Request, patch func(map[string]json.RawMessage) error) 
 }
 
 // bodyPatch is what go-openai's request struct cannot express, because its
-// fields are tagged omitempty: an explicit temperature or top_p of 0, and
-// messages whose content is the empty string (content is required for
-// user, system and tool messages).
+// fields are tagged omitempty or its validator refuses them: an explicit
+// temperature or top_p of 0, max_tokens and temperature for a model whose
+// name go-openai takes for a reasoning model (Config.Reasoning set to
+// ReasoningOff), and messages whose content is the empty string (content is
+// required for user, system and tool messages).
 type bodyPatch struct {
-	zeroTemperature bool
-	zeroTopP        bool
-	emptyContent    []int // message indices
+	fields       map[string]any
+	emptyContent []int // message indices
+}
+
+func (p *bodyPatch) set(key string, v any) {
+	if p.fields == nil {
+		p.fields = map[string]any{}
+	}
+	p.fields[key] = v
 }
 
 func (p bodyPatch) empty() bool {
-	return !p.zeroTemperature && !p.zeroTopP && len(p.emptyContent) == 0
+	return len(p.fields) == 0 && len(p.emptyContent) == 0
 }
 
 func (p bodyPatch) apply(body map[string]json.RawMessage) error {
-	zero := json.RawMessage("0")
-	if p.zeroTemperature {
-		body["temperature"] = zero
-	}
-	if p.zeroTopP {
-		body["top_p"] = zero
+	for k, v := range p.fields {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		body[k] = b
 	}
 	if len(p.emptyContent) == 0 {
 		return nil

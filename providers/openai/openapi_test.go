@@ -1,0 +1,251 @@
+package openai
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+)
+
+// specRelPath is where the official OpenAI spec lives: in shared/ beside
+// the repository (../shared/openai-openapi/openapi.yaml from its root).
+const specRelPath = "shared/openai-openapi/openapi.yaml"
+
+var spec struct {
+	once  sync.Once
+	path  string
+	route *routers.Route
+	err   error
+}
+
+// findSpec walks up from the working directory looking for specRelPath.
+// OPENAI_OPENAPI_SPEC, when set, names the file directly.
+func findSpec() (string, error) {
+	if p := os.Getenv("OPENAI_OPENAPI_SPEC"); p != "" {
+		return p, nil
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		p := filepath.Join(dir, specRelPath)
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("%s not found in any parent of the working directory", specRelPath)
+		}
+		dir = parent
+	}
+}
+
+// chatRoute loads the spec once per test binary and returns the route of
+// POST /chat/completions. It skips the test when the spec is absent.
+func chatRoute(t *testing.T) *routers.Route {
+	t.Helper()
+	spec.once.Do(func() {
+		spec.path, spec.err = findSpec()
+		if spec.err != nil {
+			return
+		}
+		doc, err := openapi3.NewLoader().LoadFromFile(spec.path)
+		if err != nil {
+			spec.err = fmt.Errorf("loading %s: %w", spec.path, err)
+			return
+		}
+		item := doc.Paths.Find("/chat/completions")
+		if item == nil || item.Post == nil {
+			spec.err = fmt.Errorf("%s has no POST /chat/completions", spec.path)
+			return
+		}
+		spec.route = &routers.Route{Spec: doc, Path: "/chat/completions", PathItem: item, Method: http.MethodPost, Operation: item.Post}
+	})
+	if spec.route == nil {
+		if os.IsNotExist(spec.err) || strings.Contains(fmt.Sprint(spec.err), "not found") {
+			t.Skipf("skipping: the OpenAI OpenAPI spec is absent (%v); these tests validate requests against it", spec.err)
+		}
+		t.Fatalf("OpenAPI spec: %v", spec.err)
+	}
+	return spec.route
+}
+
+// validateChatRequest checks a request body against the spec.
+func validateChatRequest(route *routers.Route, body []byte) error {
+	req, err := http.NewRequest(http.MethodPost, "http://api.test/v1/chat/completions", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	return openapi3filter.ValidateRequest(context.Background(), &openapi3filter.RequestValidationInput{
+		Request: req,
+		Route:   route,
+		Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc},
+	})
+}
+
+// reply is one scripted answer of the fake server.
+type reply struct {
+	status int
+	header map[string]string
+	// body is a JSON body (or any text) sent as is.
+	body string
+	// file, if set, names a testdata file sent as body; a .sse file is
+	// streamed line by line with a flush after each event.
+	file string
+	// events are SSE data payloads, each sent as "data: <e>\n\n".
+	events []string
+	// hang, after the events, blocks until the client goes away.
+	hang bool
+	// drop, after the events, closes the TCP connection abruptly.
+	drop bool
+}
+
+// fakeServer is an OpenAI-compatible endpoint that validates every request
+// body against the spec and answers with scripted replies, the last one
+// repeated.
+type fakeServer struct {
+	t       *testing.T
+	srv     *httptest.Server
+	route   *routers.Route
+	mu      sync.Mutex
+	replies []reply
+	bodies  []map[string]any
+	headers []http.Header
+}
+
+func newFakeServer(t *testing.T, replies ...reply) *fakeServer {
+	t.Helper()
+	f := &fakeServer{t: t, route: chatRoute(t), replies: replies}
+	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+// config returns a Config aimed at the fake server that records retry
+// delays instead of sleeping.
+func (f *fakeServer) config(model string, sleeps *[]time.Duration) Config {
+	return Config{
+		APIKey:  "sk-test",
+		BaseURL: f.srv.URL + "/v1",
+		Model:   model,
+		Sleep: func(ctx context.Context, d time.Duration) error {
+			if sleeps != nil {
+				*sleeps = append(*sleeps, d)
+			}
+			return ctx.Err()
+		},
+	}
+}
+
+func (f *fakeServer) hits() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.bodies)
+}
+
+func (f *fakeServer) body(i int) map[string]any {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if i < 0 {
+		i += len(f.bodies)
+	}
+	return f.bodies[i]
+}
+
+func (f *fakeServer) serve(w http.ResponseWriter, r *http.Request) {
+	raw, err := io.ReadAll(r.Body)
+	if err != nil {
+		f.t.Errorf("reading request: %v", err)
+		return
+	}
+	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
+		f.t.Errorf("unexpected %s %s", r.Method, r.URL.Path)
+	}
+	if err := validateChatRequest(f.route, raw); err != nil {
+		f.t.Errorf("request does not match the OpenAPI spec: %v\nbody: %s", err, raw)
+		http.Error(w, `{"error":{"message":"invalid request","type":"invalid_request_error"}}`, http.StatusBadRequest)
+		return
+	}
+	var body map[string]any
+	if err := json.Unmarshal(raw, &body); err != nil {
+		f.t.Errorf("request body: %v", err)
+	}
+	f.mu.Lock()
+	n := len(f.bodies)
+	f.bodies = append(f.bodies, body)
+	f.headers = append(f.headers, r.Header.Clone())
+	rep := f.replies[min(n, len(f.replies)-1)]
+	f.mu.Unlock()
+
+	for k, v := range rep.header {
+		w.Header().Set(k, v)
+	}
+	data := []byte(rep.body)
+	if rep.file != "" {
+		if data, err = os.ReadFile(filepath.Join("testdata", rep.file)); err != nil {
+			f.t.Errorf("fixture: %v", err)
+			return
+		}
+	}
+	streaming := len(rep.events) > 0 || strings.HasSuffix(rep.file, ".sse") || rep.hang || rep.drop
+	if streaming {
+		w.Header().Set("Content-Type", "text/event-stream")
+	} else if w.Header().Get("Content-Type") == "" {
+		w.Header().Set("Content-Type", "application/json")
+	}
+	status := rep.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	w.WriteHeader(status)
+	flusher := w.(http.Flusher)
+	if !streaming {
+		w.Write(data)
+		return
+	}
+	if len(data) > 0 {
+		sc := bufio.NewScanner(bytes.NewReader(data))
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			fmt.Fprintf(w, "%s\n", sc.Text())
+			if sc.Text() == "" {
+				flusher.Flush()
+			}
+		}
+	}
+	for _, e := range rep.events {
+		fmt.Fprintf(w, "data: %s\n\n", e)
+		flusher.Flush()
+	}
+	switch {
+	case rep.hang:
+		select {
+		case <-r.Context().Done():
+		case <-time.After(10 * time.Second):
+			f.t.Errorf("client did not go away after cancellation")
+		}
+	case rep.drop:
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			f.t.Errorf("hijack: %v", err)
+			return
+		}
+		conn.Close()
+	}
+}
