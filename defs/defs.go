@@ -315,22 +315,22 @@ func (c Collection) Handle(name string) (Handle, bool) {
 	return c.r.Handle(c.kind, name)
 }
 
-// All iterates over the definitions in declaration order.
+// All iterates over the definitions in declaration order. It does not hold
+// a lock while it yields, so the loop body may use the registry.
 func (c Collection) All() iter.Seq[Def] {
 	return func(yield func(Def) bool) {
 		if c.r == nil {
 			return
 		}
-		c.r.mu.RLock()
-		defs := make([]Def, 0, len(c.r.entries))
-		for _, e := range c.r.entries {
-			if e.def.Kind == c.kind {
-				defs = append(defs, e.def)
+		for i := 0; ; i++ {
+			c.r.mu.RLock()
+			if i >= len(c.r.entries) {
+				c.r.mu.RUnlock()
+				return
 			}
-		}
-		c.r.mu.RUnlock()
-		for _, d := range defs {
-			if !yield(d) {
+			d := c.r.entries[i].def
+			c.r.mu.RUnlock()
+			if d.Kind == c.kind && !yield(d) {
 				return
 			}
 		}

@@ -291,7 +291,7 @@ func (m *Manager) Run(ctx context.Context, phase Phase, s *Step) ([]Ran, error) 
 			continue
 		}
 		runCleanups(r.slot)
-		site := callsite.FromPC(r.site).String()
+		site := callsite.Name(r.site)
 		s.current = r.slot
 		err := call(ctx, r.fn, s)
 		s.current = nil

@@ -14,7 +14,7 @@ import (
 // renderSystem renders the enabled system parts in declaration order, then a
 // <variables> block of the enabled variables. It returns "" when nothing is
 // enabled.
-func renderSystem(reg *defs.Registry, mods *effects.Mods) (string, error) {
+func renderSystem(reg *defs.Registry, mods *effects.Mods, cache *yamlCache) (string, error) {
 	var b strings.Builder
 	for d := range reg.Collection(defs.KindSystem).Enabled() {
 		if mods.Systems != nil && !slices.Contains(mods.Systems, d.Name) {
@@ -23,9 +23,11 @@ func renderSystem(reg *defs.Registry, mods *effects.Mods) (string, error) {
 		if b.Len() > 0 {
 			b.WriteString("\n\n")
 		}
-		b.WriteString("<" + d.Name + ">\n")
+		openTag(&b, d.Name)
+		b.WriteByte('\n')
 		b.WriteString(strings.TrimRight(d.Text, "\n"))
-		b.WriteString("\n</" + d.Name + ">")
+		b.WriteByte('\n')
+		closeTag(&b, d.Name)
 	}
 	vars := 0
 	writeVar := func(name string, text string) {
@@ -36,11 +38,17 @@ func renderSystem(reg *defs.Registry, mods *effects.Mods) (string, error) {
 			b.WriteString("<variables>\n")
 		}
 		vars++
-		if strings.Contains(text, "\n") {
-			b.WriteString("<" + name + ">\n" + text + "\n</" + name + ">\n")
-		} else {
-			b.WriteString("<" + name + ">" + text + "</" + name + ">\n")
+		openTag(&b, name)
+		multiline := strings.Contains(text, "\n")
+		if multiline {
+			b.WriteByte('\n')
 		}
+		b.WriteString(text)
+		if multiline {
+			b.WriteByte('\n')
+		}
+		closeTag(&b, name)
+		b.WriteByte('\n')
 	}
 	overridden := func(name string) (any, bool) {
 		for _, v := range mods.Variables {
@@ -56,7 +64,7 @@ func renderSystem(reg *defs.Registry, mods *effects.Mods) (string, error) {
 		if v, ok := overridden(d.Name); ok {
 			text, err = valueText(d.Name, v)
 		} else if d.IsData {
-			text, err = valueText(d.Name, d.Data)
+			text, err = cache.render(d.Name, d.Data)
 		} else {
 			text = d.Text
 		}
@@ -79,6 +87,47 @@ func renderSystem(reg *defs.Registry, mods *effects.Mods) (string, error) {
 		b.WriteString("</variables>")
 	}
 	return b.String(), nil
+}
+
+func openTag(b *strings.Builder, name string) {
+	b.WriteByte('<')
+	b.WriteString(name)
+	b.WriteByte('>')
+}
+
+func closeTag(b *strings.Builder, name string) {
+	b.WriteString("</")
+	b.WriteString(name)
+	b.WriteByte('>')
+}
+
+// yamlCache keeps the YAML of each data variable with the canonical encoding
+// of the value it was rendered from: a prompt re-declares its data at every
+// step, usually unchanged, and YAML encoding is the costliest part of
+// rendering.
+type yamlCache struct {
+	m map[string]yamlEntry
+}
+
+type yamlEntry struct{ enc, text string }
+
+func (c *yamlCache) render(name string, v any) (string, error) {
+	if c == nil {
+		return valueText(name, v)
+	}
+	enc := effects.Encode(v)
+	if e, ok := c.m[name]; ok && e.enc == enc {
+		return e.text, nil
+	}
+	text, err := valueText(name, v)
+	if err != nil {
+		return "", err
+	}
+	if c.m == nil {
+		c.m = make(map[string]yamlEntry)
+	}
+	c.m[name] = yamlEntry{enc, text}
+	return text, nil
 }
 
 // valueText renders a variable value: a string as is, anything else as YAML.

@@ -128,6 +128,7 @@ type Runner struct {
 	lastTool   *defs.ToolResult
 	usage      Usage
 	closed     bool
+	yaml       yamlCache
 }
 
 // New returns a runner for fn against model.
@@ -331,7 +332,7 @@ func (r *Runner) effectStep(n int) *effects.Step {
 
 func (r *Runner) render(n int, mods *effects.Mods) (*Request, error) {
 	reg := r.p.Registry()
-	sys, err := renderSystem(reg, mods)
+	sys, err := renderSystem(reg, mods, &r.yaml)
 	if err != nil {
 		return nil, &StepError{Step: n, Op: "render", Err: err}
 	}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 )
 
 // Site is a place in source code. The zero Site is unknown.
@@ -54,6 +55,19 @@ func FromPC(pc uintptr) Site {
 	}
 	fr, _ := runtime.CallersFrames([]uintptr{pc}).Next()
 	return Site{PC: pc, File: fr.File, Line: fr.Line, Func: fr.Function}
+}
+
+var names sync.Map // uintptr → string
+
+// Name returns FromPC(pc).String(), cached: effects are named by their call
+// site at every step.
+func Name(pc uintptr) string {
+	if v, ok := names.Load(pc); ok {
+		return v.(string)
+	}
+	s := FromPC(pc).String()
+	names.Store(pc, s)
+	return s
 }
 
 // Panic returns the site that raised the panic being recovered: the first
