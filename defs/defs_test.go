@@ -1,0 +1,346 @@
+package defs_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/reprompt/reprompt/defs"
+)
+
+func variable(name, text string) defs.Def {
+	return defs.Def{Kind: defs.KindVariable, Name: name, Text: text}
+}
+
+func system(name, text string) defs.Def {
+	return defs.Def{Kind: defs.KindSystem, Name: name, Text: text}
+}
+
+func tool(name string) defs.Def {
+	return defs.Def{Kind: defs.KindTool, Name: name, Tool: &defs.Tool{
+		Name: name,
+		Call: func(context.Context, json.RawMessage) (string, error) { return name, nil },
+	}}
+}
+
+// texts returns name=text for every definition of kind, in order.
+func texts(r *defs.Registry, kind defs.Kind) []string {
+	var out []string
+	for d := range r.Collection(kind).All() {
+		out = append(out, d.Name+"="+d.Text)
+	}
+	return out
+}
+
+func TestDeclareReplaceKeepsPosition(t *testing.T) {
+	r := defs.NewRegistry()
+	r.BeginExecution()
+	r.Declare(variable("a", "1"))
+	r.Declare(variable("b", "2"))
+	r.Declare(variable("c", "3"))
+	r.Reconcile()
+
+	r.BeginExecution()
+	r.Declare(variable("c", "30")) // declared first this time
+	r.Declare(variable("a", "10"))
+	r.Declare(variable("b", "20"))
+	if removed := r.Reconcile(); len(removed) != 0 {
+		t.Errorf("Reconcile removed %v, want nothing", removed)
+	}
+	if diff := cmp.Diff([]string{"a=10", "b=20", "c=30"}, texts(r, defs.KindVariable)); diff != "" {
+		t.Errorf("variables mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestDeclareSameNameOtherKind(t *testing.T) {
+	r := defs.NewRegistry()
+	r.Declare(variable("x", "v"))
+	r.Declare(system("x", "s"))
+	r.Declare(tool("x"))
+	for _, k := range []defs.Kind{defs.KindVariable, defs.KindSystem, defs.KindTool} {
+		if n := r.Collection(k).Len(); n != 1 {
+			t.Errorf("%s collection has %d definitions, want 1", k, n)
+		}
+	}
+}
+
+func TestReconcileRemovesUndeclared(t *testing.T) {
+	r := defs.NewRegistry()
+	r.BeginExecution()
+	r.Declare(variable("a", "1"))
+	r.Declare(tool("search"))
+	r.Declare(variable("b", "2"))
+	r.Declare(system("role", "r"))
+	r.Reconcile()
+
+	r.BeginExecution()
+	r.Declare(variable("b", "2"))
+	removed := r.Reconcile()
+
+	want := []defs.Def{variable("a", "1"), tool("search"), system("role", "r")}
+	if diff := cmp.Diff(want, removed, cmp.Comparer(func(a, b *defs.Tool) bool { return (a == nil) == (b == nil) && (a == nil || a.Name == b.Name) })); diff != "" {
+		t.Errorf("removed mismatch (-want +got):\n%s", diff)
+	}
+	if _, ok := r.Lookup(defs.KindTool, "search"); ok {
+		t.Error("search is still declared after reconciliation")
+	}
+	if diff := cmp.Diff([]string{"b=2"}, texts(r, defs.KindVariable)); diff != "" {
+		t.Errorf("variables mismatch (-want +got):\n%s", diff)
+	}
+	// A removed definition declared again comes back at the end.
+	r.BeginExecution()
+	r.Declare(variable("b", "2"))
+	r.Declare(variable("a", "1"))
+	r.Reconcile()
+	if diff := cmp.Diff([]string{"b=2", "a=1"}, texts(r, defs.KindVariable)); diff != "" {
+		t.Errorf("variables mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestHandle(t *testing.T) {
+	r := defs.NewRegistry()
+	h := r.Declare(tool("search"))
+	if h.Name() != "search" || h.Kind() != defs.KindTool {
+		t.Errorf("handle = %s %s, want tool search", h.Kind(), h.Name())
+	}
+	tests := []struct{ got, want string }{
+		{h.Tag(), "<search>"},
+		{h.String(), "<search>"},
+		{fmt.Sprintf("use %s now", h), "use <search> now"},
+		{fmt.Sprint(h), "<search>"},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("got %q, want %q", tt.got, tt.want)
+		}
+	}
+	got, ok := r.Handle(defs.KindTool, "search")
+	if !ok || got != h {
+		t.Errorf("Registry.Handle = %v, %v; want %v, true", got, ok, h)
+	}
+	if _, ok := r.Handle(defs.KindTool, "nope"); ok {
+		t.Error("Handle of an undeclared tool reported ok")
+	}
+	// The zero handle does nothing.
+	var zero defs.Handle
+	zero.Disable()
+	zero.Remind()
+}
+
+func TestKindAndRefString(t *testing.T) {
+	tests := []struct{ got, want string }{
+		{defs.KindVariable.String(), "variable"},
+		{defs.KindSystem.String(), "system"},
+		{defs.KindTool.String(), "tool"},
+		{defs.Kind(9).String(), "Kind(9)"},
+		{defs.Ref{Kind: defs.KindTool, Name: "x"}.String(), "tool:x"},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("got %q, want %q", tt.got, tt.want)
+		}
+	}
+}
+
+func TestDisableAndRemindLastOneStep(t *testing.T) {
+	r := defs.NewRegistry()
+	r.BeginStep()
+	r.BeginExecution()
+	a := r.Declare(tool("a"))
+	b := r.Declare(tool("b"))
+	c := r.Declare(variable("c", "1"))
+	r.Reconcile()
+
+	b.Disable()
+	a.Disable()
+	r.Disable(defs.KindTool, "ghost") // not declared: reported last
+	c.Remind()
+	a.Remind()
+	c.Remind() // named once
+
+	if !r.Disabled(defs.KindTool, "a") || !r.Disabled(defs.KindTool, "b") {
+		t.Error("a and b are not disabled")
+	}
+	if r.Disabled(defs.KindVariable, "a") {
+		t.Error("disabling tool a disabled variable a")
+	}
+	wantDisabled := []defs.Ref{{Kind: defs.KindTool, Name: "a"}, {Kind: defs.KindTool, Name: "b"}, {Kind: defs.KindTool, Name: "ghost"}}
+	if diff := cmp.Diff(wantDisabled, r.DisabledRefs()); diff != "" {
+		t.Errorf("DisabledRefs mismatch (-want +got):\n%s", diff)
+	}
+	wantReminded := []defs.Ref{{Kind: defs.KindVariable, Name: "c"}, {Kind: defs.KindTool, Name: "a"}}
+	if diff := cmp.Diff(wantReminded, r.Reminded()); diff != "" {
+		t.Errorf("Reminded mismatch (-want +got):\n%s", diff)
+	}
+	var enabled []string
+	for d := range r.Collection(defs.KindTool).Enabled() {
+		enabled = append(enabled, d.Name)
+	}
+	if len(enabled) != 0 {
+		t.Errorf("enabled tools = %v, want none", enabled)
+	}
+
+	r.BeginStep()
+	if r.DisabledRefs() != nil || r.Reminded() != nil {
+		t.Errorf("after BeginStep: disabled %v, reminded %v; want none", r.DisabledRefs(), r.Reminded())
+	}
+	if r.Disabled(defs.KindTool, "a") {
+		t.Error("a is still disabled at the next step")
+	}
+	if diff := cmp.Diff([]string{"a", "b"}, slices.Collect(names(r.Collection(defs.KindTool).Enabled()))); diff != "" {
+		t.Errorf("enabled mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func names(seq func(func(defs.Def) bool)) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for d := range seq {
+			if !yield(d.Name) {
+				return
+			}
+		}
+	}
+}
+
+func TestCollection(t *testing.T) {
+	r := defs.NewRegistry()
+	r.Declare(tool("read"))
+	r.Declare(variable("v", "x"))
+	r.Declare(tool("write"))
+	r.Declare(tool("list"))
+	tools := r.Collection(defs.KindTool)
+
+	if !tools.Has("write") || tools.Has("v") || tools.Has("nope") {
+		t.Errorf("Has: write=%v v=%v nope=%v; want true false false", tools.Has("write"), tools.Has("v"), tools.Has("nope"))
+	}
+	d, ok := tools.Get("write")
+	if !ok || d.Name != "write" || d.Tool == nil || d.Tool.Name != "write" {
+		t.Errorf("Get(write) = %+v, %v", d, ok)
+	}
+	if _, ok := tools.Get("v"); ok {
+		t.Error("Get found a variable in the tool collection")
+	}
+	if diff := cmp.Diff([]string{"read", "write", "list"}, tools.Names()); diff != "" {
+		t.Errorf("Names mismatch (-want +got):\n%s", diff)
+	}
+	if tools.Len() != 3 {
+		t.Errorf("Len = %d, want 3", tools.Len())
+	}
+	filtered := tools.Filter(func(d defs.Def) bool { return d.Name != "write" })
+	var got []string
+	for _, d := range filtered {
+		got = append(got, d.Name)
+	}
+	if diff := cmp.Diff([]string{"read", "list"}, got); diff != "" {
+		t.Errorf("Filter mismatch (-want +got):\n%s", diff)
+	}
+
+	h, ok := tools.Handle("list")
+	if !ok {
+		t.Fatal("Handle(list) not found")
+	}
+	h.Disable()
+	if diff := cmp.Diff([]string{"read", "write"}, slices.Collect(names(tools.Enabled()))); diff != "" {
+		t.Errorf("Enabled mismatch (-want +got):\n%s", diff)
+	}
+	if tools.Len() != 3 || !tools.Has("list") {
+		t.Error("a disabled tool left the collection (All/Len/Has include disabled definitions)")
+	}
+
+	// Iteration stops when asked.
+	n := 0
+	for range tools.All() {
+		n++
+		break
+	}
+	if n != 1 {
+		t.Errorf("All yielded %d after break", n)
+	}
+
+	// The collection is live.
+	r.Declare(tool("late"))
+	if !tools.Has("late") || tools.Len() != 4 {
+		t.Error("collection does not see a later declaration")
+	}
+}
+
+func TestZeroCollectionIsEmpty(t *testing.T) {
+	var c defs.Collection
+	if c.Has("x") || c.Len() != 0 || c.Names() != nil || c.Filter(func(defs.Def) bool { return true }) != nil {
+		t.Error("zero collection is not empty")
+	}
+	if _, ok := c.Get("x"); ok {
+		t.Error("zero collection Get found something")
+	}
+	if _, ok := c.Handle("x"); ok {
+		t.Error("zero collection Handle found something")
+	}
+	for range c.All() {
+		t.Error("zero collection yields")
+	}
+}
+
+func TestConcurrentDisableRemindAndRead(t *testing.T) {
+	r := defs.NewRegistry()
+	hs := []defs.Handle{r.Declare(tool("a")), r.Declare(tool("b")), r.Declare(variable("c", "1"))}
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			for range 100 {
+				hs[i%3].Disable()
+				hs[(i+1)%3].Remind()
+				_ = r.Collection(defs.KindTool).Names()
+				_ = r.DisabledRefs()
+				_ = r.Reminded()
+			}
+		})
+	}
+	wg.Wait()
+	if len(r.DisabledRefs()) != 3 || len(r.Reminded()) != 3 {
+		t.Errorf("disabled %v, reminded %v; want all three each", r.DisabledRefs(), r.Reminded())
+	}
+}
+
+func TestMessageHelpers(t *testing.T) {
+	res := defs.ToolResult{CallID: "call_1", Name: "search", Content: "boom", IsError: true}
+	want := defs.Message{Role: defs.RoleTool, Content: "boom", ToolCallID: "call_1", Name: "search", IsError: true}
+	if diff := cmp.Diff(want, res.Message()); diff != "" {
+		t.Errorf("ToolResult.Message mismatch (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(defs.Message{Role: defs.RoleUser, Content: "hi"}, defs.UserMessage("hi")); diff != "" {
+		t.Errorf("UserMessage mismatch (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(defs.Message{Role: defs.RoleAssistant, Content: "ok"}, defs.AssistantMessage("ok")); diff != "" {
+		t.Errorf("AssistantMessage mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func ExampleHandle_String() {
+	r := defs.NewRegistry()
+	h := r.Declare(defs.Def{Kind: defs.KindVariable, Name: "USER_NAME", Text: "Ada"})
+	fmt.Printf("Greet the user by %s.\n", h)
+	// Output: Greet the user by <USER_NAME>.
+}
+
+func ExampleRegistry_Reconcile() {
+	r := defs.NewRegistry()
+	r.BeginExecution()
+	r.Declare(defs.Def{Kind: defs.KindSystem, Name: "role", Text: "You help."})
+	r.Declare(defs.Def{Kind: defs.KindSystem, Name: "onboarding", Text: "Introduce yourself."})
+	r.Reconcile()
+
+	r.BeginExecution() // the next execution no longer declares onboarding
+	r.Declare(defs.Def{Kind: defs.KindSystem, Name: "role", Text: "You help."})
+	for _, d := range r.Reconcile() {
+		fmt.Println("removed", d.Kind, d.Name)
+	}
+	fmt.Println(r.Collection(defs.KindSystem).Names())
+	// Output:
+	// removed system onboarding
+	// [role]
+}
