@@ -1,7 +1,9 @@
 package effects
 
 import (
+	"context"
 	"slices"
+	"time"
 
 	"github.com/reprompt/reprompt/defs"
 )
@@ -33,12 +35,85 @@ type Step struct {
 	// Results are the tool results of this step; nil in the BeforeCall
 	// phase.
 	Results []defs.ToolResult
+	// Budget describes the context window and counts tokens. Its zero value
+	// means the runtime knows no window.
+	Budget Budget
+	// Model asks the run's model for a completion (summaries); nil when the
+	// runtime offers none.
+	Model Completer
+	// Stats are the run's totals before this step's model call (BeforeCall)
+	// or after it (AfterReply).
+	Stats RunStats
+	// ContextTooLong is set when the phase runs again because the provider
+	// rejected this step's request as too long: an effect that compacts
+	// should do so now, whatever its threshold.
+	ContextTooLong bool
 
 	base    []defs.Message // the transcript
 	view    []defs.Message // the messages of this step's request
 	owned   bool           // view is a private copy that may be appended to
 	mods    Mods
 	current *slot
+}
+
+// Budget is the context window of a step and a way to count tokens.
+type Budget struct {
+	// Window is the model's context window in tokens; 0 means unknown.
+	Window int
+	// Reserve is the part of the window kept for the model's output.
+	Reserve int
+	// Fixed is the token count of what is sent beside the messages: the
+	// system prompt and the tool schemas (as of the last rendered request).
+	Fixed int
+	// Count returns the token count of msgs. The runtime's counter caches
+	// counts per transcript message, so counting the step's messages costs
+	// only what is new. nil means an estimate of four characters a token.
+	Count func(msgs []defs.Message) int
+}
+
+// Tokens returns the token count of msgs under b: Count, or the estimate.
+func (b Budget) Tokens(msgs []defs.Message) int {
+	if b.Count != nil {
+		return b.Count(msgs)
+	}
+	n := 0
+	for _, m := range msgs {
+		n += EstimateTokens(m)
+	}
+	return n
+}
+
+// EstimateTokens estimates a message's tokens at four characters a token,
+// plus four tokens of framing.
+func EstimateTokens(m defs.Message) int {
+	c := len(m.Content) + len(m.Reasoning)
+	for _, tc := range m.ToolCalls {
+		c += len(tc.Name) + len(tc.Arguments)
+	}
+	return 4 + (c+3)/4
+}
+
+// Tokens returns the estimated input tokens of the step's request as it
+// stands: Budget.Fixed plus the tokens of Messages.
+func (s *Step) Tokens() int { return s.Budget.Fixed + s.Budget.Tokens(s.view) }
+
+// Completer asks a model for one completion outside the run's transcript,
+// as compaction does to summarise.
+type Completer interface {
+	Complete(ctx context.Context, system, user string) (string, error)
+}
+
+// RunStats are a run's totals so far.
+type RunStats struct {
+	// Steps is the number of model calls made.
+	Steps        int
+	InputTokens  int
+	OutputTokens int
+	CachedTokens int
+	// Cost is the estimated cost in US dollars, from Config.Pricing.
+	Cost float64
+	// Elapsed is the wall time since the run started.
+	Elapsed time.Duration
 }
 
 // Mods are the changes effects made to a step. The runtime applies them.
