@@ -1,0 +1,217 @@
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	sdk "github.com/sashabaranov/go-openai"
+
+	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/runtime"
+)
+
+func userRequest(text string) *runtime.Request {
+	return &runtime.Request{System: "You are terse.", Messages: []defs.Message{defs.UserMessage(text)}, Tools: []runtime.ToolSpec{weatherTool}}
+}
+
+// TestOpenAPIStream assembles recorded streams and checks the deltas.
+func TestOpenAPIStream(t *testing.T) {
+	tests := []struct {
+		name       string
+		file       string
+		omitUsage  bool
+		want       runtime.Reply
+		wantDeltas []runtime.Delta
+	}{
+		{
+			name: "text with usage chunk",
+			file: "stream_text.sse",
+			want: runtime.Reply{
+				Message:      defs.Message{Role: defs.RoleAssistant, Content: "The capital is Paris."},
+				Usage:        runtime.Usage{InputTokens: 1200, OutputTokens: 7, CachedTokens: 1024},
+				FinishReason: runtime.FinishStop,
+			},
+			wantDeltas: []runtime.Delta{{Content: "The capital"}, {Content: " is Paris"}, {Content: "."}},
+		},
+		{
+			name: "parallel tool calls split across chunks",
+			file: "stream_parallel_tools.sse",
+			want: runtime.Reply{
+				Message: defs.Message{Role: defs.RoleAssistant, ToolCalls: []defs.ToolCall{
+					{ID: "call_PAR1s", Name: "get_weather", Arguments: json.RawMessage(`{"city": "Paris"}`)},
+					{ID: "call_PAR2s", Name: "get_time", Arguments: json.RawMessage(`{"tz": "Europe/Paris"}`)},
+				}},
+				Usage:        runtime.Usage{InputTokens: 140, OutputTokens: 48},
+				FinishReason: runtime.FinishToolCalls,
+			},
+			wantDeltas: []runtime.Delta{
+				{ToolCall: &runtime.ToolCallDelta{Index: 0, ID: "call_PAR1s", Name: "get_weather"}},
+				{ToolCall: &runtime.ToolCallDelta{Index: 0, Arguments: `{"ci`}},
+				{ToolCall: &runtime.ToolCallDelta{Index: 0, Arguments: `ty": "Par`}},
+				{ToolCall: &runtime.ToolCallDelta{Index: 1, ID: "call_PAR2s", Name: "get_time"}},
+				{ToolCall: &runtime.ToolCallDelta{Index: 0, Arguments: `is"}`}},
+				{ToolCall: &runtime.ToolCallDelta{Index: 1, Arguments: `{"tz":`}},
+				{ToolCall: &runtime.ToolCallDelta{Index: 1, Arguments: ` "Europe/Paris"}`}},
+			},
+		},
+		{
+			name:      "reasoning_content and no usage chunk",
+			file:      "stream_reasoning.sse",
+			omitUsage: true,
+			want: runtime.Reply{
+				Message:      defs.Message{Role: defs.RoleAssistant, Content: "Paris.", Reasoning: "France's capital is Paris."},
+				FinishReason: runtime.FinishStop,
+			},
+			wantDeltas: []runtime.Delta{{Reasoning: "France's capital"}, {Reasoning: " is Paris."}, {Content: "Paris."}},
+		},
+		{
+			name: "Ollama reasoning field and whole tool call in one chunk",
+			file: "stream_ollama_reasoning.sse",
+			want: runtime.Reply{
+				Message: defs.Message{Role: defs.RoleAssistant, Reasoning: "Thinking hard.", ToolCalls: []defs.ToolCall{
+					{ID: "call_l2g7y1qp", Name: "get_weather", Arguments: json.RawMessage(`{"city":"Paris"}`)},
+				}},
+				Usage:        runtime.Usage{InputTokens: 180, OutputTokens: 25},
+				FinishReason: runtime.FinishToolCalls,
+			},
+			wantDeltas: []runtime.Delta{
+				{Reasoning: "Thinking"}, {Reasoning: " hard."},
+				{ToolCall: &runtime.ToolCallDelta{Index: 0, ID: "call_l2g7y1qp", Name: "get_weather", Arguments: `{"city":"Paris"}`}},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := newFakeServer(t, reply{file: tt.file})
+			cfg := srv.config("gpt-4.1", nil)
+			cfg.OmitStreamUsage = tt.omitUsage
+			var deltas []runtime.Delta
+			got, err := New(cfg).Stream(context.Background(), userRequest("q"), func(d runtime.Delta) { deltas = append(deltas, d) })
+			if err != nil {
+				t.Fatalf("Stream: %v", err)
+			}
+			if diff := cmp.Diff(&tt.want, got); diff != "" {
+				t.Errorf("reply mismatch (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantDeltas, deltas); diff != "" {
+				t.Errorf("deltas mismatch (-want +got):\n%s", diff)
+			}
+			_, asked := srv.body(0)["stream_options"]
+			if asked == tt.omitUsage {
+				t.Errorf("stream_options sent = %t, want %t", asked, !tt.omitUsage)
+			}
+		})
+	}
+}
+
+const textChunk = `{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"Hel"},"finish_reason":null}]}`
+
+// TestOpenAPIStreamCut checks streams that end before a finish_reason.
+func TestOpenAPIStreamCut(t *testing.T) {
+	tests := []struct {
+		name      string
+		first     reply
+		wantHits  int
+		wantErr   bool
+		wantDelta int
+		wantCut   bool // the error wraps ErrStreamCut
+	}{
+		// A delta was delivered: the error is retryable but not retried.
+		{name: "clean end after a delta", first: reply{events: []string{textChunk}}, wantHits: 1, wantErr: true, wantDelta: 1, wantCut: true},
+		{name: "dropped connection after a delta", first: reply{events: []string{textChunk}, drop: true}, wantHits: 1, wantErr: true, wantDelta: 1},
+		// Nothing was delivered: the stream is retried and succeeds.
+		{name: "dropped connection before any delta", first: reply{drop: true}, wantHits: 2, wantDelta: 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := newFakeServer(t, tt.first, reply{file: "stream_text.sse"})
+			var sleeps []time.Duration
+			var deltas int
+			got, err := New(srv.config("gpt-4.1", &sleeps)).Stream(context.Background(), userRequest("q"), func(runtime.Delta) { deltas++ })
+			if srv.hits() != tt.wantHits {
+				t.Errorf("server hit %d times, want %d", srv.hits(), tt.wantHits)
+			}
+			if deltas != tt.wantDelta {
+				t.Errorf("%d deltas, want %d", deltas, tt.wantDelta)
+			}
+			if !tt.wantErr {
+				if err != nil || got.Message.Content != "The capital is Paris." {
+					t.Fatalf("Stream = %+v, %v; want the retried reply", got, err)
+				}
+				return
+			}
+			var me *runtime.ModelError
+			if !errors.As(err, &me) {
+				t.Fatalf("error %v (%T) is not a *runtime.ModelError", err, err)
+			}
+			if !me.Retryable || me.StatusCode != 0 {
+				t.Errorf("ModelError = %+v, want retryable with no status", me)
+			}
+			if got != nil {
+				t.Errorf("reply = %+v, want nil", got)
+			}
+			if tt.wantCut && !errors.Is(err, ErrStreamCut) {
+				t.Errorf("error %v does not wrap ErrStreamCut", err)
+			}
+		})
+	}
+}
+
+// TestOpenAPIStreamCancel cancels the context while the server holds the
+// stream open and checks that Stream returns promptly.
+func TestOpenAPIStreamCancel(t *testing.T) {
+	srv := newFakeServer(t, reply{events: []string{textChunk}, hang: true})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	start := time.Now()
+	_, err := New(srv.config("gpt-4.1", nil)).Stream(ctx, userRequest("q"), func(runtime.Delta) { cancel() })
+	if elapsed := time.Since(start); elapsed > 2*time.Second {
+		t.Errorf("Stream returned after %v, want promptly", elapsed)
+	}
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("error %v does not wrap context.Canceled", err)
+	}
+	var me *runtime.ModelError
+	if !errors.As(err, &me) || me.Retryable {
+		t.Errorf("error %#v, want a non-retryable *runtime.ModelError", err)
+	}
+	if srv.hits() != 1 {
+		t.Errorf("server hit %d times, want 1", srv.hits())
+	}
+}
+
+// TestOpenAPIStreamDeadline checks a deadline that expires mid-stream.
+func TestOpenAPIStreamDeadline(t *testing.T) {
+	srv := newFakeServer(t, reply{events: []string{textChunk}, hang: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := New(srv.config("gpt-4.1", nil)).Stream(ctx, userRequest("q"), nil)
+	if elapsed := time.Since(start); elapsed > 2*time.Second {
+		t.Errorf("Stream returned after %v, want promptly", elapsed)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("error %v does not wrap context.DeadlineExceeded", err)
+	}
+}
+
+// TestOpenAPIStreamErrorEvent checks an error sent inside a stream.
+func TestOpenAPIStreamErrorEvent(t *testing.T) {
+	srv := newFakeServer(t, reply{events: []string{`{"error":{"message":"The server had an error while processing your request.","type":"server_error","param":null,"code":null}}`}})
+	cfg := srv.config("gpt-4.1", nil)
+	cfg.MaxRetries = -1
+	_, err := New(cfg).Stream(context.Background(), userRequest("q"), nil)
+	var me *runtime.ModelError
+	if !errors.As(err, &me) || !me.Retryable || !strings.Contains(me.Message, "server had an error") {
+		t.Fatalf("error = %#v, want a retryable ModelError with the server's message", err)
+	}
+	var apiErr *sdk.APIError
+	if !errors.As(err, &apiErr) {
+		t.Errorf("errors.As(*openai.APIError) failed on %v", err)
+	}
+}
