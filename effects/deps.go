@@ -95,8 +95,34 @@ func Encode(v any) string {
 }
 
 type encoder struct {
-	b       *strings.Builder
-	visited map[uintptr]bool
+	b *strings.Builder
+	// visited holds the pointers, maps and slices on the path being encoded,
+	// so that a value containing itself is written once, as <cycle>.
+	visited map[visit]bool
+}
+
+// visit identifies a reference on the path: its address, type and (for a
+// slice) length, so that a struct and its first field, or a slice and a
+// shorter slice of it, are not mistaken for each other.
+type visit struct {
+	p uintptr
+	t reflect.Type
+	n int
+}
+
+// enter records v on the path and reports false if it is already there (a
+// cycle, written as <cycle>). leave must be called when enter returned true.
+func (e *encoder) enter(v reflect.Value, n int) (visit, bool) {
+	k := visit{v.Pointer(), v.Type(), n}
+	if e.visited[k] {
+		e.b.WriteString("<cycle>")
+		return k, false
+	}
+	if e.visited == nil {
+		e.visited = make(map[visit]bool)
+	}
+	e.visited[k] = true
+	return k, true
 }
 
 const maxDepth = 64
@@ -140,6 +166,13 @@ func (e *encoder) value(v reflect.Value, depth int) {
 			b.WriteString("[]")
 			return
 		}
+		if v.Len() > 0 {
+			k, ok := e.enter(v, v.Len())
+			if !ok {
+				return
+			}
+			defer delete(e.visited, k)
+		}
 		fallthrough
 	case reflect.Array:
 		b.WriteByte('[')
@@ -155,6 +188,11 @@ func (e *encoder) value(v reflect.Value, depth int) {
 			b.WriteString("{}")
 			return
 		}
+		k, ok := e.enter(v, 0)
+		if !ok {
+			return
+		}
+		defer delete(e.visited, k)
 		type kv struct{ k, v string }
 		pairs := make([]kv, 0, v.Len())
 		it := v.MapRange()
@@ -190,18 +228,13 @@ func (e *encoder) value(v reflect.Value, depth int) {
 			b.WriteString("nil")
 			return
 		}
-		p := v.Pointer()
-		if e.visited[p] {
-			b.WriteString("<cycle>")
+		k, ok := e.enter(v, 0)
+		if !ok {
 			return
 		}
-		if e.visited == nil {
-			e.visited = make(map[uintptr]bool)
-		}
-		e.visited[p] = true
 		b.WriteByte('&')
 		e.value(v.Elem(), depth+1)
-		delete(e.visited, p)
+		delete(e.visited, k)
 	case reflect.Interface:
 		if v.IsNil() {
 			b.WriteString("nil")

@@ -1,0 +1,800 @@
+package effects_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/effects"
+	"github.com/reprompt/reprompt/internal/callsite"
+)
+
+// register registers fn on m with the caller's line as its call site, as
+// prompt.Effect does.
+func register(m *effects.Manager, deps effects.Deps, fn effects.Func, opts ...effects.Option) {
+	m.Register(callsite.CallerPC(1), deps, fn, opts...)
+}
+
+// execute runs one execution of a "prompt function" (body) and the
+// before-call effects of step n, and returns the IDs of the effects that ran.
+func execute(t *testing.T, m *effects.Manager, n int, body func()) []effects.Ran {
+	t.Helper()
+	m.Begin()
+	body()
+	if err := m.End(); err != nil {
+		t.Fatalf("step %d: End: %v", n, err)
+	}
+	ran, err := m.Run(context.Background(), effects.BeforeCall, effects.NewStep(n, nil))
+	if err != nil {
+		t.Fatalf("step %d: Run: %v", n, err)
+	}
+	return ran
+}
+
+func nop(context.Context, *effects.Step) error { return nil }
+
+func TestCadences(t *testing.T) {
+	values := []int{1, 1, 2, 2, 3, 3}
+	tests := []struct {
+		name string
+		deps func(step int) effects.Deps
+		want []int // steps at which the effect ran
+	}{
+		{"Always", func(int) effects.Deps { return effects.Always }, []int{0, 1, 2, 3, 4, 5}},
+		{"zero Deps is Always", func(int) effects.Deps { return effects.Deps{} }, []int{0, 1, 2, 3, 4, 5}},
+		{"Once", func(int) effects.Deps { return effects.Once }, []int{0}},
+		{"On() is Once", func(int) effects.Deps { return effects.On() }, []int{0}},
+		{"On(value)", func(s int) effects.Deps { return effects.On(values[s]) }, []int{0, 2, 4}},
+		{"On(constant, value)", func(s int) effects.Deps { return effects.On("x", values[s]) }, []int{0, 2, 4}},
+		{"On(step)", func(s int) effects.Deps { return effects.On(s) }, []int{0, 1, 2, 3, 4, 5}},
+		{"On(constant)", func(int) effects.Deps { return effects.On(42) }, []int{0}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var m effects.Manager
+			var got []int
+			for step := range values {
+				// A new closure at every execution, as a prompt function makes.
+				execute(t, &m, step, func() {
+					register(&m, tt.deps(step), func(_ context.Context, s *effects.Step) error {
+						got = append(got, s.Number)
+						return nil
+					})
+				})
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("steps run mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestDepsIsAlwaysAndLen(t *testing.T) {
+	if !effects.Always.IsAlways() || effects.Once.IsAlways() || effects.On(1).IsAlways() {
+		t.Error("IsAlways is wrong")
+	}
+	if effects.On(1, 2).Len() != 2 || effects.Once.Len() != 0 {
+		t.Error("Len is wrong")
+	}
+}
+
+func TestEffectsRunInRegistrationOrder(t *testing.T) {
+	var m effects.Manager
+	var order []string
+	mk := func(name string) effects.Func {
+		return func(context.Context, *effects.Step) error { order = append(order, name); return nil }
+	}
+	ran := execute(t, &m, 0, func() {
+		register(&m, effects.Always, mk("a"))
+		register(&m, effects.Once, mk("b"), effects.Key("k"))
+		register(&m, effects.On(1), mk("c"))
+	})
+	if diff := cmp.Diff([]string{"a", "b", "c"}, order); diff != "" {
+		t.Errorf("order mismatch (-want +got):\n%s", diff)
+	}
+	var ids []string
+	for _, r := range ran {
+		ids = append(ids, r.ID)
+		if !strings.HasPrefix(r.Site, "effects_test.go:") {
+			t.Errorf("Ran.Site = %q, want effects_test.go:<line>", r.Site)
+		}
+		if r.Phase != effects.BeforeCall {
+			t.Errorf("Ran.Phase = %v", r.Phase)
+		}
+	}
+	if diff := cmp.Diff([]string{"#0", "key:k", "#1"}, ids); diff != "" {
+		t.Errorf("IDs mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestOnceRegisteredLaterRunsThen(t *testing.T) {
+	var m effects.Manager
+	var got []int
+	for step := range 4 {
+		execute(t, &m, step, func() {
+			register(&m, effects.Always, nop)
+			if step >= 2 {
+				register(&m, effects.Once, func(_ context.Context, s *effects.Step) error {
+					got = append(got, s.Number)
+					return nil
+				})
+			}
+		})
+	}
+	if diff := cmp.Diff([]int{2}, got); diff != "" {
+		t.Errorf("steps run mismatch (-want +got):\n%s", diff)
+	}
+}
+
+type inner struct {
+	secret string
+	n      int
+}
+
+type withUnexported struct {
+	Name string
+	in   inner
+	p    *inner
+}
+
+type node struct {
+	Next *node
+	V    int
+}
+
+func TestEncodeComparesByValue(t *testing.T) {
+	f1 := func() {}
+	f2 := func() {}
+	ch1, ch2 := make(chan int), make(chan int)
+	cyc1 := &node{V: 1}
+	cyc1.Next = cyc1
+	cyc2 := &node{V: 1}
+	cyc2.Next = cyc2
+	cyc3 := &node{V: 2}
+	cyc3.Next = cyc3
+	selfMap := map[string]any{}
+	selfMap["a"], selfMap["b"] = selfMap, selfMap
+	selfSlice := []any{nil, nil}
+	selfSlice[0], selfSlice[1] = selfSlice, selfSlice
+	one, otherOne, two := 1, 1, 2
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+	tests := []struct {
+		name  string
+		a, b  any
+		equal bool
+	}{
+		{"equal slices, distinct arrays", []int{1, 2, 3}, []int{1, 2, 3}, true},
+		{"different slices", []int{1, 2, 3}, []int{1, 2, 4}, false},
+		{"nil and empty slice", []int(nil), []int{}, true},
+		{"slices of different length", []string{"a"}, []string{"a", ""}, false},
+		{"arrays", [2]int{1, 2}, [2]int{1, 2}, true},
+		{"maps, other insertion order", map[string]int{"a": 1, "b": 2}, map[string]int{"b": 2, "a": 1}, true},
+		{"maps, other value", map[string]int{"a": 1}, map[string]int{"a": 2}, false},
+		{"nested", map[string][]int{"x": {1}}, map[string][]int{"x": {1}}, true},
+		{"structs with unexported fields", withUnexported{"a", inner{"s", 1}, &inner{"p", 2}}, withUnexported{"a", inner{"s", 1}, &inner{"p", 2}}, true},
+		{"unexported field differs", withUnexported{"a", inner{"s", 1}, nil}, withUnexported{"a", inner{"t", 1}, nil}, false},
+		{"unexported pointee differs", withUnexported{p: &inner{n: 1}}, withUnexported{p: &inner{n: 2}}, false},
+		{"pointers to equal values", &one, &otherOne, true},
+		{"pointers to different values", &one, &two, false},
+		{"nil pointer and nil", (*int)(nil), nil, true},
+		{"NaN equals NaN", math.NaN(), math.NaN(), true},
+		{"NaN in a slice", []float64{1, math.NaN()}, []float64{1, math.NaN()}, true},
+		{"-0 equals 0", math.Copysign(0, -1), 0.0, true},
+		{"float32", float32(1.5), float32(1.5), true},
+		{"complex NaN", complex(math.NaN(), 1), complex(math.NaN(), 1), true},
+		{"strings", "a", "a", true},
+		{"strings differ", "a", "b", false},
+		{"quoted string is not the number", "1", 1, false},
+		{"bools", true, false, false},
+		{"same func", f1, f1, true},
+		{"different funcs", f1, f2, false},
+		{"same chan", ch1, ch1, true},
+		{"different chans", ch1, ch2, false},
+		{"equal cycles", cyc1, cyc2, true},
+		{"different cycles", cyc1, cyc3, false},
+		{"map containing itself", selfMap, selfMap, true},
+		{"slice containing itself", selfSlice, selfSlice, true},
+		{"times", t0, t0.Add(0), true},
+		{"different times", t0, t0.Add(time.Second), false},
+		{"uints", uint8(3), uint8(3), true},
+		{"interfaces in slice", []any{1, "a", nil}, []any{1, "a", nil}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			done := make(chan [2]string, 1)
+			go func() { done <- [2]string{effects.Encode(tt.a), effects.Encode(tt.b)} }()
+			var enc [2]string
+			select {
+			case enc = <-done:
+			case <-time.After(5 * time.Second):
+				t.Fatal("Encode did not return")
+			}
+			if got := enc[0] == enc[1]; got != tt.equal {
+				t.Errorf("Encode(a) == Encode(b) is %v, want %v\na: %s\nb: %s", got, tt.equal, enc[0], enc[1])
+			}
+			if again := effects.Encode(tt.a); again != enc[0] {
+				t.Errorf("Encode is not deterministic: %s then %s", enc[0], again)
+			}
+
+			// The same comparison decides whether an effect runs again.
+			var m effects.Manager
+			runs := 0
+			for step, v := range []any{tt.a, tt.b} {
+				execute(t, &m, step, func() {
+					register(&m, effects.On(v), func(context.Context, *effects.Step) error { runs++; return nil })
+				})
+			}
+			if want := map[bool]int{true: 1, false: 2}[tt.equal]; runs != want {
+				t.Errorf("effect ran %d times, want %d", runs, want)
+			}
+		})
+	}
+}
+
+func TestEncodeNeverPanics(t *testing.T) {
+	type withFunc struct {
+		F  func()
+		C  chan int
+		M  map[string]func()
+		Ch <-chan struct{}
+	}
+	vals := []any{
+		withFunc{F: func() {}, C: make(chan int), M: map[string]func(){"x": nil}},
+		(func())(nil),
+		map[any]any{1: "a", "1": 2, nil: nil, 1.5: []int{1}},
+		struct{ x any }{x: struct{}{}},
+		[]error{errors.New("x")},
+		new(any),
+	}
+	for i, v := range vals {
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					t.Errorf("Encode(vals[%d]) panicked: %v", i, p)
+				}
+			}()
+			_ = effects.Encode(v)
+		}()
+	}
+}
+
+func TestInPlaceSliceMutationIsAChange(t *testing.T) {
+	var m effects.Manager
+	todo := []string{"a", "b"}
+	var reasons []string
+	for step := range 3 {
+		if step == 1 {
+			todo[0] = "done" // mutated in place, same backing array
+		}
+		ran := execute(t, &m, step, func() {
+			register(&m, effects.On(effects.Named("todo", todo)), nop)
+		})
+		for _, r := range ran {
+			reasons = append(reasons, fmt.Sprintf("%d %s", step, r.Reason))
+		}
+	}
+	want := []string{`0 first run`, `1 todo: ["a", "b"] → ["done", "b"]`}
+	if diff := cmp.Diff(want, reasons); diff != "" {
+		t.Errorf("reasons mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestReasons(t *testing.T) {
+	var m effects.Manager
+	var got []string
+	inputs := []struct {
+		count int
+		mode  string
+	}{{1, "a"}, {2, "a"}, {2, "b"}, {3, "c"}, {3, "c"}}
+	for step, in := range inputs {
+		ran := execute(t, &m, step, func() {
+			register(&m, effects.Always, nop)
+			register(&m, effects.On(effects.Named("count", in.count), in.mode), nop)
+		})
+		for _, r := range ran {
+			got = append(got, fmt.Sprintf("%d %s %s", step, r.ID, r.Reason))
+		}
+	}
+	want := []string{
+		`0 #0 first run`,
+		`0 #1 first run`,
+		`1 #0 every step`,
+		`1 #1 count: 1 → 2`,
+		`2 #0 every step`,
+		`2 #1 deps[1]: "a" → "b"`,
+		`3 #0 every step`,
+		`3 #1 count: 2 → 3, deps[1]: "b" → "c"`,
+		`4 #0 every step`,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("reasons mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestReasonDepsLengthChange(t *testing.T) {
+	var m effects.Manager
+	var got []string
+	for step, deps := range []effects.Deps{effects.On(1, 2), effects.On(1), effects.On(1, 5)} {
+		for _, r := range execute(t, &m, step, func() { register(&m, deps, nop) }) {
+			got = append(got, r.Reason.String())
+		}
+	}
+	want := []string{"first run", "deps[1]: 2 → <none>", "deps[1]: <none> → 5"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("reasons mismatch (-want +got):\n%s", diff)
+	}
+	if s := (effects.Reason{}).String(); s != "unknown" {
+		t.Errorf("zero Reason = %q", s)
+	}
+}
+
+func TestHookOrderChangeIsDetected(t *testing.T) {
+	var m effects.Manager
+	var sites []string
+	body := func(cond bool) {
+		if cond {
+			sites = append(sites, callsite.Caller(0).String())
+			register(&m, effects.Once, nop) // the conditional effect
+		}
+		sites = append(sites, callsite.Caller(0).String())
+		register(&m, effects.On("x"), nop) // the unconditional effect
+	}
+	execute(t, &m, 0, func() { body(true) })
+	condSite := lineAfter(t, sites[0])
+	uncondSite := lineAfter(t, sites[1])
+
+	m.Begin()
+	body(false)
+	err := m.End()
+	var he *effects.HookOrderError
+	if !errors.As(err, &he) {
+		t.Fatalf("End = %v, want *effects.HookOrderError", err)
+	}
+	want := &effects.HookOrderError{Index: 0, Was: condSite, Now: uncondSite}
+	if diff := cmp.Diff(want, he); diff != "" {
+		t.Errorf("HookOrderError mismatch (-want +got):\n%s", diff)
+	}
+	for _, s := range []string{condSite, uncondSite, "effects.Key"} {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("error %q does not mention %s", err, s)
+		}
+	}
+}
+
+// lineAfter returns the site one line below site ("f.go:10" → "f.go:11").
+func lineAfter(t *testing.T, site string) string {
+	t.Helper()
+	var file string
+	var line int
+	i := strings.LastIndexByte(site, ':')
+	file = site[:i]
+	if _, err := fmt.Sscan(site[i+1:], &line); err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("%s:%d", file, line+1)
+}
+
+func TestKeyAvoidsHookOrderError(t *testing.T) {
+	var m effects.Manager
+	var runs []string
+	for step, cond := range []bool{true, false, true, true} {
+		execute(t, &m, step, func() {
+			if cond {
+				register(&m, effects.Once, func(context.Context, *effects.Step) error {
+					runs = append(runs, fmt.Sprintf("%d cond", step))
+					return nil
+				}, effects.Key("cond"))
+			}
+			register(&m, effects.On("x"), func(context.Context, *effects.Step) error {
+				runs = append(runs, fmt.Sprintf("%d main", step))
+				return nil
+			})
+		})
+	}
+	// main keeps its memory throughout; cond's memory is dropped when it is
+	// not registered, so it runs again when it comes back.
+	want := []string{"0 cond", "0 main", "2 cond"}
+	if diff := cmp.Diff(want, runs); diff != "" {
+		t.Errorf("runs mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestDuplicateKey(t *testing.T) {
+	var m effects.Manager
+	m.Begin()
+	first := lineAfter(t, callsite.Caller(0).String())
+	register(&m, effects.Always, nop, effects.Key("k"))
+	second := lineAfter(t, callsite.Caller(0).String())
+	register(&m, effects.Always, nop, effects.Key("k"))
+	err := m.End()
+	var de *effects.DuplicateKeyError
+	if !errors.As(err, &de) {
+		t.Fatalf("End = %v, want *effects.DuplicateKeyError", err)
+	}
+	want := &effects.DuplicateKeyError{Key: "k", First: first, Now: second}
+	if diff := cmp.Diff(want, de); diff != "" {
+		t.Errorf("DuplicateKeyError mismatch (-want +got):\n%s", diff)
+	}
+	for _, s := range []string{`"k"`, first, second} {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("error %q does not mention %s", err, s)
+		}
+	}
+	// The next execution starts clean.
+	m.Begin()
+	register(&m, effects.Always, nop, effects.Key("k"))
+	if err := m.End(); err != nil {
+		t.Errorf("End after a clean execution = %v", err)
+	}
+}
+
+func TestCleanups(t *testing.T) {
+	var m effects.Manager
+	var log []string
+	effect := func(name string) effects.Func {
+		return func(_ context.Context, s *effects.Step) error {
+			log = append(log, fmt.Sprintf("run %s %d", name, s.Number))
+			n := s.Number
+			s.Cleanup(func() { log = append(log, fmt.Sprintf("cleanup %s %d", name, n)) })
+			return nil
+		}
+	}
+	steps := []struct {
+		dep                 int
+		withGone, withKeyed bool
+	}{
+		{1, true, true},
+		{1, true, true},  // nothing due but gone? gone is Always
+		{2, false, true}, // gone disappears: its cleanup runs at End
+		{2, false, false},
+	}
+	for step, st := range steps {
+		execute(t, &m, step, func() {
+			register(&m, effects.On(st.dep), effect("dep"))
+			if st.withGone {
+				register(&m, effects.Always, effect("gone"))
+			}
+			if st.withKeyed {
+				register(&m, effects.Once, effect("keyed"), effects.Key("keyed"))
+			}
+		})
+	}
+	log = append(log, "close")
+	m.Close()
+	want := []string{
+		"run dep 0", "run gone 0", "run keyed 0",
+		"cleanup gone 0", "run gone 1", // cleanup before the next run
+		"cleanup gone 1", // gone disappears (End of execution 2)
+		"cleanup dep 0", "run dep 2",
+		"cleanup keyed 0", // keyed disappears (End of execution 3)
+		"close", "cleanup dep 2",
+	}
+	if diff := cmp.Diff(want, log); diff != "" {
+		t.Errorf("log mismatch (-want +got):\n%s", diff)
+	}
+	// Close runs each cleanup once.
+	m.Close()
+	if log[len(log)-1] != "cleanup dep 2" || len(log) != len(want) {
+		t.Errorf("second Close ran cleanups again: %v", log[len(want):])
+	}
+}
+
+func TestCleanupOutsideEffectPanics(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Error("Cleanup outside an effect did not panic")
+		}
+	}()
+	effects.NewStep(0, nil).Cleanup(func() {})
+}
+
+func TestEffectError(t *testing.T) {
+	var m effects.Manager
+	boom := errors.New("boom")
+	var ran []string
+	m.Begin()
+	register(&m, effects.Always, func(context.Context, *effects.Step) error { ran = append(ran, "a"); return nil })
+	site := lineAfter(t, callsite.Caller(0).String())
+	register(&m, effects.Always, func(context.Context, *effects.Step) error { return fmt.Errorf("wrapped: %w", boom) })
+	register(&m, effects.Always, func(context.Context, *effects.Step) error { ran = append(ran, "c"); return nil })
+	if err := m.End(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := m.Run(context.Background(), effects.BeforeCall, effects.NewStep(7, nil))
+	var ee *effects.Error
+	if !errors.As(err, &ee) {
+		t.Fatalf("Run = %v, want *effects.Error", err)
+	}
+	if !errors.Is(err, boom) {
+		t.Error("effects.Error does not unwrap to the effect's error")
+	}
+	if ee.ID != "#1" || ee.Site != site || ee.Step != 7 || ee.Phase != effects.BeforeCall || ee.PanicSite != "" {
+		t.Errorf("Error = %+v, want ID #1, site %s, step 7", ee, site)
+	}
+	for _, s := range []string{"#1", site, "step 7", "boom"} {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("error %q does not mention %s", err, s)
+		}
+	}
+	if diff := cmp.Diff([]string{"a"}, ran); diff != "" {
+		t.Errorf("effects run mismatch (-want +got):\n%s", diff)
+	}
+	if len(got) != 2 {
+		t.Errorf("Run reported %d effects, want 2 (the failing one included)", len(got))
+	}
+}
+
+func TestEffectPanic(t *testing.T) {
+	tests := []struct {
+		name    string
+		value   any
+		wantMsg string
+	}{
+		{"string", "kaput", "panic: kaput"},
+		{"error", errors.New("bad"), "bad"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var m effects.Manager
+			m.Begin()
+			var panicSite string
+			register(&m, effects.Once, func(context.Context, *effects.Step) error {
+				panicSite = lineAfter(t, callsite.Caller(0).String())
+				panic(tt.value)
+			}, effects.Key("p"), effects.InPhase(effects.AfterReply))
+			if err := m.End(); err != nil {
+				t.Fatal(err)
+			}
+			if ran, err := m.Run(context.Background(), effects.BeforeCall, effects.NewStep(3, nil)); err != nil || len(ran) != 0 {
+				t.Fatalf("BeforeCall ran an AfterReply effect: %v, %v", ran, err)
+			}
+			_, err := m.Run(context.Background(), effects.AfterReply, effects.NewStep(3, nil))
+			var ee *effects.Error
+			if !errors.As(err, &ee) {
+				t.Fatalf("Run = %v, want *effects.Error", err)
+			}
+			if ee.ID != "key:p" || ee.Step != 3 || ee.Phase != effects.AfterReply || ee.PanicSite != panicSite {
+				t.Errorf("Error = %+v, want key:p at step 3 after-reply, panic site %s", ee, panicSite)
+			}
+			if ee.Err == nil || ee.Err.Error() != tt.wantMsg {
+				t.Errorf("Err = %v, want %q", ee.Err, tt.wantMsg)
+			}
+			if !strings.Contains(err.Error(), "panicked at "+panicSite) {
+				t.Errorf("error %q does not name the panic site %s", err, panicSite)
+			}
+		})
+	}
+}
+
+func TestPhaseString(t *testing.T) {
+	if effects.BeforeCall.String() != "before-call" || effects.AfterReply.String() != "after-reply" {
+		t.Error("Phase.String is wrong")
+	}
+}
+
+func TestMemoryRestore(t *testing.T) {
+	var m effects.Manager
+	body := func(mm *effects.Manager, count int, runs *[]string) {
+		register(mm, effects.On(count), func(context.Context, *effects.Step) error { *runs = append(*runs, "count"); return nil })
+		register(mm, effects.Once, func(context.Context, *effects.Step) error { *runs = append(*runs, "once"); return nil })
+		register(mm, effects.On([]int{count}), func(context.Context, *effects.Step) error { *runs = append(*runs, "keyed"); return nil }, effects.Key("k"))
+	}
+	var runs []string
+	execute(t, &m, 0, func() { body(&m, 1, &runs) })
+
+	data, err := json.Marshal(m.Memory())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mem effects.Memory
+	if err := json.Unmarshal(data, &mem); err != nil {
+		t.Fatal(err)
+	}
+	want := effects.Memory{
+		Slots: []effects.SlotMemory{{Ran: true, Deps: []string{"1"}}, {Ran: true}},
+		Keyed: map[string]effects.SlotMemory{"k": {Ran: true, Deps: []string{"[1]"}}},
+	}
+	if diff := cmp.Diff(want, mem); diff != "" {
+		t.Errorf("memory mismatch (-want +got):\n%s", diff)
+	}
+
+	// A fresh manager restored from the memory does not run again the
+	// effects whose dependencies did not change, even from new call sites.
+	var r effects.Manager
+	r.Restore(mem)
+	var after []string
+	execute(t, &r, 1, func() { body(&r, 1, &after) })
+	if len(after) != 0 {
+		t.Errorf("restored manager ran %v, want nothing", after)
+	}
+	execute(t, &r, 2, func() { body(&r, 2, &after) })
+	if diff := cmp.Diff([]string{"count", "keyed"}, after); diff != "" {
+		t.Errorf("runs mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func msgs(texts ...string) []defs.Message {
+	out := make([]defs.Message, len(texts))
+	for i, s := range texts {
+		out[i] = defs.UserMessage(s)
+	}
+	return out
+}
+
+func contents(ms []defs.Message) []string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = m.Content
+	}
+	return out
+}
+
+func TestStepViewsAndCommits(t *testing.T) {
+	backing := make([]defs.Message, 2, 10) // spare capacity must not be written
+	copy(backing, msgs("a", "b"))
+	tr := backing[:2]
+
+	s := effects.NewStep(4, tr)
+	s.AppendMessages(defs.UserMessage("view1"))
+	if diff := cmp.Diff([]string{"a", "b", "view1"}, contents(s.Messages())); diff != "" {
+		t.Errorf("view mismatch (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"a", "b"}, contents(s.Transcript())); diff != "" {
+		t.Errorf("a view changed the transcript (-want +got):\n%s", diff)
+	}
+	if backing[:3][2].Content != "" {
+		t.Error("AppendMessages wrote into the transcript's spare capacity")
+	}
+	mods := s.Mods()
+	if !mods.Viewed || mods.Committed {
+		t.Errorf("after AppendMessages: Viewed=%v Committed=%v", mods.Viewed, mods.Committed)
+	}
+
+	s.ReplaceMessages(msgs("only"))
+	s.AppendMessages(defs.UserMessage("tail"))
+	if diff := cmp.Diff([]string{"only", "tail"}, contents(s.Mods().Messages)); diff != "" {
+		t.Errorf("replaced view mismatch (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"a", "b"}, contents(s.Transcript())); diff != "" {
+		t.Errorf("ReplaceMessages changed the transcript (-want +got):\n%s", diff)
+	}
+
+	// A commit drops the earlier views and replaces the transcript.
+	s.CommitMessages(msgs("summary", "b"))
+	mods = s.Mods()
+	if !mods.Committed || mods.Viewed {
+		t.Errorf("after CommitMessages: Committed=%v Viewed=%v", mods.Committed, mods.Viewed)
+	}
+	if diff := cmp.Diff([]string{"summary", "b"}, contents(mods.Transcript)); diff != "" {
+		t.Errorf("committed transcript mismatch (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"summary", "b"}, contents(s.Transcript())); diff != "" {
+		t.Errorf("Transcript() after commit mismatch (-want +got):\n%s", diff)
+	}
+	// A view after the commit applies on top of it, and stays a view.
+	s.AppendMessages(defs.UserMessage("volatile"))
+	mods = s.Mods()
+	if diff := cmp.Diff([]string{"summary", "b", "volatile"}, contents(mods.Messages)); diff != "" {
+		t.Errorf("view after commit mismatch (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"summary", "b"}, contents(mods.Transcript)); diff != "" {
+		t.Errorf("a view after the commit reached the committed transcript (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"a", "b"}, contents(tr)); diff != "" {
+		t.Errorf("the step modified the caller's transcript (-want +got):\n%s", diff)
+	}
+}
+
+func TestStepEffectsSeeEarlierChanges(t *testing.T) {
+	var m effects.Manager
+	var seen []string
+	execute(t, &m, 0, func() {}) // warm up
+	m.Begin()
+	register(&m, effects.Always, func(_ context.Context, s *effects.Step) error {
+		s.AppendMessages(defs.UserMessage("from first"))
+		return nil
+	})
+	register(&m, effects.Always, func(_ context.Context, s *effects.Step) error {
+		seen = contents(s.Messages())
+		return nil
+	})
+	if err := m.End(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Run(context.Background(), effects.BeforeCall, effects.NewStep(1, msgs("t"))); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"t", "from first"}, seen); diff != "" {
+		t.Errorf("second effect saw (-want +got):\n%s", diff)
+	}
+}
+
+func TestLimitToolsAndSystemsIntersect(t *testing.T) {
+	s := effects.NewStep(0, nil)
+	if m := s.Mods(); m.Tools != nil || m.Systems != nil {
+		t.Fatalf("fresh step limits tools %v, systems %v", m.Tools, m.Systems)
+	}
+	s.LimitTools("read", "write", "list")
+	s.LimitTools("write", "list", "delete") // never adds delete
+	s.LimitSystems("role", "rules")
+	s.LimitSystems("rules")
+	m := s.Mods()
+	if diff := cmp.Diff([]string{"write", "list"}, m.Tools); diff != "" {
+		t.Errorf("tools mismatch (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"rules"}, m.Systems); diff != "" {
+		t.Errorf("systems mismatch (-want +got):\n%s", diff)
+	}
+	s.LimitTools()
+	if m := s.Mods(); m.Tools == nil || len(m.Tools) != 0 {
+		t.Errorf("LimitTools() = %#v, want an empty, non-nil list (no tool)", m.Tools)
+	}
+}
+
+func TestSetVariable(t *testing.T) {
+	s := effects.NewStep(0, nil)
+	s.SetVariable("b", "1")
+	s.SetVariable("a", []int{1})
+	s.SetVariable("b", "2") // keeps its position
+	want := []effects.Variable{{Name: "b", Value: "2"}, {Name: "a", Value: []int{1}}}
+	if diff := cmp.Diff(want, s.Mods().Variables); diff != "" {
+		t.Errorf("variables mismatch (-want +got):\n%s", diff)
+	}
+	s.Reset(1, nil)
+	if s.Number != 1 || len(s.Mods().Variables) != 0 || s.Mods().Viewed {
+		t.Errorf("Reset kept changes: %+v", s.Mods())
+	}
+}
+
+func TestStepCarriesContext(t *testing.T) {
+	var m effects.Manager
+	type ctxKey struct{}
+	ctx := context.WithValue(context.Background(), ctxKey{}, "v")
+	var got any
+	m.Begin()
+	register(&m, effects.Once, func(ctx context.Context, s *effects.Step) error { got = ctx.Value(ctxKey{}); return nil })
+	if err := m.End(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Run(ctx, effects.BeforeCall, effects.NewStep(0, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if got != "v" {
+		t.Errorf("effect's context value = %v", got)
+	}
+}
+
+func ExampleEncode() {
+	a := map[string][]float64{"x": {1, math.NaN()}, "a": {math.Copysign(0, -1)}}
+	b := map[string][]float64{"a": {0}, "x": {1, math.NaN()}}
+	fmt.Println(effects.Encode(a))
+	fmt.Println(effects.Encode(a) == effects.Encode(b))
+	// Output:
+	// {"a": [0], "x": [1, NaN]}
+	// true
+}
+
+func ExampleNamed() {
+	var m effects.Manager
+	for step, count := range []int{1, 1, 2} {
+		m.Begin()
+		m.Register(callsite.CallerPC(0), effects.On(effects.Named("count", count)), nop)
+		_ = m.End()
+		ran, _ := m.Run(context.Background(), effects.BeforeCall, effects.NewStep(step, nil))
+		for _, r := range ran {
+			fmt.Printf("step %d: %s\n", step, r.Reason)
+		}
+	}
+	// Output:
+	// step 0: first run
+	// step 2: count: 1 → 2
+}
