@@ -56,14 +56,20 @@ func Key(key string) Option { return optionFunc(func(r *registration) { r.key = 
 // InPhase sets the phase the effect runs in.
 func InPhase(p Phase) Option { return optionFunc(func(r *registration) { r.phase = p }) }
 
+// Recovery marks an effect that can shrink the context (compaction): when
+// the provider rejects a step's request as too long, it runs again, due or
+// not, with Step.ContextTooLong set, and the request is sent once more.
+var Recovery Option = optionFunc(func(r *registration) { r.recovery = true })
+
 type registration struct {
-	index int    // position among unkeyed registrations, -1 when keyed
-	key   string // explicit key, or ""
-	site  uintptr
-	phase Phase
-	deps  Deps
-	fn    Func
-	slot  *slot
+	recovery bool
+	index    int    // position among unkeyed registrations, -1 when keyed
+	key      string // explicit key, or ""
+	site     uintptr
+	phase    Phase
+	deps     Deps
+	fn       Func
+	slot     *slot
 }
 
 // slot is the memory of one effect across executions.
@@ -99,6 +105,9 @@ const (
 	ReasonAlways
 	// ReasonChanged: at least one dependency changed since the last run.
 	ReasonChanged
+	// ReasonRecovery: the provider rejected the request as too long and the
+	// effect was registered with Recovery.
+	ReasonRecovery
 )
 
 // Reason explains why an effect ran.
@@ -124,6 +133,8 @@ func (r Reason) String() string {
 		return "first run"
 	case ReasonAlways:
 		return "every step"
+	case ReasonRecovery:
+		return "context too long: recovery"
 	case ReasonChanged:
 		parts := make([]string, len(r.Changes))
 		for i, c := range r.Changes {
@@ -279,14 +290,37 @@ func runCleanups(s *slot) {
 // due, and returns those that ran. s is the step they see; Run sets its
 // Phase. The first failing effect stops Run with an *Error.
 func (m *Manager) Run(ctx context.Context, phase Phase, s *Step) ([]Ran, error) {
+	return m.run(ctx, phase, s, false)
+}
+
+// RunRecovery runs the BeforeCall effects registered with Recovery, due or
+// not, with s.ContextTooLong set. It reports ok=false when there is none.
+func (m *Manager) RunRecovery(ctx context.Context, s *Step) (ran []Ran, ok bool, err error) {
+	for i := range m.regs {
+		if m.regs[i].recovery && m.regs[i].phase == BeforeCall {
+			ok = true
+		}
+	}
+	if !ok {
+		return nil, false, nil
+	}
+	s.ContextTooLong = true
+	ran, err = m.run(ctx, BeforeCall, s, true)
+	return ran, true, err
+}
+
+func (m *Manager) run(ctx context.Context, phase Phase, s *Step, recovery bool) ([]Ran, error) {
 	var ran []Ran
 	s.Phase = phase
 	for i := range m.regs {
 		r := &m.regs[i]
-		if r.phase != phase {
+		if r.phase != phase || (recovery && !r.recovery) {
 			continue
 		}
 		due, reason, enc := decide(r)
+		if recovery {
+			due, reason = true, Reason{Kind: ReasonRecovery}
+		}
 		if !due {
 			continue
 		}

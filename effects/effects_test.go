@@ -749,10 +749,6 @@ func TestSetVariable(t *testing.T) {
 	if diff := cmp.Diff(want, s.Mods().Variables); diff != "" {
 		t.Errorf("variables mismatch (-want +got):\n%s", diff)
 	}
-	s.Reset(1, nil)
-	if s.Number != 1 || len(s.Mods().Variables) != 0 || s.Mods().Viewed {
-		t.Errorf("Reset kept changes: %+v", s.Mods())
-	}
 }
 
 func TestStepCarriesContext(t *testing.T) {

@@ -49,11 +49,12 @@ type Step struct {
 	// should do so now, whatever its threshold.
 	ContextTooLong bool
 
-	base    []defs.Message // the transcript
-	view    []defs.Message // the messages of this step's request
-	owned   bool           // view is a private copy that may be appended to
-	mods    Mods
-	current *slot
+	base     []defs.Message // the transcript
+	view     []defs.Message // the messages of this step's request
+	owned    bool           // view is a private copy that may be appended to
+	verbatim int            // leading messages of view that are base itself
+	mods     Mods
+	current  *slot
 }
 
 // Budget is the context window of a step and a way to count tokens.
@@ -126,6 +127,10 @@ type Mods struct {
 	// Messages are the messages to send.
 	Viewed   bool
 	Messages []defs.Message
+	// Verbatim is the number of leading Messages that are the transcript
+	// itself (all of it after AppendMessages, 0 after ReplaceMessages): the
+	// runtime checks and counts only the rest again.
+	Verbatim int
 	// Tools and Systems, when non-nil, are the only names allowed at this
 	// step.
 	Tools, Systems []string
@@ -142,12 +147,7 @@ type Variable struct {
 // NewStep returns the step effects see, over the transcript msgs. The step
 // does not modify msgs.
 func NewStep(number int, msgs []defs.Message) *Step {
-	return &Step{Number: number, base: msgs, view: msgs}
-}
-
-// Reset readies s for reuse at another step, over the transcript msgs.
-func (s *Step) Reset(number int, msgs []defs.Message) {
-	*s = Step{Number: number, base: msgs, view: msgs, Tools: s.Tools, Systems: s.Systems, Variables: s.Variables, mods: Mods{Variables: s.mods.Variables[:0]}}
+	return &Step{Number: number, base: msgs, view: msgs, verbatim: len(msgs)}
 }
 
 // Messages returns the messages this step will send, as changed by the
@@ -174,6 +174,7 @@ func (s *Step) AppendMessages(msgs ...defs.Message) {
 // s keeps msgs; the caller must not modify it afterwards.
 func (s *Step) ReplaceMessages(msgs []defs.Message) {
 	s.view, s.owned = slices.Clip(msgs), false
+	s.verbatim = 0
 	s.mods.Viewed = true
 }
 
@@ -184,6 +185,7 @@ func (s *Step) ReplaceMessages(msgs []defs.Message) {
 func (s *Step) CommitMessages(msgs []defs.Message) {
 	msgs = slices.Clip(msgs)
 	s.base, s.view, s.owned = msgs, msgs, false
+	s.verbatim = len(msgs)
 	s.mods.Committed, s.mods.Transcript = true, msgs
 	s.mods.Viewed = false
 }
@@ -242,5 +244,6 @@ func (s *Step) Mods() *Mods {
 	if s.mods.Viewed {
 		s.mods.Messages = s.view
 	}
+	s.mods.Verbatim = s.verbatim
 	return &s.mods
 }
