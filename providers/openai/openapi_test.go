@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -32,10 +33,16 @@ var spec struct {
 	err   error
 }
 
+// errSpecAbsent is returned by findSpec when there is no spec to load.
+var errSpecAbsent = errors.New("OpenAI OpenAPI spec not found")
+
 // findSpec walks up from the working directory looking for specRelPath.
 // OPENAI_OPENAPI_SPEC, when set, names the file directly.
 func findSpec() (string, error) {
 	if p := os.Getenv("OPENAI_OPENAPI_SPEC"); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("%w: OPENAI_OPENAPI_SPEC=%s: %v", errSpecAbsent, p, err)
+		}
 		return p, nil
 	}
 	dir, err := os.Getwd()
@@ -49,7 +56,7 @@ func findSpec() (string, error) {
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return "", fmt.Errorf("%s not found in any parent of the working directory", specRelPath)
+			return "", fmt.Errorf("%w: no %s in any parent of the working directory", errSpecAbsent, specRelPath)
 		}
 		dir = parent
 	}
@@ -77,7 +84,7 @@ func chatRoute(t *testing.T) *routers.Route {
 		spec.route = &routers.Route{Spec: doc, Path: "/chat/completions", PathItem: item, Method: http.MethodPost, Operation: item.Post}
 	})
 	if spec.route == nil {
-		if os.IsNotExist(spec.err) || strings.Contains(fmt.Sprint(spec.err), "not found") {
+		if errors.Is(spec.err, errSpecAbsent) {
 			t.Skipf("skipping: the OpenAI OpenAPI spec is absent (%v); these tests validate requests against it", spec.err)
 		}
 		t.Fatalf("OpenAPI spec: %v", spec.err)

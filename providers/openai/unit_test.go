@@ -1,0 +1,235 @@
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	sdk "github.com/sashabaranov/go-openai"
+
+	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/runtime"
+)
+
+func TestRetryAfter(t *testing.T) {
+	now := time.Date(2026, 11, 22, 5, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name   string
+		header http.Header
+		want   time.Duration
+	}{
+		{"none", http.Header{}, 0},
+		{"nil", nil, 0},
+		{"seconds", http.Header{"Retry-After": {"3"}}, 3 * time.Second},
+		{"fractional seconds", http.Header{"Retry-After": {"0.5"}}, 500 * time.Millisecond},
+		{"milliseconds win", http.Header{"Retry-After": {"3"}, "Retry-After-Ms": {"250"}}, 250 * time.Millisecond},
+		{"http date", http.Header{"Retry-After": {now.Add(20 * time.Second).Format(http.TimeFormat)}}, 20 * time.Second},
+		{"date in the past", http.Header{"Retry-After": {now.Add(-time.Minute).Format(http.TimeFormat)}}, 0},
+		{"negative", http.Header{"Retry-After": {"-1"}}, 0},
+		{"garbage", http.Header{"Retry-After": {"soon"}}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := retryAfter(tt.header, now); got != tt.want {
+				t.Errorf("retryAfter = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestIsReasoningModel(t *testing.T) {
+	for name, want := range map[string]bool{
+		"o1": true, "o1-mini": true, "o3-mini": true, "o4-mini-2025-04-16": true,
+		"gpt-5": true, "gpt-5-mini": true, "openai/o3": true, "openai/gpt-5-nano": true, "GPT-5": true,
+		"gpt-4o": false, "gpt-4.1-mini": false, "llama3.2": false, "qwen3:4b": false, "deepseek-reasoner": false, "": false,
+	} {
+		if got := isReasoningModel(name); got != want {
+			t.Errorf("isReasoningModel(%q) = %t, want %t", name, got, want)
+		}
+	}
+}
+
+func TestConfigFromEnv(t *testing.T) {
+	t.Setenv(EnvAPIKey, "")
+	t.Setenv(EnvBaseURL, "http://localhost:11434/v1")
+	t.Setenv(EnvModel, "qwen3:4b")
+	want := Config{BaseURL: "http://localhost:11434/v1", Model: "qwen3:4b"}
+	if diff := cmp.Diff(want, ConfigFromEnv(), cmp.Comparer(func(a, b *rand.Rand) bool { return a == b })); diff != "" {
+		t.Errorf("ConfigFromEnv mismatch (-want +got):\n%s", diff)
+	}
+	if got := FromEnv().Name(); got != "qwen3:4b" {
+		t.Errorf("FromEnv().Name() = %q", got)
+	}
+}
+
+func TestConfigDefaults(t *testing.T) {
+	c := Config{}.withDefaults()
+	if c.BaseURL != DefaultBaseURL || c.Model != DefaultModel || c.MaxRetries != DefaultMaxRetries ||
+		c.RetryBaseDelay != DefaultRetryBaseDelay || c.RetryMaxDelay != DefaultRetryMaxDelay || c.HTTPClient == nil || c.Sleep == nil {
+		t.Errorf("defaults not applied: %+v", c)
+	}
+	if c := (Config{MaxRetries: -1}).withDefaults(); c.MaxRetries != 0 {
+		t.Errorf("MaxRetries -1 gives %d retries, want 0", c.MaxRetries)
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	m := New(Config{RetryBaseDelay: 100 * time.Millisecond, RetryMaxDelay: time.Second, Rand: rand.New(rand.NewPCG(7, 7))})
+	for n, hi := range []time.Duration{100, 200, 400, 800, 1000, 1000, 1000} {
+		hi *= time.Millisecond
+		if d := m.backoff(n); d > hi || d < hi*3/4 {
+			t.Errorf("backoff(%d) = %v, want in [%v, %v]", n, d, hi*3/4, hi)
+		}
+	}
+	// The same seed gives the same delays.
+	a := New(Config{Rand: rand.New(rand.NewPCG(1, 1))})
+	b := New(Config{Rand: rand.New(rand.NewPCG(1, 1))})
+	for n := range 5 {
+		if da, db := a.backoff(n), b.backoff(n); da != db {
+			t.Errorf("backoff(%d) differs with the same seed: %v, %v", n, da, db)
+		}
+	}
+}
+
+func TestClassify(t *testing.T) {
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	tests := []struct {
+		name      string
+		ctx       context.Context
+		err       error
+		retryable bool
+		tooLong   bool
+		status    int
+	}{
+		{name: "connection refused", err: &net.OpError{Op: "dial", Err: errors.New("connection refused")}, retryable: true},
+		{name: "unexpected EOF", err: fmt.Errorf("reading: %w", io.ErrUnexpectedEOF), retryable: true},
+		{name: "stream cut", err: ErrStreamCut, retryable: true},
+		{name: "plain error", err: errors.New("boom")},
+		{name: "canceled context", ctx: canceled, err: errors.New("read on closed body")},
+		{name: "stream error event, server_error", err: fmt.Errorf("error, %w", &sdk.APIError{Type: "server_error", Message: "oops"}), retryable: true},
+		{name: "stream error event, invalid request", err: fmt.Errorf("error, %w", &sdk.APIError{Type: "invalid_request_error", Message: "bad"})},
+		{name: "llama.cpp context size", err: &sdk.APIError{HTTPStatusCode: 400, Type: "exceed_context_size_error", Message: "the request exceeds the available context size"}, tooLong: true, status: 400},
+		{name: "numeric code", err: &sdk.APIError{HTTPStatusCode: 503, Code: 503, Message: "overloaded"}, retryable: true, status: 503},
+		{name: "429 mentioning tokens is not too long", err: &sdk.APIError{HTTPStatusCode: 429, Message: "too many tokens per minute", Code: "rate_limit_exceeded"}, retryable: true, status: 429},
+		{name: "SDK validation", err: sdk.ErrReasoningModelMaxTokensDeprecated},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := tt.ctx
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			me := classify(ctx, tt.err)
+			if me.Retryable != tt.retryable || me.ContextTooLong != tt.tooLong || me.StatusCode != tt.status {
+				t.Errorf("classify = %+v, want retryable=%t tooLong=%t status=%d", me, tt.retryable, tt.tooLong, tt.status)
+			}
+			if !errors.Is(me, tt.err) && tt.ctx == nil {
+				t.Errorf("ModelError does not unwrap to %v", tt.err)
+			}
+			if tt.ctx != nil && !errors.Is(me, context.Canceled) {
+				t.Errorf("ModelError %v does not unwrap to context.Canceled", me)
+			}
+		})
+	}
+}
+
+// TestNetworkErrorRetried checks that a refused connection is retried and
+// then reported as a retryable error.
+func TestNetworkErrorRetried(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	url := srv.URL
+	srv.Close()
+	var sleeps int
+	m := New(Config{BaseURL: url, Sleep: func(context.Context, time.Duration) error { sleeps++; return nil }})
+	_, err := m.Generate(context.Background(), &runtime.Request{Messages: []defs.Message{defs.UserMessage("hi")}})
+	if !runtime.IsRetryable(err) {
+		t.Fatalf("error = %v, want retryable", err)
+	}
+	if sleeps != DefaultMaxRetries {
+		t.Errorf("slept %d times, want %d", sleeps, DefaultMaxRetries)
+	}
+}
+
+// TestInvalidRequest checks errors found before anything is sent.
+func TestInvalidRequest(t *testing.T) {
+	m := New(Config{BaseURL: "http://127.0.0.1:1"})
+	for name, req := range map[string]*runtime.Request{
+		"nil":                  nil,
+		"unknown role":         {Messages: []defs.Message{{Role: "narrator", Content: "x"}}},
+		"tool without call id": {Messages: []defs.Message{{Role: defs.RoleTool, Content: "x"}}},
+	} {
+		_, err := m.Generate(context.Background(), req)
+		var me *runtime.ModelError
+		if !errors.As(err, &me) || me.Retryable {
+			t.Errorf("%s: error = %v, want a non-retryable *runtime.ModelError", name, err)
+		}
+	}
+}
+
+// TestOpenAPIConcurrent runs calls in parallel on one Model (run with
+// -race).
+func TestOpenAPIConcurrent(t *testing.T) {
+	srv := newFakeServer(t, reply{file: "text.json"})
+	cfg := srv.config("gpt-4.1", nil)
+	cfg.Temperature = ptr(0.0)
+	cfg.Rand = rand.New(rand.NewPCG(3, 4))
+	m := New(cfg)
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			req := &runtime.Request{Messages: []defs.Message{defs.UserMessage(fmt.Sprint("question ", i))}}
+			reply, err := m.Generate(context.Background(), req)
+			if err != nil || reply.Message.Content != "Paris." {
+				t.Errorf("Generate %d = %+v, %v", i, reply, err)
+			}
+			m.backoff(i)
+		})
+	}
+	wg.Wait()
+	if srv.hits() != 8 {
+		t.Errorf("server hit %d times, want 8", srv.hits())
+	}
+}
+
+// FuzzToolArguments checks that any text a model produces as arguments is
+// stored as valid JSON and sent back unchanged.
+func FuzzToolArguments(f *testing.F) {
+	for _, s := range []string{"", "{}", `{"a":1}`, `{"broken`, `"str"`, " [1, 2] ", "null", "\xff"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		raw := toolArguments(s)
+		if !json.Valid(raw) {
+			t.Fatalf("toolArguments(%q) = %q, not valid JSON", s, raw)
+		}
+		back := argumentsText(raw)
+		t2 := strings.TrimSpace(s)
+		switch {
+		case t2 == "" || t2 == "null":
+			if back != "{}" {
+				t.Errorf("empty arguments %q sent back as %q, want {}", s, back)
+			}
+		case json.Valid([]byte(t2)):
+			if t2[0] != '"' && back != t2 {
+				t.Errorf("valid JSON %q sent back as %q", s, back)
+			}
+		default:
+			var want string // s itself, with invalid UTF-8 replaced
+			if err := json.Unmarshal(raw, &want); err != nil || back != want {
+				t.Errorf("invalid JSON %q sent back as %q, want %q", s, back, want)
+			}
+		}
+	})
+}
