@@ -1,0 +1,908 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	goruntime "runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/effects"
+	"github.com/reprompt/reprompt/prompt"
+	"github.com/reprompt/reprompt/runtime"
+	"github.com/reprompt/reprompt/snapshots"
+	"github.com/reprompt/reprompt/state"
+)
+
+// Helpers shared by the runtime tests.
+
+// nextLine returns "file.go:N+1" for the caller's line N: the site of the
+// statement on the line below the call.
+func nextLine() string {
+	_, file, line, _ := goruntime.Caller(1)
+	return fmt.Sprintf("%s:%d", filepath.Base(file), line+1)
+}
+
+// transcriptOf renders messages as one line each, so that whole requests can
+// be compared with cmp.Diff and read in a failure.
+func transcriptOf(msgs []defs.Message) []string {
+	out := make([]string, 0, len(msgs))
+	for _, m := range msgs {
+		var b strings.Builder
+		b.WriteString(string(m.Role))
+		if m.Role == defs.RoleTool {
+			fmt.Fprintf(&b, "[%s %s]", m.ToolCallID, m.Name)
+			if m.IsError {
+				b.WriteString("!")
+			}
+		}
+		b.WriteString(": ")
+		b.WriteString(m.Content)
+		for _, c := range m.ToolCalls {
+			fmt.Fprintf(&b, " {%s %s %s}", c.ID, c.Name, c.Arguments)
+		}
+		out = append(out, b.String())
+	}
+	return out
+}
+
+// toolNames returns the names of the tools offered in req.
+func toolNames(req *runtime.Request) []string {
+	var out []string
+	for _, t := range req.Tools {
+		out = append(out, t.Name)
+	}
+	return out
+}
+
+// systems returns the system prompt of every request.
+func systems(reqs []*runtime.Request) []string {
+	out := make([]string, len(reqs))
+	for i, r := range reqs {
+		out[i] = r.System
+	}
+	return out
+}
+
+// run runs fn against m and fails the test on error.
+func run(t *testing.T, m *snapshots.Model, fn prompt.Func, cfg runtime.Config) *runtime.Result {
+	t.Helper()
+	res, err := runtime.Run(context.Background(), m, fn, cfg)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if n := m.Remaining(); n != 0 {
+		t.Errorf("%d scripted replies left unused", n)
+	}
+	return res
+}
+
+type noArgs struct{}
+
+type amountArgs struct {
+	N int `json:"n" jsonschema:"how much to add"`
+}
+
+// counter is a prompt whose system prompt shows a count that its add tool
+// increases.
+func counter(executions *atomic.Int32) prompt.Func {
+	return func(p *prompt.Prompt) error {
+		if executions != nil {
+			executions.Add(1)
+		}
+		count, setCount := prompt.State(p, "count", 0)
+		p.DefSystem("role", "You count.")
+		p.Def("count", strconv.Itoa(count))
+		prompt.DefTool(p, "add", "Add n to the count.", func(_ context.Context, a amountArgs) (string, error) {
+			setCount.Update(func(c int) int { return c + a.N })
+			return "ok", nil
+		})
+		p.User("Count.")
+		return nil
+	}
+}
+
+// Section 1: the step loop.
+
+func TestLoopReExecutesPromptWithCurrentState(t *testing.T) {
+	var executions atomic.Int32
+	m := snapshots.Script(
+		snapshots.CallTool("add", amountArgs{N: 2}),
+		snapshots.CallTool("add", amountArgs{N: 3}),
+		snapshots.Text("five"),
+	)
+	res := run(t, m, counter(&executions), runtime.Config{})
+
+	if n := executions.Load(); n != 3 {
+		t.Errorf("prompt executed %d times, want 3 (once per step)", n)
+	}
+	reqs := m.Requests()
+	wantSystems := []string{
+		"<role>\nYou count.\n</role>\n\n<variables>\n<count>0</count>\n</variables>",
+		"<role>\nYou count.\n</role>\n\n<variables>\n<count>2</count>\n</variables>",
+		"<role>\nYou count.\n</role>\n\n<variables>\n<count>5</count>\n</variables>",
+	}
+	if diff := cmp.Diff(wantSystems, systems(reqs)); diff != "" {
+		t.Errorf("system prompts mismatch (-want +got):\n%s", diff)
+	}
+	wantLast := []string{
+		"user: Count.",
+		`assistant:  {call_1 add {"n":2}}`,
+		"tool[call_1 add]: ok",
+		`assistant:  {call_2 add {"n":3}}`,
+		"tool[call_2 add]: ok",
+	}
+	if diff := cmp.Diff(wantLast, transcriptOf(reqs[2].Messages)); diff != "" {
+		t.Errorf("last request messages mismatch (-want +got):\n%s", diff)
+	}
+	if res.Text != "five" || len(res.Steps) != 3 || !res.Steps[2].Done {
+		t.Errorf("result: text %q, %d steps", res.Text, len(res.Steps))
+	}
+	wantStates := []any{2, 5, 5}
+	for i, s := range res.Steps {
+		if s.Number != i || s.State["count"] != wantStates[i] {
+			t.Errorf("step %d record: number %d, state %v; want count %v", i, s.Number, s.State, wantStates[i])
+		}
+	}
+	if diff := cmp.Diff(append(transcriptOf(reqs[2].Messages), "assistant: five"), transcriptOf(res.Transcript)); diff != "" {
+		t.Errorf("final transcript mismatch (-want +got):\n%s", diff)
+	}
+	if res.Usage.InputTokens == 0 || res.Usage.OutputTokens == 0 {
+		t.Errorf("usage not summed: %+v", res.Usage)
+	}
+}
+
+func TestLoopReconciliationRemovesToolDeclaredOnlyAtStep0(t *testing.T) {
+	var setupRuns atomic.Int32
+	fn := func(p *prompt.Prompt) error {
+		if p.Step() == 0 {
+			prompt.DefTool(p, "setup", "Only at the start.", func(context.Context, noArgs) (string, error) {
+				setupRuns.Add(1)
+				return "set up", nil
+			})
+			p.DefSystem("onboarding", "Set up first.")
+		}
+		prompt.DefTool(p, "work", "Work.", func(context.Context, noArgs) (string, error) { return "worked", nil })
+		p.User("go")
+		return nil
+	}
+	m := snapshots.Script(
+		snapshots.CallTool("setup", nil),
+		snapshots.CallTool("setup", nil), // no longer declared
+		snapshots.Text("done"),
+	)
+	res := run(t, m, fn, runtime.Config{})
+	reqs := m.Requests()
+	var got [][]string
+	for _, r := range reqs {
+		got = append(got, toolNames(r))
+	}
+	if diff := cmp.Diff([][]string{{"setup", "work"}, {"work"}, {"work"}}, got); diff != "" {
+		t.Errorf("tools per request mismatch (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"<onboarding>\nSet up first.\n</onboarding>", "", ""}, systems(reqs)); diff != "" {
+		t.Errorf("system prompts mismatch (-want +got):\n%s", diff)
+	}
+	if n := setupRuns.Load(); n != 1 {
+		t.Errorf("setup ran %d times, want 1", n)
+	}
+	r := res.Steps[1].ToolResults[0]
+	if !r.IsError || !strings.Contains(r.Content, `unknown tool "setup"`) || !strings.Contains(r.Content, "work") {
+		t.Errorf("result of calling a removed tool = %+v, want an unknown-tool error listing the tools", r)
+	}
+}
+
+func TestStepLimit(t *testing.T) {
+	loop := func(n int) []snapshots.Reply {
+		out := make([]snapshots.Reply, n)
+		for i := range out {
+			out[i] = snapshots.CallTool("add", amountArgs{N: 1})
+		}
+		return out
+	}
+	tests := []struct {
+		name      string
+		cfg       runtime.Config
+		replies   []snapshots.Reply
+		wantSteps int
+		wantLimit bool
+	}{
+		{"limit reached", runtime.Config{MaxSteps: 3}, loop(5), 3, true},
+		{"StopWhen false does not lift the limit", runtime.Config{MaxSteps: 3, StopWhen: func(*runtime.Step) bool { return false }}, loop(5), 3, true},
+		{"StopTools not called do not lift the limit", runtime.Config{MaxSteps: 3, StopTools: []string{"finish"}}, loop(5), 3, true},
+		{"StopWhen ends the run before the limit", runtime.Config{MaxSteps: 5, StopWhen: func(s *runtime.Step) bool { return s.Number == 1 }}, loop(5), 2, false},
+		{"StopWhen at the limit step ends normally", runtime.Config{MaxSteps: 2, StopWhen: func(s *runtime.Step) bool { return s.Number == 1 }}, loop(5), 2, false},
+		{"StopTools ends the run", runtime.Config{MaxSteps: 5, StopTools: []string{"add"}}, loop(5), 1, false},
+		{"text before the limit", runtime.Config{MaxSteps: 3}, append(loop(2), snapshots.Text("ok")), 3, false},
+		{"default limit", runtime.Config{}, loop(runtime.DefaultMaxSteps + 1), runtime.DefaultMaxSteps, true},
+		{"no limit", runtime.Config{MaxSteps: -1}, append(loop(runtime.DefaultMaxSteps+5), snapshots.Text("ok")), runtime.DefaultMaxSteps + 6, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := snapshots.Script(tt.replies...)
+			res, err := runtime.Run(context.Background(), m, counter(nil), tt.cfg)
+			if got := errors.Is(err, runtime.ErrMaxSteps); got != tt.wantLimit {
+				t.Fatalf("Run error = %v; errors.Is(err, ErrMaxSteps) = %v, want %v", err, got, tt.wantLimit)
+			}
+			if !tt.wantLimit && err != nil {
+				t.Fatalf("Run error = %v", err)
+			}
+			if len(m.Requests()) != tt.wantSteps || len(res.Steps) != tt.wantSteps {
+				t.Errorf("%d requests, %d step records; want %d", len(m.Requests()), len(res.Steps), tt.wantSteps)
+			}
+			if tt.wantLimit && !strings.Contains(err.Error(), strconv.Itoa(tt.wantSteps)+" steps") {
+				t.Errorf("error %q does not say the limit", err)
+			}
+			if last := res.Steps[len(res.Steps)-1]; !last.Done {
+				t.Error("last step record is not Done")
+			}
+		})
+	}
+}
+
+func TestStopToolThatFailsDoesNotStop(t *testing.T) {
+	fn := func(p *prompt.Prompt) error {
+		prompt.DefTool(p, "finish", "End.", func(_ context.Context, a amountArgs) (string, error) {
+			if a.N == 0 {
+				return "", errors.New("not yet")
+			}
+			return "finished", nil
+		})
+		p.User("go")
+		return nil
+	}
+	m := snapshots.Script(snapshots.CallTool("finish", amountArgs{N: 0}), snapshots.CallTool("finish", amountArgs{N: 1}))
+	res := run(t, m, fn, runtime.Config{StopTools: []string{"finish"}})
+	if len(res.Steps) != 2 || res.Steps[1].ToolResults[0].Content != "finished" || !res.Steps[1].Done {
+		t.Errorf("steps = %d, last results %+v", len(res.Steps), res.Steps[len(res.Steps)-1].ToolResults)
+	}
+}
+
+// stepSummary is what the grains are compared on.
+type stepSummary struct {
+	Number   int
+	System   string
+	Messages []string
+	Tools    []string
+	Reply    []string
+	Results  []defs.ToolResult
+	State    map[string]any
+	Effects  []string
+	Done     bool
+}
+
+func summarize(s *runtime.Step) stepSummary {
+	out := stepSummary{Number: s.Number, Results: s.ToolResults, State: s.State, Done: s.Done}
+	if s.Request != nil {
+		out.System, out.Messages, out.Tools = s.Request.System, transcriptOf(s.Request.Messages), toolNames(s.Request)
+	}
+	if s.Reply != nil {
+		out.Reply = transcriptOf([]defs.Message{s.Reply.Message})
+	}
+	for _, e := range s.Effects {
+		out.Effects = append(out.Effects, e.ID+" "+e.Reason.String())
+	}
+	return out
+}
+
+func grainScript() *snapshots.Model {
+	return snapshots.Script(
+		snapshots.CallTool("add", amountArgs{N: 1}),
+		snapshots.CallTools(snapshots.Call{Name: "add", Args: amountArgs{N: 2}}, snapshots.Call{Name: "add", Args: amountArgs{N: 3}}),
+		snapshots.Text("six"),
+	)
+}
+
+func grainPrompt(p *prompt.Prompt) error {
+	if err := counter(nil)(p); err != nil {
+		return err
+	}
+	count, _ := prompt.State(p, "count", 0)
+	p.Effect(effects.On(effects.Named("count", count)), func(context.Context, *effects.Step) error { return nil })
+	return nil
+}
+
+func TestThreeGrainsAgree(t *testing.T) {
+	ctx := context.Background()
+
+	res, err := runtime.Run(ctx, grainScript(), grainPrompt, runtime.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var viaRun []stepSummary
+	for _, s := range res.Steps {
+		viaRun = append(viaRun, summarize(s))
+	}
+
+	var viaNext []stepSummary
+	r := runtime.New(grainScript(), grainPrompt, runtime.Config{})
+	for {
+		if n := r.StepNumber(); n != len(viaNext) {
+			t.Fatalf("StepNumber = %d before step %d", n, len(viaNext))
+		}
+		s, err := r.Next(ctx)
+		if errors.Is(err, runtime.ErrDone) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		viaNext = append(viaNext, summarize(s))
+	}
+	if _, err := r.Next(ctx); !errors.Is(err, runtime.ErrDone) {
+		t.Errorf("Next after the end = %v, want ErrDone", err)
+	}
+
+	var viaAll []stepSummary
+	ra := runtime.New(grainScript(), grainPrompt, runtime.Config{})
+	for s, err := range ra.All(ctx) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		viaAll = append(viaAll, summarize(s))
+	}
+	if _, err := ra.Next(ctx); !errors.Is(err, runtime.ErrDone) {
+		t.Errorf("Next after All = %v, want ErrDone", err)
+	}
+
+	if len(viaRun) != 3 {
+		t.Fatalf("Run made %d steps, want 3", len(viaRun))
+	}
+	if diff := cmp.Diff(viaRun, viaNext); diff != "" {
+		t.Errorf("Run and Next disagree (-run +next):\n%s", diff)
+	}
+	if diff := cmp.Diff(viaRun, viaAll); diff != "" {
+		t.Errorf("Run and All disagree (-run +all):\n%s", diff)
+	}
+	if diff := cmp.Diff(transcriptOf(res.Transcript), transcriptOf(r.Transcript())); diff != "" {
+		t.Errorf("transcripts disagree (-run +next):\n%s", diff)
+	}
+	if n, _ := prompt.GetState[int](r.Prompt(), "count"); n != 6 {
+		t.Errorf("count after the run = %d, want 6", n)
+	}
+}
+
+func TestAllStopsWhenTheLoopBreaks(t *testing.T) {
+	m := grainScript()
+	r := runtime.New(m, grainPrompt, runtime.Config{})
+	for range r.All(context.Background()) {
+		break
+	}
+	if n := len(m.Requests()); n != 1 {
+		t.Fatalf("%d requests after breaking at the first step, want 1", n)
+	}
+	// The run can be continued.
+	s, err := r.Next(context.Background())
+	if err != nil || s.Number != 1 {
+		t.Errorf("Next after break = step %v, %v", s, err)
+	}
+}
+
+func TestNextAfterErrorReturnsSameError(t *testing.T) {
+	boom := errors.New("provider down")
+	m := snapshots.Script(snapshots.Fail(boom))
+	r := runtime.New(m, counter(nil), runtime.Config{})
+	_, err := r.Next(context.Background())
+	var se *runtime.StepError
+	if !errors.As(err, &se) || se.Op != "model" || se.Step != 0 || !errors.Is(err, boom) {
+		t.Fatalf("Next = %v, want *StepError{Op: model} wrapping the model's error", err)
+	}
+	if _, err2 := r.Next(context.Background()); err2 != err {
+		t.Errorf("second Next = %v, want the same error", err2)
+	}
+	if len(m.Requests()) != 1 {
+		t.Errorf("%d requests, want 1", len(m.Requests()))
+	}
+}
+
+func TestCanceledContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	m := snapshots.Script(snapshots.Text("never"))
+	_, err := runtime.Run(ctx, m, counter(nil), runtime.Config{})
+	if !errors.Is(err, context.Canceled) || len(m.Requests()) != 0 {
+		t.Errorf("Run = %v with %d requests, want context.Canceled and none", err, len(m.Requests()))
+	}
+}
+
+// Section 2: state.
+
+func TestStateVisibility(t *testing.T) {
+	var toolSaw []string
+	fn := func(p *prompt.Prompt) error {
+		count, setCount := prompt.State(p, "count", 0)
+		prompt.DefTool(p, "bump", "Bump.", func(context.Context, noArgs) (string, error) {
+			setCount.Set(count + 10)
+			setCount.Update(func(n int) int { return n + 1 })
+			live, err := prompt.GetState[int](p, "count")
+			if err != nil {
+				return "", err
+			}
+			out := fmt.Sprintf("snapshot=%d live=%d", count, live)
+			toolSaw = append(toolSaw, out)
+			return out, nil
+		})
+		p.Def("seen", strconv.Itoa(count))
+		p.User("go")
+		return nil
+	}
+	m := snapshots.Script(snapshots.CallTool("bump", nil), snapshots.CallTool("bump", nil), snapshots.Text("ok"))
+	res := run(t, m, fn, runtime.Config{})
+	want := []string{"snapshot=0 live=11", "snapshot=11 live=22"}
+	if diff := cmp.Diff(want, toolSaw); diff != "" {
+		t.Errorf("tool saw mismatch (-want +got):\n%s", diff)
+	}
+	var seen []string
+	for _, r := range m.Requests() {
+		seen = append(seen, r.System)
+	}
+	wantSys := []string{
+		"<variables>\n<seen>0</seen>\n</variables>",
+		"<variables>\n<seen>11</seen>\n</variables>",
+		"<variables>\n<seen>22</seen>\n</variables>",
+	}
+	if diff := cmp.Diff(wantSys, seen); diff != "" {
+		t.Errorf("execution-time values mismatch (-want +got):\n%s", diff)
+	}
+	// Setting state never triggers a step: one step per scripted reply.
+	if len(res.Steps) != 3 {
+		t.Errorf("%d steps, want 3", len(res.Steps))
+	}
+}
+
+func TestEffectClosureSeesSnapshotOfItsExecution(t *testing.T) {
+	var got []string
+	fn := func(p *prompt.Prompt) error {
+		n, set := prompt.State(p, "n", 0)
+		p.Effect(effects.Always, func(context.Context, *effects.Step) error {
+			set.Set(n + 1)
+			live, _ := prompt.GetState[int](p, "n")
+			got = append(got, fmt.Sprintf("%d/%d", n, live))
+			return nil
+		})
+		prompt.DefTool(p, "noop", "d", func(context.Context, noArgs) (string, error) { return "", nil })
+		p.User("go")
+		return nil
+	}
+	run(t, snapshots.Script(snapshots.CallTool("noop", nil), snapshots.Text("ok")), fn, runtime.Config{})
+	if diff := cmp.Diff([]string{"0/1", "1/2"}, got); diff != "" {
+		t.Errorf("effect saw mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestStateKeyOfWrongTypeFailsRun(t *testing.T) {
+	var site string
+	fn := func(p *prompt.Prompt) error {
+		prompt.State(p, "mode", "fast")
+		if p.Step() == 1 {
+			site = nextLine()
+			prompt.State(p, "mode", 1)
+		}
+		prompt.DefTool(p, "noop", "d", func(context.Context, noArgs) (string, error) { return "", nil })
+		p.User("go")
+		return nil
+	}
+	m := snapshots.Script(snapshots.CallTool("noop", nil), snapshots.Text("unreached"))
+	_, err := runtime.Run(context.Background(), m, fn, runtime.Config{})
+	var pe *prompt.Error
+	var te *state.TypeError
+	if !errors.As(err, &pe) || !errors.As(err, &te) {
+		t.Fatalf("Run = %v, want *prompt.Error wrapping *state.TypeError", err)
+	}
+	if pe.Step != 1 || pe.Site != site {
+		t.Errorf("error at step %d, site %q; want step 1, %s", pe.Step, pe.Site, site)
+	}
+	for _, s := range []string{`"mode"`, "string", "int", site, "step 1"} {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("error %q does not name %s", err, s)
+		}
+	}
+	if len(m.Requests()) != 1 {
+		t.Errorf("%d requests, want 1", len(m.Requests()))
+	}
+}
+
+func TestPromptPanicFailsRunWithSite(t *testing.T) {
+	var site string
+	var cleaned atomic.Bool
+	fn := func(p *prompt.Prompt) error {
+		p.Effect(effects.Once, func(_ context.Context, s *effects.Step) error {
+			s.Cleanup(func() { cleaned.Store(true) })
+			return nil
+		})
+		prompt.DefTool(p, "noop", "d", func(context.Context, noArgs) (string, error) { return "", nil })
+		p.User("go")
+		if p.Step() == 1 {
+			var cfg map[string]string
+			site = nextLine()
+			cfg["x"] = "boom" // nil map write
+		}
+		return nil
+	}
+	m := snapshots.Script(snapshots.CallTool("noop", nil), snapshots.Text("unreached"))
+	res, err := runtime.Run(context.Background(), m, fn, runtime.Config{})
+	var pe *prompt.Error
+	if !errors.As(err, &pe) {
+		t.Fatalf("Run = %v, want *prompt.Error", err)
+	}
+	if !pe.Panicked || pe.Step != 1 || pe.Site != site {
+		t.Errorf("Error = %+v, want a panic at %s at step 1", pe, site)
+	}
+	if !strings.Contains(err.Error(), site) || !strings.Contains(err.Error(), "nil map") {
+		t.Errorf("error %q does not name the site and the cause", err)
+	}
+	if len(res.Steps) != 2 || res.Steps[1].Request != nil {
+		t.Errorf("want the completed step and the failed one without a request; got %d steps", len(res.Steps))
+	}
+	if !cleaned.Load() {
+		t.Error("effect cleanup did not run when the run failed")
+	}
+}
+
+// Section 3: effects across real steps.
+
+func TestEffectCadencesAcrossSteps(t *testing.T) {
+	runsAt := map[string][]int{}
+	fn := func(p *prompt.Prompt) error {
+		count, _ := prompt.State(p, "count", 0)
+		record := func(name string) effects.Func {
+			return func(_ context.Context, s *effects.Step) error {
+				runsAt[name] = append(runsAt[name], s.Number)
+				return nil
+			}
+		}
+		p.Effect(effects.Always, record("always"))
+		p.Effect(effects.Once, record("once"))
+		p.Effect(effects.On(count), record("on count"))
+		p.Effect(effects.On("constant", []string{"a"}, map[string]int{"k": 1}), record("on constants"))
+		return counter(nil)(p)
+	}
+	m := snapshots.Script(
+		snapshots.CallTool("add", amountArgs{N: 0}), // count stays 0
+		snapshots.CallTool("add", amountArgs{N: 1}), // 1
+		snapshots.CallTool("add", amountArgs{N: 0}), // 1
+		snapshots.CallTool("add", amountArgs{N: 2}), // 3
+		snapshots.Text("done"),
+	)
+	res := run(t, m, fn, runtime.Config{})
+	want := map[string][]int{
+		"always":       {0, 1, 2, 3, 4},
+		"once":         {0},
+		"on count":     {0, 2, 4},
+		"on constants": {0},
+	}
+	if diff := cmp.Diff(want, runsAt); diff != "" {
+		t.Errorf("effect runs mismatch (-want +got):\n%s", diff)
+	}
+	var reasons []string
+	for _, s := range res.Steps {
+		for _, e := range s.Effects {
+			if e.ID == "#2" {
+				reasons = append(reasons, fmt.Sprintf("%d %s", s.Number, e.Reason))
+			}
+		}
+	}
+	if diff := cmp.Diff([]string{"0 first run", "2 deps[0]: 0 → 1", "4 deps[0]: 1 → 3"}, reasons); diff != "" {
+		t.Errorf("step records' reasons mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestDependencyMemorySurvivesReExecution is the seed bug: the prompt
+// function is executed again before every step, and an effect whose
+// dependencies did not change must not run again.
+func TestDependencyMemorySurvivesReExecution(t *testing.T) {
+	var runs atomic.Int32
+	fn := func(p *prompt.Prompt) error {
+		p.DefSystem("role", "r")
+		// A fresh slice and closure at every execution, with the same values.
+		deps := []string{"fixed", "list"}
+		p.Effect(effects.On(deps, struct{ a, b int }{1, 2}), func(_ context.Context, s *effects.Step) error {
+			runs.Add(1)
+			s.AppendMessages(defs.UserMessage("effect ran"))
+			return nil
+		})
+		prompt.DefTool(p, "noop", "d", func(context.Context, noArgs) (string, error) { return "", nil })
+		p.User("go")
+		return nil
+	}
+	m := snapshots.Script(
+		snapshots.CallTool("noop", nil), snapshots.CallTool("noop", nil),
+		snapshots.CallTool("noop", nil), snapshots.Text("done"),
+	)
+	run(t, m, fn, runtime.Config{})
+	if n := runs.Load(); n != 1 {
+		t.Errorf("effect ran %d times over 4 executions, want 1", n)
+	}
+	var tails []string
+	for _, r := range m.Requests() {
+		tails = append(tails, r.Messages[len(r.Messages)-1].Content)
+	}
+	if diff := cmp.Diff([]string{"effect ran", "", "", ""}, tails); diff != "" {
+		t.Errorf("last message of each request (-want +got):\n%s", diff)
+	}
+}
+
+func TestEffectErrorAbortsRun(t *testing.T) {
+	quota := errors.New("quota exceeded")
+	var site string
+	fn := func(p *prompt.Prompt) error {
+		p.Effect(effects.Always, func(context.Context, *effects.Step) error { return nil })
+		site = nextLine()
+		p.Effect(effects.Always, func(_ context.Context, s *effects.Step) error {
+			if s.Number == 1 {
+				return fmt.Errorf("checking budget: %w", quota)
+			}
+			return nil
+		})
+		return counter(nil)(p)
+	}
+	m := snapshots.Script(snapshots.CallTool("add", amountArgs{N: 1}), snapshots.Text("unreached"))
+	res, err := runtime.Run(context.Background(), m, fn, runtime.Config{})
+	var ee *effects.Error
+	if !errors.As(err, &ee) || !errors.Is(err, quota) {
+		t.Fatalf("Run = %v, want *effects.Error wrapping the effect's error", err)
+	}
+	if ee.ID != "#1" || ee.Step != 1 || ee.Site != site || ee.Phase != effects.BeforeCall {
+		t.Errorf("Error = %+v, want effect #1 registered at %s, step 1", ee, site)
+	}
+	for _, s := range []string{"#1", site, "step 1", "quota exceeded"} {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("error %q does not name %s", err, s)
+		}
+	}
+	if len(m.Requests()) != 1 {
+		t.Errorf("model called %d times, want 1: the failing step must not be sent", len(m.Requests()))
+	}
+	if n := len(res.Steps); n != 2 || len(res.Steps[1].Effects) != 2 {
+		t.Errorf("want 2 step records, the failed one listing both effects; got %d", n)
+	}
+}
+
+func TestEffectPanicAbortsRun(t *testing.T) {
+	var site string
+	fn := func(p *prompt.Prompt) error {
+		p.Effect(effects.Once, func(_ context.Context, s *effects.Step) error {
+			var last *defs.ToolResult
+			site = nextLine()
+			_ = last.Content // nil dereference
+			return nil
+		}, effects.Key("reader"))
+		return counter(nil)(p)
+	}
+	m := snapshots.Script(snapshots.Text("unreached"))
+	_, err := runtime.Run(context.Background(), m, fn, runtime.Config{})
+	var ee *effects.Error
+	if !errors.As(err, &ee) {
+		t.Fatalf("Run = %v, want *effects.Error", err)
+	}
+	if ee.ID != "key:reader" || ee.PanicSite != site || ee.Step != 0 {
+		t.Errorf("Error = %+v, want key:reader panicking at %s", ee, site)
+	}
+	if !strings.Contains(err.Error(), "panicked at "+site) || len(m.Requests()) != 0 {
+		t.Errorf("error %q, %d requests", err, len(m.Requests()))
+	}
+}
+
+func TestEffectCleanups(t *testing.T) {
+	var log []string
+	fn := func(p *prompt.Prompt) error {
+		count, _ := prompt.State(p, "count", 0)
+		p.Effect(effects.On(count), func(_ context.Context, s *effects.Step) error {
+			log = append(log, fmt.Sprintf("run %d", count))
+			s.Cleanup(func() { log = append(log, fmt.Sprintf("cleanup %d", count)) })
+			return nil
+		})
+		if p.Step() < 1 {
+			p.Effect(effects.Once, func(_ context.Context, s *effects.Step) error {
+				s.Cleanup(func() { log = append(log, "conditional gone") })
+				return nil
+			}, effects.Key("early"))
+		}
+		return counter(nil)(p)
+	}
+	m := snapshots.Script(
+		snapshots.CallTool("add", amountArgs{N: 1}),
+		snapshots.CallTool("add", amountArgs{N: 0}),
+		snapshots.Text("done"),
+	)
+	run(t, m, fn, runtime.Config{})
+	want := []string{"run 0", "conditional gone", "cleanup 0", "run 1", "cleanup 1"}
+	if diff := cmp.Diff(want, log); diff != "" {
+		t.Errorf("log mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestEffectSeesStepContext(t *testing.T) {
+	type ctxKey struct{}
+	type seen struct {
+		Number   int
+		Messages []string
+		Tools    []string
+		Systems  []string
+		Vars     []string
+		HasAdd   bool
+		LastTool *defs.ToolResult
+		Ctx      any
+	}
+	var got []seen
+	fn := func(p *prompt.Prompt) error {
+		p.Effect(effects.Always, func(ctx context.Context, s *effects.Step) error {
+			got = append(got, seen{
+				Number: s.Number, Messages: transcriptOf(s.Messages()),
+				Tools: s.Tools.Names(), Systems: s.Systems.Names(), Vars: s.Variables.Names(),
+				HasAdd: s.Tools.Has("add"), LastTool: s.LastTool, Ctx: ctx.Value(ctxKey{}),
+			})
+			return nil
+		})
+		return counter(nil)(p)
+	}
+	m := snapshots.Script(snapshots.CallTool("add", amountArgs{N: 4}), snapshots.Text("done"))
+	ctx := context.WithValue(context.Background(), ctxKey{}, "v")
+	if _, err := runtime.Run(ctx, m, fn, runtime.Config{}); err != nil {
+		t.Fatal(err)
+	}
+	want := []seen{
+		{0, []string{"user: Count."}, []string{"add"}, []string{"role"}, []string{"count"}, true, nil, "v"},
+		{1, []string{"user: Count.", `assistant:  {call_1 add {"n":4}}`, "tool[call_1 add]: ok"},
+			[]string{"add"}, []string{"role"}, []string{"count"}, true,
+			&defs.ToolResult{CallID: "call_1", Name: "add", Arguments: []byte(`{"n":4}`), Content: "ok"}, "v"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("effect saw mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestAfterReplyEffects(t *testing.T) {
+	var seen []string
+	fn := func(p *prompt.Prompt) error {
+		prompt.DefTool(p, "fetch", "Fetch a page.", func(context.Context, noArgs) (string, error) {
+			return strings.Repeat("x", 50), nil
+		})
+		p.User("go")
+		p.Effect(effects.Always, func(_ context.Context, s *effects.Step) error {
+			seen = append(seen, fmt.Sprintf("before %d reply=%v results=%v", s.Number, s.Reply != nil, s.Results != nil))
+			return nil
+		})
+		// Trim each tool result as soon as it arrives: a commit, once.
+		p.Effect(effects.Always, func(_ context.Context, s *effects.Step) error {
+			seen = append(seen, fmt.Sprintf("after %d calls=%d results=%d phase=%s",
+				s.Number, len(s.Reply.ToolCalls), len(s.Results), s.Phase))
+			if len(s.Results) == 0 {
+				return nil
+			}
+			tr := append([]defs.Message(nil), s.Transcript()...)
+			last := &tr[len(tr)-1]
+			if last.Role == defs.RoleTool && len(last.Content) > 10 {
+				last.Content = last.Content[:10] + "…"
+				s.CommitMessages(tr)
+			}
+			return nil
+		}, effects.InPhase(effects.AfterReply))
+		return nil
+	}
+	m := snapshots.Script(snapshots.CallTool("fetch", nil), snapshots.Text("done"))
+	res := run(t, m, fn, runtime.Config{})
+	want := []string{
+		"before 0 reply=false results=false",
+		"after 0 calls=1 results=1 phase=after-reply",
+		"before 1 reply=false results=false",
+		"after 1 calls=0 results=0 phase=after-reply",
+	}
+	if diff := cmp.Diff(want, seen); diff != "" {
+		t.Errorf("phases mismatch (-want +got):\n%s", diff)
+	}
+	// The step record keeps the full result; the next request sees it trimmed.
+	if got := res.Steps[0].ToolResults[0].Content; len(got) != 50 {
+		t.Errorf("step record result has %d bytes, want the untrimmed 50", len(got))
+	}
+	if !res.Steps[0].Committed || res.Steps[1].Committed {
+		t.Errorf("Committed = %v, %v; want true, false", res.Steps[0].Committed, res.Steps[1].Committed)
+	}
+	wantMsgs := []string{"user: go", "assistant:  {call_1 fetch {}}", "tool[call_1 fetch]: xxxxxxxxxx…"}
+	if diff := cmp.Diff(wantMsgs, transcriptOf(m.Requests()[1].Messages)); diff != "" {
+		t.Errorf("second request mismatch (-want +got):\n%s", diff)
+	}
+	var phases []string
+	for _, e := range res.Steps[0].Effects {
+		phases = append(phases, e.ID+" "+e.Phase.String())
+	}
+	if diff := cmp.Diff([]string{"#0 before-call", "#1 after-reply"}, phases); diff != "" {
+		t.Errorf("step record effects mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestAfterReplyCommitIsValidated(t *testing.T) {
+	fn := func(p *prompt.Prompt) error {
+		prompt.DefTool(p, "noop", "d", func(context.Context, noArgs) (string, error) { return "", nil })
+		p.User("go")
+		p.Effect(effects.Always, func(_ context.Context, s *effects.Step) error {
+			if len(s.Results) > 0 {
+				s.CommitMessages(s.Transcript()[:2]) // drops the tool result: broken
+			}
+			return nil
+		}, effects.InPhase(effects.AfterReply))
+		return nil
+	}
+	m := snapshots.Script(snapshots.CallTool("noop", nil), snapshots.Text("unreached"))
+	_, err := runtime.Run(context.Background(), m, fn, runtime.Config{})
+	var se *runtime.StepError
+	var re *runtime.RequestError
+	if !errors.As(err, &se) || !errors.As(err, &re) || se.Op != "validate" || re.Index != 1 {
+		t.Fatalf("Run = %v, want a validate *StepError naming message 1", err)
+	}
+	if len(m.Requests()) != 1 {
+		t.Errorf("%d requests, want 1", len(m.Requests()))
+	}
+}
+
+func TestHookOrderChangeFailsRun(t *testing.T) {
+	var condSite, mainSite string
+	fn := func(p *prompt.Prompt) error {
+		if p.Step() == 0 {
+			condSite = nextLine()
+			p.Effect(effects.Once, func(context.Context, *effects.Step) error { return nil })
+		}
+		mainSite = nextLine()
+		p.Effect(effects.On(1), func(context.Context, *effects.Step) error { return nil })
+		return counter(nil)(p)
+	}
+	m := snapshots.Script(snapshots.CallTool("add", amountArgs{N: 1}), snapshots.Text("unreached"))
+	_, err := runtime.Run(context.Background(), m, fn, runtime.Config{})
+	var he *effects.HookOrderError
+	if !errors.As(err, &he) {
+		t.Fatalf("Run = %v, want *effects.HookOrderError", err)
+	}
+	if he.Was != condSite || he.Now != mainSite {
+		t.Errorf("HookOrderError = %+v, want was %s, now %s", he, condSite, mainSite)
+	}
+	if !strings.Contains(err.Error(), "step 1") {
+		t.Errorf("error %q does not name the step", err)
+	}
+}
+
+func ExampleRun() {
+	agent := func(p *prompt.Prompt) error {
+		count, setCount := prompt.State(p, "count", 0)
+		p.DefSystem("role", "You count.")
+		p.Def("count", strconv.Itoa(count))
+		prompt.DefTool(p, "increment", "Add one.", func(context.Context, struct{}) (int, error) {
+			setCount.Update(func(n int) int { return n + 1 })
+			return count + 1, nil
+		})
+		p.Effect(effects.On(effects.Named("count", count)), func(_ context.Context, s *effects.Step) error {
+			fmt.Printf("step %d: effect runs (%s)\n", s.Number, s.Phase)
+			return nil
+		})
+		p.User("Count to two.")
+		return nil
+	}
+	model := snapshots.Script(
+		snapshots.CallTool("increment", nil),
+		snapshots.CallTool("increment", nil),
+		snapshots.Text("Two."),
+	)
+	res, err := runtime.Run(context.Background(), model, agent, runtime.Config{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, req := range model.Requests() {
+		fmt.Printf("%q\n", req.System[strings.Index(req.System, "<count>"):])
+	}
+	fmt.Println(res.Text, len(res.Steps), "steps")
+	// Output:
+	// step 0: effect runs (before-call)
+	// step 1: effect runs (before-call)
+	// step 2: effect runs (before-call)
+	// "<count>0</count>\n</variables>"
+	// "<count>1</count>\n</variables>"
+	// "<count>2</count>\n</variables>"
+	// Two. 3 steps
+}
