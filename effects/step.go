@@ -70,6 +70,9 @@ type Budget struct {
 	// counts per transcript message, so counting the step's messages costs
 	// only what is new. nil means an estimate of four characters a token.
 	Count func(msgs []defs.Message) int
+	// Prefix, if set, returns the token count of the first k transcript
+	// messages in constant time.
+	Prefix func(k int) int
 }
 
 // Tokens returns the token count of msgs under b: Count, or the estimate.
@@ -96,7 +99,12 @@ func EstimateTokens(m defs.Message) int {
 
 // Tokens returns the estimated input tokens of the step's request as it
 // stands: Budget.Fixed plus the tokens of Messages.
-func (s *Step) Tokens() int { return s.Budget.Fixed + s.Budget.Tokens(s.view) }
+func (s *Step) Tokens() int {
+	if s.Budget.Prefix != nil && s.verbatim > 0 {
+		return s.Budget.Fixed + s.Budget.Prefix(s.verbatim) + s.Budget.Tokens(s.view[s.verbatim:])
+	}
+	return s.Budget.Fixed + s.Budget.Tokens(s.view)
+}
 
 // Completer asks a model for one completion outside the run's transcript,
 // as compaction does to summarise.

@@ -2,10 +2,10 @@
 //
 // Before every step the prompt function is executed again; definitions not
 // declared again are removed; the effects that are due run; their changes
-// are applied; the request is rendered and sent; the tools the model asks
-// for are run (several at once when it asks for several) and their results
-// appended in call order; the after-reply effects run. A reply without tool
-// calls ends the run.
+// are applied; the request is rendered, checked and sent; the tools the
+// model asks for are run (several at once when it asks for several) and
+// their results appended in call order; the after-reply effects run. A
+// reply without tool calls ends the run.
 //
 // The loop is offered at three grains: Runner.Next runs one step,
 // Runner.Run runs to completion, Runner.All iterates over the steps.
@@ -20,17 +20,14 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math/rand/v2"
 	"slices"
-	"sync"
+	"time"
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
-	"github.com/reprompt/reprompt/internal/callsite"
 	"github.com/reprompt/reprompt/prompt"
 )
-
-// DefaultMaxSteps is the step limit when Config.MaxSteps is zero.
-const DefaultMaxSteps = 100
 
 // Errors a run can end with. Test them with errors.Is.
 var (
@@ -40,28 +37,6 @@ var (
 	// ErrDone: Next was called on a run that already ended.
 	ErrDone = errors.New("run already ended")
 )
-
-// Config configures a run. The zero Config is valid: at most
-// DefaultMaxSteps steps, no other stop condition.
-type Config struct {
-	// MaxSteps is the most steps (model calls) a run makes. Zero means
-	// DefaultMaxSteps; a negative value means no limit. Reaching it while
-	// the model still calls tools ends the run with an error wrapping
-	// ErrMaxSteps. No other stop condition overrides it, and it overrides
-	// none.
-	MaxSteps int
-	// StopWhen, if set, is called after every step; returning true ends the
-	// run normally.
-	StopWhen func(last *Step) bool
-	// StopTools names tools that end the run once one of them ran without
-	// error; the model is not called again.
-	StopTools []string
-	// OnDelta, if set and the model is a StreamingModel, receives the reply
-	// as it streams.
-	OnDelta func(Delta)
-	// AgentMaxSteps is the step limit of sub-agents. Zero means MaxSteps.
-	AgentMaxSteps int
-}
 
 // Step records what happened at one step. It is the unit of the iterator,
 // of snapshots and of logs.
@@ -83,6 +58,20 @@ type Step struct {
 	Reminded []defs.Ref
 	// Committed reports that an effect rewrote the transcript at this step.
 	Committed bool
+	// Recovered reports that the provider rejected the request as too long
+	// and it was sent again after the Recovery effects compacted it.
+	Recovered bool
+	// InputTokens is the runtime's count of the request's tokens (system
+	// prompt, tool schemas, messages).
+	InputTokens int
+	// PrefixTokens is how many of them the request shares as an exact
+	// prefix with the previous step's request: what a provider's prompt
+	// cache can reuse.
+	PrefixTokens int
+	// BilledInput estimates the input tokens billed at full price: the
+	// tokens not in the shared prefix, plus the shared ones at
+	// Config.CachedInputFraction.
+	BilledInput float64
 	// Done reports that the run ended with this step.
 	Done bool
 }
@@ -97,6 +86,8 @@ type Result struct {
 	Transcript []defs.Message
 	// Usage sums the usage of every model call.
 	Usage Usage
+	// Stats are the run's totals.
+	Stats effects.RunStats
 }
 
 // StepError is a step that failed outside the prompt function and the
@@ -125,15 +116,20 @@ type Runner struct {
 	step       int
 	done       bool
 	err        error
+	closed     bool
 	lastTool   *defs.ToolResult
 	usage      Usage
-	closed     bool
+	stats      effects.RunStats
+	started    time.Time
+	elapsed0   time.Duration // elapsed time restored from a checkpoint
 	yaml       yamlCache
+	ledger     *ledger
+	valid      validator
 }
 
 // New returns a runner for fn against model.
 func New(model Model, fn prompt.Func, cfg Config) *Runner {
-	return &Runner{model: model, fn: fn, cfg: cfg, p: prompt.New("")}
+	return &Runner{model: model, fn: fn, cfg: cfg, p: prompt.New(""), ledger: newLedger(cfg.Counter)}
 }
 
 // Run runs fn against model to completion; see Runner.Run.
@@ -151,6 +147,13 @@ func (r *Runner) Transcript() []defs.Message { return slices.Clip(r.transcript) 
 // StepNumber returns the number of the next step.
 func (r *Runner) StepNumber() int { return r.step }
 
+// Stats returns the run's totals so far.
+func (r *Runner) Stats() effects.RunStats {
+	s := r.stats
+	s.Elapsed = r.elapsed()
+	return s
+}
+
 // Run runs steps until the run ends and returns every step's record. On
 // error the result holds the steps completed so far.
 func (r *Runner) Run(ctx context.Context) (*Result, error) {
@@ -166,6 +169,7 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 	}
 	res.Transcript = r.Transcript()
 	res.Usage = r.usage
+	res.Stats = r.Stats()
 	if n := len(res.Steps); n > 0 && res.Steps[n-1].Reply != nil {
 		res.Text = res.Steps[n-1].Reply.Message.Content
 	}
@@ -195,6 +199,9 @@ func (r *Runner) Next(ctx context.Context) (*Step, error) {
 	if r.done {
 		return nil, ErrDone
 	}
+	if r.started.IsZero() {
+		r.started = time.Now()
+	}
 	s, err := r.next(ctx)
 	if err != nil {
 		r.err = err
@@ -211,6 +218,13 @@ func (r *Runner) close() {
 		r.closed = true
 		r.p.Effects().Close()
 	}
+}
+
+func (r *Runner) elapsed() time.Duration {
+	if r.started.IsZero() {
+		return r.elapsed0
+	}
+	return r.elapsed0 + time.Since(r.started)
 }
 
 func (r *Runner) maxSteps() int {
@@ -244,41 +258,30 @@ func (r *Runner) next(ctx context.Context) (*Step, error) {
 		return rec, err
 	}
 
-	// 4–5. Apply changes, render, validate, send.
-	mods := es.Mods()
-	if mods.Committed {
-		r.transcript = slices.Clip(mods.Transcript)
-		rec.Committed = true
-	}
-	req, err := r.render(n, mods)
+	// 4–5. Apply changes, render, check, send.
+	req, err := r.prepare(n, rec, es.Mods())
 	if err != nil {
 		return rec, err
 	}
-	rec.Request = req
-	rec.Disabled = reg.DisabledRefs()
-	rec.Reminded = reg.Reminded()
-	if mods.Committed || mods.Viewed {
-		if err := ValidateMessages(req.Messages); err != nil {
-			return rec, &StepError{Step: n, Op: "validate", Err: err}
-		}
-	}
 	reply, err := r.call(ctx, req)
+	var me *ModelError
+	if err != nil && errors.As(err, &me) && me.ContextTooLong {
+		req, reply, err = r.recover(ctx, n, rec, err)
+	}
 	if err != nil {
 		return rec, &StepError{Step: n, Op: "model", Err: err}
 	}
 	reply.Message.Role = defs.RoleAssistant
 	rec.Reply = reply
-	r.usage.InputTokens += reply.Usage.InputTokens
-	r.usage.OutputTokens += reply.Usage.OutputTokens
-	r.usage.CachedTokens += reply.Usage.CachedTokens
-	r.usage.ReasoningTokens += reply.Usage.ReasoningTokens
+	r.account(reply.Usage)
+	r.stats.Steps++
 	r.transcript = append(r.transcript, reply.Message)
 
 	// 6. Tools, concurrently, results in call order.
 	calls := reply.Message.ToolCalls
 	stopTool := false
 	if len(calls) > 0 {
-		rec.ToolResults = r.runTools(ctx, calls, req.Tools)
+		rec.ToolResults = r.runTools(ctx, calls, req.Tools, nil)
 		for i := range rec.ToolResults {
 			res := &rec.ToolResults[i]
 			r.transcript = append(r.transcript, res.Message())
@@ -299,10 +302,9 @@ func (r *Runner) next(ctx context.Context) (*Step, error) {
 		return rec, err
 	}
 	if mods := es.Mods(); mods.Committed {
-		if err := ValidateMessages(mods.Transcript); err != nil {
+		if err := r.commit(mods.Transcript); err != nil {
 			return rec, &StepError{Step: n, Op: "validate", Err: err}
 		}
-		r.transcript = slices.Clip(mods.Transcript)
 		rec.Committed = true
 	}
 
@@ -320,6 +322,79 @@ func (r *Runner) next(ctx context.Context) (*Step, error) {
 	return rec, nil
 }
 
+// commit replaces the transcript with msgs after checking it.
+func (r *Runner) commit(msgs []defs.Message) error {
+	if err := ValidateMessages(msgs); err != nil {
+		return err
+	}
+	r.transcript = slices.Clip(msgs)
+	r.valid.reset()
+	return nil
+}
+
+// prepare applies the effects' changes and renders and checks the request.
+func (r *Runner) prepare(n int, rec *Step, mods *effects.Mods) (*Request, error) {
+	if mods.Committed {
+		if err := r.commit(mods.Transcript); err != nil {
+			return nil, &StepError{Step: n, Op: "validate", Err: err}
+		}
+		rec.Committed = true
+	}
+	req, verbatim, err := r.render(n, mods)
+	if err != nil {
+		return nil, err
+	}
+	rec.Request = req
+	reg := r.p.Registry()
+	rec.Disabled = reg.DisabledRefs()
+	rec.Reminded = reg.Reminded()
+	if err := r.valid.check(r.transcript, req.Messages, verbatim); err != nil {
+		return nil, &StepError{Step: n, Op: "validate", Err: err}
+	}
+	r.ledger.sync(r.transcript)
+	rec.InputTokens, rec.PrefixTokens = r.ledger.requestTokens(req, verbatim)
+	frac := r.cfg.CachedInputFraction
+	if frac == 0 {
+		frac = DefaultCachedInputFraction
+	}
+	rec.BilledInput = float64(rec.InputTokens-rec.PrefixTokens) + frac*float64(rec.PrefixTokens)
+	return req, nil
+}
+
+// recover handles a request rejected as too long: the Recovery effects run
+// once, and the request is rendered and sent again.
+func (r *Runner) recover(ctx context.Context, n int, rec *Step, cause error) (*Request, *Reply, error) {
+	es := r.effectStep(n)
+	ran, ok, err := r.p.Effects().RunRecovery(ctx, es)
+	rec.Effects = append(rec.Effects, ran...)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !ok {
+		return nil, nil, cause
+	}
+	req, err := r.prepare(n, rec, es.Mods())
+	if err != nil {
+		return nil, nil, err
+	}
+	rec.Recovered = true
+	reply, err := r.call(ctx, req)
+	return req, reply, err
+}
+
+func (r *Runner) account(u Usage) {
+	r.usage.InputTokens += u.InputTokens
+	r.usage.OutputTokens += u.OutputTokens
+	r.usage.CachedTokens += u.CachedTokens
+	r.usage.ReasoningTokens += u.ReasoningTokens
+	r.stats.InputTokens += u.InputTokens
+	r.stats.OutputTokens += u.OutputTokens
+	r.stats.CachedTokens += u.CachedTokens
+	p := r.cfg.Pricing
+	cached := min(u.CachedTokens, u.InputTokens)
+	r.stats.Cost += (float64(u.InputTokens-cached)*p.Input + float64(cached)*p.CachedInput + float64(u.OutputTokens)*p.Output) / 1e6
+}
+
 func (r *Runner) effectStep(n int) *effects.Step {
 	reg := r.p.Registry()
 	es := effects.NewStep(n, slices.Clip(r.transcript))
@@ -327,26 +402,62 @@ func (r *Runner) effectStep(n int) *effects.Step {
 	es.Systems = reg.Collection(defs.KindSystem)
 	es.Variables = reg.Collection(defs.KindVariable)
 	es.LastTool = r.lastTool
+	r.ledger.sync(r.transcript)
+	es.Budget = effects.Budget{
+		Window:  r.cfg.Window,
+		Reserve: r.cfg.Reserve,
+		Fixed:   r.ledger.sysN + r.ledger.toolN,
+		Count:   r.ledger.count,
+		Prefix:  r.ledger.prefix,
+	}
+	es.Model = completer{r}
+	es.Stats = r.Stats()
 	return es
 }
 
-func (r *Runner) render(n int, mods *effects.Mods) (*Request, error) {
+func (r *Runner) render(n int, mods *effects.Mods) (req *Request, verbatim int, err error) {
 	reg := r.p.Registry()
 	sys, err := renderSystem(reg, mods, &r.yaml)
 	if err != nil {
-		return nil, &StepError{Step: n, Op: "render", Err: err}
+		return nil, 0, &StepError{Step: n, Op: "render", Err: err}
 	}
 	msgs := slices.Clip(r.transcript)
+	verbatim = len(msgs)
 	if mods.Viewed {
-		msgs = slices.Clip(mods.Messages)
+		msgs, verbatim = slices.Clip(mods.Messages), mods.Verbatim
 	}
 	if refs := reg.Reminded(); len(refs) > 0 {
 		msgs = append(msgs, reminderMessage(refs)) // msgs is clipped: this copies
 	}
-	return &Request{System: sys, Messages: msgs, Tools: renderTools(reg, mods)}, nil
+	return &Request{System: sys, Messages: msgs, Tools: renderTools(reg, mods)}, verbatim, nil
 }
 
 func (r *Runner) call(ctx context.Context, req *Request) (*Reply, error) {
+	backoff := r.cfg.RetryBackoff
+	if backoff <= 0 {
+		backoff = time.Second
+	}
+	for attempt := 0; ; attempt++ {
+		reply, err := r.callOnce(ctx, req)
+		if err == nil || attempt >= r.cfg.Retries || !IsRetryable(err) {
+			return reply, err
+		}
+		d := backoff << attempt
+		d = d/2 + rand.N(d/2+1) // jitter: between half and the full backoff
+		select {
+		case <-ctx.Done():
+			return nil, errors.Join(err, ctx.Err())
+		case <-time.After(d):
+		}
+	}
+}
+
+func (r *Runner) callOnce(ctx context.Context, req *Request) (*Reply, error) {
+	if r.cfg.ModelTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, r.cfg.ModelTimeout)
+		defer cancel()
+	}
 	var reply *Reply
 	var err error
 	if sm, ok := r.model.(StreamingModel); ok && r.cfg.OnDelta != nil {
@@ -360,90 +471,16 @@ func (r *Runner) call(ctx context.Context, req *Request) (*Reply, error) {
 	return reply, err
 }
 
-// runTools runs the calls, concurrently when there are several, and returns
-// their results in call order. Only the tools offered in this step's request
-// are run.
-func (r *Runner) runTools(ctx context.Context, calls []defs.ToolCall, offered []ToolSpec) []defs.ToolResult {
-	ctx = prompt.WithAgentRunner(ctx, r)
-	results := make([]defs.ToolResult, len(calls))
-	if len(calls) == 1 {
-		results[0] = r.runTool(ctx, calls[0], offered)
-		return results
-	}
-	var wg sync.WaitGroup
-	for i, c := range calls {
-		wg.Go(func() { results[i] = r.runTool(ctx, c, offered) })
-	}
-	wg.Wait()
-	return results
-}
+// completer lets effects ask the run's model for a completion outside the
+// transcript (summaries). Its usage counts in the run's stats.
+type completer struct{ r *Runner }
 
-func (r *Runner) runTool(ctx context.Context, c defs.ToolCall, offered []ToolSpec) defs.ToolResult {
-	res := defs.ToolResult{CallID: c.ID, Name: c.Name, Arguments: c.Arguments}
-	fail := func(format string, args ...any) defs.ToolResult {
-		res.Content, res.IsError = "error: "+fmt.Sprintf(format, args...), true
-		return res
-	}
-	def, declared := r.p.Registry().Lookup(defs.KindTool, c.Name)
-	if !declared {
-		names := make([]string, len(offered))
-		for i, t := range offered {
-			names[i] = t.Name
-		}
-		return fail("unknown tool %q; the tools available are: %v", c.Name, names)
-	}
-	if !slices.ContainsFunc(offered, func(t ToolSpec) bool { return t.Name == c.Name }) {
-		return fail("tool %q is disabled at this step and was not run", c.Name)
-	}
-	if def.Tool.Validate != nil {
-		if err := def.Tool.Validate(c.Arguments); err != nil {
-			return fail("%v", err)
-		}
-	}
-	out, err := callTool(ctx, def.Tool, c.Arguments)
+func (c completer) Complete(ctx context.Context, system, user string) (string, error) {
+	req := &Request{System: system, Messages: []defs.Message{defs.UserMessage(user)}}
+	reply, err := c.r.call(ctx, req)
 	if err != nil {
-		return fail("%v", err)
+		return "", err
 	}
-	res.Content = out
-	return res
-}
-
-// ToolPanicError is a tool that panicked. The model receives it as an error
-// result.
-type ToolPanicError struct {
-	Tool  string
-	Site  string
-	Value any
-}
-
-func (e *ToolPanicError) Error() string {
-	return fmt.Sprintf("tool %q panicked at %s: %v", e.Tool, e.Site, e.Value)
-}
-
-func callTool(ctx context.Context, t *defs.Tool, args []byte) (out string, err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			err = &ToolPanicError{Tool: t.Name, Site: callsite.Panic().String(), Value: v}
-		}
-	}()
-	return t.Call(ctx, args)
-}
-
-// RunAgent runs a sub-agent to completion with the same model and
-// configuration, and returns its final answer. It implements
-// prompt.AgentRunner.
-func (r *Runner) RunAgent(ctx context.Context, name string, fn prompt.Func, task string) (string, error) {
-	cfg := r.cfg
-	cfg.OnDelta = nil
-	if cfg.AgentMaxSteps != 0 {
-		cfg.MaxSteps = cfg.AgentMaxSteps
-	}
-	sub := &Runner{model: r.model, fn: fn, cfg: cfg, p: prompt.New(task)}
-	sub.transcript = []defs.Message{defs.UserMessage(task)}
-	sub.p.MarkMessagesSeen([]string{prompt.MessageID(defs.RoleUser, task)})
-	res, err := sub.Run(ctx)
-	if err != nil {
-		return "", fmt.Errorf("sub-agent %q: %w", name, err)
-	}
-	return res.Text, nil
+	c.r.account(reply.Usage)
+	return reply.Message.Content, nil
 }

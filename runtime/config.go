@@ -1,0 +1,81 @@
+package runtime
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/reprompt/reprompt/defs"
+)
+
+// DefaultMaxSteps is the step limit when Config.MaxSteps is zero.
+const DefaultMaxSteps = 100
+
+// DefaultCachedInputFraction is the share of the input price a provider
+// bills for cached prompt tokens when Config.CachedInputFraction is zero.
+const DefaultCachedInputFraction = 0.1
+
+// Config configures a run. The zero Config is valid: at most
+// DefaultMaxSteps steps, no other stop condition, no context window, tokens
+// estimated at four characters a token.
+type Config struct {
+	// MaxSteps is the most steps (model calls) a run makes. Zero means
+	// DefaultMaxSteps; a negative value means no limit. Reaching it while
+	// the model still calls tools ends the run with an error wrapping
+	// ErrMaxSteps. No other stop condition overrides it, and it overrides
+	// none.
+	MaxSteps int
+	// StopWhen, if set, is called after every step; returning true ends the
+	// run normally.
+	StopWhen func(last *Step) bool
+	// StopTools names tools that end the run once one of them ran without
+	// error; the model is not called again.
+	StopTools []string
+	// OnDelta, if set and the model is a StreamingModel, receives the reply
+	// as it streams.
+	OnDelta func(Delta)
+	// AgentMaxSteps is the step limit of sub-agents. Zero means MaxSteps.
+	AgentMaxSteps int
+
+	// Window is the model's context window in tokens and Reserve the part
+	// kept for its output; effects see them in Step.Budget. Zero means
+	// unknown.
+	Window, Reserve int
+	// Counter counts tokens for budgets and step records. If nil, tokens
+	// are estimated at four characters a token.
+	Counter Counter
+	// Pricing, if set, prices usage into RunStats.Cost.
+	Pricing Pricing
+	// CachedInputFraction is the share of the input price billed for
+	// cached tokens, used for Step.BilledInput. Zero means
+	// DefaultCachedInputFraction.
+	CachedInputFraction float64
+
+	// ModelTimeout bounds each model call; zero means no bound beyond the
+	// run's context.
+	ModelTimeout time.Duration
+	// ToolTimeout bounds each tool call. A tool still running at the
+	// deadline gets an error result and the run goes on; its goroutine is
+	// left to finish on its own (tools should honour ctx). Zero means no
+	// bound.
+	ToolTimeout time.Duration
+	// Retries is how many times a model call failing with a retryable
+	// *ModelError is sent again by the runtime, with exponential backoff
+	// from RetryBackoff (zero means one second) and jitter. Adapters may
+	// retry on their own as well; zero means the runtime does not.
+	Retries      int
+	RetryBackoff time.Duration
+}
+
+// Pricing is the price of tokens, in US dollars per million.
+type Pricing struct {
+	Input, CachedInput, Output float64
+}
+
+// Counter counts tokens the way a model family's tokenizer does. The
+// package tokens provides exact counters; implementations must be safe for
+// concurrent use.
+type Counter interface {
+	Text(s string) int
+	Message(m defs.Message) int
+	Tool(name, description string, parameters json.RawMessage) int
+}
