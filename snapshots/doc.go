@@ -1,6 +1,127 @@
 // Package snapshots is test support for prompts: a scripted model that
-// answers from a list of replies and records every request, so a prompt
-// function can be run offline and its requests asserted on.
+// answers from a list of replies and records every request, golden files
+// that hold every step of a run, and a recorder that turns a run against a
+// real model into a script.
 //
 // Nothing in the library imports snapshots; tests and examples do.
+//
+// # Snapshot tests
+//
+// One call in a test runs a prompt function against a scripted model and
+// compares every step with the test's golden file:
+//
+//	func TestAgent(t *testing.T) {
+//		model := snapshots.Script(
+//			snapshots.CallTool("add_task", taskArgs{Title: "buy milk"}),
+//			snapshots.Text("Done."),
+//		)
+//		snapshots.Run(t, agent, model)
+//	}
+//
+// The golden file is testdata/<t.Name()>.txtar, relative to the package
+// directory; a subtest's file is in a subdirectory named after its parent
+// (testdata/TestAgent/empty_list.txtar). Options: Config sets the run's
+// runtime.Config, Dir another directory, Redact masks volatile values,
+// ExpectError declares a run that must fail.
+//
+// # Updating golden files
+//
+// Golden files are written only on request, through the environment (a
+// command-line flag would have to be declared by every test binary that
+// imports the package):
+//
+//	REPROMPT_UPDATE=1 go test ./pkg -run '^TestAgent$'
+//
+// A mismatch fails the test with a diff (-want +got) of each section that
+// differs, and prints that exact command for the failing test. With
+// REPROMPT_UPDATE set, Run writes the file instead of comparing, creating it
+// (and its directories) if needed.
+//
+// On CI (the variable CI set, as every CI service does) golden files are
+// never written: REPROMPT_UPDATE together with CI fails the test, and a
+// missing golden file fails it as well instead of being created. Locally a
+// missing file fails the test too, naming the command that creates it. A
+// variable counts as set unless it is empty, "0", "false", "no" or "off".
+//
+// CheckUnused, called from TestMain, fails a complete, successful test run
+// that left golden files unused (typically after renaming a test):
+//
+//	func TestMain(m *testing.M) { os.Exit(snapshots.CheckUnused(m)) }
+//
+// # File format
+//
+// A golden file is plain text that diffs well in review: a txtar archive
+// (golang.org/x/tools/txtar) whose comment is the version line
+// "reprompt snapshot v1" and whose files are the sections of each step, then
+// an "end" section. A step's sections, in the order things happen:
+//
+//	step N/effects   the effects that ran, both phases: id, phase, file, why
+//	step N/disabled  definitions disabled for this step's request (kind:name)
+//	step N/reminded  definitions reminded in this step's request
+//	step N/system    the rendered system prompt, verbatim
+//	step N/tools     the active tools: "name: description" and the JSON Schema
+//	step N/messages  the request's messages: "[i] role [call id] [name]" and fields
+//	step N/reply     the finish reason and the reply's reasoning, text, calls
+//	step N/results   the tool results: "call id, name, arguments" and content
+//	step N/state     the state after the step, one key a line, sorted, as JSON
+//
+// A section with nothing to say (no effect ran, nothing disabled) is left
+// out. Fields are written "label: value", or "label: |" followed by the
+// lines indented two more spaces when the value has several lines. What the
+// previous step already showed is not repeated: a system prompt equal to the
+// previous step's is written "(as in step N)", the messages the request
+// shares with the previous request as "[0-k] (as in step N)", and a tool
+// schema already shown as "schema: (as in step N)". So a prompt-cache prefix
+// that breaks shows up as messages written out again. The second step of a
+// run, for a sample:
+//
+//	reprompt snapshot v1
+//	… (the sections of step 0)
+//	-- step 1/effects --
+//	#0 before-call (agent.go): count: 0 → 1
+//	-- step 1/system --
+//	(as in step 0)
+//	-- step 1/tools --
+//	add: Add n to the count.
+//	  schema: (as in step 0)
+//	-- step 1/messages --
+//	[0] (as in step 0)
+//	[1] assistant
+//	  call: call_1 add {"n":1}
+//	[2] tool call_1 add
+//	  content: added 1
+//	-- step 1/reply --
+//	finish: stop
+//	content: The count is one.
+//	-- step 1/state --
+//	count: 1
+//	-- end --
+//	steps: 2
+//
+// The text is deterministic: no wall-clock time, map keys and state keys
+// sorted, tool call ids from the script (call_1, call_2, …), effects named
+// by their id and the base name of the file that registered them but no line
+// number (so that editing a file does not change every snapshot). Usage is
+// left out: the scripted model estimates it from the request's length. A
+// line of the content that would read as a section marker ("-- x --") is
+// written with a leading backslash. The error a run ended with is the end
+// section's "error" field. Format returns this text for steps run by other
+// means.
+//
+// # Record and replay
+//
+// Record wraps a real model and records its replies; WriteFile saves them as
+// JSON, and Replay loads them as a scripted model that answers the same
+// requests the same way (text, reasoning, tool call ids, arguments byte for
+// byte, finish reasons, usage, errors). A run that misbehaved against a real
+// model becomes an offline test:
+//
+//	rec := snapshots.Record(provider)
+//	runtime.Run(ctx, rec, agent, cfg)
+//	rec.WriteFile("testdata/bug123.json")
+//
+//	// then, in the test:
+//	model, err := snapshots.Replay("testdata/bug123.json")
+//	...
+//	snapshots.Run(t, agent, model)
 package snapshots

@@ -23,6 +23,9 @@ type Reply struct {
 	// Usage, if set, is reported as is; otherwise usage is estimated at
 	// four characters a token.
 	Usage *runtime.Usage
+	// Finish, if set, is reported as the finish reason; otherwise it is
+	// FinishToolCalls for a reply with calls and FinishStop for one without.
+	Finish runtime.FinishReason
 	// Err, if set, is returned instead of a reply.
 	Err error
 	// Func, if set, computes the reply from the request; the other fields
@@ -32,6 +35,9 @@ type Reply struct {
 
 // Call is a scripted tool call.
 type Call struct {
+	// ID, if set, is the call's id; otherwise it is call_n, n counting the
+	// calls across the script from 1.
+	ID   string
 	Name string
 	// Args are the arguments: a json.RawMessage or string is sent as is
 	// (so invalid JSON can be scripted), anything else is encoded as JSON;
@@ -104,12 +110,19 @@ func (m *Model) Generate(ctx context.Context, req *runtime.Request) (*runtime.Re
 		if err != nil {
 			return nil, fmt.Errorf("scripted model: arguments of %s: %w", c.Name, err)
 		}
-		msg.ToolCalls = append(msg.ToolCalls, defs.ToolCall{ID: "call_" + strconv.Itoa(m.calls), Name: c.Name, Arguments: args})
+		id := c.ID
+		if id == "" {
+			id = "call_" + strconv.Itoa(m.calls)
+		}
+		msg.ToolCalls = append(msg.ToolCalls, defs.ToolCall{ID: id, Name: c.Name, Arguments: args})
 		out += len(c.Name) + len(args)
 	}
 	reply := &runtime.Reply{Message: msg, FinishReason: runtime.FinishStop}
 	if len(msg.ToolCalls) > 0 {
 		reply.FinishReason = runtime.FinishToolCalls
+	}
+	if sr.Finish != "" {
+		reply.FinishReason = sr.Finish
 	}
 	if sr.Usage != nil {
 		reply.Usage = *sr.Usage

@@ -1,0 +1,206 @@
+package snapshots
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+
+	"github.com/reprompt/reprompt/runtime"
+)
+
+// scriptVersion is the version of the JSON format Recorder writes.
+const scriptVersion = 1
+
+// Recorder is a runtime.Model that passes every request to another model
+// and records the replies it gave (errors included), so that a run against a
+// real model can be replayed offline: write the recording with WriteFile,
+// load it with Replay, and the scripted model answers as the real one did.
+//
+// A Recorder is safe for concurrent use if the model it wraps is. Replies
+// are recorded in the order they arrive; when sub-agents call the model
+// concurrently that order, and so the replay, is only as deterministic as the
+// run.
+type Recorder struct {
+	model   runtime.Model
+	mu      sync.Mutex
+	replies []recorded
+}
+
+// recorded is one reply in the JSON file.
+type recorded struct {
+	Text      string               `json:"text,omitempty"`
+	Reasoning string               `json:"reasoning,omitempty"`
+	Calls     []recordedCall       `json:"calls,omitempty"`
+	Finish    runtime.FinishReason `json:"finish,omitempty"`
+	Usage     *runtime.Usage       `json:"usage,omitempty"`
+	Error     *recordedError       `json:"error,omitempty"`
+}
+
+// recordedCall keeps the arguments as a string: the exact bytes the model
+// sent, valid JSON or not.
+type recordedCall struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// recordedError is a failed model call. A *runtime.ModelError keeps its
+// fields; any other error keeps its text only.
+type recordedError struct {
+	Message        string `json:"message"`
+	ModelError     bool   `json:"model_error,omitempty"`
+	StatusCode     int    `json:"status_code,omitempty"`
+	Retryable      bool   `json:"retryable,omitempty"`
+	ContextTooLong bool   `json:"context_too_long,omitempty"`
+}
+
+type scriptFile struct {
+	Version int        `json:"version"`
+	Replies []recorded `json:"replies"`
+}
+
+// Record returns a Recorder that passes requests through to model.
+func Record(model runtime.Model) *Recorder { return &Recorder{model: model} }
+
+// Generate passes req to the wrapped model and records its reply or error.
+func (r *Recorder) Generate(ctx context.Context, req *runtime.Request) (*runtime.Reply, error) {
+	reply, err := r.model.Generate(ctx, req)
+	r.record(reply, err)
+	return reply, err
+}
+
+// Stream passes req to the wrapped model's Stream if it is a
+// runtime.StreamingModel, and otherwise to Generate, delivering the reply's
+// text and tool calls to onDelta once it arrived. It records the reply or
+// error.
+func (r *Recorder) Stream(ctx context.Context, req *runtime.Request, onDelta func(runtime.Delta)) (*runtime.Reply, error) {
+	sm, ok := r.model.(runtime.StreamingModel)
+	if ok {
+		reply, err := sm.Stream(ctx, req, onDelta)
+		r.record(reply, err)
+		return reply, err
+	}
+	reply, err := r.Generate(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if m := reply.Message; m.Content != "" || m.Reasoning != "" {
+		onDelta(runtime.Delta{Content: m.Content, Reasoning: m.Reasoning})
+	}
+	for i, c := range reply.Message.ToolCalls {
+		onDelta(runtime.Delta{ToolCall: &runtime.ToolCallDelta{Index: i, ID: c.ID, Name: c.Name, Arguments: string(c.Arguments)}})
+	}
+	return reply, nil
+}
+
+func (r *Recorder) record(reply *runtime.Reply, err error) {
+	var rec recorded
+	switch {
+	case err != nil:
+		rec.Error = &recordedError{Message: err.Error()}
+		if me, ok := errors.AsType[*runtime.ModelError](err); ok {
+			rec.Error = &recordedError{
+				Message:        me.Message,
+				ModelError:     true,
+				StatusCode:     me.StatusCode,
+				Retryable:      me.Retryable,
+				ContextTooLong: me.ContextTooLong,
+			}
+			if me.Message == "" && me.Err != nil {
+				rec.Error.Message = me.Err.Error()
+			}
+		}
+	case reply == nil:
+		rec.Error = &recordedError{Message: "model returned no reply and no error"}
+	default:
+		m := reply.Message
+		usage := reply.Usage
+		rec = recorded{Text: m.Content, Reasoning: m.Reasoning, Finish: reply.FinishReason, Usage: &usage}
+		for _, c := range m.ToolCalls {
+			rec.Calls = append(rec.Calls, recordedCall{ID: c.ID, Name: c.Name, Arguments: string(c.Arguments)})
+		}
+	}
+	r.mu.Lock()
+	r.replies = append(r.replies, rec)
+	r.mu.Unlock()
+}
+
+// Replies returns the recorded replies as a script, in the order they were
+// recorded; Script(r.Replies()...) answers like the wrapped model did. The
+// caller owns the slice.
+func (r *Recorder) Replies() []Reply {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]Reply, len(r.replies))
+	for i, rec := range r.replies {
+		out[i] = rec.reply()
+	}
+	return out
+}
+
+// WriteFile writes the recorded replies to path as indented JSON, replacing
+// the file. The file is meant to be committed next to the test that replays
+// it (under testdata/) and read back with Replay.
+func (r *Recorder) WriteFile(path string) error {
+	r.mu.Lock()
+	f := scriptFile{Version: scriptVersion, Replies: append([]recorded{}, r.replies...)}
+	r.mu.Unlock()
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(f); err != nil {
+		return fmt.Errorf("snapshots: encoding the recording: %w", err)
+	}
+	return os.WriteFile(path, buf.Bytes(), 0o644)
+}
+
+// Replay reads a recording written by Recorder.WriteFile and returns a
+// scripted model that gives the recorded replies in order: the same text,
+// reasoning, tool call ids and arguments (byte for byte), finish reasons and
+// usage. A recorded *runtime.ModelError is returned again as one, with its
+// status and flags; any other recorded error as an error with its text.
+func Replay(path string) (*Model, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("snapshots: %w", err)
+	}
+	var f scriptFile
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("snapshots: %s: %w", path, err)
+	}
+	if f.Version != scriptVersion {
+		return nil, fmt.Errorf("snapshots: %s: recording version %d, want %d", path, f.Version, scriptVersion)
+	}
+	replies := make([]Reply, len(f.Replies))
+	for i, rec := range f.Replies {
+		replies[i] = rec.reply()
+	}
+	return Script(replies...), nil
+}
+
+func (rec recorded) reply() Reply {
+	if e := rec.Error; e != nil {
+		if e.ModelError {
+			return Fail(&runtime.ModelError{StatusCode: e.StatusCode, Retryable: e.Retryable, ContextTooLong: e.ContextTooLong, Message: e.Message})
+		}
+		return Fail(errors.New(e.Message))
+	}
+	r := Reply{Text: rec.Text, Reasoning: rec.Reasoning, Finish: rec.Finish}
+	if rec.Usage != nil {
+		u := *rec.Usage
+		r.Usage = &u
+	} else {
+		r.Usage = &runtime.Usage{}
+	}
+	for _, c := range rec.Calls {
+		r.Calls = append(r.Calls, Call{ID: c.ID, Name: c.Name, Args: json.RawMessage(c.Arguments)})
+	}
+	return r
+}

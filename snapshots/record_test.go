@@ -1,0 +1,152 @@
+package snapshots_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/reprompt/reprompt/runtime"
+	"github.com/reprompt/reprompt/snapshots"
+)
+
+// TestRecordReplay records a run against a "real" model (here a scripted
+// one), writes the recording, replays it, and checks that the replayed run
+// is step for step the same.
+func TestRecordReplay(t *testing.T) {
+	ctx := context.Background()
+	real := snapshots.Script(
+		snapshots.Reply{Calls: []snapshots.Call{
+			{ID: "toolu_01A", Name: "add", Args: addArgs{N: 1}},
+			{ID: "toolu_01B", Name: "add", Args: `{"n": "two"}`}, // invalid, kept byte for byte
+		}, Usage: &runtime.Usage{InputTokens: 120, OutputTokens: 30, CachedTokens: 100}},
+		snapshots.Reply{Reasoning: "Two more.", Calls: []snapshots.Call{{Name: "add", Args: addArgs{N: 2}}}},
+		snapshots.Reply{Text: "The count is three.", Finish: runtime.FinishLength},
+	)
+	rec := snapshots.Record(real)
+	want, err := runtime.Run(ctx, rec, counter(role), runtime.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "recording.json")
+	if err := rec.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+
+	replay, err := snapshots.Replay(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := runtime.Run(ctx, replay, counter(role), runtime.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(snapshots.Format(want.Steps, nil)), string(snapshots.Format(got.Steps, nil))); diff != "" {
+		t.Errorf("replayed run differs from the recorded one (-recorded +replayed):\n%s", diff)
+	}
+	if diff := cmp.Diff(want.Usage, got.Usage); diff != "" {
+		t.Errorf("usage mismatch (-recorded +replayed):\n%s", diff)
+	}
+	for i := range want.Steps {
+		if w, g := want.Steps[i].Reply.FinishReason, got.Steps[i].Reply.FinishReason; w != g {
+			t.Errorf("step %d: finish reason %q, recorded %q", i, g, w)
+		}
+	}
+	if replay.Remaining() != 0 {
+		t.Errorf("%d replies left unused", replay.Remaining())
+	}
+
+	// In memory, without a file, the same.
+	again, err := runtime.Run(ctx, snapshots.Script(rec.Replies()...), counter(role), runtime.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(snapshots.Format(want.Steps, nil)), string(snapshots.Format(again.Steps, nil))); diff != "" {
+		t.Errorf("Replies differ from the recorded run (-recorded +replayed):\n%s", diff)
+	}
+}
+
+// TestRecordReplayErrors: a model error comes back as a *runtime.ModelError
+// with its status and flags, any other error with its text.
+func TestRecordReplayErrors(t *testing.T) {
+	ctx := context.Background()
+	real := snapshots.Script(
+		snapshots.Fail(&runtime.ModelError{StatusCode: 429, Retryable: true, Message: "rate limited"}),
+		snapshots.Fail(errors.New("connection reset")),
+	)
+	rec := snapshots.Record(real)
+	req := &runtime.Request{System: "s"}
+	_, err1 := rec.Generate(ctx, req)
+	_, err2 := rec.Generate(ctx, req)
+	path := filepath.Join(t.TempDir(), "errors.json")
+	if err := rec.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	replay, err := snapshots.Replay(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, got1 := replay.Generate(ctx, req)
+	_, got2 := replay.Generate(ctx, req)
+	me, ok := errors.AsType[*runtime.ModelError](got1)
+	if !ok || me.StatusCode != 429 || !me.Retryable || !runtime.IsRetryable(got1) {
+		t.Errorf("replayed model error = %#v, want status 429, retryable", got1)
+	}
+	if got1.Error() != err1.Error() {
+		t.Errorf("replayed %q, recorded %q", got1, err1)
+	}
+	if got2 == nil || got2.Error() != err2.Error() {
+		t.Errorf("replayed %v, recorded %v", got2, err2)
+	}
+}
+
+// TestReplayCommitted replays a recording committed under testdata and
+// snapshots the run: the way a bug seen against a real model becomes a test.
+func TestReplayCommitted(t *testing.T) {
+	model, err := snapshots.Replay("testdata/counter.recording.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	snapshots.Run(t, counter(role), model)
+}
+
+func TestReplayBadFile(t *testing.T) {
+	dir := t.TempDir()
+	for name, content := range map[string]string{
+		"version.json": `{"version": 2, "replies": []}`,
+		"field.json":   `{"version": 1, "replies": [{"txt": "typo"}]}`,
+		"syntax.json":  `{"version": 1,`,
+	} {
+		path := filepath.Join(dir, name)
+		os.WriteFile(path, []byte(content), 0o644)
+		if _, err := snapshots.Replay(path); err == nil {
+			t.Errorf("Replay(%s) succeeded", name)
+		}
+	}
+	if _, err := snapshots.Replay(filepath.Join(dir, "missing.json")); err == nil {
+		t.Errorf("Replay of a missing file succeeded")
+	}
+}
+
+// TestRecordStream: the recorder streams through a streaming model and
+// still records.
+func TestRecordStream(t *testing.T) {
+	rec := snapshots.Record(snapshots.Script(snapshots.Text("hello there")))
+	var deltas []string
+	cfg := runtime.Config{OnDelta: func(d runtime.Delta) { deltas = append(deltas, d.Content) }}
+	if _, err := runtime.Run(context.Background(), rec, counter(role), cfg); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"hello ", "there"}, deltas); diff != "" {
+		t.Errorf("deltas mismatch (-want +got):\n%s", diff)
+	}
+	replies := rec.Replies()
+	if len(replies) != 1 || replies[0].Text != "hello there" {
+		b, _ := json.Marshal(replies)
+		t.Errorf("recorded %s", b)
+	}
+}
