@@ -25,9 +25,12 @@ const (
 
 // Environment variables read by ConfigFromEnv.
 const (
-	EnvAPIKey  = "OPENAI_API_KEY"
+	// EnvAPIKey names the variable holding Config.APIKey.
+	EnvAPIKey = "OPENAI_API_KEY"
+	// EnvBaseURL names the variable holding Config.BaseURL.
 	EnvBaseURL = "OPENAI_BASE_URL"
-	EnvModel   = "OPENAI_MODEL"
+	// EnvModel names the variable holding Config.Model.
+	EnvModel = "OPENAI_MODEL"
 )
 
 // ReasoningMode says whether a model is treated as a reasoning model, which

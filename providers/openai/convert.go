@@ -71,6 +71,9 @@ func (m *Model) buildRequest(req *runtime.Request, stream bool) (sdk.ChatComplet
 			patch.set("top_p", *c.TopP)
 		}
 	default:
+		// max_tokens is deprecated by OpenAI for reasoning models only, and
+		// it is the field Ollama, vLLM and llama.cpp servers read.
+		//lint:ignore SA1019 see above
 		out.MaxTokens = c.MaxTokens
 		if c.Temperature != nil {
 			out.Temperature = float32(*c.Temperature)

@@ -233,3 +233,34 @@ func FuzzToolArguments(f *testing.F) {
 		}
 	})
 }
+
+// TestStreamAccToolCallsWithoutIndex assembles tool calls from servers that
+// omit the index: fragments go to the call with the same id, or to the last
+// call when they carry no id.
+func TestStreamAccToolCallsWithoutIndex(t *testing.T) {
+	chunk := func(tcs ...sdk.ToolCall) *sdk.ChatCompletionStreamResponse {
+		return &sdk.ChatCompletionStreamResponse{Choices: []sdk.ChatCompletionStreamChoice{{Delta: sdk.ChatCompletionStreamChoiceDelta{ToolCalls: tcs}}}}
+	}
+	fn := func(id, name, args string) sdk.ToolCall {
+		return sdk.ToolCall{ID: id, Function: sdk.FunctionCall{Name: name, Arguments: args}}
+	}
+	acc := newStreamAcc()
+	acc.add(chunk(fn("a", "f", `{"x"`)), "")
+	acc.add(chunk(fn("", "", `:1}`)), "")
+	acc.add(chunk(fn("b", "g", `{}`)), "")
+	acc.add(chunk(fn("a", "", ``)), "")
+	done := &sdk.ChatCompletionStreamResponse{Choices: []sdk.ChatCompletionStreamChoice{{FinishReason: sdk.FinishReasonStop}}}
+	acc.add(done, "")
+	// A second choice is ignored.
+	acc.add(&sdk.ChatCompletionStreamResponse{Choices: []sdk.ChatCompletionStreamChoice{{Index: 1, Delta: sdk.ChatCompletionStreamChoiceDelta{Content: "other"}}}}, "")
+	want := &runtime.Reply{
+		Message: defs.Message{Role: defs.RoleAssistant, ToolCalls: []defs.ToolCall{
+			{ID: "a", Name: "f", Arguments: json.RawMessage(`{"x":1}`)},
+			{ID: "b", Name: "g", Arguments: json.RawMessage(`{}`)},
+		}},
+		FinishReason: runtime.FinishStop,
+	}
+	if diff := cmp.Diff(want, acc.reply()); diff != "" {
+		t.Errorf("reply mismatch (-want +got):\n%s", diff)
+	}
+}
