@@ -1,0 +1,57 @@
+package openai
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/runtime"
+)
+
+// TestLive talks to a real server configured by OPENAI_BASE_URL,
+// OPENAI_MODEL and OPENAI_API_KEY. It runs only when OPENAI_LIVE_TEST=1,
+// for example against Ollama:
+//
+//	OPENAI_LIVE_TEST=1 OPENAI_BASE_URL=http://localhost:11434/v1 OPENAI_MODEL=qwen3:4b \
+//		go test -run Live -v ./providers/openai/
+func TestLive(t *testing.T) {
+	if os.Getenv("OPENAI_LIVE_TEST") != "1" {
+		t.Skip("set OPENAI_LIVE_TEST=1 (and OPENAI_BASE_URL, OPENAI_MODEL, OPENAI_API_KEY) to run against a real server")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	m := FromEnv()
+	req := &runtime.Request{
+		System:   "You answer with one word.",
+		Messages: []defs.Message{defs.UserMessage("What is the capital of France?")},
+	}
+	reply, err := m.Generate(ctx, req)
+	if err != nil {
+		t.Fatalf("Generate: %v", err)
+	}
+	t.Logf("Generate: %q (reasoning %d bytes), %s, %+v", reply.Message.Content, len(reply.Message.Reasoning), reply.FinishReason, reply.Usage)
+	if !strings.Contains(strings.ToLower(reply.Message.Content), "paris") {
+		t.Errorf("reply %q does not mention Paris", reply.Message.Content)
+	}
+
+	var streamed strings.Builder
+	reply, err = m.Stream(ctx, req, func(d runtime.Delta) { streamed.WriteString(d.Content) })
+	if err != nil {
+		t.Fatalf("Stream: %v", err)
+	}
+	t.Logf("Stream: %q, %s, %+v", reply.Message.Content, reply.FinishReason, reply.Usage)
+	if streamed.String() != reply.Message.Content {
+		t.Errorf("deltas %q differ from the reply %q", streamed.String(), reply.Message.Content)
+	}
+
+	req.Messages = []defs.Message{defs.UserMessage("Use the tool to get the weather in Paris.")}
+	req.Tools = []runtime.ToolSpec{weatherTool}
+	reply, err = m.Stream(ctx, req, nil)
+	if err != nil {
+		t.Fatalf("Stream with tools: %v", err)
+	}
+	t.Logf("Stream with tools: %+v, %s", reply.Message.ToolCalls, reply.FinishReason)
+}
