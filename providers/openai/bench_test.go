@@ -1,0 +1,53 @@
+package openai
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	sdk "github.com/sashabaranov/go-openai"
+)
+
+// loadChunks reads the data payloads of a recorded stream.
+func loadChunks(tb testing.TB, file string) [][]byte {
+	tb.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", file))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var out [][]byte
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		line, ok := bytes.CutPrefix(sc.Bytes(), []byte("data: "))
+		if ok && string(line) != "[DONE]" {
+			out = append(out, bytes.Clone(line))
+		}
+	}
+	return out
+}
+
+// BenchmarkStreamAssembly measures decoding and assembling the chunks of a
+// recorded stream, the per-chunk work Stream does besides reading.
+func BenchmarkStreamAssembly(b *testing.B) {
+	for _, file := range []string{"stream_text.sse", "stream_parallel_tools.sse", "stream_ollama_reasoning.sse"} {
+		chunks := loadChunks(b, file)
+		b.Run(file, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				acc := newStreamAcc()
+				for _, raw := range chunks {
+					var chunk sdk.ChatCompletionStreamResponse
+					if err := json.Unmarshal(raw, &chunk); err != nil {
+						b.Fatal(err)
+					}
+					acc.add(&chunk, extraReasoning(raw))
+				}
+				acc.reply()
+			}
+			b.ReportMetric(float64(len(chunks)), "chunks/op")
+		})
+	}
+}
