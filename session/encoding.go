@@ -1,0 +1,285 @@
+package session
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/effects"
+)
+
+// head is the stored form of a checkpoint without its messages. Fields are
+// only ever added: a decoder ignores fields it does not know, and a change
+// that an older decoder would misread needs a new Version.
+type head struct {
+	Version      int                        `json:"version"`
+	SessionID    string                     `json:"session_id"`
+	Seq          int64                      `json:"seq"`
+	Step         int                        `json:"step"`
+	Generation   int                        `json:"generation"`
+	Messages     int                        `json:"messages"`
+	State        json.RawMessage            `json:"state,omitempty"`
+	Effects      effects.Memory             `json:"effects"`
+	SeenMessages []string                   `json:"seen_messages,omitempty"`
+	Pending      *Pending                   `json:"pending,omitempty"`
+	Stats        Stats                      `json:"stats"`
+	Extra        map[string]json.RawMessage `json:"extra,omitempty"`
+	Done         bool                       `json:"done,omitempty"`
+}
+
+// Head is a decoded checkpoint head: the checkpoint without its messages,
+// and how many messages of its generation it holds.
+type Head struct {
+	// Checkpoint has every field but Transcript.
+	Checkpoint Checkpoint
+	// Messages is the length of the checkpoint's transcript: the messages of
+	// generation Checkpoint.Generation with index below Messages.
+	Messages int
+}
+
+// EncodeHead returns the stored form of cp without its messages, with the
+// current Version. It records len(cp.Transcript) as the number of messages.
+// It fails if State or a value of Extra is not valid JSON.
+func EncodeHead(cp *Checkpoint) ([]byte, error) {
+	h := head{
+		Version:      Version,
+		SessionID:    cp.SessionID,
+		Seq:          cp.Seq,
+		Step:         cp.Step,
+		Generation:   cp.Generation,
+		Messages:     len(cp.Transcript),
+		State:        cp.State,
+		Effects:      cp.Effects,
+		SeenMessages: cp.SeenMessages,
+		Pending:      cp.Pending,
+		Stats:        cp.Stats,
+		Extra:        cp.Extra,
+		Done:         cp.Done,
+	}
+	b, err := json.Marshal(h)
+	if err != nil {
+		return nil, fmt.Errorf("session %q: encode checkpoint: %w", cp.SessionID, err)
+	}
+	return b, nil
+}
+
+// DecodeHead decodes a head written by EncodeHead with any version from 1 to
+// Version. Unknown fields are ignored. A version above Version is a
+// *VersionError; anything else that is not a well-formed head (bad JSON, no
+// version, a negative count, no session id) is an error that stores report
+// as a *CorruptError.
+func DecodeHead(data []byte) (*Head, error) {
+	var probe struct {
+		Version *int `json:"version"`
+	}
+	if err := json.Unmarshal(data, &probe); err != nil {
+		return nil, fmt.Errorf("head: %w", err)
+	}
+	switch {
+	case probe.Version == nil:
+		return nil, errors.New("head: no version")
+	case *probe.Version > Version:
+		return nil, &VersionError{Got: *probe.Version, Max: Version}
+	case *probe.Version < 1:
+		return nil, fmt.Errorf("head: invalid version %d", *probe.Version)
+	}
+	var h head
+	if err := json.Unmarshal(data, &h); err != nil {
+		return nil, fmt.Errorf("head: %w", err)
+	}
+	switch {
+	case h.SessionID == "":
+		return nil, errors.New("head: no session id")
+	case h.Seq < 1:
+		return nil, fmt.Errorf("head: invalid seq %d", h.Seq)
+	case h.Step < 0:
+		return nil, fmt.Errorf("head: invalid step %d", h.Step)
+	case h.Generation < 0:
+		return nil, fmt.Errorf("head: invalid generation %d", h.Generation)
+	case h.Messages < 0:
+		return nil, fmt.Errorf("head: invalid message count %d", h.Messages)
+	}
+	if h.State != nil && !json.Valid(h.State) {
+		// Unreachable through json.Unmarshal, kept as a guard.
+		return nil, errors.New("head: state is not JSON")
+	}
+	if bytes.Equal(h.State, []byte("null")) {
+		h.State = nil
+	}
+	if h.Pending != nil && h.Pending.Reply.Role != defs.RoleAssistant {
+		return nil, fmt.Errorf("head: pending reply has role %q, want %q", h.Pending.Reply.Role, defs.RoleAssistant)
+	}
+	return &Head{
+		Checkpoint: Checkpoint{
+			Version:      h.Version,
+			SessionID:    h.SessionID,
+			Seq:          h.Seq,
+			Step:         h.Step,
+			Generation:   h.Generation,
+			State:        h.State,
+			Effects:      h.Effects,
+			SeenMessages: h.SeenMessages,
+			Pending:      h.Pending,
+			Stats:        h.Stats,
+			Extra:        h.Extra,
+			Done:         h.Done,
+		},
+		Messages: h.Messages,
+	}, nil
+}
+
+// EncodeMessage returns the stored form of one message.
+func EncodeMessage(m defs.Message) ([]byte, error) {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("encode message: %w", err)
+	}
+	return b, nil
+}
+
+// DecodeMessage decodes a message written by EncodeMessage. Unknown fields
+// are ignored; a message without a role is an error.
+func DecodeMessage(data []byte) (defs.Message, error) {
+	var m defs.Message
+	if err := json.Unmarshal(data, &m); err != nil {
+		return defs.Message{}, err
+	}
+	if m.Role == "" {
+		return defs.Message{}, errors.New("message has no role")
+	}
+	return m, nil
+}
+
+// Row is one stored message: its index in its generation and its stored
+// form.
+type Row struct {
+	Index int
+	Data  []byte
+}
+
+// Load decodes a stored checkpoint. id and seq are what the store filed the
+// head under; rows is called once, with the generation and count the head
+// names, and returns the stored messages of that generation with index below
+// count, in index order (an error it returns is returned as is).
+//
+// A head or message that does not decode, a head filed under another id or
+// seq, and fewer rows than the head names are reported as a *CorruptError;
+// a head from a later version as a *VersionError.
+func Load(id string, seq int64, data []byte, rows func(generation, count int) ([]Row, error)) (*Checkpoint, error) {
+	h, err := DecodeHead(data)
+	if err != nil {
+		if ve, ok := errors.AsType[*VersionError](err); ok {
+			ve.ID, ve.Seq = id, seq
+			return nil, ve
+		}
+		return nil, &CorruptError{ID: id, Seq: seq, Err: err}
+	}
+	corrupt := func(format string, args ...any) error {
+		return &CorruptError{ID: id, Seq: seq, Err: fmt.Errorf(format, args...)}
+	}
+	cp := &h.Checkpoint
+	if cp.SessionID != id || cp.Seq != seq {
+		return nil, corrupt("head of session %q seq %d filed as session %q seq %d", cp.SessionID, cp.Seq, id, seq)
+	}
+	rs, err := rows(cp.Generation, h.Messages)
+	if err != nil {
+		return nil, err
+	}
+	if len(rs) > h.Messages {
+		rs = rs[:h.Messages]
+	}
+	cp.Transcript = make([]defs.Message, 0, h.Messages)
+	for i, r := range rs {
+		if r.Index != i {
+			return nil, corrupt("message %d of generation %d is missing", i, cp.Generation)
+		}
+		m, err := DecodeMessage(r.Data)
+		if err != nil {
+			return nil, corrupt("message %d of generation %d: %w", i, cp.Generation, err)
+		}
+		cp.Transcript = append(cp.Transcript, m)
+	}
+	if len(rs) < h.Messages {
+		return nil, corrupt("head names %d messages of generation %d, %d are stored", h.Messages, cp.Generation, len(rs))
+	}
+	return cp, nil
+}
+
+// Tip is what a store keeps about a session's latest checkpoint to plan the
+// next Save. The zero Tip stands for a session with no checkpoint.
+type Tip struct {
+	Seq        int64
+	Generation int
+	Messages   int
+}
+
+// Write is what a store writes for one Save, as planned by Plan.
+type Write struct {
+	// Tip is the session's tip after the write.
+	Tip Tip
+	// Step and Done are the checkpoint's, for the store's index.
+	Step int
+	Done bool
+	// Head is the encoded head, to file under (SessionID, Tip.Seq).
+	Head []byte
+	// First is the index of Messages[0] in generation Tip.Generation;
+	// Messages are the encoded messages not yet stored.
+	First    int
+	Messages [][]byte
+}
+
+// Plan checks that cp may follow tip, the session's latest checkpoint, and
+// encodes what Save must write: the head with the next Seq and the messages
+// of cp's generation not stored yet. It does not modify cp. Its errors are
+// *ConflictError and *InvalidError, and encoding errors.
+func Plan(cp *Checkpoint, tip Tip) (*Write, error) {
+	invalid := func(format string, args ...any) error {
+		return &InvalidError{ID: cp.SessionID, Reason: fmt.Sprintf(format, args...)}
+	}
+	switch {
+	case cp.SessionID == "":
+		return nil, invalid("empty session id")
+	case cp.Seq != tip.Seq:
+		return nil, &ConflictError{ID: cp.SessionID, Seq: cp.Seq, Latest: tip.Seq}
+	case cp.Step < 0:
+		return nil, invalid("negative step %d", cp.Step)
+	case cp.Generation < tip.Generation:
+		return nil, invalid("generation %d is lower than the latest checkpoint's (%d)", cp.Generation, tip.Generation)
+	case cp.Generation == tip.Generation && len(cp.Transcript) < tip.Messages:
+		return nil, invalid("transcript of %d messages is shorter than the latest checkpoint's (%d) in generation %d: a rewrite needs a new generation", len(cp.Transcript), tip.Messages, cp.Generation)
+	}
+	if cp.Pending != nil && cp.Pending.Reply.Role != defs.RoleAssistant {
+		return nil, invalid("pending reply has role %q, want %q", cp.Pending.Reply.Role, defs.RoleAssistant)
+	}
+	first := 0
+	if tip.Seq != 0 && cp.Generation == tip.Generation {
+		first = tip.Messages
+	}
+	next := *cp
+	next.Seq = tip.Seq + 1
+	h, err := EncodeHead(&next)
+	if err != nil {
+		return nil, err
+	}
+	w := &Write{
+		Tip:   Tip{Seq: next.Seq, Generation: cp.Generation, Messages: len(cp.Transcript)},
+		Step:  cp.Step,
+		Done:  cp.Done,
+		Head:  h,
+		First: first,
+	}
+	if n := len(cp.Transcript) - first; n > 0 {
+		w.Messages = make([][]byte, n)
+		for i, m := range cp.Transcript[first:] {
+			if m.Role == "" {
+				return nil, invalid("message %d has no role", first+i)
+			}
+			if w.Messages[i], err = EncodeMessage(m); err != nil {
+				return nil, fmt.Errorf("session %q: message %d: %w", cp.SessionID, first+i, err)
+			}
+		}
+	}
+	return w, nil
+}

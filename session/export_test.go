@@ -1,0 +1,27 @@
+package session
+
+import "testing"
+
+// DamageMemory applies damage to session id's latest checkpoint in m: to its
+// head when onHead, else to the row of the last message of its generation.
+// apply returning nil removes the row.
+func DamageMemory(t *testing.T, m *Memory, id string, onHead bool, apply func([]byte) []byte) {
+	t.Helper()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.sessions[id]
+	if s == nil {
+		t.Fatalf("DamageMemory: no session %q", id)
+	}
+	if onHead {
+		h := &s.heads[s.tip.Seq-1]
+		h.data = apply(h.data)
+		return
+	}
+	rows := s.msgs[s.tip.Generation]
+	last := s.tip.Messages - 1
+	if last < 0 {
+		t.Fatalf("DamageMemory: session %q has no message", id)
+	}
+	rows[last] = apply(rows[last])
+}

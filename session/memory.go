@@ -1,0 +1,151 @@
+package session
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Memory is a Store that keeps sessions in memory, in their stored
+// (encoded) form, so that it behaves as a database-backed store does:
+// a loaded checkpoint never shares memory with a saved one. It is safe for
+// concurrent use. The zero Memory is not ready: use NewMemory.
+type Memory struct {
+	mu       sync.Mutex
+	sessions map[string]*memSession
+	now      func() time.Time
+}
+
+type memSession struct {
+	tip     Tip
+	step    int
+	done    bool
+	updated time.Time
+	heads   []memHead        // by seq, oldest first
+	msgs    map[int][][]byte // generation → stored messages
+	byStep  map[int][]int64  // step → seqs, oldest first
+}
+
+type memHead struct {
+	seq  int64
+	step int
+	data []byte
+}
+
+// NewMemory returns an empty in-memory store.
+func NewMemory() *Memory {
+	return &Memory{sessions: make(map[string]*memSession), now: time.Now}
+}
+
+var _ Store = (*Memory)(nil)
+
+// Save implements Store.
+func (m *Memory) Save(ctx context.Context, cp *Checkpoint) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.sessions[cp.SessionID]
+	var tip Tip
+	if s != nil {
+		tip = s.tip
+	}
+	w, err := Plan(cp, tip)
+	if err != nil {
+		return err
+	}
+	if s == nil {
+		s = &memSession{msgs: make(map[int][][]byte), byStep: make(map[int][]int64)}
+		m.sessions[cp.SessionID] = s
+	}
+	rows := s.msgs[w.Tip.Generation][:w.First]
+	s.msgs[w.Tip.Generation] = append(rows, w.Messages...)
+	s.heads = append(s.heads, memHead{seq: w.Tip.Seq, step: w.Step, data: w.Head})
+	s.byStep[w.Step] = append(s.byStep[w.Step], w.Tip.Seq)
+	s.tip, s.step, s.done, s.updated = w.Tip, w.Step, w.Done, m.now()
+	cp.Seq = w.Tip.Seq
+	return nil
+}
+
+// Latest implements Store.
+func (m *Memory) Latest(ctx context.Context, id string) (*Checkpoint, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.sessions[id]
+	if s == nil {
+		return nil, &NotFoundError{ID: id}
+	}
+	return s.load(id, s.tip.Seq)
+}
+
+// AtStep implements Store.
+func (m *Memory) AtStep(ctx context.Context, id string, step int) (*Checkpoint, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.sessions[id]
+	if s == nil {
+		return nil, &NotFoundError{ID: id}
+	}
+	seqs := s.byStep[step]
+	if len(seqs) == 0 {
+		return nil, &NotFoundError{ID: id, Step: step, AtStep: true}
+	}
+	return s.load(id, seqs[len(seqs)-1])
+}
+
+func (s *memSession) load(id string, seq int64) (*Checkpoint, error) {
+	h := s.heads[seq-1]
+	return Load(id, seq, h.data, func(gen, n int) ([]Row, error) {
+		stored := s.msgs[gen]
+		rows := make([]Row, 0, min(n, len(stored)))
+		for i, data := range stored[:min(n, len(stored))] {
+			if data == nil {
+				continue // a dropped row: Load reports it missing
+			}
+			rows = append(rows, Row{Index: i, Data: data})
+		}
+		return rows, nil
+	})
+}
+
+// List implements Store.
+func (m *Memory) List(ctx context.Context) ([]Info, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]Info, 0, len(m.sessions))
+	for id, s := range m.sessions {
+		out = append(out, Info{ID: id, Seq: s.tip.Seq, Step: s.step, Done: s.done, Updated: s.updated})
+	}
+	slices.SortFunc(out, func(a, b Info) int {
+		switch {
+		case a.ID < b.ID:
+			return -1
+		case a.ID > b.ID:
+			return 1
+		}
+		return 0
+	})
+	return out, nil
+}
+
+// Delete implements Store.
+func (m *Memory) Delete(ctx context.Context, id string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.sessions, id)
+	return nil
+}

@@ -1,0 +1,220 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/effects"
+)
+
+// Version is the version of the checkpoint format this package writes. It
+// reads every version from 1 to Version and refuses later ones with a
+// *VersionError.
+const Version = 1
+
+// Checkpoint is what a run needs to continue where it stopped.
+//
+// A Checkpoint handed to Store.Save is read, not kept: the caller may reuse
+// it. A Checkpoint returned by a Store belongs to the caller.
+type Checkpoint struct {
+	// Version is the format version the checkpoint was written with. Save
+	// ignores it and writes Version; a loaded checkpoint reports the version
+	// it was stored with.
+	Version int
+	// SessionID names the session. It must not be empty.
+	SessionID string
+	// Seq numbers the checkpoints of a session: 1, 2, 3… On entry to Save
+	// it must be the Seq of the checkpoint this one follows (the one the
+	// previous Save set, or that Latest or Rewind returned), or 0 for the
+	// first checkpoint of a new session; Save sets it to the new number.
+	Seq int64
+	// Step is the number of the next step to run.
+	Step int
+	// Generation counts rewrites of the transcript. The runtime increments
+	// it whenever it rewrites earlier messages (compaction); within one
+	// generation the transcript of a later checkpoint must extend the
+	// transcript of an earlier one.
+	Generation int
+	// Transcript is the full logical transcript. A Store writes only the
+	// messages not yet stored for Generation.
+	Transcript []defs.Message
+	// State is the JSON of the run's state.Store.
+	State json.RawMessage
+	// Effects is the effects' dependency memory.
+	Effects effects.Memory
+	// SeenMessages are the identities of the declared messages already
+	// added to the transcript (prompt.SeenMessages).
+	SeenMessages []string
+	// Pending, if not nil, is a step interrupted between the model's reply
+	// and the end of its tool calls. The reply is not in Transcript.
+	Pending *Pending
+	// Stats are the limits used so far.
+	Stats Stats
+	// Extra holds opaque data of built-in effects (summaries, breakers),
+	// by name.
+	Extra map[string]json.RawMessage
+	// Done reports that the run ended.
+	Done bool
+}
+
+// Pending is a step whose reply arrived and whose tool calls had not all
+// completed.
+type Pending struct {
+	// Reply is the model's reply, with its tool calls.
+	Reply defs.Message `json:"reply"`
+	// Results are the results of the calls that completed, each naming its
+	// call by CallID. Calls of Reply without a result here did not complete:
+	// on resume the runtime gives them an "interrupted" result or runs them.
+	Results []defs.ToolResult `json:"results,omitempty"`
+}
+
+// Stats are the limits a run used so far.
+type Stats struct {
+	Steps        int     `json:"steps,omitempty"`
+	InputTokens  int     `json:"input_tokens,omitempty"`
+	OutputTokens int     `json:"output_tokens,omitempty"`
+	CachedTokens int     `json:"cached_tokens,omitempty"`
+	Cost         float64 `json:"cost,omitempty"`
+	// ElapsedNS is the run's wall time so far, in nanoseconds.
+	ElapsedNS int64 `json:"elapsed_ns,omitempty"`
+}
+
+// Info describes a stored session: its latest checkpoint.
+type Info struct {
+	ID   string
+	Seq  int64
+	Step int
+	Done bool
+	// Updated is when the latest checkpoint was saved.
+	Updated time.Time
+}
+
+// Store keeps the checkpoints of sessions. Implementations must be safe for
+// concurrent use. Package sessiontest checks an implementation.
+type Store interface {
+	// Save stores cp as the session's latest checkpoint and sets cp.Seq.
+	// It is atomic: after a crash the previous checkpoint is loadable. It
+	// fails with a *ConflictError when cp.Seq is not the session's latest
+	// Seq (0 for a new session), and with an *InvalidError when cp breaks a
+	// rule of Checkpoint (empty SessionID, a generation lower than the
+	// latest one, a transcript shorter than the latest one of the same
+	// generation).
+	Save(ctx context.Context, cp *Checkpoint) error
+	// Latest returns the session's latest checkpoint, or a *NotFoundError
+	// (matching ErrNotFound) for an unknown session.
+	Latest(ctx context.Context, id string) (*Checkpoint, error)
+	// AtStep returns the last checkpoint saved with Step == step, or a
+	// *NotFoundError when the session or such a checkpoint does not exist.
+	// To continue from it, use Rewind.
+	AtStep(ctx context.Context, id string, step int) (*Checkpoint, error)
+	// List describes every stored session, ordered by ID.
+	List(ctx context.Context) ([]Info, error)
+	// Delete removes a session and all its checkpoints. Deleting an
+	// unknown session is not an error.
+	Delete(ctx context.Context, id string) error
+}
+
+// Rewind returns the checkpoint of session id at step, prepared to be
+// continued: its Seq is the session's latest Seq and its Generation one more
+// than the latest generation, so that the next Save writes its transcript
+// anew and keeps every earlier checkpoint loadable.
+func Rewind(ctx context.Context, st Store, id string, step int) (*Checkpoint, error) {
+	latest, err := st.Latest(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	cp, err := st.AtStep(ctx, id, step)
+	if err != nil {
+		return nil, err
+	}
+	cp.Seq = latest.Seq
+	cp.Generation = latest.Generation + 1
+	return cp, nil
+}
+
+// ErrNotFound is matched (errors.Is) by a *NotFoundError.
+var ErrNotFound = errors.New("session not found")
+
+// ErrCorrupt is matched (errors.Is) by a *CorruptError.
+var ErrCorrupt = errors.New("corrupt checkpoint")
+
+// NotFoundError reports an unknown session, or a step without checkpoint.
+type NotFoundError struct {
+	ID string
+	// Step is the step asked for, when AtStep is set.
+	Step   int
+	AtStep bool
+}
+
+func (e *NotFoundError) Error() string {
+	if e.AtStep {
+		return fmt.Sprintf("session %q: no checkpoint at step %d", e.ID, e.Step)
+	}
+	return fmt.Sprintf("session %q not found", e.ID)
+}
+
+// Unwrap returns ErrNotFound.
+func (e *NotFoundError) Unwrap() error { return ErrNotFound }
+
+// CorruptError reports a stored checkpoint that cannot be loaded as it was
+// saved: a head or message that does not decode, a missing message.
+type CorruptError struct {
+	ID  string
+	Seq int64
+	Err error
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("session %q: checkpoint %d is corrupt: %v", e.ID, e.Seq, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *CorruptError) Unwrap() error { return e.Err }
+
+// Is reports whether target is ErrCorrupt.
+func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }
+
+// VersionError reports a checkpoint written by a later version of the
+// format than this package reads.
+type VersionError struct {
+	ID  string
+	Seq int64
+	Got int // version of the checkpoint
+	Max int // highest version this package reads (Version)
+}
+
+func (e *VersionError) Error() string {
+	s := fmt.Sprintf("checkpoint format version %d is newer than the newest this program reads (%d)", e.Got, e.Max)
+	if e.ID != "" {
+		s = fmt.Sprintf("session %q: checkpoint %d: %s", e.ID, e.Seq, s)
+	}
+	return s
+}
+
+// ConflictError reports a Save whose checkpoint does not follow the
+// session's latest checkpoint: another writer saved in between, or the
+// caller did not carry Seq over from the previous Save.
+type ConflictError struct {
+	ID     string
+	Seq    int64 // cp.Seq on entry to Save
+	Latest int64 // the session's latest Seq; 0 if it has none
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("session %q: checkpoint follows seq %d but the latest is %d (another writer, or Seq not carried over)", e.ID, e.Seq, e.Latest)
+}
+
+// InvalidError reports a checkpoint that Save refuses because it breaks a
+// rule of Checkpoint.
+type InvalidError struct {
+	ID     string
+	Reason string
+}
+
+func (e *InvalidError) Error() string {
+	return fmt.Sprintf("session %q: invalid checkpoint: %s", e.ID, e.Reason)
+}

@@ -1,0 +1,685 @@
+// Package sessiontest checks that a session.Store follows the rules of
+// package session, as testing/slogtest does for slog handlers.
+//
+// Call Run from a test of the store, with a function that returns a new,
+// empty store each time it is called:
+//
+//	func TestConformance(t *testing.T) {
+//		sessiontest.Run(t, func(t *testing.T) session.Store {
+//			st, err := mystore.Open(filepath.Join(t.TempDir(), "db"))
+//			if err != nil {
+//				t.Fatal(err)
+//			}
+//			t.Cleanup(func() { st.Close() })
+//			return st
+//		})
+//	}
+//
+// A store that can be damaged from the test (rows truncated or removed, a
+// head rewritten) passes WithDamage, and Run then checks that every damage
+// is reported as a typed error, never as a panic or a wrong checkpoint.
+package sessiontest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/effects"
+	"github.com/reprompt/reprompt/session"
+)
+
+// Damage is a way to corrupt a stored session.
+type Damage int
+
+const (
+	// TruncateMessage cuts the stored form of the last message of the
+	// latest checkpoint in half.
+	TruncateMessage Damage = iota
+	// GarbleMessage replaces the stored form of that message with bytes
+	// that are not JSON.
+	GarbleMessage
+	// DropMessage removes that message.
+	DropMessage
+	// TruncateHead cuts the stored head of the latest checkpoint in half.
+	TruncateHead
+	// FutureHead rewrites the latest head as if a later version of the
+	// format had written it.
+	FutureHead
+)
+
+// Damages lists every Damage.
+var Damages = []Damage{TruncateMessage, GarbleMessage, DropMessage, TruncateHead, FutureHead}
+
+func (d Damage) String() string {
+	switch d {
+	case TruncateMessage:
+		return "TruncateMessage"
+	case GarbleMessage:
+		return "GarbleMessage"
+	case DropMessage:
+		return "DropMessage"
+	case TruncateHead:
+		return "TruncateHead"
+	case FutureHead:
+		return "FutureHead"
+	}
+	return fmt.Sprintf("Damage(%d)", int(d))
+}
+
+// OnHead reports whether d damages the head (else: the last message).
+func (d Damage) OnHead() bool { return d == TruncateHead || d == FutureHead }
+
+// Apply returns data damaged as d says. For DropMessage the caller removes
+// the row instead; Apply returns nil.
+func (d Damage) Apply(data []byte) []byte {
+	switch d {
+	case TruncateMessage, TruncateHead:
+		return append([]byte(nil), data[:len(data)/2]...)
+	case GarbleMessage:
+		return []byte("\x00\xffnot json")
+	case FutureHead:
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(data, &m); err != nil {
+			panic(fmt.Sprintf("sessiontest: FutureHead: head is not a JSON object: %v", err))
+		}
+		m["version"] = json.RawMessage(fmt.Sprint(session.Version + 1))
+		m["field_from_the_future"] = json.RawMessage(`{"x":1}`)
+		b, _ := json.Marshal(m)
+		return b
+	}
+	return nil
+}
+
+// Option configures Run.
+type Option func(*config)
+
+type config struct {
+	damage func(t *testing.T, st session.Store, id string, d Damage)
+}
+
+// WithDamage lets Run corrupt what a store holds: damage must apply d to
+// session id's latest checkpoint in st: to its stored head when d.OnHead(),
+// else to the stored row of the last message of that checkpoint's
+// generation (removing it for DropMessage), using d.Apply.
+func WithDamage(damage func(t *testing.T, st session.Store, id string, d Damage)) Option {
+	return func(c *config) { c.damage = damage }
+}
+
+// Run checks the store that newStore returns against the rules of package
+// session. newStore is called once per subtest, possibly from parallel
+// subtests, and must return a new, empty store.
+func Run(t *testing.T, newStore func(t *testing.T) session.Store, opts ...Option) {
+	var c config
+	for _, o := range opts {
+		o(&c)
+	}
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, st session.Store)
+	}{
+		{"NotFound", testNotFound},
+		{"RoundTrip", testRoundTrip},
+		{"Incremental", testIncremental},
+		{"Generation", testGeneration},
+		{"Rules", testRules},
+		{"Rewind", testRewind},
+		{"LargeMessages", testLarge},
+		{"Concurrent", testConcurrent},
+		{"ListDelete", testListDelete},
+		{"Canceled", testCanceled},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tt.fn(t, newStore(t))
+		})
+	}
+	t.Run("Corrupt", func(t *testing.T) {
+		if c.damage == nil {
+			t.Skip("the store gave no WithDamage hook")
+		}
+		for _, d := range Damages {
+			t.Run(d.String(), func(t *testing.T) {
+				t.Parallel()
+				testCorrupt(t, newStore(t), c.damage, d)
+			})
+		}
+	})
+}
+
+// Fixture returns a checkpoint of session id that sets every field, with a
+// transcript of n messages (n ≥ 1) of every role.
+func Fixture(id string, n int) *session.Checkpoint {
+	cp := &session.Checkpoint{
+		SessionID: id,
+		Step:      3,
+		State:     json.RawMessage(`{"count":30,"notes":["a","b"],"nested":{"ok":true}}`),
+		Effects: effects.Memory{
+			Slots: []effects.SlotMemory{{Ran: true, Deps: []string{`"x"`, "1"}}, {Ran: false}},
+			Keyed: map[string]effects.SlotMemory{"summary": {Ran: true, Deps: []string{"[1,2]"}}},
+		},
+		SeenMessages: []string{"user:hello", "system:be brief"},
+		Pending: &session.Pending{
+			Reply: defs.Message{Role: defs.RoleAssistant, ToolCalls: []defs.ToolCall{
+				{ID: "p1", Name: "read", Arguments: json.RawMessage(`{"path":"a.txt"}`)},
+				{ID: "p2", Name: "write", Arguments: json.RawMessage(`{"path":"b.txt"}`)},
+			}},
+			Results: []defs.ToolResult{{CallID: "p1", Name: "read", Arguments: json.RawMessage(`{"path":"a.txt"}`), Content: "contents"}},
+		},
+		Stats: session.Stats{Steps: 3, InputTokens: 1200, OutputTokens: 340, CachedTokens: 800, Cost: 0.0123456789, ElapsedNS: 1_500_000_000},
+		Extra: map[string]json.RawMessage{"summary": json.RawMessage(`{"text":"so far","upto":4}`)},
+	}
+	cp.Transcript = Messages(0, n)
+	return cp
+}
+
+// Messages returns n messages for positions from, from+1, …: a user
+// message, an assistant message calling a tool, the tool's result, and an
+// assistant answer, repeated, so that a prefix ending on a tool result is a
+// valid transcript.
+func Messages(from, n int) []defs.Message {
+	out := make([]defs.Message, n)
+	for i := range out {
+		k := from + i
+		switch k % 4 {
+		case 0:
+			out[i] = defs.Message{Role: defs.RoleUser, Content: fmt.Sprintf("question %d: «ünïcødé» \"quoted\" \n\t<tag>", k)}
+		case 1:
+			out[i] = defs.Message{Role: defs.RoleAssistant, Reasoning: "thinking", ToolCalls: []defs.ToolCall{
+				{ID: fmt.Sprintf("call-%d", k), Name: "lookup", Arguments: json.RawMessage(fmt.Sprintf(`{"n":%d}`, k))},
+			}}
+		case 2:
+			out[i] = defs.Message{Role: defs.RoleTool, ToolCallID: fmt.Sprintf("call-%d", k-1), Name: "lookup", Content: fmt.Sprint("result ", k), IsError: k%8 == 2, Meta: map[string]string{"trimmed": "true"}}
+		case 3:
+			out[i] = defs.Message{Role: defs.RoleAssistant, Content: fmt.Sprint("answer ", k)}
+		}
+	}
+	return out
+}
+
+func save(t *testing.T, st session.Store, cp *session.Checkpoint) {
+	t.Helper()
+	seq := cp.Seq
+	if err := st.Save(context.Background(), cp); err != nil {
+		t.Fatalf("Save(%q, seq %d, step %d): %v", cp.SessionID, seq, cp.Step, err)
+	}
+	if cp.Seq != seq+1 {
+		t.Fatalf("Save(%q): Seq = %d, want %d", cp.SessionID, cp.Seq, seq+1)
+	}
+}
+
+func latest(t *testing.T, st session.Store, id string) *session.Checkpoint {
+	t.Helper()
+	cp, err := st.Latest(context.Background(), id)
+	if err != nil {
+		t.Fatalf("Latest(%q): %v", id, err)
+	}
+	return cp
+}
+
+func atStep(t *testing.T, st session.Store, id string, step int) *session.Checkpoint {
+	t.Helper()
+	cp, err := st.AtStep(context.Background(), id, step)
+	if err != nil {
+		t.Fatalf("AtStep(%q, %d): %v", id, step, err)
+	}
+	return cp
+}
+
+// same fails the test unless got is the checkpoint want as saved.
+func same(t *testing.T, what string, want, got *session.Checkpoint) {
+	t.Helper()
+	w, g := normalize(want), normalize(got)
+	w.Version = session.Version
+	if !reflect.DeepEqual(w, g) {
+		wb, _ := json.MarshalIndent(w, "", " ")
+		gb, _ := json.MarshalIndent(g, "", " ")
+		t.Fatalf("%s: checkpoint mismatch: %s", what, firstDiff(string(wb), string(gb)))
+	}
+}
+
+func normalize(cp *session.Checkpoint) session.Checkpoint {
+	c := *cp
+	if len(c.Transcript) == 0 {
+		c.Transcript = nil
+	}
+	if len(c.SeenMessages) == 0 {
+		c.SeenMessages = nil
+	}
+	if len(c.Extra) == 0 {
+		c.Extra = nil
+	}
+	if len(c.State) == 0 {
+		c.State = nil
+	}
+	if len(c.Effects.Keyed) == 0 {
+		c.Effects.Keyed = nil
+	}
+	if len(c.Effects.Slots) == 0 {
+		c.Effects.Slots = nil
+	}
+	return c
+}
+
+func firstDiff(want, got string) string {
+	wl, gl := strings.Split(want, "\n"), strings.Split(got, "\n")
+	for i := 0; i < len(wl) || i < len(gl); i++ {
+		var w, g string
+		if i < len(wl) {
+			w = wl[i]
+		}
+		if i < len(gl) {
+			g = gl[i]
+		}
+		if w != g {
+			return fmt.Sprintf("first difference at line %d of the JSON:\n-want %s\n+got  %s", i+1, trim(w), trim(g))
+		}
+	}
+	return "(no difference in JSON; a nil/empty or float difference)"
+}
+
+func trim(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "…"
+	}
+	return s
+}
+
+func isNotFound(t *testing.T, err error, id string) {
+	t.Helper()
+	if !errors.Is(err, session.ErrNotFound) {
+		t.Fatalf("err = %v, want one matching session.ErrNotFound", err)
+	}
+	nf, ok := errors.AsType[*session.NotFoundError](err)
+	if !ok || nf.ID != id {
+		t.Fatalf("err = %#v, want a *session.NotFoundError for %q", err, id)
+	}
+}
+
+func testNotFound(t *testing.T, st session.Store) {
+	ctx := context.Background()
+	_, err := st.Latest(ctx, "nope")
+	isNotFound(t, err, "nope")
+	_, err = st.AtStep(ctx, "nope", 0)
+	isNotFound(t, err, "nope")
+	if err := st.Delete(ctx, "nope"); err != nil {
+		t.Fatalf("Delete of an unknown session: %v", err)
+	}
+	infos, err := st.List(ctx)
+	if err != nil || len(infos) != 0 {
+		t.Fatalf("List of an empty store = %v, %v; want none", infos, err)
+	}
+	cp := Fixture("s", 4)
+	cp.Step = 1
+	save(t, st, cp)
+	_, err = st.AtStep(ctx, "s", 2)
+	isNotFound(t, err, "s")
+	if nf, _ := errors.AsType[*session.NotFoundError](err); !nf.AtStep || nf.Step != 2 {
+		t.Fatalf("AtStep of a missing step: %#v, want AtStep and Step 2", nf)
+	}
+}
+
+func testRoundTrip(t *testing.T, st session.Store) {
+	cp := Fixture("round-trip", 9)
+	save(t, st, cp)
+	same(t, "Latest", cp, latest(t, st, "round-trip"))
+	same(t, "AtStep", cp, atStep(t, st, "round-trip", cp.Step))
+
+	// A minimal checkpoint: nothing but an id, then no messages at all.
+	bare := &session.Checkpoint{SessionID: "minimal"}
+	save(t, st, bare)
+	same(t, "Latest of a minimal checkpoint", bare, latest(t, st, "minimal"))
+
+	// Done is kept.
+	cp.Pending = nil
+	cp.Done = true
+	cp.Step++
+	save(t, st, cp)
+	same(t, "Latest after Done", cp, latest(t, st, "round-trip"))
+}
+
+func testIncremental(t *testing.T, st session.Store) {
+	const steps = 150
+	cp := Fixture("inc", 1)
+	cp.Step, cp.Pending = 0, nil
+	var saved []*session.Checkpoint
+	for i := range steps {
+		cp.Step = i + 1
+		cp.Transcript = append(cp.Transcript, Messages(len(cp.Transcript), 2)...)
+		cp.Stats.Steps = i + 1
+		cp.State = json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))
+		save(t, st, cp)
+		c := *cp
+		c.Transcript = append([]defs.Message(nil), cp.Transcript...)
+		saved = append(saved, &c)
+		if i%37 == 0 {
+			same(t, fmt.Sprintf("Latest after step %d", i), cp, latest(t, st, "inc"))
+		}
+	}
+	same(t, "Latest", cp, latest(t, st, "inc"))
+	for _, step := range []int{1, 2, 50, 149, steps} {
+		same(t, fmt.Sprintf("AtStep(%d)", step), saved[step-1], atStep(t, st, "inc", step))
+	}
+	if got := latest(t, st, "inc").Seq; got != steps {
+		t.Fatalf("Seq after %d saves = %d", steps, got)
+	}
+}
+
+func testGeneration(t *testing.T, st session.Store) {
+	cp := Fixture("gen", 2)
+	cp.Step, cp.Pending = 0, nil
+	var before *session.Checkpoint
+	for i := range 10 {
+		cp.Step = i + 1
+		cp.Transcript = append(cp.Transcript, Messages(len(cp.Transcript), 2)...)
+		save(t, st, cp)
+		if cp.Step == 5 {
+			c := *cp
+			c.Transcript = append([]defs.Message(nil), cp.Transcript...)
+			before = &c
+		}
+	}
+	// Compaction: a summary replaces all but the last two messages.
+	tail := cp.Transcript[len(cp.Transcript)-2:]
+	cp.Transcript = append([]defs.Message{{Role: defs.RoleUser, Content: "[summary of 20 messages]", Meta: map[string]string{"summary": "1"}}}, tail...)
+	cp.Generation++
+	cp.Step++
+	save(t, st, cp)
+	same(t, "Latest after a rewrite", cp, latest(t, st, "gen"))
+	for range 5 {
+		cp.Step++
+		cp.Transcript = append(cp.Transcript, Messages(100+len(cp.Transcript), 2)...)
+		save(t, st, cp)
+	}
+	same(t, "Latest after growing the new generation", cp, latest(t, st, "gen"))
+	same(t, "AtStep of the old generation", before, atStep(t, st, "gen", 5))
+
+	// A second rewrite to a shorter transcript.
+	cp.Generation++
+	cp.Step++
+	cp.Transcript = cp.Transcript[:1]
+	save(t, st, cp)
+	same(t, "Latest after a second rewrite", cp, latest(t, st, "gen"))
+}
+
+func testRules(t *testing.T, st session.Store) {
+	ctx := context.Background()
+	cp := Fixture("rules", 6)
+	save(t, st, cp)
+	want := *cp
+	want.Transcript = append([]defs.Message(nil), cp.Transcript...)
+
+	refused := func(what string, c *session.Checkpoint, check func(error) bool) {
+		t.Helper()
+		seq := c.Seq
+		err := st.Save(ctx, c)
+		if err == nil || !check(err) {
+			t.Fatalf("%s: Save error = %v", what, err)
+		}
+		if c.Seq != seq {
+			t.Fatalf("%s: a refused Save changed Seq from %d to %d", what, seq, c.Seq)
+		}
+		same(t, what+": Latest after a refused Save", &want, latest(t, st, "rules"))
+	}
+	conflict := func(err error) bool { _, ok := errors.AsType[*session.ConflictError](err); return ok }
+	invalid := func(err error) bool { _, ok := errors.AsType[*session.InvalidError](err); return ok }
+
+	stale := *cp
+	stale.Seq = 0
+	refused("a second first save", &stale, conflict)
+	stale.Seq = 7
+	refused("a Seq from the future", &stale, conflict)
+
+	lower := *cp
+	lower.Generation = -1
+	refused("a lower generation", &lower, invalid)
+
+	shorter := *cp
+	shorter.Transcript = cp.Transcript[:3]
+	refused("a shorter transcript in the same generation", &shorter, invalid)
+
+	if err := st.Save(ctx, &session.Checkpoint{}); err == nil || !invalid(err) {
+		t.Fatalf("Save without a session id: %v, want an *InvalidError", err)
+	}
+	badState := Fixture("bad-state", 1)
+	badState.State = json.RawMessage(`{"unterminated`)
+	if err := st.Save(ctx, badState); err == nil {
+		t.Fatal("Save with state that is not JSON succeeded")
+	}
+	if _, err := st.Latest(ctx, "bad-state"); !errors.Is(err, session.ErrNotFound) {
+		t.Fatalf("a refused first Save left a session behind: %v", err)
+	}
+
+	// The same checkpoint again (nothing new) is fine and gets the next Seq.
+	save(t, st, cp)
+	want.Seq = cp.Seq
+	same(t, "Latest after an unchanged save", &want, latest(t, st, "rules"))
+}
+
+func testRewind(t *testing.T, st session.Store) {
+	ctx := context.Background()
+	cp := Fixture("rw", 1)
+	cp.Pending = nil
+	var at3 *session.Checkpoint
+	for i := range 6 {
+		cp.Step = i + 1
+		cp.Transcript = append(cp.Transcript, Messages(len(cp.Transcript), 2)...)
+		save(t, st, cp)
+		if cp.Step == 3 {
+			c := *cp
+			c.Transcript = append([]defs.Message(nil), cp.Transcript...)
+			at3 = &c
+		}
+	}
+	rw, err := session.Rewind(ctx, st, "rw", 3)
+	if err != nil {
+		t.Fatalf("Rewind: %v", err)
+	}
+	if rw.Seq != cp.Seq || rw.Generation != cp.Generation+1 {
+		t.Fatalf("Rewind: Seq %d Generation %d, want %d and %d", rw.Seq, rw.Generation, cp.Seq, cp.Generation+1)
+	}
+	if len(rw.Transcript) != len(at3.Transcript) {
+		t.Fatalf("Rewind: %d messages, want %d", len(rw.Transcript), len(at3.Transcript))
+	}
+	// Continue differently.
+	for rw.Step < 5 {
+		rw.Step++
+		rw.Transcript = append(rw.Transcript, defs.UserMessage(fmt.Sprint("branch ", rw.Step)), defs.AssistantMessage("ok"))
+		save(t, st, rw)
+	}
+	same(t, "Latest after a rewind", rw, latest(t, st, "rw"))
+	same(t, "AtStep(5) after a rewind: the new branch", rw, atStep(t, st, "rw", 5))
+	same(t, "AtStep(3) after a rewind", at3, atStep(t, st, "rw", 3))
+	// The abandoned branch's checkpoints stay loadable as they were.
+	if got := atStep(t, st, "rw", 6); len(got.Transcript) != len(cp.Transcript) {
+		t.Fatalf("abandoned step 6: %d messages, want %d", len(got.Transcript), len(cp.Transcript))
+	}
+}
+
+func testLarge(t *testing.T, st session.Store) {
+	cp := Fixture("large", 4)
+	big := strings.Repeat("0123456789abcdef\u00e9\"\\\n", 1<<16) // ~1.3 MiB
+	cp.Transcript = append(cp.Transcript, defs.UserMessage(big))
+	cp.Transcript = append(cp.Transcript, defs.Message{Role: defs.RoleAssistant, ToolCalls: []defs.ToolCall{
+		{ID: "big", Name: "write", Arguments: jsonObject("data", big[:200_000])},
+	}})
+	cp.Transcript = append(cp.Transcript, defs.Message{Role: defs.RoleTool, ToolCallID: "big", Content: big})
+	cp.State = jsonObject("blob", big[:300_000])
+	save(t, st, cp)
+	same(t, "Latest with large messages", cp, latest(t, st, "large"))
+}
+
+func jsonObject(key, value string) json.RawMessage {
+	b, err := json.Marshal(map[string]string{key: value})
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func testConcurrent(t *testing.T, st session.Store) {
+	const writers, steps = 8, 25
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := range writers {
+		wg.Go(func() {
+			id := fmt.Sprintf("concurrent-%d", w)
+			cp := Fixture(id, 1)
+			cp.Pending = nil
+			for i := range steps {
+				cp.Step = i + 1
+				cp.Transcript = append(cp.Transcript, Messages(len(cp.Transcript), 2)...)
+				if err := st.Save(context.Background(), cp); err != nil {
+					errs <- fmt.Errorf("%s step %d: %w", id, i, err)
+					return
+				}
+				if _, err := st.Latest(context.Background(), id); err != nil {
+					errs <- fmt.Errorf("%s Latest: %w", id, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if t.Failed() {
+		return
+	}
+	for w := range writers {
+		id := fmt.Sprintf("concurrent-%d", w)
+		cp := latest(t, st, id)
+		if cp.Seq != steps || len(cp.Transcript) != 1+2*steps || cp.SessionID != id {
+			t.Fatalf("%s: seq %d, %d messages", id, cp.Seq, len(cp.Transcript))
+		}
+		want := Messages(0, 1+2*steps)
+		if !reflect.DeepEqual(want, cp.Transcript) {
+			t.Fatalf("%s: transcript differs", id)
+		}
+	}
+	infos, err := st.List(context.Background())
+	if err != nil || len(infos) != writers {
+		t.Fatalf("List: %d sessions, %v; want %d", len(infos), err, writers)
+	}
+}
+
+func testListDelete(t *testing.T, st session.Store) {
+	ctx := context.Background()
+	start := time.Now().Add(-time.Second)
+	for i, id := range []string{"b", "a", "c"} {
+		cp := Fixture(id, 2)
+		cp.Step = 10 + i
+		cp.Done = id == "c"
+		save(t, st, cp)
+		if id == "a" {
+			cp.Step = 20
+			save(t, st, cp)
+		}
+	}
+	infos, err := st.List(ctx)
+	if err != nil {
+		t.Fatalf("List: %v", err)
+	}
+	want := []session.Info{{ID: "a", Seq: 2, Step: 20}, {ID: "b", Seq: 1, Step: 10}, {ID: "c", Seq: 1, Step: 12, Done: true}}
+	if len(infos) != len(want) {
+		t.Fatalf("List = %+v, want %+v", infos, want)
+	}
+	for i, in := range infos {
+		if in.Updated.Before(start) || in.Updated.After(time.Now().Add(time.Minute)) {
+			t.Fatalf("List[%d].Updated = %v, not the time of the save", i, in.Updated)
+		}
+		in.Updated = time.Time{}
+		if in != want[i] {
+			t.Fatalf("List[%d] = %+v, want %+v", i, in, want[i])
+		}
+	}
+	if err := st.Delete(ctx, "a"); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	_, err = st.Latest(ctx, "a")
+	isNotFound(t, err, "a")
+	_, err = st.AtStep(ctx, "a", 10)
+	isNotFound(t, err, "a")
+	infos, _ = st.List(ctx)
+	if len(infos) != 2 || infos[0].ID != "b" || infos[1].ID != "c" {
+		t.Fatalf("List after Delete = %+v", infos)
+	}
+	b := Fixture("b", 2)
+	b.Step, b.Seq = 10, 1
+	same(t, "another session after Delete", b, latest(t, st, "b"))
+
+	// A deleted id starts over.
+	cp := Fixture("a", 3)
+	save(t, st, cp)
+	same(t, "a deleted id saved again", cp, latest(t, st, "a"))
+}
+
+func testCanceled(t *testing.T, st session.Store) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	cp := Fixture("canceled", 2)
+	if err := st.Save(ctx, cp); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Save with a canceled context: %v, want context.Canceled", err)
+	}
+	if _, err := st.Latest(context.Background(), "canceled"); !errors.Is(err, session.ErrNotFound) {
+		t.Fatalf("a canceled Save left a session: %v", err)
+	}
+	if _, err := st.Latest(ctx, "canceled"); err == nil {
+		t.Fatal("Latest with a canceled context succeeded")
+	}
+}
+
+func testCorrupt(t *testing.T, st session.Store, damage func(*testing.T, session.Store, string, Damage), d Damage) {
+	ctx := context.Background()
+	cp := Fixture("victim", 5)
+	cp.Step = 1
+	save(t, st, cp)
+	cp.Step = 2
+	cp.Transcript = append(cp.Transcript, Messages(5, 3)...)
+	save(t, st, cp)
+	other := Fixture("bystander", 5)
+	save(t, st, other)
+
+	damage(t, st, "victim", d)
+
+	var err error
+	func() {
+		defer func() {
+			if v := recover(); v != nil {
+				t.Fatalf("Latest of a damaged session panicked: %v", v)
+			}
+		}()
+		_, err = st.Latest(ctx, "victim")
+	}()
+	if d == FutureHead {
+		ve, ok := errors.AsType[*session.VersionError](err)
+		if !ok || ve.Got != session.Version+1 || ve.Max != session.Version || ve.ID != "victim" {
+			t.Fatalf("Latest of a head from a later version: %#v, want a *session.VersionError for %q, Got %d, Max %d", err, "victim", session.Version+1, session.Version)
+		}
+	} else {
+		ce, ok := errors.AsType[*session.CorruptError](err)
+		if !ok || ce.ID != "victim" || ce.Seq != 2 || !errors.Is(err, session.ErrCorrupt) {
+			t.Fatalf("Latest of a damaged session: %#v (%v), want a *session.CorruptError for %q seq 2", err, err, "victim")
+		}
+	}
+	// The other session is untouched.
+	same(t, "an undamaged session", other, latest(t, st, "bystander"))
+	// Earlier checkpoints that do not need the damaged part still load.
+	if !d.OnHead() {
+		// Step 1 holds 5 messages; the damage hit message 7.
+		cp1 := atStep(t, st, "victim", 1)
+		if len(cp1.Transcript) != 5 {
+			t.Fatalf("checkpoint before the damage: %d messages", len(cp1.Transcript))
+		}
+	}
+}
