@@ -131,10 +131,17 @@ func (c *yamlCache) render(name string, v any) (string, error) {
 }
 
 // valueText renders a variable value: a string as is, anything else as YAML.
-func valueText(name string, v any) (string, error) {
+// A value YAML cannot encode (a func, a channel) is an error naming the
+// variable: the YAML encoder panics on some of them.
+func valueText(name string, v any) (text string, err error) {
 	if s, ok := v.(string); ok {
 		return s, nil
 	}
+	defer func() {
+		if p := recover(); p != nil {
+			text, err = "", fmt.Errorf("variable %q cannot be rendered as YAML: %v", name, p)
+		}
+	}()
 	out, err := yaml.Marshal(v)
 	if err != nil {
 		return "", fmt.Errorf("variable %q cannot be rendered as YAML: %w", name, err)

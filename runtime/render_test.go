@@ -1,0 +1,462 @@
+package runtime_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/effects"
+	"github.com/reprompt/reprompt/prompt"
+	"github.com/reprompt/reprompt/runtime"
+	"github.com/reprompt/reprompt/snapshots"
+)
+
+// Section 5: rendering a request.
+
+// firstRequest runs fn for one step and returns the request it sent.
+func firstRequest(t *testing.T, fn prompt.Func) *runtime.Request {
+	t.Helper()
+	m := snapshots.Script(snapshots.Text("ok"))
+	run(t, m, fn, runtime.Config{})
+	return m.Requests()[0]
+}
+
+type server struct {
+	Host  string   `yaml:"host"`
+	Ports []int    `yaml:"ports"`
+	Tags  []string `yaml:"tags,omitempty"`
+}
+
+func TestRenderSystemPrompt(t *testing.T) {
+	tests := []struct {
+		name string
+		fn   func(p *prompt.Prompt)
+		want string
+	}{
+		{"nothing declared", func(*prompt.Prompt) {}, ""},
+		{"everything disabled", func(p *prompt.Prompt) {
+			p.DefSystem("role", "r").Disable()
+			p.Def("v", "1").Disable()
+		}, ""},
+		{"system parts in declaration order, trailing newlines trimmed", func(p *prompt.Prompt) {
+			p.DefSystem("role", "You help.\n\n")
+			p.DefSystem("rules", "One.\nTwo.")
+		}, "<role>\nYou help.\n</role>\n\n<rules>\nOne.\nTwo.\n</rules>"},
+		{"variables after the system parts whatever the declaration order", func(p *prompt.Prompt) {
+			p.Def("user", "Ada")
+			p.DefSystem("role", "You help.")
+			p.Def("city", "Paris")
+		}, "<role>\nYou help.\n</role>\n\n<variables>\n<user>Ada</user>\n<city>Paris</city>\n</variables>"},
+		{"only variables", func(p *prompt.Prompt) {
+			p.Def("a", "1")
+		}, "<variables>\n<a>1</a>\n</variables>"},
+		{"multi-line variable", func(p *prompt.Prompt) {
+			p.Def("notes", "line 1\nline 2")
+		}, "<variables>\n<notes>\nline 1\nline 2\n</notes>\n</variables>"},
+		{"DefData as YAML", func(p *prompt.Prompt) {
+			p.DefData("config", map[string]any{"retries": 3, "mode": "fast", "weights": []float64{0.5, 1}})
+			p.DefData("server", server{Host: "db", Ports: []int{5432}})
+			p.DefData("limit", 10)
+			p.DefData("label", "plain")
+		}, "<variables>\n" +
+			"<config>\nmode: fast\nretries: 3\nweights:\n    - 0.5\n    - 1\n</config>\n" +
+			"<server>\nhost: db\nports:\n    - 5432\n</server>\n" +
+			"<limit>10</limit>\n" +
+			"<label>plain</label>\n" +
+			"</variables>"},
+		{"disabled parts and variables are left out", func(p *prompt.Prompt) {
+			p.DefSystem("a", "A")
+			p.DefSystem("b", "B").Disable()
+			p.Def("x", "1").Disable()
+			p.Def("y", "2")
+		}, "<a>\nA\n</a>\n\n<variables>\n<y>2</y>\n</variables>"},
+		{"a replaced value keeps its position", func(p *prompt.Prompt) {
+			p.Def("a", "1")
+			p.Def("b", "2")
+			p.Def("a", "3")
+		}, "<variables>\n<a>3</a>\n<b>2</b>\n</variables>"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := firstRequest(t, func(p *prompt.Prompt) error { tt.fn(p); p.User("hi"); return nil })
+			if diff := cmp.Diff(tt.want, req.System); diff != "" {
+				t.Errorf("system prompt mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestRenderToolList(t *testing.T) {
+	req := firstRequest(t, func(p *prompt.Prompt) error {
+		prompt.DefTool(p, "b_second", "Second.", func(context.Context, amountArgs) (string, error) { return "", nil })
+		prompt.DefTool(p, "a_first", "First.", func(context.Context, noArgs) (string, error) { return "", nil })
+		p.DefAgent("helper", "Helps.", func(*prompt.Prompt) error { return nil })
+		p.User("hi")
+		return nil
+	})
+	if diff := cmp.Diff([]string{"b_second", "a_first", "helper"}, toolNames(req)); diff != "" {
+		t.Errorf("tool order mismatch (-want +got):\n%s", diff)
+	}
+	var schema struct {
+		Type       string                       `json:"type"`
+		Required   []string                     `json:"required"`
+		Properties map[string]map[string]string `json:"properties"`
+	}
+	if err := json.Unmarshal(req.Tools[0].Parameters, &schema); err != nil {
+		t.Fatal(err)
+	}
+	if schema.Type != "object" || !cmp.Equal([]string{"n"}, schema.Required) ||
+		schema.Properties["n"]["type"] != "integer" || schema.Properties["n"]["description"] != "how much to add" {
+		t.Errorf("schema of b_second = %s", req.Tools[0].Parameters)
+	}
+	if req.Tools[0].Description != "Second." {
+		t.Errorf("description = %q", req.Tools[0].Description)
+	}
+	if !strings.Contains(string(req.Tools[2].Parameters), `"task"`) {
+		t.Errorf("sub-agent schema = %s, want a task argument", req.Tools[2].Parameters)
+	}
+}
+
+func TestRenderErrorNamesVariable(t *testing.T) {
+	m := snapshots.Script(snapshots.Text("unreached"))
+	_, err := runtime.Run(context.Background(), m, func(p *prompt.Prompt) error {
+		p.DefData("callback", map[string]any{"f": func() {}})
+		p.User("hi")
+		return nil
+	}, runtime.Config{})
+	var se *runtime.StepError
+	if !errors.As(err, &se) || se.Op != "render" || !strings.Contains(err.Error(), `"callback"`) {
+		t.Fatalf("Run = %v, want a render *StepError naming the variable", err)
+	}
+	if len(m.Requests()) != 0 {
+		t.Error("a request that failed to render was sent")
+	}
+}
+
+// assertPrefixes checks that the messages of each request start with the
+// exact messages of the previous one, except at the steps listed in breaks.
+func assertPrefixes(t *testing.T, reqs []*runtime.Request, breaks ...int) {
+	t.Helper()
+	for k := 1; k < len(reqs); k++ {
+		prev, cur := reqs[k-1].Messages, reqs[k].Messages
+		broke := len(cur) < len(prev) || !cmp.Equal(prev, cur[:len(prev)])
+		if broke != contains(breaks, k) {
+			t.Errorf("request %d extends request %d: %v, want %v\nprev: %q\ncur:  %q",
+				k, k-1, !broke, !contains(breaks, k), transcriptOf(prev), transcriptOf(cur))
+			continue
+		}
+		if !broke {
+			a, _ := json.Marshal(prev)
+			b, _ := json.Marshal(cur[:len(prev)])
+			if string(a) != string(b) {
+				t.Errorf("request %d: prefix bytes differ from request %d", k, k-1)
+			}
+		}
+	}
+}
+
+func contains(xs []int, x int) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+func TestPromptCacheDiscipline(t *testing.T) {
+	fn := func(p *prompt.Prompt) error {
+		p.DefSystem("role", "You work.")
+		p.DefSystem("rules", "Be exact.")
+		p.Def("user", "Ada")
+		p.DefData("config", map[string]any{"z": 1, "a": []string{"x", "y"}, "m": map[string]int{"k": 2, "b": 1}})
+		prompt.DefTool(p, "work", "Work.", func(_ context.Context, a amountArgs) (string, error) { return fmt.Sprint(a.N), nil })
+		prompt.DefTool(p, "rest", "Rest.", func(context.Context, noArgs) (string, error) { return "rested", nil })
+		p.User("Do the job.")
+		// State that changes at every step but that nothing rendered depends on.
+		_, set := prompt.State(p, "calls", 0)
+		p.Effect(effects.Always, func(context.Context, *effects.Step) error {
+			set.Update(func(n int) int { return n + 1 })
+			return nil
+		})
+		return nil
+	}
+	m := snapshots.Script(
+		snapshots.CallTool("work", amountArgs{N: 1}),
+		snapshots.CallTools(snapshots.Call{Name: "work", Args: amountArgs{N: 2}}, snapshots.Call{Name: "rest"}),
+		snapshots.CallTool("work", amountArgs{N: 3}),
+		snapshots.Text("done"),
+	)
+	run(t, m, fn, runtime.Config{})
+	reqs := m.Requests()
+	for k := 1; k < len(reqs); k++ {
+		if reqs[k].System != reqs[0].System {
+			t.Errorf("system prompt of request %d differs from request 0:\n%q\n%q", k, reqs[k].System, reqs[0].System)
+		}
+		if diff := cmp.Diff(reqs[0].Tools, reqs[k].Tools); diff != "" {
+			t.Errorf("tools of request %d differ (-req0 +req%d):\n%s", k, k, diff)
+		}
+	}
+	assertPrefixes(t, reqs)
+}
+
+func TestVolatileViewStaysAtTheTail(t *testing.T) {
+	fn := func(p *prompt.Prompt) error {
+		p.DefSystem("role", "You work.")
+		prompt.DefTool(p, "work", "Work.", func(context.Context, noArgs) (string, error) { return "done", nil })
+		p.User("Go.")
+		p.Effect(effects.Always, func(_ context.Context, s *effects.Step) error {
+			s.AppendMessages(defs.UserMessage(fmt.Sprintf("(step %d, %d messages so far)", s.Number, len(s.Transcript()))))
+			return nil
+		})
+		return nil
+	}
+	m := snapshots.Script(snapshots.CallTool("work", nil), snapshots.CallTool("work", nil), snapshots.Text("ok"))
+	res := run(t, m, fn, runtime.Config{})
+	reqs := m.Requests()
+	// Without its volatile tail, each request is a prefix of the next.
+	stripped := make([]*runtime.Request, len(reqs))
+	for i, r := range reqs {
+		last := r.Messages[len(r.Messages)-1]
+		if want := fmt.Sprintf("(step %d, %d messages so far)", i, 1+2*i); last.Content != want {
+			t.Errorf("request %d tail = %q, want %q", i, last.Content, want)
+		}
+		stripped[i] = &runtime.Request{Messages: r.Messages[:len(r.Messages)-1]}
+	}
+	assertPrefixes(t, stripped)
+	for _, msg := range res.Transcript {
+		if strings.HasPrefix(msg.Content, "(step") {
+			t.Errorf("a view reached the transcript: %q", msg.Content)
+		}
+	}
+}
+
+func TestCommitBreaksPrefixOnce(t *testing.T) {
+	fn := func(p *prompt.Prompt) error {
+		prompt.DefTool(p, "work", "Work.", func(context.Context, noArgs) (string, error) { return strings.Repeat("data ", 20), nil })
+		p.User("Go.")
+		// Compaction: at step 2, trim the old tool results, committed once.
+		p.Effect(effects.Always, func(_ context.Context, s *effects.Step) error {
+			if s.Number != 2 {
+				return nil
+			}
+			tr := append([]defs.Message(nil), s.Transcript()...)
+			for i := range tr {
+				if tr[i].Role == defs.RoleTool {
+					tr[i].Content = "[trimmed]"
+					tr[i].Meta = map[string]string{"trimmed": "true"}
+				}
+			}
+			s.CommitMessages(tr)
+			return nil
+		})
+		return nil
+	}
+	replies := make([]snapshots.Reply, 0, 6)
+	for range 5 {
+		replies = append(replies, snapshots.CallTool("work", nil))
+	}
+	m := snapshots.Script(append(replies, snapshots.Text("ok"))...)
+	res := run(t, m, fn, runtime.Config{})
+	reqs := m.Requests()
+	assertPrefixes(t, reqs, 2)
+	var committed []bool
+	for _, s := range res.Steps {
+		committed = append(committed, s.Committed)
+	}
+	if diff := cmp.Diff([]bool{false, false, true, false, false, false}, committed); diff != "" {
+		t.Errorf("Committed per step mismatch (-want +got):\n%s", diff)
+	}
+	want3 := []string{
+		"user: Go.",
+		"assistant:  {call_1 work {}}", "tool[call_1 work]: [trimmed]",
+		"assistant:  {call_2 work {}}", "tool[call_2 work]: [trimmed]",
+		"assistant:  {call_3 work {}}", "tool[call_3 work]: " + strings.Repeat("data ", 20),
+	}
+	if diff := cmp.Diff(want3, transcriptOf(reqs[3].Messages)); diff != "" {
+		t.Errorf("request 3 mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// Section 6: step modifications.
+
+func TestStepModifications(t *testing.T) {
+	type request struct {
+		System   string
+		Messages []string
+		Tools    []string
+	}
+	base := func(p *prompt.Prompt) {
+		p.DefSystem("role", "R")
+		p.DefSystem("rules", "U")
+		p.Def("a", "1")
+		p.Def("b", "2")
+		prompt.DefTool(p, "read", "Read.", func(context.Context, noArgs) (string, error) { return "r", nil })
+		prompt.DefTool(p, "write", "Write.", func(context.Context, noArgs) (string, error) { return "w", nil })
+		p.User("go")
+	}
+	const fullSystem = "<role>\nR\n</role>\n\n<rules>\nU\n</rules>\n\n<variables>\n<a>1</a>\n<b>2</b>\n</variables>"
+	step0 := request{fullSystem, []string{"user: go"}, []string{"read", "write"}}
+	step1 := request{fullSystem, []string{"user: go", "assistant:  {call_1 read {}}", "tool[call_1 read]: r"}, []string{"read", "write"}}
+	step2 := request{fullSystem, append(step1.Messages, "assistant:  {call_2 read {}}", "tool[call_2 read]: r"), []string{"read", "write"}}
+	// step2Refused is step 2 when read was left out of step 1's tools: the
+	// model called it anyway and got an error result.
+	step2Refused := request{fullSystem, append(step1.Messages[:3:3], "assistant:  {call_2 read {}}",
+		`tool[call_2 read]!: error: tool "read" is disabled at this step and was not run`), []string{"read", "write"}}
+
+	tests := []struct {
+		name      string
+		modify    func(s *effects.Step) // applied at step 1 only
+		want      []request
+		committed bool
+	}{
+		{"no modification", func(*effects.Step) {}, []request{step0, step1, step2}, false},
+		{"AppendMessages is a view", func(s *effects.Step) {
+			s.AppendMessages(defs.UserMessage("extra 1"), defs.UserMessage("extra 2"))
+		}, []request{step0, {fullSystem, append(step1.Messages[:3:3], "user: extra 1", "user: extra 2"), step1.Tools}, step2}, false},
+		{"ReplaceMessages is a view", func(s *effects.Step) {
+			s.ReplaceMessages([]defs.Message{defs.UserMessage("replaced")})
+		}, []request{step0, {fullSystem, []string{"user: replaced"}, step1.Tools}, step2}, false},
+		{"CommitMessages reaches later steps", func(s *effects.Step) {
+			s.CommitMessages([]defs.Message{defs.UserMessage("summary: read once")})
+		}, []request{step0,
+			{fullSystem, []string{"user: summary: read once"}, step1.Tools},
+			{fullSystem, []string{"user: summary: read once", "assistant:  {call_2 read {}}", "tool[call_2 read]: r"}, step1.Tools},
+		}, true},
+		{"view then commit: the commit drops the view", func(s *effects.Step) {
+			s.AppendMessages(defs.UserMessage("dropped"))
+			s.CommitMessages(s.Transcript()[:1])
+			s.AppendMessages(defs.UserMessage("kept for this step"))
+		}, []request{step0,
+			{fullSystem, []string{"user: go", "user: kept for this step"}, step1.Tools},
+			{fullSystem, []string{"user: go", "assistant:  {call_2 read {}}", "tool[call_2 read]: r"}, step1.Tools},
+		}, true},
+		{"LimitTools only filters", func(s *effects.Step) {
+			s.LimitTools("write", "ghost")
+		}, []request{step0, {fullSystem, step1.Messages, []string{"write"}}, step2Refused}, false},
+		{"LimitTools twice intersects", func(s *effects.Step) {
+			s.LimitTools("read", "write")
+			s.LimitTools("read", "ghost")
+		}, []request{step0, {fullSystem, step1.Messages, []string{"read"}}, step2}, false},
+		{"LimitTools with no names offers no tool", func(s *effects.Step) {
+			s.LimitTools()
+		}, []request{step0, {fullSystem, step1.Messages, nil}, step2Refused}, false},
+		{"LimitSystems only filters", func(s *effects.Step) {
+			s.LimitSystems("rules", "ghost")
+		}, []request{step0, {"<rules>\nU\n</rules>\n\n<variables>\n<a>1</a>\n<b>2</b>\n</variables>", step1.Messages, step1.Tools}, step2}, false},
+		{"SetVariable overrides in place and adds at the end", func(s *effects.Step) {
+			s.SetVariable("new", map[string]int{"k": 1})
+			s.SetVariable("a", "one")
+			s.SetVariable("tail", "t")
+		}, []request{step0, {"<role>\nR\n</role>\n\n<rules>\nU\n</rules>\n\n<variables>\n<a>one</a>\n<b>2</b>\n<new>k: 1</new>\n<tail>t</tail>\n</variables>", step1.Messages, step1.Tools}, step2}, false},
+		{"SetVariable of a disabled variable does not enable it", func(s *effects.Step) {
+			if h, ok := s.Variables.Handle("b"); ok {
+				h.Disable()
+			}
+			s.SetVariable("b", "forced")
+		}, []request{step0, {"<role>\nR\n</role>\n\n<rules>\nU\n</rules>\n\n<variables>\n<a>1</a>\n</variables>", step1.Messages, step1.Tools}, step2}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fn := func(p *prompt.Prompt) error {
+				base(p)
+				p.Effect(effects.Always, func(_ context.Context, s *effects.Step) error {
+					if s.Number == 1 {
+						tt.modify(s)
+					}
+					return nil
+				})
+				return nil
+			}
+			m := snapshots.Script(snapshots.CallTool("read", nil), snapshots.CallTool("read", nil), snapshots.Text("ok"))
+			res := run(t, m, fn, runtime.Config{})
+			var got []request
+			for _, r := range m.Requests() {
+				got = append(got, request{r.System, transcriptOf(r.Messages), toolNames(r)})
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("requests mismatch (-want +got):\n%s", diff)
+			}
+			if res.Steps[1].Committed != tt.committed {
+				t.Errorf("step 1 Committed = %v, want %v", res.Steps[1].Committed, tt.committed)
+			}
+		})
+	}
+}
+
+func TestToolLeftOutByLimitToolsIsNotRun(t *testing.T) {
+	var writes int
+	fn := func(p *prompt.Prompt) error {
+		prompt.DefTool(p, "read", "Read.", func(context.Context, noArgs) (string, error) { return "r", nil })
+		prompt.DefTool(p, "write", "Write.", func(context.Context, noArgs) (string, error) { writes++; return "w", nil })
+		p.User("go")
+		p.Effect(effects.Always, func(_ context.Context, s *effects.Step) error { s.LimitTools("read"); return nil })
+		return nil
+	}
+	m := snapshots.Script(snapshots.CallTool("write", nil), snapshots.Text("ok"))
+	res := run(t, m, fn, runtime.Config{})
+	if r := res.Steps[0].ToolResults[0]; !r.IsError || !strings.Contains(r.Content, `"write" is disabled`) || writes != 0 {
+		t.Errorf("result = %+v, writes = %d; want an error result and no write", r, writes)
+	}
+}
+
+func TestBrokenViewIsNotSent(t *testing.T) {
+	fn := func(p *prompt.Prompt) error {
+		prompt.DefTool(p, "read", "Read.", func(context.Context, noArgs) (string, error) { return "r", nil })
+		p.User("go")
+		p.Effect(effects.Always, func(_ context.Context, s *effects.Step) error {
+			if s.Number == 1 {
+				msgs := s.Messages()
+				s.ReplaceMessages([]defs.Message{msgs[0], msgs[2]}) // keeps the result, drops its call
+			}
+			return nil
+		})
+		return nil
+	}
+	m := snapshots.Script(snapshots.CallTool("read", nil), snapshots.Text("unreached"))
+	_, err := runtime.Run(context.Background(), m, fn, runtime.Config{})
+	var se *runtime.StepError
+	var re *runtime.RequestError
+	if !errors.As(err, &se) || !errors.As(err, &re) {
+		t.Fatalf("Run = %v, want *StepError wrapping *RequestError", err)
+	}
+	if se.Op != "validate" || se.Step != 1 || re.Index != 1 {
+		t.Errorf("StepError %+v, RequestError %+v; want validate at step 1, message 1", se, re)
+	}
+	if len(m.Requests()) != 1 {
+		t.Errorf("%d requests: the broken one was sent", len(m.Requests()))
+	}
+}
+
+func ExampleRun_stepModifications() {
+	agent := func(p *prompt.Prompt) error {
+		p.DefSystem("role", "You answer.")
+		p.User("What time is it?")
+		p.Effect(effects.Always, func(_ context.Context, s *effects.Step) error {
+			s.SetVariable("now", "12:00")                                      // a view: this step only
+			s.AppendMessages(defs.UserMessage("(the clock was just checked)")) // a view too
+			return nil
+		})
+		return nil
+	}
+	model := snapshots.Script(snapshots.Text("Noon."))
+	res, _ := runtime.Run(context.Background(), model, agent, runtime.Config{})
+	req := model.Requests()[0]
+	fmt.Println(req.System)
+	fmt.Println(len(req.Messages), "messages sent,", len(res.Transcript), "in the transcript")
+	// Output:
+	// <role>
+	// You answer.
+	// </role>
+	//
+	// <variables>
+	// <now>12:00</now>
+	// </variables>
+	// 2 messages sent, 2 in the transcript
+}
