@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -201,5 +202,31 @@ func TestOpenAPIRetry(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestOpenAPIRetryWaitCanceled cancels the context while waiting to retry
+// and checks that the error reaches both the cancellation and the server's
+// error; a Retry-After too long to honour is named in the error.
+func TestOpenAPIRetryWaitCanceled(t *testing.T) {
+	srv := newFakeServer(t, reply{status: 503, body: errorBody("Overloaded.", "server_error", "")})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cfg := srv.config("gpt-4.1", nil)
+	cfg.Sleep = func(ctx context.Context, d time.Duration) error { cancel(); return ctx.Err() }
+	_, err := New(cfg).Generate(ctx, userRequest("q"))
+	var apiErr *sdk.APIError
+	if !errors.Is(err, context.Canceled) || !errors.As(err, &apiErr) || runtime.IsRetryable(err) {
+		t.Errorf("error = %v, want a non-retryable error wrapping context.Canceled and the *openai.APIError", err)
+	}
+	if srv.hits() != 1 {
+		t.Errorf("server hit %d times, want 1", srv.hits())
+	}
+
+	srv = newFakeServer(t, reply{status: 429, header: map[string]string{"Retry-After": "120"}, body: errorBody("Slow down.", "requests", "rate_limit_exceeded")})
+	_, err = New(srv.config("gpt-4.1", nil)).Generate(context.Background(), userRequest("q"))
+	var me *runtime.ModelError
+	if !errors.As(err, &me) || !me.Retryable || !strings.Contains(me.Message, "retry after 2m0s") {
+		t.Errorf("error = %v, want a retryable error naming the Retry-After", err)
 	}
 }

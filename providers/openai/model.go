@@ -119,6 +119,7 @@ func (m *Model) withRetries(ctx context.Context, patch bodyPatch, attempt attemp
 		delay := m.backoff(n)
 		if ra := retryAfter(ex.header, time.Now()); ra > 0 {
 			if ra > m.cfg.RetryMaxDelay {
+				me.Message += fmt.Sprintf(" (the server asked to retry after %v, more than RetryMaxDelay %v)", ra, m.cfg.RetryMaxDelay)
 				return nil, me
 			}
 			delay = ra
@@ -127,7 +128,7 @@ func (m *Model) withRetries(ctx context.Context, patch bodyPatch, attempt attemp
 			return nil, me
 		}
 		if err := m.cfg.Sleep(ctx, delay); err != nil {
-			werr := fmt.Errorf("%w while waiting to retry after: %v", err, me)
+			werr := fmt.Errorf("%w while waiting to retry after: %w", err, me)
 			return nil, &runtime.ModelError{StatusCode: me.StatusCode, Message: werr.Error(), Err: werr}
 		}
 	}
