@@ -23,7 +23,8 @@ var allowed = map[string][]string{
 	"internal/callsite": {},
 	"effects":           {"state", "defs", "internal/callsite"},
 	"prompt":            {"state", "defs", "effects", "internal/callsite", "github.com/google/jsonschema-go"},
-	"runtime":           {"state", "defs", "effects", "prompt", "internal/callsite", "go.yaml.in/yaml/v3"},
+	"session":           {"state", "defs", "effects"},
+	"runtime":           {"state", "defs", "effects", "prompt", "session", "internal/callsite", "go.yaml.in/yaml/v3"},
 }
 
 // onlyImportedBy restricts who may import a package (non-test files), by

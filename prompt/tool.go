@@ -68,15 +68,20 @@ func (e *ArgumentsError) Unwrap() error { return e.Err }
 // fn may run concurrently with other tools of the same reply. It panics with
 // a *MisuseError (a run error naming the call site) when A has no JSON
 // Schema of type object.
-func DefTool[A, R any](p *Prompt, name, description string, fn func(ctx context.Context, args A) (R, error)) defs.Handle {
+func DefTool[A, R any](p *Prompt, name, description string, fn func(ctx context.Context, args A) (R, error), opts ...ToolOption) defs.Handle {
 	p.check("DefTool")
 	ts := schemaFor(reflect.TypeFor[A]())
 	if ts.err != nil {
 		misuse("DefTool "+name, ts.err, 1)
 	}
+	var o toolOptions
+	for _, opt := range opts {
+		opt.apply(&o)
+	}
 	return p.reg.Declare(defs.Def{Kind: defs.KindTool, Name: name, Tool: &defs.Tool{
 		Name:        name,
 		Description: description,
+		Idempotent:  o.idempotent,
 		Schema:      ts.raw,
 		Validate:    func(raw json.RawMessage) error { return validate(name, ts, raw) },
 		Call: func(ctx context.Context, raw json.RawMessage) (string, error) {
@@ -120,6 +125,36 @@ func resultText[R any](res R) (string, error) {
 		return "", fmt.Errorf("cannot encode tool result as JSON: %w", err)
 	}
 	return string(b), nil
+}
+
+// ToolOption changes how a tool is declared.
+type ToolOption interface{ apply(*toolOptions) }
+
+type toolOptions struct{ idempotent bool }
+
+type toolOptionFunc func(*toolOptions)
+
+func (f toolOptionFunc) apply(o *toolOptions) { f(o) }
+
+// Idempotent declares that running the tool again with the same arguments
+// (and call id, see CallID) is safe. When a run resumes after a crash, a
+// call of an idempotent tool that was left without a result is run again;
+// any other tool gets an "interrupted" result instead.
+func Idempotent() ToolOption { return toolOptionFunc(func(o *toolOptions) { o.idempotent = true }) }
+
+type callIDKey struct{}
+
+// WithCallID returns a context carrying the id of the tool call being run.
+// The runtime sets it for every tool call.
+func WithCallID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, callIDKey{}, id)
+}
+
+// CallID returns the id of the tool call being run, or "". A tool can use
+// it as an idempotency key.
+func CallID(ctx context.Context) string {
+	id, _ := ctx.Value(callIDKey{}).(string)
+	return id
 }
 
 // AgentArgs are the arguments of a sub-agent tool.

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/session"
 )
 
 // DefaultMaxSteps is the step limit when Config.MaxSteps is zero.
@@ -64,6 +65,14 @@ type Config struct {
 	// retry on their own as well; zero means the runtime does not.
 	Retries      int
 	RetryBackoff time.Duration
+
+	// Store, if set, receives a checkpoint of the session SessionID after
+	// every step, after every model reply and after every tool result, so
+	// that Resume can continue the run after a crash. New starts a new
+	// session (saving fails if SessionID already exists); Resume continues
+	// one.
+	Store     session.Store
+	SessionID string
 }
 
 // Pricing is the price of tokens, in US dollars per million.

@@ -22,11 +22,13 @@ import (
 	"iter"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
 	"github.com/reprompt/reprompt/prompt"
+	"github.com/reprompt/reprompt/session"
 )
 
 // Errors a run can end with. Test them with errors.Is.
@@ -72,6 +74,11 @@ type Step struct {
 	// tokens not in the shared prefix, plus the shared ones at
 	// Config.CachedInputFraction.
 	BilledInput float64
+	// Resumed reports a step that was interrupted by a crash after the
+	// model's reply and completed by Resume; Interrupted lists the calls
+	// that got an "interrupted" result instead of running.
+	Resumed     bool
+	Interrupted []string
 	// Done reports that the run ended with this step.
 	Done bool
 }
@@ -125,6 +132,11 @@ type Runner struct {
 	yaml       yamlCache
 	ledger     *ledger
 	valid      validator
+	// Sessions (see session.go).
+	seq        int64
+	generation int
+	pending    *session.Pending
+	saveMu     sync.Mutex
 }
 
 // New returns a runner for fn against model.
@@ -202,7 +214,13 @@ func (r *Runner) Next(ctx context.Context) (*Step, error) {
 	if r.started.IsZero() {
 		r.started = time.Now()
 	}
-	s, err := r.next(ctx)
+	var s *Step
+	var err error
+	if r.pending != nil {
+		s, err = r.resumePending(ctx)
+	} else {
+		s, err = r.next(ctx)
+	}
 	if err != nil {
 		r.err = err
 		r.close()
@@ -275,13 +293,34 @@ func (r *Runner) next(ctx context.Context) (*Step, error) {
 	rec.Reply = reply
 	r.account(reply.Usage)
 	r.stats.Steps++
-	r.transcript = append(r.transcript, reply.Message)
+	if err := r.savePending(ctx, reply.Message, nil); err != nil {
+		return rec, &StepError{Step: n, Op: "checkpoint", Err: err}
+	}
+	return r.complete(ctx, rec, req.Tools, nil)
+}
 
-	// 6. Tools, concurrently, results in call order.
+// complete finishes a step whose reply is in rec: it runs the tool calls
+// (those without a result in given), appends the reply and the results to
+// the transcript, runs the after-reply effects, saves a checkpoint and
+// decides whether the run goes on.
+func (r *Runner) complete(ctx context.Context, rec *Step, offered []ToolSpec, given map[string]defs.ToolResult) (*Step, error) {
+	n := rec.Number
+	reply := rec.Reply
+
+	// 6. Tools, concurrently, results in call order. The reply joins the
+	// transcript once they are done: until then checkpoints hold it as
+	// pending.
 	calls := reply.Message.ToolCalls
 	stopTool := false
 	if len(calls) > 0 {
-		rec.ToolResults = r.runTools(ctx, calls, req.Tools, nil)
+		var err error
+		rec.ToolResults, err = r.runCalls(ctx, reply.Message, offered, given)
+		if err != nil {
+			return rec, err
+		}
+	}
+	r.transcript = append(r.transcript, reply.Message)
+	if len(calls) > 0 {
 		for i := range rec.ToolResults {
 			res := &rec.ToolResults[i]
 			r.transcript = append(r.transcript, res.Message())
@@ -293,10 +332,10 @@ func (r *Runner) next(ctx context.Context) (*Step, error) {
 	}
 
 	// After-reply effects.
-	es = r.effectStep(n)
+	es := r.effectStep(n)
 	es.Reply = &reply.Message
 	es.Results = rec.ToolResults
-	ran, err = r.p.Effects().Run(ctx, effects.AfterReply, es)
+	ran, err := r.p.Effects().Run(ctx, effects.AfterReply, es)
 	rec.Effects = append(rec.Effects, ran...)
 	if err != nil {
 		return rec, err
@@ -310,6 +349,7 @@ func (r *Runner) next(ctx context.Context) (*Step, error) {
 
 	rec.State = r.p.Store().Snapshot()
 	r.step++
+	var stepErr error
 	switch {
 	case len(calls) == 0, stopTool:
 		rec.Done = true
@@ -317,9 +357,12 @@ func (r *Runner) next(ctx context.Context) (*Step, error) {
 		rec.Done = true
 	case r.maxSteps() > 0 && r.step >= r.maxSteps():
 		rec.Done = true
-		return rec, fmt.Errorf("%w: %d steps, and the model still called tools", ErrMaxSteps, r.maxSteps())
+		stepErr = fmt.Errorf("%w: %d steps, and the model still called tools", ErrMaxSteps, r.maxSteps())
 	}
-	return rec, nil
+	if err := r.save(ctx, rec.Done, nil); err != nil {
+		return rec, &StepError{Step: n, Op: "checkpoint", Err: err}
+	}
+	return rec, stepErr
 }
 
 // commit replaces the transcript with msgs after checking it.
@@ -329,6 +372,7 @@ func (r *Runner) commit(msgs []defs.Message) error {
 	}
 	r.transcript = slices.Clip(msgs)
 	r.valid.reset()
+	r.generation++
 	return nil
 }
 

@@ -11,6 +11,56 @@ import (
 	"github.com/reprompt/reprompt/prompt"
 )
 
+// runCalls runs the tool calls of reply that have no result in given, and
+// returns all results in call order, saving a checkpoint as each completes.
+// A call cut short by the cancellation of ctx is not recorded as completed.
+func (r *Runner) runCalls(ctx context.Context, reply defs.Message, offered []ToolSpec, given map[string]defs.ToolResult) ([]defs.ToolResult, error) {
+	calls := reply.ToolCalls
+	var mu sync.Mutex
+	var saveErr error
+	completed := make([]defs.ToolResult, 0, len(calls))
+	for _, c := range calls {
+		if res, ok := given[c.ID]; ok {
+			completed = append(completed, res)
+		}
+	}
+	var todo []defs.ToolCall
+	for _, c := range calls {
+		if _, ok := given[c.ID]; !ok {
+			todo = append(todo, c)
+		}
+	}
+	done := func(i int, res defs.ToolResult) {
+		if ctx.Err() != nil && res.IsError {
+			return // cancelled: on resume it counts as not completed
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		completed = append(completed, res)
+		if err := r.savePending(ctx, reply, completed); err != nil && saveErr == nil {
+			saveErr = err
+		}
+	}
+	out := r.runTools(ctx, todo, offered, done)
+	if saveErr != nil {
+		return nil, &StepError{Op: "checkpoint", Err: saveErr}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	results := make([]defs.ToolResult, len(calls))
+	j := 0
+	for i, c := range calls {
+		if res, ok := given[c.ID]; ok {
+			results[i] = res
+		} else {
+			results[i] = out[j]
+			j++
+		}
+	}
+	return results, nil
+}
+
 // runTools runs the calls, concurrently when there are several, and returns
 // their results in call order. Only the tools offered in this step's request
 // are run. done, if set, is called as each result is ready (from the
@@ -58,7 +108,7 @@ func (r *Runner) runTool(ctx context.Context, c defs.ToolCall, offered []ToolSpe
 			return fail("%v", err)
 		}
 	}
-	out, err := r.callTool(ctx, def.Tool, c.Arguments)
+	out, err := r.callTool(prompt.WithCallID(ctx, c.ID), def.Tool, c.Arguments)
 	if err != nil {
 		return fail("%v", err)
 	}

@@ -1,0 +1,168 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/effects"
+	"github.com/reprompt/reprompt/prompt"
+	"github.com/reprompt/reprompt/session"
+)
+
+// ErrNoStore is returned by Resume when Config.Store or Config.SessionID is
+// not set.
+var ErrNoStore = errors.New("runtime: Resume needs Config.Store and Config.SessionID")
+
+// Resume continues the session cfg.SessionID from its latest checkpoint in
+// cfg.Store: the transcript, state, effect dependency memory (effects whose
+// dependencies did not change do not run again), step number and totals
+// are restored, and the next call of Next continues exactly where the run
+// stopped. A step interrupted after the model's reply is completed first:
+// results saved before the crash are kept, calls of idempotent tools (see
+// prompt.Idempotent) without a result are run again, and other calls get
+// an explicit "interrupted" error result rather than being run twice.
+//
+// An unknown session is a *session.NotFoundError; a damaged or future
+// checkpoint is the store's *session.CorruptError or *session.VersionError.
+func Resume(ctx context.Context, model Model, fn prompt.Func, cfg Config) (*Runner, error) {
+	if cfg.Store == nil || cfg.SessionID == "" {
+		return nil, ErrNoStore
+	}
+	cp, err := cfg.Store.Latest(ctx, cfg.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	r := New(model, fn, cfg)
+	if err := r.restore(cp); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// ResumedAt returns the step number the runner continues from and whether
+// it was restored from a checkpoint.
+func (r *Runner) ResumedAt() (step int, resumed bool) { return r.step, r.seq > 0 }
+
+func (r *Runner) restore(cp *session.Checkpoint) error {
+	corrupt := func(err error) error {
+		return &session.CorruptError{ID: cp.SessionID, Seq: cp.Seq, Err: err}
+	}
+	if len(cp.State) > 0 {
+		if err := r.p.Store().UnmarshalJSON(cp.State); err != nil {
+			return corrupt(err)
+		}
+	}
+	if cp.Step < 0 {
+		return corrupt(fmt.Errorf("negative step %d", cp.Step))
+	}
+	if err := ValidateMessages(cp.Transcript); err != nil {
+		return corrupt(fmt.Errorf("transcript: %w", err))
+	}
+	r.p.Effects().Restore(cp.Effects)
+	r.p.MarkMessagesSeen(cp.SeenMessages)
+	r.transcript = cp.Transcript
+	r.step = cp.Step
+	r.seq = cp.Seq
+	r.generation = cp.Generation
+	r.done = cp.Done
+	r.pending = cp.Pending
+	st := cp.Stats
+	r.stats = effects.RunStats{Steps: st.Steps, InputTokens: st.InputTokens, OutputTokens: st.OutputTokens, CachedTokens: st.CachedTokens, Cost: st.Cost}
+	r.usage = Usage{InputTokens: st.InputTokens, OutputTokens: st.OutputTokens, CachedTokens: st.CachedTokens}
+	r.elapsed0 = time.Duration(st.ElapsedNS)
+	for i := len(r.transcript) - 1; i >= 0 && r.lastTool == nil; i-- {
+		if m := r.transcript[i]; m.Role == defs.RoleTool {
+			r.lastTool = &defs.ToolResult{CallID: m.ToolCallID, Name: m.Name, Content: m.Content, IsError: m.IsError}
+		}
+	}
+	return nil
+}
+
+// checkpoint returns the checkpoint of the run as it stands.
+func (r *Runner) checkpoint(done bool, pending *session.Pending) (*session.Checkpoint, error) {
+	st, err := r.p.Store().MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	s := r.Stats()
+	return &session.Checkpoint{
+		SessionID:    r.cfg.SessionID,
+		Seq:          r.seq,
+		Step:         r.step,
+		Generation:   r.generation,
+		Transcript:   r.transcript,
+		State:        st,
+		Effects:      r.p.Effects().Memory(),
+		SeenMessages: r.p.SeenMessages(),
+		Pending:      pending,
+		Stats: session.Stats{Steps: s.Steps, InputTokens: s.InputTokens, OutputTokens: s.OutputTokens,
+			CachedTokens: s.CachedTokens, Cost: s.Cost, ElapsedNS: int64(s.Elapsed)},
+		Done: done,
+	}, nil
+}
+
+// save writes a checkpoint if the run has a store. It does not stop for the
+// cancellation of ctx, so that a cancelled run leaves a consistent
+// checkpoint.
+func (r *Runner) save(ctx context.Context, done bool, pending *session.Pending) error {
+	if r.cfg.Store == nil {
+		return nil
+	}
+	r.saveMu.Lock()
+	defer r.saveMu.Unlock()
+	cp, err := r.checkpoint(done, pending)
+	if err != nil {
+		return err
+	}
+	if err := r.cfg.Store.Save(context.WithoutCancel(ctx), cp); err != nil {
+		return err
+	}
+	r.seq = cp.Seq
+	return nil
+}
+
+// savePending saves the step interrupted between reply and the end of its
+// tool calls: the transcript without the reply, the reply, and the results
+// completed so far.
+func (r *Runner) savePending(ctx context.Context, reply defs.Message, results []defs.ToolResult) error {
+	if r.cfg.Store == nil {
+		return nil
+	}
+	return r.save(ctx, false, &session.Pending{Reply: reply, Results: append([]defs.ToolResult(nil), results...)})
+}
+
+// resumePending completes a step interrupted by a crash after the model's
+// reply.
+func (r *Runner) resumePending(ctx context.Context) (*Step, error) {
+	p := r.pending
+	r.pending = nil
+	n := r.step
+	rec := &Step{Number: n, Resumed: true, Reply: &Reply{Message: p.Reply}}
+	reg := r.p.Registry()
+	reg.BeginStep()
+	if _, err := r.p.Execute(n, r.fn); err != nil {
+		return rec, err
+	}
+	given := make(map[string]defs.ToolResult, len(p.Reply.ToolCalls))
+	for _, res := range p.Results {
+		given[res.CallID] = res
+	}
+	var offered []ToolSpec
+	for _, c := range p.Reply.ToolCalls {
+		if _, ok := given[c.ID]; ok {
+			continue
+		}
+		def, ok := reg.Lookup(defs.KindTool, c.Name)
+		if ok && def.Tool.Idempotent {
+			offered = append(offered, ToolSpec{Name: c.Name})
+			continue
+		}
+		given[c.ID] = defs.ToolResult{CallID: c.ID, Name: c.Name, Arguments: c.Arguments, IsError: true,
+			Content: fmt.Sprintf("error: tool call interrupted: the run stopped before %q returned, and it was not run again", c.Name)}
+		rec.Interrupted = append(rec.Interrupted, c.ID)
+	}
+	return r.complete(ctx, rec, offered, given)
+}

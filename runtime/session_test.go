@@ -1,0 +1,198 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/reprompt/reprompt/effects"
+	"github.com/reprompt/reprompt/prompt"
+	"github.com/reprompt/reprompt/runtime"
+	"github.com/reprompt/reprompt/session"
+	"github.com/reprompt/reprompt/snapshots"
+)
+
+// resumable is a prompt with state, a once-effect and two tools, one
+// idempotent, counting how often each runs.
+type resumable struct {
+	onceRuns, aRuns, bRuns atomic.Int32
+}
+
+func (rp *resumable) fn(p *prompt.Prompt) error {
+	n, setN := prompt.State(p, "n", 0)
+	p.DefSystem("role", "You add.")
+	p.Def("n", fmt.Sprint(n))
+	prompt.DefTool(p, "a", "add one", func(ctx context.Context, _ struct{}) (int, error) {
+		rp.aRuns.Add(1)
+		setN.Update(func(v int) int { return v + 1 })
+		return n + 1, nil
+	})
+	prompt.DefTool(p, "b", "look up", func(ctx context.Context, _ struct{}) (string, error) {
+		rp.bRuns.Add(1)
+		return "looked up " + prompt.CallID(ctx), nil
+	}, prompt.Idempotent())
+	p.Effect(effects.Once, func(ctx context.Context, s *effects.Step) error {
+		rp.onceRuns.Add(1)
+		return nil
+	})
+	p.User("add twice")
+	return nil
+}
+
+func script() []snapshots.Reply {
+	return []snapshots.Reply{
+		snapshots.CallTools(snapshots.Call{ID: "c1", Name: "a"}),
+		snapshots.CallTools(snapshots.Call{ID: "c2", Name: "a"}, snapshots.Call{ID: "c3", Name: "b"}),
+		snapshots.Text("done"),
+	}
+}
+
+// failingStore fails the first Save for which fail reports true and every
+// Save after it, as a crash at that point would.
+type failingStore struct {
+	session.Store
+	fail   func(cp *session.Checkpoint) bool
+	failed bool
+}
+
+var errCrash = errors.New("simulated crash")
+
+func (s *failingStore) Save(ctx context.Context, cp *session.Checkpoint) error {
+	if s.failed || s.fail(cp) {
+		s.failed = true
+		return errCrash
+	}
+	return s.Store.Save(ctx, cp)
+}
+
+func TestResumeAfterModelFailureMatchesUninterruptedRun(t *testing.T) {
+	ctx := context.Background()
+	var plain resumable
+	want, err := runtime.Run(ctx, snapshots.Script(script()...), plain.fn, runtime.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	store := session.NewMemory()
+	cfg := runtime.Config{Store: store, SessionID: "s1"}
+	var rp resumable
+	first := script()
+	first[1] = snapshots.Fail(&runtime.ModelError{StatusCode: 503, Message: "down"})
+	if _, err := runtime.Run(ctx, snapshots.Script(first...), rp.fn, cfg); err == nil {
+		t.Fatal("first run: want the model failure")
+	}
+	r, err := runtime.Resume(ctx, snapshots.Script(script()[1:]...), rp.fn, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if step, ok := r.ResumedAt(); !ok || step != 1 {
+		t.Fatalf("ResumedAt = %d, %t; want 1, true", step, ok)
+	}
+	got, err := r.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want.Transcript, got.Transcript); diff != "" {
+		t.Errorf("transcript mismatch (-want +got):\n%s", diff)
+	}
+	if n, _ := prompt.GetState[int](r.Prompt(), "n"); n != 2 {
+		t.Errorf("state n = %d, want 2", n)
+	}
+	if got := rp.onceRuns.Load(); got != 1 {
+		t.Errorf("once-effect ran %d times across the resume, want 1", got)
+	}
+	if got := rp.aRuns.Load(); got != 2 {
+		t.Errorf("tool a ran %d times, want 2 (once per call)", got)
+	}
+}
+
+func TestResumeInterruptedToolCalls(t *testing.T) {
+	ctx := context.Background()
+	mem := session.NewMemory()
+	// Crash when the second of the two calls of step 1 completes: the first
+	// one's result is saved, the second one's is lost.
+	store := &failingStore{Store: mem, fail: func(cp *session.Checkpoint) bool {
+		return cp.Pending != nil && cp.Step == 1 && len(cp.Pending.Results) == 2
+	}}
+	var rp resumable
+	_, err := runtime.Run(ctx, snapshots.Script(script()...), rp.fn, runtime.Config{Store: store, SessionID: "s2"})
+	if !errors.Is(err, errCrash) {
+		t.Fatalf("first run: err = %v, want the simulated crash", err)
+	}
+	cp, err := mem.Latest(ctx, "s2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cp.Pending == nil || len(cp.Pending.Reply.ToolCalls) != 2 {
+		t.Fatalf("latest checkpoint has no pending step with two calls: %+v", cp.Pending)
+	}
+	aBefore, bBefore := rp.aRuns.Load(), rp.bRuns.Load()
+
+	r, err := runtime.Resume(ctx, snapshots.Script(snapshots.Text("done")), rp.fn, runtime.Config{Store: mem, SessionID: "s2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := r.Next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !first.Resumed || first.Number != 1 {
+		t.Fatalf("first step after resume: Resumed=%t Number=%d, want a resumed step 1", first.Resumed, first.Number)
+	}
+	// The saved result is kept and its tool not run again; of the call
+	// left without a result, the idempotent tool b runs again and the
+	// other tool gets an "interrupted" result.
+	saved := cp.Pending.Results[0]
+	for _, res := range first.ToolResults {
+		switch {
+		case res.CallID == saved.CallID:
+			if diff := cmp.Diff(saved, res); diff != "" {
+				t.Errorf("saved result changed (-want +got):\n%s", diff)
+			}
+		case res.Name == "a":
+			if !res.IsError || !strings.Contains(res.Content, "interrupted") {
+				t.Errorf("unfinished non-idempotent call got %q, want an interrupted error result", res.Content)
+			}
+			if diff := cmp.Diff([]string{res.CallID}, first.Interrupted); diff != "" {
+				t.Errorf("Interrupted mismatch (-want +got):\n%s", diff)
+			}
+		case res.Name == "b":
+			if res.IsError || res.Content != "looked up "+res.CallID {
+				t.Errorf("idempotent call got %q, want it run again", res.Content)
+			}
+		}
+	}
+	aAfter, bAfter := rp.aRuns.Load()-aBefore, rp.bRuns.Load()-bBefore
+	if saved.Name == "a" && (aAfter != 0 || bAfter != 1) {
+		t.Errorf("after resume a ran %d times and b %d times, want 0 and 1", aAfter, bAfter)
+	}
+	if saved.Name == "b" && (aAfter != 0 || bAfter != 0) {
+		t.Errorf("after resume a ran %d times and b %d times, want 0 and 0", aAfter, bAfter)
+	}
+	res, err := r.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Text != "done" {
+		t.Errorf("final text %q", res.Text)
+	}
+	if err := runtime.ValidateMessages(r.Transcript()); err != nil {
+		t.Errorf("resumed transcript is invalid: %v", err)
+	}
+}
+
+func TestResumeUnknownSession(t *testing.T) {
+	_, err := runtime.Resume(context.Background(), snapshots.Script(), (&resumable{}).fn,
+		runtime.Config{Store: session.NewMemory(), SessionID: "nope"})
+	if !errors.Is(err, session.ErrNotFound) {
+		t.Fatalf("err = %v, want ErrNotFound", err)
+	}
+	if _, err := runtime.Resume(context.Background(), snapshots.Script(), (&resumable{}).fn, runtime.Config{}); !errors.Is(err, runtime.ErrNoStore) {
+		t.Fatalf("err = %v, want ErrNoStore", err)
+	}
+}
