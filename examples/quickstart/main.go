@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/reprompt/reprompt/effects"
+	"github.com/reprompt/reprompt/examples/internal/models"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/snapshots"
@@ -136,9 +137,10 @@ func Script() *snapshots.Model {
 }
 
 func main() {
-	fmt.Println("reprompt quickstart: a to-do agent on a scripted model (offline).")
+	model, about := models.Pick(Script())
+	fmt.Println("reprompt quickstart: a to-do agent on the " + about + ".")
 	fmt.Println("The prompt function runs again before every step; effects run when their dependencies change.")
-	r := runtime.New(Script(), Agent, runtime.Config{MaxSteps: 20})
+	r := runtime.New(model, Agent, runtime.Config{MaxSteps: 20})
 	prev := map[string]string{}
 	steps := 0
 	for step, err := range r.All(context.Background()) {

@@ -1,0 +1,21 @@
+// Package models picks the model the examples run on: the scripted model
+// by default (offline), or an OpenAI-compatible endpoint when
+// OPENAI_API_KEY or OPENAI_BASE_URL is set.
+package models
+
+import (
+	"os"
+
+	"github.com/reprompt/reprompt/providers/openai"
+	"github.com/reprompt/reprompt/runtime"
+	"github.com/reprompt/reprompt/snapshots"
+)
+
+// Pick returns the model to run on and a line describing it.
+func Pick(script *snapshots.Model) (runtime.Model, string) {
+	if os.Getenv("OPENAI_API_KEY") == "" && os.Getenv("OPENAI_BASE_URL") == "" {
+		return script, "scripted model (offline; set OPENAI_API_KEY or OPENAI_BASE_URL to use a real one)"
+	}
+	m := openai.FromEnv()
+	return m, "model " + m.Name() + " from the environment"
+}
