@@ -2,7 +2,6 @@ package snapshots
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -524,19 +523,22 @@ type section struct{ name, body string }
 // sections, in order.
 func splitSections(text string) []section {
 	out := []section{{}}
+	start := 0 // offset of the current section's body
+	pos := 0
 	for line := range strings.Lines(text) {
-		l := strings.TrimSuffix(line, "\n")
-		if isMarker(l) {
+		if l := strings.TrimSuffix(line, "\n"); isMarker(l) {
+			out[len(out)-1].body = text[start:pos]
 			out = append(out, section{name: strings.TrimSpace(l[3 : len(l)-3])})
-			continue
+			start = pos + len(line)
 		}
-		out[len(out)-1].body += line
+		pos += len(line)
 	}
+	out[len(out)-1].body = text[start:]
 	return out
 }
 
 // diffSections returns a go-cmp diff of each section that differs, in the
-// order of got (then of sections only in want), at most maxSectionDiffs.
+// order of got, then those only in want; at most maxSectionDiffs.
 func diffSections(want, got string) string {
 	ws, gs := splitSections(want), splitSections(got)
 	wantBody := map[string]string{}
@@ -544,27 +546,22 @@ func diffSections(want, got string) string {
 		wantBody[s.name] = s.body
 	}
 	type pair struct {
-		name      string
-		w, g      string
-		inW, inG  bool
-		gotOrder  int
-		wantOrder int
+		name     string
+		w, g     string
+		inW, inG bool
 	}
 	var pairs []pair
 	seen := map[string]bool{}
-	for i, s := range gs {
+	for _, s := range gs {
 		w, ok := wantBody[s.name]
-		pairs = append(pairs, pair{name: s.name, w: w, g: s.body, inW: ok, inG: true, gotOrder: i})
+		pairs = append(pairs, pair{name: s.name, w: w, g: s.body, inW: ok, inG: true})
 		seen[s.name] = true
 	}
-	for i, s := range ws {
+	for _, s := range ws {
 		if !seen[s.name] {
-			pairs = append(pairs, pair{name: s.name, w: s.body, inW: true, gotOrder: len(gs), wantOrder: i})
+			pairs = append(pairs, pair{name: s.name, w: s.body, inW: true})
 		}
 	}
-	slices.SortStableFunc(pairs, func(a, b pair) int {
-		return cmp.Or(cmp.Compare(a.gotOrder, b.gotOrder), cmp.Compare(a.wantOrder, b.wantOrder))
-	})
 	var b strings.Builder
 	n := 0
 	for _, p := range pairs {

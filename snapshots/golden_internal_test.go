@@ -1,12 +1,17 @@
 package snapshots
 
 import (
+	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/runtime"
 )
 
 func TestGoldenPath(t *testing.T) {
@@ -79,4 +84,39 @@ func TestDiffSections(t *testing.T) {
 	if strings.Contains(d, "-- end --") {
 		t.Errorf("diff shows an equal section:\n%s", d)
 	}
+}
+
+// FuzzFormatSections: whatever text the system prompt, a message, a tool
+// result or a state key holds, the golden text splits into exactly the
+// sections Format wrote, and Format does not panic.
+func FuzzFormatSections(f *testing.F) {
+	f.Add("<role>\nYou help.\n</role>", "hi", "ok", "count")
+	f.Add("-- step 0/reply --", "-- end --\n", "\n-- x --\n\n", "-- k --")
+	f.Add("", "", "", "")
+	f.Add("a\r\nb", "\n\n", "--  --", "a\nb")
+	f.Fuzz(func(t *testing.T, system, user, result, key string) {
+		step := &runtime.Step{
+			Request: &runtime.Request{
+				System:   system,
+				Messages: []defs.Message{defs.UserMessage(user)},
+				Tools:    []runtime.ToolSpec{{Name: "t", Description: user, Parameters: json.RawMessage(result)}},
+			},
+			Reply: &runtime.Reply{Message: defs.Message{Role: defs.RoleAssistant, Content: result,
+				ToolCalls: []defs.ToolCall{{ID: "c1", Name: "t", Arguments: json.RawMessage(user)}}}},
+			ToolResults: []defs.ToolResult{{CallID: "c1", Name: "t", Content: result}},
+			State:       map[string]any{key: result},
+		}
+		out := string(Format([]*runtime.Step{step}, errors.New(user)))
+		var names []string
+		for _, s := range splitSections(out) {
+			names = append(names, s.name)
+		}
+		want := []string{"", "step 0/system", "step 0/tools", "step 0/messages", "step 0/reply", "step 0/results", "step 0/state", "end"}
+		if diff := cmp.Diff(want, names); diff != "" {
+			t.Errorf("sections mismatch (-want +got):\n%s\n%s", diff, out)
+		}
+		if !strings.HasPrefix(out, Header+"\n") || !strings.HasSuffix(out, "\n") {
+			t.Errorf("bad framing:\n%s", out)
+		}
+	})
 }
