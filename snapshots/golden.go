@@ -630,6 +630,7 @@ func markUsed(dir, path string) {
 //	func TestMain(m *testing.M) { os.Exit(snapshots.CheckUnused(m)) }
 //
 // A test that skips before calling Run leaves its golden file unused.
+// Run may be called from parallel tests; CheckUnused sees every call.
 func CheckUnused(m *testing.M) int {
 	code := m.Run()
 	if code != 0 || narrowed() {
@@ -649,8 +650,12 @@ func CheckUnused(m *testing.M) int {
 	if len(unused) == 0 {
 		return code
 	}
-	fmt.Fprintf(os.Stderr, "snapshots: %d golden files were not used by any test; delete them or rename them after their test:\n", len(unused))
+	fmt.Fprintf(os.Stderr, "snapshots: golden files not used by any test (delete them, or rename them after their test): %d\n", len(unused))
+	wd, _ := os.Getwd()
 	for _, p := range unused {
+		if rel, err := filepath.Rel(wd, p); err == nil && !strings.HasPrefix(rel, "..") {
+			p = rel
+		}
 		fmt.Fprintf(os.Stderr, "\t%s\n", p)
 	}
 	return 1

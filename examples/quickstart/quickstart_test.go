@@ -1,11 +1,16 @@
 package main
 
 import (
+	"os"
 	"testing"
 
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/snapshots"
 )
+
+// TestMain fails the run when a golden file under testdata was used by no
+// test (after a test was renamed, say).
+func TestMain(m *testing.M) { os.Exit(snapshots.CheckUnused(m)) }
 
 // TestQuickstart snapshots every step of the quickstart run in
 // testdata/TestQuickstart.txtar: the system prompt, messages, tools, effects
