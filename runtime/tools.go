@@ -179,6 +179,10 @@ func safeCall(ctx context.Context, t *defs.Tool, args []byte) (out string, err e
 func (r *Runner) RunAgent(ctx context.Context, name string, fn prompt.Func, task string) (string, error) {
 	cfg := r.cfg
 	cfg.OnDelta = nil
+	// A sub-agent runs inside one tool call of the parent, whose checkpoints
+	// record its answer: it must not write checkpoints into the parent's
+	// session.
+	cfg.Store, cfg.SessionID = nil, ""
 	if cfg.AgentMaxSteps != 0 {
 		cfg.MaxSteps = cfg.AgentMaxSteps
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/reprompt/reprompt/effects"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
+	"github.com/reprompt/reprompt/session"
 	"github.com/reprompt/reprompt/snapshots"
 )
 
@@ -495,5 +496,22 @@ func TestSubAgentFailureIsErrorResult(t *testing.T) {
 	}
 	if res.Text != "gave up" {
 		t.Errorf("parent ended with %q", res.Text)
+	}
+}
+
+func TestSubAgentUnderSessionStore(t *testing.T) {
+	parent := func(p *prompt.Prompt) error {
+		p.DefAgent("worker", "Work.", func(*prompt.Prompt) error { return nil })
+		p.User("go")
+		return nil
+	}
+	m := snapshots.Script(
+		snapshots.CallTool("worker", prompt.AgentArgs{Task: "t"}),
+		snapshots.Text("sub answer"),
+		snapshots.Text("done"),
+	)
+	res := run(t, m, parent, runtime.Config{Store: session.NewMemory(), SessionID: "parent"})
+	if r := res.Steps[0].ToolResults[0]; r.IsError || r.Content != "sub answer" {
+		t.Errorf("sub-agent result = %+v, want its answer: a sub-agent must not write into the parent's session", r)
 	}
 }
