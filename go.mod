@@ -3,6 +3,7 @@ module github.com/reprompt/reprompt
 go 1.26
 
 require (
+	github.com/expr-lang/expr v1.17.8
 	github.com/google/jsonschema-go v0.4.3
 	github.com/sashabaranov/go-openai v1.43.0
 	go.yaml.in/yaml/v3 v3.0.6

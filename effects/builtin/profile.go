@@ -1,0 +1,143 @@
+package builtin
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+)
+
+// LocalFloor is the smallest window assumed for a local model (Floor of
+// Local profiles): local servers often report a context of 0 or less than
+// the model really gets.
+const LocalFloor = 4096
+
+// Profile is what context management needs to know of a model.
+type Profile struct {
+	// Window is the context window in tokens (input and output); 0 means
+	// unknown, and context management stays off.
+	Window int
+	// OutputReserve is the part of the window kept for the reply.
+	OutputReserve int
+	// Floor is the smallest window assumed, whatever Window says; 0 means
+	// none.
+	Floor int
+	// Local marks a model served locally (Ollama style): small windows, so
+	// Defaults trims more aggressively.
+	Local bool
+}
+
+// EffectiveWindow returns the window to budget for: Window, raised to Floor.
+func (p Profile) EffectiveWindow() int { return max(p.Window, p.Floor) }
+
+// Usable returns the tokens a request may use: EffectiveWindow minus
+// OutputReserve (half the window if the reserve takes it all).
+func (p Profile) Usable() int {
+	w := p.EffectiveWindow()
+	if u := w - p.OutputReserve; u > 0 {
+		return u
+	}
+	return w / 2
+}
+
+// Local returns the profile of a model served locally with a window of
+// window tokens (the server's num_ctx, not the model's nominal maximum, if
+// they differ): window floored at LocalFloor, an output reserve of an
+// eighth of it (between 512 and 4096 tokens).
+func Local(window int) Profile {
+	w := max(window, LocalFloor)
+	return Profile{Window: window, OutputReserve: min(max(w/8, 512), 4096), Floor: LocalFloor, Local: true}
+}
+
+type profileEntry struct {
+	prefix string
+	p      Profile
+}
+
+// profiles is the table behind ProfileFor, longest prefix first. The
+// windows are the providers' published context lengths.
+var profiles = func() []profileEntry {
+	t := []profileEntry{
+		// OpenAI.
+		{"gpt-5", Profile{Window: 400_000, OutputReserve: 128_000}},
+		{"gpt-4.1", Profile{Window: 1_047_576, OutputReserve: 32_768}},
+		{"gpt-4o", Profile{Window: 128_000, OutputReserve: 16_384}},
+		{"chatgpt-4o", Profile{Window: 128_000, OutputReserve: 16_384}},
+		{"gpt-4-turbo", Profile{Window: 128_000, OutputReserve: 4_096}},
+		{"gpt-4-1106", Profile{Window: 128_000, OutputReserve: 4_096}},
+		{"gpt-4-0125", Profile{Window: 128_000, OutputReserve: 4_096}},
+		{"gpt-4-32k", Profile{Window: 32_768, OutputReserve: 4_096}},
+		{"gpt-4", Profile{Window: 8_192, OutputReserve: 2_048}},
+		{"gpt-3.5-turbo-instruct", Profile{Window: 4_096, OutputReserve: 1_024}},
+		{"gpt-3.5-turbo", Profile{Window: 16_385, OutputReserve: 4_096}},
+		{"o1-mini", Profile{Window: 128_000, OutputReserve: 65_536}},
+		{"o1", Profile{Window: 200_000, OutputReserve: 100_000}},
+		{"o3", Profile{Window: 200_000, OutputReserve: 100_000}},
+		{"o4-mini", Profile{Window: 200_000, OutputReserve: 100_000}},
+		{"gpt-oss", Profile{Window: 131_072, OutputReserve: 16_384}},
+		// Local models, nominal windows.
+		{"llama3.1", Local(131_072)},
+		{"llama3.2", Local(131_072)},
+		{"llama3.3", Local(131_072)},
+		{"llama3", Local(8_192)},
+		{"llama2", Local(4_096)},
+		{"codellama", Local(16_384)},
+		{"qwen3", Local(40_960)},
+		{"qwen2.5", Local(32_768)},
+		{"qwen2", Local(32_768)},
+		{"mistral-nemo", Local(131_072)},
+		{"mistral", Local(32_768)},
+		{"mixtral", Local(32_768)},
+		{"gemma3", Local(131_072)},
+		{"gemma2", Local(8_192)},
+		{"gemma", Local(8_192)},
+		{"phi4", Local(16_384)},
+		{"phi3", Local(4_096)},
+		{"deepseek-r1", Local(131_072)},
+		{"deepseek-coder-v2", Local(163_840)},
+		{"deepseek-coder", Local(16_384)},
+	}
+	slices.SortStableFunc(t, func(a, b profileEntry) int { return cmp.Compare(len(b.prefix), len(a.prefix)) })
+	return t
+}()
+
+// ProfileFor returns the profile of a model by name, or the zero Profile
+// (window unknown) for a model it does not know. The name is matched
+// case-insensitively by prefix, after dropping a provider prefix
+// ("ollama/", "openai/") and a tag (":8b"), so dated snapshots such as
+// gpt-4o-2024-08-06 match their family.
+//
+// The table:
+//
+//	model                        window     output reserve
+//	gpt-5*                       400000     128000
+//	gpt-4.1*                     1047576    32768
+//	gpt-4o*, chatgpt-4o*         128000     16384
+//	gpt-4-turbo*, -1106, -0125   128000     4096
+//	gpt-4-32k*                   32768      4096
+//	gpt-4*                       8192       2048
+//	gpt-3.5-turbo*               16385      4096 (instruct: 4096, 1024)
+//	o1*, o3*, o4-mini*           200000     100000 (o1-mini: 128000, 65536)
+//	gpt-oss*                     131072     16384
+//
+// Local models get Local(window), with their nominal window: llama3.1/3.2/3.3
+// 131072, llama3 8192, llama2 4096, codellama 16384, qwen3 40960, qwen2.5 and
+// qwen2 32768, mistral-nemo 131072, mistral and mixtral 32768, gemma3
+// 131072, gemma2 and gemma 8192, phi4 16384, phi3 4096, deepseek-r1 131072,
+// deepseek-coder-v2 163840, deepseek-coder 16384. A local server may run a
+// model with a smaller context than its nominal one (Ollama's num_ctx):
+// use Local(numCtx) then.
+func ProfileFor(model string) Profile {
+	name := strings.ToLower(strings.TrimSpace(model))
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		name = name[i+1:]
+	}
+	if i := strings.IndexByte(name, ':'); i >= 0 {
+		name = name[:i]
+	}
+	for _, e := range profiles {
+		if strings.HasPrefix(name, e.prefix) {
+			return e.p
+		}
+	}
+	return Profile{}
+}

@@ -1,0 +1,159 @@
+package builtin
+
+import (
+	"context"
+	"slices"
+	"sync"
+
+	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/effects"
+)
+
+// Defaults of TrimConfig.
+const (
+	DefaultMaxResultLength = 500
+	DefaultPreserveRecent  = 4
+	DefaultMinSaving       = 200
+	DefaultTrimBatch       = 4
+)
+
+// TrimConfig configures TrimToolResults. The zero value means the defaults.
+type TrimConfig struct {
+	// MaxResultLength is the length in bytes (cut at a character boundary)
+	// an old tool result keeps, before a marker saying how much was cut.
+	// Zero means DefaultMaxResultLength.
+	MaxResultLength int
+	// PreserveRecent is how many of the most recent tool-role messages are
+	// never trimmed. Zero means DefaultPreserveRecent; a negative value
+	// preserves none.
+	PreserveRecent int
+	// MinSaving is the fewest bytes a cut must save to be made: a small cut
+	// is not worth the prompt cache it breaks. Zero means DefaultMinSaving;
+	// a negative value means any saving.
+	MinSaving int
+	// Batch is how many old results must wait to be trimmed before the
+	// transcript is rewritten (all of them at once). Zero means
+	// DefaultTrimBatch; 1 trims as soon as one result is old enough.
+	Batch int
+}
+
+func (c TrimConfig) normalized() TrimConfig {
+	if c.MaxResultLength <= 0 {
+		c.MaxResultLength = DefaultMaxResultLength
+	}
+	switch {
+	case c.PreserveRecent == 0:
+		c.PreserveRecent = DefaultPreserveRecent
+	case c.PreserveRecent < 0:
+		c.PreserveRecent = 0
+	}
+	switch {
+	case c.MinSaving == 0:
+		c.MinSaving = DefaultMinSaving
+	case c.MinSaving < 0:
+		c.MinSaving = 1
+	}
+	if c.Batch <= 0 {
+		c.Batch = DefaultTrimBatch
+	}
+	return c
+}
+
+// TrimToolResults returns an effect (kind trim_tool_results, to register in
+// the AfterReply phase) that cuts long results of old tool calls.
+//
+// A tool result is old once PreserveRecent newer tool-role messages follow
+// it. An old result is trimmed to MaxResultLength if that saves at least
+// MinSaving bytes; error results are never cut; a trimmed message is marked
+// with Meta[MetaTrimmed] and never looked at again.
+//
+// Trimming rewrites earlier messages and so breaks the provider's cached
+// prefix from the first trimmed message on. To break it rarely, results are
+// trimmed in batches: the transcript is rewritten (one CommitMessages) only
+// when at least Batch old results wait to be trimmed, and then all of them
+// are trimmed together. With the defaults the prefix breaks about once every
+// four long tool results instead of at every step.
+//
+// The effect remembers how far it read the transcript and which results
+// wait, so a step where nothing is trimmed costs what is new since the last
+// step, not the length of the history. Build the effect once per run,
+// outside the prompt function (Config.Register does): built anew at each
+// execution it still works, but reads the whole transcript every step. It is
+// safe for concurrent use; used by several runs at once it reads each
+// transcript anew whenever the run changes.
+func TrimToolResults(cfg TrimConfig) effects.Func {
+	t := &trimmer{cfg: cfg.normalized()}
+	return t.run
+}
+
+type trimmer struct {
+	cfg   TrimConfig
+	mu    sync.Mutex
+	cur   cursor
+	tools int         // tool-role messages seen
+	cands []candidate // results that may be trimmed once old, oldest first
+}
+
+type candidate struct {
+	idx, ord int // position in the transcript; ordinal among tool messages
+	id       string
+}
+
+func (t *trimmer) run(ctx context.Context, s *effects.Step) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	msgs := s.Transcript()
+	if !t.cur.valid(msgs) {
+		t.cur.reset()
+		t.tools, t.cands = 0, t.cands[:0]
+	}
+	t.scan(msgs)
+	old := t.tools - t.cfg.PreserveRecent
+	k := 0
+	for k < len(t.cands) && t.cands[k].ord < old {
+		k++
+	}
+	if k < t.cfg.Batch {
+		return nil
+	}
+	out := slices.Clone(msgs)
+	n := 0
+	for _, c := range t.cands[:k] {
+		m := &out[c.idx]
+		if m.Role != defs.RoleTool || m.ToolCallID != c.id {
+			// The transcript changed under us in a way the cursor missed:
+			// read it again from the start and decide at the next step.
+			t.cur.reset()
+			t.tools, t.cands = 0, t.cands[:0]
+			return nil
+		}
+		if !trimmable(m) {
+			continue
+		}
+		*m = trimMessage(*m, t.cfg.MaxResultLength)
+		n++
+	}
+	t.cands = slices.Delete(t.cands, 0, k)
+	if n == 0 {
+		return nil
+	}
+	s.CommitMessages(out)
+	t.cur.set(out)
+	return nil
+}
+
+// scan reads the messages after the cursor.
+func (t *trimmer) scan(msgs []defs.Message) {
+	for i := t.cur.n; i < len(msgs); i++ {
+		m := &msgs[i]
+		if m.Role != defs.RoleTool {
+			continue
+		}
+		ord := t.tools
+		t.tools++
+		if trimmable(m) && trimSaving(m.Content, t.cfg.MaxResultLength) >= t.cfg.MinSaving {
+			t.cands = append(t.cands, candidate{idx: i, ord: ord, id: m.ToolCallID})
+		}
+	}
+	t.cur.set(msgs)
+}
