@@ -2,7 +2,6 @@ package snapshots_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -146,7 +145,6 @@ func TestRecordStream(t *testing.T) {
 	}
 	replies := rec.Replies()
 	if len(replies) != 1 || replies[0].Text != "hello there" {
-		b, _ := json.Marshal(replies)
-		t.Errorf("recorded %s", b)
+		t.Errorf("recorded %+v, want one reply with text %q", replies, "hello there")
 	}
 }
