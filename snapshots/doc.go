@@ -105,7 +105,8 @@
 // left out: the scripted model estimates it from the request's length. A
 // line of the content that would read as a section marker ("-- x --") is
 // written with a leading backslash. The error a run ended with is the end
-// section's "error" field. Format returns this text for steps run by other
+// section's "error" field, as its Error method writes it: an error that names
+// a source line (a failing effect, a panic) may need a Redact. Format returns this text for steps run by other
 // means.
 //
 // # Record and replay

@@ -144,18 +144,20 @@ func Run(t testing.TB, fn prompt.Func, model runtime.Model, opts ...Option) *run
 // the text of a golden file. The Redact options given apply; the others are
 // ignored. The text is deterministic: it holds no wall-clock time, map keys
 // are sorted, and effects are named by id and file without line numbers.
+// Nil steps are skipped.
 func Format(steps []*runtime.Step, runErr error, opts ...Option) []byte {
 	return format(steps, runErr, newOptions(opts))
 }
 
 func format(steps []*runtime.Step, runErr error, o *options) []byte {
 	f := &formatter{schemas: map[string]shown{}}
-	for i, s := range steps {
-		var prev *runtime.Step
-		if i > 0 {
-			prev = steps[i-1]
+	var prev *runtime.Step
+	for _, s := range steps {
+		if s == nil {
+			continue
 		}
 		f.step(s, prev)
+		prev = s
 	}
 	f.section("end")
 	fmt.Fprintf(&f.b, "steps: %d\n", len(steps))
