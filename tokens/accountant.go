@@ -1,0 +1,300 @@
+package tokens
+
+import (
+	"encoding/binary"
+	"hash/maphash"
+	"sync"
+
+	"github.com/reprompt/reprompt/defs"
+)
+
+// CacheSize bounds the content-keyed cache of an Accountant: it remembers
+// the counts of at least the CacheSize/2 and at most the CacheSize messages
+// counted last.
+const CacheSize = 8192
+
+// tracks is the number of transcripts (distinct backing arrays) an
+// Accountant follows at once: the run's transcript and the request built
+// from it.
+const tracks = 2
+
+// Accountant counts the tokens of a transcript incrementally under one
+// Counter, so that a step costs only what is new.
+//
+// Count remembers per-message counts, prefix sums and a shallow copy of the
+// counted messages for the last two slices it saw (by backing array). When
+// msgs starts at the same address as one of them, only the messages past the
+// shorter of the last two lengths seen are checked and only the new or
+// changed ones are counted: a transcript that grows by appending costs
+// O(new messages), and so does a request made of the transcript plus a tail
+// written into the transcript's spare capacity. Any other slice (a copy, a
+// compacted transcript) is compared message by message with the remembered
+// ones, without hashing, and its changed messages are looked up in a
+// content-keyed cache (role, content, name, tool calls, tool call ID) of at
+// most CacheSize entries before they are counted.
+//
+// Count relies on what defs.Message documents: a message in a transcript is
+// never changed in place. A slice whose earlier messages were overwritten in
+// place, behind the last two lengths seen, may be miscounted.
+//
+// An Accountant is safe for concurrent use. Its zero value is not usable:
+// make one with NewAccountant.
+type Accountant struct {
+	c Counter
+
+	mu     sync.Mutex
+	tick   uint64
+	tr     [tracks]track
+	cur    *track // the track of the last Count; nil before any
+	cache  [2]map[uint64]int
+	tools  toolCache
+	hashed uint64 // messages hashed (tests)
+}
+
+// track is what an Accountant remembers of one backing array.
+type track struct {
+	first   *defs.Message
+	ids     []ident  // shallow copies of the messages counted
+	prefix  []int    // prefix[i] is the count of ids[:i]
+	chain   []uint64 // chain[i] is a hash of the contents of ids[:i]
+	checked int      // ids[:checked] are trusted when first matches
+	lastLen int      // len of the last slice counted on this track
+	used    uint64
+}
+
+// ident is the part of a message that is counted.
+type ident struct {
+	role    defs.Role
+	content string
+	name    string
+	callID  string
+	calls   []defs.ToolCall
+}
+
+func identOf(m *defs.Message) ident {
+	return ident{m.Role, m.Content, m.Name, m.ToolCallID, m.ToolCalls}
+}
+
+// same reports whether m counts as id. Strings that share memory compare in
+// O(1).
+func (id *ident) same(m *defs.Message) bool {
+	if id.role != m.Role || id.content != m.Content || id.name != m.Name || id.callID != m.ToolCallID {
+		return false
+	}
+	if len(id.calls) != len(m.ToolCalls) {
+		return false
+	}
+	if len(id.calls) == 0 || &id.calls[0] == &m.ToolCalls[0] {
+		return true
+	}
+	for i := range id.calls {
+		a, b := &id.calls[i], &m.ToolCalls[i]
+		if a.ID != b.ID || a.Name != b.Name || string(a.Arguments) != string(b.Arguments) {
+			return false
+		}
+	}
+	return true
+}
+
+// NewAccountant returns an Accountant counting under c.
+func NewAccountant(c Counter) *Accountant {
+	a := &Accountant{c: c}
+	a.cache[0] = make(map[uint64]int)
+	return a
+}
+
+// Counter returns the Counter a counts with.
+func (a *Accountant) Counter() Counter { return a.c }
+
+// Count returns the token count of msgs: the sum of the Counter's Message
+// counts (no ReplyPriming). It has the signature of effects.Budget.Count.
+// msgs is read, never modified, and is remembered until a later Count
+// replaces it.
+func (a *Accountant) Count(msgs []defs.Message) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.sync(msgs).total()
+}
+
+// Prefix returns the token count of the first k messages of the slice last
+// passed to Count, in O(1). k is clamped to [0, len]. It reports, for
+// example, the tokens a request shares as a prefix with the previous one.
+func (a *Accountant) Prefix(k int) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.cur == nil {
+		return 0
+	}
+	return a.cur.prefixAt(k)
+}
+
+func (t *track) total() int { return t.prefix[len(t.prefix)-1] }
+
+func (t *track) prefixAt(k int) int {
+	k = max(0, min(k, len(t.ids)))
+	return t.prefix[k]
+}
+
+// sync brings a track up to date with msgs and returns it. a.mu is held.
+func (a *Accountant) sync(msgs []defs.Message) *track {
+	a.tick++
+	if len(msgs) == 0 {
+		t := a.lru()
+		t.reset(nil)
+		t.used = a.tick
+		a.cur = t
+		return t
+	}
+	first := &msgs[0]
+	var t *track
+	for i := range a.tr {
+		if a.tr[i].first == first {
+			t = &a.tr[i]
+			break
+		}
+	}
+	if t != nil {
+		// The same backing array: trust ids[:checked], check the rest of
+		// the overlap, count what is past it.
+		overlap := min(len(msgs), len(t.ids))
+		k := min(t.checked, overlap)
+		for k < overlap && t.ids[k].same(&msgs[k]) {
+			k++
+		}
+		t.truncate(k)
+		t.checked = min(t.lastLen, len(msgs))
+	} else {
+		// Another array: start from the remembered slice sharing the
+		// longest prefix with msgs.
+		var base *track
+		k := 0
+		for i := range a.tr {
+			b := &a.tr[i]
+			n := min(len(b.ids), len(msgs))
+			j := 0
+			for j < n && b.ids[j].same(&msgs[j]) {
+				j++
+			}
+			if base == nil || j > k {
+				base, k = b, j
+			}
+		}
+		t = a.lru()
+		if t != base {
+			t.copyFrom(base, k)
+		} else {
+			t.truncate(k)
+		}
+		t.first = first
+		t.checked = len(msgs)
+	}
+	for i := len(t.ids); i < len(msgs); i++ {
+		a.add(t, &msgs[i])
+	}
+	t.lastLen = len(msgs)
+	t.used = a.tick
+	a.cur = t
+	return t
+}
+
+// lru returns the track used least recently.
+func (a *Accountant) lru() *track {
+	t := &a.tr[0]
+	for i := 1; i < len(a.tr); i++ {
+		if a.tr[i].used < t.used {
+			t = &a.tr[i]
+		}
+	}
+	return t
+}
+
+func (t *track) reset(first *defs.Message) {
+	t.first = first
+	t.truncate(0)
+	t.checked, t.lastLen = 0, 0
+}
+
+// truncate keeps the first k messages.
+func (t *track) truncate(k int) {
+	clear(t.ids[k:]) // drop references to the messages' memory
+	t.ids = t.ids[:k]
+	if len(t.prefix) == 0 {
+		t.prefix = append(t.prefix, 0)
+		t.chain = append(t.chain, 0)
+	}
+	t.prefix = t.prefix[:k+1]
+	t.chain = t.chain[:k+1]
+}
+
+// copyFrom makes t the first k messages of b.
+func (t *track) copyFrom(b *track, k int) {
+	t.truncate(0)
+	t.ids = append(t.ids, b.ids[:k]...)
+	t.prefix = append(t.prefix[:0], b.prefix[:k+1]...)
+	t.chain = append(t.chain[:0], b.chain[:k+1]...)
+}
+
+// add counts m and appends it to t.
+func (a *Accountant) add(t *track, m *defs.Message) {
+	h := hashMessage(m)
+	a.hashed++
+	n, ok := a.cache[0][h]
+	if !ok {
+		if n, ok = a.cache[1][h]; !ok {
+			n = a.c.Message(*m)
+		}
+		a.remember(h, n)
+	}
+	t.ids = append(t.ids, identOf(m))
+	t.prefix = append(t.prefix, t.prefix[len(t.prefix)-1]+n)
+	t.chain = append(t.chain, chainHash(t.chain[len(t.chain)-1], h))
+}
+
+// remember caches a count, keeping two generations of CacheSize/2 entries.
+func (a *Accountant) remember(h uint64, n int) {
+	if len(a.cache[0]) >= CacheSize/2 {
+		a.cache[1] = a.cache[0]
+		a.cache[0] = make(map[uint64]int, CacheSize/2)
+	}
+	a.cache[0][h] = n
+}
+
+var seed = maphash.MakeSeed()
+
+// hashMessage hashes the counted part of m.
+func hashMessage(m *defs.Message) uint64 {
+	var h maphash.Hash
+	h.SetSeed(seed)
+	writeString(&h, string(m.Role))
+	writeString(&h, m.Content)
+	writeString(&h, m.Name)
+	writeString(&h, m.ToolCallID)
+	writeLen(&h, len(m.ToolCalls))
+	for i := range m.ToolCalls {
+		tc := &m.ToolCalls[i]
+		writeString(&h, tc.ID)
+		writeString(&h, tc.Name)
+		writeLen(&h, len(tc.Arguments))
+		h.Write(tc.Arguments)
+	}
+	return h.Sum64()
+}
+
+func writeString(h *maphash.Hash, s string) {
+	writeLen(h, len(s))
+	h.WriteString(s)
+}
+
+func writeLen(h *maphash.Hash, n int) {
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], uint64(n))
+	h.Write(b[:])
+}
+
+// chainHash extends the hash of a prefix by one message's hash.
+func chainHash(prev, h uint64) uint64 {
+	x := (prev ^ h) * 0x9e3779b97f4a7c15
+	x ^= x >> 29
+	x *= 0xbf58476d1ce4e5b9
+	return x ^ x>>32
+}
