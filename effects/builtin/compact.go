@@ -657,17 +657,14 @@ func SummaryContent(text string, read, modified []string) string {
 	b.WriteString("<summary>\nThis summary replaces the earlier part of the conversation; the messages after it continue from where it ends.\n\n")
 	b.WriteString(strings.TrimSpace(text))
 	b.WriteString("\n")
-	if len(read) > 0 {
-		b.WriteString("\n<read-files>\n" + strings.Join(read, "\n") + "\n</read-files>")
-	}
-	if len(modified) > 0 {
-		if len(read) == 0 {
-			b.WriteString("\n")
-		}
-		b.WriteString("\n<modified-files>\n" + strings.Join(modified, "\n") + "\n</modified-files>")
-	}
 	if len(read) > 0 || len(modified) > 0 {
 		b.WriteString("\n")
+	}
+	if len(read) > 0 {
+		b.WriteString("<read-files>\n" + strings.Join(read, "\n") + "\n</read-files>\n")
+	}
+	if len(modified) > 0 {
+		b.WriteString("<modified-files>\n" + strings.Join(modified, "\n") + "\n</modified-files>\n")
 	}
 	b.WriteString("</summary>")
 	return b.String()
@@ -704,14 +701,22 @@ func (c *compactor) request(s *effects.Step, prev *defs.Message, older []defs.Me
 	if split {
 		b.WriteString("The conversation ends inside a turn that is still in progress (marked below); summarise its beginning under \"Current turn\".\n\n")
 	}
-	left := budget - countText(b.String()) - 16
+	left := budget - countText(b.String()) - 32
+	// The beginning of a split turn is kept whatever the bound.
+	var turn string
+	if turnStart >= 0 {
+		turn = "[The turn below is still in progress: it continues in the messages kept after this summary.]\n" + renderMessage(&older[turnStart])
+		left -= countText(turn)
+	}
 	pieces := make([]string, 0, len(older))
 	from := len(older)
 	for i := len(older) - 1; i >= 0; i-- {
-		p := renderMessage(&older[i])
 		if i == turnStart {
-			p = "[The turn below is still in progress: it continues in the messages kept after this summary.]\n" + p
+			pieces = append(pieces, turn)
+			from = i
+			continue
 		}
+		p := renderMessage(&older[i])
 		t := countText(p)
 		if t > left {
 			break
@@ -723,6 +728,12 @@ func (c *compactor) request(s *effects.Step, prev *defs.Message, older []defs.Me
 	b.WriteString("<conversation>\n")
 	if from > 0 {
 		fmt.Fprintf(&b, "[… %d earlier messages left out …]\n\n", from)
+	}
+	if turnStart >= 0 && from > turnStart {
+		b.WriteString(turn + "\n")
+		if from > turnStart+1 {
+			fmt.Fprintf(&b, "[… %d messages of this turn left out …]\n\n", from-turnStart-1)
+		}
 	}
 	for i := len(pieces) - 1; i >= 0; i-- {
 		b.WriteString(pieces[i])

@@ -1,0 +1,481 @@
+package builtin_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/effects/builtin"
+	"github.com/reprompt/reprompt/state"
+)
+
+// conversation returns a task and n turns, each a user request, an
+// assistant message calling read_file and write_file in parallel, their
+// results (size characters each) and an answer.
+func conversation(n, size int) []defs.Message {
+	msgs := []defs.Message{user("Task: fix the parser.")}
+	for i := range n {
+		s := strconv.Itoa(i)
+		msgs = append(msgs,
+			user("Step "+s+": look at file "+s),
+			call("Reading "+s, "read_file:r"+s, "write_file:w"+s),
+			result("r"+s, "read_file", strings.Repeat("r", size)),
+			result("w"+s, "write_file", "ok"),
+			assistant("Done with "+s+"."),
+		)
+	}
+	return msgs
+}
+
+func TestCompactBelowThresholdDoesNothing(t *testing.T) {
+	model := &fakeModel{}
+	c := builtin.Compact(builtin.CompactConfig{Model: model})
+	msgs := conversation(3, 100)
+	if got := committed(t, c, newStep(1, msgs, 100_000)); got != nil {
+		t.Fatalf("compacted below the threshold:\n%s", dump(got))
+	}
+	// No window known: nothing either.
+	if got := committed(t, c, newStep(1, conversation(100, 1000), 0)); got != nil {
+		t.Fatal("compacted with no window")
+	}
+	if len(model.Calls()) != 0 {
+		t.Fatal("the model was called")
+	}
+}
+
+func TestCompactTrimsFirst(t *testing.T) {
+	var infos []builtin.Info
+	model := &fakeModel{}
+	c := builtin.Compact(builtin.CompactConfig{Model: model, OnCompaction: func(i builtin.Info) { infos = append(infos, i) }})
+	msgs := conversation(8, 2000) // ≈ 8×(500+…) tokens
+	window := count(msgs) * 100 / 90
+	got := committed(t, c, newStep(1, msgs, window))
+	if got == nil {
+		t.Fatal("no commit")
+	}
+	if len(model.Calls()) != 0 {
+		t.Fatal("summarised although trimming was enough")
+	}
+	if len(got) != len(msgs) {
+		t.Fatalf("messages %d → %d", len(msgs), len(got))
+	}
+	if len(infos) != 1 || infos[0].Strategy != builtin.StrategyTrim || infos[0].Trimmed == 0 || infos[0].TokensAfter >= infos[0].TokensBefore {
+		t.Fatalf("info = %+v", infos)
+	}
+	// The last messages are not trimmed.
+	for _, m := range got[len(got)-6:] {
+		if m.Meta[builtin.MetaTrimmed] != "" {
+			t.Fatal("a recent message was trimmed")
+		}
+	}
+}
+
+func TestCompactSummarises(t *testing.T) {
+	var info builtin.Info
+	model := &fakeModel{summary: "The user wants the parser fixed. Files r0..r9 were read."}
+	c := builtin.Compact(builtin.CompactConfig{Model: model, OnCompaction: func(i builtin.Info) { info = i }})
+	msgs := conversation(20, 400)
+	window := count(msgs) / 2
+	got := committed(t, c, newStep(5, msgs, window))
+	if got == nil {
+		t.Fatal("no commit")
+	}
+	calls := model.Calls()
+	if len(calls) != 1 {
+		t.Fatalf("model called %d times", len(calls))
+	}
+	if calls[0].system != builtin.DefaultSummaryPrompt {
+		t.Error("summariser system prompt")
+	}
+	if !strings.Contains(calls[0].user, "Summarise the conversation below.") || !strings.Contains(calls[0].user, "→ call read_file {\"path\":\"r") {
+		t.Errorf("summariser input:\n%s", calls[0].user)
+	}
+	// Layout: task, summary, kept messages verbatim.
+	if got[0].Content != msgs[0].Content {
+		t.Fatal("the task is not first")
+	}
+	if n, at := summaries(got); n != 1 || at != 1 {
+		t.Fatalf("%d summaries, at %d", n, at)
+	}
+	sm := got[1]
+	if sm.Role != defs.RoleUser || sm.Meta[builtin.MetaSummary] != "1" {
+		t.Fatalf("summary message %+v", sm)
+	}
+	kept := got[2:]
+	tail := msgs[len(msgs)-len(kept):]
+	for i := range kept {
+		if kept[i].Content != tail[i].Content || kept[i].ToolCallID != tail[i].ToolCallID {
+			t.Fatalf("kept message %d differs from the original", i)
+		}
+	}
+	if count(got) > window*8/10 {
+		t.Errorf("after compaction %d tokens, threshold %d", count(got), window*8/10)
+	}
+	if info.Summarized+info.Kept+1 != len(msgs) || info.Kept != len(kept) || info.MessagesAfter != len(got) ||
+		info.Incremental || info.SummaryLen != len(model.summary) || info.Strategy != builtin.StrategySummarize || info.Step != 5 {
+		t.Errorf("info = %+v", info)
+	}
+	// The summarised files: every summarised read and write.
+	summarised := msgs[1 : 1+info.Summarized]
+	for _, m := range summarised {
+		for _, tc := range m.ToolCalls {
+			key := builtin.MetaReadFiles
+			if tc.Name == "write_file" {
+				key = builtin.MetaModifiedFiles
+			}
+			if !strings.Contains(sm.Meta[key], tc.ID+".go") {
+				t.Errorf("%s missing from %s: %q", tc.ID, key, sm.Meta[key])
+			}
+		}
+	}
+}
+
+func TestCompactSummaryFormat(t *testing.T) {
+	got := builtin.SummaryContent("Did things.", []string{"a.go", "b.go"}, []string{"c.go"})
+	want := "<summary>\n" +
+		"This summary replaces the earlier part of the conversation; the messages after it continue from where it ends.\n" +
+		"\n" +
+		"Did things.\n" +
+		"\n" +
+		"<read-files>\na.go\nb.go\n</read-files>\n" +
+		"<modified-files>\nc.go\n</modified-files>\n" +
+		"</summary>"
+	if got != want {
+		t.Errorf("mismatch:\n got %q\nwant %q", got, want)
+	}
+	if got := builtin.SummaryContent("Only text.", nil, nil); got != "<summary>\nThis summary replaces the earlier part of the conversation; the messages after it continue from where it ends.\n\nOnly text.\n</summary>" {
+		t.Errorf("no files: %q", got)
+	}
+	if got := builtin.SummaryContent("X", nil, []string{"m.go"}); !strings.HasSuffix(got, "X\n\n<modified-files>\nm.go\n</modified-files>\n</summary>") {
+		t.Errorf("modified only: %q", got)
+	}
+}
+
+func TestCompactSummaryMessageGolden(t *testing.T) {
+	model := &fakeModel{summary: "Goal: fix the parser."}
+	c := builtin.Compact(builtin.CompactConfig{Model: model, KeepRecentTokens: 25})
+	msgs := []defs.Message{
+		user("Fix the parser."),
+		call("", "read_file:a", "read_file:b"),
+		result("a", "read_file", strings.Repeat("a", 3000)),
+		result("b", "read_file", strings.Repeat("b", 3000)),
+		call("", "edit_file:e"),
+		result("e", "edit_file", "ok"),
+		assistant("Edited a."),
+		user("Now run the tests."),
+		call("", "run:t"),
+		result("t", "run", "PASS"),
+	}
+	s := newStep(3, msgs, 600)
+	s.ContextTooLong = true
+	got := committed(t, c, s)
+	if got == nil {
+		t.Fatal("no commit")
+	}
+	want := "<summary>\n" +
+		"This summary replaces the earlier part of the conversation; the messages after it continue from where it ends.\n\n" +
+		"Goal: fix the parser.\n\n" +
+		"<read-files>\nb.go\n</read-files>\n" +
+		"<modified-files>\ne.go\n</modified-files>\n" +
+		"</summary>"
+	want = strings.Replace(want, "b.go\n", "a.go\nb.go\n", 1)
+	if got[1].Content != want {
+		t.Errorf("summary content:\n got %q\nwant %q", got[1].Content, want)
+	}
+	wantMeta := map[string]string{"summary": "1", "summary_text": "Goal: fix the parser.", "compact_failures": "0",
+		"read_files": "a.go\nb.go", "modified_files": "e.go"}
+	for k, v := range wantMeta {
+		if got[1].Meta[k] != v {
+			t.Errorf("Meta[%q] = %q, want %q", k, got[1].Meta[k], v)
+		}
+	}
+	if len(got[1].Meta) != len(wantMeta) {
+		t.Errorf("Meta = %v", got[1].Meta)
+	}
+	if got[2].Content != "Now run the tests." {
+		t.Errorf("kept part starts with %q", got[2].Content)
+	}
+}
+
+func TestCompactUpdatesThePreviousSummary(t *testing.T) {
+	var infos []builtin.Info
+	model := &fakeModel{}
+	c := builtin.Compact(builtin.CompactConfig{Model: model, OnCompaction: func(i builtin.Info) { infos = append(infos, i) }})
+	msgs := conversation(20, 400)
+	window := count(msgs) / 2
+	got := committed(t, c, newStep(1, msgs, window))
+	// The run goes on; the transcript grows past the threshold again.
+	for i := 20; count(got) <= window*8/10; i++ {
+		more := conversation(i+1, 400)
+		got = append(got, more[len(more)-5:]...)
+	}
+	again := committed(t, c, newStep(2, got, window))
+	if again == nil {
+		t.Fatal("no second compaction")
+	}
+	if n, at := summaries(again); n != 1 || at != 1 {
+		t.Fatalf("%d summaries at %d:\n%s", n, at, dump(again))
+	}
+	if again[1].Meta[builtin.MetaSummary] != "2" || !strings.Contains(again[1].Content, "Summary #2") {
+		t.Errorf("second summary: %+v", again[1])
+	}
+	calls := model.Calls()
+	if len(calls) != 2 || !strings.Contains(calls[1].user, "<previous-summary>\nSummary #1 of the conversation.\n</previous-summary>") ||
+		!strings.Contains(calls[1].user, "Update the previous summary") {
+		t.Fatalf("second call:\n%s", calls[len(calls)-1].user)
+	}
+	if strings.Contains(calls[1].user, "[earlier summary]") {
+		t.Error("the previous summary was rendered as a message too")
+	}
+	if len(infos) != 2 || !infos[1].Incremental {
+		t.Errorf("infos = %+v", infos)
+	}
+	// Files accumulate across compactions.
+	if !strings.Contains(again[1].Meta[builtin.MetaReadFiles], "r0.go") {
+		t.Errorf("r0.go was forgotten: %q", again[1].Meta[builtin.MetaReadFiles])
+	}
+}
+
+func TestCompactSplitTurn(t *testing.T) {
+	var info builtin.Info
+	model := &fakeModel{}
+	c := builtin.Compact(builtin.CompactConfig{Model: model, OnCompaction: func(i builtin.Info) { info = i }})
+	// One long turn: a request, then many tool calls.
+	msgs := []defs.Message{user("Task: refactor."), user("Do all files.")}
+	for i := range 30 {
+		msgs = append(msgs, toolTurn("c"+strconv.Itoa(i), 400)...)
+	}
+	window := count(msgs) / 2
+	got := committed(t, c, newStep(1, msgs, window))
+	if got == nil {
+		t.Fatal("no commit")
+	}
+	if !info.SplitTurn || got[2].Role != defs.RoleAssistant || got[1].Meta[builtin.MetaSplitTurn] != "true" {
+		t.Fatalf("split turn not reported: %+v\n%s", info, dump(got))
+	}
+	in := model.Calls()[0].user
+	if !strings.Contains(in, "ends inside a turn that is still in progress") ||
+		!strings.Contains(in, "[The turn below is still in progress: it continues in the messages kept after this summary.]\n[user]\nDo all files.") {
+		t.Errorf("split turn not labelled for the summariser:\n%s", in[:min(len(in), 800)])
+	}
+}
+
+func TestCompactNeverSeparatesParallelCalls(t *testing.T) {
+	model := &fakeModel{}
+	for keep := 1; keep < 400; keep += 7 {
+		c := builtin.Compact(builtin.CompactConfig{Model: model, KeepRecentTokens: keep})
+		msgs := []defs.Message{user("task")}
+		for i := range 10 {
+			s := strconv.Itoa(i)
+			msgs = append(msgs, call("", "read_file:a"+s, "read_file:b"+s, "grep:c"+s),
+				result("a"+s, "read_file", strings.Repeat("a", 100)),
+				errResult("b"+s, "read_file", "no such file"),
+				result("c"+s, "grep", strings.Repeat("c", 50)))
+		}
+		s := newStep(1, msgs, 1000)
+		s.ContextTooLong = true
+		committed(t, c, s) // validates pairing
+	}
+}
+
+func TestCompactBoundsTheSummariserInput(t *testing.T) {
+	model := &fakeModel{}
+	c := builtin.Compact(builtin.CompactConfig{Model: model, SummaryInputTokens: 500})
+	msgs := conversation(40, 800)
+	if committed(t, c, newStep(1, msgs, count(msgs)/2)) == nil {
+		t.Fatal("no commit")
+	}
+	in := model.Calls()[0].user
+	if n := count([]defs.Message{user(in)}); n > 500 {
+		t.Errorf("summariser input is %d tokens, bound 500", n)
+	}
+	if !strings.Contains(in, "earlier messages left out") {
+		t.Errorf("input does not say what was left out:\n%s", in)
+	}
+}
+
+func TestCompactCircuitBreaker(t *testing.T) {
+	var infos []builtin.Info
+	model := &fakeModel{reply: func(int, string, string) (string, error) { return "", errModelDown }}
+	st := state.New()
+	cfg := builtin.CompactConfig{Model: model, State: st, OnCompaction: func(i builtin.Info) { infos = append(infos, i) }}
+	c := builtin.Compact(cfg)
+	msgs := conversation(20, 400)
+	window := count(msgs) / 2
+	for step := range 5 {
+		s := newStep(step, msgs, window)
+		s.ContextTooLong = true
+		got := committed(t, c, s)
+		if got == nil {
+			t.Fatalf("step %d: no fallback compaction", step)
+		}
+		msgs = got
+		more := conversation(2, 400)
+		msgs = append(msgs, more[1:]...)
+		// Re-id the appended calls so ids stay unique.
+		for i := len(msgs) - 10; i < len(msgs); i++ {
+			for j := range msgs[i].ToolCalls {
+				msgs[i].ToolCalls[j].ID += "s" + strconv.Itoa(step)
+			}
+			if msgs[i].ToolCallID != "" {
+				msgs[i].ToolCallID += "s" + strconv.Itoa(step)
+			}
+		}
+	}
+	if n := len(model.Calls()); n != 3 {
+		t.Fatalf("model called %d times, want 3 then the breaker open", n)
+	}
+	for i, info := range infos {
+		if info.Strategy != builtin.StrategyHeuristic || info.Err == nil {
+			t.Errorf("compaction %d: %+v", i, info)
+		}
+	}
+	if !errors.Is(infos[4].Err, builtin.ErrBreakerOpen) || !infos[4].BreakerOpen || infos[2].Failures != 3 {
+		t.Errorf("breaker: %+v", infos)
+	}
+	if !errors.Is(infos[0].Err, errModelDown) {
+		t.Errorf("first error = %v", infos[0].Err)
+	}
+	if n, _ := state.Get[int](st, builtin.DefaultStateKey); n != 3 {
+		t.Errorf("state holds %d failures", n)
+	}
+	// A resumed run (a new effect) over the transcript keeps the breaker
+	// open, from the summary's Meta alone.
+	_, at := summaries(msgs)
+	if msgs[at].Meta[builtin.MetaFailures] != "3" || !strings.Contains(msgs[at].Content, "Summarised by rule") {
+		t.Fatalf("summary meta %v", msgs[at].Meta)
+	}
+	resumed := builtin.Compact(builtin.CompactConfig{Model: model})
+	s := newStep(9, msgs, window)
+	s.ContextTooLong = true
+	committed(t, resumed, s)
+	if n := len(model.Calls()); n != 3 {
+		t.Fatalf("resumed run called the model (%d calls)", n)
+	}
+}
+
+func TestCompactRecoversAfterAFailure(t *testing.T) {
+	model := &fakeModel{reply: func(n int, _, _ string) (string, error) {
+		if n == 1 {
+			return "", errModelDown
+		}
+		return "fine", nil
+	}}
+	var infos []builtin.Info
+	c := builtin.Compact(builtin.CompactConfig{Model: model, OnCompaction: func(i builtin.Info) { infos = append(infos, i) }})
+	msgs := conversation(20, 400)
+	s := newStep(1, msgs, count(msgs)/2)
+	s.ContextTooLong = true
+	got := committed(t, c, s)
+	s = newStep(2, got, count(msgs)/2)
+	s.ContextTooLong = true
+	got = committed(t, c, s)
+	if infos[1].Strategy != builtin.StrategySummarize || infos[1].Failures != 0 || got[1].Meta[builtin.MetaFailures] != "0" {
+		t.Errorf("after a success: %+v, meta %v", infos[1], got[1].Meta)
+	}
+}
+
+func TestCompactContextTooLongForcesCompaction(t *testing.T) {
+	model := &fakeModel{}
+	c := builtin.Compact(builtin.CompactConfig{Model: model})
+	msgs := conversation(10, 300)
+	window := count(msgs) * 10 // far below the threshold
+	s := newStep(1, msgs, window)
+	s.ContextTooLong = true
+	got := committed(t, c, s)
+	if got == nil || len(model.Calls()) != 1 {
+		t.Fatal("ContextTooLong did not force a summary")
+	}
+	if count(got) > count(msgs)*3/4 {
+		t.Errorf("forced compaction kept %d of %d tokens", count(got), count(msgs))
+	}
+}
+
+func TestCompactRuleBasedStrategies(t *testing.T) {
+	for _, st := range []builtin.Strategy{builtin.StrategyTruncate, builtin.StrategyWindow, builtin.StrategyHeuristic} {
+		t.Run(string(st), func(t *testing.T) {
+			var info builtin.Info
+			model := &fakeModel{}
+			c := builtin.Compact(builtin.CompactConfig{Model: model, Strategy: st, OnCompaction: func(i builtin.Info) { info = i }})
+			msgs := conversation(20, 400)
+			window := count(msgs) / 2
+			got := committed(t, c, newStep(1, msgs, window))
+			if got == nil {
+				t.Fatal("no commit")
+			}
+			if len(model.Calls()) != 0 {
+				t.Fatal("a rule-based strategy called the model")
+			}
+			if info.Strategy != st {
+				t.Errorf("strategy %q", info.Strategy)
+			}
+			n, at := summaries(got)
+			switch st {
+			case builtin.StrategyTruncate:
+				if n != 0 || got[0].Content != msgs[0].Content {
+					t.Errorf("truncate: %d summaries\n%s", n, dump(got))
+				}
+			case builtin.StrategyWindow:
+				if n != 1 || at != 1 || len(got) > 2+builtin.DefaultWindowMessages {
+					t.Errorf("window kept %d messages\n%s", len(got), dump(got))
+				}
+			default:
+				if n != 1 || at != 1 {
+					t.Fatalf("heuristic: %d summaries at %d", n, at)
+				}
+				text := got[1].Meta[builtin.MetaSummaryText]
+				for _, want := range []string{"Summarised by rule", "User requests (most recent last):\n- Step", "Tools used: read_file ×", "write_file ×"} {
+					if !strings.Contains(text, want) {
+						t.Errorf("heuristic summary lacks %q:\n%s", want, text)
+					}
+				}
+			}
+			if count(got) > window*8/10 {
+				t.Errorf("%d tokens after, threshold %d", count(got), window*8/10)
+			}
+		})
+	}
+}
+
+func TestCompactSummaryAtStartWithoutTask(t *testing.T) {
+	model := &fakeModel{}
+	c := builtin.Compact(builtin.CompactConfig{Model: model})
+	msgs := conversation(20, 400)[1:] // starts with a user message that is a step, still the "task"
+	msgs = append([]defs.Message{assistant("Hello, what shall I do?")}, msgs...)
+	got := committed(t, c, newStep(1, msgs, count(msgs)/2))
+	if n, at := summaries(got); n != 1 || at != 0 {
+		t.Fatalf("%d summaries at %d", n, at)
+	}
+	// A second compaction updates it in place.
+	s := newStep(2, got, count(msgs)/2)
+	s.ContextTooLong = true
+	again := committed(t, c, s)
+	if n, at := summaries(again); n != 1 || at != 0 || again[0].Meta[builtin.MetaSummary] != "2" {
+		t.Fatalf("%d summaries at %d:\n%s", n, at, dump(again))
+	}
+}
+
+func TestCompactUsesStepModel(t *testing.T) {
+	model := &fakeModel{}
+	c := builtin.Compact(builtin.CompactConfig{})
+	msgs := conversation(20, 400)
+	s := newStep(1, msgs, count(msgs)/2)
+	s.Model = model
+	if committed(t, c, s) == nil || len(model.Calls()) != 1 {
+		t.Fatal("Step.Model was not used")
+	}
+}
+
+func TestCompactCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	model := &fakeModel{reply: func(int, string, string) (string, error) { cancel(); return "", context.Canceled }}
+	c := builtin.Compact(builtin.CompactConfig{Model: model})
+	msgs := conversation(20, 400)
+	s := newStep(1, msgs, count(msgs)/2)
+	if err := c(ctx, s); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v", err)
+	}
+}
