@@ -374,6 +374,7 @@ func TestDefToolArgumentsValidation(t *testing.T) {
 		{"wrong element type", `{"query":"x","tags":[1]}`, "tags"},
 		{"not JSON", `{"query":`, "not valid JSON"},
 		{"not an object", `["x"]`, "object"},
+		{"unknown field", `{"query":"x","extra":1}`, "extra"},
 		{"empty means {}", ``, "query"},
 	}
 	for _, tt := range tests {
@@ -562,4 +563,28 @@ func ExampleState() {
 	// live value 1
 	// execution sees 1
 	// live value 2
+}
+
+func ExampleDefTool() {
+	type weatherArgs struct {
+		City  string `json:"city" jsonschema:"the city to look up"`
+		Units string `json:"units,omitempty" jsonschema:"celsius or fahrenheit"`
+	}
+	p := prompt.New("")
+	_, _ = p.Execute(0, func(p *prompt.Prompt) error {
+		weather := prompt.DefTool(p, "weather", "Current weather.", func(_ context.Context, a weatherArgs) (string, error) {
+			return "sunny in " + a.City, nil
+		})
+		p.User(fmt.Sprintf("Use %s before answering.", weather))
+		return nil
+	})
+	d, _ := p.Registry().Lookup(defs.KindTool, "weather")
+	fmt.Println(string(d.Tool.Schema))
+	fmt.Println(d.Tool.Validate(json.RawMessage(`{"units":"celsius"}`)) != nil)
+	out, _ := d.Tool.Call(context.Background(), json.RawMessage(`{"city":"Oslo"}`))
+	fmt.Println(out)
+	// Output:
+	// {"type":"object","properties":{"city":{"type":"string","description":"the city to look up"},"units":{"type":"string","description":"celsius or fahrenheit"}},"required":["city"],"additionalProperties":false}
+	// true
+	// sunny in Oslo
 }

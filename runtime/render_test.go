@@ -460,3 +460,37 @@ func ExampleRun_stepModifications() {
 	// </variables>
 	// 2 messages sent, 2 in the transcript
 }
+
+func TestDeclarationOrderAcrossStepsKeepsPositions(t *testing.T) {
+	fn := func(p *prompt.Prompt) error {
+		if p.Step()%2 == 0 {
+			p.DefSystem("a", "A")
+			p.DefSystem("b", "B")
+			p.Def("x", "1")
+			p.Def("y", "2")
+			prompt.DefTool(p, "t1", "d", func(context.Context, noArgs) (string, error) { return "", nil })
+			prompt.DefTool(p, "t2", "d", func(context.Context, noArgs) (string, error) { return "", nil })
+		} else { // the same definitions, declared in reverse order
+			prompt.DefTool(p, "t2", "d", func(context.Context, noArgs) (string, error) { return "", nil })
+			prompt.DefTool(p, "t1", "d", func(context.Context, noArgs) (string, error) { return "", nil })
+			p.Def("y", "2")
+			p.Def("x", "1")
+			p.DefSystem("b", "B")
+			p.DefSystem("a", "A")
+		}
+		p.User("go")
+		return nil
+	}
+	m := snapshots.Script(snapshots.CallTool("t1", nil), snapshots.CallTool("t2", nil), snapshots.Text("ok"))
+	run(t, m, fn, runtime.Config{})
+	const want = "<a>\nA\n</a>\n\n<b>\nB\n</b>\n\n<variables>\n<x>1</x>\n<y>2</y>\n</variables>"
+	for i, r := range m.Requests() {
+		if r.System != want {
+			t.Errorf("request %d system = %q, want %q", i, r.System, want)
+		}
+		if diff := cmp.Diff([]string{"t1", "t2"}, toolNames(r)); diff != "" {
+			t.Errorf("request %d tools mismatch (-want +got):\n%s", i, diff)
+		}
+	}
+	assertPrefixes(t, m.Requests())
+}

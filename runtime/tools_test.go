@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -513,5 +514,60 @@ func TestSubAgentUnderSessionStore(t *testing.T) {
 	res := run(t, m, parent, runtime.Config{Store: session.NewMemory(), SessionID: "parent"})
 	if r := res.Steps[0].ToolResults[0]; r.IsError || r.Content != "sub answer" {
 		t.Errorf("sub-agent result = %+v, want its answer: a sub-agent must not write into the parent's session", r)
+	}
+}
+
+func TestParallelSubAgentsAndStateUpdates(t *testing.T) {
+	worker := func(p *prompt.Prompt) error {
+		n, set := prompt.State(p, "n", 0) // the sub-agent's own state
+		set.Set(n + 1)
+		p.DefSystem("role", "You work on: "+p.Input())
+		return nil
+	}
+	parent := func(p *prompt.Prompt) error {
+		_, setDone := prompt.State(p, "done", 0)
+		p.DefAgent("worker", "Work.", worker)
+		prompt.DefTool(p, "tick", "Tick.", func(context.Context, noArgs) (string, error) {
+			setDone.Update(func(n int) int { return n + 1 }) // applied to the live value
+			return "tick", nil
+		})
+		p.User("go")
+		return nil
+	}
+	// Sub-agents share the script, in whatever order they reach it: each
+	// answers from its own request.
+	answer := snapshots.Reply{Func: func(req *runtime.Request) snapshots.Reply {
+		return snapshots.Text("done: " + req.Messages[0].Content)
+	}}
+	m := snapshots.Script(
+		snapshots.CallTools(
+			snapshots.Call{Name: "worker", Args: prompt.AgentArgs{Task: "A"}},
+			snapshots.Call{Name: "tick"},
+			snapshots.Call{Name: "worker", Args: prompt.AgentArgs{Task: "B"}},
+			snapshots.Call{Name: "tick"},
+			snapshots.Call{Name: "tick"},
+		),
+		answer, answer,
+		snapshots.Text("all done"),
+	)
+	res := run(t, m, parent, runtime.Config{})
+	var got []string
+	for _, r := range res.Steps[0].ToolResults {
+		got = append(got, r.Name+" "+r.Content)
+	}
+	want := []string{"worker done: A", "tick tick", "worker done: B", "tick tick", "tick tick"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("results mismatch (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]any{"done": 3}, res.Steps[0].State); diff != "" {
+		t.Errorf("parent state mismatch (-want +got):\n%s", diff)
+	}
+	var subSystems []string
+	for _, r := range m.Requests()[1:3] {
+		subSystems = append(subSystems, r.System)
+	}
+	slices.Sort(subSystems)
+	if diff := cmp.Diff([]string{"<role>\nYou work on: A\n</role>", "<role>\nYou work on: B\n</role>"}, subSystems); diff != "" {
+		t.Errorf("sub-agent system prompts mismatch (-want +got):\n%s", diff)
 	}
 }
