@@ -571,3 +571,51 @@ func TestParallelSubAgentsAndStateUpdates(t *testing.T) {
 		t.Errorf("sub-agent system prompts mismatch (-want +got):\n%s", diff)
 	}
 }
+
+func TestHookMisuseFromToolAndEffect(t *testing.T) {
+	t.Run("tool", func(t *testing.T) {
+		var site string
+		fn := func(p *prompt.Prompt) error {
+			prompt.DefTool(p, "sneaky", "d", func(context.Context, noArgs) (string, error) {
+				site = nextLine()
+				p.Def("late", "x") // a hook outside the prompt function
+				return "unreached", nil
+			})
+			p.User("go")
+			return nil
+		}
+		m := snapshots.Script(snapshots.CallTool("sneaky", nil), snapshots.Text("ok"))
+		res := run(t, m, fn, runtime.Config{})
+		r := res.Steps[0].ToolResults[0]
+		for _, s := range []string{`tool "sneaky" panicked`, "Def at " + site, "outside the prompt function"} {
+			if !r.IsError || !strings.Contains(r.Content, s) {
+				t.Errorf("result %q does not contain %q", r.Content, s)
+			}
+		}
+		if m.Requests()[1].System != "" {
+			t.Error("the misused hook declared a variable")
+		}
+	})
+	t.Run("effect", func(t *testing.T) {
+		var site string
+		fn := func(p *prompt.Prompt) error {
+			p.Effect(effects.Once, func(context.Context, *effects.Step) error {
+				site = nextLine()
+				prompt.State(p, "late", 0)
+				return nil
+			})
+			p.User("go")
+			return nil
+		}
+		m := snapshots.Script(snapshots.Text("unreached"))
+		_, err := runtime.Run(context.Background(), m, fn, runtime.Config{})
+		var ee *effects.Error
+		var me *prompt.MisuseError
+		if !errors.As(err, &ee) || !errors.As(err, &me) {
+			t.Fatalf("Run = %v, want *effects.Error wrapping *prompt.MisuseError", err)
+		}
+		if me.Hook != "State" || me.Site != site {
+			t.Errorf("MisuseError = %+v, want State at %s", me, site)
+		}
+	})
+}
