@@ -1,0 +1,163 @@
+package builtin_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/reprompt/reprompt/effects"
+	"github.com/reprompt/reprompt/effects/builtin"
+)
+
+const goodConfig = `model: gpt-4o
+effects:
+  - kind: trim_tool_results
+    params:
+      max_result_length: 400
+      preserve_recent: 3
+      batch: 2
+  - kind: compact
+    params: {threshold: 0.75, strategy: heuristic, read_tools: [cat], keep_recent_tokens: 5000}
+    when: step > 2 && tokens > 0.5 * window
+  - kind: limits
+    params:
+      max_iterations: 40
+      max_cost: 2.5
+      max_time: 10m
+      warn: 0.9
+`
+
+func TestParse(t *testing.T) {
+	cfg, err := builtin.Parse("agent.yaml", []byte(goodConfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Profile != builtin.ProfileFor("gpt-4o") || len(cfg.Effects) != 3 {
+		t.Fatalf("config %+v", cfg)
+	}
+	e := cfg.Effects
+	if e[0].Kind != "trim_tool_results" || e[0].Phase != effects.AfterReply || *e[0].Trim != (builtin.TrimConfig{MaxResultLength: 400, PreserveRecent: 3, Batch: 2}) {
+		t.Errorf("trim %+v %+v", e[0], e[0].Trim)
+	}
+	c := e[1].Compact
+	if e[1].Phase != effects.BeforeCall || c.Threshold != 0.75 || c.Strategy != builtin.StrategyHeuristic || c.KeepRecentTokens != 5000 ||
+		len(c.Files.ReadTools) != 1 || e[1].When != "step > 2 && tokens > 0.5 * window" || e[1].Line != 8 || e[1].Column != 5 {
+		t.Errorf("compact %+v %+v", e[1], c)
+	}
+	if l := e[2].Limits; *l != (builtin.LimitsConfig{MaxIterations: 40, MaxCost: 2.5, MaxTime: 10 * time.Minute, Warn: 0.9}) {
+		t.Errorf("limits %+v", l)
+	}
+}
+
+func TestParseDefaults(t *testing.T) {
+	for _, src := range []string{"model: gpt-4o\n", "model: gpt-4o\neffects: []\n", "window: 8192\nreserve: 1024\neffects:\n"} {
+		cfg, err := builtin.Parse("a.yaml", []byte(src))
+		if err != nil {
+			t.Fatalf("%q: %v", src, err)
+		}
+		if len(cfg.Effects) != 2 || cfg.Effects[1].Compact.Window == 0 {
+			t.Errorf("%q: effects %+v", src, cfg.Effects)
+		}
+	}
+	cfg, err := builtin.Parse("empty.yaml", nil)
+	if err != nil || len(cfg.Effects) != 0 {
+		t.Errorf("empty file: %v %+v", err, cfg)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		name, src string
+		want      []string
+	}{
+		{"unknown kind", "effects:\n  - kind: compress\n", []string{`c.yaml:2:11: unknown effect kind "compress" (want trim_tool_results, compact or limits)`}},
+		{"missing kind", "effects:\n  - params: {}\n", []string{"c.yaml:2:5: effect 0: kind is missing"}},
+		{"unknown param", "effects:\n  - kind: compact\n    params:\n      treshold: 0.5\n", []string{`c.yaml:4:7: compact: unknown param "treshold" (want one of arg_keys, fallback, `}},
+		{"mistyped int", "effects:\n  - kind: trim_tool_results\n    params:\n      max_result_length: lots\n", []string{`c.yaml:4:26: max_result_length: want an integer, got "lots"`}},
+		{"float for int", "effects:\n  - kind: trim_tool_results\n    params: {batch: 1.5}\n", []string{"c.yaml:3:21: batch: want an integer, got float 1.5"}},
+		{"bad threshold", "effects:\n  - kind: compact\n    params: {threshold: 2}\n", []string{"c.yaml:3:25: threshold: want a fraction in (0, 1], got 2"}},
+		{"bad strategy", "effects:\n  - kind: compact\n    params: {strategy: magic}\n", []string{`c.yaml:3:24: strategy: unknown strategy "magic" (want summarize, truncate, window or heuristic)`}},
+		{"bad fallback", "effects:\n  - kind: compact\n    params: {fallback: summarize}\n", []string{`c.yaml:3:24: fallback: unknown strategy "summarize" (want truncate, window or heuristic)`}},
+		{"bad duration", "effects:\n  - kind: limits\n    params: {max_time: soon}\n", []string{`c.yaml:3:24: max_time: want a duration like "90s" or a number of seconds, got "soon"`}},
+		{"list of ints", "effects:\n  - kind: compact\n    params: {read_tools: [1]}\n", []string{"c.yaml:3:27: read_tools: want a string, got int 1"}},
+		{"unknown key", "effect:\n  - kind: compact\n", []string{`c.yaml:1:1: unknown key "effect" (want model, window, reserve or effects)`}},
+		{"unknown effect key", "effects:\n  - kind: compact\n    if: true\n", []string{`c.yaml:3:5: effect 0: unknown key "if" (want kind, params or when)`}},
+		{"bad expression", "effects:\n  - kind: compact\n    when: tokens >\n", []string{"c.yaml:3:18: when: unexpected token EOF"}},
+		{"unknown variable", "effects:\n  - kind: compact\n    when: tokenz > 5\n", []string{"c.yaml:3:11: when: unknown name tokenz"}},
+		{"quoted expression", "effects:\n  - kind: compact\n    when: \"step > 2 && tokenz\"\n", []string{"c.yaml:3:24: when: unknown name tokenz"}},
+		{"not bool", "effects:\n  - kind: compact\n    when: tokens + 1\n", []string{"c.yaml:3:11: when: expected bool, but got int"}},
+		{"not a list", "effects: 3\n", []string{"c.yaml:1:10: effects: want a list, got int 3"}},
+		{"unknown model", "model: my-model\n", []string{`c.yaml:1:8: unknown model "my-model": give its window`}},
+		{"yaml syntax", "effects:\n  - kind: [\n", []string{"c.yaml:2:1: did not find expected node content"}},
+		{"several", "effects:\n  - kind: compact\n    params: {threshold: x, max_failures: -1}\n", []string{
+			`c.yaml:3:25: threshold: want a number, got "x"`,
+			"c.yaml:3:42: max_failures: want a number ≥ 0, got -1",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := builtin.Parse("c.yaml", []byte(tt.src))
+			if err == nil {
+				t.Fatalf("no error; config %+v", cfg)
+			}
+			lines := strings.Split(err.Error(), "\n")
+			if len(lines) != len(tt.want) {
+				t.Fatalf("errors:\n%v\nwant %d", err, len(tt.want))
+			}
+			for i, w := range tt.want {
+				if !strings.HasPrefix(lines[i], w) {
+					t.Errorf("error %d:\n got %s\nwant %s", i, lines[i], w)
+				}
+			}
+			var ce *builtin.ConfigError
+			if !errors.As(err, &ce) || ce.File != "c.yaml" || ce.Line == 0 || ce.Column == 0 {
+				t.Errorf("not a *ConfigError: %#v", err)
+			}
+		})
+	}
+}
+
+func TestLoad(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "effects.yaml")
+	if err := os.WriteFile(path, []byte("effects:\n  - kind: limits\n    params: {max_tokens: x}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := builtin.Load(path)
+	if err == nil || !strings.HasPrefix(err.Error(), path+":3:26: max_tokens: want an integer") {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := builtin.Load(filepath.Join(t.TempDir(), "missing.yaml")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("missing file: %v", err)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(goodConfig))
+	f.Add([]byte("effects:\n  - kind: compact\n    when: tokens >\n"))
+	f.Add([]byte("model: llama3\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cfg, err := builtin.Parse("f.yaml", data)
+		if err != nil {
+			for _, line := range strings.Split(err.Error(), "\n") {
+				if !strings.HasPrefix(line, "f.yaml:") {
+					t.Fatalf("error without a position: %q", line)
+				}
+			}
+			return
+		}
+		for _, e := range cfg.Effects {
+			n := 0
+			for _, set := range []bool{e.Trim != nil, e.Compact != nil, e.Limits != nil} {
+				if set {
+					n++
+				}
+			}
+			if n != 1 {
+				t.Fatalf("effect with several configs: %+v", e)
+			}
+		}
+	})
+}

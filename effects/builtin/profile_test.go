@@ -1,0 +1,76 @@
+package builtin_test
+
+import (
+	"testing"
+
+	"github.com/reprompt/reprompt/effects/builtin"
+)
+
+func TestProfileFor(t *testing.T) {
+	tests := []struct {
+		model string
+		want  builtin.Profile
+	}{
+		{"gpt-4o", builtin.Profile{Window: 128_000, OutputReserve: 16_384}},
+		{"gpt-4o-mini-2024-07-18", builtin.Profile{Window: 128_000, OutputReserve: 16_384}},
+		{"openai/GPT-4.1-mini", builtin.Profile{Window: 1_047_576, OutputReserve: 32_768}},
+		{"gpt-4", builtin.Profile{Window: 8_192, OutputReserve: 2_048}},
+		{"gpt-4-32k-0613", builtin.Profile{Window: 32_768, OutputReserve: 4_096}},
+		{"gpt-4-turbo", builtin.Profile{Window: 128_000, OutputReserve: 4_096}},
+		{"gpt-3.5-turbo", builtin.Profile{Window: 16_385, OutputReserve: 4_096}},
+		{"gpt-5-mini", builtin.Profile{Window: 400_000, OutputReserve: 128_000}},
+		{"o1-mini", builtin.Profile{Window: 128_000, OutputReserve: 65_536}},
+		{"o3-mini", builtin.Profile{Window: 200_000, OutputReserve: 100_000}},
+		{"ollama/llama3.1:8b", builtin.Local(131_072)},
+		{"llama3:latest", builtin.Local(8_192)},
+		{"qwen2.5-coder:7b", builtin.Local(32_768)},
+		{"phi3", builtin.Local(4_096)},
+		{"unknown-model", builtin.Profile{}},
+		{"", builtin.Profile{}},
+	}
+	for _, tt := range tests {
+		if got := builtin.ProfileFor(tt.model); got != tt.want {
+			t.Errorf("ProfileFor(%q) = %+v, want %+v", tt.model, got, tt.want)
+		}
+	}
+}
+
+func TestLocalProfile(t *testing.T) {
+	tests := []struct {
+		window, effective, reserve, usable int
+	}{
+		{0, 4096, 512, 3584},
+		{2048, 4096, 512, 3584},
+		{8192, 8192, 1024, 7168},
+		{131072, 131072, 4096, 126976},
+	}
+	for _, tt := range tests {
+		p := builtin.Local(tt.window)
+		if !p.Local || p.Floor != builtin.LocalFloor || p.EffectiveWindow() != tt.effective || p.OutputReserve != tt.reserve || p.Usable() != tt.usable {
+			t.Errorf("Local(%d) = %+v (effective %d, usable %d)", tt.window, p, p.EffectiveWindow(), p.Usable())
+		}
+	}
+	if u := (builtin.Profile{Window: 1000, OutputReserve: 2000}).Usable(); u != 500 {
+		t.Errorf("a reserve larger than the window: usable %d", u)
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	if cfg := builtin.Defaults(builtin.Profile{}); len(cfg.Effects) != 0 {
+		t.Fatalf("no window, effects %+v", cfg.Effects)
+	}
+	cfg := builtin.Defaults(builtin.ProfileFor("gpt-4o"))
+	if len(cfg.Effects) != 2 || cfg.Effects[0].Kind != builtin.KindTrimToolResults || cfg.Effects[1].Kind != builtin.KindCompact {
+		t.Fatalf("effects %+v", cfg.Effects)
+	}
+	if c := cfg.Effects[1].Compact; c.Window != 128_000 || c.Reserve != 16_384 || c.Threshold != 0 {
+		t.Errorf("compact %+v", c)
+	}
+	local := builtin.Defaults(builtin.Local(0))
+	if c := local.Effects[1].Compact; c.Window != 4096 || c.Threshold != 0.7 {
+		t.Errorf("local compact %+v", c)
+	}
+	if tr := local.Effects[0].Trim; tr.MaxResultLength != 300 || tr.PreserveRecent != 2 {
+		t.Errorf("local trim %+v", tr)
+	}
+}

@@ -1,0 +1,188 @@
+package builtin_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"strconv"
+	"testing"
+
+	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/effects/builtin"
+	"github.com/reprompt/reprompt/runtime"
+)
+
+// TestCompactProperty compacts thousands of random histories (parallel
+// calls, errors, split turns) under random windows, keep budgets and
+// strategies, and checks that the result is a valid conversation (no tool
+// call separated from its result) under the usable window, with at most one
+// summary, at the start or after the task.
+func TestCompactProperty(t *testing.T) {
+	n := 3000
+	if testing.Short() {
+		n = 300
+	}
+	strategies := []builtin.Strategy{builtin.StrategySummarize, builtin.StrategyTruncate, builtin.StrategyWindow, builtin.StrategyHeuristic}
+	seen := map[string]int{}
+	defer func() {
+		t.Logf("%v", seen)
+		for _, k := range []string{"split", "summarize", "fallback", "trim", "truncate", "window", "heuristic", "parallel"} {
+			if seen[k] < n/100 {
+				t.Errorf("only %d cases of %s: the generator does not cover it", seen[k], k)
+			}
+		}
+	}()
+	for seed := range n {
+		r := rand.New(rand.NewPCG(uint64(seed), 42))
+		msgs := randomHistory(r, 1+r.IntN(25))
+		if err := runtime.ValidateMessages(msgs); err != nil {
+			t.Fatalf("seed %d: generator made an invalid history: %v", seed, err)
+		}
+		window := 2500 + r.IntN(20000)
+		reserve := r.IntN(window / 4)
+		model := &fakeModel{}
+		if r.IntN(4) == 0 {
+			model.reply = func(int, string, string) (string, error) { return "", errModelDown }
+		}
+		cfg := builtin.CompactConfig{
+			Model:            model,
+			Strategy:         strategies[r.IntN(len(strategies))],
+			KeepRecentTokens: r.IntN(window),
+			Threshold:        0.5 + r.Float64()/2,
+			WindowMessages:   1 + r.IntN(20),
+			TrimRecent:       1 + r.IntN(10),
+			OnCompaction: func(i builtin.Info) {
+				seen[string(i.Strategy)]++
+				if i.SplitTurn {
+					seen["split"]++
+				}
+				if i.Err != nil {
+					seen["fallback"]++
+				}
+			},
+		}
+		for _, m := range msgs {
+			if len(m.ToolCalls) > 1 {
+				seen["parallel"]++
+				break
+			}
+		}
+		c := builtin.Compact(cfg)
+		s := newStep(1, msgs, window)
+		s.Budget.Reserve = reserve
+		s.ContextTooLong = r.IntN(3) == 0
+		if err := c(context.Background(), s); err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		mods := s.Mods()
+		if !mods.Committed {
+			if s.ContextTooLong || count(msgs) > int(cfg.Threshold*float64(window-reserve)) {
+				// Only acceptable when there was nothing to cut or trim.
+				if len(msgs) > 8 {
+					t.Errorf("seed %d: nothing committed for %d tokens, window %d-%d\n%s", seed, count(msgs), window, reserve, dump(msgs))
+				}
+			}
+			continue
+		}
+		got := mods.Transcript
+		if err := runtime.ValidateMessages(got); err != nil {
+			t.Fatalf("seed %d: invalid after compaction: %v\n%s", seed, err, dump(got))
+		}
+		if tok := count(got); tok > window-reserve {
+			t.Errorf("seed %d (%s): %d tokens after compaction, usable window %d (before %d)\n%s", seed, cfg.Strategy, tok, window-reserve, count(msgs), dump(got))
+		}
+		if k, at := summaries(got); k > 1 || at > 1 {
+			t.Errorf("seed %d: %d summaries, last at %d", seed, k, at)
+		}
+		checkVerbatimTail(t, seed, msgs, got)
+	}
+}
+
+// checkVerbatimTail checks that the messages after the summary (or after
+// the head, for truncation) are the original tail, in order, changed only by
+// trimming.
+func checkVerbatimTail(t *testing.T, seed int, before, after []defs.Message) {
+	t.Helper()
+	_, at := summaries(after)
+	start := at + 1
+	if at < 0 {
+		start = 1
+		if len(before) > 0 && len(after) > 0 && after[0].Content != before[0].Content {
+			start = 0
+		}
+	}
+	tail := after[start:]
+	if len(tail) > len(before) {
+		t.Errorf("seed %d: more messages kept than there were", seed)
+		return
+	}
+	orig := before[len(before)-len(tail):]
+	for i := range tail {
+		a, b := tail[i], orig[i]
+		if a.Role != b.Role || a.ToolCallID != b.ToolCallID || len(a.ToolCalls) != len(b.ToolCalls) {
+			t.Errorf("seed %d: kept message %d is not the original", seed, i)
+			return
+		}
+		if a.Content != b.Content && a.Meta[builtin.MetaTrimmed] == "" {
+			t.Errorf("seed %d: kept message %d changed without a trim mark", seed, i)
+			return
+		}
+	}
+}
+
+// TestCompactRunProperty drives one Compact and one TrimToolResults through
+// random runs, step by step, as the runtime would: it checks after every
+// step that the transcript is valid, under the window, and that the
+// effects' incremental memory never goes wrong across their commits.
+func TestCompactRunProperty(t *testing.T) {
+	n := 300
+	if testing.Short() {
+		n = 30
+	}
+	for seed := range n {
+		r := rand.New(rand.NewPCG(uint64(seed), 7))
+		window := 3000 + r.IntN(10000)
+		model := &fakeModel{}
+		compact := builtin.Compact(builtin.CompactConfig{Model: model, Threshold: 0.7})
+		trim := builtin.TrimToolResults(builtin.TrimConfig{Batch: 1 + r.IntN(4), PreserveRecent: 1 + r.IntN(5)})
+		transcript := []defs.Message{user("Task " + strconv.Itoa(seed))}
+		id := 0
+		for step := range 60 {
+			s := newStep(step, transcript, window)
+			if err := compact(context.Background(), s); err != nil {
+				t.Fatal(err)
+			}
+			if m := s.Mods(); m.Committed {
+				transcript = m.Transcript
+				if tok := count(transcript); tok > window {
+					t.Fatalf("seed %d step %d: %d tokens, window %d", seed, step, tok, window)
+				}
+			}
+			// The reply and its results.
+			a := defs.AssistantMessage("step " + strconv.Itoa(step))
+			var res []defs.Message
+			for range r.IntN(4) {
+				id++
+				cid := "c" + strconv.Itoa(id)
+				a.ToolCalls = append(a.ToolCalls, defs.ToolCall{ID: cid, Name: "read_file", Arguments: []byte(`{"path":"x.go"}`)})
+				res = append(res, defs.ToolResult{CallID: cid, Name: "read_file", Content: string(make([]byte, r.IntN(2500))), IsError: r.IntN(8) == 0}.Message())
+			}
+			transcript = append(append(transcript, a), res...)
+			s = newStep(step, transcript, window)
+			if err := trim(context.Background(), s); err != nil {
+				t.Fatal(err)
+			}
+			if m := s.Mods(); m.Committed {
+				transcript = m.Transcript
+			}
+			if err := runtime.ValidateMessages(transcript); err != nil {
+				t.Fatalf("seed %d step %d: %v\n%s", seed, step, err, dump(transcript))
+			}
+			if k, _ := summaries(transcript); k > 1 {
+				t.Fatalf("seed %d step %d: %d summaries", seed, step, k)
+			}
+			if len(a.ToolCalls) == 0 && r.IntN(2) == 0 {
+				transcript = append(transcript, user("more"))
+			}
+		}
+	}
+}
