@@ -23,19 +23,23 @@ const tracks = 2
 //
 // Count remembers per-message counts, prefix sums and a shallow copy of the
 // counted messages for the last two slices it saw (by backing array). When
-// msgs starts at the same address as one of them, only the messages past the
-// shorter of the last two lengths seen are checked and only the new or
-// changed ones are counted: a transcript that grows by appending costs
-// O(new messages), and so does a request made of the transcript plus a tail
-// written into the transcript's spare capacity. Any other slice (a copy, a
+// msgs starts at the same address as one of them, the messages below the
+// shortest of the last eight distinct lengths counted on that array are
+// trusted, the rest of the overlap is checked shallowly (strings compared by
+// address first), and only new or changed messages are counted: a transcript
+// that grows by appending costs O(new messages), and so does a request made
+// of the transcript plus a tail written into the transcript's spare capacity,
+// even when the transcript's growth later overwrites that tail. Any other slice (a copy, a
 // compacted transcript) is compared message by message with the remembered
 // ones, without hashing, and its changed messages are looked up in a
 // content-keyed cache (role, content, name, tool calls, tool call ID) of at
 // most CacheSize entries before they are counted.
 //
 // Count relies on what defs.Message documents: a message in a transcript is
-// never changed in place. A slice whose earlier messages were overwritten in
-// place, behind the last two lengths seen, may be miscounted.
+// never changed in place. What it cannot see is a message overwritten in
+// place below all of the last eight distinct lengths counted on its array
+// (which takes eight requests of different lengths, all longer than the
+// transcript, between two counts of the transcript).
 //
 // An Accountant is safe for concurrent use. Its zero value is not usable:
 // make one with NewAccountant.
@@ -51,15 +55,19 @@ type Accountant struct {
 	hashed uint64 // messages hashed (tests)
 }
 
+// history is how many distinct lengths a track remembers: the messages
+// below the shortest of them are trusted without a check.
+const history = 8
+
 // track is what an Accountant remembers of one backing array.
 type track struct {
-	first   *defs.Message
-	ids     []ident  // shallow copies of the messages counted
-	prefix  []int    // prefix[i] is the count of ids[:i]
-	chain   []uint64 // chain[i] is a hash of the contents of ids[:i]
-	checked int      // ids[:checked] are trusted when first matches
-	lastLen int      // len of the last slice counted on this track
-	used    uint64
+	first  *defs.Message
+	ids    []ident      // shallow copies of the messages counted
+	prefix []int        // prefix[i] is the count of ids[:i]
+	chain  []uint64     // chain[i] is a hash of the contents of ids[:i]
+	lens   [history]int // the last distinct lengths counted on this track
+	nlens  int          // number of lengths pushed, for the ring's position
+	used   uint64
 }
 
 // ident is the part of a message that is counted.
@@ -154,15 +162,15 @@ func (a *Accountant) sync(msgs []defs.Message) *track {
 		}
 	}
 	if t != nil {
-		// The same backing array: trust ids[:checked], check the rest of
-		// the overlap, count what is past it.
+		// The same backing array: trust the messages below the shortest
+		// length seen lately, check the rest of the overlap, count what is
+		// past it.
 		overlap := min(len(msgs), len(t.ids))
-		k := min(t.checked, overlap)
+		k := min(t.trusted(), overlap)
 		for k < overlap && t.ids[k].same(&msgs[k]) {
 			k++
 		}
 		t.truncate(k)
-		t.checked = min(t.lastLen, len(msgs))
 	} else {
 		// Another array: start from the remembered slice sharing the
 		// longest prefix with msgs.
@@ -185,13 +193,16 @@ func (a *Accountant) sync(msgs []defs.Message) *track {
 		} else {
 			t.truncate(k)
 		}
+		// Nothing is known of which part of a new array is a transcript:
+		// trust nothing until eight more distinct lengths were counted.
 		t.first = first
-		t.checked = len(msgs)
+		t.nlens = 0
+		t.push(0)
 	}
 	for i := len(t.ids); i < len(msgs); i++ {
 		a.add(t, &msgs[i])
 	}
-	t.lastLen = len(msgs)
+	t.push(len(msgs))
 	t.used = a.tick
 	a.cur = t
 	return t
@@ -211,7 +222,32 @@ func (a *Accountant) lru() *track {
 func (t *track) reset(first *defs.Message) {
 	t.first = first
 	t.truncate(0)
-	t.checked, t.lastLen = 0, 0
+	t.nlens = 0
+}
+
+// push records a length counted on t, unless it repeats the last one.
+func (t *track) push(n int) {
+	if t.nlens > 0 && t.lens[(t.nlens-1)%history] == n {
+		return
+	}
+	t.lens[t.nlens%history] = n
+	t.nlens++
+}
+
+// trusted returns the number of leading messages of t trusted without a
+// check: the shortest of the last distinct lengths counted. A transcript is
+// never changed in place, and a request built on it in its spare capacity
+// is at least as long, so the transcript's length bounds what is trusted
+// as long as one of those lengths was the transcript's or shorter.
+func (t *track) trusted() int {
+	if t.nlens == 0 {
+		return 0
+	}
+	m := t.lens[0]
+	for _, n := range t.lens[1:min(t.nlens, history)] {
+		m = min(m, n)
+	}
+	return m
 }
 
 // truncate keeps the first k messages.
