@@ -1,0 +1,249 @@
+// Package postgres is a session.Store in PostgreSQL, with
+// github.com/jackc/pgx/v5. It is a package of its own so that programs
+// that do not use it do not depend on pgx.
+//
+// Each Save is one transaction that locks the session's row, writes the
+// checkpoint's head and only the messages not yet stored for its generation:
+// its cost does not grow with the length of the session. Loads read in a
+// REPEATABLE READ transaction, so a checkpoint and its messages are read
+// from one snapshot.
+//
+// Tables (created by New if missing, in the connection's search_path):
+//
+//	reprompt_sessions(id, seq, step, generation, messages, done, updated)
+//	reprompt_checkpoints(session, seq, step, head)
+//	reprompt_messages(session, generation, idx, data)
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/reprompt/reprompt/session"
+)
+
+// Store is a session.Store backed by PostgreSQL. It is safe for concurrent
+// use, and several processes may share the same tables.
+type Store struct {
+	pool  *pgxpool.Pool
+	owned bool
+}
+
+var _ session.Store = (*Store)(nil)
+
+const schema = `
+CREATE TABLE IF NOT EXISTS reprompt_sessions (
+	id         TEXT        PRIMARY KEY,
+	seq        BIGINT      NOT NULL,
+	step       BIGINT      NOT NULL,
+	generation BIGINT      NOT NULL,
+	messages   BIGINT      NOT NULL,
+	done       BOOLEAN     NOT NULL,
+	updated    TIMESTAMPTZ NOT NULL
+);
+CREATE TABLE IF NOT EXISTS reprompt_checkpoints (
+	session TEXT   NOT NULL,
+	seq     BIGINT NOT NULL,
+	step    BIGINT NOT NULL,
+	head    BYTEA  NOT NULL,
+	PRIMARY KEY (session, seq)
+);
+CREATE INDEX IF NOT EXISTS reprompt_checkpoints_by_step ON reprompt_checkpoints (session, step, seq);
+CREATE TABLE IF NOT EXISTS reprompt_messages (
+	session    TEXT   NOT NULL,
+	generation BIGINT NOT NULL,
+	idx        BIGINT NOT NULL,
+	data       BYTEA  NOT NULL,
+	PRIMARY KEY (session, generation, idx)
+);
+`
+
+// schemaLock is the advisory lock key that serializes table creation, so
+// that stores created at once do not race on CREATE TABLE IF NOT EXISTS.
+const schemaLock = 0x72657072 // "repr"
+
+// Open connects to the database at url (a PostgreSQL connection string or
+// URL) and creates the tables if missing. Close closes the connections.
+func Open(ctx context.Context, url string) (*Store, error) {
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		return nil, fmt.Errorf("session/postgres: %w", err)
+	}
+	s, err := New(ctx, pool)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	s.owned = true
+	return s, nil
+}
+
+// New returns a store on pool, creating the tables if missing. The pool
+// stays the caller's: Close does not close it.
+func New(ctx context.Context, pool *pgxpool.Pool) (*Store, error) {
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(schemaLock)); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, schema)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("session/postgres: create tables: %w", err)
+	}
+	return &Store{pool: pool}, nil
+}
+
+// Close closes the connections if Open made them.
+func (s *Store) Close() {
+	if s.owned {
+		s.pool.Close()
+	}
+}
+
+// Save implements session.Store.
+func (s *Store) Save(ctx context.Context, cp *session.Checkpoint) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	var seq int64
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// The placeholder row exists only inside this transaction unless it
+		// commits; it makes concurrent first saves of one session queue on
+		// the row lock.
+		if _, err := tx.Exec(ctx, `INSERT INTO reprompt_sessions (id, seq, step, generation, messages, done, updated)
+			VALUES ($1, 0, 0, 0, 0, false, now()) ON CONFLICT (id) DO NOTHING`, cp.SessionID); err != nil {
+			return fmt.Errorf("session/postgres: save session %q: %w", cp.SessionID, err)
+		}
+		var tip session.Tip
+		if err := tx.QueryRow(ctx, `SELECT seq, generation, messages FROM reprompt_sessions WHERE id = $1 FOR UPDATE`, cp.SessionID).
+			Scan(&tip.Seq, &tip.Generation, &tip.Messages); err != nil {
+			return fmt.Errorf("session/postgres: read session %q: %w", cp.SessionID, err)
+		}
+		w, err := session.Plan(cp, tip)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO reprompt_checkpoints (session, seq, step, head) VALUES ($1, $2, $3, $4)`,
+			cp.SessionID, w.Tip.Seq, w.Step, w.Head); err != nil {
+			return fmt.Errorf("session/postgres: save checkpoint: %w", err)
+		}
+		if len(w.Messages) > 0 {
+			if _, err := tx.Exec(ctx, `INSERT INTO reprompt_messages (session, generation, idx, data)
+				SELECT $1, $2, $3 + t.i - 1, t.d FROM unnest($4::bytea[]) WITH ORDINALITY AS t(d, i)
+				ON CONFLICT (session, generation, idx) DO UPDATE SET data = excluded.data`,
+				cp.SessionID, w.Tip.Generation, w.First, w.Messages); err != nil {
+				return fmt.Errorf("session/postgres: save messages: %w", err)
+			}
+		}
+		if _, err := tx.Exec(ctx, `UPDATE reprompt_sessions SET seq = $2, step = $3, generation = $4, messages = $5, done = $6, updated = now()
+			WHERE id = $1`, cp.SessionID, w.Tip.Seq, w.Step, w.Tip.Generation, w.Tip.Messages, w.Done); err != nil {
+			return fmt.Errorf("session/postgres: save session %q: %w", cp.SessionID, err)
+		}
+		seq = w.Tip.Seq
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	cp.Seq = seq
+	return nil
+}
+
+// Latest implements session.Store.
+func (s *Store) Latest(ctx context.Context, id string) (*session.Checkpoint, error) {
+	return s.load(ctx, id, `SELECT seq, head FROM reprompt_checkpoints WHERE session = $1 ORDER BY seq DESC LIMIT 1`, id)
+}
+
+// AtStep implements session.Store.
+func (s *Store) AtStep(ctx context.Context, id string, step int) (*session.Checkpoint, error) {
+	cp, err := s.load(ctx, id, `SELECT seq, head FROM reprompt_checkpoints WHERE session = $1 AND step = $2 ORDER BY seq DESC LIMIT 1`, id, step)
+	if nf, ok := errors.AsType[*session.NotFoundError](err); ok {
+		var one int
+		if s.pool.QueryRow(ctx, `SELECT 1 FROM reprompt_sessions WHERE id = $1 AND seq > 0`, id).Scan(&one) == nil {
+			nf.Step, nf.AtStep = step, true
+		}
+	}
+	return cp, err
+}
+
+func (s *Store) load(ctx context.Context, id, query string, args ...any) (*session.Checkpoint, error) {
+	var cp *session.Checkpoint
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		var (
+			seq  int64
+			head []byte
+		)
+		if err := tx.QueryRow(ctx, query, args...).Scan(&seq, &head); err != nil {
+			if errors.Is(err, pgx.ErrNoRows) {
+				return &session.NotFoundError{ID: id}
+			}
+			return fmt.Errorf("session/postgres: load session %q: %w", id, err)
+		}
+		var err error
+		cp, err = session.Load(id, seq, head, func(gen, n int) ([]session.Row, error) {
+			rows, err := tx.Query(ctx, `SELECT idx, data FROM reprompt_messages WHERE session = $1 AND generation = $2 AND idx < $3 ORDER BY idx`, id, gen, n)
+			if err != nil {
+				return nil, fmt.Errorf("session/postgres: load messages of %q: %w", id, err)
+			}
+			out := make([]session.Row, 0, n)
+			var r session.Row
+			_, err = pgx.ForEachRow(rows, []any{&r.Index, &r.Data}, func() error {
+				out = append(out, session.Row{Index: r.Index, Data: r.Data})
+				r.Data = nil
+				return nil
+			})
+			if err != nil {
+				return nil, fmt.Errorf("session/postgres: load messages of %q: %w", id, err)
+			}
+			return out, nil
+		})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return cp, nil
+}
+
+// List implements session.Store.
+func (s *Store) List(ctx context.Context) ([]session.Info, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id, seq, step, done, updated FROM reprompt_sessions WHERE seq > 0 ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("session/postgres: list: %w", err)
+	}
+	var out []session.Info
+	var in session.Info
+	_, err = pgx.ForEachRow(rows, []any{&in.ID, &in.Seq, &in.Step, &in.Done, &in.Updated}, func() error {
+		out = append(out, in)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("session/postgres: list: %w", err)
+	}
+	return out, nil
+}
+
+// Delete implements session.Store.
+func (s *Store) Delete(ctx context.Context, id string) error {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		for _, q := range []string{
+			`DELETE FROM reprompt_sessions WHERE id = $1`,
+			`DELETE FROM reprompt_checkpoints WHERE session = $1`,
+			`DELETE FROM reprompt_messages WHERE session = $1`,
+		} {
+			if _, err := tx.Exec(ctx, q, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("session/postgres: delete %q: %w", id, err)
+	}
+	return nil
+}

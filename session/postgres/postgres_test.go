@@ -1,0 +1,144 @@
+package postgres_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/reprompt/reprompt/session"
+	"github.com/reprompt/reprompt/session/postgres"
+	"github.com/reprompt/reprompt/session/sessiontest"
+)
+
+// newPool returns a pool whose search_path is a new schema, dropped when the
+// test ends, so that each test has empty tables of its own. It skips the
+// test when REPROMPT_PG_URL is not set.
+func newPool(t testing.TB) *pgxpool.Pool {
+	t.Helper()
+	url := os.Getenv("REPROMPT_PG_URL")
+	if url == "" {
+		t.Skip("REPROMPT_PG_URL is not set: no PostgreSQL to test against (source .ci/postgres.sh to start one)")
+	}
+	ctx := context.Background()
+	b := make([]byte, 6)
+	rand.Read(b)
+	name := "reprompt_test_" + hex.EncodeToString(b)
+	admin, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatalf("connect to REPROMPT_PG_URL: %v", err)
+	}
+	defer admin.Close(ctx)
+	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+name); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = name
+	cfg.MaxConns = 8
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		pool.Close()
+		c, err := pgx.Connect(context.Background(), url)
+		if err == nil {
+			c.Exec(context.Background(), "DROP SCHEMA "+name+" CASCADE")
+			c.Close(context.Background())
+		}
+	})
+	return pool
+}
+
+func TestConformance(t *testing.T) {
+	var mu sync.Mutex
+	pools := map[session.Store]*pgxpool.Pool{}
+	sessiontest.Run(t, func(t *testing.T) session.Store {
+		pool := newPool(t)
+		st, err := postgres.New(context.Background(), pool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		pools[st] = pool
+		mu.Unlock()
+		return st
+	}, sessiontest.WithDamage(func(t *testing.T, st session.Store, id string, d sessiontest.Damage) {
+		mu.Lock()
+		pool := pools[st]
+		mu.Unlock()
+		damage(t, pool, id, d)
+	}))
+}
+
+func damage(t *testing.T, pool *pgxpool.Pool, id string, d sessiontest.Damage) {
+	t.Helper()
+	ctx := context.Background()
+	var seq, gen, n int64
+	if err := pool.QueryRow(ctx, `SELECT seq, generation, messages FROM reprompt_sessions WHERE id = $1`, id).Scan(&seq, &gen, &n); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	switch {
+	case d.OnHead():
+		var head []byte
+		if err := pool.QueryRow(ctx, `SELECT head FROM reprompt_checkpoints WHERE session = $1 AND seq = $2`, id, seq).Scan(&head); err != nil {
+			t.Fatal(err)
+		}
+		_, err = pool.Exec(ctx, `UPDATE reprompt_checkpoints SET head = $3 WHERE session = $1 AND seq = $2`, id, seq, d.Apply(head))
+	case d == sessiontest.DropMessage:
+		_, err = pool.Exec(ctx, `DELETE FROM reprompt_messages WHERE session = $1 AND generation = $2 AND idx = $3`, id, gen, n-1)
+	default:
+		var data []byte
+		if err := pool.QueryRow(ctx, `SELECT data FROM reprompt_messages WHERE session = $1 AND generation = $2 AND idx = $3`, id, gen, n-1).Scan(&data); err != nil {
+			t.Fatal(err)
+		}
+		_, err = pool.Exec(ctx, `UPDATE reprompt_messages SET data = $4 WHERE session = $1 AND generation = $2 AND idx = $3`, id, gen, n-1, d.Apply(data))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestOpen checks Open and that two stores on the same tables see each
+// other's sessions.
+func TestOpen(t *testing.T) {
+	pool := newPool(t)
+	url := os.Getenv("REPROMPT_PG_URL")
+	ctx := context.Background()
+	a, err := postgres.New(ctx, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := sessiontest.Fixture("shared", 3)
+	if err := a.Save(ctx, cp); err != nil {
+		t.Fatal(err)
+	}
+	// Open on the default search_path does not see the test schema.
+	b, err := postgres.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := b.Latest(ctx, "shared"); err == nil {
+		// Another schema: only fine if the default schema has it from
+		// another test, which never saves "shared" there.
+		t.Fatal("a store on another schema saw the session")
+	}
+	a2, err := postgres.New(ctx, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := a2.Latest(ctx, "shared")
+	if err != nil || len(got.Transcript) != 3 {
+		t.Fatalf("second store: %v, %v", got, err)
+	}
+}

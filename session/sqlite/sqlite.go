@@ -1,0 +1,261 @@
+// Package sqlite is a session.Store in one SQLite file, with the pure-Go
+// driver modernc.org/sqlite (no cgo).
+//
+// The file is opened in WAL mode with synchronous=FULL: a Save that
+// returned survives a crash of the process and of the machine, and readers
+// do not wait for writers. Each Save is one IMMEDIATE transaction that
+// writes the checkpoint's head and only the messages not yet stored for its
+// generation, so its cost does not grow with the length of the session.
+//
+// Tables (created by Open if missing):
+//
+//	sessions(id, seq, step, generation, messages, done, updated)  -- the tip of each session
+//	checkpoints(session, seq, step, head)                         -- one row per Save
+//	messages(session, generation, idx, data)                       -- one row per message
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/reprompt/reprompt/session"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// Store is a session.Store backed by an SQLite file. It is safe for
+// concurrent use, and several processes may open the same file.
+type Store struct {
+	db *sql.DB
+}
+
+var _ session.Store = (*Store)(nil)
+
+const schema = `
+CREATE TABLE IF NOT EXISTS sessions (
+	id         TEXT    PRIMARY KEY,
+	seq        INTEGER NOT NULL,
+	step       INTEGER NOT NULL,
+	generation INTEGER NOT NULL,
+	messages   INTEGER NOT NULL,
+	done       INTEGER NOT NULL,
+	updated    INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS checkpoints (
+	session TEXT    NOT NULL,
+	seq     INTEGER NOT NULL,
+	step    INTEGER NOT NULL,
+	head    BLOB    NOT NULL,
+	PRIMARY KEY (session, seq)
+);
+CREATE INDEX IF NOT EXISTS checkpoints_by_step ON checkpoints (session, step, seq);
+CREATE TABLE IF NOT EXISTS messages (
+	session    TEXT    NOT NULL,
+	generation INTEGER NOT NULL,
+	idx        INTEGER NOT NULL,
+	data       BLOB    NOT NULL,
+	PRIMARY KEY (session, generation, idx)
+);
+`
+
+// Open opens (creating if needed) the SQLite database at path and its
+// tables. Close it when done.
+func Open(path string) (*Store, error) {
+	if path == "" || strings.ContainsAny(path, "?#") {
+		return nil, fmt.Errorf("session/sqlite: invalid database path %q", path)
+	}
+	dsn := path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("session/sqlite: open %s: %w", path, err)
+	}
+	if _, err := db.Exec(schema); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("session/sqlite: create tables in %s: %w", path, err)
+	}
+	return &Store{db: db}, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Save implements session.Store.
+func (s *Store) Save(ctx context.Context, cp *session.Checkpoint) (err error) {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("session/sqlite: %w", err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return fmt.Errorf("session/sqlite: begin: %w", err)
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			_, _ = conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
+		}
+	}()
+
+	var tip session.Tip
+	err = conn.QueryRowContext(ctx, `SELECT seq, generation, messages FROM sessions WHERE id = ?`, cp.SessionID).
+		Scan(&tip.Seq, &tip.Generation, &tip.Messages)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("session/sqlite: read session %q: %w", cp.SessionID, err)
+	}
+	w, err := session.Plan(cp, tip)
+	if err != nil {
+		return err
+	}
+	if _, err := conn.ExecContext(ctx, `INSERT INTO checkpoints (session, seq, step, head) VALUES (?, ?, ?, ?)`,
+		cp.SessionID, w.Tip.Seq, w.Step, w.Head); err != nil {
+		return fmt.Errorf("session/sqlite: save checkpoint: %w", err)
+	}
+	if err := insertMessages(ctx, conn, cp.SessionID, w); err != nil {
+		return err
+	}
+	if _, err := conn.ExecContext(ctx, `INSERT INTO sessions (id, seq, step, generation, messages, done, updated)
+		VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, step = excluded.step, generation = excluded.generation,
+			messages = excluded.messages, done = excluded.done, updated = excluded.updated`,
+		cp.SessionID, w.Tip.Seq, w.Step, w.Tip.Generation, w.Tip.Messages, w.Done, time.Now().UnixNano()); err != nil {
+		return fmt.Errorf("session/sqlite: save session: %w", err)
+	}
+	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
+		return fmt.Errorf("session/sqlite: commit: %w", err)
+	}
+	committed = true
+	cp.Seq = w.Tip.Seq
+	return nil
+}
+
+// rowsPerInsert bounds the rows of one multi-row INSERT (4 parameters each;
+// SQLite allows 32766 parameters).
+const rowsPerInsert = 256
+
+func insertMessages(ctx context.Context, conn *sql.Conn, id string, w *session.Write) error {
+	for start := 0; start < len(w.Messages); start += rowsPerInsert {
+		chunk := w.Messages[start:min(start+rowsPerInsert, len(w.Messages))]
+		var q strings.Builder
+		q.WriteString(`INSERT OR REPLACE INTO messages (session, generation, idx, data) VALUES `)
+		args := make([]any, 0, 4*len(chunk))
+		for i, data := range chunk {
+			if i > 0 {
+				q.WriteString(", ")
+			}
+			q.WriteString("(?, ?, ?, ?)")
+			args = append(args, id, w.Tip.Generation, w.First+start+i, data)
+		}
+		if _, err := conn.ExecContext(ctx, q.String(), args...); err != nil {
+			return fmt.Errorf("session/sqlite: save messages: %w", err)
+		}
+	}
+	return nil
+}
+
+// Latest implements session.Store.
+func (s *Store) Latest(ctx context.Context, id string) (*session.Checkpoint, error) {
+	return s.load(ctx, id, `SELECT seq, head FROM checkpoints WHERE session = ? ORDER BY seq DESC LIMIT 1`, id)
+}
+
+// AtStep implements session.Store.
+func (s *Store) AtStep(ctx context.Context, id string, step int) (*session.Checkpoint, error) {
+	cp, err := s.load(ctx, id, `SELECT seq, head FROM checkpoints WHERE session = ? AND step = ? ORDER BY seq DESC LIMIT 1`, id, step)
+	if nf, ok := errors.AsType[*session.NotFoundError](err); ok {
+		var one int
+		if s.db.QueryRowContext(ctx, `SELECT 1 FROM sessions WHERE id = ?`, id).Scan(&one) == nil {
+			nf.Step, nf.AtStep = step, true
+		}
+	}
+	return cp, err
+}
+
+func (s *Store) load(ctx context.Context, id, query string, args ...any) (*session.Checkpoint, error) {
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, fmt.Errorf("session/sqlite: %w", err)
+	}
+	defer tx.Rollback()
+	var (
+		seq  int64
+		head []byte
+	)
+	if err := tx.QueryRowContext(ctx, query, args...).Scan(&seq, &head); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, &session.NotFoundError{ID: id}
+		}
+		return nil, fmt.Errorf("session/sqlite: load session %q: %w", id, err)
+	}
+	return session.Load(id, seq, head, func(gen, n int) ([]session.Row, error) {
+		rows, err := tx.QueryContext(ctx, `SELECT idx, data FROM messages WHERE session = ? AND generation = ? AND idx < ? ORDER BY idx`, id, gen, n)
+		if err != nil {
+			return nil, fmt.Errorf("session/sqlite: load messages of %q: %w", id, err)
+		}
+		defer rows.Close()
+		out := make([]session.Row, 0, n)
+		for rows.Next() {
+			var r session.Row
+			if err := rows.Scan(&r.Index, &r.Data); err != nil {
+				return nil, fmt.Errorf("session/sqlite: load messages of %q: %w", id, err)
+			}
+			out = append(out, r)
+		}
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("session/sqlite: load messages of %q: %w", id, err)
+		}
+		return out, nil
+	})
+}
+
+// List implements session.Store.
+func (s *Store) List(ctx context.Context) ([]session.Info, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT id, seq, step, done, updated FROM sessions ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("session/sqlite: list: %w", err)
+	}
+	defer rows.Close()
+	var out []session.Info
+	for rows.Next() {
+		var (
+			in      session.Info
+			updated int64
+		)
+		if err := rows.Scan(&in.ID, &in.Seq, &in.Step, &in.Done, &updated); err != nil {
+			return nil, fmt.Errorf("session/sqlite: list: %w", err)
+		}
+		in.Updated = time.Unix(0, updated)
+		out = append(out, in)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("session/sqlite: list: %w", err)
+	}
+	return out, nil
+}
+
+// Delete implements session.Store.
+func (s *Store) Delete(ctx context.Context, id string) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("session/sqlite: %w", err)
+	}
+	defer tx.Rollback()
+	for _, q := range []string{
+		`DELETE FROM sessions WHERE id = ?`,
+		`DELETE FROM checkpoints WHERE session = ?`,
+		`DELETE FROM messages WHERE session = ?`,
+	} {
+		if _, err := tx.ExecContext(ctx, q, id); err != nil {
+			return fmt.Errorf("session/sqlite: delete %q: %w", id, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("session/sqlite: delete %q: %w", id, err)
+	}
+	return nil
+}
