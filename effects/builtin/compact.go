@@ -263,12 +263,17 @@ var ErrBreakerOpen = errors.New("compaction: summarising failed too often; using
 // failure count is kept on the summary message and in State, so a resumed
 // run keeps it.
 //
+// Register Compact with effects.Recovery (Config.Register does): when the
+// provider rejects a request as too long, the runtime runs it again with
+// Step.ContextTooLong set and sends the compacted request once more.
+//
 // The result is committed once (CommitMessages): the requests after it
 // share a prefix again. Register Compact before effects that change the
 // step's messages by a view, since a commit drops the views made before it.
 //
 // Counting is incremental: on a step where nothing is compacted, Compact
-// counts only the messages new since the last step. Build it once per run
+// counts only the messages new since the last step (or asks Budget.Prefix,
+// when the runtime offers it). Build it once per run
 // (see TrimToolResults). It is safe for concurrent use.
 func Compact(cfg CompactConfig) effects.Func {
 	c := &compactor{cfg: cfg.normalized()}
@@ -309,19 +314,24 @@ func (c *compactor) run(ctx context.Context, s *effects.Step) error {
 	if !c.loaded {
 		c.load(msgs)
 	}
-	if !c.cur.valid(msgs) {
-		c.cur.reset()
-		c.tokens = 0
-	}
-	if c.cur.n < len(msgs) {
-		c.tokens += s.Budget.Tokens(msgs[c.cur.n:])
-		c.cur.set(msgs)
-	}
-	total := s.Budget.Fixed + c.tokens
-	if view := s.Messages(); len(view) > len(msgs) {
-		total += s.Budget.Tokens(view[len(msgs):])
-	} else if len(view) < len(msgs) {
-		total = s.Tokens()
+	var total int
+	if s.Budget.Prefix != nil {
+		total = s.Tokens() // the runtime counts prefixes in constant time
+	} else {
+		if !c.cur.valid(msgs) {
+			c.cur.reset()
+			c.tokens = 0
+		}
+		if c.cur.n < len(msgs) {
+			c.tokens += s.Budget.Tokens(msgs[c.cur.n:])
+			c.cur.set(msgs)
+		}
+		total = s.Budget.Fixed + c.tokens
+		if view := s.Messages(); len(view) > len(msgs) {
+			total += s.Budget.Tokens(view[len(msgs):])
+		} else if len(view) < len(msgs) {
+			total = s.Tokens()
+		}
 	}
 	limit := int(c.cfg.Threshold * float64(usable))
 	if total <= limit && !s.ContextTooLong {

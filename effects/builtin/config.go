@@ -74,7 +74,8 @@ type Effect struct {
 // WhenEnv is what a when condition sees. The condition is an
 // expr-lang expression (https://expr-lang.org) that must be a boolean; it is
 // evaluated each time the effect would run, and the effect is skipped when
-// it is false.
+// it is false. A compact effect run to recover from a request rejected as
+// too long (Step.ContextTooLong) runs whatever its condition.
 //
 //	tokens     int     the request's input tokens as it stands (Step.Tokens:
 //	                   Budget.Fixed plus the messages); counted only when
@@ -576,8 +577,11 @@ func Defaults(profile Profile) *Config {
 
 // Register registers the configured effects in p, in order, each in its
 // phase and under the key "kind#index" (so a when condition or an effect
-// registered conditionally around them does not shift their memory). Call
-// it from the prompt function, at every execution, like any hook.
+// registered conditionally around them does not shift their memory); compact
+// effects are registered with effects.Recovery, so they run when the
+// provider rejects a request as too long. Call it from the prompt function,
+// at every execution, like any hook; register one Config once per prompt
+// (the keys would clash).
 //
 // The effects are built once per prompt and reused across its executions,
 // so they keep what they know of the transcript; a compact effect keeps its
@@ -589,7 +593,11 @@ func (c *Config) Register(p *prompt.Prompt) {
 	fns := c.instances(p)
 	for i := range c.Effects {
 		e := &c.Effects[i]
-		p.Effect(effects.Always, fns[i], effects.Key(e.Kind+"#"+strconv.Itoa(i)), effects.InPhase(e.Phase))
+		opts := []effects.Option{effects.Key(e.Kind + "#" + strconv.Itoa(i)), effects.InPhase(e.Phase)}
+		if e.Kind == KindCompact {
+			opts = append(opts, effects.Recovery)
+		}
+		p.Effect(effects.Always, fns[i], opts...)
 	}
 }
 
@@ -657,6 +665,9 @@ func (c *Config) build(i int, p *prompt.Prompt) effects.Func {
 	}
 	prog, needTokens, window := e.when, e.needTokens, c.Profile.EffectiveWindow()
 	return func(ctx context.Context, s *effects.Step) error {
+		if s.ContextTooLong {
+			return fn(ctx, s) // recovering from a rejected request: no condition
+		}
 		env := WhenEnv{Window: s.Budget.Window, Step: s.Number, Cost: s.Stats.Cost, Messages: len(s.Messages())}
 		if env.Window == 0 {
 			env.Window = window

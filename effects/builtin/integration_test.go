@@ -1,0 +1,249 @@
+package builtin_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/effects"
+	"github.com/reprompt/reprompt/effects/builtin"
+	"github.com/reprompt/reprompt/prompt"
+	"github.com/reprompt/reprompt/runtime"
+	"github.com/reprompt/reprompt/snapshots"
+)
+
+type pathArgs struct {
+	Path string `json:"path"`
+}
+
+// agent returns a prompt function with a read_file tool returning size
+// characters, that registers cfg.
+func agent(cfg *builtin.Config, size int) prompt.Func {
+	return func(p *prompt.Prompt) error {
+		p.DefSystem("role", "You read files.")
+		prompt.DefTool(p, "read_file", "Read a file.", func(ctx context.Context, a pathArgs) (string, error) {
+			return a.Path + ": " + strings.Repeat("x", size), nil
+		})
+		cfg.Register(p)
+		p.User("Read the files.")
+		return nil
+	}
+}
+
+func reads(n int) []snapshots.Reply {
+	var rs []snapshots.Reply
+	for i := range n {
+		rs = append(rs, snapshots.CallTool("read_file", pathArgs{Path: "f" + string(rune('a'+i%26)) + ".go"}))
+	}
+	return append(rs, snapshots.Text("Done."))
+}
+
+func checkRequests(t *testing.T, reqs []*runtime.Request) {
+	t.Helper()
+	for i, r := range reqs {
+		if err := runtime.ValidateMessages(r.Messages); err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+	}
+}
+
+func TestRunTrim(t *testing.T) {
+	cfg, err := builtin.Parse("trim.yaml", []byte("effects:\n  - kind: trim_tool_results\n    params: {preserve_recent: 1, batch: 2}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := snapshots.Script(reads(6)...)
+	res, err := runtime.Run(context.Background(), model, agent(cfg, 2000), runtime.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := model.Requests()
+	checkRequests(t, reqs)
+	last := reqs[len(reqs)-1].Messages
+	var trimmed, full int
+	for _, m := range last {
+		if m.Role != defs.RoleTool {
+			continue
+		}
+		if m.Meta[builtin.MetaTrimmed] != "" {
+			trimmed++
+			if len(m.Content) > 600 {
+				t.Errorf("trimmed result is %d long", len(m.Content))
+			}
+		} else {
+			full++
+		}
+	}
+	// Six results, the last preserved; trimmed in batches of two, so four.
+	if trimmed != 4 || full != 2 {
+		t.Errorf("trimmed %d, full %d:\n%s", trimmed, full, dump(last))
+	}
+	commits := 0
+	for _, s := range res.Steps {
+		if s.Committed {
+			commits++
+		}
+	}
+	if commits != 2 {
+		t.Errorf("%d commits, want 2 (batches of two)", commits)
+	}
+	// Prompt-cache discipline: each request starts with the previous one's
+	// messages, except at the steps after a commit.
+	breaks := 0
+	for i := 1; i < len(reqs); i++ {
+		prev, cur := reqs[i-1].Messages, reqs[i].Messages
+		same := len(cur) >= len(prev)
+		for j := 0; same && j < len(prev); j++ {
+			same = prev[j].Content == cur[j].Content
+		}
+		if !same {
+			breaks++
+		}
+	}
+	if breaks != commits {
+		t.Errorf("the prefix broke %d times for %d commits", breaks, commits)
+	}
+}
+
+func TestRunCompactWithTheRunsModel(t *testing.T) {
+	var infos []builtin.Info
+	cfg := builtin.Defaults(builtin.Profile{Window: 6000, OutputReserve: 1000})
+	cfg.OnCompaction = func(i builtin.Info) { infos = append(infos, i) }
+	var calls, summaries atomic.Int32
+	reply := snapshots.Reply{Func: func(req *runtime.Request) snapshots.Reply {
+		if req.System == builtin.DefaultSummaryPrompt {
+			summaries.Add(1)
+			return snapshots.Text("The user asked to read files; many were read.")
+		}
+		if calls.Add(1) > 30 {
+			return snapshots.Text("Done.")
+		}
+		return snapshots.CallTool("read_file", pathArgs{Path: "f.go"})
+	}}
+	var script []snapshots.Reply
+	for range 60 {
+		script = append(script, reply)
+	}
+	model := snapshots.Script(script...)
+	_, err := runtime.Run(context.Background(), model, agent(cfg, 1500), runtime.Config{Window: 6000, Reserve: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := model.Requests()
+	var steps []*runtime.Request
+	for _, r := range reqs {
+		if r.System != builtin.DefaultSummaryPrompt {
+			steps = append(steps, r)
+		}
+	}
+	checkRequests(t, steps)
+	if summaries.Load() == 0 || len(infos) == 0 {
+		t.Fatalf("no summary: %d compactions", len(infos))
+	}
+	for i, r := range steps {
+		if n := snapshots.EstimateTokens(r); n > 5000 {
+			t.Errorf("request %d: %d tokens, usable 5000", i, n)
+		}
+	}
+	last := steps[len(steps)-1].Messages
+	if last[0].Content != "Read the files." || !strings.HasPrefix(last[1].Content, "<summary>\n") || last[1].Meta[builtin.MetaSummary] == "" {
+		t.Fatalf("layout after compaction:\n%s", dump(last[:3]))
+	}
+	if !strings.Contains(last[1].Content, "<read-files>\nf.go\n</read-files>") {
+		t.Errorf("files not tracked:\n%s", last[1].Content)
+	}
+}
+
+func TestRunCompactRecoversFromContextTooLong(t *testing.T) {
+	model := &fakeModel{}
+	var infos []builtin.Info
+	compact := builtin.Compact(builtin.CompactConfig{Model: model, OnCompaction: func(i builtin.Info) { infos = append(infos, i) }})
+	rejected := false
+	var script []snapshots.Reply
+	for i := range 6 {
+		script = append(script, snapshots.CallTool("read_file", pathArgs{Path: "f" + string(rune('a'+i)) + ".go"}))
+	}
+	script = append(script,
+		snapshots.Reply{Func: func(req *runtime.Request) snapshots.Reply {
+			rejected = true
+			return snapshots.Fail(&runtime.ModelError{StatusCode: 400, ContextTooLong: true, Message: "context_length_exceeded"})
+		}},
+		snapshots.Text("Done."))
+	scripted := snapshots.Script(script...)
+	fn := func(p *prompt.Prompt) error {
+		prompt.DefTool(p, "read_file", "Read a file.", func(ctx context.Context, a pathArgs) (string, error) {
+			return strings.Repeat("y", 1000), nil
+		})
+		p.Effect(effects.Always, compact, effects.Key("compact"), effects.Recovery)
+		p.User("Read.")
+		return nil
+	}
+	// A window far above what is used: only the rejection compacts.
+	res, err := runtime.Run(context.Background(), scripted, fn, runtime.Config{Window: 1_000_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rejected || len(infos) != 1 || !infos[0].Forced {
+		t.Fatalf("rejected=%v infos=%+v", rejected, infos)
+	}
+	if !res.Steps[len(res.Steps)-1].Recovered {
+		t.Error("the last step was not recovered")
+	}
+	reqs := scripted.Requests()
+	final := reqs[len(reqs)-1].Messages
+	if _, at := summaries(final); at != 1 || len(final) >= len(reqs[len(reqs)-2].Messages) {
+		t.Fatalf("the request sent again was not compacted:\n%s", dump(final))
+	}
+}
+
+func TestRunLimits(t *testing.T) {
+	cfg, err := builtin.Parse("limits.yaml", []byte("effects:\n  - kind: limits\n    params: {max_iterations: 5}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := snapshots.Script(reads(20)...)
+	_, err = runtime.Run(context.Background(), model, agent(cfg, 10), runtime.Config{})
+	if !errors.Is(err, builtin.ErrIterationLimit) {
+		t.Fatalf("err = %v", err)
+	}
+	var ee *effects.Error
+	var le *builtin.LimitError
+	if !errors.As(err, &ee) || !errors.As(err, &le) || le.Used != 5 || le.Max != 5 {
+		t.Fatalf("err = %#v", err)
+	}
+	reqs := model.Requests()
+	if len(reqs) != 5 {
+		t.Fatalf("%d model calls, want 5", len(reqs))
+	}
+	for i, r := range reqs {
+		tail := r.Messages[len(r.Messages)-1]
+		warned := tail.Role == defs.RoleUser && strings.Contains(tail.Content, "Finish now")
+		if want := i >= 3; warned != want { // 4 of 5 is 80%
+			t.Errorf("request %d: wrap-up %v, want %v", i, warned, want)
+		}
+		if i > 0 && strings.Contains(r.Messages[len(r.Messages)-2].Content, "Finish now") {
+			t.Errorf("request %d: the wrap-up of the previous step stayed in the transcript", i)
+		}
+	}
+}
+
+func TestRunWhen(t *testing.T) {
+	src := "effects:\n  - kind: trim_tool_results\n    params: {preserve_recent: -1, batch: 1}\n    when: step >= 3 && last_tool == \"read_file\"\n"
+	cfg, err := builtin.Parse("when.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := snapshots.Script(reads(5)...)
+	res, err := runtime.Run(context.Background(), model, agent(cfg, 1000), runtime.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range res.Steps {
+		if s.Committed != (s.Number == 3 || s.Number == 4) { // from step 3 on, each new result is trimmed
+			t.Errorf("step %d: committed %v", s.Number, s.Committed)
+		}
+	}
+}
