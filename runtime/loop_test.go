@@ -109,6 +109,10 @@ func counter(executions *atomic.Int32) prompt.Func {
 	}
 }
 
+// missingConfig returns a nil map, so that writing to it panics in the
+// Go runtime, as a real bug would.
+func missingConfig() map[string]string { return nil }
+
 // Section 1: the step loop.
 
 func TestLoopReExecutesPromptWithCurrentState(t *testing.T) {
@@ -520,9 +524,9 @@ func TestPromptPanicFailsRunWithSite(t *testing.T) {
 		prompt.DefTool(p, "noop", "d", func(context.Context, noArgs) (string, error) { return "", nil })
 		p.User("go")
 		if p.Step() == 1 {
-			var cfg map[string]string
+			cfg := missingConfig()
 			site = nextLine()
-			cfg["x"] = "boom" // nil map write
+			cfg["x"] = "boom" // a runtime panic: nil map write
 		}
 		return nil
 	}

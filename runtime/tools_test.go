@@ -276,9 +276,9 @@ func TestToolFailuresBecomeErrorResults(t *testing.T) {
 			return "ok", nil
 		})
 		prompt.DefTool(p, "crash", "Crash.", func(context.Context, noArgs) (string, error) {
-			var m map[string]int
+			m := missingConfig()
 			panicSite = nextLine()
-			m["x"]++
+			m["x"] += "!"
 			return "", nil
 		})
 		p.User("go")
