@@ -1,0 +1,211 @@
+package session_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/session"
+	"github.com/reprompt/reprompt/session/sessiontest"
+)
+
+// A fixture file holds one stored checkpoint as a store keeps it: the head
+// and the rows of its generation. Stored bytes that are JSON are kept as
+// JSON (Head, Data), others as strings (HeadText, Text).
+type fixture struct {
+	ID       string          `json:"id"`
+	Seq      int64           `json:"seq"`
+	Head     json.RawMessage `json:"head,omitempty"`
+	HeadText *string         `json:"head_text,omitempty"`
+	Rows     []fixtureRow    `json:"rows"`
+}
+
+type fixtureRow struct {
+	Index int             `json:"index"`
+	Data  json.RawMessage `json:"data,omitempty"`
+	Text  *string         `json:"text,omitempty"`
+}
+
+func (f *fixture) head() []byte {
+	if f.HeadText != nil {
+		return []byte(*f.HeadText)
+	}
+	return f.Head
+}
+
+func (f *fixture) load() (*session.Checkpoint, error) {
+	return session.Load(f.ID, f.Seq, f.head(), func(gen, n int) ([]session.Row, error) {
+		var rows []session.Row
+		for _, r := range f.Rows {
+			if r.Index >= n {
+				continue
+			}
+			data := []byte(r.Data)
+			if r.Text != nil {
+				data = []byte(*r.Text)
+			}
+			rows = append(rows, session.Row{Index: r.Index, Data: data})
+		}
+		return rows, nil
+	})
+}
+
+func readFixtures(t testing.TB, dir string) map[string]*fixture {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join("testdata", dir, "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]*fixture{}
+	for _, p := range paths {
+		if strings.HasSuffix(p, ".want.json") {
+			continue
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var f fixture
+		if err := json.Unmarshal(b, &f); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		out[p] = &f
+	}
+	if len(out) == 0 {
+		t.Fatalf("no fixtures in testdata/%s", dir)
+	}
+	return out
+}
+
+// TestVersion1Fixtures loads checkpoints written by version 1 of the format
+// and compares each with what it decoded to when it was written
+// (NAME.want.json). These files are never rewritten by a later version: a
+// failure here means old sessions would no longer resume.
+func TestVersion1Fixtures(t *testing.T) {
+	for path, f := range readFixtures(t, "v1") {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			cp, err := f.load()
+			if err != nil {
+				t.Fatalf("load: %v", err)
+			}
+			if cp.Version != 1 {
+				t.Errorf("Version = %d, want 1", cp.Version)
+			}
+			got, _ := json.MarshalIndent(cp, "", "\t")
+			want, err := os.ReadFile(strings.TrimSuffix(path, ".json") + ".want.json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(bytes.TrimSpace(want), bytes.TrimSpace(got)) {
+				t.Errorf("loaded checkpoint differs from %s.want.json:\ngot:\n%s", strings.TrimSuffix(filepath.Base(path), ".json"), got)
+			}
+		})
+	}
+}
+
+func TestFutureVersionRefused(t *testing.T) {
+	for path, f := range readFixtures(t, "future") {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			cp, err := f.load()
+			ve, ok := errors.AsType[*session.VersionError](err)
+			if !ok {
+				t.Fatalf("load = %v, %v; want a *session.VersionError", cp, err)
+			}
+			if ve.Max != session.Version || ve.Got <= session.Version || ve.ID != f.ID || ve.Seq != f.Seq {
+				t.Fatalf("VersionError = %+v", ve)
+			}
+			if !strings.Contains(err.Error(), "newer") {
+				t.Errorf("message %q does not say the checkpoint is newer", err)
+			}
+		})
+	}
+}
+
+func TestCorruptFixtures(t *testing.T) {
+	for path, f := range readFixtures(t, "corrupt") {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			cp, err := f.load()
+			ce, ok := errors.AsType[*session.CorruptError](err)
+			if !ok || !errors.Is(err, session.ErrCorrupt) {
+				t.Fatalf("load = %v, %v; want a *session.CorruptError", cp, err)
+			}
+			if ce.ID != f.ID || ce.Seq != f.Seq {
+				t.Fatalf("CorruptError names %q seq %d, want %q seq %d", ce.ID, ce.Seq, f.ID, f.Seq)
+			}
+			t.Log(err)
+		})
+	}
+}
+
+// TestWriteVersion1Fixtures writes the version 1 fixtures. It runs only with
+// REPROMPT_WRITE_FIXTURES=1, never in CI, and only while Version is 1: the
+// files record what version 1 wrote and must not change afterwards.
+func TestWriteVersion1Fixtures(t *testing.T) {
+	if os.Getenv("REPROMPT_WRITE_FIXTURES") != "1" || os.Getenv("CI") != "" {
+		t.Skip("set REPROMPT_WRITE_FIXTURES=1 (outside CI) to write testdata/v1")
+	}
+	if session.Version != 1 {
+		t.Fatal("the v1 fixtures are written by version 1 only")
+	}
+	full := sessiontest.Fixture("full", 9)
+	full.Seq = 4
+	minimal := &session.Checkpoint{SessionID: "minimal"}
+	compacted := sessiontest.Fixture("compacted", 0)
+	compacted.Pending = nil
+	compacted.Generation, compacted.Step, compacted.Seq, compacted.Done = 2, 40, 41, true
+	compacted.Transcript = []defs.Message{
+		{Role: defs.RoleUser, Content: "[summary] read a.txt, wrote b.txt", Meta: map[string]string{"summary": "2"}},
+		defs.AssistantMessage("All done."),
+	}
+	write := func(name string, cp *session.Checkpoint, edit func(head map[string]any, rows []map[string]any)) {
+		seq := cp.Seq
+		w, err := session.Plan(cp, session.Tip{Seq: seq, Generation: cp.Generation})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var head map[string]any
+		json.Unmarshal(w.Head, &head)
+		rows := make([]map[string]any, len(w.Messages))
+		for i, m := range w.Messages {
+			json.Unmarshal(m, &rows[i])
+		}
+		if edit != nil {
+			edit(head, rows)
+		}
+		f := fixture{ID: cp.SessionID, Seq: seq + 1}
+		f.Head, _ = json.Marshal(head)
+		for i, r := range rows {
+			b, _ := json.Marshal(r)
+			f.Rows = append(f.Rows, fixtureRow{Index: i, Data: b})
+		}
+		b, _ := json.MarshalIndent(f, "", "\t")
+		p := filepath.Join("testdata", "v1", name+".json")
+		if err := os.WriteFile(p, append(b, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		loaded, err := f.load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := json.MarshalIndent(loaded, "", "\t")
+		if err := os.WriteFile(filepath.Join("testdata", "v1", name+".want.json"), append(want, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("full", full, nil)
+	write("minimal", minimal, nil)
+	write("compacted", compacted, nil)
+	unknown := sessiontest.Fixture("unknown-fields", 4)
+	write("unknown-fields", unknown, func(head map[string]any, rows []map[string]any) {
+		head["written_by"] = "a later 1.x release"
+		head["stats"].(map[string]any)["reasoning_tokens"] = 77
+		for _, r := range rows {
+			r["provider_id"] = "msg_123"
+		}
+	})
+}
