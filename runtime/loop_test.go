@@ -910,3 +910,23 @@ func ExampleRun() {
 	// "<count>2</count>\n</variables>"
 	// Two. 3 steps
 }
+
+func TestSettingStateDoesNotTriggerAStep(t *testing.T) {
+	m := snapshots.Script(snapshots.CallTool("add", amountArgs{N: 1}), snapshots.Text("done"))
+	r := runtime.New(m, counter(nil), runtime.Config{})
+	if _, err := r.Next(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// Between steps, state set from outside is seen by the next execution
+	// only; nothing runs on its own.
+	state.Set(r.Prompt().Store(), "count", 40)
+	if len(m.Requests()) != 1 || r.StepNumber() != 1 {
+		t.Fatalf("setting state ran something: %d requests, next step %d", len(m.Requests()), r.StepNumber())
+	}
+	if _, err := r.Next(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if sys := m.Requests()[1].System; !strings.Contains(sys, "<count>40</count>") {
+		t.Errorf("next execution did not see the new value: %q", sys)
+	}
+}

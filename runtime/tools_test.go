@@ -619,3 +619,19 @@ func TestHookMisuseFromToolAndEffect(t *testing.T) {
 		}
 	})
 }
+
+func TestSubAgentDeclaringItsTaskDoesNotRepeatIt(t *testing.T) {
+	parent := func(p *prompt.Prompt) error {
+		p.DefAgent("echo", "Echo.", func(p *prompt.Prompt) error {
+			p.User(p.Input()) // the task is already its first message
+			return nil
+		})
+		p.User("go")
+		return nil
+	}
+	m := snapshots.Script(snapshots.CallTool("echo", prompt.AgentArgs{Task: "say hi"}), snapshots.Text("hi"), snapshots.Text("done"))
+	run(t, m, parent, runtime.Config{})
+	if diff := cmp.Diff([]string{"user: say hi"}, transcriptOf(m.Requests()[1].Messages)); diff != "" {
+		t.Errorf("sub-agent request mismatch (-want +got):\n%s", diff)
+	}
+}
