@@ -46,13 +46,14 @@ const tracks = 2
 type Accountant struct {
 	c Counter
 
-	mu     sync.Mutex
-	tick   uint64
-	tr     [tracks]track
-	cur    *track // the track of the last Count; nil before any
-	cache  [2]map[uint64]int
-	tools  toolCache
-	hashed uint64 // messages hashed (tests)
+	mu       sync.Mutex
+	tick     uint64
+	tr       [tracks]track
+	cur      *track // the track of the last Count; nil before any
+	cache    [2]map[uint64]int
+	tools    toolCache
+	hashed   uint64 // messages hashed (tests)
+	compared uint64 // messages compared shallowly (tests)
 }
 
 // history is how many distinct lengths a track remembers: the messages
@@ -167,6 +168,7 @@ func (a *Accountant) sync(msgs []defs.Message) *track {
 		// past it.
 		overlap := min(len(msgs), len(t.ids))
 		k := min(t.trusted(), overlap)
+		a.compared += uint64(overlap - k)
 		for k < overlap && t.ids[k].same(&msgs[k]) {
 			k++
 		}
