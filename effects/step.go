@@ -19,8 +19,10 @@ import (
 //     after them share a stable prefix again.
 //
 // Effects run in registration order and each sees the changes made by the
-// effects before it. A Step is valid only during the call of the effect it
-// is passed to.
+// effects before it. In the AfterReply phase the request was already sent:
+// only commits take effect there, and views, limits, variables, disables and
+// reminders made in that phase are dropped. A Step is valid only during the
+// call of the effect it is passed to.
 type Step struct {
 	// Number is the step number, from 0.
 	Number int

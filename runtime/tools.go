@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -110,7 +111,12 @@ func (r *Runner) runTool(ctx context.Context, c defs.ToolCall, offered []ToolSpe
 	}
 	out, err := r.callTool(prompt.WithCallID(ctx, c.ID), def.Tool, c.Arguments)
 	if err != nil {
-		return fail("%v", err)
+		var pe *ToolPanicError
+		var te *ToolTimeoutError
+		if errors.As(err, &pe) || errors.As(err, &te) || prompt.IsArgumentsError(err) {
+			return fail("%v", err) // these name the tool already
+		}
+		return fail("tool %q failed: %v", c.Name, err)
 	}
 	res.Content = out
 	return res
