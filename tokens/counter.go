@@ -114,7 +114,9 @@ func (b bpe) Text(s string) int {
 		return 0
 	}
 	n, err := b.enc.get().Count(s)
-	if err != nil {
+	if err != nil || n == 0 {
+		// The tokenizer skips some control characters ("\x7f"): never
+		// count a non-empty text as free.
 		return Estimator{}.Text(s)
 	}
 	return n
