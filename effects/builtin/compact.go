@@ -102,6 +102,13 @@ type CompactConfig struct {
 	// Threshold is the fraction of the usable window (Window − Reserve) above
 	// which Compact acts. Zero means DefaultThreshold (0.8).
 	Threshold float64
+	// Target is the fraction of the usable window a compaction brings the
+	// request under, below Threshold so that the next compaction is far
+	// off: each one rewrites the transcript and breaks the cached prefix.
+	// Trimming alone is enough only when it reaches Target; otherwise the
+	// older messages are summarised. Zero means Threshold − 0.2 (at least
+	// Threshold/2); a value above Threshold means Threshold.
+	Target float64
 	// Window and Reserve, when Window is non-zero, replace Step.Budget's.
 	// Compact does nothing while no window is known.
 	Window, Reserve int
@@ -160,6 +167,10 @@ func (c CompactConfig) normalized() CompactConfig {
 	if c.Threshold <= 0 {
 		c.Threshold = DefaultThreshold
 	}
+	if c.Target <= 0 {
+		c.Target = max(c.Threshold-0.2, c.Threshold/2)
+	}
+	c.Target = min(c.Target, c.Threshold)
 	if c.WindowMessages <= 0 {
 		c.WindowMessages = DefaultWindowMessages
 	}
@@ -234,12 +245,15 @@ var ErrBreakerOpen = errors.New("compaction: summarising failed too often; using
 //
 // When the request's tokens (Step.Budget.Fixed plus the messages) exceed
 // Threshold × (Window − Reserve), or at once when Step.ContextTooLong is set,
-// it compacts in two phases:
+// it compacts in two phases, aiming under Target × (Window − Reserve) so
+// that the next compaction, and the next break of the cached prefix, is far
+// off:
 //
 //  1. Trim the long results of tool calls older than the last TrimRecent
-//     messages (error results are never cut). If that is enough, stop.
+//     messages (error results are never cut). If that reaches Target, stop.
 //  2. Cut the conversation in two: the older part is replaced by one summary
-//     message, the recent part (at most KeepRecentTokens) is kept verbatim.
+//     message, the recent part (at most KeepRecentTokens, and what fits
+//     under Target beside the summary) is kept verbatim.
 //
 // The cut never separates an assistant message from the results of its tool
 // calls (parallel calls included): it always falls before a user or an
@@ -337,7 +351,7 @@ func (c *compactor) run(ctx context.Context, s *effects.Step) error {
 	if total <= limit && !s.ContextTooLong {
 		return nil
 	}
-	return c.compact(ctx, s, msgs, total, usable, limit)
+	return c.compact(ctx, s, msgs, total, usable)
 }
 
 // load reads the failure count a resumed run left.
@@ -372,7 +386,7 @@ func summaryIndex(msgs []defs.Message) int {
 	return -1
 }
 
-func (c *compactor) compact(ctx context.Context, s *effects.Step, msgs []defs.Message, total, usable, limit int) error {
+func (c *compactor) compact(ctx context.Context, s *effects.Step, msgs []defs.Message, total, usable int) error {
 	start := time.Now()
 	cfg := &c.cfg
 	fixed := s.Budget.Fixed
@@ -385,7 +399,8 @@ func (c *compactor) compact(ctx context.Context, s *effects.Step, msgs []defs.Me
 	if trimmed > 0 {
 		total = count(out)
 	}
-	if total <= limit && !s.ContextTooLong {
+	target := int(cfg.Target * float64(usable))
+	if total <= target && !s.ContextTooLong {
 		info.Strategy = StrategyTrim
 		return c.finish(s, out, total, info, start)
 	}
@@ -418,7 +433,7 @@ func (c *compactor) compact(ctx context.Context, s *effects.Step, msgs []defs.Me
 	if keep <= 0 {
 		keep = usable / 4
 	}
-	room := limit - fixed - s.Budget.Tokens(out[:head]) - summaryMax
+	room := target - fixed - s.Budget.Tokens(out[:head]) - summaryMax
 	keep = min(keep, room)
 	if s.ContextTooLong {
 		keep = min(keep, bodyTokens/2)

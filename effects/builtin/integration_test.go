@@ -3,6 +3,7 @@ package builtin_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -244,6 +245,40 @@ func TestRunWhen(t *testing.T) {
 	for _, s := range res.Steps {
 		if s.Committed != (s.Number == 3 || s.Number == 4) { // from step 3 on, each new result is trimmed
 			t.Errorf("step %d: committed %v", s.Number, s.Committed)
+		}
+	}
+}
+
+// TestRunSharedConfig runs one Config in several runs at once: each prompt
+// gets its own effects, so their memories do not mix (run with -race).
+func TestRunSharedConfig(t *testing.T) {
+	cfg, err := builtin.Parse("shared.yaml", []byte("effects:\n  - kind: trim_tool_results\n    params: {preserve_recent: 1, batch: 2}\n  - kind: compact\n    params: {window: 4000, strategy: heuristic}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 8)
+	for i := range 8 {
+		go func() {
+			model := snapshots.Script(reads(10 + i)...)
+			_, err := runtime.Run(context.Background(), model, agent(cfg, 1500), runtime.Config{})
+			if err == nil {
+				for j, r := range model.Requests() {
+					if verr := runtime.ValidateMessages(r.Messages); verr != nil {
+						err = fmt.Errorf("run %d request %d: %w", i, j, verr)
+						break
+					}
+					if n := snapshots.EstimateTokens(r); n > 4000 {
+						err = fmt.Errorf("run %d request %d: %d tokens", i, j, n)
+						break
+					}
+				}
+			}
+			errs <- err
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Error(err)
 		}
 	}
 }

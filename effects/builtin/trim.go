@@ -14,7 +14,7 @@ const (
 	DefaultMaxResultLength = 500
 	DefaultPreserveRecent  = 4
 	DefaultMinSaving       = 200
-	DefaultTrimBatch       = 4
+	DefaultTrimBatch       = 8
 )
 
 // TrimConfig configures TrimToolResults. The zero value means the defaults.
@@ -72,7 +72,13 @@ func (c TrimConfig) normalized() TrimConfig {
 // trimmed in batches: the transcript is rewritten (one CommitMessages) only
 // when at least Batch old results wait to be trimmed, and then all of them
 // are trimmed together. With the defaults the prefix breaks about once every
-// four long tool results instead of at every step.
+// eight long tool results instead of at every step. (In a simulated 320-step
+// coding session under a 32k window, examples/longsession, with cached
+// tokens at a tenth of the price, batches of 8 billed as much or up to 7%
+// less input than batches of 4 over four seeds, and about 40% fewer
+// rewrites; trimming at every step, with a moving boundary, billed 30–55%
+// more.) When the window is tight, Compact trims whatever is needed at once,
+// so a large batch never overflows it.
 //
 // The effect remembers how far it read the transcript and which results
 // wait, so a step where nothing is trimmed costs what is new since the last

@@ -18,7 +18,7 @@ func history(n, size int) []defs.Message {
 }
 
 func TestTrimWaitsForABatch(t *testing.T) {
-	trim := builtin.TrimToolResults(builtin.TrimConfig{}) // preserve 4, batch 4
+	trim := builtin.TrimToolResults(builtin.TrimConfig{Batch: 4}) // preserve 4 by default
 	// 7 results: 3 are old, fewer than a batch.
 	msgs := history(7, 2000)
 	if got := committed(t, trim, newStep(0, msgs, 0)); got != nil {
@@ -112,5 +112,24 @@ func TestTrimRespectsEarlierTrimming(t *testing.T) {
 	}
 	if got[2].Content != msgs[2].Content || got[2].Meta[builtin.MetaTrimmed] != "5000" {
 		t.Error("a message trimmed before was trimmed again")
+	}
+}
+
+func TestTrimDefaultBatch(t *testing.T) {
+	trim := builtin.TrimToolResults(builtin.TrimConfig{})
+	msgs := history(11, 2000) // 7 old results: fewer than a default batch
+	if got := committed(t, trim, newStep(0, msgs, 0)); got != nil {
+		t.Fatal("trimmed fewer than DefaultTrimBatch results")
+	}
+	msgs = append(msgs, toolTurn("c11", 2000)...)
+	got := committed(t, trim, newStep(1, msgs, 0))
+	n := 0
+	for _, m := range got {
+		if m.Meta[builtin.MetaTrimmed] != "" {
+			n++
+		}
+	}
+	if n != builtin.DefaultTrimBatch {
+		t.Fatalf("trimmed %d, want %d", n, builtin.DefaultTrimBatch)
 	}
 }
