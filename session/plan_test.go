@@ -60,7 +60,10 @@ func TestPlanRefuses(t *testing.T) {
 		{"negative step", func(c *session.Checkpoint) { c.Step = -1 }, new(*session.InvalidError)},
 		{"lower generation", func(c *session.Checkpoint) { c.Generation = 1 }, new(*session.InvalidError)},
 		{"shorter transcript", func(c *session.Checkpoint) { c.Transcript = c.Transcript[:3] }, new(*session.InvalidError)},
-		{"message without role", func(c *session.Checkpoint) { c.Transcript = append(c.Transcript[:4:4], c.Transcript[0]); c.Transcript[4].Role = "" }, new(*session.InvalidError)},
+		{"message without role", func(c *session.Checkpoint) {
+			c.Transcript = append(c.Transcript[:4:4], c.Transcript[0])
+			c.Transcript[4].Role = ""
+		}, new(*session.InvalidError)},
 		{"pending reply not from the assistant", func(c *session.Checkpoint) { c.Pending = &session.Pending{} }, new(*session.InvalidError)},
 	}
 	for _, tt := range tests {
