@@ -36,26 +36,39 @@ const (
 // cursor remembers how much of a transcript an effect has looked at, so that
 // the next step looks only at what is new. valid tells whether the
 // transcript still starts with what was seen: the runtime only appends to a
-// transcript between commits, and a commit (compaction, trimming) changes
-// the first or the last seen message, or shortens the transcript.
+// transcript between commits, and a commit (compaction, trimming) shortens
+// the transcript or changes messages in it. valid compares a few messages
+// spread over the seen part (the first, the last, and three between), in
+// O(1).
 type cursor struct {
-	n           int
-	first, last defs.Message
+	n    int
+	seen [5]defs.Message // the messages at samples(n)
 }
+
+func samples(n int) [5]int { return [5]int{0, n / 3, n / 2, 2 * n / 3, n - 1} }
 
 func (c *cursor) valid(msgs []defs.Message) bool {
 	if c.n == 0 {
 		return true
 	}
-	return len(msgs) >= c.n && sameMessage(msgs[0], c.first) && sameMessage(msgs[c.n-1], c.last)
+	if len(msgs) < c.n {
+		return false
+	}
+	for k, i := range samples(c.n) {
+		if !sameMessage(msgs[i], c.seen[k]) {
+			return false
+		}
+	}
+	return true
 }
 
 func (c *cursor) set(msgs []defs.Message) {
 	c.n = len(msgs)
+	c.seen = [5]defs.Message{}
 	if c.n > 0 {
-		c.first, c.last = msgs[0], msgs[c.n-1]
-	} else {
-		c.first, c.last = defs.Message{}, defs.Message{}
+		for k, i := range samples(c.n) {
+			c.seen[k] = msgs[i]
+		}
 	}
 }
 
@@ -64,8 +77,11 @@ func (c *cursor) reset() { c.set(nil) }
 // sameMessage compares the parts of two messages that a rewrite changes. It
 // is O(1) for the same message: string comparison stops at equal pointers.
 func sameMessage(a, b defs.Message) bool {
-	return a.Role == b.Role && a.ToolCallID == b.ToolCallID && len(a.ToolCalls) == len(b.ToolCalls) &&
-		a.Content == b.Content && a.Meta[MetaTrimmed] == b.Meta[MetaTrimmed] && a.Meta[MetaSummary] == b.Meta[MetaSummary]
+	if a.Role != b.Role || a.ToolCallID != b.ToolCallID || len(a.ToolCalls) != len(b.ToolCalls) || a.Content != b.Content ||
+		a.Meta[MetaTrimmed] != b.Meta[MetaTrimmed] || a.Meta[MetaSummary] != b.Meta[MetaSummary] {
+		return false
+	}
+	return len(a.ToolCalls) == 0 || a.ToolCalls[0].ID == b.ToolCalls[0].ID
 }
 
 // withMeta returns m with Meta copied and key set to value; m's own map is

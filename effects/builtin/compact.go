@@ -287,7 +287,11 @@ var ErrBreakerOpen = errors.New("compaction: summarising failed too often; using
 //
 // Counting is incremental: on a step where nothing is compacted, Compact
 // counts only the messages new since the last step (or asks Budget.Prefix,
-// when the runtime offers it). Build it once per run
+// when the runtime offers it). Without Budget.Prefix, a commit by another
+// effect that shrinks earlier messages (trimming) leaves the running count
+// too high until it crosses the threshold, where Compact counts from scratch
+// before acting; a commit that made earlier messages longer would go
+// unnoticed until the next compaction. Build it once per run
 // (see TrimToolResults). It is safe for concurrent use.
 func Compact(cfg CompactConfig) effects.Func {
 	c := &compactor{cfg: cfg.normalized()}
@@ -348,6 +352,14 @@ func (c *compactor) run(ctx context.Context, s *effects.Step) error {
 		}
 	}
 	limit := int(c.cfg.Threshold * float64(usable))
+	if total > limit && s.Budget.Prefix == nil {
+		// The running count may be stale: another effect's commit may have
+		// shrunk messages the cursor does not sample (trimming does). Count
+		// from scratch before acting, and start again from there.
+		c.tokens = s.Budget.Tokens(msgs)
+		c.cur.set(msgs)
+		total = s.Tokens()
+	}
 	if total <= limit && !s.ContextTooLong {
 		return nil
 	}

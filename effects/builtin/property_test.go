@@ -148,8 +148,13 @@ func TestCompactRunProperty(t *testing.T) {
 		id := 0
 		for step := range 60 {
 			s := newStep(step, transcript, window)
+			full := count(transcript)
 			if err := compact(context.Background(), s); err != nil {
 				t.Fatal(err)
+			}
+			// The incremental count must decide as a count from scratch.
+			if over := full > int(0.7*float64(window)); over != s.Mods().Committed {
+				t.Fatalf("seed %d step %d: %d tokens, limit %d, committed %v", seed, step, full, int(0.7*float64(window)), s.Mods().Committed)
 			}
 			if m := s.Mods(); m.Committed {
 				transcript = m.Transcript
