@@ -219,9 +219,11 @@ type Tip struct {
 type Write struct {
 	// Tip is the session's tip after the write.
 	Tip Tip
-	// Step and Done are the checkpoint's, for the store's index.
-	Step int
-	Done bool
+	// Step, Done and Pending (whether cp.Pending is set) are the
+	// checkpoint's, for the store's index.
+	Step    int
+	Done    bool
+	Pending bool
 	// Head is the encoded head, to file under (SessionID, Tip.Seq).
 	Head []byte
 	// First is the index of Messages[0] in generation Tip.Generation;
@@ -264,11 +266,12 @@ func Plan(cp *Checkpoint, tip Tip) (*Write, error) {
 		return nil, err
 	}
 	w := &Write{
-		Tip:   Tip{Seq: next.Seq, Generation: cp.Generation, Messages: len(cp.Transcript)},
-		Step:  cp.Step,
-		Done:  cp.Done,
-		Head:  h,
-		First: first,
+		Tip:     Tip{Seq: next.Seq, Generation: cp.Generation, Messages: len(cp.Transcript)},
+		Step:    cp.Step,
+		Done:    cp.Done,
+		Pending: cp.Pending != nil,
+		Head:    h,
+		First:   first,
 	}
 	if n := len(cp.Transcript) - first; n > 0 {
 		w.Messages = make([][]byte, n)

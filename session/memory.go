@@ -24,7 +24,8 @@ type memSession struct {
 	updated time.Time
 	heads   []memHead        // by seq, oldest first
 	msgs    map[int][][]byte // generation → stored messages
-	byStep  map[int][]int64  // step → seqs, oldest first
+	byStep  map[int][]int64  // step → seqs without Pending, oldest first
+	pending map[int][]int64  // step → seqs with Pending, oldest first
 }
 
 type memHead struct {
@@ -57,13 +58,17 @@ func (m *Memory) Save(ctx context.Context, cp *Checkpoint) error {
 		return err
 	}
 	if s == nil {
-		s = &memSession{msgs: make(map[int][][]byte), byStep: make(map[int][]int64)}
+		s = &memSession{msgs: make(map[int][][]byte), byStep: make(map[int][]int64), pending: make(map[int][]int64)}
 		m.sessions[cp.SessionID] = s
 	}
 	rows := s.msgs[w.Tip.Generation][:w.First]
 	s.msgs[w.Tip.Generation] = append(rows, w.Messages...)
 	s.heads = append(s.heads, memHead{seq: w.Tip.Seq, step: w.Step, data: w.Head})
-	s.byStep[w.Step] = append(s.byStep[w.Step], w.Tip.Seq)
+	if w.Pending {
+		s.pending[w.Step] = append(s.pending[w.Step], w.Tip.Seq)
+	} else {
+		s.byStep[w.Step] = append(s.byStep[w.Step], w.Tip.Seq)
+	}
 	s.tip, s.step, s.done, s.updated = w.Tip, w.Step, w.Done, m.now()
 	cp.Seq = w.Tip.Seq
 	return nil
@@ -95,6 +100,9 @@ func (m *Memory) AtStep(ctx context.Context, id string, step int) (*Checkpoint, 
 		return nil, &NotFoundError{ID: id}
 	}
 	seqs := s.byStep[step]
+	if len(seqs) == 0 {
+		seqs = s.pending[step]
+	}
 	if len(seqs) == 0 {
 		return nil, &NotFoundError{ID: id, Step: step, AtStep: true}
 	}

@@ -107,9 +107,11 @@ type Store interface {
 	// Latest returns the session's latest checkpoint, or a *NotFoundError
 	// (matching ErrNotFound) for an unknown session.
 	Latest(ctx context.Context, id string) (*Checkpoint, error)
-	// AtStep returns the last checkpoint saved with Step == step, or a
-	// *NotFoundError when the session or such a checkpoint does not exist.
-	// To continue from it, use Rewind.
+	// AtStep returns the checkpoint of the start of step: the last one
+	// saved with Step == step and no Pending, or, if there is none, the
+	// last one saved with Step == step (a step interrupted mid-way). It
+	// returns a *NotFoundError when the session or such a checkpoint does
+	// not exist. To continue from it, use Rewind.
 	AtStep(ctx context.Context, id string, step int) (*Checkpoint, error)
 	// List describes every stored session, ordered by ID.
 	List(ctx context.Context) ([]Info, error)

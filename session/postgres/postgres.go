@@ -11,7 +11,7 @@
 // Tables (created by New if missing, in the connection's search_path):
 //
 //	reprompt_sessions(id, seq, step, generation, messages, done, updated)
-//	reprompt_checkpoints(session, seq, step, head)
+//	reprompt_checkpoints(session, seq, step, pending, head)
 //	reprompt_messages(session, generation, idx, data)
 package postgres
 
@@ -48,11 +48,12 @@ CREATE TABLE IF NOT EXISTS reprompt_sessions (
 CREATE TABLE IF NOT EXISTS reprompt_checkpoints (
 	session TEXT   NOT NULL,
 	seq     BIGINT NOT NULL,
-	step    BIGINT NOT NULL,
-	head    BYTEA  NOT NULL,
+	step    BIGINT  NOT NULL,
+	pending BOOLEAN NOT NULL,
+	head    BYTEA   NOT NULL,
 	PRIMARY KEY (session, seq)
 );
-CREATE INDEX IF NOT EXISTS reprompt_checkpoints_by_step ON reprompt_checkpoints (session, step, seq);
+CREATE INDEX IF NOT EXISTS reprompt_checkpoints_by_step ON reprompt_checkpoints (session, step, pending, seq);
 CREATE TABLE IF NOT EXISTS reprompt_messages (
 	session    TEXT   NOT NULL,
 	generation BIGINT NOT NULL,
@@ -128,8 +129,8 @@ func (s *Store) Save(ctx context.Context, cp *session.Checkpoint) error {
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO reprompt_checkpoints (session, seq, step, head) VALUES ($1, $2, $3, $4)`,
-			cp.SessionID, w.Tip.Seq, w.Step, w.Head); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO reprompt_checkpoints (session, seq, step, pending, head) VALUES ($1, $2, $3, $4, $5)`,
+			cp.SessionID, w.Tip.Seq, w.Step, w.Pending, w.Head); err != nil {
 			return fmt.Errorf("session/postgres: save checkpoint: %w", err)
 		}
 		if len(w.Messages) > 0 {
@@ -161,7 +162,7 @@ func (s *Store) Latest(ctx context.Context, id string) (*session.Checkpoint, err
 
 // AtStep implements session.Store.
 func (s *Store) AtStep(ctx context.Context, id string, step int) (*session.Checkpoint, error) {
-	cp, err := s.load(ctx, id, `SELECT seq, head FROM reprompt_checkpoints WHERE session = $1 AND step = $2 ORDER BY seq DESC LIMIT 1`, id, step)
+	cp, err := s.load(ctx, id, `SELECT seq, head FROM reprompt_checkpoints WHERE session = $1 AND step = $2 ORDER BY pending, seq DESC LIMIT 1`, id, step)
 	if nf, ok := errors.AsType[*session.NotFoundError](err); ok {
 		var one int
 		if s.pool.QueryRow(ctx, `SELECT 1 FROM reprompt_sessions WHERE id = $1 AND seq > 0`, id).Scan(&one) == nil {

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 
@@ -20,6 +21,13 @@ import (
 // test ends, so that each test has empty tables of its own. It skips the
 // test when REPROMPT_PG_URL is not set.
 func newPool(t testing.TB) *pgxpool.Pool {
+	t.Helper()
+	pool, _ := newSchema(t)
+	return pool
+}
+
+// newSchema is newPool, and also returns the schema's name.
+func newSchema(t testing.TB) (*pgxpool.Pool, string) {
 	t.Helper()
 	url := os.Getenv("REPROMPT_PG_URL")
 	if url == "" {
@@ -55,7 +63,7 @@ func newPool(t testing.TB) *pgxpool.Pool {
 			c.Close(context.Background())
 		}
 	})
-	return pool
+	return pool, name
 }
 
 func TestConformance(t *testing.T) {
@@ -111,7 +119,7 @@ func damage(t *testing.T, pool *pgxpool.Pool, id string, d sessiontest.Damage) {
 // TestOpen checks Open and that two stores on the same tables see each
 // other's sessions.
 func TestOpen(t *testing.T) {
-	pool := newPool(t)
+	pool, schema := newSchema(t)
 	url := os.Getenv("REPROMPT_PG_URL")
 	ctx := context.Background()
 	a, err := postgres.New(ctx, pool)
@@ -122,16 +130,21 @@ func TestOpen(t *testing.T) {
 	if err := a.Save(ctx, cp); err != nil {
 		t.Fatal(err)
 	}
-	// Open on the default search_path does not see the test schema.
-	b, err := postgres.Open(ctx, url)
+	// Open on a URL naming the same schema sees it.
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	b, err := postgres.Open(ctx, url+sep+"search_path="+schema)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	if _, err := b.Latest(ctx, "shared"); err == nil {
-		// Another schema: only fine if the default schema has it from
-		// another test, which never saves "shared" there.
-		t.Fatal("a store on another schema saw the session")
+	if got, err := b.Latest(ctx, "shared"); err != nil || got.Seq != 1 {
+		t.Fatalf("a store opened on the same schema: %v, %v", got, err)
+	}
+	if _, err := postgres.Open(ctx, "postgres://nobody@127.0.0.1:1/none?connect_timeout=1"); err == nil {
+		t.Fatal("Open of an unreachable server succeeded")
 	}
 	a2, err := postgres.New(ctx, pool)
 	if err != nil {

@@ -131,6 +131,7 @@ func Run(t *testing.T, newStore func(t *testing.T) session.Store, opts ...Option
 		{"Generation", testGeneration},
 		{"Rules", testRules},
 		{"Rewind", testRewind},
+		{"AtStepPrefersStepStart", testAtStepPending},
 		{"LargeMessages", testLarge},
 		{"Concurrent", testConcurrent},
 		{"ListDelete", testListDelete},
@@ -502,6 +503,31 @@ func testRewind(t *testing.T, st session.Store) {
 	if got := atStep(t, st, "rw", 6); len(got.Transcript) != len(cp.Transcript) {
 		t.Fatalf("abandoned step 6: %d messages, want %d", len(got.Transcript), len(cp.Transcript))
 	}
+}
+
+func testAtStepPending(t *testing.T, st session.Store) {
+	cp := Fixture("pend", 3)
+	cp.Step, cp.Pending = 2, nil
+	save(t, st, cp)
+	start := *cp
+	// Step 2 runs: its reply and then each tool result are checkpointed.
+	reply := Fixture("x", 1).Pending.Reply
+	for i := range 3 {
+		cp.Pending = &session.Pending{Reply: reply}
+		for j := range i {
+			cp.Pending.Results = append(cp.Pending.Results, defs.ToolResult{CallID: reply.ToolCalls[j].ID, Content: "ok"})
+		}
+		save(t, st, cp)
+	}
+	same(t, "AtStep(2) with pending checkpoints after the step's start", &start, atStep(t, st, "pend", 2))
+	// Only pending checkpoints for step 3: the last one.
+	cp.Step = 3
+	for i := range 2 {
+		cp.Pending = &session.Pending{Reply: reply, Results: []defs.ToolResult{{CallID: fmt.Sprint(i), Content: "r"}}}
+		save(t, st, cp)
+	}
+	same(t, "AtStep(3) with only pending checkpoints", cp, atStep(t, st, "pend", 3))
+	same(t, "Latest with a pending step", cp, latest(t, st, "pend"))
 }
 
 func testLarge(t *testing.T, st session.Store) {

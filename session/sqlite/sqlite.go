@@ -10,7 +10,7 @@
 // Tables (created by Open if missing):
 //
 //	sessions(id, seq, step, generation, messages, done, updated)  -- the tip of each session
-//	checkpoints(session, seq, step, head)                         -- one row per Save
+//	checkpoints(session, seq, step, pending, head)                -- one row per Save
 //	messages(session, generation, idx, data)                       -- one row per message
 package sqlite
 
@@ -49,10 +49,11 @@ CREATE TABLE IF NOT EXISTS checkpoints (
 	session TEXT    NOT NULL,
 	seq     INTEGER NOT NULL,
 	step    INTEGER NOT NULL,
+	pending INTEGER NOT NULL,
 	head    BLOB    NOT NULL,
 	PRIMARY KEY (session, seq)
 );
-CREATE INDEX IF NOT EXISTS checkpoints_by_step ON checkpoints (session, step, seq);
+CREATE INDEX IF NOT EXISTS checkpoints_by_step ON checkpoints (session, step, pending, seq);
 CREATE TABLE IF NOT EXISTS messages (
 	session    TEXT    NOT NULL,
 	generation INTEGER NOT NULL,
@@ -113,8 +114,8 @@ func (s *Store) Save(ctx context.Context, cp *session.Checkpoint) (err error) {
 	if err != nil {
 		return err
 	}
-	if _, err := conn.ExecContext(ctx, `INSERT INTO checkpoints (session, seq, step, head) VALUES (?, ?, ?, ?)`,
-		cp.SessionID, w.Tip.Seq, w.Step, w.Head); err != nil {
+	if _, err := conn.ExecContext(ctx, `INSERT INTO checkpoints (session, seq, step, pending, head) VALUES (?, ?, ?, ?, ?)`,
+		cp.SessionID, w.Tip.Seq, w.Step, w.Pending, w.Head); err != nil {
 		return fmt.Errorf("session/sqlite: save checkpoint: %w", err)
 	}
 	if err := insertMessages(ctx, conn, cp.SessionID, w); err != nil {
@@ -166,7 +167,7 @@ func (s *Store) Latest(ctx context.Context, id string) (*session.Checkpoint, err
 
 // AtStep implements session.Store.
 func (s *Store) AtStep(ctx context.Context, id string, step int) (*session.Checkpoint, error) {
-	cp, err := s.load(ctx, id, `SELECT seq, head FROM checkpoints WHERE session = ? AND step = ? ORDER BY seq DESC LIMIT 1`, id, step)
+	cp, err := s.load(ctx, id, `SELECT seq, head FROM checkpoints WHERE session = ? AND step = ? ORDER BY pending, seq DESC LIMIT 1`, id, step)
 	if nf, ok := errors.AsType[*session.NotFoundError](err); ok {
 		var one int
 		if s.db.QueryRowContext(ctx, `SELECT 1 FROM sessions WHERE id = ?`, id).Scan(&one) == nil {
