@@ -479,3 +479,56 @@ func TestCompactCancelled(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+func TestCompactHeuristicSummary(t *testing.T) {
+	c := builtin.Compact(builtin.CompactConfig{Strategy: builtin.StrategyHeuristic, KeepRecentTokens: 20})
+	msgs := []defs.Message{
+		user("Task: make the build pass."),
+		user("First, find the failing test."),
+		call("Looking.", "run:t1"),
+		errResult("t1", "run", "error: FAIL TestParse: unexpected EOF"),
+		call("Reading the parser.", "read_file:p1", "grep:g1"),
+		result("p1", "read_file", strings.Repeat("p", 2000)),
+		result("g1", "grep", "parser.go:10"),
+		call("Fixing.", "edit_file:e1"),
+		result("e1", "edit_file", "ok"),
+		call("", "run:t2"),
+		result("t2", "run", "PASS"),
+	}
+	s := newStep(1, msgs, 3000)
+	s.ContextTooLong = true
+	got := committed(t, c, s)
+	if got == nil {
+		t.Fatal("no commit")
+	}
+	text := got[1].Meta[builtin.MetaSummaryText]
+	for _, want := range []string{
+		"Summarised by rule, without a model:",
+		"User requests (most recent last):\n- First, find the failing test.",
+		"Assistant notes (most recent last):\n- Looking.\n- Reading the parser.\n- Fixing.",
+		"Tool errors (most recent last):\n- run: error: FAIL TestParse: unexpected EOF",
+		"Tools used: run ×1 (1 failed), read_file ×1, grep ×1, edit_file ×1",
+		"Current turn (in progress, continues after this summary): it began with the request \"First, find the failing test.\"",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("summary lacks %q:\n%s", want, text)
+		}
+	}
+	if got[1].Meta[builtin.MetaModifiedFiles] != "e1.go" || got[1].Meta[builtin.MetaReadFiles] != "p1.go" {
+		t.Errorf("files: %v", got[1].Meta)
+	}
+}
+
+func TestCompactTarget(t *testing.T) {
+	var info builtin.Info
+	c := builtin.Compact(builtin.CompactConfig{Strategy: builtin.StrategyTruncate, Threshold: 0.9, Target: 0.3, OnCompaction: func(i builtin.Info) { info = i }})
+	msgs := conversation(30, 100)
+	window := count(msgs) * 100 / 95
+	got := committed(t, c, newStep(1, msgs, window))
+	if got == nil {
+		t.Fatal("no commit")
+	}
+	if n := count(got); n > window*3/10 {
+		t.Errorf("%d tokens after, target %d (info %+v)", n, window*3/10, info)
+	}
+}

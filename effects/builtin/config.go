@@ -520,6 +520,7 @@ func (p *parser) trimFields(c *TrimConfig) map[string]setter {
 func (p *parser) compactFields(c *CompactConfig) map[string]setter {
 	return map[string]setter{
 		"threshold":            func(n *yaml.Node, name string) bool { return p.fraction(n, name, &c.Threshold) },
+		"target":               func(n *yaml.Node, name string) bool { return p.fraction(n, name, &c.Target) },
 		"window":               p.intField(&c.Window),
 		"reserve":              p.intField(&c.Reserve),
 		"keep_recent_tokens":   p.intField(&c.KeepRecentTokens),

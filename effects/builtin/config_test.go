@@ -20,7 +20,7 @@ effects:
       preserve_recent: 3
       batch: 2
   - kind: compact
-    params: {threshold: 0.75, strategy: heuristic, read_tools: [cat], keep_recent_tokens: 5000}
+    params: {threshold: 0.75, target: 0.5, strategy: heuristic, read_tools: [cat], keep_recent_tokens: 5000}
     when: step > 2 && tokens > 0.5 * window
   - kind: limits
     params:
@@ -43,7 +43,7 @@ func TestParse(t *testing.T) {
 		t.Errorf("trim %+v %+v", e[0], e[0].Trim)
 	}
 	c := e[1].Compact
-	if e[1].Phase != effects.BeforeCall || c.Threshold != 0.75 || c.Strategy != builtin.StrategyHeuristic || c.KeepRecentTokens != 5000 ||
+	if e[1].Phase != effects.BeforeCall || c.Threshold != 0.75 || c.Target != 0.5 || c.Strategy != builtin.StrategyHeuristic || c.KeepRecentTokens != 5000 ||
 		len(c.Files.ReadTools) != 1 || e[1].When != "step > 2 && tokens > 0.5 * window" || e[1].Line != 8 || e[1].Column != 5 {
 		t.Errorf("compact %+v %+v", e[1], c)
 	}

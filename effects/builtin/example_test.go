@@ -49,7 +49,7 @@ effects:
   - kind: limits
     when: cost > "a lot"
 `))
-	fmt.Println(strings.ReplaceAll(err.Error(), "arg_keys, fallback, keep_recent_tokens, max_failures, max_result_length, modify_tools, read_tools, reserve, state_key, strategy, summary_input_tokens, summary_max_tokens, system_prompt, threshold, trim_recent, window, window_messages", "…"))
+	fmt.Println(strings.ReplaceAll(err.Error(), "arg_keys, fallback, keep_recent_tokens, max_failures, max_result_length, modify_tools, read_tools, reserve, state_key, strategy, summary_input_tokens, summary_max_tokens, system_prompt, target, threshold, trim_recent, window, window_messages", "…"))
 	// Output:
 	// agent.yaml:4:14: compact: unknown param "treshold" (want one of …)
 	// agent.yaml:6:16: when: invalid operation: > (mismatched types float64 and string)

@@ -11,8 +11,9 @@ import (
 )
 
 // heuristicSummary summarises msgs without a model, after seed 004's rule
-// based compressor: the last user requests and assistant notes, the tools
-// used, and the previous summary (clipped) it updates.
+// based compressor: the last three user requests, assistant notes and tool
+// errors (clipped), the tools used with their failures, the request that
+// began a split turn, and the previous summary (clipped) it updates.
 func heuristicSummary(prev *defs.Message, msgs []defs.Message, split bool, turnStart int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Summarised by rule, without a model: %d earlier messages.\n", len(msgs))
@@ -23,7 +24,7 @@ func heuristicSummary(prev *defs.Message, msgs []defs.Message, split bool, turnS
 		}
 		b.WriteString("\nEarlier summary:\n" + clip(pt, 1500) + "\n")
 	}
-	var users, notes []string
+	var users, notes, errs []string
 	type use struct{ calls, errors int }
 	tools := map[string]*use{}
 	var order []string
@@ -52,6 +53,7 @@ func heuristicSummary(prev *defs.Message, msgs []defs.Message, split bool, turnS
 				if u := tools[m.Name]; u != nil {
 					u.errors++
 				}
+				errs = append(errs, m.Name+": "+clip(oneLine(m.Content), 160))
 			}
 		}
 	}
@@ -66,6 +68,7 @@ func heuristicSummary(prev *defs.Message, msgs []defs.Message, split bool, turnS
 	}
 	list("User requests (most recent last)", users, 3)
 	list("Assistant notes (most recent last)", notes, 3)
+	list("Tool errors (most recent last)", errs, 3)
 	if len(order) > 0 {
 		b.WriteString("\nTools used:")
 		for i, name := range order {
