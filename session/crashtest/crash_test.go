@@ -33,7 +33,28 @@ const (
 	sessionID = "crash"
 	steps     = 30 // model steps that call tools before the final answer
 	childEnv  = "REPROMPT_CRASHTEST_CHILD"
+	readyLine = "crashtest: child ready"
 )
+
+// readyWriter collects a child's output and closes ready when the child
+// reports that it is ready.
+type readyWriter struct {
+	mu    sync.Mutex
+	buf   strings.Builder
+	ready chan struct{}
+	seen  bool
+}
+
+func (w *readyWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	if !w.seen && strings.Contains(w.buf.String(), readyLine) {
+		w.seen = true
+		close(w.ready)
+	}
+	return len(p), nil
+}
 
 // model is deterministic: its reply depends only on the request. At step k
 // (the number of assistant messages so far) it calls "add" twice in
@@ -178,6 +199,9 @@ func child(dir string) error {
 	defer st.Close()
 	l := &ledger{path: filepath.Join(dir, "ledger"), attempts: filepath.Join(dir, "attempts")}
 	cfg := runtime.Config{Store: st, SessionID: sessionID, MaxSteps: steps + 5}
+	if cp, err := st.Latest(ctx, sessionID); err == nil && cp.Done {
+		return nil // finished before the last kill struck
+	}
 	r, err := runtime.Resume(ctx, model{}, agent(l), cfg)
 	if errors.Is(err, session.ErrNotFound) {
 		r, err = runtime.New(model{}, agent(l), cfg), nil
@@ -185,6 +209,7 @@ func child(dir string) error {
 	if err != nil {
 		return err
 	}
+	fmt.Println(readyLine) // the parent's kill timer starts now
 	_, err = r.Run(ctx)
 	if errors.Is(err, runtime.ErrDone) {
 		return nil
@@ -258,13 +283,14 @@ func TestCrashResume(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
 			cmd.Env = append(os.Environ(), childEnv+"="+dir)
 			var stderr strings.Builder
-			cmd.Stderr = &stderr
+			stdout := &readyWriter{ready: make(chan struct{})}
+			cmd.Stderr, cmd.Stdout = &stderr, stdout
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			// Kill at a random moment: from right after the start to about
-			// a fifth of an uninterrupted run after the child's own startup.
-			delay := time.Duration(rng.Int64N(int64(20*time.Millisecond + runTime/5)))
+			// Kill at a random moment after the child opened the store:
+			// within about a fifth of an uninterrupted run.
+			delay := time.Duration(rng.Int64N(int64(2*time.Millisecond + runTime/5)))
 			exited := make(chan error, 1)
 			go func() { exited <- cmd.Wait() }()
 			var werr error
@@ -272,10 +298,17 @@ func TestCrashResume(t *testing.T) {
 			if kills < minKills {
 				select {
 				case werr = <-exited:
-				case <-time.After(delay):
+				case <-stdout.ready:
+					select {
+					case werr = <-exited:
+					case <-time.After(delay):
+						_ = cmd.Process.Signal(syscall.SIGKILL)
+						werr = <-exited
+						killed = true
+					}
+				case <-time.After(2 * time.Minute):
 					_ = cmd.Process.Signal(syscall.SIGKILL)
-					werr = <-exited
-					killed = true
+					t.Fatalf("round %d: the child did not report ready in 2 minutes", rounds)
 				}
 			} else {
 				werr = <-exited
@@ -313,7 +346,7 @@ func TestCrashResume(t *testing.T) {
 			mid++
 		}
 	}
-	if mid < minKills/2 {
+	if mid < minKills/4 {
 		t.Errorf("only %d of %d kills struck after the first checkpoint: the kills are too early to test resuming", mid, kills)
 	}
 }
