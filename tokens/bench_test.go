@@ -72,11 +72,20 @@ func (s *stepRun) step() int {
 	return s.a.Count(s.transcript)
 }
 
-func BenchmarkAccountantStep(b *testing.B) {
+// BenchmarkAccountantStep measures a step under o200k_base: the cost of
+// tokenizing the two new messages, which does not depend on the transcript's
+// length.
+func BenchmarkAccountantStep(b *testing.B) { benchmarkSteps(b, O200k()) }
+
+// BenchmarkAccountantStepEstimate measures a step under an Estimator, whose
+// counting is nearly free: what is left is the Accountant's own bookkeeping.
+func BenchmarkAccountantStepEstimate(b *testing.B) { benchmarkSteps(b, Estimator{}) }
+
+func benchmarkSteps(b *testing.B, c Counter) {
 	for _, n := range []int{100, 1000} {
 		b.Run(fmt.Sprint("messages=", n), func(b *testing.B) {
 			b.ReportAllocs()
-			s := newStepRun(O200k(), n)
+			s := newStepRun(c, n)
 			b.ResetTimer()
 			for range b.N {
 				if s.i == roundSteps {

@@ -56,8 +56,8 @@ type Counter interface {
 	Name() string
 }
 
-// MessageCount returns m's count under c's Text, by the framing rules of
-// Counter.Message. It is the Message method of this package's Counters,
+// MessageCount returns m's count with text counting its parts, by the
+// framing rules of Counter.Message. It is the Message method of this package's Counters,
 // exported for Counter implementations that only supply their own Text.
 func MessageCount(text func(string) int, m defs.Message) int {
 	n := MessageOverhead + text(string(m.Role)) + text(m.Content) + text(m.ToolCallID)
@@ -70,8 +70,9 @@ func MessageCount(text func(string) int, m defs.Message) int {
 	return n
 }
 
-// ToolCount returns a tool schema's count under text, by the framing rules
-// of Counter.Tool.
+// ToolCount returns a tool schema's count with text counting its parts, by
+// the framing rules of Counter.Tool. Like MessageCount it serves Counter
+// implementations that only supply their own Text.
 func ToolCount(text func(string) int, name, description string, parameters json.RawMessage) int {
 	var buf bytes.Buffer
 	p := parameters
