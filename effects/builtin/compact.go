@@ -457,6 +457,9 @@ func (c *compactor) compact(ctx context.Context, s *effects.Step, msgs []defs.Me
 	}
 	if cut == 0 {
 		// Nothing older to summarise: what is kept must be shortened.
+		if trimmed == 0 {
+			out = slices.Clone(out) // out is the transcript itself: read-only
+		}
 		if n := trimAll(out[bodyStart:], cfg.MaxResultLength); n > 0 {
 			info.Trimmed += n
 			total = count(out)

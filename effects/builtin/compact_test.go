@@ -532,3 +532,21 @@ func TestCompactTarget(t *testing.T) {
 		t.Errorf("%d tokens after, target %d (info %+v)", n, window*3/10, info)
 	}
 }
+
+func TestCompactNeverModifiesTheTranscript(t *testing.T) {
+	// Nothing to summarise (one turn after the task) and nothing old to
+	// trim: only the kept results can be trimmed, in a copy.
+	msgs := []defs.Message{user("task"), call("", "read_file:a", "read_file:b"),
+		result("a", "read_file", strings.Repeat("a", 4000)), result("b", "read_file", strings.Repeat("b", 4000))}
+	orig := append([]defs.Message(nil), msgs...)
+	c := builtin.Compact(builtin.CompactConfig{Strategy: builtin.StrategyHeuristic})
+	got := committed(t, c, newStep(1, msgs, 1500))
+	if got == nil || got[2].Meta[builtin.MetaTrimmed] == "" {
+		t.Fatalf("kept results not trimmed:\n%s", dump(got))
+	}
+	for i := range msgs {
+		if msgs[i].Content != orig[i].Content || msgs[i].Meta != nil {
+			t.Fatalf("message %d of the step's transcript was modified", i)
+		}
+	}
+}

@@ -67,11 +67,18 @@ func TestCompactProperty(t *testing.T) {
 			}
 		}
 		c := builtin.Compact(cfg)
+		orig := make([]defs.Message, len(msgs))
+		copy(orig, msgs)
 		s := newStep(1, msgs, window)
 		s.Budget.Reserve = reserve
 		s.ContextTooLong = r.IntN(3) == 0
 		if err := c(context.Background(), s); err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
+		}
+		for i := range msgs {
+			if msgs[i].Content != orig[i].Content || len(msgs[i].Meta) != len(orig[i].Meta) {
+				t.Fatalf("seed %d: message %d of the input was modified", seed, i)
+			}
 		}
 		mods := s.Mods()
 		if !mods.Committed {
