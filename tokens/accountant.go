@@ -33,7 +33,10 @@ const tracks = 2
 // compacted transcript) is compared message by message with the remembered
 // ones, without hashing, and its changed messages are looked up in a
 // content-keyed cache (role, content, name, tool calls, tool call ID) of at
-// most CacheSize entries before they are counted.
+// most CacheSize entries before they are counted. On a new array nothing is
+// trusted at first: its next counts check the whole overlap until eight
+// distinct lengths were counted on it, so a transcript reallocated by append
+// costs O(len) shallow comparisons a few times per doubling of its capacity.
 //
 // Count relies on what defs.Message documents: a message in a transcript is
 // never changed in place. What it cannot see is a message overwritten in
@@ -148,11 +151,8 @@ func (t *track) prefixAt(k int) int {
 func (a *Accountant) sync(msgs []defs.Message) *track {
 	a.tick++
 	if len(msgs) == 0 {
-		t := a.lru()
-		t.reset(nil)
-		t.used = a.tick
-		a.cur = t
-		return t
+		a.cur = &emptyTrack
+		return a.cur
 	}
 	first := &msgs[0]
 	var t *track
@@ -221,11 +221,8 @@ func (a *Accountant) lru() *track {
 	return t
 }
 
-func (t *track) reset(first *defs.Message) {
-	t.first = first
-	t.truncate(0)
-	t.nlens = 0
-}
+// emptyTrack is the track of an empty slice; it is never modified.
+var emptyTrack = track{prefix: []int{0}, chain: []uint64{0}}
 
 // push records a length counted on t, unless it repeats the last one.
 func (t *track) push(n int) {

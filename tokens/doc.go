@@ -48,6 +48,15 @@
 // the usage the provider reported for the last request and calibrates the
 // estimate of newer messages by the ratio of reported to estimated tokens.
 //
+// # Use in a runtime
+//
+// One Accountant per run (it remembers that run's transcript), made from
+// ForModel(model). effects.Budget.Count is its Count and Budget.Fixed the
+// Counter's count of the system prompt (as a system message) plus Tools of
+// the request's tool list plus ReplyPriming. When the Counter is not exact,
+// use a Hybrid instead: Count is its Estimate, Fixed is Scale of the same
+// sum, and each reply's usage goes to Observe with the request it answered.
+//
 // # Example
 //
 //	c := tokens.ForModel("gpt-4o")
