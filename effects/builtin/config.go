@@ -576,11 +576,13 @@ func Defaults(profile Profile) *Config {
 	return cfg
 }
 
-// Register registers the configured effects in p, in order, each in its
-// phase and under the key "kind#index" (so a when condition or an effect
-// registered conditionally around them does not shift their memory); compact
-// effects are registered with effects.Recovery, so they run when the
-// provider rejects a request as too long. Call it from the prompt function,
+// Register registers the configured effects in p, each in its phase and
+// under the key "kind#index" (so a when condition or an effect registered
+// conditionally around them does not shift their memory): the compact
+// effects first, since their commit would drop the views of effects run
+// before them (the wrap-up message of limits), then the others, in file
+// order. Compact effects are registered with effects.Recovery, so they run
+// when the provider rejects a request as too long. Call it from the prompt function,
 // at every execution, like any hook; register one Config once per prompt
 // (the keys would clash).
 //
@@ -592,13 +594,20 @@ func (c *Config) Register(p *prompt.Prompt) {
 		return
 	}
 	fns := c.instances(p)
-	for i := range c.Effects {
-		e := &c.Effects[i]
-		opts := []effects.Option{effects.Key(e.Kind + "#" + strconv.Itoa(i)), effects.InPhase(e.Phase)}
-		if e.Kind == KindCompact {
-			opts = append(opts, effects.Recovery)
+	// Compaction commits, which drops the views made before it in the same
+	// step (the wrap-up of limits): compact effects go first.
+	for _, compact := range []bool{true, false} {
+		for i := range c.Effects {
+			e := &c.Effects[i]
+			if (e.Kind == KindCompact) != compact {
+				continue
+			}
+			opts := []effects.Option{effects.Key(e.Kind + "#" + strconv.Itoa(i)), effects.InPhase(e.Phase)}
+			if compact {
+				opts = append(opts, effects.Recovery)
+			}
+			p.Effect(effects.Always, fns[i], opts...)
 		}
-		p.Effect(effects.Always, fns[i], opts...)
 	}
 }
 

@@ -282,3 +282,32 @@ func TestRunSharedConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestRunLimitsBeforeCompact lists limits before compact: the wrap-up view
+// must survive the compaction's commit at the same step.
+func TestRunLimitsBeforeCompact(t *testing.T) {
+	src := "effects:\n  - kind: limits\n    params: {max_iterations: 6, warn: 0.5}\n  - kind: compact\n    params: {window: 2000, strategy: truncate}\n"
+	cfg, err := builtin.Parse("order.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := snapshots.Script(reads(10)...)
+	res, err := runtime.Run(context.Background(), model, agent(cfg, 1500), runtime.Config{})
+	if !errors.Is(err, builtin.ErrIterationLimit) {
+		t.Fatalf("err = %v", err)
+	}
+	committedAfterWarn := false
+	for i, r := range model.Requests() {
+		tail := r.Messages[len(r.Messages)-1]
+		warned := strings.Contains(tail.Content, "Finish now")
+		if want := i >= 2; warned != want {
+			t.Errorf("request %d: wrap-up %v, want %v", i, warned, want)
+		}
+		if i >= 2 && res.Steps[i].Committed {
+			committedAfterWarn = true
+		}
+	}
+	if !committedAfterWarn {
+		t.Error("no compaction at a step with a wrap-up: the test does not test the order")
+	}
+}
