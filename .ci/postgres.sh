@@ -38,10 +38,8 @@ _reprompt_pg() {
 		fi
 		_rpg_log "installing postgresql-15 with apt-get"
 		# Keep the package from creating and starting its own cluster.
-		mkdir -p /etc/postgresql-common
-		if [ ! -e /etc/postgresql-common/createcluster.conf ]; then
-			echo "create_main_cluster = false" >/etc/postgresql-common/createcluster.conf
-		fi
+		mkdir -p /etc/postgresql-common/createcluster.d
+		echo "create_main_cluster = false" >/etc/postgresql-common/createcluster.d/reprompt-ci.conf
 		export DEBIAN_FRONTEND=noninteractive
 		if ! apt-get install -y -q --no-install-recommends postgresql-15 >&2 </dev/null; then
 			apt-get update -q >&2 </dev/null || return 1

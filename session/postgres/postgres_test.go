@@ -31,6 +31,9 @@ func newSchema(t testing.TB) (*pgxpool.Pool, string) {
 	t.Helper()
 	url := os.Getenv("REPROMPT_PG_URL")
 	if url == "" {
+		if os.Getenv("REPROMPT_PG_REQUIRED") != "" {
+			t.Fatal("REPROMPT_PG_REQUIRED is set but REPROMPT_PG_URL is not: .ci/postgres.sh did not provide a server")
+		}
 		t.Skip("REPROMPT_PG_URL is not set: no PostgreSQL to test against (source .ci/postgres.sh to start one)")
 	}
 	ctx := context.Background()
