@@ -75,3 +75,52 @@ func ExampleLimits() {
 	// Output:
 	// iteration limit reached: used 10 model calls of 10 model calls true
 }
+
+// summariser is a Completer that answers with a fixed summary.
+type summariser string
+
+func (s summariser) Complete(ctx context.Context, system, user string) (string, error) {
+	return string(s), nil
+}
+
+func ExampleCompact() {
+	compact := builtin.Compact(builtin.CompactConfig{
+		Model:            summariser("The user wants the tests fixed; parser.go was read and edited."),
+		KeepRecentTokens: 30,
+		OnCompaction: func(i builtin.Info) {
+			fmt.Printf("%s: %d messages summarised, %d kept, split turn %v\n", i.Strategy, i.Summarized, i.Kept, i.SplitTurn)
+		},
+	})
+	transcript := []defs.Message{
+		defs.UserMessage("Fix the failing tests."),
+		{Role: defs.RoleAssistant, ToolCalls: []defs.ToolCall{{ID: "1", Name: "read_file", Arguments: []byte(`{"path":"parser.go"}`)}}},
+		defs.ToolResult{CallID: "1", Name: "read_file", Content: strings.Repeat("package parser\n", 200)}.Message(),
+		{Role: defs.RoleAssistant, ToolCalls: []defs.ToolCall{{ID: "2", Name: "edit_file", Arguments: []byte(`{"path":"parser.go"}`)}}},
+		defs.ToolResult{CallID: "2", Name: "edit_file", Content: "ok"}.Message(),
+		defs.AssistantMessage("Fixed parser.go."),
+		defs.UserMessage("Now run them."),
+	}
+	s := effects.NewStep(3, transcript)
+	s.Budget.Window = 1000
+	if err := compact(context.Background(), s); err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, m := range s.Transcript() {
+		fmt.Printf("[%s] %s\n", m.Role, m.Content)
+	}
+	// Output:
+	// summarize: 4 messages summarised, 2 kept, split turn true
+	// [user] Fix the failing tests.
+	// [user] <summary>
+	// This summary replaces the earlier part of the conversation; the messages after it continue from where it ends.
+	//
+	// The user wants the tests fixed; parser.go was read and edited.
+	//
+	// <modified-files>
+	// parser.go
+	// </modified-files>
+	// </summary>
+	// [assistant] Fixed parser.go.
+	// [user] Now run them.
+}

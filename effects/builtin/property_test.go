@@ -198,3 +198,29 @@ func TestCompactRunProperty(t *testing.T) {
 		}
 	}
 }
+
+// FuzzCompact drives TestCompactProperty's checks from fuzzed parameters.
+func FuzzCompact(f *testing.F) {
+	f.Add(uint64(1), uint16(3000), uint16(500), uint8(0), uint8(10), true)
+	f.Add(uint64(7), uint16(800), uint16(0), uint8(2), uint8(3), false)
+	strategies := []builtin.Strategy{builtin.StrategySummarize, builtin.StrategyTruncate, builtin.StrategyWindow, builtin.StrategyHeuristic}
+	f.Fuzz(func(t *testing.T, seed uint64, window, keep uint16, strategy, turns uint8, tooLong bool) {
+		r := rand.New(rand.NewPCG(seed, 1))
+		msgs := randomHistory(r, int(turns%40))
+		w := 2500 + int(window)
+		c := builtin.Compact(builtin.CompactConfig{Model: &fakeModel{}, Strategy: strategies[int(strategy)%len(strategies)], KeepRecentTokens: int(keep)})
+		s := newStep(1, msgs, w)
+		s.ContextTooLong = tooLong
+		if err := c(context.Background(), s); err != nil {
+			t.Fatal(err)
+		}
+		if m := s.Mods(); m.Committed {
+			if err := runtime.ValidateMessages(m.Transcript); err != nil {
+				t.Fatalf("invalid: %v\n%s", err, dump(m.Transcript))
+			}
+			if n := count(m.Transcript); n > w {
+				t.Fatalf("%d tokens, window %d", n, w)
+			}
+		}
+	})
+}
