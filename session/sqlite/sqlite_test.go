@@ -1,8 +1,10 @@
 package sqlite_test
 
 import (
+	"context"
 	"database/sql"
 	"path/filepath"
+	"reflect"
 	"sync"
 	"testing"
 
@@ -70,5 +72,62 @@ func Damage(t *testing.T, path, id string, d sessiontest.Damage) {
 	}
 	if _, err := db.Exec(`UPDATE messages SET data = ? WHERE session = ? AND generation = ? AND idx = ?`, d.Apply(data), id, gen, n-1); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestReopen checks that a saved session survives closing and reopening the
+// file, and that the file is in WAL mode.
+func TestReopen(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "s.db")
+	st, err := sqlite.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := sessiontest.Fixture("durable", 40)
+	if err := st.Save(ctx, cp); err != nil {
+		t.Fatal(err)
+	}
+	cp.Transcript = append(cp.Transcript, sessiontest.Messages(40, 2)...)
+	cp.Step++
+	if err := st.Save(ctx, cp); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, err = sqlite.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	got, err := st.Latest(ctx, "durable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Seq != 2 || len(got.Transcript) != 42 || !reflect.DeepEqual(got.Transcript, cp.Transcript) {
+		t.Fatalf("after reopening: seq %d, %d messages", got.Seq, len(got.Transcript))
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var mode string
+	if err := db.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
+		t.Fatalf("journal_mode = %q, %v; want wal", mode, err)
+	}
+	var rows int
+	if err := db.QueryRow("SELECT count(*) FROM messages WHERE session = 'durable'").Scan(&rows); err != nil || rows != 42 {
+		t.Fatalf("%d message rows, %v; want 42 (each message stored once)", rows, err)
+	}
+}
+
+func TestOpenInvalidPath(t *testing.T) {
+	for _, p := range []string{"", "a?b", filepath.Join(t.TempDir(), "missing-dir", "x.db")} {
+		if st, err := sqlite.Open(p); err == nil {
+			st.Close()
+			t.Errorf("Open(%q) succeeded", p)
+		}
 	}
 }
