@@ -391,7 +391,7 @@ func (p *parser) str(n *yaml.Node, name string, dst *string) bool {
 	return true
 }
 
-func (p *parser) int(n *yaml.Node, name string, dst *int) bool {
+func (p *parser) integer(n *yaml.Node, name string, dst *int) bool {
 	if n.Kind != yaml.ScalarNode || n.Tag != "!!int" {
 		p.errorf(n, "%s: want an integer, got %s", name, describe(n))
 		return false
@@ -407,7 +407,7 @@ func (p *parser) int(n *yaml.Node, name string, dst *int) bool {
 
 func (p *parser) nonNegInt(n *yaml.Node, name string, dst *int) bool {
 	var v int
-	if !p.int(n, name, &v) {
+	if !p.integer(n, name, &v) {
 		return false
 	}
 	if v < 0 {
@@ -418,7 +418,7 @@ func (p *parser) nonNegInt(n *yaml.Node, name string, dst *int) bool {
 	return true
 }
 
-func (p *parser) float(n *yaml.Node, name string, dst *float64) bool {
+func (p *parser) number(n *yaml.Node, name string, dst *float64) bool {
 	if n.Kind != yaml.ScalarNode || (n.Tag != "!!float" && n.Tag != "!!int") {
 		p.errorf(n, "%s: want a number, got %s", name, describe(n))
 		return false
@@ -434,7 +434,7 @@ func (p *parser) float(n *yaml.Node, name string, dst *float64) bool {
 
 func (p *parser) fraction(n *yaml.Node, name string, dst *float64) bool {
 	var v float64
-	if !p.float(n, name, &v) {
+	if !p.number(n, name, &v) {
 		return false
 	}
 	if v <= 0 || v > 1 {
@@ -448,7 +448,7 @@ func (p *parser) fraction(n *yaml.Node, name string, dst *float64) bool {
 func (p *parser) duration(n *yaml.Node, name string, dst *time.Duration) bool {
 	if n.Kind == yaml.ScalarNode && (n.Tag == "!!int" || n.Tag == "!!float") {
 		var secs float64
-		if !p.float(n, name, &secs) {
+		if !p.number(n, name, &secs) {
 			return false
 		}
 		*dst = time.Duration(secs * float64(time.Second))
@@ -467,7 +467,7 @@ func (p *parser) duration(n *yaml.Node, name string, dst *time.Duration) bool {
 	return true
 }
 
-func (p *parser) strings(n *yaml.Node, name string, dst *[]string) bool {
+func (p *parser) stringList(n *yaml.Node, name string, dst *[]string) bool {
 	if n.Kind != yaml.SequenceNode {
 		p.errorf(n, "%s: want a list of strings, got %s", name, describe(n))
 		return false
@@ -511,8 +511,8 @@ func (p *parser) intField(dst *int) setter {
 func (p *parser) trimFields(c *TrimConfig) map[string]setter {
 	return map[string]setter{
 		"max_result_length": p.intField(&c.MaxResultLength),
-		"preserve_recent":   func(n *yaml.Node, name string) bool { return p.int(n, name, &c.PreserveRecent) },
-		"min_saving":        func(n *yaml.Node, name string) bool { return p.int(n, name, &c.MinSaving) },
+		"preserve_recent":   func(n *yaml.Node, name string) bool { return p.integer(n, name, &c.PreserveRecent) },
+		"min_saving":        func(n *yaml.Node, name string) bool { return p.integer(n, name, &c.MinSaving) },
 		"batch":             p.intField(&c.Batch),
 	}
 }
@@ -534,9 +534,9 @@ func (p *parser) compactFields(c *CompactConfig) map[string]setter {
 		"fallback":             func(n *yaml.Node, name string) bool { return p.strategy(n, name, &c.Fallback, true) },
 		"system_prompt":        func(n *yaml.Node, name string) bool { return p.str(n, name, &c.SystemPrompt) },
 		"state_key":            func(n *yaml.Node, name string) bool { return p.str(n, name, &c.StateKey) },
-		"read_tools":           func(n *yaml.Node, name string) bool { return p.strings(n, name, &c.Files.ReadTools) },
-		"modify_tools":         func(n *yaml.Node, name string) bool { return p.strings(n, name, &c.Files.ModifyTools) },
-		"arg_keys":             func(n *yaml.Node, name string) bool { return p.strings(n, name, &c.Files.ArgKeys) },
+		"read_tools":           func(n *yaml.Node, name string) bool { return p.stringList(n, name, &c.Files.ReadTools) },
+		"modify_tools":         func(n *yaml.Node, name string) bool { return p.stringList(n, name, &c.Files.ModifyTools) },
+		"arg_keys":             func(n *yaml.Node, name string) bool { return p.stringList(n, name, &c.Files.ArgKeys) },
 	}
 }
 
@@ -544,7 +544,7 @@ func (p *parser) limitsFields(c *LimitsConfig) map[string]setter {
 	return map[string]setter{
 		"max_iterations": p.intField(&c.MaxIterations),
 		"max_tokens":     p.intField(&c.MaxTokens),
-		"max_cost":       func(n *yaml.Node, name string) bool { return p.float(n, name, &c.MaxCost) },
+		"max_cost":       func(n *yaml.Node, name string) bool { return p.number(n, name, &c.MaxCost) },
 		"max_time":       func(n *yaml.Node, name string) bool { return p.duration(n, name, &c.MaxTime) },
 		"warn":           func(n *yaml.Node, name string) bool { return p.fraction(n, name, &c.Warn) },
 		"wrap_up":        func(n *yaml.Node, name string) bool { return p.str(n, name, &c.WrapUp) },
