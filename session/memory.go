@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -61,8 +62,11 @@ func (m *Memory) Save(ctx context.Context, cp *Checkpoint) error {
 		s = &memSession{msgs: make(map[int][][]byte), byStep: make(map[int][]int64), pending: make(map[int][]int64)}
 		m.sessions[cp.SessionID] = s
 	}
-	rows := s.msgs[w.Tip.Generation][:w.First]
-	s.msgs[w.Tip.Generation] = append(rows, w.Messages...)
+	stored := s.msgs[w.Tip.Generation]
+	if w.First > len(stored) {
+		return &CorruptError{ID: cp.SessionID, Seq: tip.Seq, Err: fmt.Errorf("%d messages of generation %d stored, the latest checkpoint names %d", len(stored), w.Tip.Generation, w.First)}
+	}
+	s.msgs[w.Tip.Generation] = append(stored[:w.First], w.Messages...)
 	s.heads = append(s.heads, memHead{seq: w.Tip.Seq, step: w.Step, data: w.Head})
 	if w.Pending {
 		s.pending[w.Step] = append(s.pending[w.Step], w.Tip.Seq)
