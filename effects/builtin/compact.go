@@ -268,7 +268,8 @@ var ErrBreakerOpen = errors.New("compaction: summarising failed too often; using
 // start of the transcript. A later compaction updates that summary (the
 // summariser gets the previous one to update) instead of adding a second.
 // The summary lists the files read and modified by the summarised tool
-// calls (see FileTracking), accumulated across compactions.
+// calls that did not fail (see FileTracking), accumulated across
+// compactions; a file modified is not listed as read.
 //
 // The summariser's input is bounded by SummaryInputTokens: the oldest
 // messages are left out beyond it. After MaxFailures failed summarising

@@ -94,12 +94,19 @@ func heuristicSummary(prev *defs.Message, msgs []defs.Message, split bool, turnS
 	return strings.TrimSpace(b.String())
 }
 
-// trackFiles returns the files read and modified by the tool calls of msgs.
+// trackFiles returns the files read and modified by the tool calls of msgs,
+// leaving out the calls whose result is an error.
 func trackFiles(msgs []defs.Message, f FileTracking) (read, modified []string) {
+	failed := map[string]bool{}
+	for i := range msgs {
+		if msgs[i].Role == defs.RoleTool && msgs[i].IsError {
+			failed[msgs[i].ToolCallID] = true
+		}
+	}
 	for i := range msgs {
 		for _, tc := range msgs[i].ToolCalls {
 			isRead, isMod := slices.Contains(f.ReadTools, tc.Name), slices.Contains(f.ModifyTools, tc.Name)
-			if !isRead && !isMod {
+			if (!isRead && !isMod) || failed[tc.ID] {
 				continue
 			}
 			paths := argPaths(tc.Arguments, f.ArgKeys)
