@@ -70,7 +70,10 @@ func TestDefaults(t *testing.T) {
 	if c := local.Effects[1].Compact; c.Window != 4096 || c.Threshold != 0.7 {
 		t.Errorf("local compact %+v", c)
 	}
-	if tr := local.Effects[0].Trim; tr.MaxResultLength != 300 || tr.PreserveRecent != 2 {
+	if tr := local.Effects[0].Trim; tr.MaxResultLength != 300 || tr.PreserveTurns != 1 || tr.Batch != 1 {
 		t.Errorf("local trim %+v", tr)
+	}
+	if tr := cfg.Effects[0].Trim; tr.MaxResultLength != 600 || tr.PreserveTurns != 1 || tr.Batch != 1 {
+		t.Errorf("trim %+v", tr)
 	}
 }

@@ -31,6 +31,14 @@ type TrimConfig struct {
 	// is not worth the prompt cache it breaks. Zero means DefaultMinSaving;
 	// a negative value means any saving.
 	MinSaving int
+	// PreserveTurns, if positive, replaces PreserveRecent: a result is old
+	// once PreserveTurns assistant messages follow it, that is once the
+	// model has answered after reading it in full that many times. With 1
+	// and Batch 1, each result is trimmed right after the model's next
+	// reply: the rewrite then starts just before that reply, a part of
+	// the request no provider had cached yet, so trimming costs almost no
+	// prompt cache (see Defaults).
+	PreserveTurns int
 	// Batch is how many old results must wait to be trimmed before the
 	// transcript is rewritten (all of them at once). Zero means
 	// DefaultTrimBatch; 1 trims as soon as one result is old enough.
@@ -97,11 +105,13 @@ type trimmer struct {
 	mu    sync.Mutex
 	cur   cursor
 	tools int         // tool-role messages seen
+	turns int         // assistant messages seen
 	cands []candidate // results that may be trimmed once old, oldest first
 }
 
 type candidate struct {
 	idx, ord int // position in the transcript; ordinal among tool messages
+	turn     int // assistant messages before it
 	id       string
 }
 
@@ -111,12 +121,12 @@ func (t *trimmer) run(ctx context.Context, s *effects.Step) error {
 	msgs := s.Transcript()
 	if !t.cur.valid(msgs) {
 		t.cur.reset()
-		t.tools, t.cands = 0, t.cands[:0]
+		t.tools, t.turns, t.cands = 0, 0, t.cands[:0]
 	}
 	t.scan(msgs)
 	old := t.tools - t.cfg.PreserveRecent
 	k := 0
-	for k < len(t.cands) && t.cands[k].ord < old {
+	for k < len(t.cands) && t.old(t.cands[k], old) {
 		k++
 	}
 	if k < t.cfg.Batch {
@@ -130,7 +140,7 @@ func (t *trimmer) run(ctx context.Context, s *effects.Step) error {
 			// The transcript changed under us in a way the cursor missed:
 			// read it again from the start and decide at the next step.
 			t.cur.reset()
-			t.tools, t.cands = 0, t.cands[:0]
+			t.tools, t.turns, t.cands = 0, 0, t.cands[:0]
 			return nil
 		}
 		if !trimmable(m) {
@@ -148,17 +158,29 @@ func (t *trimmer) run(ctx context.Context, s *effects.Step) error {
 	return nil
 }
 
+// old reports whether a candidate is old enough to be trimmed; ord is the
+// first tool ordinal PreserveRecent still protects.
+func (t *trimmer) old(c candidate, ord int) bool {
+	if t.cfg.PreserveTurns > 0 {
+		return t.turns-c.turn >= t.cfg.PreserveTurns
+	}
+	return c.ord < ord
+}
+
 // scan reads the messages after the cursor.
 func (t *trimmer) scan(msgs []defs.Message) {
 	for i := t.cur.n; i < len(msgs); i++ {
 		m := &msgs[i]
+		if m.Role == defs.RoleAssistant {
+			t.turns++
+		}
 		if m.Role != defs.RoleTool {
 			continue
 		}
 		ord := t.tools
 		t.tools++
 		if trimmable(m) && trimSaving(m.Content, t.cfg.MaxResultLength) >= t.cfg.MinSaving {
-			t.cands = append(t.cands, candidate{idx: i, ord: ord, id: m.ToolCallID})
+			t.cands = append(t.cands, candidate{idx: i, ord: ord, turn: t.turns, id: m.ToolCallID})
 		}
 	}
 	t.cur.set(msgs)

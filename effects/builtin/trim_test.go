@@ -133,3 +133,39 @@ func TestTrimDefaultBatch(t *testing.T) {
 		t.Fatalf("trimmed %d, want %d", n, builtin.DefaultTrimBatch)
 	}
 }
+
+func TestTrimPreserveTurns(t *testing.T) {
+	trim := builtin.TrimToolResults(builtin.TrimConfig{PreserveTurns: 1, Batch: 1})
+	long := strings.Repeat("x", 2000)
+	// Three parallel results the model has not read yet: all kept, even
+	// though PreserveRecent's default would have let two of them go.
+	msgs := []defs.Message{user("task"),
+		call("", "read_file:a", "read_file:b", "read_file:c"),
+		result("a", "read_file", long), result("b", "read_file", long), result("c", "read_file", long)}
+	if got := committed(t, trim, newStep(0, msgs, 0)); got != nil {
+		t.Fatalf("trimmed results the model has not answered yet:\n%s", dump(got))
+	}
+	// The model answered them with another call: a, b, c are trimmed in one
+	// commit; the new result d is kept.
+	msgs = append(msgs, call("", "read_file:d"), result("d", "read_file", long))
+	got := committed(t, trim, newStep(1, msgs, 0))
+	if got == nil {
+		t.Fatal("no commit after the model answered three long results")
+	}
+	for i, m := range got {
+		if m.Role != defs.RoleTool {
+			continue
+		}
+		wantTrimmed := m.ToolCallID != "d"
+		if trimmed := m.Meta[builtin.MetaTrimmed] != ""; trimmed != wantTrimmed {
+			t.Errorf("message %d (%s): trimmed=%v, want %v", i, m.ToolCallID, trimmed, wantTrimmed)
+		}
+	}
+	// The first rewritten message is the first result of the answered
+	// turn: everything before it is untouched, so the cached prefix holds.
+	for i := range 2 {
+		if got[i].Content != msgs[i].Content || got[i].Meta != nil {
+			t.Errorf("message %d before the answered turn changed", i)
+		}
+	}
+}

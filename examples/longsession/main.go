@@ -10,9 +10,18 @@
 // where over_window counts requests larger than the window, pairing_errors
 // requests with a tool call and its result separated, prefix_reuse the share
 // of input tokens that repeat the previous request's prefix (what a
-// provider's prompt cache serves), and billed_input the input tokens billed
-// with cached tokens at a tenth of the price. It exits 1 if any request of
-// any strategy went over the window or broke pairing.
+// provider's prompt cache serves), and billed_input the input tokens of the
+// agent's requests billed with cached tokens at a tenth of the price (the
+// summarising calls are reported apart, as summary_input). It exits 1 if
+// any request of any strategy went over the window or broke pairing.
+//
+// The strategies: baseline trims the results older than the four most
+// recent at every step (the boundary moves at every step, as seed 000's
+// effect does) and compacts like the default; default is
+// builtin.Defaults for the window (trim each result once the model has
+// answered it, summarise with the model above 0.8 of the window); window,
+// truncate and heuristic are the rule-based compactions, with no model
+// call.
 //
 //	go run ./examples/longsession [-steps 320] [-seed 1]
 package main
@@ -58,8 +67,8 @@ func main() {
 		if baseline > 0 && st.name != "baseline" {
 			rel = fmt.Sprintf(" (%.2f of baseline)", m.billed/baseline)
 		}
-		fmt.Printf("%-10s steps=%d rewrites=%d summaries=%d avg_request=%d max_request=%d%s over_window=%d pairing_errors=%d prefix_reuse=%.3f billed_input=%.0f\n",
-			st.name, m.steps, m.compactions, m.summaries, m.input/max(m.steps, 1), m.maxInput, rel, m.overWindow, m.pairing, m.reuse(), m.billed)
+		fmt.Printf("%-9s steps=%d rewrites=%d summaries=%d summary_input=%d avg_request=%d max_request=%d%s over_window=%d pairing_errors=%d prefix_reuse=%.3f billed_input=%.0f\n",
+			st.name, m.steps, m.rewrites, m.summaries, m.summaryInput, m.input/max(m.steps, 1), m.maxInput, rel, m.overWindow, m.pairing, m.reuse(), m.billed)
 		if m.overWindow > 0 || m.pairing > 0 {
 			failed = true
 		}
@@ -96,6 +105,14 @@ func strategies() []strategy {
 		{"window", func() func(p *prompt.Prompt) {
 			trim := builtin.TrimToolResults(builtin.TrimConfig{})
 			compact := builtin.Compact(builtin.CompactConfig{Window: window, Reserve: reserve, Strategy: builtin.StrategyWindow})
+			return func(p *prompt.Prompt) {
+				p.Effect(effects.Always, trim, effects.InPhase(effects.AfterReply), effects.Key("trim"))
+				p.Effect(effects.Always, compact, effects.Recovery, effects.Key("compact"))
+			}
+		}()},
+		{"heuristic", func() func(p *prompt.Prompt) {
+			trim := builtin.TrimToolResults(builtin.TrimConfig{PreserveTurns: 1, Batch: 1, MaxResultLength: 600})
+			compact := builtin.Compact(builtin.CompactConfig{Window: window, Reserve: reserve, Strategy: builtin.StrategyHeuristic})
 			return func(p *prompt.Prompt) {
 				p.Effect(effects.Always, trim, effects.InPhase(effects.AfterReply), effects.Key("trim"))
 				p.Effect(effects.Always, compact, effects.Recovery, effects.Key("compact"))
@@ -144,9 +161,10 @@ func movingTrim(keep, max int) effects.Func {
 }
 
 type metrics struct {
-	steps, overWindow, pairing, maxInput, compactions, summaries int
-	input, prefix                                                int
-	billed                                                       float64
+	steps, overWindow, pairing, maxInput, rewrites int
+	summaries, summaryInput                        int
+	input, prefix                                  int
+	billed                                         float64
 }
 
 func (m metrics) reuse() float64 {
@@ -172,7 +190,7 @@ func simulate(st strategy, steps int, seed uint64) (metrics, error) {
 		}
 		m.steps++
 		if rec.Committed {
-			m.compactions++
+			m.rewrites++
 		}
 		if rec.InputTokens > window {
 			m.overWindow++
@@ -185,22 +203,24 @@ func simulate(st strategy, steps int, seed uint64) (metrics, error) {
 		m.prefix += rec.PrefixTokens
 		m.billed += rec.BilledInput
 	}
-	m.summaries = sim.summaries
+	m.summaries, m.summaryInput = sim.summaries, sim.summaryInput
 	return m, nil
 }
 
 // sim is the simulated coding agent: a model and the tools it calls.
 type sim struct {
-	rng       *rand.Rand
-	steps     int
-	calls     int // model calls answered (summaries excluded)
-	summaries int
-	ids       int
-	files     []string
+	rng          *rand.Rand
+	steps        int
+	calls        int // model calls answered (summaries excluded)
+	summaries    int // summarising calls answered
+	summaryInput int // their input tokens
+	counter      runtime.Counter
+	ids          int
+	files        []string
 }
 
 func newSim(steps int, seed uint64) *sim {
-	s := &sim{rng: rand.New(rand.NewPCG(seed, 7)), steps: steps}
+	s := &sim{rng: rand.New(rand.NewPCG(seed, 7)), steps: steps, counter: tokens.ForModel("gpt-4o")}
 	for i := range 40 {
 		s.files = append(s.files, fmt.Sprintf("internal/pkg%d/file%d.go", i%7, i))
 	}
@@ -278,6 +298,7 @@ func testOutput(n int) string {
 func (s *sim) Generate(ctx context.Context, req *runtime.Request) (*runtime.Reply, error) {
 	if len(req.Tools) == 0 && len(req.Messages) == 1 { // a summarising call
 		s.summaries++
+		s.summaryInput += s.counter.Text(req.System) + s.counter.Message(req.Messages[0])
 		var b strings.Builder
 		b.WriteString("Goal: fix the failing tests in internal/.\nProgress: read the failing packages, changed several functions, tests still partly failing.\n")
 		for i := range 12 {
