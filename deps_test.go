@@ -24,6 +24,8 @@ var allowed = map[string][]string{
 	"effects":           {"state", "defs", "internal/callsite"},
 	"prompt":            {"state", "defs", "effects", "internal/callsite", "github.com/google/jsonschema-go"},
 	"session":           {"state", "defs", "effects"},
+	"tokens":            {"defs", "github.com/tiktoken-go/tokenizer"},
+	"effects/builtin":   {"state", "defs", "effects", "prompt", "github.com/expr-lang/expr", "go.yaml.in/yaml/v3"},
 	"runtime":           {"state", "defs", "effects", "prompt", "session", "internal/callsite", "go.yaml.in/yaml/v3"},
 }
 
@@ -31,6 +33,8 @@ var allowed = map[string][]string{
 // path prefix.
 var onlyImportedBy = map[string][]string{
 	"github.com/sashabaranov/go-openai": {"providers/openai"},
+	"modernc.org/sqlite":                {"session/sqlite"},
+	"github.com/jackc/pgx/v5":           {"session/postgres"},
 	module + "/snapshots":               {"examples/"},
 	module + "/providers/openai":        {"examples/"},
 }
