@@ -34,13 +34,42 @@ type ledger struct {
 	prevV int      // its verbatim transcript messages
 	prevE int      // the transcript epoch it was built from
 	epoch int      // incremented when the transcript is rewritten
+	exact bool     // the counter is a real tokenizer
+	calib float64  // scale of an estimate, see observe
 }
 
 func newLedger(c Counter) *ledger {
 	if c == nil {
 		c = estimator{}
 	}
-	return &ledger{c: c, cum: []int{0}}
+	l := &ledger{c: c, cum: []int{0}, calib: 1}
+	if e, ok := c.(interface{ Exact() bool }); ok && e.Exact() {
+		l.exact = true
+	}
+	return l
+}
+
+// The calibration of an estimate: when the counter is not exact, counts are
+// scaled by the ratio of the input tokens the provider reported for the
+// last request to the ledger's own count of it, kept within these bounds.
+const minCalibration, maxCalibration = 0.5, 2.0
+
+// observe records the provider's count of a request the ledger counted.
+func (l *ledger) observe(counted, reported int) {
+	if l.exact || counted <= 0 || reported <= 0 {
+		return
+	}
+	// counted is already scaled; undo it to compare raw counts.
+	raw := float64(counted) / l.calib
+	l.calib = min(max(float64(reported)/raw, minCalibration), maxCalibration)
+}
+
+// scale applies the calibration to a raw count.
+func (l *ledger) scale(n int) int {
+	if l.calib == 1 {
+		return n
+	}
+	return int(float64(n)*l.calib + 0.5)
 }
 
 // sync brings the prefix sums up to date with transcript, in time
@@ -66,12 +95,13 @@ func (l *ledger) sync(transcript []defs.Message) {
 	l.msgs = transcript
 }
 
-// prefix returns the count of the first k transcript messages.
+// prefix returns the (calibrated) count of the first k transcript
+// messages.
 func (l *ledger) prefix(k int) int {
 	if k >= len(l.cum) {
 		k = len(l.cum) - 1
 	}
-	return l.cum[k]
+	return l.scale(l.cum[k])
 }
 
 // count returns the count of msgs: from the prefix sums when msgs is the
@@ -81,13 +111,13 @@ func (l *ledger) count(msgs []defs.Message) int {
 		return 0
 	}
 	if &msgs[0] == l.first && len(msgs) < len(l.cum) {
-		return l.cum[len(msgs)]
+		return l.scale(l.cum[len(msgs)])
 	}
 	n := 0
 	for _, m := range msgs {
 		n += l.c.Message(m)
 	}
-	return n
+	return l.scale(n)
 }
 
 // fixed returns the count of the system prompt and tool schemas, counting
@@ -115,7 +145,7 @@ func sameTools(a, b []ToolSpec) bool {
 // messages are the synced transcript, and the tokens it shares as a prefix
 // with the previous request (what a provider's prompt cache can reuse).
 func (l *ledger) requestTokens(req *Request, verbatim int) (input, shared int) {
-	fixed := l.fixed(req.System, req.Tools)
+	fixed := l.scale(l.fixed(req.System, req.Tools))
 	input = fixed + l.prefix(verbatim) + l.count(req.Messages[verbatim:])
 	prev := l.prev
 	if prev != nil && prev.System == req.System && sameTools(prev.Tools, req.Tools) {

@@ -42,7 +42,12 @@ type Config struct {
 	// unknown.
 	Window, Reserve int
 	// Counter counts tokens for budgets and step records. If nil, tokens
-	// are estimated at four characters a token.
+	// are estimated at four characters a token. Unless the Counter has an
+	// Exact method that returns true (the tokenizers of package tokens do),
+	// its counts are an estimate and the runtime calibrates them: they are
+	// scaled by the ratio of the input tokens the provider reported for the
+	// last request to the runtime's count of that request, kept between
+	// 0.5 and 2.
 	Counter Counter
 	// Pricing, if set, prices usage into RunStats.Cost.
 	Pricing Pricing

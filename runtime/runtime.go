@@ -292,6 +292,7 @@ func (r *Runner) next(ctx context.Context) (*Step, error) {
 	reply.Message.Role = defs.RoleAssistant
 	rec.Reply = reply
 	r.account(reply.Usage)
+	r.ledger.observe(rec.InputTokens, reply.Usage.InputTokens)
 	r.stats.Steps++
 	if err := r.savePending(ctx, reply.Message, nil); err != nil {
 		return rec, &StepError{Step: n, Op: "checkpoint", Err: err}
@@ -447,10 +448,18 @@ func (r *Runner) effectStep(n int) *effects.Step {
 	es.Variables = reg.Collection(defs.KindVariable)
 	es.LastTool = r.lastTool
 	r.ledger.sync(r.transcript)
+	if r.ledger.prev == nil {
+		// No request yet: count the system prompt and tools as declared,
+		// before any effect changed them.
+		var none effects.Mods
+		if sys, err := renderSystem(reg, &none, &r.yaml); err == nil {
+			r.ledger.fixed(sys, renderTools(reg, &none))
+		}
+	}
 	es.Budget = effects.Budget{
 		Window:  r.cfg.Window,
 		Reserve: r.cfg.Reserve,
-		Fixed:   r.ledger.sysN + r.ledger.toolN,
+		Fixed:   r.ledger.scale(r.ledger.sysN + r.ledger.toolN),
 		Count:   r.ledger.count,
 		Prefix:  r.ledger.prefix,
 	}

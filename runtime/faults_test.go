@@ -1,0 +1,191 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/prompt"
+	"github.com/reprompt/reprompt/runtime"
+	"github.com/reprompt/reprompt/session"
+	"github.com/reprompt/reprompt/snapshots"
+)
+
+func echoPrompt(p *prompt.Prompt) error {
+	prompt.DefTool(p, "echo", "repeat", func(ctx context.Context, a struct {
+		Text string `json:"text"`
+	}) (string, error) {
+		return a.Text, nil
+	})
+	p.User("go")
+	return nil
+}
+
+func TestRetriesRetryableModelErrors(t *testing.T) {
+	busy := &runtime.ModelError{StatusCode: 429, Retryable: true, Message: "slow down"}
+	m := snapshots.Script(snapshots.Fail(busy), snapshots.Fail(busy), snapshots.Text("ok"))
+	res, err := runtime.Run(context.Background(), m, echoPrompt, runtime.Config{Retries: 2, RetryBackoff: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Text != "ok" || len(m.Requests()) != 3 {
+		t.Fatalf("text %q after %d requests, want ok after 3", res.Text, len(m.Requests()))
+	}
+
+	// Not retryable, or out of retries: the error ends the run and still
+	// unwraps to the model's error.
+	for name, tc := range map[string]struct {
+		replies []snapshots.Reply
+		retries int
+	}{
+		"not retryable":   {[]snapshots.Reply{snapshots.Fail(&runtime.ModelError{StatusCode: 400, Message: "bad"}), snapshots.Text("never")}, 3},
+		"out of attempts": {[]snapshots.Reply{snapshots.Fail(busy), snapshots.Fail(busy), snapshots.Text("never")}, 1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			m := snapshots.Script(tc.replies...)
+			_, err := runtime.Run(context.Background(), m, echoPrompt, runtime.Config{Retries: tc.retries, RetryBackoff: time.Millisecond})
+			var me *runtime.ModelError
+			var se *runtime.StepError
+			if !errors.As(err, &me) || !errors.As(err, &se) || se.Op != "model" || se.Step != 0 {
+				t.Fatalf("err = %v, want a *StepError of op model wrapping the *ModelError", err)
+			}
+			if want := min(tc.retries+1, len(tc.replies)-1); len(m.Requests()) != want {
+				t.Errorf("%d requests, want %d", len(m.Requests()), want)
+			}
+		})
+	}
+}
+
+// blockingModel blocks until its context is done.
+type blockingModel struct{}
+
+func (blockingModel) Generate(ctx context.Context, req *runtime.Request) (*runtime.Reply, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+func TestModelTimeout(t *testing.T) {
+	start := time.Now()
+	_, err := runtime.Run(context.Background(), blockingModel{}, echoPrompt, runtime.Config{ModelTimeout: 20 * time.Millisecond})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want a deadline error", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("the model call was not cut short: %v", d)
+	}
+}
+
+func TestToolTimeoutIsAnErrorResult(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	fn := func(p *prompt.Prompt) error {
+		prompt.DefTool(p, "stuck", "never returns in time", func(ctx context.Context, _ struct{}) (string, error) {
+			<-release // ignores ctx, as a badly written tool would
+			return "late", nil
+		})
+		p.User("go")
+		return nil
+	}
+	m := snapshots.Script(snapshots.CallTool("stuck", nil), snapshots.Text("gave up"))
+	res, err := runtime.Run(context.Background(), m, fn, runtime.Config{ToolTimeout: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res.Steps[0].ToolResults[0]
+	if !r.IsError || !strings.Contains(r.Content, `tool "stuck" did not finish within 20ms`) {
+		t.Fatalf("result %+v, want a timeout error result naming the tool", r)
+	}
+	if res.Text != "gave up" {
+		t.Errorf("the run did not go on after the timeout: %q", res.Text)
+	}
+}
+
+// TestCancelMidToolLeavesAResumableCheckpoint cancels the run while a tool
+// runs: the latest checkpoint holds the pending step, and Resume completes
+// it without running the finished call again.
+func TestCancelMidToolLeavesAResumableCheckpoint(t *testing.T) {
+	store := session.NewMemory()
+	cfg := runtime.Config{Store: store, SessionID: "cancel"}
+	ctx, cancel := context.WithCancel(context.Background())
+	var fastRuns, slowRuns atomic.Int32
+	fn := func(p *prompt.Prompt) error {
+		prompt.DefTool(p, "fast", "returns at once", func(ctx context.Context, _ struct{}) (string, error) {
+			fastRuns.Add(1)
+			return "fast done", nil
+		})
+		prompt.DefTool(p, "slow", "waits for cancellation", func(ctx context.Context, _ struct{}) (string, error) {
+			slowRuns.Add(1)
+			for fastRuns.Load() == 0 {
+				time.Sleep(time.Millisecond)
+			}
+			cancel()
+			<-ctx.Done()
+			return "", ctx.Err()
+		})
+		p.User("go")
+		return nil
+	}
+	m := snapshots.Script(snapshots.CallTools(snapshots.Call{ID: "f", Name: "fast"}, snapshots.Call{ID: "s", Name: "slow"}))
+	_, err := runtime.Run(ctx, m, fn, cfg)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	cp, err := store.Latest(context.Background(), "cancel")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cp.Pending == nil || len(cp.Pending.Results) != 1 || cp.Pending.Results[0].CallID != "f" {
+		t.Fatalf("latest checkpoint pending = %+v, want the step with the fast call's result only", cp.Pending)
+	}
+	if err := runtime.ValidateMessages(cp.Transcript); err != nil {
+		t.Fatalf("checkpoint transcript invalid: %v", err)
+	}
+
+	r, err := runtime.Resume(context.Background(), snapshots.Script(snapshots.Text("done")), fn, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := res.Steps[0]
+	if !first.Resumed || len(first.Interrupted) != 1 || first.Interrupted[0] != "s" {
+		t.Fatalf("resumed step: Resumed=%t Interrupted=%v, want the slow call interrupted", first.Resumed, first.Interrupted)
+	}
+	if fastRuns.Load() != 1 || slowRuns.Load() != 1 {
+		t.Errorf("fast ran %d times, slow %d: a tool ran twice", fastRuns.Load(), slowRuns.Load())
+	}
+	want := []defs.Role{defs.RoleUser, defs.RoleAssistant, defs.RoleTool, defs.RoleTool, defs.RoleAssistant}
+	var got []defs.Role
+	for _, msg := range res.Transcript {
+		got = append(got, msg.Role)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("transcript roles %v, want %v", got, want)
+	}
+}
+
+func TestPanicsNameTheirSite(t *testing.T) {
+	fn := func(p *prompt.Prompt) error {
+		prompt.DefTool(p, "boom", "panics", func(ctx context.Context, _ struct{}) (string, error) {
+			var m map[string]int
+			m["x"] = 1 // nil map write
+			return "", nil
+		})
+		p.User("go")
+		return nil
+	}
+	res, err := runtime.Run(context.Background(), snapshots.Script(snapshots.CallTool("boom", nil), snapshots.Text("ok")), fn, runtime.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res.Steps[0].ToolResults[0]
+	if !r.IsError || !strings.Contains(r.Content, `tool "boom" panicked at faults_test.go:`) {
+		t.Fatalf("result %q, want a panic naming the tool and faults_test.go", r.Content)
+	}
+}
