@@ -132,6 +132,10 @@ type Runner struct {
 	yaml       yamlCache
 	ledger     *ledger
 	valid      validator
+	// Made once, as method values and interface conversions allocate.
+	count     func([]defs.Message) int
+	prefix    func(int) int
+	completer effects.Completer
 	// Sessions (see session.go).
 	seq        int64
 	generation int
@@ -141,7 +145,9 @@ type Runner struct {
 
 // New returns a runner for fn against model.
 func New(model Model, fn prompt.Func, cfg Config) *Runner {
-	return &Runner{model: model, fn: fn, cfg: cfg, p: prompt.New(""), ledger: newLedger(cfg.Counter)}
+	r := &Runner{model: model, fn: fn, cfg: cfg, p: prompt.New(""), ledger: newLedger(cfg.Counter)}
+	r.count, r.prefix, r.completer = r.ledger.count, r.ledger.prefix, completer{r}
+	return r
 }
 
 // Run runs fn against model to completion; see Runner.Run.
@@ -460,10 +466,10 @@ func (r *Runner) effectStep(n int) *effects.Step {
 		Window:  r.cfg.Window,
 		Reserve: r.cfg.Reserve,
 		Fixed:   r.ledger.scale(r.ledger.sysN + r.ledger.toolN),
-		Count:   r.ledger.count,
-		Prefix:  r.ledger.prefix,
+		Count:   r.count,
+		Prefix:  r.prefix,
 	}
-	es.Model = completer{r}
+	es.Model = r.completer
 	es.Stats = r.Stats()
 	return es
 }

@@ -115,6 +115,15 @@ func (v *validator) feed(msgs []defs.Message, from int, o *overlay) error {
 }
 
 func closeOpen(msgs []defs.Message, open int, pending map[string]bool, at int) error {
+	if err := answered(msgs, open, pending, at); err != nil {
+		return err
+	}
+	clear(pending)
+	return nil
+}
+
+// answered checks that every call of msgs[open] has its result.
+func answered(msgs []defs.Message, open int, pending map[string]bool, at int) error {
 	if open < 0 {
 		return nil
 	}
@@ -123,16 +132,15 @@ func closeOpen(msgs []defs.Message, open int, pending map[string]bool, at int) e
 			return &RequestError{Index: open, Reason: fmt.Sprintf("tool call %q (%s) has no result before message %d", c.ID, c.Name, at)}
 		}
 	}
-	clear(pending)
 	return nil
 }
 
 // end checks that no call is left without a result at the end of msgs.
 func (v *validator) end(msgs []defs.Message, at int, o *overlay) error {
 	if o != nil {
-		return closeOpen(msgs, o.open, o.pending, at)
+		return answered(msgs, o.open, o.pending, at)
 	}
-	return closeOpen(msgs, v.open, maps.Clone(v.pending), at)
+	return answered(msgs, v.open, v.pending, at)
 }
 
 // check checks a request whose first verbatim messages are the transcript
@@ -147,6 +155,9 @@ func (v *validator) check(transcript, req []defs.Message, verbatim int) error {
 	v.n = len(transcript)
 	if verbatim < len(transcript) {
 		return ValidateMessages(req)
+	}
+	if verbatim == len(req) {
+		return v.end(req, len(req), nil)
 	}
 	o := &overlay{open: v.open, pending: maps.Clone(v.pending), seen: map[string]int{}}
 	if err := v.feed(req, verbatim, o); err != nil {
