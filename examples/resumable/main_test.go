@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/reprompt/reprompt/snapshots"
 )
 
 func TestMain(m *testing.M) {
@@ -54,5 +56,18 @@ func TestCrashThenResumeWithTheSameCommand(t *testing.T) {
 	out, code = command(t, "-db", db, "-fresh")
 	if code != 0 || !strings.Contains(out, "new session") || !strings.Contains(out, "32 words") {
 		t.Fatalf("-fresh: exit %d:\n%s", code, out)
+	}
+}
+
+// TestSnapshot snapshots every step of an uninterrupted run in
+// testdata/TestSnapshot.txtar. After an intended change to the prompt,
+// rewrite it with
+//
+//	REPROMPT_UPDATE=1 go test ./examples/resumable -run '^TestSnapshot$'
+func TestSnapshot(t *testing.T) {
+	never := false
+	res := snapshots.Run(t, agent(-1, &never), model{})
+	if got, want := res.Text, "The 5 chapters have 32 words."; got != want {
+		t.Errorf("answer %q, want %q", got, want)
 	}
 }
