@@ -51,12 +51,15 @@ type Step struct {
 	// should do so now, whatever its threshold.
 	ContextTooLong bool
 
-	base     []defs.Message // the transcript
-	view     []defs.Message // the messages of this step's request
-	owned    bool           // view is a private copy that may be appended to
-	verbatim int            // leading messages of view that are base itself
-	mods     Mods
-	current  *slot
+	base      []defs.Message // the transcript
+	view      []defs.Message // the messages of this step's request
+	owned     bool           // view is a private copy that may be appended to
+	verbatim  int            // leading messages of view that are base itself
+	appended  []defs.Message // messages appended since the last replace
+	replaced  bool           // a ReplaceMessages view is in force
+	rewritten bool           // base is no longer the transcript Budget describes
+	mods      Mods
+	current   *slot
 }
 
 // Budget is the context window of a step and a way to count tokens.
@@ -73,7 +76,8 @@ type Budget struct {
 	// only what is new. nil means an estimate of four characters a token.
 	Count func(msgs []defs.Message) int
 	// Prefix, if set, returns the token count of the first k transcript
-	// messages in constant time.
+	// messages in constant time. It describes the transcript the step
+	// started from, so it is not used once an effect committed another.
 	Prefix func(k int) int
 }
 
@@ -102,7 +106,7 @@ func EstimateTokens(m defs.Message) int {
 // Tokens returns the estimated input tokens of the step's request as it
 // stands: Budget.Fixed plus the tokens of Messages.
 func (s *Step) Tokens() int {
-	if s.Budget.Prefix != nil && s.verbatim > 0 {
+	if s.Budget.Prefix != nil && s.verbatim > 0 && !s.rewritten {
 		return s.Budget.Fixed + s.Budget.Prefix(s.verbatim) + s.Budget.Tokens(s.view[s.verbatim:])
 	}
 	return s.Budget.Fixed + s.Budget.Tokens(s.view)
@@ -176,6 +180,9 @@ func (s *Step) AppendMessages(msgs ...defs.Message) {
 		s.owned = true
 	}
 	s.view = append(s.view, msgs...)
+	if !s.replaced {
+		s.appended = append(s.appended, msgs...)
+	}
 	s.mods.Viewed = true
 }
 
@@ -185,19 +192,27 @@ func (s *Step) AppendMessages(msgs ...defs.Message) {
 func (s *Step) ReplaceMessages(msgs []defs.Message) {
 	s.view, s.owned = slices.Clip(msgs), false
 	s.verbatim = 0
+	s.replaced, s.appended = true, nil
 	s.mods.Viewed = true
 }
 
 // CommitMessages replaces the transcript with msgs for this step and every
-// later one (a commit). View changes made earlier in this step are dropped;
-// later ones apply on top of msgs. s keeps msgs; the caller must not modify
-// it afterwards.
+// later one (a commit). Messages appended earlier in this step
+// (AppendMessages) stay appended, after msgs; a ReplaceMessages view made
+// earlier is dropped. Later views apply on top of msgs. s keeps msgs; the
+// caller must not modify it afterwards.
 func (s *Step) CommitMessages(msgs []defs.Message) {
 	msgs = slices.Clip(msgs)
 	s.base, s.view, s.owned = msgs, msgs, false
 	s.verbatim = len(msgs)
+	s.rewritten = true
 	s.mods.Committed, s.mods.Transcript = true, msgs
 	s.mods.Viewed = false
+	s.replaced = false
+	if appended := s.appended; len(appended) > 0 {
+		s.appended = nil
+		s.AppendMessages(appended...)
+	}
 }
 
 // LimitTools offers only the named tools at this step. It never adds a

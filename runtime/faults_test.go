@@ -3,12 +3,14 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/effects"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/session"
@@ -187,5 +189,48 @@ func TestPanicsNameTheirSite(t *testing.T) {
 	r := res.Steps[0].ToolResults[0]
 	if !r.IsError || !strings.Contains(r.Content, `tool "boom" panicked at faults_test.go:`) {
 		t.Fatalf("result %q, want a panic naming the tool and faults_test.go", r.Content)
+	}
+}
+
+func TestRecoveryKeepsTheStepsViews(t *testing.T) {
+	fn := func(p *prompt.Prompt) error {
+		prompt.DefTool(p, "safe", "s", func(ctx context.Context, _ struct{}) (string, error) { return "", nil })
+		prompt.DefTool(p, "dangerous", "d", func(ctx context.Context, _ struct{}) (string, error) { return "", nil })
+		p.Effect(effects.Always, func(ctx context.Context, s *effects.Step) error {
+			s.LimitTools("safe")
+			s.AppendMessages(defs.UserMessage("wrap up"))
+			return nil
+		})
+		p.Effect(effects.Always, func(ctx context.Context, s *effects.Step) error {
+			if s.ContextTooLong {
+				s.CommitMessages([]defs.Message{defs.UserMessage("short")})
+			}
+			return nil
+		}, effects.Recovery)
+		p.User("a very long task")
+		return nil
+	}
+	tooLong := &runtime.ModelError{StatusCode: 400, ContextTooLong: true, Message: "context_length_exceeded"}
+	m := snapshots.Script(snapshots.Fail(tooLong), snapshots.Text("ok"))
+	res, err := runtime.Run(context.Background(), m, fn, runtime.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Steps[0].Recovered {
+		t.Error("step 0 not marked Recovered")
+	}
+	reqs := m.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests, want 2", len(reqs))
+	}
+	var got []string
+	for _, msg := range reqs[1].Messages {
+		got = append(got, msg.Content)
+	}
+	if want := []string{"short", "wrap up"}; !slices.Equal(got, want) {
+		t.Errorf("resent messages %q, want %q", got, want)
+	}
+	if len(reqs[1].Tools) != 1 || reqs[1].Tools[0].Name != "safe" {
+		t.Errorf("resent tools %+v, want only safe", reqs[1].Tools)
 	}
 }

@@ -329,8 +329,16 @@ func TestStepModifications(t *testing.T) {
 			{fullSystem, []string{"user: summary: read once"}, step1.Tools},
 			{fullSystem, []string{"user: summary: read once", "assistant:  {call_2 read {}}", "tool[call_2 read]: r"}, step1.Tools},
 		}, true},
-		{"view then commit: the commit drops the view", func(s *effects.Step) {
-			s.AppendMessages(defs.UserMessage("dropped"))
+		{"append, commit, append: appended messages follow the new transcript", func(s *effects.Step) {
+			s.AppendMessages(defs.UserMessage("appended before"))
+			s.CommitMessages(s.Transcript()[:1])
+			s.AppendMessages(defs.UserMessage("appended after"))
+		}, []request{step0,
+			{fullSystem, []string{"user: go", "user: appended before", "user: appended after"}, step1.Tools},
+			{fullSystem, []string{"user: go", "assistant:  {call_2 read {}}", "tool[call_2 read]: r"}, step1.Tools},
+		}, true},
+		{"replace then commit: the commit drops the replacement", func(s *effects.Step) {
+			s.ReplaceMessages([]defs.Message{defs.UserMessage("dropped")})
 			s.CommitMessages(s.Transcript()[:1])
 			s.AppendMessages(defs.UserMessage("kept for this step"))
 		}, []request{step0,

@@ -290,7 +290,7 @@ func (r *Runner) next(ctx context.Context) (*Step, error) {
 	reply, err := r.call(ctx, req)
 	var me *ModelError
 	if err != nil && errors.As(err, &me) && me.ContextTooLong {
-		req, reply, err = r.recover(ctx, n, rec, err)
+		req, reply, err = r.recover(ctx, n, rec, es, err)
 	}
 	if err != nil {
 		return rec, &StepError{Step: n, Op: "model", Err: err}
@@ -372,6 +372,11 @@ func (r *Runner) complete(ctx context.Context, rec *Step, offered []ToolSpec, gi
 	return rec, stepErr
 }
 
+// sameSlice reports whether a and b are the same slice of the same array.
+func sameSlice(a, b []defs.Message) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
 // commit replaces the transcript with msgs after checking it.
 func (r *Runner) commit(msgs []defs.Message) error {
 	if err := ValidateMessages(msgs); err != nil {
@@ -385,7 +390,7 @@ func (r *Runner) commit(msgs []defs.Message) error {
 
 // prepare applies the effects' changes and renders and checks the request.
 func (r *Runner) prepare(n int, rec *Step, mods *effects.Mods) (*Request, error) {
-	if mods.Committed {
+	if mods.Committed && !sameSlice(mods.Transcript, r.transcript) {
 		if err := r.commit(mods.Transcript); err != nil {
 			return nil, &StepError{Step: n, Op: "validate", Err: err}
 		}
@@ -414,8 +419,10 @@ func (r *Runner) prepare(n int, rec *Step, mods *effects.Mods) (*Request, error)
 
 // recover handles a request rejected as too long: the Recovery effects run
 // once, and the request is rendered and sent again.
-func (r *Runner) recover(ctx context.Context, n int, rec *Step, cause error) (*Request, *Reply, error) {
-	es := r.effectStep(n)
+// The Recovery effects run on the step the BeforeCall effects prepared, so
+// the changes those made (limits, variables, appended messages) hold for
+// the request sent again.
+func (r *Runner) recover(ctx context.Context, n int, rec *Step, es *effects.Step, cause error) (*Request, *Reply, error) {
 	ran, ok, err := r.p.Effects().RunRecovery(ctx, es)
 	rec.Effects = append(rec.Effects, ran...)
 	if err != nil {
