@@ -183,6 +183,15 @@ func (p *Prompt) MarkMessagesSeen(ids []string) {
 	}
 }
 
+// Forget makes declared messages count as not added yet, so that the next
+// execution that declares them adds them. The runtime uses it when it
+// re-executes a prompt function only to complete an interrupted step.
+func (p *Prompt) Forget(msgs []defs.Message) {
+	for _, m := range msgs {
+		delete(p.seen, MessageID(m.Role, m.Content))
+	}
+}
+
 // SeenMessages returns the identities of the declared messages added so far.
 func (p *Prompt) SeenMessages() []string {
 	out := make([]string, 0, len(p.seen))

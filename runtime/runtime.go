@@ -45,7 +45,8 @@ var (
 type Step struct {
 	Number int
 	// Request is what was sent. Its Messages share memory with the
-	// transcript: read-only.
+	// transcript: read-only. It is nil for a step interrupted by a crash
+	// after the model's reply and completed by Resume (Resumed is set).
 	Request *Request
 	Reply   *Reply
 	// ToolResults are the results of the reply's tool calls, in call order.
@@ -140,6 +141,7 @@ type Runner struct {
 	seq        int64
 	generation int
 	pending    *session.Pending
+	offered    []string // tools offered by the request of the step under way
 	saveMu     sync.Mutex
 }
 
@@ -300,6 +302,13 @@ func (r *Runner) next(ctx context.Context) (*Step, error) {
 	r.account(reply.Usage)
 	r.ledger.observe(rec.InputTokens, reply.Usage.InputTokens)
 	r.stats.Steps++
+	if r.offered == nil {
+		r.offered = []string{} // non-nil: "none offered" is not "unknown"
+	}
+	r.offered = r.offered[:0]
+	for _, t := range req.Tools {
+		r.offered = append(r.offered, t.Name)
+	}
 	if err := r.savePending(ctx, reply.Message, nil); err != nil {
 		return rec, &StepError{Step: n, Op: "checkpoint", Err: err}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/reprompt/reprompt/defs"
@@ -73,11 +74,7 @@ func (r *Runner) restore(cp *session.Checkpoint) error {
 	r.stats = effects.RunStats{Steps: st.Steps, InputTokens: st.InputTokens, OutputTokens: st.OutputTokens, CachedTokens: st.CachedTokens, Cost: st.Cost}
 	r.usage = Usage{InputTokens: st.InputTokens, OutputTokens: st.OutputTokens, CachedTokens: st.CachedTokens}
 	r.elapsed0 = time.Duration(st.ElapsedNS)
-	for i := len(r.transcript) - 1; i >= 0 && r.lastTool == nil; i-- {
-		if m := r.transcript[i]; m.Role == defs.RoleTool {
-			r.lastTool = &defs.ToolResult{CallID: m.ToolCallID, Name: m.Name, Content: m.Content, IsError: m.IsError}
-		}
-	}
+	r.lastTool = lastToolResult(r.transcript)
 	return nil
 }
 
@@ -131,7 +128,7 @@ func (r *Runner) savePending(ctx context.Context, reply defs.Message, results []
 	if r.cfg.Store == nil {
 		return nil
 	}
-	return r.save(ctx, false, &session.Pending{Reply: reply, Results: append([]defs.ToolResult(nil), results...)})
+	return r.save(ctx, false, &session.Pending{Reply: reply, Results: append([]defs.ToolResult(nil), results...), Offered: r.offered})
 }
 
 // resumePending completes a step interrupted by a crash after the model's
@@ -143,9 +140,15 @@ func (r *Runner) resumePending(ctx context.Context) (*Step, error) {
 	rec := &Step{Number: n, Resumed: true, Reply: &Reply{Message: p.Reply}}
 	reg := r.p.Registry()
 	reg.BeginStep()
-	if _, err := r.p.Execute(n, r.fn); err != nil {
+	// Executed again to declare the tools and effects; messages it
+	// declares for the first time (the state changed since) belong to the
+	// next step, as in a run that was not interrupted.
+	added, err := r.p.Execute(n, r.fn)
+	if err != nil {
 		return rec, err
 	}
+	r.p.Forget(added)
+	r.offered = p.Offered
 	given := make(map[string]defs.ToolResult, len(p.Reply.ToolCalls))
 	for _, res := range p.Results {
 		given[res.CallID] = res
@@ -154,6 +157,9 @@ func (r *Runner) resumePending(ctx context.Context) (*Step, error) {
 	for _, c := range p.Reply.ToolCalls {
 		if _, ok := given[c.ID]; ok {
 			continue
+		}
+		if p.Offered != nil && !slices.Contains(p.Offered, c.Name) {
+			continue // refused as in the interrupted run: not offered at this step
 		}
 		def, ok := reg.Lookup(defs.KindTool, c.Name)
 		if ok && def.Tool.Idempotent {
@@ -165,4 +171,25 @@ func (r *Runner) resumePending(ctx context.Context) (*Step, error) {
 		rec.Interrupted = append(rec.Interrupted, c.ID)
 	}
 	return r.complete(ctx, rec, offered, given)
+}
+
+// lastToolResult rebuilds the last tool result of a transcript, with the
+// arguments of its call.
+func lastToolResult(msgs []defs.Message) *defs.ToolResult {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		m := msgs[i]
+		if m.Role != defs.RoleTool {
+			continue
+		}
+		res := &defs.ToolResult{CallID: m.ToolCallID, Name: m.Name, Content: m.Content, IsError: m.IsError}
+		for j := i - 1; j >= 0 && res.Arguments == nil; j-- {
+			for _, c := range msgs[j].ToolCalls {
+				if c.ID == m.ToolCallID {
+					res.Arguments = c.Arguments
+				}
+			}
+		}
+		return res
+	}
+	return nil
 }

@@ -196,3 +196,83 @@ func TestResumeUnknownSession(t *testing.T) {
 		t.Fatalf("err = %v, want ErrNoStore", err)
 	}
 }
+
+func TestResumePendingKeepsMessagesDeclaredLater(t *testing.T) {
+	ctx := context.Background()
+	fn := func(p *prompt.Prompt) error {
+		phase, setPhase := prompt.State(p, "phase", 1)
+		prompt.DefTool(p, "advance", "go to phase two", func(ctx context.Context, _ struct{}) (string, error) {
+			setPhase.Set(2)
+			return "advanced", nil
+		})
+		p.User("phase one")
+		if phase == 2 {
+			p.User("phase two: wrap up")
+		}
+		return nil
+	}
+	script := func() *snapshots.Model {
+		return snapshots.Script(snapshots.CallTools(snapshots.Call{ID: "a1", Name: "advance"}), snapshots.Text("done"))
+	}
+	want, err := runtime.Run(ctx, script(), fn, runtime.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	mem := session.NewMemory()
+	// Crash at the end of step 0, after the tool's result was saved.
+	store := &failingStore{Store: mem, fail: func(cp *session.Checkpoint) bool { return cp.Pending == nil && cp.Step == 1 }}
+	if _, err := runtime.Run(ctx, script(), fn, runtime.Config{Store: store, SessionID: "p"}); !errors.Is(err, errCrash) {
+		t.Fatalf("first run: %v, want the simulated crash", err)
+	}
+	r, err := runtime.Resume(ctx, snapshots.Script(snapshots.Text("done")), fn, runtime.Config{Store: mem, SessionID: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want.Transcript, got.Transcript); diff != "" {
+		t.Errorf("transcript mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestResumeDoesNotRunToolsTheStepDidNotOffer(t *testing.T) {
+	ctx := context.Background()
+	var runs atomic.Int32
+	fn := func(p *prompt.Prompt) error {
+		h := prompt.DefTool(p, "again", "idempotent but disabled at step 0", func(ctx context.Context, _ struct{}) (string, error) {
+			runs.Add(1)
+			return "ran", nil
+		}, prompt.Idempotent())
+		p.Effect(effects.Always, func(ctx context.Context, s *effects.Step) error {
+			if s.Number == 0 {
+				h.Disable()
+			}
+			return nil
+		})
+		p.User("go")
+		return nil
+	}
+	mem := session.NewMemory()
+	store := &failingStore{Store: mem, fail: func(cp *session.Checkpoint) bool { return cp.Pending != nil && len(cp.Pending.Results) == 1 }}
+	m := snapshots.Script(snapshots.CallTools(snapshots.Call{ID: "x", Name: "again"}))
+	if _, err := runtime.Run(ctx, m, fn, runtime.Config{Store: store, SessionID: "o"}); !errors.Is(err, errCrash) {
+		t.Fatalf("first run: %v, want the simulated crash", err)
+	}
+	r, err := runtime.Resume(ctx, snapshots.Script(snapshots.Text("done")), fn, runtime.Config{Store: mem, SessionID: "o"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := r.Next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if runs.Load() != 0 {
+		t.Errorf("a tool the step did not offer ran %d times after resume", runs.Load())
+	}
+	if res := s.ToolResults[0]; !res.IsError || !strings.Contains(res.Content, "disabled") {
+		t.Errorf("result %q, want the refusal a disabled tool gets", res.Content)
+	}
+}

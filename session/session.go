@@ -70,6 +70,10 @@ type Pending struct {
 	// call by CallID. Calls of Reply without a result here did not complete:
 	// on resume the runtime gives them an "interrupted" result or runs them.
 	Results []defs.ToolResult `json:"results,omitempty"`
+	// Offered names the tools the step's request offered; a call of
+	// another tool was refused rather than run. Nil in checkpoints that do
+	// not record it: then every declared tool counts as offered.
+	Offered []string `json:"offered"`
 }
 
 // Stats are the limits a run used so far.
