@@ -234,3 +234,30 @@ func TestRecoveryKeepsTheStepsViews(t *testing.T) {
 		t.Errorf("resent tools %+v, want only safe", reqs[1].Tools)
 	}
 }
+
+func TestSubAgentUsageCountsInTheParent(t *testing.T) {
+	u := &runtime.Usage{InputTokens: 1000, OutputTokens: 10}
+	fn := func(p *prompt.Prompt) error {
+		p.DefAgent("helper", "does a sub-task", func(p *prompt.Prompt) error { return nil })
+		p.User("delegate")
+		return nil
+	}
+	m := snapshots.Script(
+		snapshots.Reply{Calls: []snapshots.Call{{Name: "helper", Args: map[string]string{"task": "sub"}}}, Usage: u},
+		snapshots.Reply{Text: "sub done", Usage: u}, // the sub-agent's only step
+		snapshots.Reply{Text: "all done", Usage: u},
+	)
+	res, err := runtime.Run(context.Background(), m, fn, runtime.Config{Pricing: runtime.Pricing{Input: 1, Output: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Usage.InputTokens != 3000 || res.Usage.OutputTokens != 30 {
+		t.Errorf("usage %+v, want 3000 input and 30 output tokens (the sub-agent's call included)", res.Usage)
+	}
+	if want := 3030.0 / 1e6; res.Stats.Cost < want-1e-12 || res.Stats.Cost > want+1e-12 {
+		t.Errorf("cost %v, want %v", res.Stats.Cost, want)
+	}
+	if res.Stats.Steps != 2 {
+		t.Errorf("steps %d, want the parent's 2", res.Stats.Steps)
+	}
+}

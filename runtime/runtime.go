@@ -143,6 +143,7 @@ type Runner struct {
 	pending    *session.Pending
 	offered    []string // tools offered by the request of the step under way
 	saveMu     sync.Mutex
+	usageMu    sync.Mutex // guards usage and stats
 }
 
 // New returns a runner for fn against model.
@@ -169,7 +170,9 @@ func (r *Runner) StepNumber() int { return r.step }
 
 // Stats returns the run's totals so far.
 func (r *Runner) Stats() effects.RunStats {
+	r.usageMu.Lock()
 	s := r.stats
+	r.usageMu.Unlock()
 	s.Elapsed = r.elapsed()
 	return s
 }
@@ -188,7 +191,9 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 		}
 	}
 	res.Transcript = r.Transcript()
+	r.usageMu.Lock()
 	res.Usage = r.usage
+	r.usageMu.Unlock()
 	res.Stats = r.Stats()
 	if n := len(res.Steps); n > 0 && res.Steps[n-1].Reply != nil {
 		res.Text = res.Steps[n-1].Reply.Message.Content
@@ -301,7 +306,9 @@ func (r *Runner) next(ctx context.Context) (*Step, error) {
 	rec.Reply = reply
 	r.account(reply.Usage)
 	r.ledger.observe(rec.InputTokens, reply.Usage.InputTokens)
+	r.usageMu.Lock()
 	r.stats.Steps++
+	r.usageMu.Unlock()
 	if r.offered == nil {
 		r.offered = []string{} // non-nil: "none offered" is not "unknown"
 	}
@@ -449,7 +456,11 @@ func (r *Runner) recover(ctx context.Context, n int, rec *Step, es *effects.Step
 	return req, reply, err
 }
 
+// account adds u to the run's usage and cost. Sub-agents running in
+// parallel tool calls account into their parent concurrently.
 func (r *Runner) account(u Usage) {
+	r.usageMu.Lock()
+	defer r.usageMu.Unlock()
 	r.usage.InputTokens += u.InputTokens
 	r.usage.OutputTokens += u.OutputTokens
 	r.usage.CachedTokens += u.CachedTokens

@@ -197,6 +197,12 @@ func (r *Runner) RunAgent(ctx context.Context, name string, fn prompt.Func, task
 	sub.transcript = []defs.Message{defs.UserMessage(task)}
 	sub.p.MarkMessagesSeen([]string{prompt.MessageID(defs.RoleUser, task)})
 	res, err := sub.Run(ctx)
+	// The sub-agent's model calls count in the parent's usage, cost and
+	// limits, whether it succeeded or not.
+	sub.usageMu.Lock()
+	u := sub.usage
+	sub.usageMu.Unlock()
+	r.account(u)
 	if err != nil {
 		return "", fmt.Errorf("sub-agent %q: %w", name, err)
 	}

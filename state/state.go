@@ -212,11 +212,22 @@ func (s *Store) Snapshot() map[string]any {
 // MarshalJSON encodes the store as a JSON object with sorted keys. It fails,
 // naming the key, when a value cannot be encoded: state must be serializable
 // so that a session can be checkpointed.
+//
+// The values are encoded with the store locked, so that a setter running
+// concurrently (a tool) cannot change a value while it is read. An updater
+// must still not modify the previous value in place: values handed out by
+// State and Get are shared, and a map or slice changed in place would be
+// changed for every holder.
 func (s *Store) MarshalJSON() ([]byte, error) {
-	snap := s.Snapshot()
-	raw := make(map[string]json.RawMessage, len(snap))
-	for k, v := range snap {
-		b, err := json.Marshal(v)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	raw := make(map[string]json.RawMessage, len(s.vals))
+	for k, e := range s.vals {
+		if e.typ == nil && e.raw != nil {
+			raw[k] = e.raw
+			continue
+		}
+		b, err := json.Marshal(e.v)
 		if err != nil {
 			return nil, fmt.Errorf("state %q is not serializable: %w", k, err)
 		}
