@@ -65,7 +65,7 @@ type registration struct {
 	recovery bool
 	index    int    // position among unkeyed registrations, -1 when keyed
 	key      string // explicit key, or ""
-	site     uintptr
+	site     callsite.Stack
 	phase    Phase
 	deps     Deps
 	fn       Func
@@ -75,7 +75,7 @@ type registration struct {
 // slot is the memory of one effect across executions.
 type slot struct {
 	id       string
-	site     uintptr
+	site     callsite.Stack
 	ran      bool
 	deps     []string
 	cleanups []func()
@@ -216,10 +216,10 @@ func (m *Manager) Begin() {
 	}
 }
 
-// Register registers an effect for the current execution. site is the
-// program counter of the call site (see callsite.CallerPC); it is how a
+// Register registers an effect for the current execution. site is the call
+// site with its callers (see callsite.CallerStack); it is how a
 // changed registration order is detected. A misuse is reported by End.
-func (m *Manager) Register(site uintptr, deps Deps, fn Func, opts ...Option) {
+func (m *Manager) Register(site callsite.Stack, deps Deps, fn Func, opts ...Option) {
 	r := registration{index: -1, site: site, deps: deps, fn: fn}
 	for _, o := range opts {
 		o.apply(&r)
@@ -234,7 +234,7 @@ func (m *Manager) Register(site uintptr, deps Deps, fn Func, opts ...Option) {
 			s = &slot{id: "key:" + r.key, site: site}
 			m.keyed[r.key] = s
 		case s.seen && m.err == nil:
-			m.err = &DuplicateKeyError{Key: r.key, First: callsite.FromPC(s.site).String(), Now: callsite.FromPC(site).String()}
+			m.err = &DuplicateKeyError{Key: r.key, First: s.site.String(), Now: site.String()}
 		}
 		s.seen, s.site = true, site
 		r.slot = s
@@ -243,8 +243,8 @@ func (m *Manager) Register(site uintptr, deps Deps, fn Func, opts ...Option) {
 		m.npos++
 		if r.index < len(m.slots) {
 			s := m.slots[r.index]
-			if s.site != 0 && s.site != site && m.err == nil {
-				m.err = &HookOrderError{Index: r.index, Was: callsite.FromPC(s.site).String(), Now: callsite.FromPC(site).String()}
+			if !s.site.IsZero() && s.site != site && m.err == nil {
+				m.err = &HookOrderError{Index: r.index, Was: s.site.String(), Now: site.String()}
 			}
 			s.site = site
 			r.slot = s
@@ -325,7 +325,7 @@ func (m *Manager) run(ctx context.Context, phase Phase, s *Step, recovery bool) 
 			continue
 		}
 		runCleanups(r.slot)
-		site := callsite.Name(r.site)
+		site := r.site.Name()
 		s.current = r.slot
 		err := call(ctx, r.fn, s)
 		s.current = nil

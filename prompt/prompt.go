@@ -30,6 +30,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
@@ -245,6 +246,13 @@ func (p *Prompt) User(text string) {
 	p.DefMessage(defs.RoleUser, text)
 }
 
+// inPrompt reports whether a function belongs to this package: the frames
+// above a prompt function (Execute and its callers) are not part of an
+// effect's call site.
+func inPrompt(function string) bool {
+	return strings.HasPrefix(function, "github.com/reprompt/reprompt/prompt.")
+}
+
 // Effect registers an effect for this execution. deps decides when it runs
 // (effects.Always, effects.Once, effects.On(values...)); effects are
 // identified by their registration order unless effects.Key is given, and a
@@ -252,7 +260,7 @@ func (p *Prompt) User(text string) {
 // memory.
 func (p *Prompt) Effect(deps effects.Deps, fn effects.Func, opts ...effects.Option) {
 	p.check("Effect")
-	p.eff.Register(callsite.CallerPC(1), deps, fn, opts...)
+	p.eff.Register(callsite.CallerStack(1, inPrompt), deps, fn, opts...)
 }
 
 // State returns the value of key as of this execution and its setter. The

@@ -91,3 +91,68 @@ func Panic() Site {
 		}
 	}
 }
+
+// Stack identifies a call by its caller and the callers above it, up to a
+// boundary, so that calls made through one helper function from different
+// places differ. It is comparable; the zero Stack is unknown.
+type Stack struct{ id string }
+
+var (
+	stacksMu sync.RWMutex
+	stacks   = map[[4]uintptr]Stack{} // a plain map: sync.Map would box the key
+)
+
+// CallerStack returns the Stack of the caller skip frames up (0 is the
+// function that calls CallerStack): at most three frames, stopping before
+// the first one for which boundary reports true. The frames from the
+// boundary up are the caller's machinery (the code that executes a prompt
+// function), not the user's, and may differ from one call to the next. The
+// result is cached by program counters, so a call costs a stack walk of
+// four frames and a map lookup.
+func CallerStack(skip int, boundary func(function string) bool) Stack {
+	var pcs [4]uintptr
+	runtime.Callers(skip+2, pcs[:])
+	stacksMu.RLock()
+	st, ok := stacks[pcs]
+	stacksMu.RUnlock()
+	if ok {
+		return st
+	}
+	var parts []string
+	frames := runtime.CallersFrames(pcs[:])
+	for len(parts) < 3 {
+		fr, more := frames.Next()
+		if fr.Function == "" || len(parts) > 0 && boundary != nil && boundary(fr.Function) {
+			break
+		}
+		parts = append(parts, Site{File: fr.File, Line: fr.Line}.String())
+		if !more {
+			break
+		}
+	}
+	st = Stack{id: strings.Join(parts, " ← ")}
+	stacksMu.Lock()
+	stacks[pcs] = st
+	stacksMu.Unlock()
+	return st
+}
+
+// IsZero reports whether s is unknown.
+func (s Stack) IsZero() bool { return s.id == "" }
+
+// Name returns the innermost frame, "file.go:12".
+func (s Stack) Name() string {
+	if s.id == "" {
+		return "unknown"
+	}
+	name, _, _ := strings.Cut(s.id, " ← ")
+	return name
+}
+
+// String returns the frames, innermost first: "helpers.go:12 ← agent.go:30".
+func (s Stack) String() string {
+	if s.id == "" {
+		return "unknown"
+	}
+	return s.id
+}
