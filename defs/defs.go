@@ -99,7 +99,11 @@ type entry struct {
 //
 // Declarations and reconciliation are made by the single goroutine that
 // executes the prompt function; Disable, Remind and the read methods are safe
-// for concurrent use (tools running in parallel may call them).
+// for concurrent use. Disables and reminders shape the request of the step
+// under way and are cleared when the next step begins: made by the prompt
+// function or a BeforeCall effect they take effect, made once the request
+// was sent (by a tool or an AfterReply effect) they have none. To act on the
+// next step, set state and disable from the prompt function or an effect.
 type Registry struct {
 	mu       sync.RWMutex
 	entries  []*entry
@@ -411,7 +415,8 @@ func (h Handle) String() string { return h.Tag() }
 
 // Disable removes the definition from the current step's request only. A
 // disabled tool the model calls anyway is not run; the model gets an error
-// result.
+// result. Called after the request was sent (from a tool), it has no
+// effect.
 func (h Handle) Disable() {
 	if h.r != nil {
 		h.r.Disable(h.kind, h.name)
