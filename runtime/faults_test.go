@@ -261,3 +261,15 @@ func TestSubAgentUsageCountsInTheParent(t *testing.T) {
 		t.Errorf("steps %d, want the parent's 2", res.Stats.Steps)
 	}
 }
+
+func TestPanickingStopWhenIsAnError(t *testing.T) {
+	cfg := runtime.Config{StopWhen: func(last *runtime.Step) bool {
+		var s []int
+		return s[3] == 0 // index out of range
+	}}
+	_, err := runtime.Run(context.Background(), snapshots.Script(snapshots.CallTool("echo", map[string]string{"text": "x"}), snapshots.Text("ok")), echoPrompt, cfg)
+	var pe *runtime.PanicError
+	if !errors.As(err, &pe) || !strings.Contains(pe.Site, "faults_test.go:") || pe.Step != 0 {
+		t.Fatalf("err = %v, want a *PanicError at step 0 naming faults_test.go", err)
+	}
+}

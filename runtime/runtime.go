@@ -27,6 +27,7 @@ import (
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
+	"github.com/reprompt/reprompt/internal/callsite"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/session"
 )
@@ -227,13 +228,7 @@ func (r *Runner) Next(ctx context.Context) (*Step, error) {
 	if r.started.IsZero() {
 		r.started = time.Now()
 	}
-	var s *Step
-	var err error
-	if r.pending != nil {
-		s, err = r.resumePending(ctx)
-	} else {
-		s, err = r.next(ctx)
-	}
+	s, err := r.step1(ctx)
 	if err != nil {
 		r.err = err
 		r.close()
@@ -242,6 +237,34 @@ func (r *Runner) Next(ctx context.Context) (*Step, error) {
 		r.close()
 	}
 	return s, err
+}
+
+// step1 runs one step, turning a panic that escaped it (from a callback
+// such as Config.StopWhen or Config.OnDelta; tools, effects and the prompt
+// function have their own recovery) into a *PanicError.
+func (r *Runner) step1(ctx context.Context) (s *Step, err error) {
+	n := r.step
+	defer func() {
+		if v := recover(); v != nil {
+			s, err = nil, &PanicError{Step: n, Site: callsite.Panic().String(), Value: v}
+		}
+	}()
+	if r.pending != nil {
+		return r.resumePending(ctx)
+	}
+	return r.next(ctx)
+}
+
+// PanicError is a panic in a callback of the run (Config.StopWhen,
+// Config.OnDelta, a model), recovered at the step boundary.
+type PanicError struct {
+	Step  int
+	Site  string
+	Value any
+}
+
+func (e *PanicError) Error() string {
+	return fmt.Sprintf("step %d: panic at %s: %v", e.Step, e.Site, e.Value)
 }
 
 func (r *Runner) close() {
