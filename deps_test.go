@@ -18,15 +18,16 @@ const module = "github.com/reprompt/reprompt"
 // always allowed. A package missing here may import anything but the
 // packages that restrict who imports them (see onlyImportedBy).
 var allowed = map[string][]string{
-	"state":             {},
-	"defs":              {},
-	"internal/callsite": {},
-	"effects":           {"state", "defs", "internal/callsite"},
-	"prompt":            {"state", "defs", "effects", "internal/callsite", "github.com/google/jsonschema-go"},
-	"session":           {"state", "defs", "effects"},
-	"tokens":            {"defs", "github.com/tiktoken-go/tokenizer"},
-	"effects/builtin":   {"state", "defs", "effects", "prompt", "github.com/expr-lang/expr", "go.yaml.in/yaml/v3"},
-	"runtime":           {"state", "defs", "effects", "prompt", "session", "internal/callsite", "go.yaml.in/yaml/v3"},
+	"state":               {},
+	"defs":                {},
+	"internal/callsite":   {},
+	"effects":             {"state", "defs", "internal/callsite"},
+	"prompt":              {"state", "defs", "effects", "internal/callsite", "github.com/google/jsonschema-go"},
+	"session":             {"state", "defs", "effects"},
+	"session/sessiontest": {"state", "defs", "effects", "session"},
+	"tokens":              {"defs", "github.com/tiktoken-go/tokenizer"},
+	"effects/builtin":     {"state", "defs", "effects", "prompt", "github.com/expr-lang/expr", "go.yaml.in/yaml/v3"},
+	"runtime":             {"state", "defs", "effects", "prompt", "session", "internal/callsite", "go.yaml.in/yaml/v3"},
 }
 
 // onlyImportedBy restricts who may import a package (non-test files), by

@@ -1,10 +1,6 @@
 package tokens
 
 import (
-	"go/parser"
-	"go/token"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -28,33 +24,4 @@ func FuzzText(f *testing.F) {
 			}
 		}
 	})
-}
-
-// TestImports writes down the layering: tokens sits under the runtime and
-// imports only the standard library, defs and the tokenizer.
-func TestImports(t *testing.T) {
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	allowed := map[string]bool{
-		"github.com/reprompt/reprompt/defs":   true,
-		"github.com/tiktoken-go/tokenizer":    true,
-		"github.com/google/go-cmp/cmp":        true, // tests only
-		"github.com/reprompt/reprompt/tokens": true, // examples
-	}
-	for _, name := range files {
-		f, err := parser.ParseFile(token.NewFileSet(), name, nil, parser.ImportsOnly)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, imp := range f.Imports {
-			path, _ := strconv.Unquote(imp.Path.Value)
-			std := !strings.Contains(strings.SplitN(path, "/", 2)[0], ".")
-			test := strings.HasSuffix(name, "_test.go")
-			if !std && !allowed[path] || (path == "github.com/google/go-cmp/cmp" || path == "github.com/reprompt/reprompt/tokens") && !test {
-				t.Errorf("%s imports %s", name, path)
-			}
-		}
-	}
 }
