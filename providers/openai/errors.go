@@ -2,6 +2,8 @@ package openai
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -107,12 +109,21 @@ func retryableTransport(err error) bool {
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE) {
 		return true
 	}
+	// Permanent failures wear net.Error too (every *url.Error does): a bad
+	// certificate, an unknown host, an unsupported scheme are not retried.
+	var ue x509.UnknownAuthorityError
+	var he x509.HostnameError
+	var ce *tls.CertificateVerificationError
+	var de *net.DNSError
+	if errors.As(err, &ue) || errors.As(err, &he) || errors.As(err, &ce) || (errors.As(err, &de) && de.IsNotFound) {
+		return false
+	}
 	var ne net.Error
-	if errors.As(err, &ne) {
+	if errors.As(err, &ne) && ne.Timeout() {
 		return true
 	}
 	var oe *net.OpError
-	return errors.As(err, &oe)
+	return errors.As(err, &oe) && (oe.Op == "dial" || oe.Op == "read" || oe.Op == "write")
 }
 
 // contextTooLong recognises the ways servers say a request does not fit the

@@ -195,6 +195,7 @@ func (m *Model) streamOnce(ctx context.Context, body sdk.ChatCompletionRequest, 
 type streamAcc struct {
 	content, reasoning, refusal strings.Builder
 	calls                       map[int]*callAcc
+	slots                       map[int]int // server index → slot in calls now receiving its fragments
 	lastIndex                   int
 	finish                      sdk.FinishReason
 	finished                    bool
@@ -207,7 +208,9 @@ type callAcc struct {
 	args     strings.Builder
 }
 
-func newStreamAcc() *streamAcc { return &streamAcc{calls: map[int]*callAcc{}, lastIndex: -1} }
+func newStreamAcc() *streamAcc {
+	return &streamAcc{calls: map[int]*callAcc{}, slots: map[int]int{}, lastIndex: -1}
+}
 
 // add folds chunk into the reply and returns the deltas it carries.
 // reasoning is the chunk's "reasoning" field, which go-openai does not
@@ -267,7 +270,21 @@ func (a *streamAcc) call(tc sdk.ToolCall) *callAcc {
 	idx := -1
 	switch {
 	case tc.Index != nil:
+		// Some servers (Ollama) send index 0 for every call of a parallel
+		// batch: a fragment with a new id at a used index starts a new call,
+		// and later fragments of that index go to it.
 		idx = *tc.Index
+		if slot, ok := a.slots[idx]; ok {
+			idx = slot
+		}
+		if c, ok := a.calls[idx]; ok && tc.ID != "" && c.id != "" && c.id != tc.ID {
+			next := 0
+			for i := range a.calls {
+				next = max(next, i+1)
+			}
+			a.slots[*tc.Index] = next
+			idx = next
+		}
 	case tc.ID != "":
 		for i, c := range a.calls {
 			if c.id == tc.ID {

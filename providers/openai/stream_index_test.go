@@ -1,0 +1,36 @@
+package openai
+
+import (
+	"testing"
+
+	sdk "github.com/sashabaranov/go-openai"
+)
+
+// TestStreamSameIndexNewID feeds the chunks Ollama sends for a parallel
+// batch: every call at index 0, told apart by its id.
+func TestStreamSameIndexNewID(t *testing.T) {
+	a := newStreamAcc()
+	zero := 0
+	frag := func(id, name, args string) sdk.ChatCompletionStreamResponse {
+		return sdk.ChatCompletionStreamResponse{Choices: []sdk.ChatCompletionStreamChoice{{Delta: sdk.ChatCompletionStreamChoiceDelta{
+			ToolCalls: []sdk.ToolCall{{Index: &zero, ID: id, Function: sdk.FunctionCall{Name: name, Arguments: args}}},
+		}}}}
+	}
+	for _, ch := range []sdk.ChatCompletionStreamResponse{
+		frag("a", "get", `{"x":`), frag("", "", `1}`),
+		frag("b", "put", `{"y":2}`),
+		frag("c", "get", `{"x":3}`),
+	} {
+		a.add(&ch, "")
+	}
+	got := a.reply().Message.ToolCalls
+	want := []struct{ id, name, args string }{{"a", "get", `{"x":1}`}, {"b", "put", `{"y":2}`}, {"c", "get", `{"x":3}`}}
+	if len(got) != len(want) {
+		t.Fatalf("%d calls, want %d: %+v", len(got), len(want), got)
+	}
+	for i, w := range want {
+		if got[i].ID != w.id || got[i].Name != w.name || string(got[i].Arguments) != w.args {
+			t.Errorf("call %d = %s %s %s, want %s %s %s", i, got[i].ID, got[i].Name, got[i].Arguments, w.id, w.name, w.args)
+		}
+	}
+}
