@@ -391,12 +391,36 @@ func (c *compactor) setFailures(n int) {
 
 // summaryIndex returns the index of the summary message (at 0 or 1), or -1.
 func summaryIndex(msgs []defs.Message) int {
-	for i := 0; i < len(msgs) && i < 2; i++ {
+	for i := 0; i < len(msgs) && i <= maxHead; i++ {
 		if msgs[i].Meta[MetaSummary] != "" {
 			return i
 		}
+		if msgs[i].Role != defs.RoleUser && msgs[i].Role != defs.RoleSystem {
+			break // the summary sits right after the declared task
+		}
 	}
 	return -1
+}
+
+// maxHead bounds how many leading messages are kept verbatim as the task.
+const maxHead = 8
+
+// headLen returns how many leading messages are the task as declared: the
+// system messages the prompt declared first, then the first user message,
+// at most maxHead messages and no more than budget tokens (a summary is
+// never part of it).
+func headLen(msgs []defs.Message, tokens func([]defs.Message) int, budget int) int {
+	n := 0
+	for n < len(msgs) && n < maxHead-1 && msgs[n].Role == defs.RoleSystem && msgs[n].Meta[MetaSummary] == "" {
+		n++
+	}
+	if n < len(msgs) && msgs[n].Role == defs.RoleUser && msgs[n].Meta[MetaSummary] == "" {
+		n++
+	}
+	for n > 0 && tokens(msgs[:n]) > budget {
+		n--
+	}
+	return n
 }
 
 func (c *compactor) compact(ctx context.Context, s *effects.Step, msgs []defs.Message, total, usable int) error {
@@ -420,12 +444,9 @@ func (c *compactor) compact(ctx context.Context, s *effects.Step, msgs []defs.Me
 
 	// Phase 2: summarise (or drop) the older messages.
 	prev := summaryIndex(out)
-	head := 0
-	switch {
-	case prev == 1:
-		head = 1
-	case prev < 0 && len(out) > 0 && out[0].Role == defs.RoleUser && s.Budget.Tokens(out[:1]) <= usable/4:
-		head = 1
+	head := headLen(out, s.Budget.Tokens, usable/4)
+	if prev >= 0 {
+		head = prev // the summary follows the task kept when it was written
 	}
 	bodyStart := head
 	if prev >= 0 {
@@ -624,14 +645,21 @@ func cutByTokens(body []defs.Message, tok []int, keep int) int {
 }
 
 // cutByCount returns the legal cut that keeps at most n messages (fewer when
-// the n-th from the end is a tool result).
+// the n-th from the end is a tool result), or, when the last n are all tool
+// results, the cut before the assistant message that called them: the
+// results the model is about to read are never summarised away.
 func cutByCount(body []defs.Message, n int) int {
 	for i := max(len(body)-n, 0); i < len(body); i++ {
 		if body[i].Role != defs.RoleTool {
 			return i
 		}
 	}
-	return len(body)
+	for i := len(body) - n - 1; i >= 0; i-- {
+		if body[i].Role != defs.RoleTool {
+			return i
+		}
+	}
+	return 0
 }
 
 func lastUser(msgs []defs.Message) int {

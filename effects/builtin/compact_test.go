@@ -3,6 +3,7 @@ package builtin_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -547,6 +548,64 @@ func TestCompactNeverModifiesTheTranscript(t *testing.T) {
 	for i := range msgs {
 		if msgs[i].Content != orig[i].Content || msgs[i].Meta != nil {
 			t.Fatalf("message %d of the step's transcript was modified", i)
+		}
+	}
+}
+
+// TestCompactKeepsDeclaredSystemMessagesAndTask: a transcript that starts
+// with declared system messages keeps them and the task verbatim; the
+// summary follows them.
+func TestCompactKeepsDeclaredSystemMessagesAndTask(t *testing.T) {
+	for _, st := range []builtin.Strategy{builtin.StrategySummarize, builtin.StrategyHeuristic, builtin.StrategyWindow} {
+		t.Run(string(st), func(t *testing.T) {
+			head := []defs.Message{{Role: defs.RoleSystem, Content: "Never delete files."}, user("Task: fix the parser.")}
+			msgs := append(head, conversation(20, 400)[1:]...)
+			c := builtin.Compact(builtin.CompactConfig{Model: &fakeModel{}, Strategy: st})
+			got := committed(t, c, newStep(1, msgs, count(msgs)/2))
+			if got == nil {
+				t.Fatal("no commit")
+			}
+			if got[0].Content != head[0].Content || got[1].Content != head[1].Content {
+				t.Fatalf("declared system message or task not kept:\n%s", dump(got))
+			}
+			if n, at := summaries(got); n != 1 || at != 2 {
+				t.Errorf("%d summaries at %d, want 1 right after the task\n%s", n, at, dump(got))
+			}
+			// A second compaction updates the summary where it is.
+			more := append(append([]defs.Message(nil), got...), conversation(20, 400)[1:]...)
+			again := committed(t, c, newStep(2, more, count(more)/2))
+			if n, at := summaries(again); n != 1 || at != 2 || again[0].Content != head[0].Content {
+				t.Errorf("second compaction: %d summaries at %d\n%s", n, at, dump(again))
+			}
+		})
+	}
+}
+
+// TestCompactWindowKeepsTheLastToolResults: when the newest messages are
+// all results of one parallel call, the window strategy keeps them and the
+// call rather than summarising the turn the model is about to read.
+func TestCompactWindowKeepsTheLastToolResults(t *testing.T) {
+	msgs := conversation(10, 400)
+	ids := make([]string, 0, 12)
+	for i := range 12 {
+		ids = append(ids, fmt.Sprintf("read_file:p%d", i))
+	}
+	msgs = append(msgs, call("", ids...))
+	for i := range 12 {
+		msgs = append(msgs, result(fmt.Sprintf("p%d", i), "read_file", strings.Repeat("r", 300)))
+	}
+	c := builtin.Compact(builtin.CompactConfig{Strategy: builtin.StrategyWindow, WindowMessages: 4})
+	got := committed(t, c, newStep(1, msgs, count(msgs)/2))
+	if got == nil {
+		t.Fatal("no commit")
+	}
+	tail := got[len(got)-13:]
+	if len(tail[0].ToolCalls) != 12 {
+		t.Fatalf("the call of the last results was not kept:\n%s", dump(got))
+	}
+	for i, m := range tail[1:] {
+		if m.ToolCallID != fmt.Sprintf("p%d", i) {
+			t.Fatalf("result %d not kept:\n%s", i, dump(got))
 		}
 	}
 }

@@ -451,6 +451,10 @@ func (p *parser) duration(n *yaml.Node, name string, dst *time.Duration) bool {
 		if !p.number(n, name, &secs) {
 			return false
 		}
+		if secs < 0 || secs > float64(math.MaxInt64/int64(time.Second)) {
+			p.errorf(n, "%s: want a number of seconds between 0 and %d, got %s", name, math.MaxInt64/int64(time.Second), n.Value)
+			return false
+		}
 		*dst = time.Duration(secs * float64(time.Second))
 		return true
 	}
