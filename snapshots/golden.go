@@ -149,8 +149,16 @@ func Format(steps []*runtime.Step, runErr error, opts ...Option) []byte {
 	return format(steps, runErr, newOptions(opts))
 }
 
+// goLine matches the line number of a Go source position.
+var goLine = regexp.MustCompile(`(\.go):\d+`)
+
 func format(steps []*runtime.Step, runErr error, o *options) []byte {
-	f := &formatter{schemas: map[string]shown{}}
+	f := &formatter{schemas: map[string]shown{}, red: func(s string) string {
+		for _, r := range o.redact {
+			s = r.re.ReplaceAllString(s, r.repl)
+		}
+		return s
+	}}
 	var prev *runtime.Step
 	for _, s := range steps {
 		if s == nil {
@@ -162,13 +170,30 @@ func format(steps []*runtime.Step, runErr error, o *options) []byte {
 	f.section("end")
 	fmt.Fprintf(&f.b, "steps: %d\n", len(steps))
 	if runErr != nil {
-		f.field("", "error", runErr.Error())
+		// Sites in errors lose their line numbers, as effect sites do, so
+		// that editing a file does not change every snapshot.
+		f.field("", "error", goLine.ReplaceAllString(runErr.Error(), "$1"))
 	}
 	body := f.b.String()
 	for _, r := range o.redact {
 		body = r.re.ReplaceAllString(body, r.repl)
 	}
 	return []byte(Header + "\n" + body)
+}
+
+// redMessage returns m with the redactions applied to its text, so that
+// messages that differ only in redacted values compare equal.
+func (f *formatter) redMessage(m defs.Message) defs.Message {
+	m.Content, m.Reasoning = f.red(m.Content), f.red(m.Reasoning)
+	if len(m.ToolCalls) > 0 {
+		calls := make([]defs.ToolCall, len(m.ToolCalls))
+		for i, c := range m.ToolCalls {
+			c.Arguments = []byte(f.red(string(c.Arguments)))
+			calls[i] = c
+		}
+		m.ToolCalls = calls
+	}
+	return m
 }
 
 type shown struct {
@@ -178,7 +203,8 @@ type shown struct {
 
 type formatter struct {
 	b       strings.Builder
-	schemas map[string]shown // last schema shown per tool name
+	schemas map[string]shown    // last schema shown per tool name
+	red     func(string) string // applies the redactions
 }
 
 func (f *formatter) section(name string) { fmt.Fprintf(&f.b, "-- %s --\n", name) }
@@ -246,7 +272,7 @@ func (f *formatter) step(s, prev *runtime.Step) {
 		switch {
 		case req.System == "":
 			f.b.WriteString("(none)\n")
-		case prevReq != nil && prevReq.System == req.System:
+		case prevReq != nil && f.red(prevReq.System) == f.red(req.System):
 			fmt.Fprintf(&f.b, "(as in step %d)\n", prev.Number)
 		default:
 			f.text(req.System)
@@ -292,7 +318,7 @@ func (f *formatter) step(s, prev *runtime.Step) {
 
 func (f *formatter) tool(step int, t runtime.ToolSpec) {
 	fmt.Fprintf(&f.b, "%s: %s\n", t.Name, oneLineText(t.Description))
-	schema := indentJSON(t.Parameters)
+	schema := f.red(indentJSON(t.Parameters))
 	if last, ok := f.schemas[t.Name]; ok && last.schema == schema {
 		fmt.Fprintf(&f.b, "  schema: (as in step %d)\n", last.step)
 		return
@@ -308,7 +334,7 @@ func (f *formatter) messages(msgs []defs.Message, prevReq *runtime.Request, prev
 	}
 	same := 0
 	if prevReq != nil {
-		for same < len(msgs) && same < len(prevReq.Messages) && equalMessage(msgs[same], prevReq.Messages[same]) {
+		for same < len(msgs) && same < len(prevReq.Messages) && equalMessage(f.redMessage(msgs[same]), f.redMessage(prevReq.Messages[same])) {
 			same++
 		}
 	}

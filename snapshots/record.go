@@ -193,6 +193,9 @@ func (rec recorded) reply() Reply {
 		return Fail(errors.New(e.Message))
 	}
 	r := Reply{Text: rec.Text, Reasoning: rec.Reasoning, Finish: rec.Finish}
+	if r.Finish == "" {
+		r.Finish = NoFinish // the model reported none: replay none
+	}
 	if rec.Usage != nil {
 		u := *rec.Usage
 		r.Usage = &u

@@ -23,8 +23,9 @@ type Reply struct {
 	// Usage, if set, is reported as is; otherwise usage is estimated at
 	// four characters a token.
 	Usage *runtime.Usage
-	// Finish, if set, is reported as the finish reason; otherwise it is
-	// FinishToolCalls for a reply with calls and FinishStop for one without.
+	// Finish, if set, is reported as the finish reason (NoFinish reports
+	// none); otherwise it is FinishToolCalls for a reply with calls and
+	// FinishStop for one without.
 	Finish runtime.FinishReason
 	// Err, if set, is returned instead of a reply.
 	Err error
@@ -44,6 +45,10 @@ type Call struct {
 	// nil sends {}.
 	Args any
 }
+
+// NoFinish as Reply.Finish makes the model report no finish reason, as
+// some servers do; a replayed recording uses it for such replies.
+const NoFinish runtime.FinishReason = "\x00none"
 
 // Text returns a reply with text and no tool calls: it ends a run.
 func Text(text string) Reply { return Reply{Text: text} }
@@ -121,7 +126,9 @@ func (m *Model) Generate(ctx context.Context, req *runtime.Request) (*runtime.Re
 	if len(msg.ToolCalls) > 0 {
 		reply.FinishReason = runtime.FinishToolCalls
 	}
-	if sr.Finish != "" {
+	if sr.Finish == NoFinish {
+		reply.FinishReason = ""
+	} else if sr.Finish != "" {
 		reply.FinishReason = sr.Finish
 	}
 	if sr.Usage != nil {

@@ -1,0 +1,57 @@
+package snapshots_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/reprompt/reprompt/prompt"
+	"github.com/reprompt/reprompt/runtime"
+	"github.com/reprompt/reprompt/snapshots"
+)
+
+// TestRedactionAppliesBeforeComparingSteps: a system prompt that differs
+// between steps only in a redacted value is written once, then "as in".
+func TestRedactionAppliesBeforeComparingSteps(t *testing.T) {
+	fn := func(p *prompt.Prompt) error {
+		p.DefSystem("clock", fmt.Sprintf("now: 12:00:%02d", p.Step()))
+		prompt.DefTool(p, "tick", "t", func(ctx context.Context, _ struct{}) (string, error) { return "ok", nil })
+		p.User("go")
+		return nil
+	}
+	res, err := runtime.Run(context.Background(), snapshots.Script(snapshots.CallTool("tick", nil), snapshots.Text("done")), fn, runtime.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := string(snapshots.Format(res.Steps, nil, snapshots.Redact(regexp.MustCompile(`\d\d:\d\d:\d\d`), "<time>")))
+	if !strings.Contains(out, "-- step 1/system --\n(as in step 0)\n") {
+		t.Errorf("step 1's system prompt differs only in a redacted value but was written again:\n%s", out)
+	}
+}
+
+// TestErrorTextHasNoLineNumbers: the run error in a golden file names
+// files without line numbers.
+func TestErrorTextHasNoLineNumbers(t *testing.T) {
+	out := string(snapshots.Format(nil, errors.New("effect #0 (registered at agent.go:18) panicked at tools.go:7")))
+	if strings.Contains(out, ".go:") || !strings.Contains(out, "agent.go)") {
+		t.Errorf("error line keeps line numbers:\n%s", out)
+	}
+}
+
+func TestNoFinishReplaysNoFinishReason(t *testing.T) {
+	m := snapshots.Script(snapshots.Reply{Text: "hi", Finish: snapshots.NoFinish}, snapshots.Text("hi"))
+	r1, err := m.Generate(context.Background(), &runtime.Request{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := m.Generate(context.Background(), &runtime.Request{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r1.FinishReason != "" || r2.FinishReason != runtime.FinishStop {
+		t.Errorf("finish reasons %q and %q, want none and stop", r1.FinishReason, r2.FinishReason)
+	}
+}
