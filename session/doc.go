@@ -18,9 +18,25 @@
 // (session, generation, index), each its own JSON document. Within one
 // generation a transcript only grows, so a Store writes, at each Save, only
 // the messages that are not yet stored for that generation: the cost of a
-// save does not depend on the length of the history. A rewrite of earlier
-// messages (compaction) starts a new generation, whose messages are written
-// once in full.
+// save does not depend on the length of the history.
+//
+// A rewrite of earlier messages (trimming a tool result, compaction)
+// starts a new generation. Its Checkpoint.Base says how many leading
+// messages it shares with the previous generation; the store keeps their
+// rows and writes only the messages from Base on, so a rewrite near the
+// tail costs only the changed tail, and a session whose every step
+// rewrites its last messages stores rows in proportion to its length, not
+// to its length times its steps. Base 0 (a compaction of everything, a
+// Rewind) writes the whole transcript.
+//
+// Generations sharing rows form a lineage whose root is the latest
+// generation written with Base 0; the head records it (only when it is not
+// the checkpoint's own generation, so heads without shared rows are as
+// version 1 wrote them). Message i of a checkpoint of generation g and root
+// r is the stored row of index i with the highest generation in [r, g].
+// Generations only grow, and a new one with a Base follows the latest
+// generation directly, so every generation in [r, g] belongs to the
+// lineage: a checkpoint of a branch abandoned by a Rewind loads as it was.
 //
 // # Rules every Store follows
 //
@@ -30,7 +46,9 @@
 //     checkpoint that does not follow the session's latest one (see
 //     ConflictError), so two writers cannot interleave silently.
 //   - Within one generation, the messages of a later checkpoint extend those
-//     of an earlier one; a Save that would break this is refused.
+//     of an earlier one; a Save that would break this is refused, as is a
+//     Base out of range or in a generation that does not follow the latest
+//     one directly.
 //   - Loading never panics and never returns a silently wrong checkpoint:
 //     a head or message that cannot be decoded, or a head that names more
 //     messages than are stored, is a *CorruptError; a head written by a
@@ -44,6 +62,6 @@
 // # Rewinding
 //
 // AtStep returns an earlier checkpoint. To continue a session from it, call
-// Rewind, which starts a new generation so that the messages after the
-// rewound step are written anew, and keeps the earlier checkpoints.
+// Rewind, which starts a new generation with Base 0 so that the rewound
+// transcript is written anew, and keeps the earlier checkpoints.
 package session

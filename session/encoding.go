@@ -19,6 +19,7 @@ type head struct {
 	Seq          int64                      `json:"seq"`
 	Step         int                        `json:"step"`
 	Generation   int                        `json:"generation"`
+	Root         *int                       `json:"root,omitempty"`
 	Messages     int                        `json:"messages"`
 	State        json.RawMessage            `json:"state,omitempty"`
 	Effects      effects.Memory             `json:"effects"`
@@ -30,19 +31,34 @@ type head struct {
 }
 
 // Head is a decoded checkpoint head: the checkpoint without its messages,
-// and how many messages of its generation it holds.
+// how many messages it holds and the root of its generation's lineage.
 type Head struct {
-	// Checkpoint has every field but Transcript.
+	// Checkpoint has every field but Transcript (and Base, which is 0).
 	Checkpoint Checkpoint
-	// Messages is the length of the checkpoint's transcript: the messages of
-	// generation Checkpoint.Generation with index below Messages.
+	// Messages is the length of the checkpoint's transcript.
 	Messages int
+	// Root is the first generation of the checkpoint's lineage: the latest
+	// generation at or before Checkpoint.Generation that was written in
+	// full (with Base 0). Message idx of the transcript is the stored row
+	// of index idx with the highest generation in [Root, Generation]. Heads
+	// that do not record a root (all those written before Base existed)
+	// have Root == Generation.
+	Root int
 }
 
 // EncodeHead returns the stored form of cp without its messages, with the
-// current Version. It records len(cp.Transcript) as the number of messages.
+// current Version. It records len(cp.Transcript) as the number of messages,
+// and cp.Generation as the root of its lineage (a head that Plan encodes
+// for a checkpoint with Base > 0 records its lineage's root instead).
 // It fails if State or a value of Extra is not valid JSON.
 func EncodeHead(cp *Checkpoint) ([]byte, error) {
+	return encodeHead(cp, cp.Generation)
+}
+
+// encodeHead is EncodeHead with the root of cp's lineage, recorded only
+// when it is not cp.Generation so that heads without shared rows stay as
+// version 1 wrote them.
+func encodeHead(cp *Checkpoint, root int) ([]byte, error) {
 	h := head{
 		Version:      Version,
 		SessionID:    cp.SessionID,
@@ -57,6 +73,9 @@ func EncodeHead(cp *Checkpoint) ([]byte, error) {
 		Stats:        cp.Stats,
 		Extra:        cp.Extra,
 		Done:         cp.Done,
+	}
+	if root != cp.Generation {
+		h.Root = &root
 	}
 	b, err := json.Marshal(h)
 	if err != nil {
@@ -100,6 +119,12 @@ func DecodeHead(data []byte) (*Head, error) {
 		return nil, fmt.Errorf("head: invalid generation %d", h.Generation)
 	case h.Messages < 0:
 		return nil, fmt.Errorf("head: invalid message count %d", h.Messages)
+	case h.Root != nil && (*h.Root < 0 || *h.Root > h.Generation):
+		return nil, fmt.Errorf("head: invalid root %d of generation %d", *h.Root, h.Generation)
+	}
+	root := h.Generation
+	if h.Root != nil {
+		root = *h.Root
 	}
 	if h.State != nil && !json.Valid(h.State) {
 		// Unreachable through json.Unmarshal, kept as a guard.
@@ -127,6 +152,7 @@ func DecodeHead(data []byte) (*Head, error) {
 			Done:         h.Done,
 		},
 		Messages: h.Messages,
+		Root:     root,
 	}, nil
 }
 
@@ -152,7 +178,7 @@ func DecodeMessage(data []byte) (defs.Message, error) {
 	return m, nil
 }
 
-// Row is one stored message: its index in its generation and its stored
+// Row is one stored message: its index in the transcript and its stored
 // form.
 type Row struct {
 	Index int
@@ -160,14 +186,20 @@ type Row struct {
 }
 
 // Load decodes a stored checkpoint. id and seq are what the store filed the
-// head under; rows is called once, with the generation and count the head
-// names, and returns the stored messages of that generation with index below
-// count, in index order (an error it returns is returned as is).
+// head under; rows is called once, with the root and generation of the
+// checkpoint's lineage and the length of its transcript, and returns, in
+// index order, for each index below count, the stored row of that index
+// with the highest generation in [root, generation] (an error it returns is
+// returned as is). A store that keeps a row's generation can select them as
+//
+//	SELECT DISTINCT ON (idx) idx, data FROM messages
+//	WHERE session = $id AND generation BETWEEN $root AND $generation AND idx < $count
+//	ORDER BY idx, generation DESC
 //
 // A head or message that does not decode, a head filed under another id or
 // seq, and fewer rows than the head names are reported as a *CorruptError;
 // a head from a later version as a *VersionError.
-func Load(id string, seq int64, data []byte, rows func(generation, count int) ([]Row, error)) (*Checkpoint, error) {
+func Load(id string, seq int64, data []byte, rows func(root, generation, count int) ([]Row, error)) (*Checkpoint, error) {
 	h, err := DecodeHead(data)
 	if err != nil {
 		if ve, ok := errors.AsType[*VersionError](err); ok {
@@ -183,7 +215,7 @@ func Load(id string, seq int64, data []byte, rows func(generation, count int) ([
 	if cp.SessionID != id || cp.Seq != seq {
 		return nil, corrupt("head of session %q seq %d filed as session %q seq %d", cp.SessionID, cp.Seq, id, seq)
 	}
-	rs, err := rows(cp.Generation, h.Messages)
+	rs, err := rows(h.Root, cp.Generation, h.Messages)
 	if err != nil {
 		return nil, err
 	}
@@ -212,7 +244,11 @@ func Load(id string, seq int64, data []byte, rows func(generation, count int) ([
 type Tip struct {
 	Seq        int64
 	Generation int
-	Messages   int
+	// Root is the root of the lineage of Generation (see Head.Root). A
+	// store that kept no root for a tip (one saved before Base existed)
+	// passes Generation.
+	Root     int
+	Messages int
 }
 
 // Write is what a store writes for one Save, as planned by Plan.
@@ -226,15 +262,21 @@ type Write struct {
 	Pending bool
 	// Head is the encoded head, to file under (SessionID, Tip.Seq).
 	Head []byte
-	// First is the index of Messages[0] in generation Tip.Generation;
-	// Messages are the encoded messages not yet stored.
+	// First is the index of Messages[0] in the transcript; Messages are
+	// the encoded messages not yet stored, to store as rows of generation
+	// Tip.Generation with indexes First, First+1, …. The rows of that
+	// generation below First, if any, are stored already; when it is a new
+	// generation with a Base, its rows below First are those of the
+	// earlier generations of its lineage (from Tip.Root), which the store
+	// keeps.
 	First    int
 	Messages [][]byte
 }
 
 // Plan checks that cp may follow tip, the session's latest checkpoint, and
 // encodes what Save must write: the head with the next Seq and the messages
-// of cp's generation not stored yet. It does not modify cp. Its errors are
+// not stored yet: those past tip.Messages in the same generation, those from
+// cp.Base on in a new generation. It does not modify cp. Its errors are
 // *ConflictError and *InvalidError, and encoding errors.
 func Plan(cp *Checkpoint, tip Tip) (*Write, error) {
 	invalid := func(format string, args ...any) error {
@@ -251,22 +293,36 @@ func Plan(cp *Checkpoint, tip Tip) (*Write, error) {
 		return nil, invalid("generation %d is lower than the latest checkpoint's (%d)", cp.Generation, tip.Generation)
 	case cp.Generation == tip.Generation && len(cp.Transcript) < tip.Messages:
 		return nil, invalid("transcript of %d messages is shorter than the latest checkpoint's (%d) in generation %d: a rewrite needs a new generation", len(cp.Transcript), tip.Messages, cp.Generation)
+	case cp.Base < 0:
+		return nil, invalid("negative base %d", cp.Base)
+	case cp.Base > 0 && (tip.Seq == 0 || cp.Generation != tip.Generation+1):
+		return nil, invalid("base %d in generation %d: a base is only valid in the generation after the latest checkpoint's (%d)", cp.Base, cp.Generation, tip.Generation)
+	case cp.Base > len(cp.Transcript):
+		return nil, invalid("base %d is beyond the transcript of %d messages", cp.Base, len(cp.Transcript))
+	case cp.Base > tip.Messages:
+		return nil, invalid("base %d is beyond the latest checkpoint's transcript of %d messages", cp.Base, tip.Messages)
 	}
 	if cp.Pending != nil && cp.Pending.Reply.Role != defs.RoleAssistant {
 		return nil, invalid("pending reply has role %q, want %q", cp.Pending.Reply.Role, defs.RoleAssistant)
 	}
-	first := 0
-	if tip.Seq != 0 && cp.Generation == tip.Generation {
-		first = tip.Messages
+	// The rows written are those from first on; root is the first
+	// generation of the lineage whose rows, with the higher generations up
+	// to cp's, make up the transcript.
+	first, root := 0, cp.Generation
+	switch {
+	case tip.Seq != 0 && cp.Generation == tip.Generation:
+		first, root = tip.Messages, tip.Root
+	case cp.Base > 0:
+		first, root = cp.Base, tip.Root
 	}
 	next := *cp
 	next.Seq = tip.Seq + 1
-	h, err := EncodeHead(&next)
+	h, err := encodeHead(&next, root)
 	if err != nil {
 		return nil, err
 	}
 	w := &Write{
-		Tip:     Tip{Seq: next.Seq, Generation: cp.Generation, Messages: len(cp.Transcript)},
+		Tip:     Tip{Seq: next.Seq, Generation: cp.Generation, Root: root, Messages: len(cp.Transcript)},
 		Step:    cp.Step,
 		Done:    cp.Done,
 		Pending: cp.Pending != nil,

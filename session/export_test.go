@@ -18,10 +18,10 @@ func DamageMemory(t *testing.T, m *Memory, id string, onHead bool, apply func([]
 		h.data = apply(h.data)
 		return
 	}
-	rows := s.msgs[s.tip.Generation]
+	g := s.msgs[s.tip.Generation]
 	last := s.tip.Messages - 1
-	if last < 0 {
-		t.Fatalf("DamageMemory: session %q has no message", id)
+	if last < 0 || g == nil || last < g.first || last >= g.first+len(g.rows) {
+		t.Fatalf("DamageMemory: session %q has no last message in its generation", id)
 	}
-	rows[last] = apply(rows[last])
+	g.rows[last-g.first] = apply(g.rows[last-g.first])
 }

@@ -42,7 +42,7 @@ func (f *fixture) head() []byte {
 }
 
 func (f *fixture) load() (*session.Checkpoint, error) {
-	return session.Load(f.ID, f.Seq, f.head(), func(gen, n int) ([]session.Row, error) {
+	return session.Load(f.ID, f.Seq, f.head(), func(root, gen, n int) ([]session.Row, error) {
 		var rows []session.Row
 		for _, r := range f.Rows {
 			if r.Index >= n {
@@ -98,6 +98,11 @@ func TestVersion1Fixtures(t *testing.T) {
 			}
 			if cp.Version != 1 {
 				t.Errorf("Version = %d, want 1", cp.Version)
+			}
+			// Heads written before Base existed record no root: their
+			// lineage is their own generation.
+			if h, err := session.DecodeHead(f.head()); err != nil || h.Root != cp.Generation {
+				t.Errorf("DecodeHead: root %v, %v; want the generation, %d", h, err, cp.Generation)
 			}
 			// Compared as values, so that a field added to Checkpoint
 			// later (absent from old files, zero when loaded) does not
@@ -183,7 +188,7 @@ func TestWriteVersion1Fixtures(t *testing.T) {
 	}
 	write := func(name string, cp *session.Checkpoint, edit func(head map[string]any, rows []map[string]any)) {
 		seq := cp.Seq
-		w, err := session.Plan(cp, session.Tip{Seq: seq, Generation: cp.Generation})
+		w, err := session.Plan(cp, session.Tip{Seq: seq, Generation: cp.Generation, Root: cp.Generation})
 		if err != nil {
 			t.Fatal(err)
 		}

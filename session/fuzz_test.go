@@ -120,7 +120,7 @@ func FuzzLoad(f *testing.F) {
 		for i, r := range bytes.Split(rowData, []byte("\n")) {
 			rows = append(rows, session.Row{Index: i, Data: r})
 		}
-		cp, err := session.Load(id, seq, head, func(gen, n int) ([]session.Row, error) {
+		cp, err := session.Load(id, seq, head, func(root, gen, n int) ([]session.Row, error) {
 			return rows[:min(n, len(rows))], nil
 		})
 		if err != nil {

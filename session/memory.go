@@ -23,10 +23,17 @@ type memSession struct {
 	step    int
 	done    bool
 	updated time.Time
-	heads   []memHead        // by seq, oldest first
-	msgs    map[int][][]byte // generation → stored messages
-	byStep  map[int][]int64  // step → seqs without Pending, oldest first
-	pending map[int][]int64  // step → seqs with Pending, oldest first
+	heads   []memHead       // by seq, oldest first
+	msgs    map[int]*memGen // generation → its stored messages
+	byStep  map[int][]int64 // step → seqs without Pending, oldest first
+	pending map[int][]int64 // step → seqs with Pending, oldest first
+}
+
+// memGen holds the rows of one generation: rows[i] is the message of index
+// first+i. A nil row is a dropped one.
+type memGen struct {
+	first int
+	rows  [][]byte
 }
 
 type memHead struct {
@@ -59,14 +66,17 @@ func (m *Memory) Save(ctx context.Context, cp *Checkpoint) error {
 		return err
 	}
 	if s == nil {
-		s = &memSession{msgs: make(map[int][][]byte), byStep: make(map[int][]int64), pending: make(map[int][]int64)}
+		s = &memSession{msgs: make(map[int]*memGen), byStep: make(map[int][]int64), pending: make(map[int][]int64)}
 		m.sessions[cp.SessionID] = s
 	}
-	stored := s.msgs[w.Tip.Generation]
-	if w.First > len(stored) {
-		return &CorruptError{ID: cp.SessionID, Seq: tip.Seq, Err: fmt.Errorf("%d messages of generation %d stored, the latest checkpoint names %d", len(stored), w.Tip.Generation, w.First)}
+	if g := s.msgs[w.Tip.Generation]; g != nil {
+		if w.First < g.first || w.First > g.first+len(g.rows) {
+			return &CorruptError{ID: cp.SessionID, Seq: tip.Seq, Err: fmt.Errorf("messages %d to %d of generation %d stored, the latest checkpoint names %d", g.first, g.first+len(g.rows), w.Tip.Generation, w.First)}
+		}
+		g.rows = append(g.rows[:w.First-g.first], w.Messages...)
+	} else {
+		s.msgs[w.Tip.Generation] = &memGen{first: w.First, rows: w.Messages}
 	}
-	s.msgs[w.Tip.Generation] = append(stored[:w.First], w.Messages...)
 	s.heads = append(s.heads, memHead{seq: w.Tip.Seq, step: w.Step, data: w.Head})
 	if w.Pending {
 		s.pending[w.Step] = append(s.pending[w.Step], w.Tip.Seq)
@@ -115,17 +125,59 @@ func (m *Memory) AtStep(ctx context.Context, id string, step int) (*Checkpoint, 
 
 func (s *memSession) load(id string, seq int64) (*Checkpoint, error) {
 	h := s.heads[seq-1]
-	return Load(id, seq, h.data, func(gen, n int) ([]Row, error) {
-		stored := s.msgs[gen]
-		rows := make([]Row, 0, min(n, len(stored)))
-		for i, data := range stored[:min(n, len(stored))] {
-			if data == nil {
-				continue // a dropped row: Load reports it missing
+	return Load(id, seq, h.data, func(root, gen, n int) ([]Row, error) {
+		// From the newest generation of the lineage down, each index takes
+		// the first row found.
+		var gens []int
+		for g := range s.msgs {
+			if root <= g && g <= gen {
+				gens = append(gens, g)
 			}
-			rows = append(rows, Row{Index: i, Data: data})
+		}
+		slices.Sort(gens)
+		data := make([][]byte, n)
+		left := n
+		for k := len(gens) - 1; k >= 0 && left > 0; k-- {
+			stored := s.msgs[gens[k]]
+			for i := stored.first; i < min(n, stored.first+len(stored.rows)); i++ {
+				if data[i] == nil && stored.rows[i-stored.first] != nil {
+					data[i] = stored.rows[i-stored.first]
+					left--
+				}
+			}
+		}
+		rows := make([]Row, 0, n-left)
+		for i, d := range data {
+			if d != nil { // else a dropped row: Load reports it missing
+				rows = append(rows, Row{Index: i, Data: d})
+			}
 		}
 		return rows, nil
 	})
+}
+
+// Rows returns the number of message rows stored for session id, in all
+// its generations (0 for an unknown session). It shows what the session
+// costs: a new generation stores only the messages from its Base on.
+func (m *Memory) Rows(ctx context.Context, id string) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.sessions[id]
+	if s == nil {
+		return 0, nil
+	}
+	n := 0
+	for _, g := range s.msgs {
+		for _, r := range g.rows {
+			if r != nil {
+				n++
+			}
+		}
+	}
+	return n, nil
 }
 
 // List implements Store.

@@ -1,6 +1,7 @@
 package session_test
 
 import (
+	"bytes"
 	"errors"
 	"testing"
 
@@ -17,19 +18,24 @@ func TestPlanWritesOnlyNewMessages(t *testing.T) {
 	tests := []struct {
 		name      string
 		tip       session.Tip
-		gen       int
+		gen, base int
 		wantFirst int
 		wantN     int
+		wantRoot  int
 	}{
-		{"new session", session.Tip{}, 0, 0, 1002},
-		{"two new messages", session.Tip{Seq: 7, Messages: 1000}, 0, 1000, 2},
-		{"nothing new", session.Tip{Seq: 7, Messages: 1002}, 0, 1002, 0},
-		{"new generation", session.Tip{Seq: 7, Messages: 1000}, 1, 0, 1002},
+		{"new session", session.Tip{}, 0, 0, 0, 1002, 0},
+		{"two new messages", session.Tip{Seq: 7, Messages: 1000}, 0, 0, 1000, 2, 0},
+		{"nothing new", session.Tip{Seq: 7, Messages: 1002}, 0, 0, 1002, 0, 0},
+		{"new generation", session.Tip{Seq: 7, Messages: 1000}, 1, 0, 0, 1002, 1},
+		{"new generation after a skipped one", session.Tip{Seq: 7, Generation: 3, Root: 2, Messages: 1000}, 5, 0, 0, 1002, 5},
+		{"new generation with a base", session.Tip{Seq: 7, Messages: 1000}, 1, 997, 997, 5, 0},
+		{"base keeps the lineage's root", session.Tip{Seq: 7, Generation: 4, Root: 2, Messages: 1000}, 5, 1000, 1000, 2, 2},
+		{"same generation keeps the root", session.Tip{Seq: 7, Generation: 4, Root: 2, Messages: 1000}, 4, 0, 1000, 2, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := *cp
-			c.Seq, c.Generation = tt.tip.Seq, tt.gen
+			c.Seq, c.Generation, c.Base = tt.tip.Seq, tt.gen, tt.base
 			w, err := session.Plan(&c, tt.tip)
 			if err != nil {
 				t.Fatal(err)
@@ -37,8 +43,20 @@ func TestPlanWritesOnlyNewMessages(t *testing.T) {
 			if w.First != tt.wantFirst || len(w.Messages) != tt.wantN {
 				t.Fatalf("First %d, %d messages; want %d, %d", w.First, len(w.Messages), tt.wantFirst, tt.wantN)
 			}
-			if w.Tip != (session.Tip{Seq: tt.tip.Seq + 1, Generation: tt.gen, Messages: 1002}) {
+			if w.Tip != (session.Tip{Seq: tt.tip.Seq + 1, Generation: tt.gen, Root: tt.wantRoot, Messages: 1002}) {
 				t.Fatalf("Tip = %+v", w.Tip)
+			}
+			h, err := session.DecodeHead(w.Head)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.Root != tt.wantRoot || h.Checkpoint.Generation != tt.gen || h.Checkpoint.Base != 0 {
+				t.Fatalf("head: root %d, generation %d, base %d; want root %d, generation %d, base 0", h.Root, h.Checkpoint.Generation, h.Checkpoint.Base, tt.wantRoot, tt.gen)
+			}
+			// A head records a root only when it is not its generation, so
+			// heads without shared rows are as version 1 wrote them.
+			if got := bytes.Contains(w.Head, []byte(`"root"`)); got != (tt.wantRoot != tt.gen) {
+				t.Fatalf("head %s: has root field %v", w.Head, got)
 			}
 			if c.Seq != tt.tip.Seq {
 				t.Fatal("Plan modified the checkpoint")
@@ -65,6 +83,16 @@ func TestPlanRefuses(t *testing.T) {
 			c.Transcript[4].Role = ""
 		}, new(*session.InvalidError)},
 		{"pending reply not from the assistant", func(c *session.Checkpoint) { c.Pending = &session.Pending{} }, new(*session.InvalidError)},
+		{"negative base", func(c *session.Checkpoint) { c.Generation, c.Base = 3, -1 }, new(*session.InvalidError)},
+		{"base in the same generation", func(c *session.Checkpoint) { c.Base = 2 }, new(*session.InvalidError)},
+		{"base after a skipped generation", func(c *session.Checkpoint) { c.Generation, c.Base = 4, 2 }, new(*session.InvalidError)},
+		{"base beyond the transcript", func(c *session.Checkpoint) {
+			c.Generation, c.Base, c.Transcript = 3, 3, c.Transcript[:2]
+		}, new(*session.InvalidError)},
+		{"base beyond the latest transcript", func(c *session.Checkpoint) {
+			c.Generation, c.Base = 3, 5
+			c.Transcript = append(c.Transcript[:4:4], c.Transcript[0])
+		}, new(*session.InvalidError)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -76,5 +104,17 @@ func TestPlanRefuses(t *testing.T) {
 				t.Fatalf("Plan = %v, want %T", err, tt.target)
 			}
 		})
+	}
+	// A base on the first checkpoint of a session.
+	c := *base
+	c.Seq, c.Base = 0, 1
+	if _, err := session.Plan(&c, session.Tip{}); !errors.As(err, new(*session.InvalidError)) {
+		t.Fatalf("Plan of a first checkpoint with a base = %v, want an *InvalidError", err)
+	}
+	// The bounds themselves are accepted.
+	c = *base
+	c.Seq, c.Generation, c.Base = 3, 3, 4
+	if _, err := session.Plan(&c, tip); err != nil {
+		t.Fatalf("Plan with base == both lengths: %v", err)
 	}
 }

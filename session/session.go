@@ -35,12 +35,26 @@ type Checkpoint struct {
 	// Step is the number of the next step to run.
 	Step int
 	// Generation counts rewrites of the transcript. The runtime increments
-	// it whenever it rewrites earlier messages (compaction); within one
-	// generation the transcript of a later checkpoint must extend the
-	// transcript of an earlier one.
+	// it whenever it rewrites earlier messages (trimming a tool result,
+	// compaction); within one generation the transcript of a later
+	// checkpoint must extend the transcript of an earlier one.
 	Generation int
+	// Base is, when Generation is one more than the previous checkpoint's,
+	// the number of leading Transcript messages that are unchanged from the
+	// previous generation: a store keeps those rows and writes only the
+	// rest. 0 means nothing is shared (always the case after Rewind).
+	//
+	// A rewrite near the tail thus costs only the changed tail, not the
+	// whole transcript. Save refuses (*InvalidError) a Base below 0 or
+	// above the length of Transcript or of the previous checkpoint's
+	// transcript, and a Base above 0 unless Generation is the previous
+	// checkpoint's plus one. Save does not change Base; a checkpoint
+	// returned by a Store has Base 0, so the caller sets it again for each
+	// new generation.
+	Base int
 	// Transcript is the full logical transcript. A Store writes only the
-	// messages not yet stored for Generation.
+	// messages not yet stored: those past the previous checkpoint's in the
+	// same generation, those from Base on in a new one.
 	Transcript []defs.Message
 	// State is the JSON of the run's state.Store.
 	State json.RawMessage
@@ -106,7 +120,8 @@ type Store interface {
 	// Seq (0 for a new session), and with an *InvalidError when cp breaks a
 	// rule of Checkpoint (empty SessionID, a generation lower than the
 	// latest one, a transcript shorter than the latest one of the same
-	// generation).
+	// generation, a Base out of range or in a generation that does not
+	// follow the latest one).
 	Save(ctx context.Context, cp *Checkpoint) error
 	// Latest returns the session's latest checkpoint, or a *NotFoundError
 	// (matching ErrNotFound) for an unknown session.
@@ -125,9 +140,9 @@ type Store interface {
 }
 
 // Rewind returns the checkpoint of session id at step, prepared to be
-// continued: its Seq is the session's latest Seq and its Generation one more
-// than the latest generation, so that the next Save writes its transcript
-// anew and keeps every earlier checkpoint loadable.
+// continued: its Seq is the session's latest Seq, its Generation one more
+// than the latest generation and its Base 0, so that the next Save writes
+// its transcript anew and keeps every earlier checkpoint loadable.
 func Rewind(ctx context.Context, st Store, id string, step int) (*Checkpoint, error) {
 	latest, err := st.Latest(ctx, id)
 	if err != nil {
@@ -139,6 +154,7 @@ func Rewind(ctx context.Context, st Store, id string, step int) (*Checkpoint, er
 	}
 	cp.Seq = latest.Seq
 	cp.Generation = latest.Generation + 1
+	cp.Base = 0
 	return cp, nil
 }
 

@@ -3,16 +3,24 @@
 // that do not use it do not depend on pgx.
 //
 // Each Save is one transaction that locks the session's row, writes the
-// checkpoint's head and only the messages not yet stored for its generation:
-// its cost does not grow with the length of the session. Loads read in a
-// REPEATABLE READ transaction, so a checkpoint and its messages are read
-// from one snapshot.
+// checkpoint's head and only the messages not yet stored: those past the
+// latest checkpoint's in the same generation, those from the checkpoint's
+// Base on in a new generation. Its cost does not grow with the length of
+// the session, and a rewrite near the tail (a new generation with a Base)
+// costs only the rewritten tail. Loads read in a REPEATABLE READ
+// transaction, so a checkpoint and its messages are read from one snapshot.
 //
 // Tables (created by New if missing, in the connection's search_path):
 //
-//	reprompt_sessions(id, seq, step, generation, messages, done, updated)
+//	reprompt_sessions(id, seq, step, generation, root, messages, done, updated)
 //	reprompt_checkpoints(session, seq, step, pending, head)
 //	reprompt_messages(session, generation, idx, data)
+//
+// A checkpoint's message idx is the row of that idx with the highest
+// generation from the root of its lineage to its own generation (see
+// session.Load). New adds what earlier versions of this package did not
+// create (the root column, NULL for tips saved before it, meaning root ==
+// generation, and an index by idx), so tables they wrote load unchanged.
 package postgres
 
 import (
@@ -61,6 +69,8 @@ CREATE TABLE IF NOT EXISTS reprompt_messages (
 	data       BYTEA  NOT NULL,
 	PRIMARY KEY (session, generation, idx)
 );
+ALTER TABLE reprompt_sessions ADD COLUMN IF NOT EXISTS root BIGINT;
+CREATE INDEX IF NOT EXISTS reprompt_messages_by_idx ON reprompt_messages (session, idx, generation DESC);
 `
 
 // schemaLock is the advisory lock key that serializes table creation, so
@@ -121,8 +131,8 @@ func (s *Store) Save(ctx context.Context, cp *session.Checkpoint) error {
 			return fmt.Errorf("session/postgres: save session %q: %w", cp.SessionID, err)
 		}
 		var tip session.Tip
-		if err := tx.QueryRow(ctx, `SELECT seq, generation, messages FROM reprompt_sessions WHERE id = $1 FOR UPDATE`, cp.SessionID).
-			Scan(&tip.Seq, &tip.Generation, &tip.Messages); err != nil {
+		if err := tx.QueryRow(ctx, `SELECT seq, generation, coalesce(root, generation), messages FROM reprompt_sessions WHERE id = $1 FOR UPDATE`, cp.SessionID).
+			Scan(&tip.Seq, &tip.Generation, &tip.Root, &tip.Messages); err != nil {
 			return fmt.Errorf("session/postgres: read session %q: %w", cp.SessionID, err)
 		}
 		w, err := session.Plan(cp, tip)
@@ -141,8 +151,8 @@ func (s *Store) Save(ctx context.Context, cp *session.Checkpoint) error {
 				return fmt.Errorf("session/postgres: save messages: %w", err)
 			}
 		}
-		if _, err := tx.Exec(ctx, `UPDATE reprompt_sessions SET seq = $2, step = $3, generation = $4, messages = $5, done = $6, updated = now()
-			WHERE id = $1`, cp.SessionID, w.Tip.Seq, w.Step, w.Tip.Generation, w.Tip.Messages, w.Done); err != nil {
+		if _, err := tx.Exec(ctx, `UPDATE reprompt_sessions SET seq = $2, step = $3, generation = $4, root = $5, messages = $6, done = $7, updated = now()
+			WHERE id = $1`, cp.SessionID, w.Tip.Seq, w.Step, w.Tip.Generation, w.Tip.Root, w.Tip.Messages, w.Done); err != nil {
 			return fmt.Errorf("session/postgres: save session %q: %w", cp.SessionID, err)
 		}
 		seq = w.Tip.Seq
@@ -186,8 +196,12 @@ func (s *Store) load(ctx context.Context, id, query string, args ...any) (*sessi
 			return fmt.Errorf("session/postgres: load session %q: %w", id, err)
 		}
 		var err error
-		cp, err = session.Load(id, seq, head, func(gen, n int) ([]session.Row, error) {
-			rows, err := tx.Query(ctx, `SELECT idx, data FROM reprompt_messages WHERE session = $1 AND generation = $2 AND idx < $3 ORDER BY idx`, id, gen, n)
+		cp, err = session.Load(id, seq, head, func(root, gen, n int) ([]session.Row, error) {
+			// Each idx from the newest generation of the lineage that has
+			// it (with root == gen, the rows of that generation).
+			rows, err := tx.Query(ctx, `SELECT DISTINCT ON (idx) idx, data FROM reprompt_messages
+				WHERE session = $1 AND generation BETWEEN $2 AND $3 AND idx < $4
+				ORDER BY idx, generation DESC`, id, root, gen, n)
 			if err != nil {
 				return nil, fmt.Errorf("session/postgres: load messages of %q: %w", id, err)
 			}
@@ -227,6 +241,17 @@ func (s *Store) List(ctx context.Context) ([]session.Info, error) {
 		return nil, fmt.Errorf("session/postgres: list: %w", err)
 	}
 	return out, nil
+}
+
+// Rows returns the number of message rows stored for session id, in all
+// its generations (0 for an unknown session). It shows what the session
+// costs: a new generation stores only the messages from its Base on.
+func (s *Store) Rows(ctx context.Context, id string) (int, error) {
+	var n int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM reprompt_messages WHERE session = $1`, id).Scan(&n); err != nil {
+		return 0, fmt.Errorf("session/postgres: count rows of %q: %w", id, err)
+	}
+	return n, nil
 }
 
 // Delete implements session.Store.

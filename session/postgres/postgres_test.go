@@ -5,13 +5,16 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/session"
 	"github.com/reprompt/reprompt/session/postgres"
 	"github.com/reprompt/reprompt/session/sessiontest"
@@ -156,5 +159,92 @@ func TestOpen(t *testing.T) {
 	got, err := a2.Latest(ctx, "shared")
 	if err != nil || len(got.Transcript) != 3 {
 		t.Fatalf("second store: %v, %v", got, err)
+	}
+}
+
+// oldSchema is the schema written before Checkpoint.Base existed: no root
+// column, no index by idx.
+const oldSchema = `
+CREATE TABLE reprompt_sessions (id TEXT PRIMARY KEY, seq BIGINT NOT NULL, step BIGINT NOT NULL, generation BIGINT NOT NULL,
+	messages BIGINT NOT NULL, done BOOLEAN NOT NULL, updated TIMESTAMPTZ NOT NULL);
+CREATE TABLE reprompt_checkpoints (session TEXT NOT NULL, seq BIGINT NOT NULL, step BIGINT NOT NULL, pending BOOLEAN NOT NULL,
+	head BYTEA NOT NULL, PRIMARY KEY (session, seq));
+CREATE INDEX reprompt_checkpoints_by_step ON reprompt_checkpoints (session, step, pending, seq);
+CREATE TABLE reprompt_messages (session TEXT NOT NULL, generation BIGINT NOT NULL, idx BIGINT NOT NULL, data BYTEA NOT NULL,
+	PRIMARY KEY (session, generation, idx));
+`
+
+// TestOldTables checks that tables written before Base existed are
+// upgraded (twice: the upgrade is idempotent), load as they were, and take
+// new generations with a Base.
+func TestOldTables(t *testing.T) {
+	ctx := context.Background()
+	pool := newPool(t)
+	if _, err := pool.Exec(ctx, oldSchema); err != nil {
+		t.Fatal(err)
+	}
+	// Two checkpoints as the earlier version wrote them: generation 0, then
+	// generation 1 in full.
+	cp := sessiontest.Fixture("old", 5)
+	var saved []*session.Checkpoint
+	var tip session.Tip
+	for i, gen := range []int{0, 1} {
+		cp.Generation, cp.Step = gen, i+1
+		cp.Transcript = append(cp.Transcript, sessiontest.Messages(len(cp.Transcript), 2)...)
+		w, err := session.Plan(cp, tip)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pool.Exec(ctx, `INSERT INTO reprompt_checkpoints VALUES ($1, $2, $3, $4, $5)`, "old", w.Tip.Seq, w.Step, w.Pending, w.Head); err != nil {
+			t.Fatal(err)
+		}
+		for j, m := range w.Messages {
+			if _, err := pool.Exec(ctx, `INSERT INTO reprompt_messages VALUES ($1, $2, $3, $4)`, "old", gen, w.First+j, m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := pool.Exec(ctx, `INSERT INTO reprompt_sessions VALUES ($1, $2, $3, $4, $5, false, now())
+			ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, step = excluded.step, generation = excluded.generation, messages = excluded.messages`,
+			"old", w.Tip.Seq, w.Step, gen, w.Tip.Messages); err != nil {
+			t.Fatal(err)
+		}
+		tip = w.Tip
+		cp.Seq = w.Tip.Seq
+		c := *cp
+		c.Transcript = slices.Clone(cp.Transcript)
+		saved = append(saved, &c)
+	}
+	if _, err := postgres.New(ctx, pool); err != nil {
+		t.Fatalf("New on tables from before Base: %v", err)
+	}
+	st, err := postgres.New(ctx, pool)
+	if err != nil {
+		t.Fatalf("New again: %v", err)
+	}
+	for i, want := range saved {
+		got, err := st.AtStep(ctx, "old", i+1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want.Transcript, got.Transcript); diff != "" || got.Seq != want.Seq {
+			t.Fatalf("checkpoint %d from before Base: seq %d (-want +got):\n%s", i+1, got.Seq, diff)
+		}
+	}
+	// A new generation with a Base on the old tip.
+	prev := len(cp.Transcript)
+	cp.Transcript = append(slices.Clone(cp.Transcript[:prev-1]), defs.AssistantMessage("rewritten"))
+	cp.Generation, cp.Base, cp.Step = 2, prev-1, 3
+	if err := st.Save(ctx, cp); err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.Latest(ctx, "old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(cp.Transcript, got.Transcript); diff != "" {
+		t.Fatalf("new generation on old tables (-want +got):\n%s", diff)
+	}
+	if n, err := st.Rows(ctx, "old"); err != nil || n != 7+9+1 {
+		t.Fatalf("Rows = %d, %v; want 17", n, err)
 	}
 }

@@ -18,6 +18,10 @@
 // A store that can be damaged from the test (rows truncated or removed, a
 // head rewritten) passes WithDamage, and Run then checks that every damage
 // is reported as a typed error, never as a panic or a wrong checkpoint.
+//
+// A store that implements RowCounter has its row count checked too: a
+// session whose every save is a new generation rewriting only its last
+// messages (Checkpoint.Base) must store rows in proportion to its length.
 package sessiontest
 
 import (
@@ -98,6 +102,14 @@ func (d Damage) Apply(data []byte) []byte {
 	return nil
 }
 
+// RowCounter is implemented by stores that can tell how many message rows
+// they hold for a session, in all its generations. Run uses it, when the
+// store implements it, to check that a new generation with a Base stores
+// only the messages from its Base on.
+type RowCounter interface {
+	Rows(ctx context.Context, id string) (int, error)
+}
+
 // Option configures Run.
 type Option func(*config)
 
@@ -129,6 +141,8 @@ func Run(t *testing.T, newStore func(t *testing.T) session.Store, opts ...Option
 		{"RoundTrip", testRoundTrip},
 		{"Incremental", testIncremental},
 		{"Generation", testGeneration},
+		{"RewriteTail", testRewriteTail},
+		{"RewindLineage", testRewindLineage},
 		{"Rules", testRules},
 		{"Rewind", testRewind},
 		{"AtStepPrefersStepStart", testAtStepPending},
@@ -240,6 +254,7 @@ func same(t *testing.T, what string, want, got *session.Checkpoint) {
 	t.Helper()
 	w, g := normalize(want), normalize(got)
 	w.Version = session.Version
+	w.Base = 0 // a loaded checkpoint has Base 0
 	if !reflect.DeepEqual(w, g) {
 		wb, _ := json.MarshalIndent(w, "", " ")
 		gb, _ := json.MarshalIndent(g, "", " ")
@@ -411,6 +426,148 @@ func testGeneration(t *testing.T, st session.Store) {
 	same(t, "Latest after a second rewrite", cp, latest(t, st, "gen"))
 }
 
+// rewriteTail returns tr with its last k messages rewritten (a new value of
+// each, marked with rev) and add new messages appended, without modifying
+// tr.
+func rewriteTail(tr []defs.Message, k, add, rev int) []defs.Message {
+	out := append([]defs.Message(nil), tr...)
+	for j := max(0, len(out)-k); j < len(out); j++ {
+		m := out[j]
+		m.Content = fmt.Sprintf("message %d as rewritten by revision %d", j, rev)
+		m.Meta = map[string]string{"rev": fmt.Sprint(rev)}
+		out[j] = m
+	}
+	return append(out, Messages(len(out), add)...)
+}
+
+func snapshot(cp *session.Checkpoint) *session.Checkpoint {
+	c := *cp
+	c.Transcript = append([]defs.Message(nil), cp.Transcript...)
+	return &c
+}
+
+// testRewriteTail saves a session whose every checkpoint is a new
+// generation sharing all but the last 3 messages with the previous one (as
+// the runtime's context effects do at every step) and checks that every
+// checkpoint loads exactly as saved and that the rows stored grow linearly.
+func testRewriteTail(t *testing.T, st session.Store) {
+	const saves = 200
+	ctx := context.Background()
+	cp := Fixture("tail", 6)
+	cp.Pending = nil
+	cp.Step = 0
+	save(t, st, cp)
+	saved := []*session.Checkpoint{snapshot(cp)}
+	for i := 1; i < saves; i++ {
+		prev := len(cp.Transcript)
+		cp.Transcript = rewriteTail(cp.Transcript, 3, 2, i)
+		cp.Generation++
+		cp.Base = prev - 3
+		cp.Step = i
+		cp.Stats.Steps = i
+		save(t, st, cp)
+		saved = append(saved, snapshot(cp))
+		if i%41 == 0 {
+			same(t, fmt.Sprintf("Latest after save %d", i), cp, latest(t, st, "tail"))
+		}
+	}
+	same(t, "Latest", cp, latest(t, st, "tail"))
+	for step, want := range saved {
+		same(t, fmt.Sprintf("AtStep(%d)", step), want, atStep(t, st, "tail", step))
+	}
+	rc, ok := st.(RowCounter)
+	if !ok {
+		t.Log("the store does not implement RowCounter: rows not counted")
+		return
+	}
+	rows, err := rc.Rows(ctx, "tail")
+	if err != nil {
+		t.Fatalf("Rows: %v", err)
+	}
+	n := len(cp.Transcript)
+	t.Logf("%d saves, %d messages: %d rows stored", saves, n, rows)
+	if limit := 4*n + saves; rows > limit {
+		t.Fatalf("%d saves of a transcript of %d messages stored %d rows, want at most %d: a new generation with a Base must store only the messages from its Base on", saves, n, rows, limit)
+	}
+	// Exactly: the first save's messages, then 5 per save.
+	if want := 6 + 5*(saves-1); rows != want {
+		t.Fatalf("%d rows stored, want %d", rows, want)
+	}
+}
+
+// testRewindLineage rewinds a session of generations with a Base and
+// continues it with more of them, in a new generation and within one, and
+// checks that both branches load exactly.
+func testRewindLineage(t *testing.T, st session.Store) {
+	ctx := context.Background()
+	const id = "lineage"
+	cp := Fixture(id, 4)
+	cp.Pending = nil
+	cp.Step = 0
+	save(t, st, cp)
+	old := map[int]*session.Checkpoint{0: snapshot(cp)}
+	for step := 1; step <= 20; step++ {
+		prev := len(cp.Transcript)
+		switch {
+		case step%7 == 0:
+			// An append within the generation between two rewrites.
+			cp.Transcript = append(cp.Transcript, Messages(prev, 1)...)
+			cp.Base = 0
+		case step == 9:
+			// A full rewrite in the middle: a new root.
+			cp.Transcript = rewriteTail(cp.Transcript, prev, 2, step)
+			cp.Generation++
+			cp.Base = 0
+		default:
+			cp.Transcript = rewriteTail(cp.Transcript, 3, 2, step)
+			cp.Generation++
+			cp.Base = prev - 3
+		}
+		cp.Step = step
+		save(t, st, cp)
+		old[step] = snapshot(cp)
+	}
+	rw, err := session.Rewind(ctx, st, id, 12)
+	if err != nil {
+		t.Fatalf("Rewind: %v", err)
+	}
+	if rw.Base != 0 || rw.Seq != cp.Seq || rw.Generation != cp.Generation+1 {
+		t.Fatalf("Rewind: Base %d, Seq %d, Generation %d; want 0, %d and %d", rw.Base, rw.Seq, rw.Generation, cp.Seq, cp.Generation+1)
+	}
+	at12 := *old[12]
+	at12.Seq, at12.Generation = rw.Seq, rw.Generation
+	same(t, "Rewind(12)", &at12, rw)
+	branch := map[int]*session.Checkpoint{}
+	for step := 13; step <= 16; step++ {
+		rw.Step = step
+		switch step {
+		case 13: // the rewound checkpoint's first save: Base 0
+			rw.Transcript = append(rw.Transcript, defs.UserMessage("on the new branch"))
+		case 15: // an append within the generation
+			rw.Transcript = append(rw.Transcript, defs.AssistantMessage("same generation"))
+			rw.Base = 0
+		default:
+			prev := len(rw.Transcript)
+			rw.Transcript = rewriteTail(rw.Transcript, 3, 2, 100+step)
+			rw.Generation++
+			rw.Base = prev - 3
+		}
+		save(t, st, rw)
+		branch[step] = snapshot(rw)
+	}
+	same(t, "Latest on the new branch", rw, latest(t, st, id))
+	for step := 0; step <= 20; step++ {
+		want := old[step]
+		what := fmt.Sprintf("AtStep(%d), abandoned branch", step)
+		if b := branch[step]; b != nil {
+			want, what = b, fmt.Sprintf("AtStep(%d), new branch", step)
+		} else if step <= 12 {
+			what = fmt.Sprintf("AtStep(%d), before the rewind", step)
+		}
+		same(t, what, want, atStep(t, st, id, step))
+	}
+}
+
 func testRules(t *testing.T, st session.Store) {
 	ctx := context.Background()
 	cp := Fixture("rules", 6)
@@ -446,6 +603,28 @@ func testRules(t *testing.T, st session.Store) {
 	shorter := *cp
 	shorter.Transcript = cp.Transcript[:3]
 	refused("a shorter transcript in the same generation", &shorter, invalid)
+
+	// Base: only in the generation after the latest one, and within both
+	// transcripts.
+	based := func(gen, base int, transcript []defs.Message) *session.Checkpoint {
+		c := *cp
+		c.Generation, c.Base, c.Transcript = gen, base, transcript
+		return &c
+	}
+	longer := append(append([]defs.Message(nil), cp.Transcript...), Messages(6, 2)...)
+	refused("a base in the same generation", based(0, 2, longer), invalid)
+	refused("a negative base", based(1, -1, longer), invalid)
+	refused("a base after a skipped generation", based(2, 2, longer), invalid)
+	refused("a base beyond the transcript", based(1, 3, cp.Transcript[:2]), invalid)
+	refused("a base beyond the latest transcript", based(1, 7, longer), invalid)
+	first := Fixture("rules-first", 3)
+	first.Base = 1
+	if err := st.Save(ctx, first); err == nil || !invalid(err) {
+		t.Fatalf("first Save with a base: %v, want an *InvalidError", err)
+	}
+	if _, err := st.Latest(ctx, "rules-first"); !errors.Is(err, session.ErrNotFound) {
+		t.Fatalf("a refused first Save left a session behind: %v", err)
+	}
 
 	if err := st.Save(ctx, &session.Checkpoint{}); err == nil || !invalid(err) {
 		t.Fatalf("Save without a session id: %v, want an *InvalidError", err)

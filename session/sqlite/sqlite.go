@@ -4,14 +4,24 @@
 // The file is opened in WAL mode with synchronous=FULL: a Save that
 // returned survives a crash of the process and of the machine, and readers
 // do not wait for writers. Each Save is one IMMEDIATE transaction that
-// writes the checkpoint's head and only the messages not yet stored for its
-// generation, so its cost does not grow with the length of the session.
+// writes the checkpoint's head and only the messages not yet stored: those
+// past the latest checkpoint's in the same generation, those from the
+// checkpoint's Base on in a new generation. So its cost does not grow with
+// the length of the session, and a rewrite near the tail (a new generation
+// with a Base) costs only the rewritten tail.
 //
 // Tables (created by Open if missing):
 //
-//	sessions(id, seq, step, generation, messages, done, updated)  -- the tip of each session
-//	checkpoints(session, seq, step, pending, head)                -- one row per Save
-//	messages(session, generation, idx, data)                       -- one row per message
+//	sessions(id, seq, step, generation, root, messages, done, updated)  -- the tip of each session
+//	checkpoints(session, seq, step, pending, head)                      -- one row per Save
+//	messages(session, generation, idx, data)                             -- one row per message written
+//
+// A checkpoint's message idx is the row of that idx with the highest
+// generation from the root of its lineage to its own generation (see
+// session.Load). Open adds what earlier versions of this package did not
+// create (the root column, NULL for tips saved before it, meaning root ==
+// generation, and an index by idx), so databases they wrote open and load
+// unchanged.
 package sqlite
 
 import (
@@ -41,6 +51,7 @@ CREATE TABLE IF NOT EXISTS sessions (
 	seq        INTEGER NOT NULL,
 	step       INTEGER NOT NULL,
 	generation INTEGER NOT NULL,
+	root       INTEGER,
 	messages   INTEGER NOT NULL,
 	done       INTEGER NOT NULL,
 	updated    INTEGER NOT NULL
@@ -61,7 +72,12 @@ CREATE TABLE IF NOT EXISTS messages (
 	data       BLOB    NOT NULL,
 	PRIMARY KEY (session, generation, idx)
 );
+CREATE INDEX IF NOT EXISTS messages_by_idx ON messages (session, idx, generation);
 `
+
+// addRoot adds the root column to a sessions table created before it
+// existed. Its rows keep NULL: their root is their generation.
+const addRoot = `ALTER TABLE sessions ADD COLUMN root INTEGER`
 
 // Open opens (creating if needed) the SQLite database at path and its
 // tables. Close it when done.
@@ -74,11 +90,49 @@ func Open(path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("session/sqlite: open %s: %w", path, err)
 	}
-	if _, err := db.Exec(schema); err != nil {
+	if err := migrate(db); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("session/sqlite: create tables in %s: %w", path, err)
 	}
 	return &Store{db: db}, nil
+}
+
+// migrate creates the tables, or brings those of an earlier version up to
+// date, in one IMMEDIATE transaction so that processes opening the same
+// file at once do not race.
+func migrate(db *sql.DB) error {
+	ctx := context.Background()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return err
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			_, _ = conn.ExecContext(ctx, "ROLLBACK")
+		}
+	}()
+	if _, err := conn.ExecContext(ctx, schema); err != nil {
+		return err
+	}
+	var hasRoot int
+	if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('sessions') WHERE name = 'root'`).Scan(&hasRoot); err != nil {
+		return err
+	}
+	if hasRoot == 0 {
+		if _, err := conn.ExecContext(ctx, addRoot); err != nil {
+			return err
+		}
+	}
+	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
+		return err
+	}
+	committed = true
+	return nil
 }
 
 // Close closes the database.
@@ -105,8 +159,8 @@ func (s *Store) Save(ctx context.Context, cp *session.Checkpoint) (err error) {
 	}()
 
 	var tip session.Tip
-	err = conn.QueryRowContext(ctx, `SELECT seq, generation, messages FROM sessions WHERE id = ?`, cp.SessionID).
-		Scan(&tip.Seq, &tip.Generation, &tip.Messages)
+	err = conn.QueryRowContext(ctx, `SELECT seq, generation, coalesce(root, generation), messages FROM sessions WHERE id = ?`, cp.SessionID).
+		Scan(&tip.Seq, &tip.Generation, &tip.Root, &tip.Messages)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("session/sqlite: read session %q: %w", cp.SessionID, err)
 	}
@@ -121,11 +175,11 @@ func (s *Store) Save(ctx context.Context, cp *session.Checkpoint) (err error) {
 	if err := insertMessages(ctx, conn, cp.SessionID, w); err != nil {
 		return err
 	}
-	if _, err := conn.ExecContext(ctx, `INSERT INTO sessions (id, seq, step, generation, messages, done, updated)
-		VALUES (?, ?, ?, ?, ?, ?, ?)
+	if _, err := conn.ExecContext(ctx, `INSERT INTO sessions (id, seq, step, generation, root, messages, done, updated)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, step = excluded.step, generation = excluded.generation,
-			messages = excluded.messages, done = excluded.done, updated = excluded.updated`,
-		cp.SessionID, w.Tip.Seq, w.Step, w.Tip.Generation, w.Tip.Messages, w.Done, time.Now().UnixNano()); err != nil {
+			root = excluded.root, messages = excluded.messages, done = excluded.done, updated = excluded.updated`,
+		cp.SessionID, w.Tip.Seq, w.Step, w.Tip.Generation, w.Tip.Root, w.Tip.Messages, w.Done, time.Now().UnixNano()); err != nil {
 		return fmt.Errorf("session/sqlite: save session: %w", err)
 	}
 	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
@@ -193,8 +247,21 @@ func (s *Store) load(ctx context.Context, id, query string, args ...any) (*sessi
 		}
 		return nil, fmt.Errorf("session/sqlite: load session %q: %w", id, err)
 	}
-	return session.Load(id, seq, head, func(gen, n int) ([]session.Row, error) {
-		rows, err := tx.QueryContext(ctx, `SELECT idx, data FROM messages WHERE session = ? AND generation = ? AND idx < ? ORDER BY idx`, id, gen, n)
+	return session.Load(id, seq, head, func(root, gen, n int) ([]session.Row, error) {
+		var (
+			rows *sql.Rows
+			err  error
+		)
+		if root == gen {
+			rows, err = tx.QueryContext(ctx, `SELECT idx, data FROM messages WHERE session = ? AND generation = ? AND idx < ? ORDER BY idx`, id, gen, n)
+		} else {
+			// Each idx from the newest generation of the lineage that has it.
+			rows, err = tx.QueryContext(ctx, `SELECT m.idx, m.data FROM messages m
+				WHERE m.session = ?1 AND m.generation BETWEEN ?2 AND ?3 AND m.idx < ?4
+				AND m.generation = (SELECT max(n.generation) FROM messages n
+					WHERE n.session = ?1 AND n.idx = m.idx AND n.generation BETWEEN ?2 AND ?3)
+				ORDER BY m.idx`, id, root, gen, n)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("session/sqlite: load messages of %q: %w", id, err)
 		}
@@ -237,6 +304,17 @@ func (s *Store) List(ctx context.Context) ([]session.Info, error) {
 		return nil, fmt.Errorf("session/sqlite: list: %w", err)
 	}
 	return out, nil
+}
+
+// Rows returns the number of message rows stored for session id, in all
+// its generations (0 for an unknown session). It shows what the session
+// costs: a new generation stores only the messages from its Base on.
+func (s *Store) Rows(ctx context.Context, id string) (int, error) {
+	var n int
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM messages WHERE session = ?`, id).Scan(&n); err != nil {
+		return 0, fmt.Errorf("session/sqlite: count rows of %q: %w", id, err)
+	}
+	return n, nil
 }
 
 // Delete implements session.Store.

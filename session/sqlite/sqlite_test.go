@@ -5,9 +5,13 @@ import (
 	"database/sql"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sync"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/session"
 	"github.com/reprompt/reprompt/session/sessiontest"
 	"github.com/reprompt/reprompt/session/sqlite"
@@ -129,5 +133,100 @@ func TestOpenInvalidPath(t *testing.T) {
 			st.Close()
 			t.Errorf("Open(%q) succeeded", p)
 		}
+	}
+}
+
+// oldSchema is the schema written before Checkpoint.Base existed: no root
+// column, no index by idx.
+const oldSchema = `
+CREATE TABLE sessions (id TEXT PRIMARY KEY, seq INTEGER NOT NULL, step INTEGER NOT NULL, generation INTEGER NOT NULL,
+	messages INTEGER NOT NULL, done INTEGER NOT NULL, updated INTEGER NOT NULL);
+CREATE TABLE checkpoints (session TEXT NOT NULL, seq INTEGER NOT NULL, step INTEGER NOT NULL, pending INTEGER NOT NULL,
+	head BLOB NOT NULL, PRIMARY KEY (session, seq));
+CREATE INDEX checkpoints_by_step ON checkpoints (session, step, pending, seq);
+CREATE TABLE messages (session TEXT NOT NULL, generation INTEGER NOT NULL, idx INTEGER NOT NULL, data BLOB NOT NULL,
+	PRIMARY KEY (session, generation, idx));
+`
+
+// TestOpenOldDatabase checks that a database written before Base existed
+// opens (twice: the upgrade is idempotent), loads as it was, and takes new
+// generations with a Base.
+func TestOpenOldDatabase(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "old.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(oldSchema); err != nil {
+		t.Fatal(err)
+	}
+	// Two checkpoints as the earlier version wrote them: generation 0, then
+	// generation 1 in full.
+	cp := sessiontest.Fixture("old", 5)
+	var saved []*session.Checkpoint
+	var tip session.Tip
+	for i, gen := range []int{0, 1} {
+		cp.Generation, cp.Step = gen, i+1
+		cp.Transcript = append(cp.Transcript, sessiontest.Messages(len(cp.Transcript), 2)...)
+		w, err := session.Plan(cp, tip)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Exec(`INSERT INTO checkpoints VALUES (?, ?, ?, ?, ?)`, "old", w.Tip.Seq, w.Step, w.Pending, w.Head); err != nil {
+			t.Fatal(err)
+		}
+		for j, m := range w.Messages {
+			if _, err := db.Exec(`INSERT INTO messages VALUES (?, ?, ?, ?)`, "old", gen, w.First+j, m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := db.Exec(`INSERT OR REPLACE INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?)`, "old", w.Tip.Seq, w.Step, gen, w.Tip.Messages, false, 1); err != nil {
+			t.Fatal(err)
+		}
+		tip = w.Tip
+		cp.Seq = w.Tip.Seq
+		c := *cp
+		c.Transcript = slices.Clone(cp.Transcript)
+		saved = append(saved, &c)
+	}
+	for range 2 {
+		st, err := sqlite.Open(path)
+		if err != nil {
+			t.Fatalf("Open of a database from before Base: %v", err)
+		}
+		st.Close()
+	}
+	st, err := sqlite.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for i, want := range saved {
+		got, err := st.AtStep(ctx, "old", i+1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want.Transcript, got.Transcript); diff != "" || got.Seq != want.Seq {
+			t.Fatalf("checkpoint %d from before Base: seq %d (-want +got):\n%s", i+1, got.Seq, diff)
+		}
+	}
+	// A new generation with a Base on the old tip.
+	prev := len(cp.Transcript)
+	cp.Transcript = append(slices.Clone(cp.Transcript[:prev-1]), defs.AssistantMessage("rewritten"))
+	cp.Generation, cp.Base, cp.Step = 2, prev-1, 3
+	if err := st.Save(ctx, cp); err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.Latest(ctx, "old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(cp.Transcript, got.Transcript); diff != "" {
+		t.Fatalf("new generation on an old database (-want +got):\n%s", diff)
+	}
+	if n, err := st.Rows(ctx, "old"); err != nil || n != 7+9+1 {
+		t.Fatalf("Rows = %d, %v; want 17", n, err)
 	}
 }
