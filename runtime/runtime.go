@@ -140,7 +140,9 @@ type Runner struct {
 	completer effects.Completer
 	// Sessions (see session.go).
 	seq        int64
-	generation int
+	generation int            // incremented by every rewrite of the transcript
+	savedGen   int            // generation of the last checkpoint saved
+	saved      []defs.Message // transcript of the last checkpoint saved
 	pending    *session.Pending
 	offered    []string // tools offered by the request of the step under way
 	saveMu     sync.Mutex

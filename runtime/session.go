@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -67,7 +68,8 @@ func (r *Runner) restore(cp *session.Checkpoint) error {
 	r.transcript = cp.Transcript
 	r.step = cp.Step
 	r.seq = cp.Seq
-	r.generation = cp.Generation
+	r.generation, r.savedGen = cp.Generation, cp.Generation
+	r.saved = cp.Transcript
 	r.done = cp.Done
 	r.pending = cp.Pending
 	st := cp.Stats
@@ -114,11 +116,36 @@ func (r *Runner) save(ctx context.Context, done bool, pending *session.Pending) 
 	if err != nil {
 		return err
 	}
+	if r.generation > r.savedGen {
+		// A rewrite since the last save: one new generation, sharing with
+		// the saved transcript the messages before the first changed one,
+		// so the store writes only the rest.
+		cp.Generation = r.savedGen + 1
+		cp.Base = sharedPrefix(r.saved, r.transcript)
+	}
 	if err := r.cfg.Store.Save(context.WithoutCancel(ctx), cp); err != nil {
 		return err
 	}
 	r.seq = cp.Seq
+	r.generation, r.savedGen = cp.Generation, cp.Generation
+	r.saved = r.transcript
 	return nil
+}
+
+// sharedPrefix returns how many leading messages of b are those of a,
+// unchanged. Rewrites copy the transcript and share the text of the
+// messages they keep, so the comparison is mostly of pointers.
+func sharedPrefix(a, b []defs.Message) int {
+	n := 0
+	for n < len(a) && n < len(b) && sameStored(a[n], b[n]) {
+		n++
+	}
+	return n
+}
+
+// sameStored reports whether a and b would be stored alike.
+func sameStored(a, b defs.Message) bool {
+	return sameMessage(a, b) && a.Reasoning == b.Reasoning && a.IsError == b.IsError && maps.Equal(a.Meta, b.Meta)
 }
 
 // savePending saves the step interrupted between reply and the end of its

@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
@@ -274,5 +277,56 @@ func TestResumeDoesNotRunToolsTheStepDidNotOffer(t *testing.T) {
 	}
 	if res := s.ToolResults[0]; !res.IsError || !strings.Contains(res.Content, "disabled") {
 		t.Errorf("result %q, want the refusal a disabled tool gets", res.Content)
+	}
+}
+
+// TestRewritesStoreOnlyTheChangedTail runs 60 steps on a store while an
+// effect rewrites the newest tool result after every reply (as the default
+// trimming does): each rewrite is a new generation, and the store keeps
+// only the changed messages, not a copy of the transcript per generation.
+func TestRewritesStoreOnlyTheChangedTail(t *testing.T) {
+	ctx := context.Background()
+	fn := func(p *prompt.Prompt) error {
+		prompt.DefTool(p, "read", "read", func(ctx context.Context, _ struct{}) (string, error) {
+			return strings.Repeat("content ", 50), nil
+		})
+		p.Effect(effects.Always, func(ctx context.Context, s *effects.Step) error {
+			msgs := slices.Clone(s.Transcript())
+			for i := len(msgs) - 1; i >= 0; i-- {
+				if msgs[i].Role == defs.RoleTool && msgs[i].Meta["trimmed"] == "" {
+					msgs[i].Content, msgs[i].Meta = "trimmed", map[string]string{"trimmed": "1"}
+					s.CommitMessages(msgs)
+					break
+				}
+			}
+			return nil
+		}, effects.InPhase(effects.AfterReply))
+		p.User("read a lot")
+		return nil
+	}
+	var replies []snapshots.Reply
+	for i := range 59 {
+		replies = append(replies, snapshots.CallTools(snapshots.Call{ID: fmt.Sprintf("c%d", i), Name: "read"}))
+	}
+	replies = append(replies, snapshots.Text("done"))
+	mem := session.NewMemory()
+	cfg := runtime.Config{Store: mem, SessionID: "tail"}
+	res, err := runtime.Run(ctx, snapshots.Script(replies...), fn, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := mem.Rows(ctx, "tail")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(res.Transcript); rows > 3*n {
+		t.Errorf("%d message rows stored for a transcript of %d messages after 59 rewrites: rewrites copy the transcript", rows, n)
+	}
+	cp, err := mem.Latest(ctx, "tail")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(res.Transcript, cp.Transcript, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("stored transcript mismatch (-want +got):\n%s", diff)
 	}
 }
