@@ -1,10 +1,7 @@
 package sqlite_test
 
 import (
-	"context"
-	"fmt"
 	"path/filepath"
-	"slices"
 	"testing"
 
 	"github.com/reprompt/reprompt/session"
@@ -12,122 +9,19 @@ import (
 	"github.com/reprompt/reprompt/session/sqlite"
 )
 
-// BenchmarkSave measures one Save that adds 2 messages to a transcript of
-// the given length. Its cost must not grow with the length: compare
-// messages=100 with messages=1000.
-func BenchmarkSave(b *testing.B) {
-	for _, n := range []int{100, 1000} {
-		b.Run(fmt.Sprintf("messages=%d", n), func(b *testing.B) {
-			ctx := context.Background()
-			st, err := sqlite.Open(filepath.Join(b.TempDir(), "bench.db"))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer st.Close()
-			// A session is refreshed every refresh saves so that the
-			// transcript stays within n..n+2*refresh messages.
-			const refresh = 32
-			sessions := 0
-			var cp *session.Checkpoint
-			fresh := func() {
-				sessions++
-				cp = sessiontest.Fixture(fmt.Sprintf("bench-%d", sessions), n)
-				cp.Pending = nil
-				cp.Transcript = slices.Grow(cp.Transcript, 2*refresh+2)
-				if err := st.Save(ctx, cp); err != nil {
-					b.Fatal(err)
-				}
-			}
-			fresh()
-			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				if i > 0 && i%refresh == 0 {
-					b.StopTimer()
-					fresh()
-					b.StartTimer()
-				}
-				i++
-				cp.Step++
-				cp.Transcript = append(cp.Transcript, sessiontest.Messages(len(cp.Transcript), 2)...)
-				if err := st.Save(ctx, cp); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
+func newBenchStore(b *testing.B) session.Store {
+	st, err := sqlite.Open(filepath.Join(b.TempDir(), "bench.db"))
+	if err != nil {
+		b.Fatal(err)
 	}
+	b.Cleanup(func() { st.Close() })
+	return st
 }
 
-// BenchmarkSaveRewrite measures one Save that commits a new generation, as
-// the runtime's context effects do at almost every step: the last 3
-// messages of a transcript of the given length rewritten and 2 added. With
-// base=tail (Checkpoint.Base set to the unchanged prefix) its cost must not
-// grow with the length, as BenchmarkSave's; base=0 rewrites the whole
-// transcript, as every new generation did before Base. rows/save is the
-// number of message rows each Save stores.
-func BenchmarkSaveRewrite(b *testing.B) {
-	for _, n := range []int{100, 1000} {
-		for _, tail := range []bool{true, false} {
-			name := fmt.Sprintf("messages=%d/base=tail", n)
-			if !tail {
-				name = fmt.Sprintf("messages=%d/base=0", n)
-			}
-			b.Run(name, func(b *testing.B) {
-				ctx := context.Background()
-				st, err := sqlite.Open(filepath.Join(b.TempDir(), "bench.db"))
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer st.Close()
-				const refresh = 32
-				sessions, saves := 0, 0
-				var cp *session.Checkpoint
-				fresh := func() {
-					sessions++
-					cp = sessiontest.Fixture(fmt.Sprintf("bench-%d", sessions), n)
-					cp.Pending = nil
-					if err := st.Save(ctx, cp); err != nil {
-						b.Fatal(err)
-					}
-				}
-				fresh()
-				b.ReportAllocs()
-				i := 0
-				for b.Loop() {
-					if i > 0 && i%refresh == 0 {
-						b.StopTimer()
-						fresh()
-						b.StartTimer()
-					}
-					i++
-					prev := len(cp.Transcript)
-					// In place: a Store does not keep the checkpoint.
-					for j := prev - 3; j < prev; j++ {
-						cp.Transcript[j].Content = fmt.Sprintf("rewritten at save %d", i)
-					}
-					cp.Transcript = append(cp.Transcript, sessiontest.Messages(prev, 2)...)
-					cp.Step++
-					cp.Generation++
-					cp.Base = 0
-					if tail {
-						cp.Base = prev - 3
-					}
-					if err := st.Save(ctx, cp); err != nil {
-						b.Fatal(err)
-					}
-					saves++
-				}
-				b.StopTimer()
-				rows := 0
-				for s := 1; s <= sessions; s++ {
-					r, err := st.Rows(ctx, fmt.Sprintf("bench-%d", s))
-					if err != nil {
-						b.Fatal(err)
-					}
-					rows += r - n // the rows of the fresh session's first save
-				}
-				b.ReportMetric(float64(rows)/float64(saves), "rows/save")
-			})
-		}
-	}
-}
+// BenchmarkSave: the cost of a save must not grow with the transcript;
+// compare messages=100 with messages=1000.
+func BenchmarkSave(b *testing.B) { sessiontest.BenchmarkSave(b, newBenchStore) }
+
+// BenchmarkSaveRewrite: a new generation with a Base costs what a plain
+// save does; base=0 shows the cost of rewriting the whole transcript.
+func BenchmarkSaveRewrite(b *testing.B) { sessiontest.BenchmarkSaveRewrite(b, newBenchStore) }
