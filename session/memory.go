@@ -189,7 +189,7 @@ func (m *Memory) List(ctx context.Context) ([]Info, error) {
 	defer m.mu.Unlock()
 	out := make([]Info, 0, len(m.sessions))
 	for id, s := range m.sessions {
-		out = append(out, Info{ID: id, Seq: s.tip.Seq, Step: s.step, Done: s.done, Updated: s.updated})
+		out = append(out, s.info(id))
 	}
 	slices.SortFunc(out, func(a, b Info) int {
 		switch {
@@ -201,6 +201,24 @@ func (m *Memory) List(ctx context.Context) ([]Info, error) {
 		return 0
 	})
 	return out, nil
+}
+
+func (s *memSession) info(id string) Info {
+	return Info{ID: id, Seq: s.tip.Seq, Step: s.step, Generation: s.tip.Generation, Done: s.done, Updated: s.updated}
+}
+
+// Stat implements Store.
+func (m *Memory) Stat(ctx context.Context, id string) (Info, error) {
+	if err := ctx.Err(); err != nil {
+		return Info{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.sessions[id]
+	if !ok {
+		return Info{}, &NotFoundError{ID: id}
+	}
+	return s.info(id), nil
 }
 
 // Delete implements Store.

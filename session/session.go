@@ -106,7 +106,9 @@ type Info struct {
 	ID   string
 	Seq  int64
 	Step int
-	Done bool
+	// Generation is the latest checkpoint's generation.
+	Generation int
+	Done       bool
 	// Updated is when the latest checkpoint was saved.
 	Updated time.Time
 }
@@ -134,6 +136,10 @@ type Store interface {
 	AtStep(ctx context.Context, id string, step int) (*Checkpoint, error)
 	// List describes every stored session, ordered by ID.
 	List(ctx context.Context) ([]Info, error)
+	// Stat describes one session from what the store keeps beside its
+	// checkpoints, without decoding them: it works when the latest
+	// checkpoint is damaged. An unknown session is a *NotFoundError.
+	Stat(ctx context.Context, id string) (Info, error)
 	// Delete removes a session and all its checkpoints. Deleting an
 	// unknown session is not an error.
 	Delete(ctx context.Context, id string) error
@@ -144,7 +150,7 @@ type Store interface {
 // than the latest generation and its Base 0, so that the next Save writes
 // its transcript anew and keeps every earlier checkpoint loadable.
 func Rewind(ctx context.Context, st Store, id string, step int) (*Checkpoint, error) {
-	latest, err := st.Latest(ctx, id)
+	latest, err := st.Stat(ctx, id) // not Latest: it may be the damaged one
 	if err != nil {
 		return nil, err
 	}

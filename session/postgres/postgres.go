@@ -227,13 +227,13 @@ func (s *Store) load(ctx context.Context, id, query string, args ...any) (*sessi
 
 // List implements session.Store.
 func (s *Store) List(ctx context.Context) ([]session.Info, error) {
-	rows, err := s.pool.Query(ctx, `SELECT id, seq, step, done, updated FROM reprompt_sessions WHERE seq > 0 ORDER BY id`)
+	rows, err := s.pool.Query(ctx, `SELECT id, seq, step, generation, done, updated FROM reprompt_sessions WHERE seq > 0 ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("session/postgres: list: %w", err)
 	}
 	var out []session.Info
 	var in session.Info
-	_, err = pgx.ForEachRow(rows, []any{&in.ID, &in.Seq, &in.Step, &in.Done, &in.Updated}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&in.ID, &in.Seq, &in.Step, &in.Generation, &in.Done, &in.Updated}, func() error {
 		out = append(out, in)
 		return nil
 	})
@@ -241,6 +241,20 @@ func (s *Store) List(ctx context.Context) ([]session.Info, error) {
 		return nil, fmt.Errorf("session/postgres: list: %w", err)
 	}
 	return out, nil
+}
+
+// Stat implements session.Store.
+func (s *Store) Stat(ctx context.Context, id string) (session.Info, error) {
+	in := session.Info{ID: id}
+	err := s.pool.QueryRow(ctx, `SELECT seq, step, generation, done, updated FROM reprompt_sessions WHERE id = $1 AND seq > 0`, id).
+		Scan(&in.Seq, &in.Step, &in.Generation, &in.Done, &in.Updated)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return session.Info{}, &session.NotFoundError{ID: id}
+	case err != nil:
+		return session.Info{}, fmt.Errorf("session/postgres: stat %q: %w", id, err)
+	}
+	return in, nil
 }
 
 // Rows returns the number of message rows stored for session id, in all

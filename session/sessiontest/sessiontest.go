@@ -887,4 +887,18 @@ func testCorrupt(t *testing.T, st session.Store, damage func(*testing.T, session
 			t.Fatalf("checkpoint before the damage: %d messages", len(cp1.Transcript))
 		}
 	}
+	// Stat does not decode the damaged checkpoint, so a session can be
+	// rewound past it and go on.
+	in, err := st.Stat(ctx, "victim")
+	if err != nil || in.Seq != 2 || in.Step != 2 || in.ID != "victim" {
+		t.Fatalf("Stat of a damaged session = %+v, %v; want seq 2, step 2", in, err)
+	}
+	rw, err := session.Rewind(ctx, st, "victim", 1)
+	if err != nil {
+		t.Fatalf("Rewind past a damaged latest checkpoint: %v", err)
+	}
+	rw.Step = 3
+	rw.Transcript = append(rw.Transcript, Messages(5, 1)...)
+	save(t, st, rw)
+	same(t, "the checkpoint saved after a rewind past damage", rw, latest(t, st, "victim"))
 }

@@ -283,7 +283,7 @@ func (s *Store) load(ctx context.Context, id, query string, args ...any) (*sessi
 
 // List implements session.Store.
 func (s *Store) List(ctx context.Context) ([]session.Info, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, seq, step, done, updated FROM sessions ORDER BY id`)
+	rows, err := s.db.QueryContext(ctx, `SELECT id, seq, step, generation, done, updated FROM sessions ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("session/sqlite: list: %w", err)
 	}
@@ -294,7 +294,7 @@ func (s *Store) List(ctx context.Context) ([]session.Info, error) {
 			in      session.Info
 			updated int64
 		)
-		if err := rows.Scan(&in.ID, &in.Seq, &in.Step, &in.Done, &updated); err != nil {
+		if err := rows.Scan(&in.ID, &in.Seq, &in.Step, &in.Generation, &in.Done, &updated); err != nil {
 			return nil, fmt.Errorf("session/sqlite: list: %w", err)
 		}
 		in.Updated = time.Unix(0, updated)
@@ -304,6 +304,22 @@ func (s *Store) List(ctx context.Context) ([]session.Info, error) {
 		return nil, fmt.Errorf("session/sqlite: list: %w", err)
 	}
 	return out, nil
+}
+
+// Stat implements session.Store.
+func (s *Store) Stat(ctx context.Context, id string) (session.Info, error) {
+	in := session.Info{ID: id}
+	var updated int64
+	err := s.db.QueryRowContext(ctx, `SELECT seq, step, generation, done, updated FROM sessions WHERE id = ?`, id).
+		Scan(&in.Seq, &in.Step, &in.Generation, &in.Done, &updated)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return session.Info{}, &session.NotFoundError{ID: id}
+	case err != nil:
+		return session.Info{}, fmt.Errorf("session/sqlite: stat %q: %w", id, err)
+	}
+	in.Updated = time.Unix(0, updated)
+	return in, nil
 }
 
 // Rows returns the number of message rows stored for session id, in all
