@@ -344,3 +344,24 @@ func ExampleRegistry_Reconcile() {
 	// removed system onboarding
 	// [role]
 }
+
+func TestMessageIdentical(t *testing.T) {
+	base := defs.Message{Role: defs.RoleAssistant, Content: "c", Reasoning: "r",
+		ToolCalls: []defs.ToolCall{{ID: "1", Name: "n", Arguments: []byte(`{}`)}}, Meta: map[string]string{"k": "v"}}
+	if !base.Identical(base) {
+		t.Fatal("a message is not identical to itself")
+	}
+	for name, change := range map[string]func(m *defs.Message){
+		"content":   func(m *defs.Message) { m.Content = "x" },
+		"reasoning": func(m *defs.Message) { m.Reasoning = "x" },
+		"is error":  func(m *defs.Message) { m.IsError = true },
+		"arguments": func(m *defs.Message) { m.ToolCalls = []defs.ToolCall{{ID: "1", Name: "n", Arguments: []byte(`{"a":1}`)}} },
+		"meta":      func(m *defs.Message) { m.Meta = map[string]string{"k": "w"} },
+	} {
+		m := base
+		change(&m)
+		if base.Identical(m) {
+			t.Errorf("%s: a changed message is identical", name)
+		}
+	}
+}

@@ -1,6 +1,11 @@
 package defs
 
-import "encoding/json"
+import (
+	"bytes"
+	"encoding/json"
+	"maps"
+	"slices"
+)
 
 // Role is the author of a message in a transcript.
 type Role string
@@ -32,6 +37,19 @@ type Message struct {
 	Name       string            `json:"name,omitempty"`
 	IsError    bool              `json:"is_error,omitempty"`
 	Meta       map[string]string `json:"meta,omitempty"`
+}
+
+// Identical reports whether m and o are the same message in every field, Meta
+// included. Comparing a message with itself, or with a copy sharing its
+// strings, costs no more than comparing pointers. (It is not named Equal so
+// that go-cmp still compares messages field by field, with its options.)
+func (m Message) Identical(o Message) bool {
+	return m.Role == o.Role && m.Content == o.Content && m.Reasoning == o.Reasoning &&
+		m.ToolCallID == o.ToolCallID && m.Name == o.Name && m.IsError == o.IsError &&
+		slices.EqualFunc(m.ToolCalls, o.ToolCalls, func(x, y ToolCall) bool {
+			return x.ID == y.ID && x.Name == y.Name && bytes.Equal(x.Arguments, y.Arguments)
+		}) &&
+		maps.Equal(m.Meta, o.Meta)
 }
 
 // ToolCall is a model's request to run one tool. Arguments is the raw JSON

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"time"
 
@@ -137,15 +136,10 @@ func (r *Runner) save(ctx context.Context, done bool, pending *session.Pending) 
 // messages they keep, so the comparison is mostly of pointers.
 func sharedPrefix(a, b []defs.Message) int {
 	n := 0
-	for n < len(a) && n < len(b) && sameStored(a[n], b[n]) {
+	for n < len(a) && n < len(b) && a[n].Identical(b[n]) {
 		n++
 	}
 	return n
-}
-
-// sameStored reports whether a and b would be stored alike.
-func sameStored(a, b defs.Message) bool {
-	return sameMessage(a, b) && a.Reasoning == b.Reasoning && a.IsError == b.IsError && maps.Equal(a.Meta, b.Meta)
 }
 
 // savePending saves the step interrupted between reply and the end of its

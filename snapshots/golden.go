@@ -334,7 +334,7 @@ func (f *formatter) messages(msgs []defs.Message, prevReq *runtime.Request, prev
 	}
 	same := 0
 	if prevReq != nil {
-		for same < len(msgs) && same < len(prevReq.Messages) && equalMessage(f.redMessage(msgs[same]), f.redMessage(prevReq.Messages[same])) {
+		for same < len(msgs) && same < len(prevReq.Messages) && f.redMessage(msgs[same]).Identical(f.redMessage(prevReq.Messages[same])) {
 			same++
 		}
 	}
@@ -375,15 +375,6 @@ func (f *formatter) message(indent string, m defs.Message) {
 	for _, c := range m.ToolCalls {
 		fmt.Fprintf(&f.b, "%scall: %s %s %s\n", indent, c.ID, c.Name, oneLine(c.Arguments))
 	}
-}
-
-func equalMessage(a, b defs.Message) bool {
-	return a.Role == b.Role && a.Content == b.Content && a.Reasoning == b.Reasoning &&
-		a.ToolCallID == b.ToolCallID && a.Name == b.Name && a.IsError == b.IsError &&
-		slices.EqualFunc(a.ToolCalls, b.ToolCalls, func(x, y defs.ToolCall) bool {
-			return x.ID == y.ID && x.Name == y.Name && bytes.Equal(x.Arguments, y.Arguments)
-		}) &&
-		maps.Equal(a.Meta, b.Meta)
 }
 
 // oneLine returns raw JSON compacted to one line, or the raw text quoted
