@@ -355,8 +355,10 @@ func TestMessageIdentical(t *testing.T) {
 		"content":   func(m *defs.Message) { m.Content = "x" },
 		"reasoning": func(m *defs.Message) { m.Reasoning = "x" },
 		"is error":  func(m *defs.Message) { m.IsError = true },
-		"arguments": func(m *defs.Message) { m.ToolCalls = []defs.ToolCall{{ID: "1", Name: "n", Arguments: []byte(`{"a":1}`)}} },
-		"meta":      func(m *defs.Message) { m.Meta = map[string]string{"k": "w"} },
+		"arguments": func(m *defs.Message) {
+			m.ToolCalls = []defs.ToolCall{{ID: "1", Name: "n", Arguments: []byte(`{"a":1}`)}}
+		},
+		"meta": func(m *defs.Message) { m.Meta = map[string]string{"k": "w"} },
 	} {
 		m := base
 		change(&m)
