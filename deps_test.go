@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 const module = "github.com/reprompt/reprompt"
@@ -67,9 +69,7 @@ func TestImportRules(t *testing.T) {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for pkg := range allowed {
 		if imports[pkg] == nil {
 			t.Errorf("package %s has rules but no Go files: update the rules", pkg)
