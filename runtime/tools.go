@@ -10,67 +10,104 @@ import (
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/internal/callsite"
 	"github.com/reprompt/reprompt/prompt"
+	"github.com/reprompt/reprompt/state"
 )
 
 // runCalls runs the tool calls of reply that have no result in given, and
-// returns all results in call order, saving a checkpoint as each completes.
-// A call cut short by the cancellation of ctx is not recorded as completed.
+// returns all results in call order.
+//
+// Each call records its state changes in a transaction of its own (see
+// state.Tx). They are applied in call order as the calls finish: a call's
+// changes, and its result in the checkpoint, wait until every call before it
+// has finished. So the state a step ends with does not depend on timing,
+// and a checkpoint never holds the changes of a call whose result it does
+// not hold. A call cut short by the cancellation of ctx is not recorded as
+// completed, and its changes are dropped.
 func (r *Runner) runCalls(ctx context.Context, reply defs.Message, offered []ToolSpec, given map[string]defs.ToolResult) ([]defs.ToolResult, error) {
 	calls := reply.ToolCalls
+	store := r.p.Store()
+	results := make([]defs.ToolResult, len(calls))
+	finished := make([]bool, len(calls))
+	txs := make([]*state.Tx, len(calls))
+	var todo []defs.ToolCall
+	var at []int // at[j]: index in calls of todo[j]
+	for i, c := range calls {
+		if res, ok := given[c.ID]; ok {
+			results[i], finished[i] = res, true
+			continue
+		}
+		todo = append(todo, c)
+		at = append(at, i)
+		txs[i] = store.Begin()
+	}
 	var mu sync.Mutex
 	var saveErr error
-	completed := make([]defs.ToolResult, 0, len(calls))
-	for _, c := range calls {
-		if res, ok := given[c.ID]; ok {
-			completed = append(completed, res)
+	committed := 0 // calls[:committed] are finished and their changes applied
+	advance := func() {
+		from := committed
+		for committed < len(calls) && finished[committed] {
+			if tx := txs[committed]; tx != nil {
+				if err := tx.Commit(); err != nil {
+					res := &results[committed]
+					res.Content, res.IsError = fmt.Sprintf("error: tool %q: its state change could not be applied: %v", res.Name, err), true
+				}
+			}
+			committed++
 		}
-	}
-	var todo []defs.ToolCall
-	for _, c := range calls {
-		if _, ok := given[c.ID]; !ok {
-			todo = append(todo, c)
+		if committed == from {
+			return
 		}
-	}
-	done := func(i int, res defs.ToolResult) {
-		if ctx.Err() != nil && res.IsError {
-			return // cancelled: on resume it counts as not completed
+		var durable []defs.ToolResult
+		for i := range calls {
+			if i < committed || (txs[i] == nil && finished[i]) {
+				durable = append(durable, results[i])
+			}
 		}
-		mu.Lock()
-		defer mu.Unlock()
-		completed = append(completed, res)
-		if err := r.savePending(ctx, reply, completed); err != nil && saveErr == nil {
+		if err := r.savePending(ctx, reply, durable); err != nil && saveErr == nil {
 			saveErr = err
 		}
 	}
-	out := r.runTools(ctx, todo, offered, done)
+	done := func(j int, res defs.ToolResult) {
+		i := at[j]
+		if ctx.Err() != nil && res.IsError {
+			txs[i].Discard() // cancelled: on resume it counts as not completed
+			return
+		}
+		txs[i].Close()
+		mu.Lock()
+		defer mu.Unlock()
+		results[i], finished[i] = res, true
+		advance()
+	}
+	r.runTools(ctx, todo, offered, txs, at, done)
 	if saveErr != nil {
 		return nil, &StepError{Op: "checkpoint", Err: saveErr}
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	results := make([]defs.ToolResult, len(calls))
-	j := 0
-	for i, c := range calls {
-		if res, ok := given[c.ID]; ok {
-			results[i] = res
-		} else {
-			results[i] = out[j]
-			j++
+		for _, tx := range txs[committed:] {
+			if tx != nil {
+				tx.Discard()
+			}
 		}
+		return nil, err
 	}
 	return results, nil
 }
 
 // runTools runs the calls, concurrently when there are several, and returns
 // their results in call order. Only the tools offered in this step's request
-// are run. done, if set, is called as each result is ready (from the
-// goroutine that ran it).
-func (r *Runner) runTools(ctx context.Context, calls []defs.ToolCall, offered []ToolSpec, done func(i int, res defs.ToolResult)) []defs.ToolResult {
+// are run. txs[at[i]], if set, records the state changes of calls[i]; done,
+// if set, is called as each result is ready (from the goroutine that ran
+// it).
+func (r *Runner) runTools(ctx context.Context, calls []defs.ToolCall, offered []ToolSpec, txs []*state.Tx, at []int, done func(i int, res defs.ToolResult)) []defs.ToolResult {
 	ctx = prompt.WithAgentRunner(ctx, r)
 	results := make([]defs.ToolResult, len(calls))
 	run := func(i int) {
-		results[i] = r.runTool(ctx, calls[i], offered)
+		var tx *state.Tx
+		if txs != nil {
+			tx = txs[at[i]]
+		}
+		results[i] = r.runTool(ctx, calls[i], offered, tx)
 		if done != nil {
 			done(i, results[i])
 		}
@@ -87,7 +124,7 @@ func (r *Runner) runTools(ctx context.Context, calls []defs.ToolCall, offered []
 	return results
 }
 
-func (r *Runner) runTool(ctx context.Context, c defs.ToolCall, offered []ToolSpec) defs.ToolResult {
+func (r *Runner) runTool(ctx context.Context, c defs.ToolCall, offered []ToolSpec, tx *state.Tx) defs.ToolResult {
 	res := defs.ToolResult{CallID: c.ID, Name: c.Name, Arguments: c.Arguments}
 	fail := func(format string, args ...any) defs.ToolResult {
 		res.Content, res.IsError = "error: "+fmt.Sprintf(format, args...), true
@@ -109,7 +146,7 @@ func (r *Runner) runTool(ctx context.Context, c defs.ToolCall, offered []ToolSpe
 			return fail("%v", err)
 		}
 	}
-	out, err := r.callTool(prompt.WithCallID(ctx, c.ID), def.Tool, c.Arguments)
+	out, err := r.callTool(prompt.WithCallID(ctx, c.ID), def.Tool, c.Arguments, tx)
 	if err != nil {
 		var pe *ToolPanicError
 		var te *ToolTimeoutError
@@ -144,9 +181,9 @@ func (e *ToolTimeoutError) Error() string {
 	return fmt.Sprintf("tool %q did not finish within %s", e.Tool, e.Timeout)
 }
 
-func (r *Runner) callTool(ctx context.Context, t *defs.Tool, args []byte) (string, error) {
+func (r *Runner) callTool(ctx context.Context, t *defs.Tool, args []byte, tx *state.Tx) (string, error) {
 	if r.cfg.ToolTimeout <= 0 {
-		return safeCall(ctx, t, args)
+		return safeCall(ctx, t, args, tx)
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.ToolTimeout)
 	defer cancel()
@@ -156,7 +193,7 @@ func (r *Runner) callTool(ctx context.Context, t *defs.Tool, args []byte) (strin
 	}
 	ch := make(chan result, 1)
 	go func() {
-		out, err := safeCall(ctx, t, args)
+		out, err := safeCall(ctx, t, args, tx)
 		ch <- result{out, err}
 	}()
 	select {
@@ -170,7 +207,12 @@ func (r *Runner) callTool(ctx context.Context, t *defs.Tool, args []byte) (strin
 	}
 }
 
-func safeCall(ctx context.Context, t *defs.Tool, args []byte) (out string, err error) {
+// safeCall calls t on the calling goroutine, bound to tx if set, turning a
+// panic into a *ToolPanicError.
+func safeCall(ctx context.Context, t *defs.Tool, args []byte, tx *state.Tx) (out string, err error) {
+	if tx != nil {
+		defer tx.Bind()()
+	}
 	defer func() {
 		if v := recover(); v != nil {
 			err = &ToolPanicError{Tool: t.Name, Site: callsite.Panic().String(), Value: v}

@@ -13,6 +13,7 @@ import (
 	"reflect"
 	"slices"
 	"sync"
+	"sync/atomic"
 )
 
 // Store holds state values by key. The zero Store is not usable; call New.
@@ -23,6 +24,11 @@ type Store struct {
 	// version counts changes, so a caller can tell cheaply whether anything
 	// changed since it last looked.
 	version uint64
+	// txs are the open transactions by the goroutine they are bound to
+	// (see Tx); bound reports whether there are any, so that stores
+	// without transactions never look up the calling goroutine.
+	txs   map[uint64]*Tx
+	bound atomic.Int32
 }
 
 type entry struct {
@@ -109,10 +115,22 @@ func Init[T any](s *Store, key string, initial T) (T, error) {
 
 // Get returns the live value of key as T. It returns a *NotFoundError if the
 // key is not set and a *TypeError if it holds another type.
+//
+// Called from a goroutine bound to a transaction (see Tx), it returns the
+// value with the transaction's own changes applied.
 func Get[T any](s *Store, key string) (T, error) {
+	tx := s.current()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, ok := s.vals[key]
+	if tx != nil {
+		var err error
+		if e, err = tx.overlay(key, e); err != nil {
+			var zero T
+			return zero, err
+		}
+		ok = e != nil
+	}
 	if !ok {
 		var zero T
 		return zero, &NotFoundError{Key: key}
@@ -120,28 +138,64 @@ func Get[T any](s *Store, key string) (T, error) {
 	return typed[T](key, e)
 }
 
-// Set stores v under key, whatever the key held before.
+// Set stores v under key, whatever the key held before. Called from a
+// goroutine bound to a transaction, it records the change in the
+// transaction instead.
 func Set[T any](s *Store, key string, v T) {
+	e := &entry{v: v, typ: reflect.TypeFor[T]()}
+	tx := s.current()
 	s.mu.Lock()
-	s.vals[key] = &entry{v: v, typ: reflect.TypeFor[T]()}
+	defer s.mu.Unlock()
+	if tx != nil {
+		tx.record(key, func(*entry) (*entry, error) { return e, nil }, nil, e)
+		return
+	}
+	s.vals[key] = e
 	s.version++
-	s.mu.Unlock()
 }
 
 // Update applies f to the live value of key and stores the result. Updates
 // apply in call order; f runs with the store locked, so it must not use the
-// store. A key that is not set is updated from T's zero value.
+// store. A key that is not set is updated from T's zero value. It returns a
+// *TypeError if the key holds another type.
+//
+// Called from a goroutine bound to a transaction (see Tx), f runs at once
+// on the live value with the transaction's changes, and its result is
+// recorded; if another transaction changed the key before this one is
+// committed, f runs again on the new value then. So f may run more than
+// once, as React's state updaters may: it must be a pure function of its
+// argument (setting a flag the caller reads afterwards is fine).
 func Update[T any](s *Store, key string, f func(prev T) T) error {
+	typ := reflect.TypeFor[T]()
+	update := func(e *entry) (*entry, error) {
+		var prev T
+		if e != nil {
+			var err error
+			if prev, err = typed[T](key, e); err != nil {
+				return nil, err
+			}
+		}
+		return &entry{v: f(prev), typ: typ}, nil
+	}
+	tx := s.current()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var prev T
-	if e, ok := s.vals[key]; ok {
+	in := s.vals[key]
+	if tx != nil {
 		var err error
-		if prev, err = typed[T](key, e); err != nil {
+		if in, err = tx.overlay(key, in); err != nil {
 			return err
 		}
 	}
-	s.vals[key] = &entry{v: f(prev), typ: reflect.TypeFor[T]()}
+	out, err := update(in)
+	if err != nil {
+		return err
+	}
+	if tx != nil {
+		tx.record(key, update, in, out)
+		return nil
+	}
+	s.vals[key] = out
 	s.version++
 	return nil
 }

@@ -1,0 +1,171 @@
+package state
+
+import (
+	"bytes"
+	"runtime"
+	"strconv"
+)
+
+// Tx collects the state changes made by one goroutine so that they can be
+// applied later, all at once, or dropped. The runtime gives each tool call
+// its own transaction: the calls of one reply run concurrently, and their
+// changes are applied in call order when they finish, whatever order they
+// finish in, and become durable together with their results.
+//
+// While a goroutine is bound to a transaction (Bind), the Set and Update it
+// makes through the store are recorded in the transaction instead of being
+// applied, and the Get it makes sees the live values with the
+// transaction's changes applied. Other goroutines, and goroutines the bound
+// one starts, use the live values as usual.
+//
+// A Tx is safe for concurrent use; it ends with Commit or Discard.
+type Tx struct {
+	s      *Store
+	ops    []op
+	closed bool
+}
+
+// op is one recorded change: apply makes the new entry from the previous
+// one; out is what it made from in when it was recorded, reused at commit
+// if the key still holds in.
+type op struct {
+	key     string
+	apply   func(prev *entry) (*entry, error)
+	in, out *entry
+}
+
+// on returns the entry o makes from prev, running apply again only if prev
+// is not the entry o was recorded on.
+func (o *op) on(prev *entry) (*entry, error) {
+	if prev == o.in {
+		return o.out, nil
+	}
+	return o.apply(prev)
+}
+
+// Begin returns a new, unbound transaction on s.
+func (s *Store) Begin() *Tx { return &Tx{s: s} }
+
+// Bind records the changes the calling goroutine makes through the store in
+// tx until the returned function is called. Changes made after Close,
+// Commit or Discard are dropped.
+func (tx *Tx) Bind() (unbind func()) {
+	id := goid()
+	s := tx.s
+	s.mu.Lock()
+	if s.txs == nil {
+		s.txs = make(map[uint64]*Tx)
+	}
+	s.txs[id] = tx
+	s.bound.Add(1)
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		if s.txs[id] == tx {
+			delete(s.txs, id)
+			s.bound.Add(-1)
+		}
+		s.mu.Unlock()
+	}
+}
+
+// Close stops recording: changes the bound goroutine makes from now on are
+// dropped (a tool that went on running after its call timed out). The
+// changes recorded so far wait for Commit or Discard.
+func (tx *Tx) Close() {
+	tx.s.mu.Lock()
+	tx.closed = true
+	tx.s.mu.Unlock()
+}
+
+// Len returns the number of changes recorded.
+func (tx *Tx) Len() int {
+	tx.s.mu.Lock()
+	defer tx.s.mu.Unlock()
+	return len(tx.ops)
+}
+
+// Commit applies the recorded changes to the store's live values, in the
+// order they were made, and closes tx. An update whose key was changed by
+// someone else since it was recorded runs again on the new value. An update
+// that finds the key holding another type is skipped; the first such error
+// is returned, and the other changes are applied.
+func (tx *Tx) Commit() error {
+	s := tx.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var first error
+	for i := range tx.ops {
+		o := &tx.ops[i]
+		e, err := o.on(s.vals[o.key])
+		if err != nil {
+			if first == nil {
+				first = err
+			}
+			continue
+		}
+		s.vals[o.key] = e
+		s.version++
+	}
+	tx.ops, tx.closed = nil, true
+	return first
+}
+
+// Discard drops the recorded changes and closes tx.
+func (tx *Tx) Discard() {
+	tx.s.mu.Lock()
+	tx.ops, tx.closed = nil, true
+	tx.s.mu.Unlock()
+}
+
+// current returns the transaction the calling goroutine is bound to, or nil.
+// It looks the goroutine up only while some transaction is bound.
+func (s *Store) current() *Tx {
+	if s.bound.Load() == 0 {
+		return nil
+	}
+	id := goid()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.txs[id]
+}
+
+// record adds a change. It must be called with s.mu held.
+func (tx *Tx) record(key string, apply func(*entry) (*entry, error), in, out *entry) {
+	if !tx.closed {
+		tx.ops = append(tx.ops, op{key: key, apply: apply, in: in, out: out})
+	}
+}
+
+// overlay returns the entry of key with the recorded changes applied to e
+// (nil: not set). It must be called with s.mu held.
+func (tx *Tx) overlay(key string, e *entry) (*entry, error) {
+	for i := range tx.ops {
+		o := &tx.ops[i]
+		if o.key != key {
+			continue
+		}
+		var err error
+		if e, err = o.on(e); err != nil {
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+// goid returns the id of the calling goroutine, read from the first line of
+// its stack trace ("goroutine 42 [running]:"). The runtime does not export
+// it; the trace's format has been stable since Go 1.
+func goid() uint64 {
+	var buf [64]byte
+	b := buf[:runtime.Stack(buf[:], false)]
+	b = bytes.TrimPrefix(b, []byte("goroutine "))
+	if i := bytes.IndexByte(b, ' '); i > 0 {
+		b = b[:i]
+	}
+	id, err := strconv.ParseUint(string(b), 10, 64)
+	if err != nil {
+		panic("state: cannot read the goroutine id from " + strconv.Quote(string(buf[:])))
+	}
+	return id
+}

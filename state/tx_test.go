@@ -1,0 +1,138 @@
+package state_test
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/reprompt/reprompt/state"
+)
+
+func TestTxRecordsBoundGoroutineOnly(t *testing.T) {
+	s := state.New()
+	state.Set(s, "n", 1)
+	tx := s.Begin()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		unbind := tx.Bind()
+		defer unbind()
+		state.Set(s, "n", 10)
+		require.NoError(t, state.Update(s, "n", func(n int) int { return n + 5 }))
+		got, err := state.Get[int](s, "n")
+		assert.NoError(t, err)
+		assert.Equal(t, 15, got, "a bound goroutine reads its own changes")
+		state.Set(s, "new", "x")
+		_, err = state.Get[string](s, "new")
+		assert.NoError(t, err, "a key the transaction set is found")
+	}()
+	<-done
+	got, err := state.Get[int](s, "n")
+	require.NoError(t, err)
+	assert.Equal(t, 1, got, "changes wait for Commit")
+	_, err = state.Get[string](s, "new")
+	assert.ErrorAs(t, err, new(*state.NotFoundError))
+	assert.Equal(t, 3, tx.Len())
+
+	state.Set(s, "n", 100) // a change made meanwhile by someone else
+	require.NoError(t, tx.Commit())
+	got, _ = state.Get[int](s, "n")
+	assert.Equal(t, 15, got, "a Set replaces, and the update applies to it")
+	str, err := state.Get[string](s, "new")
+	require.NoError(t, err)
+	assert.Equal(t, "x", str)
+}
+
+func TestTxUpdatesApplyToLiveValueAtCommit(t *testing.T) {
+	s := state.New()
+	state.Set(s, "n", 0)
+	txs := []*state.Tx{s.Begin(), s.Begin(), s.Begin()}
+	var wg sync.WaitGroup
+	for _, tx := range txs {
+		wg.Go(func() {
+			defer tx.Bind()()
+			require.NoError(t, state.Update(s, "n", func(n int) int { return n*10 + 1 }))
+		})
+	}
+	wg.Wait()
+	for i := len(txs) - 1; i >= 0; i-- { // commit order decides, not timing
+		require.NoError(t, txs[i].Commit())
+	}
+	got, _ := state.Get[int](s, "n")
+	assert.Equal(t, 111, got)
+}
+
+func TestTxDiscardAndClose(t *testing.T) {
+	s := state.New()
+	state.Set(s, "n", 1)
+	tx := s.Begin()
+	step := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		defer tx.Bind()()
+		state.Set(s, "n", 2)
+		step <- struct{}{}
+		<-step // Close happened: this change is dropped
+		state.Set(s, "n", 3)
+	}()
+	<-step
+	tx.Close()
+	step <- struct{}{}
+	<-finished
+	require.NoError(t, tx.Commit())
+	got, _ := state.Get[int](s, "n")
+	assert.Equal(t, 2, got, "changes after Close are dropped")
+
+	tx = s.Begin()
+	func() {
+		defer tx.Bind()()
+		state.Set(s, "n", 9)
+	}()
+	tx.Discard()
+	got, _ = state.Get[int](s, "n")
+	assert.Equal(t, 2, got)
+	state.Set(s, "n", 4) // unbound again: applied at once
+	got, _ = state.Get[int](s, "n")
+	assert.Equal(t, 4, got)
+}
+
+func TestTxTypeMismatch(t *testing.T) {
+	s := state.New()
+	state.Set(s, "n", 1)
+	tx := s.Begin()
+	func() {
+		defer tx.Bind()()
+		err := state.Update(s, "n", func(v string) string { return v })
+		var te *state.TypeError
+		require.ErrorAs(t, err, &te, "a mismatch is reported to the caller at once")
+		assert.Equal(t, "n", te.Key)
+		require.NoError(t, state.Update(s, "n", func(n int) int { return n + 1 }))
+	}()
+	state.Set(s, "n", "now a string")
+	err := tx.Commit()
+	var te *state.TypeError
+	require.ErrorAs(t, err, &te, "an update that no longer fits at commit is reported")
+	got, _ := state.Get[string](s, "n")
+	assert.Equal(t, "now a string", got)
+}
+
+func BenchmarkSetUnbound(b *testing.B) {
+	s := state.New()
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		state.Set(s, "n", i)
+	}
+}
+
+func BenchmarkSetBound(b *testing.B) {
+	s := state.New()
+	tx := s.Begin()
+	defer tx.Bind()()
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		state.Set(s, "n", i)
+	}
+}
