@@ -14,12 +14,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
@@ -33,6 +36,7 @@ const (
 	sessionID = "crash"
 	steps     = 30 // model steps that call tools before the final answer
 	childEnv  = "REPROMPT_CRASHTEST_CHILD"
+	markEnv   = "REPROMPT_CRASHTEST_MARK"
 	readyLine = "crashtest: child ready"
 )
 
@@ -58,10 +62,11 @@ func (w *readyWriter) Write(p []byte) (int, error) {
 
 // model is deterministic: its reply depends only on the request. At step k
 // (the number of assistant messages so far) it calls "add" twice in
-// parallel, then answers with what it read.
-type model struct{}
+// parallel (and, with mark set, the non-idempotent "mark" as well), then
+// answers with what it read.
+type model struct{ mark bool }
 
-func (model) Generate(ctx context.Context, req *runtime.Request) (*runtime.Reply, error) {
+func (md model) Generate(ctx context.Context, req *runtime.Request) (*runtime.Reply, error) {
 	k := 0
 	sum := 0
 	for _, m := range req.Messages {
@@ -77,10 +82,14 @@ func (model) Generate(ctx context.Context, req *runtime.Request) (*runtime.Reply
 	if k >= steps {
 		return &runtime.Reply{Message: defs.AssistantMessage(fmt.Sprintf("done after %d steps, checksum %d", k, sum)), Usage: usage}, nil
 	}
-	return &runtime.Reply{Message: defs.Message{Role: defs.RoleAssistant, Content: fmt.Sprint("step ", k), ToolCalls: []defs.ToolCall{
+	calls := []defs.ToolCall{
 		{ID: fmt.Sprintf("s%d-a", k), Name: "add", Arguments: json.RawMessage(fmt.Sprintf(`{"n":%d}`, k))},
 		{ID: fmt.Sprintf("s%d-b", k), Name: "add", Arguments: json.RawMessage(fmt.Sprintf(`{"n":%d}`, 100+k))},
-	}}, Usage: usage}, nil
+	}
+	if md.mark {
+		calls = append(calls, defs.ToolCall{ID: fmt.Sprintf("s%d-m", k), Name: "mark", Arguments: json.RawMessage(`{}`)})
+	}
+	return &runtime.Reply{Message: defs.Message{Role: defs.RoleAssistant, Content: fmt.Sprint("step ", k), ToolCalls: calls}, Usage: usage}, nil
 }
 
 // ledger records executed tool calls in a file, one "id<TAB>result" line
@@ -91,6 +100,11 @@ type ledger struct {
 	mu       sync.Mutex
 	path     string
 	attempts string
+	marks    string // invocations of "mark"
+}
+
+func newLedger(dir string) *ledger {
+	return &ledger{path: filepath.Join(dir, "ledger"), attempts: filepath.Join(dir, "attempts"), marks: filepath.Join(dir, "marks")}
 }
 
 func (l *ledger) read() (map[string]string, error) {
@@ -144,9 +158,13 @@ func (l *ledger) run(id string, work func() string) (string, error) {
 	return res, nil
 }
 
-// agent is the prompt: state "total" updated by the tool, an effect that
-// counts the changes of "total" in state "changes", and a declared message.
-func agent(l *ledger) prompt.Func {
+// agent is the prompt: state "total" updated by the tool "add", an effect
+// that counts the changes of "total" in state "changes", and a declared
+// message. "add" changes the state and then sleeps, so that kills strike
+// between a call's state change and its result. With mark set, the
+// non-idempotent tool "mark" appends its call id to state "marked", logs
+// the invocation and sleeps.
+func agent(l *ledger, mark bool) prompt.Func {
 	return func(p *prompt.Prompt) error {
 		total, setTotal := prompt.State(p, "total", 0)
 		changes, setChanges := prompt.State(p, "changes", 0)
@@ -165,8 +183,25 @@ func agent(l *ledger) prompt.Func {
 				return "", err
 			}
 			setTotal.Update(func(v int) int { return v + args.N })
+			if args.N >= 100 {
+				// The second call of a step sleeps after its change: at
+				// every third step the first call finishes meanwhile.
+				time.Sleep(3 * time.Millisecond)
+			}
 			return res, nil
 		}, prompt.Idempotent())
+		if mark {
+			_, setMarked := prompt.State(p, "marked", []string{})
+			prompt.DefTool(p, "mark", "mark the step", func(ctx context.Context, _ struct{}) (string, error) {
+				id := prompt.CallID(ctx)
+				if err := appendSync(l.marks, id+"\n"); err != nil {
+					return "", err
+				}
+				setMarked.Update(func(m []string) []string { return append(slices.Clone(m), id) })
+				time.Sleep(2 * time.Millisecond)
+				return "marked", nil
+			})
+		}
 		p.Effect(effects.On(total), func(ctx context.Context, s *effects.Step) error {
 			setChanges.Update(func(v int) int { return v + 1 })
 			return nil
@@ -197,14 +232,15 @@ func child(dir string) error {
 		return err
 	}
 	defer st.Close()
-	l := &ledger{path: filepath.Join(dir, "ledger"), attempts: filepath.Join(dir, "attempts")}
+	l := newLedger(dir)
+	mark := os.Getenv(markEnv) != ""
 	cfg := runtime.Config{Store: st, SessionID: sessionID, MaxSteps: steps + 5}
 	if cp, err := st.Latest(ctx, sessionID); err == nil && cp.Done {
 		return nil // finished before the last kill struck
 	}
-	r, err := runtime.Resume(ctx, model{}, agent(l), cfg)
+	r, err := runtime.Resume(ctx, model{mark}, agent(l, mark), cfg)
 	if errors.Is(err, session.ErrNotFound) {
-		r, err = runtime.New(model{}, agent(l), cfg), nil
+		r, err = runtime.New(model{mark}, agent(l, mark), cfg), nil
 	}
 	if err != nil {
 		return err
@@ -237,39 +273,114 @@ func outcomeOf(t *testing.T, st session.Store) outcome {
 }
 
 // TestCrashResume kills the child with SIGKILL at random moments (seeded;
-// set REPROMPT_CRASH_SEED to replay), at least 20 times, resuming it after
+// set REPROMPT_CRASH_SEED to replay), at least 50 times, resuming it after
 // each kill until it completes, and compares the outcome with an
-// uninterrupted run.
+// uninterrupted run. Every reply has two parallel calls of the idempotent
+// "add", which changes state and then sleeps: a call's state change must
+// be checkpointed with its result, never before, or a resumed run would
+// apply it twice.
 func TestCrashResume(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts many processes")
 	}
+	rng := crashRNG(t)
+	want, runTime := uninterrupted(t, false)
+	crashRounds(t, rng, false, 50, runTime, func(round, kills int, dir string, got outcome) {
+		if !reflect.DeepEqual(want, got) {
+			wb, _ := json.MarshalIndent(want, "", " ")
+			gb, _ := json.MarshalIndent(got, "", " ")
+			t.Fatalf("round %d (%d kills): outcome differs from the uninterrupted run\nwant %s\ngot  %s", round, kills, wb, gb)
+		}
+		checkLedger(t, dir, kills)
+	})
+}
+
+// TestCrashResumeNonIdempotent adds a third parallel call to every reply,
+// of the non-idempotent "mark", which changes state and then sleeps. A call
+// of it interrupted by a kill is not run again but gets an "interrupted"
+// result; its state change must be gone with its result. So at the end the
+// state holds exactly the marks of the calls whose result is "marked", and
+// no call of "mark" ran twice.
+func TestCrashResumeNonIdempotent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts many processes")
+	}
+	rng := crashRNG(t)
+	_, runTime := uninterrupted(t, true)
+	interrupted := 0
+	crashRounds(t, rng, true, 20, runTime, func(round, kills int, dir string, got outcome) {
+		var marked []string
+		for _, m := range got.Transcript {
+			if m.Role == defs.RoleTool && m.Name == "mark" {
+				switch {
+				case m.Content == "marked" && !m.IsError:
+					marked = append(marked, m.ToolCallID)
+				case m.IsError && strings.Contains(m.Content, "interrupted"):
+					interrupted++
+				default:
+					t.Errorf("round %d: mark call %s got %q", round, m.ToolCallID, m.Content)
+				}
+			}
+		}
+		var inState []string
+		for _, v := range got.State["marked"].([]any) {
+			inState = append(inState, v.(string))
+		}
+		if diff := cmp.Diff(marked, inState); diff != "" {
+			t.Fatalf("round %d (%d kills): state \"marked\" differs from the calls whose result is \"marked\" (-results +state):\n%s", round, kills, diff)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "marks"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs := map[string]int{}
+		for id := range strings.FieldsSeq(string(b)) {
+			if runs[id]++; runs[id] > 1 {
+				t.Errorf("round %d: non-idempotent call %s ran twice", round, id)
+			}
+		}
+	})
+	t.Logf("%d calls of mark were interrupted by kills", interrupted)
+}
+
+func crashRNG(t *testing.T) *rand.Rand {
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("REPROMPT_CRASH_SEED"); s != "" {
 		seed, _ = strconv.ParseUint(s, 10, 64)
 	}
 	t.Logf("seed %d (REPROMPT_CRASH_SEED=%d to replay)", seed, seed)
-	rng := rand.New(rand.NewPCG(seed, 0))
+	return rand.New(rand.NewPCG(seed, 0))
+}
 
-	// The uninterrupted run, in this process, on its own database.
+// uninterrupted runs the session in this process, on its own database, and
+// returns its outcome and how long it took.
+func uninterrupted(t *testing.T, mark bool) (outcome, time.Duration) {
 	refDir := t.TempDir()
 	ref, err := sqlite.Open(filepath.Join(refDir, "sessions.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ref.Close()
-	refLedger := &ledger{path: filepath.Join(refDir, "ledger"), attempts: filepath.Join(refDir, "attempts")}
 	start := time.Now()
-	if _, err := runtime.Run(context.Background(), model{}, agent(refLedger), runtime.Config{Store: ref, SessionID: sessionID, MaxSteps: steps + 5}); err != nil {
+	if _, err := runtime.Run(context.Background(), model{mark}, agent(newLedger(refDir), mark), runtime.Config{Store: ref, SessionID: sessionID, MaxSteps: steps + 5}); err != nil {
 		t.Fatal(err)
 	}
 	runTime := time.Since(start)
 	want := outcomeOf(t, ref)
-	if !want.Done || len(want.Transcript) != 1+3*steps+1 {
+	calls := 2
+	if mark {
+		calls = 3
+	}
+	if !want.Done || len(want.Transcript) != 1+(1+calls)*steps+1 {
 		t.Fatalf("uninterrupted run: done %t, %d messages", want.Done, len(want.Transcript))
 	}
+	return want, runTime
+}
 
-	const minKills = 20
+// crashRounds runs rounds of the child, each on a new database, killing it
+// at random moments and starting it again until it completes, until
+// minKills kills struck; check gets the outcome of each round.
+func crashRounds(t *testing.T, rng *rand.Rand, mark bool, minKills int, runTime time.Duration, check func(round, kills int, dir string, got outcome)) {
 	kills, rounds := 0, 0
 	var where []string // the latest checkpoint after each kill
 	for kills < minKills {
@@ -282,6 +393,9 @@ func TestCrashResume(t *testing.T) {
 			}
 			cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
 			cmd.Env = append(os.Environ(), childEnv+"="+dir)
+			if mark {
+				cmd.Env = append(cmd.Env, markEnv+"=1")
+			}
 			var stderr strings.Builder
 			stdout := &readyWriter{ready: make(chan struct{})}
 			cmd.Stderr, cmd.Stdout = &stderr, stdout
@@ -331,23 +445,24 @@ func TestCrashResume(t *testing.T) {
 		}
 		got := outcomeOf(t, st)
 		st.Close()
-		if !reflect.DeepEqual(want, got) {
-			wb, _ := json.MarshalIndent(want, "", " ")
-			gb, _ := json.MarshalIndent(got, "", " ")
-			t.Fatalf("round %d (%d kills): outcome differs from the uninterrupted run\nwant %s\ngot  %s", rounds, roundKills, wb, gb)
-		}
-		checkLedger(t, dir, roundKills)
-		t.Logf("round %d: %d kills, outcome identical to the uninterrupted run", rounds, roundKills)
+		check(rounds, roundKills, dir, got)
+		t.Logf("round %d: %d kills, outcome checked", rounds, roundKills)
 	}
 	t.Logf("%d kills in %d rounds; latest checkpoint after each: %s", kills, rounds, strings.Join(where, " "))
-	mid := 0
+	mid, inStep := 0, 0
 	for _, w := range where {
 		if w != "none" {
 			mid++
 		}
+		if strings.Contains(w, "+") {
+			inStep++
+		}
 	}
 	if mid < minKills/4 {
 		t.Errorf("only %d of %d kills struck after the first checkpoint: the kills are too early to test resuming", mid, kills)
+	}
+	if inStep == 0 {
+		t.Errorf("no kill struck while tool calls were running: the test did not test them")
 	}
 }
 
