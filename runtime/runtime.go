@@ -16,6 +16,7 @@
 package runtime
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -144,7 +145,8 @@ type Runner struct {
 	savedGen   int            // generation of the last checkpoint saved
 	saved      []defs.Message // transcript of the last checkpoint saved
 	pending    *session.Pending
-	offered    []string // tools offered by the request of the step under way
+	offered    []string            // tools offered by the request of the step under way
+	callIDs    map[string]struct{} // tool call ids used so far (see uniqueCallIDs)
 	saveMu     sync.Mutex
 	usageMu    sync.Mutex // guards usage and stats
 }
@@ -328,6 +330,7 @@ func (r *Runner) next(ctx context.Context) (*Step, error) {
 		return rec, &StepError{Step: n, Op: "model", Err: err}
 	}
 	reply.Message.Role = defs.RoleAssistant
+	r.uniqueCallIDs(&reply.Message, n)
 	rec.Reply = reply
 	r.account(reply.Usage)
 	r.ledger.observe(rec.InputTokens, reply.Usage.InputTokens)
@@ -411,6 +414,48 @@ func (r *Runner) complete(ctx context.Context, rec *Step, offered []ToolSpec, gi
 		return rec, &StepError{Step: n, Op: "checkpoint", Err: err}
 	}
 	return rec, stepErr
+}
+
+// uniqueCallIDs gives every tool call of m an id used by no other call of
+// the run, before the reply enters the transcript or a checkpoint: some
+// servers send calls without ids, repeat an id within one reply, or reuse
+// "call_0" on every turn, and a conversation with such ids would fail
+// validation at the next step, and at every Resume. A missing id becomes
+// "call_<step>_<index>"; a repeated one gets a suffix "_2", "_3"… The
+// calls are copied before they are changed: the model's reply may be
+// shared.
+func (r *Runner) uniqueCallIDs(m *defs.Message, step int) {
+	if len(m.ToolCalls) == 0 {
+		return
+	}
+	if r.callIDs == nil {
+		r.callIDs = make(map[string]struct{})
+		for _, msg := range r.transcript {
+			for _, c := range msg.ToolCalls {
+				r.callIDs[c.ID] = struct{}{}
+			}
+		}
+	}
+	copied := false
+	for i, c := range m.ToolCalls {
+		id := c.ID
+		if id == "" {
+			id = fmt.Sprintf("call_%d_%d", step, i)
+		}
+		for k := 2; ; k++ {
+			if _, taken := r.callIDs[id]; !taken {
+				break
+			}
+			id = fmt.Sprintf("%s_%d", cmp.Or(c.ID, fmt.Sprintf("call_%d_%d", step, i)), k)
+		}
+		r.callIDs[id] = struct{}{}
+		if id != c.ID {
+			if !copied {
+				m.ToolCalls, copied = slices.Clone(m.ToolCalls), true
+			}
+			m.ToolCalls[i].ID = id
+		}
+	}
 }
 
 // sameSlice reports whether a and b are the same slice of the same array.

@@ -1,0 +1,96 @@
+package runtime_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/prompt"
+	"github.com/reprompt/reprompt/runtime"
+	"github.com/reprompt/reprompt/session"
+)
+
+// sloppyModel reuses "call_0" on every turn, repeats it within a reply and
+// sends calls without ids, as some OpenAI-compatible servers do. Its replies
+// share one slice of calls, to check that the runtime does not change them.
+type sloppyModel struct{ calls []defs.ToolCall }
+
+func (m *sloppyModel) Generate(ctx context.Context, req *runtime.Request) (*runtime.Reply, error) {
+	turns := 0
+	for _, msg := range req.Messages {
+		if msg.Role == defs.RoleAssistant {
+			turns++
+		}
+	}
+	if turns == 3 {
+		return &runtime.Reply{Message: defs.AssistantMessage("done")}, nil
+	}
+	return &runtime.Reply{Message: defs.Message{Role: defs.RoleAssistant, ToolCalls: m.calls}}, nil
+}
+
+func counting(p *prompt.Prompt) error {
+	_, set := prompt.State(p, "n", 0)
+	prompt.DefTool(p, "inc", "Add one.", func(ctx context.Context, _ struct{}) (string, error) {
+		set.Update(func(n int) int { return n + 1 })
+		return prompt.CallID(ctx), nil
+	})
+	p.User("count")
+	return nil
+}
+
+func TestCallIDsMadeUnique(t *testing.T) {
+	ctx := context.Background()
+	args := json.RawMessage(`{}`)
+	model := &sloppyModel{calls: []defs.ToolCall{
+		{ID: "call_0", Name: "inc", Arguments: args},
+		{ID: "call_0", Name: "inc", Arguments: args},
+		{Name: "inc", Arguments: args},
+	}}
+	store := &recordingStore{Store: session.NewMemory()}
+	cfg := runtime.Config{Store: store, SessionID: "ids"}
+	res, err := runtime.Run(ctx, model, counting, cfg)
+	require.NoError(t, err, "a reply with repeated or missing ids must not fail the next step")
+	require.NoError(t, runtime.ValidateMessages(res.Transcript))
+
+	var ids []string
+	for _, s := range res.Steps[:3] {
+		for _, r := range s.ToolResults {
+			assert.Equal(t, r.CallID, r.Content, "the tool sees the id the transcript holds")
+			ids = append(ids, r.CallID)
+		}
+	}
+	assert.Equal(t, []string{
+		"call_0", "call_0_2", "call_0_2_2",
+		"call_0_3", "call_0_4", "call_1_2",
+		"call_0_5", "call_0_6", "call_2_2",
+	}, ids)
+	assert.Equal(t, "call_0", model.calls[0].ID, "the model's own calls are not changed")
+	assert.Empty(t, model.calls[2].ID)
+
+	// Every checkpoint can be resumed, and the resumed run completes.
+	require.NotEmpty(t, store.saved)
+	for _, cp := range store.saved {
+		r, err := runtime.Resume(ctx, model, counting, runtime.Config{Store: latestStore{cp: &cp}, SessionID: "ids"})
+		require.NoError(t, err, "resume at checkpoint %d", cp.Seq)
+		if !cp.Done {
+			_, err = r.Run(ctx)
+			require.NoError(t, err, "run resumed at checkpoint %d", cp.Seq)
+		}
+	}
+}
+
+// latestStore serves one checkpoint and accepts the saves that follow it.
+type latestStore struct {
+	session.Store
+	cp *session.Checkpoint
+}
+
+func (s latestStore) Latest(ctx context.Context, id string) (*session.Checkpoint, error) {
+	return s.cp, nil
+}
+
+func (s latestStore) Save(ctx context.Context, cp *session.Checkpoint) error { return nil }
