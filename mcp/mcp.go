@@ -1,0 +1,513 @@
+// Package mcp lets a prompt function declare the tools and resources of an
+// MCP (Model Context Protocol) server as definitions, so that they can be
+// disabled, reminded, snapshot-tested and checkpointed like any other.
+//
+//	fs := mcp.New(mcp.Command("npx", "-y", "@modelcontextprotocol/server-filesystem", dir), mcp.Options{})
+//	defer fs.Close()
+//
+//	func agent(p *prompt.Prompt) error {
+//		tools, err := fs.Tools(p, mcp.Only("read_file", "list_directory"), mcp.Prefix("fs_"))
+//		if err != nil {
+//			return err // a *ConnectError: the server could not be reached
+//		}
+//		// tools["fs_read_file"].Disable() etc.
+//		...
+//	}
+//
+// A Server holds one client connection, opened at the first use and kept
+// for as long as the Server lives, not one per step: create it before the
+// run and close it after. A connection that fails is opened again at the
+// next use, a bounded number of times. The server's tools are listed once
+// and listed again at the step after the server says they changed.
+//
+// Each MCP tool becomes a tool with the server's JSON Schema, and arguments
+// are validated against it before the call is sent (see
+// prompt.DefSchemaTool). A tool error reported by the server, a call that
+// does not answer within Options.CallTimeout and a connection lost during
+// the call are error results for the model, not run errors.
+//
+// Package mcp is its own Go module, so that users of reprompt's core do not
+// download the MCP SDK.
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/prompt"
+)
+
+// Transport says how to reach an MCP server. Command and HTTP make one.
+type Transport struct {
+	name    string
+	connect func() sdk.Transport
+}
+
+// Command returns a transport that starts the command and speaks MCP over
+// its standard input and output. Each connection starts it anew.
+func Command(name string, args ...string) Transport {
+	return Transport{name: name, connect: func() sdk.Transport {
+		return &sdk.CommandTransport{Command: exec.Command(name, args...), TerminateDuration: time.Second}
+	}}
+}
+
+// HTTP returns a transport that speaks MCP's streamable HTTP to the
+// endpoint url.
+func HTTP(url string) Transport {
+	return Transport{name: url, connect: func() sdk.Transport {
+		return &sdk.StreamableClientTransport{Endpoint: url}
+	}}
+}
+
+// SDKTransport returns a transport made by connect, which is called for
+// every connection: for transports of the MCP SDK that Command and HTTP do
+// not cover (in-memory ones in tests, say). name names the server in errors.
+func SDKTransport(name string, connect func() sdk.Transport) Transport {
+	return Transport{name: name, connect: connect}
+}
+
+// Options configure a Server. The zero value is usable.
+type Options struct {
+	// Name names the server in errors. If empty, the command or URL of the
+	// transport is used.
+	Name string
+	// CallTimeout bounds one tool call or resource read. If zero, 60
+	// seconds.
+	CallTimeout time.Duration
+	// ConnectTimeout bounds one attempt to connect (and to list the tools).
+	// If zero, 30 seconds.
+	ConnectTimeout time.Duration
+	// MaxConnects is how many attempts one use makes to connect before it
+	// fails with a *ConnectError. If zero, 3.
+	MaxConnects int
+}
+
+// Server is an MCP server whose tools and resources prompt functions
+// declare. It is safe for concurrent use.
+type Server struct {
+	t    Transport
+	opts Options
+	name string
+
+	mu     sync.Mutex
+	cs     *sdk.ClientSession
+	closed bool
+	tools  []*sdk.Tool // listed tools; nil: list them at the next use
+	// stale is set by the server's notifications: list the tools (or read
+	// the resources) again at the next use.
+	staleTools atomic.Bool
+	resources  map[string]resource // by URI
+}
+
+type resource struct {
+	text  string
+	mime  string
+	stale bool
+}
+
+// New returns a server reached through t. It connects at the first use.
+func New(t Transport, opts Options) *Server {
+	if opts.CallTimeout <= 0 {
+		opts.CallTimeout = 60 * time.Second
+	}
+	if opts.ConnectTimeout <= 0 {
+		opts.ConnectTimeout = 30 * time.Second
+	}
+	if opts.MaxConnects <= 0 {
+		opts.MaxConnects = 3
+	}
+	name := opts.Name
+	if name == "" {
+		name = t.name
+	}
+	return &Server{t: t, opts: opts, name: name, resources: map[string]resource{}}
+}
+
+// Close closes the connection (a command's process is asked to exit).
+// The Server cannot be used afterwards.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	if s.cs == nil {
+		return nil
+	}
+	err := s.cs.Close()
+	s.cs = nil
+	return err
+}
+
+// ConnectError is a server that could not be reached after Tries
+// attempts, or a request that failed before a connection was made.
+type ConnectError struct {
+	Server string
+	Tries  int
+	Err    error
+}
+
+func (e *ConnectError) Error() string {
+	return fmt.Sprintf("mcp: server %s: cannot connect after %d attempts: %v", e.Server, e.Tries, e.Err)
+}
+
+func (e *ConnectError) Unwrap() error { return e.Err }
+
+// ErrClosed is returned by a Server used after Close.
+var ErrClosed = errors.New("mcp: server closed")
+
+// session returns the live session, connecting if there is none. It must
+// be called with s.mu held.
+func (s *Server) session(ctx context.Context) (*sdk.ClientSession, error) {
+	if s.closed {
+		return nil, ErrClosed
+	}
+	if s.cs != nil {
+		return s.cs, nil
+	}
+	var last error
+	for try := 1; try <= s.opts.MaxConnects; try++ {
+		if try > 1 {
+			select {
+			case <-ctx.Done():
+				return nil, &ConnectError{Server: s.name, Tries: try - 1, Err: errors.Join(last, ctx.Err())}
+			case <-time.After(time.Duration(try-1) * 100 * time.Millisecond):
+			}
+		}
+		client := sdk.NewClient(&sdk.Implementation{Name: "reprompt", Version: "v0"}, &sdk.ClientOptions{
+			ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { s.staleTools.Store(true) },
+			ResourceListChangedHandler: func(context.Context, *sdk.ResourceListChangedRequest) {
+				s.staleResources("")
+			},
+			ResourceUpdatedHandler: func(_ context.Context, req *sdk.ResourceUpdatedNotificationRequest) {
+				s.staleResources(req.Params.URI)
+			},
+		})
+		cctx, cancel := context.WithTimeout(ctx, s.opts.ConnectTimeout)
+		cs, err := client.Connect(cctx, s.t.connect(), nil)
+		cancel()
+		if err == nil {
+			s.cs = cs
+			s.tools = nil // list again: the server may have changed
+			go s.watch(cs)
+			return cs, nil
+		}
+		last = err
+	}
+	return nil, &ConnectError{Server: s.name, Tries: s.opts.MaxConnects, Err: last}
+}
+
+// watch forgets the session when its connection ends, so that the next use
+// connects again.
+func (s *Server) watch(cs *sdk.ClientSession) {
+	_ = cs.Wait()
+	s.mu.Lock()
+	if s.cs == cs {
+		s.cs = nil
+	}
+	s.mu.Unlock()
+}
+
+// drop forgets cs after a request on it failed in a way that means the
+// connection is gone.
+func (s *Server) drop(cs *sdk.ClientSession) {
+	s.mu.Lock()
+	if s.cs == cs {
+		s.cs = nil
+	}
+	s.mu.Unlock()
+	_ = cs.Close()
+}
+
+func (s *Server) staleResources(uri string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for u, r := range s.resources {
+		if uri == "" || u == uri {
+			r.stale = true
+			s.resources[u] = r
+		}
+	}
+}
+
+// ToolsOption chooses which tools of a server Tools declares, and how.
+type ToolsOption func(*toolsConfig)
+
+type toolsConfig struct {
+	only   map[string]bool
+	prefix string
+	idem   map[string]bool
+}
+
+// Only declares only the named tools (their names on the server).
+func Only(names ...string) ToolsOption {
+	return func(c *toolsConfig) {
+		if c.only == nil {
+			c.only = map[string]bool{}
+		}
+		for _, n := range names {
+			c.only[n] = true
+		}
+	}
+}
+
+// Prefix declares each tool under prefix+name, to tell apart the tools of
+// several servers.
+func Prefix(prefix string) ToolsOption { return func(c *toolsConfig) { c.prefix = prefix } }
+
+// Idempotent declares the named tools (their names on the server)
+// idempotent: a call left without a result by a crash is run again when the
+// session resumes (see prompt.Idempotent).
+func Idempotent(names ...string) ToolsOption {
+	return func(c *toolsConfig) {
+		if c.idem == nil {
+			c.idem = map[string]bool{}
+		}
+		for _, n := range names {
+			c.idem[n] = true
+		}
+	}
+}
+
+// invalidName matches the characters a tool name may not have in a request
+// (the OpenAI API accepts ^[a-zA-Z0-9_-]{1,64}$).
+var invalidName = regexp.MustCompile(`[^a-zA-Z0-9_-]`)
+
+// toolName is the name a tool of the server is declared under: prefixed,
+// with characters a model API refuses replaced by "_", cut to 64 bytes.
+func toolName(prefix, name string) string {
+	n := invalidName.ReplaceAllString(prefix+name, "_")
+	if len(n) > 64 {
+		n = n[:64]
+	}
+	return n
+}
+
+// Tools declares the server's tools as tools of p, in the order the server
+// lists them, and returns their handles by declared name. It connects to
+// the server at the first use, and lists the tools again after the server
+// said they changed. Call it from the prompt function at every execution,
+// as any declaration.
+//
+// It returns a *ConnectError when the server cannot be reached; the prompt
+// function should return it, which ends the run with that error.
+func (s *Server) Tools(p *prompt.Prompt, opts ...ToolsOption) (map[string]defs.Handle, error) {
+	var cfg toolsConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	tools, err := s.listTools()
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]defs.Handle, len(tools))
+	for _, t := range tools {
+		if cfg.only != nil && !cfg.only[t.Name] {
+			continue
+		}
+		schema, err := json.Marshal(t.InputSchema)
+		if err != nil {
+			return nil, fmt.Errorf("mcp: server %s: tool %q: input schema: %w", s.name, t.Name, err)
+		}
+		var topts []prompt.ToolOption
+		if cfg.idem[t.Name] {
+			topts = append(topts, prompt.Idempotent())
+		}
+		name, remote := toolName(cfg.prefix, t.Name), t.Name
+		out[name] = p.DefSchemaTool(name, t.Description, schema, func(ctx context.Context, args json.RawMessage) (string, error) {
+			return s.call(ctx, remote, args)
+		}, topts...)
+	}
+	return out, nil
+}
+
+func (s *Server) listTools() ([]*sdk.Tool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.tools != nil && !s.staleTools.Load() {
+		return s.tools, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.opts.ConnectTimeout*time.Duration(s.opts.MaxConnects+1))
+	defer cancel()
+	for try := 1; ; try++ {
+		cs, err := s.session(ctx)
+		if err != nil {
+			return nil, err
+		}
+		s.staleTools.Store(false)
+		tools, err := s.list(ctx, cs)
+		if err == nil {
+			s.tools = tools
+			return tools, nil
+		}
+		if s.cs == cs {
+			s.cs = nil
+		}
+		_ = cs.Close()
+		if try >= s.opts.MaxConnects {
+			return nil, &ConnectError{Server: s.name, Tries: try, Err: fmt.Errorf("listing tools: %w", err)}
+		}
+	}
+}
+
+// list lists the tools of the server on cs, every page.
+func (s *Server) list(ctx context.Context, cs *sdk.ClientSession) ([]*sdk.Tool, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.ConnectTimeout)
+	defer cancel()
+	tools := []*sdk.Tool{}
+	for t, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			return nil, err
+		}
+		tools = append(tools, t)
+	}
+	return tools, nil
+}
+
+// ToolError is an error the server reported for a tool call. The model
+// receives its text as an error result.
+type ToolError struct {
+	Server string
+	Tool   string
+	Text   string
+}
+
+func (e *ToolError) Error() string { return e.Text }
+
+// CallError is a tool call that got no answer: the call timed out, or the
+// connection was lost during it.
+type CallError struct {
+	Server string
+	Tool   string
+	Err    error
+}
+
+func (e *CallError) Error() string {
+	return fmt.Sprintf("MCP server %s did not answer the call of %q: %v", e.Server, e.Tool, e.Err)
+}
+
+func (e *CallError) Unwrap() error { return e.Err }
+
+func (s *Server) call(ctx context.Context, tool string, args json.RawMessage) (string, error) {
+	s.mu.Lock()
+	cs, err := s.session(ctx)
+	s.mu.Unlock()
+	if err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.opts.CallTimeout)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		switch {
+		case errors.Is(ctx.Err(), context.DeadlineExceeded):
+			err = fmt.Errorf("no answer within %s", s.opts.CallTimeout)
+		case errors.Is(err, sdk.ErrConnectionClosed):
+			s.drop(cs) // connect again at the next use
+			err = errors.New("the connection to the server was lost")
+		}
+		return "", &CallError{Server: s.name, Tool: tool, Err: err}
+	}
+	text := contentText(res.Content, res.StructuredContent)
+	if res.IsError {
+		return "", &ToolError{Server: s.name, Tool: tool, Text: text}
+	}
+	return text, nil
+}
+
+// contentText renders a tool result's content as the text the model reads:
+// text parts as they are, embedded text resources by their text, other
+// parts by a short description; with no content, the structured content as
+// JSON.
+func contentText(content []sdk.Content, structured any) string {
+	var parts []string
+	for _, c := range content {
+		switch c := c.(type) {
+		case *sdk.TextContent:
+			parts = append(parts, c.Text)
+		case *sdk.EmbeddedResource:
+			if c.Resource != nil && c.Resource.Text != "" {
+				parts = append(parts, c.Resource.Text)
+			} else if c.Resource != nil {
+				parts = append(parts, fmt.Sprintf("[resource %s, %s, %d bytes]", c.Resource.URI, c.Resource.MIMEType, len(c.Resource.Blob)))
+			}
+		case *sdk.ImageContent:
+			parts = append(parts, fmt.Sprintf("[image, %s, %d bytes]", c.MIMEType, len(c.Data)))
+		case *sdk.AudioContent:
+			parts = append(parts, fmt.Sprintf("[audio, %s, %d bytes]", c.MIMEType, len(c.Data)))
+		case *sdk.ResourceLink:
+			parts = append(parts, fmt.Sprintf("[resource link %s: %s]", c.Name, c.URI))
+		}
+	}
+	if len(parts) == 0 && structured != nil {
+		if b, err := json.Marshal(structured); err == nil {
+			return string(b)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// Resource declares the resource at uri as a variable named name: its text
+// as a string variable, or, for JSON content (MIME type application/json),
+// the decoded value as a structured one (see prompt.Prompt.Def and
+// DefData). The resource is read at the first use and read again after the
+// server says it changed.
+func (s *Server) Resource(p *prompt.Prompt, name, uri string) (defs.Handle, error) {
+	r, err := s.read(uri)
+	if err != nil {
+		return defs.Handle{}, err
+	}
+	if r.mime == "application/json" {
+		var v any
+		if err := json.Unmarshal([]byte(r.text), &v); err != nil {
+			return defs.Handle{}, fmt.Errorf("mcp: server %s: resource %s: not valid JSON: %w", s.name, uri, err)
+		}
+		return p.DefData(name, v), nil
+	}
+	return p.Def(name, r.text), nil
+}
+
+func (s *Server) read(uri string) (resource, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r, ok := s.resources[uri]; ok && !r.stale {
+		return r, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.opts.ConnectTimeout+s.opts.CallTimeout)
+	defer cancel()
+	cs, err := s.session(ctx)
+	if err != nil {
+		return resource{}, err
+	}
+	if caps := cs.InitializeResult().Capabilities; caps != nil && caps.Resources != nil && caps.Resources.Subscribe {
+		_ = cs.Subscribe(ctx, &sdk.SubscribeParams{URI: uri}) // best effort: without it, read once
+	}
+	res, err := cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: uri})
+	if err != nil {
+		return resource{}, fmt.Errorf("mcp: server %s: reading resource %s: %w", s.name, uri, err)
+	}
+	var r resource
+	var texts []string
+	for _, c := range res.Contents {
+		if r.mime == "" {
+			r.mime = c.MIMEType
+		}
+		if c.Text != "" {
+			texts = append(texts, c.Text)
+		} else if len(c.Blob) > 0 {
+			texts = append(texts, fmt.Sprintf("[%s, %d bytes]", c.MIMEType, len(c.Blob)))
+		}
+	}
+	r.text = strings.Join(texts, "\n")
+	s.resources[uri] = r
+	return r, nil
+}
