@@ -153,8 +153,9 @@
 // Record wraps a real model and records its replies; WriteFile saves them as
 // JSON, and Replay loads them as a scripted model that answers the same
 // requests the same way (text, reasoning, tool call ids, arguments byte for
-// byte, finish reasons, usage, errors). A run that misbehaved against a real
-// model becomes an offline test:
+// byte, finish reasons, usage, errors), each sub-agent from the replies it
+// got and each summary request from the recorded summaries. A run that
+// misbehaved against a real model becomes an offline test:
 //
 //	rec := snapshots.Record(provider)
 //	runtime.Run(ctx, rec, agent, cfg)
