@@ -125,14 +125,14 @@ func TestSubAgentWithoutScript(t *testing.T) {
 
 	// The parent's replies were its own: its second one ended the run.
 	assert.Equal(t, "I could not get it written.", res.Text)
-	assert.Zero(t, m.Remaining()-2, "the researcher's two replies are left, and only they")
+	assert.Equal(t, 2, m.Remaining(), "the researcher's two replies are left, and only they")
 	r := res.Steps[0].ToolResults[0]
 	assert.True(t, r.IsError)
 	assert.Contains(t, r.Content, `sub-agent "writer"`)
 	require.Len(t, res.Steps[0].Agents, 1)
 	assert.ErrorIs(t, res.Steps[0].Agents[0].Err, snapshots.ErrNoAgentScript)
 
-	assert.Contains(t, f.failed(), "no script for the agent", "the test must fail though the run did not")
+	assert.Contains(t, f.failed(), `scripted model: no agent script for request 2 (agent "writer", step 0): the model has scripts for "researcher" only; give this one its replies with Script(...).Agent("writer", ...)`, "the test must fail though the run did not")
 }
 
 // TestForgottenSubAgentReply is the bug report's case: the researcher's

@@ -173,7 +173,7 @@ var (
 	ErrNoSummary = errors.New("no summary left")
 	// ErrNoAgentScript: a sub-agent asked, and the model has agent scripts
 	// but none for it.
-	ErrNoAgentScript = errors.New("no script for the agent")
+	ErrNoAgentScript = errors.New("no agent script")
 	// ErrBadSummary: the reply to a summary request has tool calls.
 	ErrBadSummary = errors.New("a summary reply cannot call tools")
 )
