@@ -44,7 +44,8 @@ type ToolCallDelta struct {
 	Arguments string
 }
 
-// Request is what the runtime sends to a model at one step.
+// Request is what the runtime sends to a model: the request of one step,
+// or a summary an effect asked for (see Purpose).
 //
 // Messages shares memory with the run's transcript: it must be treated as
 // read-only, by the model and by whoever keeps the request.

@@ -15,7 +15,8 @@ type AgentRun struct {
 	Name   string
 	// Steps are the records of the sub-agent's steps, as its own run
 	// returned them (its own sub-agents and summaries included). When the
-	// sub-agent failed, they are the steps it completed.
+	// sub-agent failed, the last one is the failing step's, as far as it
+	// went.
 	Steps []*Step
 	// Err is the error the sub-agent's run ended with; nil if it
 	// completed. The parent's model receives it as an error result.
