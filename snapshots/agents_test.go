@@ -169,6 +169,21 @@ func TestSingleScriptKeepsWorking(t *testing.T) {
 	assert.Equal(t, "call_2", res.Steps[0].Agents[0].Steps[0].Reply.Message.ToolCalls[0].ID, "ids count across the one script")
 }
 
+// TestSingleScriptExhaustedNamesSubAgents: the bug report's case with one
+// script: the forgotten sub-agent reply makes the parent run out, and the
+// error says which sub-agents took replies from the script.
+func TestSingleScriptExhaustedNamesSubAgents(t *testing.T) {
+	m := snapshots.Script(
+		snapshots.CallTool("researcher", prompt.AgentArgs{Task: "find the answer"}),
+		snapshots.CallTool("note", noteArgs{Text: "it is 42"}),
+		// forgotten: the researcher's answer
+		snapshots.Text("The answer is 42."),
+	)
+	_, err := runtime.Run(context.Background(), m, delegating, runtime.Config{})
+	require.ErrorIs(t, err, snapshots.ErrScriptExhausted)
+	assert.ErrorContains(t, err, `no reply left for request 4 (the run's prompt, step 1): the script has 3 replies, and sub-agents took some of them ("researcher" 2): give each sub-agent its own with Agent(name, ...)`)
+}
+
 // TestAgentScriptsRunInParallel: two sub-agents called at once each answer
 // from their own script, whatever order their requests arrive in.
 func TestAgentScriptsRunInParallel(t *testing.T) {

@@ -98,6 +98,7 @@ type Model struct {
 	calls    int
 	requests []*runtime.Request
 	errs     []error
+	shared   map[string]int // replies sub-agents took from the one script
 }
 
 // script is the replies of one agent, and its summaries.
@@ -266,7 +267,21 @@ func (m *Model) next(req *runtime.Request) (Reply, *ScriptError) {
 	switch req.Purpose {
 	case runtime.PurposeStep:
 		if s.next >= len(s.replies) {
-			return Reply{}, &ScriptError{Err: ErrScriptExhausted, Hint: fmt.Sprintf("%s has %d replies", whose, len(s.replies))}
+			hint := fmt.Sprintf("%s has %d replies", whose, len(s.replies))
+			if len(m.shared) > 0 {
+				var took []string
+				for _, name := range slices.Sorted(maps.Keys(m.shared)) {
+					took = append(took, fmt.Sprintf("%q %d", name, m.shared[name]))
+				}
+				hint += fmt.Sprintf(", and sub-agents took some of them (%s): give each sub-agent its own with Agent(name, ...)", strings.Join(took, ", "))
+			}
+			return Reply{}, &ScriptError{Err: ErrScriptExhausted, Hint: hint}
+		}
+		if m.agents == nil && req.Agent != "" {
+			if m.shared == nil {
+				m.shared = map[string]int{}
+			}
+			m.shared[req.Agent]++
 		}
 		s.next++
 		return s.replies[s.next-1], nil
