@@ -132,10 +132,10 @@ func Script(replies ...Reply) *Model {
 
 // Agent gives the sub-agent name (as declared with DefAgent) its own
 // replies, summaries included, and returns m. Calling it again for the same
-// name appends. The sub-agent's tool calls get the ids NAME_call_1,
-// NAME_call_2, … (unless a Call sets its ID). From then on the model answers each request from the
+// name appends. From then on the model answers each request from the
 // script of its agent (see Model); the replies given to Script and Append
-// are the run's own prompt's. Instances of one sub-agent running at once
+// are the run's own prompt's. The sub-agent's tool calls get the ids
+// NAME_call_1, NAME_call_2, … (unless a Call sets its ID). Instances of one sub-agent running at once
 // (parallel tool calls) draw from its script in the order their requests
 // arrive: answer them with Reply.Func to depend on the request, not on
 // timing. Agent panics if name is empty.
