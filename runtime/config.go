@@ -39,8 +39,9 @@ type Config struct {
 	// Summarizer, if set, answers the completions effects ask for through
 	// effects.Step.Model (compaction's summaries) instead of the run's
 	// model, for sub-agents too. Its requests have Purpose PurposeSummary;
-	// each is recorded in Step.Summaries. Its usage counts in the run's
-	// usage and cost (at Pricing). Nil means the run's model.
+	// each is recorded in Step.Summaries, and none is streamed to OnDelta.
+	// Its usage counts in the run's usage and cost (at Pricing). Nil means
+	// the run's model.
 	Summarizer Model
 
 	// Window is the model's context window in tokens and Reserve the part

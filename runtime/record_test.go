@@ -156,3 +156,20 @@ func TestSummarizer(t *testing.T) {
 	msgs := m.Requests()[0].Messages
 	assert.Equal(t, "the summary", msgs[len(msgs)-1].Content)
 }
+
+// TestSummaryIsNotStreamedAsTheReply: Config.OnDelta receives the step's
+// reply as it streams, never the text of a summary request.
+func TestSummaryIsNotStreamedAsTheReply(t *testing.T) {
+	fn := func(p *prompt.Prompt) error {
+		p.Effect(effects.Once, func(ctx context.Context, s *effects.Step) error {
+			_, err := s.Model.Complete(ctx, "sys", "summarise")
+			return err
+		})
+		p.User("go")
+		return nil
+	}
+	m := snapshots.Script(snapshots.Text("the reply"), snapshots.Summary("the summary"))
+	var streamed string
+	run(t, m, fn, runtime.Config{OnDelta: func(d runtime.Delta) { streamed += d.Content }})
+	assert.Equal(t, "the reply", streamed)
+}

@@ -588,7 +588,7 @@ func (r *Runner) callOnce(ctx context.Context, m Model, req *Request) (*Reply, e
 	}
 	var reply *Reply
 	var err error
-	if sm, ok := m.(StreamingModel); ok && r.cfg.OnDelta != nil {
+	if sm, ok := m.(StreamingModel); ok && r.cfg.OnDelta != nil && req.Purpose == PurposeStep {
 		reply, err = sm.Stream(ctx, req, r.cfg.OnDelta)
 	} else {
 		reply, err = m.Generate(ctx, req)
