@@ -161,7 +161,10 @@ func TestSummarizer(t *testing.T) {
 // reply as it streams, never the text of a summary request.
 func TestSummaryIsNotStreamedAsTheReply(t *testing.T) {
 	fn := func(p *prompt.Prompt) error {
-		p.Effect(effects.Once, func(ctx context.Context, s *effects.Step) error {
+		p.Effect(effects.Deps{}, func(ctx context.Context, s *effects.Step) error { // every step
+			if s.Number > 0 {
+				return nil
+			}
 			_, err := s.Model.Complete(ctx, "sys", "summarise")
 			return err
 		})
