@@ -36,6 +36,13 @@ type Config struct {
 	OnDelta func(Delta)
 	// AgentMaxSteps is the step limit of sub-agents. Zero means MaxSteps.
 	AgentMaxSteps int
+	// Summarizer, if set, answers the completions effects ask for through
+	// effects.Step.Model (compaction's summaries) instead of the run's
+	// model, for sub-agents too. Its requests have Purpose PurposeSummary;
+	// each is recorded in Step.Summaries, and none is streamed to OnDelta.
+	// Its usage counts in the run's usage and cost (at Pricing). Nil means
+	// the run's model.
+	Summarizer Model
 
 	// Window is the model's context window in tokens and Reserve the part
 	// kept for its output; effects see them in Step.Budget. Zero means

@@ -44,7 +44,8 @@ type ToolCallDelta struct {
 	Arguments string
 }
 
-// Request is what the runtime sends to a model at one step.
+// Request is what the runtime sends to a model: the request of one step,
+// or a summary an effect asked for (see Purpose).
 //
 // Messages shares memory with the run's transcript: it must be treated as
 // read-only, by the model and by whoever keeps the request.
@@ -55,7 +56,33 @@ type Request struct {
 	Messages []defs.Message
 	// Tools are the tools the model may call, in declaration order.
 	Tools []ToolSpec
+	// Agent is the name of the sub-agent the request is for, as declared
+	// with DefAgent (a sub-agent of a sub-agent gives its own name); "" for
+	// the run's own prompt. A scripted model uses it to answer each agent
+	// from its own replies.
+	Agent string
+	// Step is the number of the step the request belongs to, counted in
+	// the run of Agent.
+	Step int
+	// Purpose says what the request is for: PurposeStep (the zero value)
+	// for a step of the loop, PurposeSummary for a completion an effect
+	// asked for through effects.Step.Model (compaction's summaries), which
+	// goes to Config.Summarizer and has no tools.
+	Purpose Purpose
 }
+
+// Purpose is what a Request is for.
+type Purpose string
+
+// Purposes of a request.
+const (
+	// PurposeStep is a request of the step loop; its reply joins the
+	// transcript.
+	PurposeStep Purpose = ""
+	// PurposeSummary is a completion outside the transcript that an effect
+	// asked for through effects.Step.Model: compaction's summaries.
+	PurposeSummary Purpose = "summary"
+)
 
 // ToolSpec is a tool as the model sees it.
 type ToolSpec struct {

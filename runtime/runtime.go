@@ -53,10 +53,16 @@ type Step struct {
 	Reply   *Reply
 	// ToolResults are the results of the reply's tool calls, in call order.
 	ToolResults []defs.ToolResult
+	// Agents are the sub-agents the reply's tool calls ran, in call order,
+	// each with the records of its steps.
+	Agents []*AgentRun
 	// State is a shallow copy of the state after the step.
 	State map[string]any
 	// Effects are the effects that ran, both phases, and why.
 	Effects []effects.Ran
+	// Summaries are the completions the effects asked for at this step
+	// through effects.Step.Model (compaction's summaries), in order.
+	Summaries []*Summary
 	// Disabled and Reminded are the definitions disabled and reminded for
 	// this step's request.
 	Disabled []defs.Ref
@@ -149,6 +155,11 @@ type Runner struct {
 	callIDs    map[string]struct{} // tool call ids used so far (see uniqueCallIDs)
 	saveMu     sync.Mutex
 	usageMu    sync.Mutex // guards usage and stats
+	// Records for the step under way (see record.go).
+	agent     string // the sub-agent this runner runs; "" for a top run
+	recMu     sync.Mutex
+	agentRuns []*AgentRun
+	summaries []*Summary
 }
 
 // New returns a runner for fn against model.
@@ -253,6 +264,7 @@ func (r *Runner) step1(ctx context.Context) (s *Step, err error) {
 			s, err = nil, &PanicError{Step: n, Site: callsite.Panic().String(), Value: v}
 		}
 	}()
+	defer func() { r.attachSummaries(s) }()
 	if r.pending != nil {
 		return r.resumePending(ctx)
 	}
@@ -366,6 +378,7 @@ func (r *Runner) complete(ctx context.Context, rec *Step, offered []ToolSpec, gi
 	if len(calls) > 0 {
 		var err error
 		rec.ToolResults, err = r.runCalls(ctx, reply.Message, offered, given)
+		rec.Agents = r.takeAgentRuns(calls)
 		if err != nil {
 			return rec, err
 		}
@@ -585,16 +598,20 @@ func (r *Runner) render(n int, mods *effects.Mods) (req *Request, verbatim int, 
 	if refs := reg.Reminded(); len(refs) > 0 {
 		msgs = append(msgs, reminderMessage(refs)) // msgs is clipped: this copies
 	}
-	return &Request{System: sys, Messages: msgs, Tools: renderTools(reg, mods)}, verbatim, nil
+	return &Request{System: sys, Messages: msgs, Tools: renderTools(reg, mods), Agent: r.agent, Step: n}, verbatim, nil
 }
 
 func (r *Runner) call(ctx context.Context, req *Request) (*Reply, error) {
+	return r.callModel(ctx, r.model, req)
+}
+
+func (r *Runner) callModel(ctx context.Context, m Model, req *Request) (*Reply, error) {
 	backoff := r.cfg.RetryBackoff
 	if backoff <= 0 {
 		backoff = time.Second
 	}
 	for attempt := 0; ; attempt++ {
-		reply, err := r.callOnce(ctx, req)
+		reply, err := r.callOnce(ctx, m, req)
 		if err == nil || attempt >= r.cfg.Retries || !IsRetryable(err) {
 			return reply, err
 		}
@@ -608,7 +625,7 @@ func (r *Runner) call(ctx context.Context, req *Request) (*Reply, error) {
 	}
 }
 
-func (r *Runner) callOnce(ctx context.Context, req *Request) (*Reply, error) {
+func (r *Runner) callOnce(ctx context.Context, m Model, req *Request) (*Reply, error) {
 	if r.cfg.ModelTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, r.cfg.ModelTimeout)
@@ -616,10 +633,10 @@ func (r *Runner) callOnce(ctx context.Context, req *Request) (*Reply, error) {
 	}
 	var reply *Reply
 	var err error
-	if sm, ok := r.model.(StreamingModel); ok && r.cfg.OnDelta != nil {
+	if sm, ok := m.(StreamingModel); ok && r.cfg.OnDelta != nil && req.Purpose == PurposeStep {
 		reply, err = sm.Stream(ctx, req, r.cfg.OnDelta)
 	} else {
-		reply, err = r.model.Generate(ctx, req)
+		reply, err = m.Generate(ctx, req)
 	}
 	if err == nil && reply == nil {
 		err = errors.New("model returned no reply and no error")
@@ -627,13 +644,19 @@ func (r *Runner) callOnce(ctx context.Context, req *Request) (*Reply, error) {
 	return reply, err
 }
 
-// completer lets effects ask the run's model for a completion outside the
-// transcript (summaries). Its usage counts in the run's stats.
+// completer lets effects ask Config.Summarizer (or the run's model) for a
+// completion outside the transcript (summaries). Its usage counts in the
+// run's stats; each request is recorded in the step's Summaries.
 type completer struct{ r *Runner }
 
 func (c completer) Complete(ctx context.Context, system, user string) (string, error) {
-	req := &Request{System: system, Messages: []defs.Message{defs.UserMessage(user)}}
-	reply, err := c.r.call(ctx, req)
+	req := &Request{System: system, Messages: []defs.Message{defs.UserMessage(user)}, Agent: c.r.agent, Step: c.r.step, Purpose: PurposeSummary}
+	m := c.r.cfg.Summarizer
+	if m == nil {
+		m = c.r.model
+	}
+	reply, err := c.r.callModel(ctx, m, req)
+	c.r.recordSummary(req, reply, err)
 	if err != nil {
 		return "", err
 	}

@@ -222,7 +222,9 @@ func safeCall(ctx context.Context, t *defs.Tool, args []byte, tx *state.Tx) (out
 }
 
 // RunAgent runs a sub-agent to completion with the same model and
-// configuration, and returns its final answer. It implements
+// configuration, and returns its final answer. Its requests carry its name
+// (Request.Agent), and the records of its steps join the parent's step
+// (Step.Agents) under the tool call that ran it. It implements
 // prompt.AgentRunner.
 func (r *Runner) RunAgent(ctx context.Context, name string, fn prompt.Func, task string) (string, error) {
 	cfg := r.cfg
@@ -235,10 +237,12 @@ func (r *Runner) RunAgent(ctx context.Context, name string, fn prompt.Func, task
 		cfg.MaxSteps = cfg.AgentMaxSteps
 	}
 	sub := New(r.model, fn, cfg)
+	sub.agent = name
 	sub.p = prompt.New(task)
 	sub.transcript = []defs.Message{defs.UserMessage(task)}
 	sub.p.MarkMessagesSeen([]string{prompt.MessageID(defs.RoleUser, task)})
 	res, err := sub.Run(ctx)
+	r.recordAgent(prompt.CallID(ctx), name, res.Steps, err)
 	// The sub-agent's model calls count in the parent's usage, cost and
 	// limits, whether it succeeded or not.
 	sub.usageMu.Lock()

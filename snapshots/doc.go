@@ -56,12 +56,20 @@
 // an "end" section. A step's sections, in the order things happen:
 //
 //	step N/effects   the effects that ran, both phases: id, phase, file, why
+//	step N/summary I the I-th summary an effect asked for (compaction): the
+//	                 request's system prompt and user text, then the summary
+//	                 or the error
 //	step N/disabled  definitions disabled for this step's request (kind:name)
 //	step N/reminded  definitions reminded in this step's request
 //	step N/system    the rendered system prompt, verbatim
 //	step N/tools     the active tools: "name: description" and the JSON Schema
 //	step N/messages  the request's messages: "[i] role [call id] [name]" and fields
 //	step N/reply     the finish reason and the reply's reasoning, text, calls
+//	step N/agent NAME CALL/…
+//	                 the steps of the sub-agent NAME that the tool call CALL
+//	                 ran, each with the sections above, then an end section
+//	                 with its step count and error; its "(as in step N)"
+//	                 refer to its own steps
 //	step N/results   the tool results: "call id, name, arguments" and content
 //	step N/state     the state after the step, one key a line, sorted, as JSON
 //
@@ -109,13 +117,45 @@
 // a source line (a failing effect, a panic) may need a Redact. Format returns this text for steps run by other
 // means.
 //
+// # Sub-agents and summaries
+//
+// A script can give each sub-agent its own replies, by the name it was
+// declared with; the replies given to Script are then the run's own
+// prompt's only:
+//
+//	model := snapshots.Script(
+//		snapshots.CallTool("researcher", prompt.AgentArgs{Task: "find X"}),
+//		snapshots.Text("X is 42."),
+//	).Agent("researcher",
+//		snapshots.CallTool("search", searchArgs{Query: "X"}),
+//		snapshots.Text("42"),
+//	)
+//
+// The runtime tells the model which agent a request is for
+// (runtime.Request.Agent). With agent scripts, a sub-agent without one, or
+// one whose script ran out, gets a *ScriptError naming it and its step, and
+// never a reply meant for another agent. Without any, all agents draw from
+// the one list in the order their requests arrive, which suits runs without
+// sub-agents.
+//
+// The summaries compaction asks for (runtime.Request.Purpose is
+// runtime.PurposeSummary) are answered from a list of their own: replies
+// made with Summary, wherever they stand in the script. A summary request
+// with none left gets a *ScriptError too. Compaction then falls back on a
+// summary made by rule, and a failed sub-agent is an error result for its
+// parent, so the run may go on: Run fails the test with every script error
+// all the same, and Model.Err returns them for tests that call runtime.Run
+// themselves. runtime.Config.Summarizer can name another model for
+// summaries, a second scripted model for instance.
+//
 // # Record and replay
 //
 // Record wraps a real model and records its replies; WriteFile saves them as
 // JSON, and Replay loads them as a scripted model that answers the same
 // requests the same way (text, reasoning, tool call ids, arguments byte for
-// byte, finish reasons, usage, errors). A run that misbehaved against a real
-// model becomes an offline test:
+// byte, finish reasons, usage, errors), each sub-agent from the replies it
+// got and each summary request from the recorded summaries. A run that
+// misbehaved against a real model becomes an offline test:
 //
 //	rec := snapshots.Record(provider)
 //	runtime.Run(ctx, rec, agent, cfg)

@@ -120,6 +120,11 @@ func ExpectError() Option {
 // golden files are never written on CI. A missing file fails the test
 // unless UpdateEnv is set. See the package documentation.
 //
+// When model is a *Model, every request its script could not answer (see
+// Model.Err) fails the test too, though the run may have gone on without
+// the answer (compaction falls back on a summary made by rule; a failed
+// sub-agent is an error result for its parent).
+//
 // The run uses t.Context(). Run returns the run's result, so that the test
 // can assert more on it; it is nil only when the run could not start.
 func Run(t testing.TB, fn prompt.Func, model runtime.Model, opts ...Option) *runtime.Result {
@@ -131,6 +136,16 @@ func Run(t testing.TB, fn prompt.Func, model runtime.Model, opts ...Option) *run
 		t.Errorf("snapshots: the run failed: %v", err)
 	case err == nil && o.expectErr:
 		t.Errorf("snapshots: the run succeeded, but ExpectError was given")
+	}
+	if sm, ok := model.(*Model); ok {
+		// Script errors the run did not end with (a summary compaction
+		// replaced by one made by rule, a sub-agent's failure given to its
+		// parent as an error result) fail the test too.
+		for _, e := range sm.scriptErrors() {
+			if !errors.Is(err, e) {
+				t.Errorf("snapshots: %v", e)
+			}
+		}
 	}
 	var steps []*runtime.Step
 	if res != nil {
@@ -205,6 +220,7 @@ type formatter struct {
 	b       strings.Builder
 	schemas map[string]shown    // last schema shown per tool name
 	red     func(string) string // applies the redactions
+	prefix  string              // of section names: "" or a sub-agent's "step N/agent NAME ID/"
 }
 
 func (f *formatter) section(name string) { fmt.Fprintf(&f.b, "-- %s --\n", name) }
@@ -241,7 +257,7 @@ func isMarker(line string) bool {
 }
 
 func (f *formatter) step(s, prev *runtime.Step) {
-	name := fmt.Sprintf("step %d", s.Number)
+	name := f.prefix + fmt.Sprintf("step %d", s.Number)
 	if len(s.Effects) > 0 || s.Committed {
 		f.section(name + "/effects")
 		for _, e := range s.Effects {
@@ -260,6 +276,9 @@ func (f *formatter) step(s, prev *runtime.Step) {
 		for _, r := range rs {
 			f.b.WriteString(r.String() + "\n")
 		}
+	}
+	for i, sum := range s.Summaries {
+		f.summary(fmt.Sprintf("%s/summary %d", name, i), sum)
 	}
 	refs("disabled", s.Disabled)
 	refs("reminded", s.Reminded)
@@ -294,6 +313,9 @@ func (f *formatter) step(s, prev *runtime.Step) {
 		}
 		f.message("", r.Message)
 	}
+	for _, a := range s.Agents {
+		f.agent(name, a)
+	}
 	if len(s.ToolResults) > 0 {
 		f.section(name + "/results")
 		for _, r := range s.ToolResults {
@@ -314,6 +336,47 @@ func (f *formatter) step(s, prev *runtime.Step) {
 			f.field("", k, jsonValue(s.State[k]))
 		}
 	}
+}
+
+// summary writes a summary request and its answer as one section.
+func (f *formatter) summary(section string, sum *runtime.Summary) {
+	f.section(section)
+	if req := sum.Request; req != nil {
+		if req.System != "" {
+			f.field("", "system", req.System)
+		}
+		for _, m := range req.Messages {
+			f.field("", string(m.Role), m.Content)
+		}
+	}
+	if sum.Err != nil {
+		f.field("", "error", goLine.ReplaceAllString(sum.Err.Error(), "$1"))
+	}
+	if r := sum.Reply; r != nil {
+		f.field("", "summary", r.Message.Content)
+	}
+}
+
+// agent writes the steps of a sub-agent that a tool call of the step
+// named parent ran, as sections named "parent/agent NAME CALLID/step N/…",
+// then an end section with its step count and error. References to earlier
+// steps ("as in step N") stay within the sub-agent's steps.
+func (f *formatter) agent(parent string, a *runtime.AgentRun) {
+	sub := &formatter{schemas: map[string]shown{}, red: f.red, prefix: fmt.Sprintf("%s/agent %s %s/", parent, a.Name, a.CallID)}
+	var prev *runtime.Step
+	for _, s := range a.Steps {
+		if s == nil {
+			continue
+		}
+		sub.step(s, prev)
+		prev = s
+	}
+	sub.section(sub.prefix + "end")
+	fmt.Fprintf(&sub.b, "steps: %d\n", len(a.Steps))
+	if a.Err != nil {
+		sub.field("", "error", goLine.ReplaceAllString(a.Err.Error(), "$1"))
+	}
+	f.b.WriteString(sub.b.String())
 }
 
 func (f *formatter) tool(step int, t runtime.ToolSpec) {

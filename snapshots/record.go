@@ -20,10 +20,15 @@ const scriptVersion = 1
 // real model can be replayed offline: write the recording with WriteFile,
 // load it with Replay, and the scripted model answers as the real one did.
 //
+// Each reply is recorded with the agent it answered (Request.Agent) and
+// whether it was a summary (runtime.PurposeSummary), so that the replay
+// gives every sub-agent its own script and answers summaries from their own
+// list.
+//
 // A Recorder is safe for concurrent use if the model it wraps is. Replies
-// are recorded in the order they arrive; when sub-agents call the model
-// concurrently that order, and so the replay, is only as deterministic as the
-// run.
+// are recorded in the order they arrive; when several instances of one
+// sub-agent call the model concurrently that order, and so the replay, is
+// only as deterministic as the run.
 type Recorder struct {
 	model   runtime.Model
 	mu      sync.Mutex
@@ -32,6 +37,10 @@ type Recorder struct {
 
 // recorded is one reply in the JSON file.
 type recorded struct {
+	// Agent is the sub-agent the reply answered; "" for the run's prompt.
+	Agent string `json:"agent,omitempty"`
+	// Summary marks the answer to a summary request.
+	Summary   bool                 `json:"summary,omitempty"`
 	Text      string               `json:"text,omitempty"`
 	Reasoning string               `json:"reasoning,omitempty"`
 	Calls     []recordedCall       `json:"calls,omitempty"`
@@ -69,7 +78,7 @@ func Record(model runtime.Model) *Recorder { return &Recorder{model: model} }
 // Generate passes req to the wrapped model and records its reply or error.
 func (r *Recorder) Generate(ctx context.Context, req *runtime.Request) (*runtime.Reply, error) {
 	reply, err := r.model.Generate(ctx, req)
-	r.record(reply, err)
+	r.record(req, reply, err)
 	return reply, err
 }
 
@@ -81,7 +90,7 @@ func (r *Recorder) Stream(ctx context.Context, req *runtime.Request, onDelta fun
 	sm, ok := r.model.(runtime.StreamingModel)
 	if ok {
 		reply, err := sm.Stream(ctx, req, onDelta)
-		r.record(reply, err)
+		r.record(req, reply, err)
 		return reply, err
 	}
 	reply, err := r.Generate(ctx, req)
@@ -97,7 +106,7 @@ func (r *Recorder) Stream(ctx context.Context, req *runtime.Request, onDelta fun
 	return reply, nil
 }
 
-func (r *Recorder) record(reply *runtime.Reply, err error) {
+func (r *Recorder) record(req *runtime.Request, reply *runtime.Reply, err error) {
 	var rec recorded
 	switch {
 	case err != nil:
@@ -124,14 +133,18 @@ func (r *Recorder) record(reply *runtime.Reply, err error) {
 			rec.Calls = append(rec.Calls, recordedCall{ID: c.ID, Name: c.Name, Arguments: string(c.Arguments)})
 		}
 	}
+	rec.Agent, rec.Summary = req.Agent, req.Purpose == runtime.PurposeSummary
 	r.mu.Lock()
 	r.replies = append(r.replies, rec)
 	r.mu.Unlock()
 }
 
 // Replies returns the recorded replies as a script, in the order they were
-// recorded; Script(r.Replies()...) answers like the wrapped model did. The
-// caller owns the slice.
+// recorded, the answers to summary requests marked Summary;
+// Script(r.Replies()...) answers like the wrapped model did when the run had
+// no sub-agents. The replies of sub-agents are in the list too, in the
+// order they arrived: Model gives each sub-agent its own script instead.
+// The caller owns the slice.
 func (r *Recorder) Replies() []Reply {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -140,6 +153,15 @@ func (r *Recorder) Replies() []Reply {
 		out[i] = rec.reply()
 	}
 	return out
+}
+
+// Model returns a scripted model that answers like the wrapped model did,
+// as Replay does with the file WriteFile writes: each sub-agent from its
+// own recorded replies, summaries from their own list.
+func (r *Recorder) Model() *Model {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return scriptOf(r.replies)
 }
 
 // WriteFile writes the recorded replies to path as indented JSON, replacing
@@ -164,6 +186,10 @@ func (r *Recorder) WriteFile(path string) error {
 // reasoning, tool call ids and arguments (byte for byte), finish reasons and
 // usage. A recorded *runtime.ModelError is returned again as one, with its
 // status and flags; any other recorded error as an error with its text.
+// When the recording holds replies of sub-agents, each sub-agent is
+// answered from its own (see Model.Agent); recorded summaries answer
+// summary requests. Recordings made before replies carried their agent
+// and purpose replay as one list.
 func Replay(path string) (*Model, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -178,21 +204,33 @@ func Replay(path string) (*Model, error) {
 	if f.Version != scriptVersion {
 		return nil, fmt.Errorf("snapshots: %s: recording version %d, want %d", path, f.Version, scriptVersion)
 	}
-	replies := make([]Reply, len(f.Replies))
-	for i, rec := range f.Replies {
-		replies[i] = rec.reply()
+	return scriptOf(f.Replies), nil
+}
+
+// scriptOf returns a scripted model answering with recs: with agent
+// scripts when some reply answered a sub-agent.
+func scriptOf(recs []recorded) *Model {
+	m := Script()
+	for _, rec := range recs {
+		if rec.Agent == "" {
+			m.Append(rec.reply())
+		} else {
+			m.Agent(rec.Agent, rec.reply())
+		}
 	}
-	return Script(replies...), nil
+	return m
 }
 
 func (rec recorded) reply() Reply {
 	if e := rec.Error; e != nil {
+		r := Fail(errors.New(e.Message))
 		if e.ModelError {
-			return Fail(&runtime.ModelError{StatusCode: e.StatusCode, Retryable: e.Retryable, ContextTooLong: e.ContextTooLong, Message: e.Message})
+			r = Fail(&runtime.ModelError{StatusCode: e.StatusCode, Retryable: e.Retryable, ContextTooLong: e.ContextTooLong, Message: e.Message})
 		}
-		return Fail(errors.New(e.Message))
+		r.Summary = rec.Summary
+		return r
 	}
-	r := Reply{Text: rec.Text, Reasoning: rec.Reasoning, Finish: rec.Finish}
+	r := Reply{Text: rec.Text, Reasoning: rec.Reasoning, Finish: rec.Finish, Summary: rec.Summary}
 	if r.Finish == "" {
 		r.Finish = NoFinish // the model reported none: replay none
 	}

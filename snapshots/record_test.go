@@ -8,7 +8,12 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
+	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/effects"
+	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/snapshots"
 )
@@ -147,4 +152,78 @@ func TestRecordStream(t *testing.T) {
 	if len(replies) != 1 || replies[0].Text != "hello there" {
 		t.Errorf("recorded %+v, want one reply with text %q", replies, "hello there")
 	}
+}
+
+// delegatingAndSummarising delegates to the researcher and asks for a
+// summary at step 1.
+func delegatingAndSummarising(p *prompt.Prompt) error {
+	if err := delegating(p); err != nil {
+		return err
+	}
+	p.Effect(effects.Deps{}, func(ctx context.Context, s *effects.Step) error { // every step
+		if s.Number == 1 {
+			text, err := s.Model.Complete(ctx, "Summarise.", "so far")
+			if err != nil {
+				return err
+			}
+			s.AppendMessages(defs.UserMessage("summary: " + text))
+		}
+		return nil
+	})
+	return nil
+}
+
+// TestRecordReplayAgentsAndSummaries: a recording keeps which agent each
+// reply answered and which replies were summaries, and the replay answers
+// each agent from its own replies and summaries from theirs.
+func TestRecordReplayAgentsAndSummaries(t *testing.T) {
+	ctx := context.Background()
+	real := snapshots.Script(
+		snapshots.CallTool("researcher", prompt.AgentArgs{Task: "find the answer"}),
+		snapshots.Summary("The researcher found 42."),
+		snapshots.Text("The answer is 42."),
+	).Agent("researcher", researcherScript()...)
+	rec := snapshots.Record(real)
+	want, err := runtime.Run(ctx, rec, delegatingAndSummarising, runtime.Config{})
+	require.NoError(t, err)
+	require.NoError(t, real.Err())
+	path := filepath.Join(t.TempDir(), "recording.json")
+	require.NoError(t, rec.WriteFile(path))
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Contains(t, string(data), `"agent": "researcher"`)
+	assert.Contains(t, string(data), `"summary": true`)
+
+	replay, err := snapshots.Replay(path)
+	require.NoError(t, err)
+	for name, m := range map[string]*snapshots.Model{"Replay": replay, "Recorder.Model": rec.Model()} {
+		got, err := runtime.Run(ctx, m, delegatingAndSummarising, runtime.Config{})
+		require.NoError(t, err, name)
+		require.NoError(t, m.Err(), name)
+		assert.Zero(t, m.Remaining(), name)
+		if diff := cmp.Diff(string(snapshots.Format(want.Steps, nil)), string(snapshots.Format(got.Steps, nil))); diff != "" {
+			t.Errorf("%s: replayed run differs from the recorded one (-recorded +replayed):\n%s", name, diff)
+		}
+	}
+	require.Len(t, want.Steps[1].Summaries, 1)
+	require.Len(t, want.Steps[0].Agents, 1)
+}
+
+// TestReplayAgentsStrict: a replay with agent replies is strict about
+// agents: a sub-agent the recording has no replies for fails, naming it.
+func TestReplayAgentsStrict(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "recording.json")
+	require.NoError(t, os.WriteFile(path, []byte(`{"version": 1, "replies": [
+		{"calls": [{"id": "c1", "name": "writer", "arguments": "{\"task\":\"w\"}"}]},
+		{"agent": "researcher", "text": "unused"},
+		{"text": "done"}
+	]}`), 0o644))
+	m, err := snapshots.Replay(path)
+	require.NoError(t, err)
+	_, err = runtime.Run(context.Background(), m, delegating, runtime.Config{})
+	require.NoError(t, err)
+	var se *snapshots.ScriptError
+	require.ErrorAs(t, m.Err(), &se)
+	assert.ErrorIs(t, se, snapshots.ErrNoAgentScript)
+	assert.Equal(t, "writer", se.Agent)
 }

@@ -3,7 +3,10 @@ package snapshots
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,8 +33,13 @@ type Reply struct {
 	// Err, if set, is returned instead of a reply.
 	Err error
 	// Func, if set, computes the reply from the request; the other fields
-	// are ignored.
+	// but Summary are ignored.
 	Func func(req *runtime.Request) Reply
+	// Summary marks a reply to a summary request (runtime.PurposeSummary):
+	// it goes to the script's list of summaries, which only summary
+	// requests use (see Model). Only Text, Usage, Err and Func apply; tool
+	// calls make the request fail with ErrBadSummary.
+	Summary bool
 }
 
 // Call is a scripted tool call.
@@ -62,33 +70,234 @@ func CallTools(calls ...Call) Reply { return Reply{Calls: calls} }
 // Fail returns a reply that makes the model call fail with err.
 func Fail(err error) Reply { return Reply{Err: err} }
 
+// Summary returns a reply to a summary request (Request.Purpose is
+// runtime.PurposeSummary, as compaction sends): text is the summary.
+func Summary(text string) Reply { return Reply{Text: text, Summary: true} }
+
 // Model is a scripted runtime.Model: it answers each request with the next
 // reply of its script, gives tool calls deterministic ids (call_1, call_2,
 // … across the script), and records every request it receives. It is safe
-// for concurrent use; sub-agents share its script.
+// for concurrent use.
+//
+// Replies made with Summary (or with Reply.Summary set) form a list of
+// their own: summary requests (runtime.PurposeSummary) take the next one,
+// step requests the next other reply, so compaction never uses up a reply
+// meant for a step. A request with nothing left to answer gets a
+// *ScriptError.
+//
+// Sub-agents: without Agent, every agent of a run draws from the one
+// script, in the order the requests arrive (fine for runs without
+// sub-agents). Once Agent gave any sub-agent a script, each request is
+// answered from the script of the agent it is for (Request.Agent): the
+// run's own prompt from the replies given to Script, each sub-agent from
+// its own, and a sub-agent without one gets a *ScriptError naming it.
 type Model struct {
 	mu       sync.Mutex
-	replies  []Reply
-	next     int
+	main     script
+	agents   map[string]*script // nil: one script for every agent
 	calls    int
 	requests []*runtime.Request
+	errs     []error
+	shared   map[string]int // replies sub-agents took from the one script
 }
 
-// Script returns a model that answers with replies, in order.
-func Script(replies ...Reply) *Model { return &Model{replies: replies} }
+// script is the replies of one agent, and its summaries.
+type script struct {
+	replies, summaries []Reply
+	next, nextSummary  int
+	calls              int // tool calls numbered so far (agent scripts)
+}
 
-// Append adds replies to the end of the script.
+func (s *script) add(replies []Reply) {
+	for _, r := range replies {
+		if r.Summary {
+			s.summaries = append(s.summaries, r)
+		} else {
+			s.replies = append(s.replies, r)
+		}
+	}
+}
+
+func (s *script) remaining() int {
+	return len(s.replies) - s.next + len(s.summaries) - s.nextSummary
+}
+
+// Script returns a model that answers with replies, in order (those made
+// with Summary answer summary requests, in their own order).
+func Script(replies ...Reply) *Model {
+	m := &Model{}
+	m.main.add(replies)
+	return m
+}
+
+// Agent gives the sub-agent name (as declared with DefAgent) its own
+// replies, summaries included, and returns m. Calling it again for the same
+// name appends. From then on the model answers each request from the
+// script of its agent (see Model); the replies given to Script and Append
+// are the run's own prompt's. The sub-agent's tool calls get the ids
+// NAME_call_1, NAME_call_2, … (unless a Call sets its ID). Instances of one sub-agent running at once
+// (parallel tool calls) draw from its script in the order their requests
+// arrive: answer them with Reply.Func to depend on the request, not on
+// timing. Agent panics if name is empty.
+func (m *Model) Agent(name string, replies ...Reply) *Model {
+	if name == "" {
+		panic("snapshots: Model.Agent with an empty agent name")
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.agents == nil {
+		m.agents = map[string]*script{}
+	}
+	s := m.agents[name]
+	if s == nil {
+		s = &script{}
+		m.agents[name] = s
+	}
+	s.add(replies)
+	return m
+}
+
+// Append adds replies to the end of the script of the run's own prompt.
 func (m *Model) Append(replies ...Reply) {
 	m.mu.Lock()
-	m.replies = append(m.replies, replies...)
+	m.main.add(replies)
 	m.mu.Unlock()
 }
 
-// ErrScriptExhausted is returned when a request arrives after the last
-// scripted reply was used.
-var ErrScriptExhausted = fmt.Errorf("scripted model: no reply left")
+// Errors a *ScriptError wraps: what the script lacked.
+var (
+	// ErrScriptExhausted: a step request arrived after the agent's last
+	// scripted reply was used.
+	ErrScriptExhausted = errors.New("no reply left")
+	// ErrNoSummary: a summary request arrived and no Summary reply was
+	// left.
+	ErrNoSummary = errors.New("no summary left")
+	// ErrNoAgentScript: a sub-agent asked, and the model has agent scripts
+	// but none for it.
+	ErrNoAgentScript = errors.New("no agent script")
+	// ErrBadSummary: the reply to a summary request has tool calls.
+	ErrBadSummary = errors.New("a summary reply cannot call tools")
+)
 
-// Generate answers req with the next scripted reply.
+// ScriptError is a request the script of a Model could not answer. Generate
+// returns it, and Err keeps it, because the runtime does not always end the
+// run with it: compaction falls back on a summary made by rule, and a
+// sub-agent's failure is an error result for its parent.
+type ScriptError struct {
+	// Request is the request's position among those the model received,
+	// from 1.
+	Request int
+	// Agent, Step and Purpose are the request's: Agent "" is the run's
+	// own prompt.
+	Agent   string
+	Step    int
+	Purpose runtime.Purpose
+	// Err is ErrScriptExhausted, ErrNoSummary, ErrNoAgentScript or
+	// ErrBadSummary.
+	Err error
+	// Hint says how to fix the script.
+	Hint string
+}
+
+func (e *ScriptError) Error() string {
+	who := "the run's prompt"
+	if e.Agent != "" {
+		who = fmt.Sprintf("agent %q", e.Agent)
+	}
+	what := "step"
+	if e.Purpose != runtime.PurposeStep {
+		what = string(e.Purpose) + " request at step"
+	}
+	return fmt.Sprintf("scripted model: %v for request %d (%s, %s %d): %s", e.Err, e.Request, who, what, e.Step, e.Hint)
+}
+
+func (e *ScriptError) Unwrap() error { return e.Err }
+
+// Err returns the requests the script could not answer so far, as
+// *ScriptError values joined with errors.Join; nil if there were none.
+// snapshots.Run fails the test with them even when the run did not end
+// with them; a test calling runtime.Run itself should check Err.
+func (m *Model) Err() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return errors.Join(m.errs...)
+}
+
+// scriptErrors returns the errors Err joins.
+func (m *Model) scriptErrors() []error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.errs)
+}
+
+// scriptFor returns the script that answers req. Called with m.mu held.
+func (m *Model) scriptFor(req *runtime.Request) (*script, *ScriptError) {
+	if m.agents == nil || req.Agent == "" {
+		return &m.main, nil
+	}
+	if s, ok := m.agents[req.Agent]; ok {
+		return s, nil
+	}
+	names := slices.Sorted(maps.Keys(m.agents))
+	return nil, &ScriptError{Err: ErrNoAgentScript, Hint: fmt.Sprintf(
+		"the model has scripts for %s only; give this one its replies with Script(...).Agent(%q, ...)",
+		strings.Join(quoteAll(names), ", "), req.Agent)}
+}
+
+func quoteAll(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = strconv.Quote(n)
+	}
+	return out
+}
+
+// next takes the reply for req from its script. Called with m.mu held.
+func (m *Model) next(req *runtime.Request) (Reply, *ScriptError) {
+	s, serr := m.scriptFor(req)
+	if serr != nil {
+		return Reply{}, serr
+	}
+	whose := "the script"
+	add := "add them to Script(...)"
+	if m.agents != nil && req.Agent != "" {
+		whose = fmt.Sprintf("the script of agent %q", req.Agent)
+		add = fmt.Sprintf("add them with Agent(%q, ...)", req.Agent)
+	}
+	switch req.Purpose {
+	case runtime.PurposeStep:
+		if s.next >= len(s.replies) {
+			hint := fmt.Sprintf("%s has %d replies", whose, len(s.replies))
+			if len(m.shared) > 0 {
+				var took []string
+				for _, name := range slices.Sorted(maps.Keys(m.shared)) {
+					took = append(took, fmt.Sprintf("%q %d", name, m.shared[name]))
+				}
+				hint += fmt.Sprintf(", and sub-agents took some of them (%s): give each sub-agent its own with Agent(name, ...)", strings.Join(took, ", "))
+			}
+			return Reply{}, &ScriptError{Err: ErrScriptExhausted, Hint: hint}
+		}
+		if m.agents == nil && req.Agent != "" {
+			if m.shared == nil {
+				m.shared = map[string]int{}
+			}
+			m.shared[req.Agent]++
+		}
+		s.next++
+		return s.replies[s.next-1], nil
+	case runtime.PurposeSummary:
+		if s.nextSummary >= len(s.summaries) {
+			return Reply{}, &ScriptError{Err: ErrNoSummary, Hint: fmt.Sprintf(
+				"%s has %d summaries; summaries are scripted with snapshots.Summary(...): %s", whose, len(s.summaries), add)}
+		}
+		s.nextSummary++
+		return s.summaries[s.nextSummary-1], nil
+	}
+	return Reply{}, &ScriptError{Err: fmt.Errorf("unknown request purpose %q", req.Purpose), Hint: "the scripted model answers steps and summaries"}
+}
+
+// Generate answers req with the next reply of its agent's script: a
+// Summary reply for a summary request, another reply for a step.
 func (m *Model) Generate(ctx context.Context, req *runtime.Request) (*runtime.Reply, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -96,28 +305,42 @@ func (m *Model) Generate(ctx context.Context, req *runtime.Request) (*runtime.Re
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.requests = append(m.requests, req)
-	if m.next >= len(m.replies) {
-		return nil, fmt.Errorf("%w for request %d (script has %d replies)", ErrScriptExhausted, len(m.requests), len(m.replies))
+	fail := func(e *ScriptError) error {
+		e.Request, e.Agent, e.Step, e.Purpose = len(m.requests), req.Agent, req.Step, req.Purpose
+		m.errs = append(m.errs, e)
+		return e
 	}
-	sr := m.replies[m.next]
-	m.next++
+	sr, serr := m.next(req)
+	if serr != nil {
+		return nil, fail(serr)
+	}
+	// Call ids: call_1, call_2, … across the script; with agent scripts, a
+	// sub-agent numbers its own, NAME_call_1, …, so that sub-agents running
+	// at once do not make each other's ids depend on timing.
+	counter, idPrefix := &m.calls, "call_"
+	if m.agents != nil && req.Agent != "" {
+		counter, idPrefix = &m.agents[req.Agent].calls, req.Agent+"_call_"
+	}
 	if sr.Func != nil {
 		sr = sr.Func(req)
 	}
 	if sr.Err != nil {
 		return nil, sr.Err
 	}
+	if req.Purpose == runtime.PurposeSummary && len(sr.Calls) > 0 {
+		return nil, fail(&ScriptError{Err: ErrBadSummary, Hint: fmt.Sprintf("the reply calls %s", sr.Calls[0].Name)})
+	}
 	msg := defs.Message{Role: defs.RoleAssistant, Content: sr.Text, Reasoning: sr.Reasoning}
 	out := len(sr.Text)
 	for _, c := range sr.Calls {
-		m.calls++
+		*counter++
 		args, err := encodeArgs(c.Args)
 		if err != nil {
 			return nil, fmt.Errorf("scripted model: arguments of %s: %w", c.Name, err)
 		}
 		id := c.ID
 		if id == "" {
-			id = "call_" + strconv.Itoa(m.calls)
+			id = idPrefix + strconv.Itoa(*counter)
 		}
 		msg.ToolCalls = append(msg.ToolCalls, defs.ToolCall{ID: id, Name: c.Name, Arguments: args})
 		out += len(c.Name) + len(args)
@@ -180,11 +403,16 @@ func (m *Model) Requests() []*runtime.Request {
 	return append([]*runtime.Request(nil), m.requests...)
 }
 
-// Remaining returns the number of scripted replies not used yet.
+// Remaining returns the number of scripted replies not used yet, summaries
+// and the replies of every agent's script included.
 func (m *Model) Remaining() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return len(m.replies) - m.next
+	n := m.main.remaining()
+	for _, s := range m.agents {
+		n += s.remaining()
+	}
+	return n
 }
 
 // EstimateTokens estimates the input tokens of req at four characters a

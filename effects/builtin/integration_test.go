@@ -128,9 +128,15 @@ func TestRunCompactWithTheRunsModel(t *testing.T) {
 	for range 60 {
 		script = append(script, reply)
 	}
+	for range 30 { // summary requests have a list of their own
+		script = append(script, snapshots.Reply{Summary: true, Func: reply.Func})
+	}
 	model := snapshots.Script(script...)
 	_, err := runtime.Run(context.Background(), model, agent(cfg, 1500), runtime.Config{Window: 6000, Reserve: 1000})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := model.Err(); err != nil {
 		t.Fatal(err)
 	}
 	reqs := model.Requests()

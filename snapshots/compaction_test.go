@@ -1,0 +1,76 @@
+package snapshots_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/reprompt/reprompt/effects/builtin"
+	"github.com/reprompt/reprompt/prompt"
+	"github.com/reprompt/reprompt/runtime"
+	"github.com/reprompt/reprompt/snapshots"
+)
+
+type pathArgs struct {
+	Path string `json:"path"`
+}
+
+// reader reads files of size characters under the default context
+// management for window tokens, which compacts by summarising.
+func reader(window, size int) prompt.Func {
+	cfg := builtin.Defaults(builtin.Profile{Window: window, OutputReserve: window / 6})
+	return func(p *prompt.Prompt) error {
+		p.DefSystem("role", "You read files.")
+		prompt.DefTool(p, "read_file", "Read a file.", func(ctx context.Context, a pathArgs) (string, error) {
+			return a.Path + ": " + strings.Repeat("x", size), nil
+		})
+		cfg.Register(p)
+		p.User("Read the files.")
+		return nil
+	}
+}
+
+func reads(n int) []snapshots.Reply {
+	var rs []snapshots.Reply
+	for i := range n {
+		rs = append(rs, snapshots.CallTool("read_file", pathArgs{Path: "f" + string(rune('a'+i%26)) + ".go"}))
+	}
+	return append(rs, snapshots.Text("Done."))
+}
+
+// TestCompactionTakesNoStepReply is the bug report's case: a 40-reply
+// script ended after 38 steps without an error, because each summary a
+// compaction asked for took the next scripted reply.
+func TestCompactionTakesNoStepReply(t *testing.T) {
+	m := snapshots.Script(reads(39)...)
+	res, err := runtime.Run(context.Background(), m, reader(6000, 1500), runtime.Config{Window: 6000, Reserve: 1000})
+	require.NoError(t, err)
+	assert.Equal(t, 40, len(res.Steps), "one step per scripted reply")
+	assert.Equal(t, "Done.", res.Text)
+	assert.Zero(t, m.Remaining())
+	// The script has no summaries: each summary request failed (and
+	// compaction fell back on a summary made by rule), which Err reports.
+	assert.ErrorIs(t, m.Err(), snapshots.ErrNoSummary)
+}
+
+// TestCompactionSummaries: with scripted summaries, compaction's requests
+// take them, and the golden file shows each summary request and answer at
+// its step.
+func TestCompactionSummaries(t *testing.T) {
+	m := snapshots.Script(reads(12)...)
+	m.Append(snapshots.Summary("Files fa.go to ff.go were read; each is x repeated."))
+	res := snapshots.Run(t, reader(1500, 500), m, snapshots.Config(runtime.Config{Window: 1500, Reserve: 250}))
+	require.NotNil(t, res)
+	assert.Equal(t, 13, len(res.Steps), "one step per scripted reply")
+	var sums []*runtime.Summary
+	for _, s := range res.Steps {
+		sums = append(sums, s.Summaries...)
+	}
+	require.Len(t, sums, 1)
+	assert.Equal(t, runtime.PurposeSummary, sums[0].Request.Purpose)
+	assert.Equal(t, builtin.DefaultSummaryPrompt, sums[0].Request.System)
+	assert.Zero(t, m.Remaining())
+}
