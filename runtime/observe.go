@@ -159,7 +159,17 @@ func (r *Runner) observeStep(ctx context.Context) context.Context {
 		if o.agent != "" {
 			name += " " + o.agent
 		}
-		ctx, o.run = o.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindInternal))
+		var run trace.Span
+		ctx, run = o.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindInternal))
+		if !run.IsRecording() && !run.SpanContext().IsValid() {
+			// A no-op provider, and no span to propagate: the steps would
+			// record nothing either, so the run is not traced at all (a
+			// sampler that drops a span still gives it a valid context).
+			run.End()
+			o.tracer = nil
+			return ctx
+		}
+		o.run = run
 		if o.run.IsRecording() {
 			o.run.SetAttributes(keyOperation.String("invoke_agent"))
 			o.run.SetAttributes(o.baseAttrs...)

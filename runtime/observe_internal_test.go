@@ -6,6 +6,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/reprompt/reprompt/defs"
 )
@@ -55,31 +56,42 @@ func TestTraceKeysAreTheConventions(t *testing.T) {
 }
 
 // TestObserveAllocatesNothingWhenUnset calls every observation site of a
-// runner without a tracer provider or a logger.
+// runner without a tracer provider or a logger, and of one with a no-op
+// tracer provider (after the first step, which makes the observer).
 func TestObserveAllocatesNothingWhenUnset(t *testing.T) {
-	r := New(nil, nil, Config{})
-	ctx := context.Background()
-	req := &Request{}
-	reply := &Reply{}
-	call := defs.ToolCall{ID: "c", Name: "t"}
-	s := &Step{Done: true}
-	err := context.Canceled
-	allocs := testing.AllocsPerRun(100, func() {
-		ctx := r.observeStep(ctx)
-		ctx, sp := r.observeCall(ctx, req)
-		r.observeCallEnd(sp, reply, nil)
-		r.observeRetry(ctx, 0, err, 0)
-		ctx = r.observeSummary(ctx)
-		tctx, ts := r.observeTool(ctx, call)
-		r.observeToolError(tctx, err)
-		r.observeToolEnd(ts, defs.ToolResult{})
-		r.observeCommit(nil)
-		r.observeStepEnd(ctx, s, nil)
-	})
-	if allocs != 0 {
-		t.Errorf("%v allocations per step without a tracer provider or logger, want 0", allocs)
-	}
-	if r.obs != nil {
-		t.Error("an observer was made without a tracer provider or logger")
+	for _, tt := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"unset", Config{}},
+		{"noop", Config{TracerProvider: noop.NewTracerProvider()}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := New(nil, nil, tt.cfg)
+			ctx := context.Background()
+			req := &Request{}
+			reply := &Reply{}
+			call := defs.ToolCall{ID: "c", Name: "t"}
+			s := &Step{}
+			err := context.Canceled
+			allocs := testing.AllocsPerRun(100, func() {
+				ctx := r.observeStep(ctx)
+				ctx, sp := r.observeCall(ctx, req)
+				r.observeCallEnd(sp, reply, nil)
+				r.observeRetry(ctx, 0, err, 0)
+				ctx = r.observeSummary(ctx)
+				tctx, ts := r.observeTool(ctx, call)
+				r.observeToolError(tctx, err)
+				r.observeToolEnd(ts, defs.ToolResult{})
+				r.observeCommit(nil)
+				r.observeStepEnd(ctx, s, nil)
+			})
+			if allocs != 0 {
+				t.Errorf("%v allocations per step, want 0", allocs)
+			}
+			if (r.obs != nil) != (tt.cfg.TracerProvider != nil) {
+				t.Errorf("observer %v with Config %+v", r.obs, tt.cfg)
+			}
+		})
 	}
 }
