@@ -74,4 +74,3 @@ func BenchmarkScenarioS1Observe(b *testing.B) {
 		})
 	}
 }
-
