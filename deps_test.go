@@ -29,7 +29,9 @@ var allowed = map[string][]string{
 	"session/sessiontest": {"state", "defs", "effects", "session"},
 	"tokens":              {"defs", "github.com/tiktoken-go/tokenizer"},
 	"effects/builtin":     {"state", "defs", "effects", "prompt", "github.com/expr-lang/expr", "go.yaml.in/yaml/v3"},
-	"runtime":             {"state", "defs", "effects", "prompt", "session", "internal/callsite", "go.yaml.in/yaml/v3"},
+	"runtime": {"state", "defs", "effects", "prompt", "session", "internal/callsite", "go.yaml.in/yaml/v3",
+		// The OpenTelemetry API only (tracing is optional; see Config.TracerProvider).
+		"go.opentelemetry.io/otel/trace", "go.opentelemetry.io/otel/attribute", "go.opentelemetry.io/otel/codes"},
 }
 
 // onlyImportedBy restricts who may import a package (non-test files), by
@@ -40,6 +42,10 @@ var onlyImportedBy = map[string][]string{
 	"github.com/jackc/pgx/v5":           {"session/postgres"},
 	module + "/snapshots":               {"examples/"},
 	module + "/providers/openai":        {"examples/"},
+	// The OpenTelemetry SDK and exporters: in tests and examples only; the
+	// library uses the API, and users bring their SDK.
+	"go.opentelemetry.io/otel/sdk":       {"examples/"},
+	"go.opentelemetry.io/otel/exporters": {"examples/"},
 }
 
 func TestImportRules(t *testing.T) {

@@ -2,7 +2,10 @@ package runtime
 
 import (
 	"encoding/json"
+	"log/slog"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/session"
@@ -85,6 +88,26 @@ type Config struct {
 	// one.
 	Store     session.Store
 	SessionID string
+
+	// Name names the agent in traces (gen_ai.agent.name, and the run span
+	// "invoke_agent Name") and logs. A sub-agent started by RunAgent is
+	// named by its declaration. Empty means unnamed.
+	Name string
+	// TracerProvider, if set, receives OpenTelemetry spans of the run, named
+	// and attributed by the GenAI semantic conventions: see "Tracing" in the
+	// package documentation. If nil, nothing is traced and the runtime
+	// allocates nothing for tracing.
+	TracerProvider trace.TracerProvider
+	// TraceContent records message content in spans: system instructions,
+	// input and output messages, tool arguments and results, and the
+	// dependency values in effect reasons. The zero value records none, as
+	// the conventions advise: content may be sensitive.
+	TraceContent bool
+	// Logger, if set, receives structured records of the run: one per step,
+	// warnings for retries, recoveries and compactions, errors with their
+	// type (see "Logging" in the package documentation). If nil, nothing is
+	// logged.
+	Logger *slog.Logger
 }
 
 // Pricing is the price of tokens, in US dollars per million.

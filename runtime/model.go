@@ -27,6 +27,21 @@ type StreamingModel interface {
 	Stream(ctx context.Context, req *Request, onDelta func(Delta)) (*Reply, error)
 }
 
+// ModelNamer is an optional interface of a Model. ModelName returns the
+// name of the model requests are sent to, for traces (gen_ai.request.model
+// and the span name "chat ModelName") and logs; "" means unknown.
+type ModelNamer interface {
+	ModelName() string
+}
+
+// ProviderNamer is an optional interface of a Model. ProviderName returns
+// the provider's name as the GenAI semantic conventions spell it
+// ("openai", "anthropic", "aws.bedrock", ...), for traces
+// (gen_ai.provider.name); "" means unknown.
+type ProviderNamer interface {
+	ProviderName() string
+}
+
 // Delta is a piece of a streamed reply.
 type Delta struct {
 	Content   string
@@ -100,6 +115,9 @@ type Reply struct {
 	Usage Usage
 	// FinishReason is the provider's reason for ending the reply.
 	FinishReason FinishReason
+	// ID is the provider's identifier of the response, if it gave one
+	// (gen_ai.response.id in traces).
+	ID string
 }
 
 // FinishReason says why a model stopped producing a reply.

@@ -13,6 +13,52 @@
 // Package runtime has no network code: it consumes the Model interface,
 // implemented by provider adapters and by the scripted model in package
 // snapshots.
+//
+// # Tracing
+//
+// With Config.TracerProvider set, a run makes OpenTelemetry spans named and
+// attributed by the GenAI semantic conventions:
+//
+//	invoke_agent {Config.Name}        the run, from the first step to the last
+//	  reprompt.step                   one per step
+//	    chat {model}                  one per model call (each retry too);
+//	                                  reprompt.summary=true for an effect's
+//	                                  completion (Step.Model, summaries)
+//	    execute_tool {tool}           one per tool call
+//	      invoke_agent {agent}        a sub-agent, under the call that ran it
+//
+// Model calls carry gen_ai.operation.name, gen_ai.provider.name and
+// gen_ai.request.model (from a Model that implements ProviderNamer and
+// ModelNamer), gen_ai.usage.input_tokens, gen_ai.usage.output_tokens,
+// gen_ai.usage.cache_read.input_tokens, gen_ai.response.finish_reasons and
+// gen_ai.response.id; tool calls gen_ai.tool.name and gen_ai.tool.call.id;
+// the run gen_ai.agent.name, gen_ai.conversation.id (Config.SessionID) and
+// the run's usage. Attributes of reprompt's own are under "reprompt.": a
+// step span has reprompt.step, reprompt.input_tokens (the runtime's count),
+// reprompt.prefix_tokens (shared with the previous request: cacheable),
+// reprompt.billed_input, reprompt.disabled, reprompt.reminded,
+// reprompt.committed, reprompt.compactions and reprompt.recovered, and an
+// event per effect that ran (reprompt.effect, with its id, site, phase and
+// reason), per transcript rewrite (reprompt.commit, or reprompt.compaction
+// when the transcript got shorter in tokens) and per retry
+// (reprompt.retry). An error sets the status of its spans to Error,
+// records the error as an exception event and names its type in
+// error.type. Message content (system instructions, messages, tool
+// arguments and results, dependency values in effect reasons) is recorded
+// only with Config.TraceContent. The run's span ends when the run does: a
+// runner abandoned before its last step leaves it open.
+//
+// # Logging
+//
+// With Config.Logger set, a run logs one Info record per step ("step":
+// step, input_tokens, prefix_tokens, billed_input, usage, tool_calls,
+// effects that ran and why, disabled, reminded, duration) and one when it
+// ends ("run ended": totals); a Warn record per model call retried, per
+// compaction ("transcript compacted", with messages and tokens before and
+// after) and per request recovered after the provider found it too long;
+// an Error record per failed step, with error_type; a Debug record per
+// other rewrite of the transcript. A sub-agent's records
+// carry its name as agent.
 package runtime
 
 import (
@@ -155,6 +201,7 @@ type Runner struct {
 	callIDs    map[string]struct{} // tool call ids used so far (see uniqueCallIDs)
 	saveMu     sync.Mutex
 	usageMu    sync.Mutex // guards usage and stats
+	obs        *observer  // tracing and logging (see observe.go); nil without them
 	// Records for the step under way (see record.go).
 	agent     string // the sub-agent this runner runs; "" for a top run
 	recMu     sync.Mutex
@@ -243,7 +290,9 @@ func (r *Runner) Next(ctx context.Context) (*Step, error) {
 	if r.started.IsZero() {
 		r.started = time.Now()
 	}
+	ctx = r.observeStep(ctx)
 	s, err := r.step1(ctx)
+	r.observeStepEnd(ctx, s, err)
 	if err != nil {
 		r.err = err
 		r.close()
@@ -481,6 +530,7 @@ func (r *Runner) commit(msgs []defs.Message) error {
 	if err := ValidateMessages(msgs); err != nil {
 		return err
 	}
+	r.observeCommit(msgs)
 	r.transcript = slices.Clip(msgs)
 	r.valid.reset()
 	r.generation++
@@ -617,6 +667,7 @@ func (r *Runner) callModel(ctx context.Context, m Model, req *Request) (*Reply, 
 		}
 		d := backoff << attempt
 		d = d/2 + rand.N(d/2+1) // jitter: between half and the full backoff
+		r.observeRetry(ctx, attempt, err, d)
 		select {
 		case <-ctx.Done():
 			return nil, errors.Join(err, ctx.Err())
@@ -626,6 +677,7 @@ func (r *Runner) callModel(ctx context.Context, m Model, req *Request) (*Reply, 
 }
 
 func (r *Runner) callOnce(ctx context.Context, m Model, req *Request) (*Reply, error) {
+	ctx, span := r.observeCall(ctx, req)
 	if r.cfg.ModelTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, r.cfg.ModelTimeout)
@@ -641,6 +693,7 @@ func (r *Runner) callOnce(ctx context.Context, m Model, req *Request) (*Reply, e
 	if err == nil && reply == nil {
 		err = errors.New("model returned no reply and no error")
 	}
+	r.observeCallEnd(span, reply, err)
 	return reply, err
 }
 
@@ -655,6 +708,7 @@ func (c completer) Complete(ctx context.Context, system, user string) (string, e
 	if m == nil {
 		m = c.r.model
 	}
+	ctx = c.r.observeSummary(ctx)
 	reply, err := c.r.callModel(ctx, m, req)
 	c.r.recordSummary(req, reply, err)
 	if err != nil {

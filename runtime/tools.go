@@ -107,7 +107,9 @@ func (r *Runner) runTools(ctx context.Context, calls []defs.ToolCall, offered []
 		if txs != nil {
 			tx = txs[at[i]]
 		}
-		results[i] = r.runTool(ctx, calls[i], offered, tx)
+		tctx, span := r.observeTool(ctx, calls[i])
+		results[i] = r.runTool(tctx, calls[i], offered, tx)
+		r.observeToolEnd(span, results[i])
 		if done != nil {
 			done(i, results[i])
 		}
@@ -147,6 +149,7 @@ func (r *Runner) runTool(ctx context.Context, c defs.ToolCall, offered []ToolSpe
 		}
 	}
 	out, err := r.callTool(prompt.WithCallID(ctx, c.ID), def.Tool, c.Arguments, tx)
+	r.observeToolError(ctx, err)
 	if err != nil {
 		var pe *ToolPanicError
 		var te *ToolTimeoutError
@@ -233,6 +236,7 @@ func (r *Runner) RunAgent(ctx context.Context, name string, fn prompt.Func, task
 	// record its answer: it must not write checkpoints into the parent's
 	// session.
 	cfg.Store, cfg.SessionID = nil, ""
+	cfg.Name = name
 	if cfg.AgentMaxSteps != 0 {
 		cfg.MaxSteps = cfg.AgentMaxSteps
 	}

@@ -137,10 +137,16 @@ func Script() *snapshots.Model {
 }
 
 func main() {
+	cfg, flush, err := observe(os.Args[1:], os.Stderr) // -trace, -log: see observe.go
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	defer flush()
 	model, about := models.Pick(Script())
 	fmt.Println("reprompt quickstart: a to-do agent on the " + about + ".")
 	fmt.Println("The prompt function runs again before every step; effects run when their dependencies change.")
-	r := runtime.New(model, Agent, runtime.Config{MaxSteps: 20})
+	r := runtime.New(model, Agent, cfg)
 	prev := map[string]string{}
 	steps := 0
 	for step, err := range r.All(context.Background()) {
@@ -150,6 +156,7 @@ func main() {
 		}
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "run failed:", err)
+			flush()
 			os.Exit(1)
 		}
 	}

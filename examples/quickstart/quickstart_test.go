@@ -1,8 +1,17 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
 	"os"
+	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/snapshots"
@@ -25,4 +34,74 @@ func TestQuickstart(t *testing.T) {
 	if len(res.Steps) != 7 {
 		t.Errorf("the run took %d steps, want 7", len(res.Steps))
 	}
+}
+
+// TestTraceFlag runs the quickstart as -trace does and reads the spans the
+// stdout exporter wrote: the run, its steps, and the model and tool calls
+// under them.
+func TestTraceFlag(t *testing.T) {
+	var stderr bytes.Buffer
+	cfg, flush, err := observe([]string{"-trace"}, &stderr)
+	require.NoError(t, err)
+	_, err = runtime.Run(context.Background(), Script(), Agent, cfg)
+	require.NoError(t, err)
+	flush()
+
+	type span struct {
+		Name        string
+		SpanContext struct{ SpanID string }
+		Parent      struct{ SpanID string }
+	}
+	var spans []span
+	dec := json.NewDecoder(&stderr)
+	for dec.More() {
+		var s span
+		require.NoError(t, dec.Decode(&s))
+		spans = append(spans, s)
+	}
+	byID := map[string]span{}
+	count := map[string]int{}
+	for _, s := range spans {
+		byID[s.SpanContext.SpanID] = s
+		count[s.Name]++
+	}
+	if diff := cmp.Diff(map[string]int{
+		"invoke_agent quickstart":    1,
+		"reprompt.step":              7,
+		"chat":                       7,
+		"execute_tool add_task":      2,
+		"execute_tool complete_task": 4,
+		"execute_tool note":          1,
+	}, count); diff != "" {
+		t.Errorf("spans mismatch (-want +got):\n%s", diff)
+	}
+	for _, s := range spans {
+		parent := byID[s.Parent.SpanID].Name
+		switch {
+		case s.Name == "invoke_agent quickstart":
+			assert.Equal(t, "0000000000000000", s.Parent.SpanID, "the run is the root")
+		case s.Name == "reprompt.step":
+			assert.Equal(t, "invoke_agent quickstart", parent)
+		default:
+			assert.Equal(t, "reprompt.step", parent, s.Name)
+		}
+	}
+}
+
+// TestLogFlag runs the quickstart as -log does: one record per step and
+// one at the end.
+func TestLogFlag(t *testing.T) {
+	var stderr bytes.Buffer
+	cfg, flush, err := observe([]string{"-log"}, &stderr)
+	require.NoError(t, err)
+	assert.Nil(t, cfg.TracerProvider)
+	_, err = runtime.Run(context.Background(), Script(), Agent, cfg)
+	require.NoError(t, err)
+	flush()
+	out := stderr.String()
+	assert.Equal(t, 7, strings.Count(out, "level=INFO msg=step agent=quickstart"), out)
+	assert.Equal(t, 1, strings.Count(out, `msg="run ended"`), out)
+
+	_, _, err = observe([]string{"-bogus"}, io.Discard)
+	assert.Error(t, err)
 }

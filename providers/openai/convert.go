@@ -304,5 +304,6 @@ func convertReply(resp *sdk.ChatCompletionResponse, raw []byte) (*runtime.Reply,
 		Message:      msg,
 		Usage:        convertUsage(resp.Usage),
 		FinishReason: finishReason(choice.FinishReason, len(msg.ToolCalls) > 0),
+		ID:           resp.ID,
 	}, nil
 }

@@ -194,6 +194,7 @@ func TestOpenAPIGenerateReplies(t *testing.T) {
 				Message:      defs.Message{Role: defs.RoleAssistant, Content: "Paris."},
 				Usage:        runtime.Usage{InputTokens: 19, OutputTokens: 2},
 				FinishReason: runtime.FinishStop,
+				ID:           "chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT",
 			},
 		},
 		{
@@ -207,6 +208,7 @@ func TestOpenAPIGenerateReplies(t *testing.T) {
 				}},
 				Usage:        runtime.Usage{InputTokens: 112, OutputTokens: 71},
 				FinishReason: runtime.FinishToolCalls,
+				ID:           "chatcmpl-BHjCw9t2EBpWqLVSMAtBSPD1gQ3Ms",
 			},
 		},
 		{
@@ -217,6 +219,7 @@ func TestOpenAPIGenerateReplies(t *testing.T) {
 				Message:      defs.Message{Role: defs.RoleAssistant, Content: "42.", Reasoning: "The user asks for the answer; it is 42."},
 				Usage:        runtime.Usage{InputTokens: 2048, OutputTokens: 512, CachedTokens: 1536, ReasoningTokens: 448},
 				FinishReason: runtime.FinishStop,
+				ID:           "chatcmpl-BKq8PZ4mF1dJ0aQ2z6Yt5Ww3Rr7Ux",
 			},
 		},
 		{
@@ -227,6 +230,7 @@ func TestOpenAPIGenerateReplies(t *testing.T) {
 				Message:      defs.Message{Role: defs.RoleAssistant, Content: "Paris.", Reasoning: "The capital of France is Paris."},
 				Usage:        runtime.Usage{InputTokens: 24, OutputTokens: 31},
 				FinishReason: runtime.FinishStop,
+				ID:           "chatcmpl-417",
 			},
 		},
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net/url"
 	"sort"
 	"strings"
 	"sync"
@@ -29,6 +30,8 @@ type Model struct {
 var (
 	_ runtime.Model          = (*Model)(nil)
 	_ runtime.StreamingModel = (*Model)(nil)
+	_ runtime.ModelNamer     = (*Model)(nil)
+	_ runtime.ProviderNamer  = (*Model)(nil)
 )
 
 // New returns a Model configured by cfg; zero fields of cfg take the
@@ -47,6 +50,20 @@ func FromEnv() *Model { return New(ConfigFromEnv()) }
 
 // Name returns the model name sent with each request.
 func (m *Model) Name() string { return m.cfg.Model }
+
+// ModelName returns the model name sent with each request, for traces and
+// logs (runtime.ModelNamer).
+func (m *Model) ModelName() string { return m.cfg.Model }
+
+// ProviderName returns "openai" when the Model talks to the OpenAI API
+// (api.openai.com), and "" (unknown) for another server that speaks its
+// protocol, for traces (runtime.ProviderNamer).
+func (m *Model) ProviderName() string {
+	if u, err := url.Parse(m.cfg.BaseURL); err == nil && u.Hostname() == "api.openai.com" {
+		return "openai"
+	}
+	return ""
+}
 
 // Generate sends req as one Chat Completions request and returns the
 // reply. Retryable failures are retried as Config describes. Every error
@@ -200,6 +217,7 @@ type streamAcc struct {
 	finish                      sdk.FinishReason
 	finished                    bool
 	usage                       runtime.Usage
+	id                          string // the response id, from the first chunk that has one
 }
 
 type callAcc struct {
@@ -218,6 +236,9 @@ func newStreamAcc() *streamAcc {
 func (a *streamAcc) add(chunk *sdk.ChatCompletionStreamResponse, reasoning string) []runtime.Delta {
 	if chunk.Usage != nil {
 		a.usage = convertUsage(*chunk.Usage)
+	}
+	if a.id == "" {
+		a.id = chunk.ID
 	}
 	var out []runtime.Delta
 	for _, ch := range chunk.Choices {
@@ -324,5 +345,5 @@ func (a *streamAcc) reply() *runtime.Reply {
 		}
 		msg.ToolCalls = append(msg.ToolCalls, defs.ToolCall{ID: id, Name: c.name, Arguments: toolArguments(c.args.String())})
 	}
-	return &runtime.Reply{Message: msg, Usage: a.usage, FinishReason: finishReason(a.finish, len(msg.ToolCalls) > 0)}
+	return &runtime.Reply{Message: msg, Usage: a.usage, FinishReason: finishReason(a.finish, len(msg.ToolCalls) > 0), ID: a.id}
 }

@@ -35,6 +35,7 @@ func TestOpenAPIStream(t *testing.T) {
 				Message:      defs.Message{Role: defs.RoleAssistant, Content: "The capital is Paris."},
 				Usage:        runtime.Usage{InputTokens: 1200, OutputTokens: 7, CachedTokens: 1024},
 				FinishReason: runtime.FinishStop,
+				ID:           "chatcmpl-BTx1",
 			},
 			wantDeltas: []runtime.Delta{{Content: "The capital"}, {Content: " is Paris"}, {Content: "."}},
 		},
@@ -48,6 +49,7 @@ func TestOpenAPIStream(t *testing.T) {
 				}},
 				Usage:        runtime.Usage{InputTokens: 140, OutputTokens: 48},
 				FinishReason: runtime.FinishToolCalls,
+				ID:           "chatcmpl-BTx2",
 			},
 			wantDeltas: []runtime.Delta{
 				{ToolCall: &runtime.ToolCallDelta{Index: 0, ID: "call_PAR1s", Name: "get_weather"}},
@@ -66,6 +68,7 @@ func TestOpenAPIStream(t *testing.T) {
 			want: runtime.Reply{
 				Message:      defs.Message{Role: defs.RoleAssistant, Content: "Paris.", Reasoning: "France's capital is Paris."},
 				FinishReason: runtime.FinishStop,
+				ID:           "b1e0a9f6",
 			},
 			wantDeltas: []runtime.Delta{{Reasoning: "France's capital"}, {Reasoning: " is Paris."}, {Content: "Paris."}},
 		},
@@ -78,6 +81,7 @@ func TestOpenAPIStream(t *testing.T) {
 				}},
 				Usage:        runtime.Usage{InputTokens: 180, OutputTokens: 25},
 				FinishReason: runtime.FinishToolCalls,
+				ID:           "chatcmpl-88",
 			},
 			wantDeltas: []runtime.Delta{
 				{Reasoning: "Thinking"}, {Reasoning: " hard."},

@@ -1,0 +1,701 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/effects"
+)
+
+// Tracing and logging (Config.TracerProvider, Config.Logger). Each site of
+// the step loop calls one method below; each returns at once when the run
+// has neither, so that a run without them allocates nothing here.
+
+// TracerName is the instrumentation scope of the runtime's spans.
+const TracerName = "github.com/reprompt/reprompt/runtime"
+
+// Attribute keys of the OpenTelemetry GenAI semantic conventions (as in
+// go.opentelemetry.io/otel/semconv/v1.41.0, which the tests compare them
+// with), spelled here so that the runtime imports only the API.
+const (
+	keyOperation       = attribute.Key("gen_ai.operation.name")
+	keyProvider        = attribute.Key("gen_ai.provider.name")
+	keyRequestModel    = attribute.Key("gen_ai.request.model")
+	keyAgentName       = attribute.Key("gen_ai.agent.name")
+	keyConversationID  = attribute.Key("gen_ai.conversation.id")
+	keyInputTokens     = attribute.Key("gen_ai.usage.input_tokens")
+	keyOutputTokens    = attribute.Key("gen_ai.usage.output_tokens")
+	keyCacheReadTokens = attribute.Key("gen_ai.usage.cache_read.input_tokens")
+	keyReasoningTokens = attribute.Key("gen_ai.usage.reasoning.output_tokens")
+	keyFinishReasons   = attribute.Key("gen_ai.response.finish_reasons")
+	keyResponseID      = attribute.Key("gen_ai.response.id")
+	keyToolName        = attribute.Key("gen_ai.tool.name")
+	keyToolCallID      = attribute.Key("gen_ai.tool.call.id")
+	keyToolType        = attribute.Key("gen_ai.tool.type")
+	keyToolArguments   = attribute.Key("gen_ai.tool.call.arguments")
+	keyToolResult      = attribute.Key("gen_ai.tool.call.result")
+	keySystem          = attribute.Key("gen_ai.system_instructions")
+	keyInputMessages   = attribute.Key("gen_ai.input.messages")
+	keyOutputMessages  = attribute.Key("gen_ai.output.messages")
+	keyErrorType       = attribute.Key("error.type")
+	keyHTTPStatus      = attribute.Key("http.response.status_code")
+)
+
+// Attribute keys of reprompt's own, under "reprompt.".
+const (
+	keyStep           = attribute.Key("reprompt.step")
+	keySteps          = attribute.Key("reprompt.steps")
+	keySummary        = attribute.Key("reprompt.summary")
+	keyStepInput      = attribute.Key("reprompt.input_tokens")
+	keyPrefixTokens   = attribute.Key("reprompt.prefix_tokens")
+	keyBilledInput    = attribute.Key("reprompt.billed_input")
+	keyToolCalls      = attribute.Key("reprompt.tool_calls")
+	keyDisabled       = attribute.Key("reprompt.disabled")
+	keyReminded       = attribute.Key("reprompt.reminded")
+	keyCommitted      = attribute.Key("reprompt.committed")
+	keyCompactions    = attribute.Key("reprompt.compactions")
+	keyRecovered      = attribute.Key("reprompt.recovered")
+	keyResumed        = attribute.Key("reprompt.resumed")
+	keyInterrupted    = attribute.Key("reprompt.interrupted")
+	keyDone           = attribute.Key("reprompt.done")
+	keyEffectID       = attribute.Key("reprompt.effect.id")
+	keyEffectSite     = attribute.Key("reprompt.effect.site")
+	keyEffectPhase    = attribute.Key("reprompt.effect.phase")
+	keyEffectReason   = attribute.Key("reprompt.effect.reason")
+	keyEffectChanged  = attribute.Key("reprompt.effect.changed")
+	keyEffectDetail   = attribute.Key("reprompt.effect.reason.detail")
+	keyMessagesBefore = attribute.Key("reprompt.messages.before")
+	keyMessagesAfter  = attribute.Key("reprompt.messages.after")
+	keyTokensBefore   = attribute.Key("reprompt.tokens.before")
+	keyTokensAfter    = attribute.Key("reprompt.tokens.after")
+	keyAttempt        = attribute.Key("reprompt.attempt")
+	keyBackoff        = attribute.Key("reprompt.backoff")
+)
+
+// Span and event names.
+const (
+	spanStep        = "reprompt.step"
+	eventEffect     = "reprompt.effect"
+	eventCommit     = "reprompt.commit"
+	eventCompaction = "reprompt.compaction"
+	eventRetry      = "reprompt.retry"
+)
+
+// observer holds what tracing and logging need across the calls of Next.
+// It exists only when Config.TracerProvider or Config.Logger is set.
+type observer struct {
+	tracer  trace.Tracer // nil: no tracing
+	log     *slog.Logger // nil: no logging
+	content bool
+
+	agent, model, provider, conversation string
+	chatName                             string
+	baseAttrs                            []attribute.KeyValue // provider and model
+
+	run       trace.Span // from the first step to the end of the run
+	step      trace.Span // the step under way
+	stepN     int
+	stepStart time.Time
+	stepCtx   context.Context // the context of the step under way, for logs
+	commits   int             // commits and compactions of the step under way
+	compacts  int
+}
+
+func newObserver(r *Runner) *observer {
+	o := &observer{log: r.cfg.Logger, content: r.cfg.TraceContent, agent: r.cfg.Name, conversation: r.cfg.SessionID}
+	if tp := r.cfg.TracerProvider; tp != nil {
+		o.tracer = tp.Tracer(TracerName)
+	}
+	if m, ok := r.model.(ModelNamer); ok {
+		o.model = m.ModelName()
+	}
+	if p, ok := r.model.(ProviderNamer); ok {
+		o.provider = p.ProviderName()
+	}
+	o.chatName = "chat"
+	if o.model != "" {
+		o.chatName += " " + o.model
+	}
+	if o.provider != "" {
+		o.baseAttrs = append(o.baseAttrs, keyProvider.String(o.provider))
+	}
+	if o.model != "" {
+		o.baseAttrs = append(o.baseAttrs, keyRequestModel.String(o.model))
+	}
+	if o.conversation != "" {
+		o.baseAttrs = append(o.baseAttrs, keyConversationID.String(o.conversation))
+	}
+	return o
+}
+
+// observeStep begins a step: the run's span at the first one, and the
+// step's span under it. The returned context carries the step's span.
+func (r *Runner) observeStep(ctx context.Context) context.Context {
+	o := r.obs
+	if o == nil {
+		if r.cfg.TracerProvider == nil && r.cfg.Logger == nil {
+			return ctx
+		}
+		o = newObserver(r)
+		r.obs = o
+	}
+	o.stepN, o.stepStart, o.commits, o.compacts = r.step, time.Now(), 0, 0
+	o.stepCtx = ctx
+	if o.tracer == nil {
+		return ctx
+	}
+	if o.run == nil {
+		name := "invoke_agent"
+		if o.agent != "" {
+			name += " " + o.agent
+		}
+		var run trace.Span
+		ctx, run = o.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindInternal))
+		if !run.IsRecording() && !run.SpanContext().IsValid() {
+			// A no-op provider, and no span to propagate: the steps would
+			// record nothing either, so the run is not traced at all (a
+			// sampler that drops a span still gives it a valid context).
+			run.End()
+			o.tracer = nil
+			return ctx
+		}
+		o.run = run
+		if o.run.IsRecording() {
+			o.run.SetAttributes(keyOperation.String("invoke_agent"))
+			o.run.SetAttributes(o.baseAttrs...)
+			if o.agent != "" {
+				o.run.SetAttributes(keyAgentName.String(o.agent))
+			}
+		}
+	} else {
+		ctx = trace.ContextWithSpan(ctx, o.run)
+	}
+	ctx, o.step = o.tracer.Start(ctx, spanStep, trace.WithSpanKind(trace.SpanKindInternal))
+	if o.step.IsRecording() {
+		o.step.SetAttributes(keyStep.Int(r.step))
+	}
+	o.stepCtx = ctx
+	return ctx
+}
+
+// observeStepEnd ends the step begun by observeStep, and the run's span
+// when the run ended with it.
+func (r *Runner) observeStepEnd(ctx context.Context, s *Step, err error) {
+	o := r.obs
+	if o == nil {
+		return
+	}
+	d := time.Since(o.stepStart)
+	if o.step != nil {
+		o.traceStep(s, err)
+		o.step.End()
+		o.step = nil
+	}
+	if o.log != nil {
+		o.logStep(ctx, s, err, d)
+	}
+	o.stepCtx = nil
+	if err != nil || s != nil && s.Done {
+		o.endRun(ctx, r, err)
+	}
+}
+
+func (o *observer) traceStep(s *Step, err error) {
+	sp := o.step
+	if !sp.IsRecording() {
+		return
+	}
+	if s != nil {
+		sp.SetAttributes(
+			keyStepInput.Int(s.InputTokens),
+			keyPrefixTokens.Int(s.PrefixTokens),
+			keyBilledInput.Float64(s.BilledInput),
+		)
+		if s.Reply != nil {
+			sp.SetAttributes(keyToolCalls.Int(len(s.Reply.Message.ToolCalls)))
+		}
+		if len(s.Disabled) > 0 {
+			sp.SetAttributes(keyDisabled.StringSlice(refStrings(s.Disabled)))
+		}
+		if len(s.Reminded) > 0 {
+			sp.SetAttributes(keyReminded.StringSlice(refStrings(s.Reminded)))
+		}
+		if s.Committed {
+			sp.SetAttributes(keyCommitted.Bool(true))
+		}
+		if o.compacts > 0 {
+			sp.SetAttributes(keyCompactions.Int(o.compacts))
+		}
+		if s.Recovered {
+			sp.SetAttributes(keyRecovered.Bool(true))
+		}
+		if s.Resumed {
+			sp.SetAttributes(keyResumed.Bool(true))
+		}
+		if len(s.Interrupted) > 0 {
+			sp.SetAttributes(keyInterrupted.StringSlice(s.Interrupted))
+		}
+		if s.Done {
+			sp.SetAttributes(keyDone.Bool(true))
+		}
+		for _, e := range s.Effects {
+			attrs := []attribute.KeyValue{
+				keyEffectID.String(e.ID),
+				keyEffectSite.String(e.Site),
+				keyEffectPhase.String(e.Phase.String()),
+				keyEffectReason.String(reasonKind(e.Reason.Kind)),
+			}
+			if len(e.Reason.Changes) > 0 {
+				attrs = append(attrs, keyEffectChanged.StringSlice(changedNames(e.Reason.Changes)))
+				if o.content {
+					attrs = append(attrs, keyEffectDetail.String(e.Reason.String()))
+				}
+			}
+			sp.AddEvent(eventEffect, trace.WithAttributes(attrs...))
+		}
+	}
+	if err != nil {
+		recordError(sp, err)
+	}
+}
+
+// endRun ends the run's span with the run's totals.
+func (o *observer) endRun(ctx context.Context, r *Runner, err error) {
+	st := r.Stats()
+	if o.run != nil {
+		if o.run.IsRecording() {
+			o.run.SetAttributes(
+				keySteps.Int(st.Steps),
+				keyInputTokens.Int(st.InputTokens),
+				keyOutputTokens.Int(st.OutputTokens),
+				keyCacheReadTokens.Int(st.CachedTokens),
+			)
+			if err != nil {
+				recordError(o.run, err)
+			}
+		}
+		o.run.End()
+		o.run = nil
+	}
+	if o.log != nil && o.log.Enabled(ctx, slog.LevelInfo) {
+		attrs := o.logAttrs(nil)
+		attrs = append(attrs,
+			slog.Int("steps", st.Steps),
+			slog.Int("input_tokens", st.InputTokens),
+			slog.Int("output_tokens", st.OutputTokens),
+			slog.Int("cached_tokens", st.CachedTokens),
+			slog.Duration("elapsed", st.Elapsed),
+		)
+		if st.Cost != 0 {
+			attrs = append(attrs, slog.Float64("cost", st.Cost))
+		}
+		if err != nil {
+			attrs = append(attrs, slog.String("error_type", errorType(err)))
+		}
+		o.log.LogAttrs(ctx, slog.LevelInfo, "run ended", attrs...)
+	}
+}
+
+// logAttrs starts the attributes of a record with the agent's name.
+func (o *observer) logAttrs(attrs []slog.Attr) []slog.Attr {
+	if o.agent != "" {
+		attrs = append(attrs, slog.String("agent", o.agent))
+	}
+	return attrs
+}
+
+func (o *observer) logStep(ctx context.Context, s *Step, err error, d time.Duration) {
+	if s != nil && (err == nil || s.Reply != nil) && o.log.Enabled(ctx, slog.LevelInfo) {
+		attrs := o.logAttrs(make([]slog.Attr, 0, 16))
+		attrs = append(attrs,
+			slog.Int("step", s.Number),
+			slog.Int("input_tokens", s.InputTokens),
+			slog.Int("prefix_tokens", s.PrefixTokens),
+			slog.Float64("billed_input", s.BilledInput),
+		)
+		if s.Reply != nil {
+			u := s.Reply.Usage
+			attrs = append(attrs, slog.Group("usage",
+				slog.Int("input", u.InputTokens), slog.Int("output", u.OutputTokens), slog.Int("cached", u.CachedTokens)))
+			calls := make([]string, len(s.Reply.Message.ToolCalls))
+			for i, c := range s.Reply.Message.ToolCalls {
+				calls[i] = c.Name
+			}
+			attrs = append(attrs, slog.Any("tool_calls", calls))
+		}
+		ran := make([]string, len(s.Effects))
+		for i, e := range s.Effects {
+			ran[i] = effectSummary(e)
+		}
+		attrs = append(attrs, slog.Any("effects", ran))
+		if len(s.Disabled) > 0 {
+			attrs = append(attrs, slog.Any("disabled", refStrings(s.Disabled)))
+		}
+		if len(s.Reminded) > 0 {
+			attrs = append(attrs, slog.Any("reminded", refStrings(s.Reminded)))
+		}
+		if s.Committed {
+			attrs = append(attrs, slog.Bool("committed", true))
+		}
+		if s.Resumed {
+			attrs = append(attrs, slog.Bool("resumed", true))
+		}
+		attrs = append(attrs, slog.Duration("duration", d))
+		if s.Done {
+			attrs = append(attrs, slog.Bool("done", true))
+		}
+		o.log.LogAttrs(ctx, slog.LevelInfo, "step", attrs...)
+	}
+	if s != nil && s.Recovered {
+		o.log.LogAttrs(ctx, slog.LevelWarn, "request too long for the context window: recovered",
+			append(o.logAttrs(nil), slog.Int("step", s.Number), slog.Int("input_tokens", s.InputTokens))...)
+	}
+	if err != nil {
+		o.log.LogAttrs(ctx, slog.LevelError, "step failed",
+			append(o.logAttrs(nil), slog.Int("step", o.stepN), slog.String("error", err.Error()), slog.String("error_type", errorType(err)))...)
+	}
+}
+
+// observeCommit records a rewrite of the transcript from the current one
+// to msgs: a compaction when it has fewer tokens.
+func (r *Runner) observeCommit(msgs []defs.Message) {
+	o := r.obs
+	if o == nil {
+		return
+	}
+	before, after := r.count(r.transcript), r.count(msgs)
+	o.commits++
+	compaction := after < before
+	if compaction {
+		o.compacts++
+	}
+	if o.step != nil && o.step.IsRecording() {
+		name := eventCommit
+		if compaction {
+			name = eventCompaction
+		}
+		o.step.AddEvent(name, trace.WithAttributes(
+			keyMessagesBefore.Int(len(r.transcript)), keyMessagesAfter.Int(len(msgs)),
+			keyTokensBefore.Int(before), keyTokensAfter.Int(after)))
+	}
+	if o.log != nil {
+		level, msg := slog.LevelDebug, "transcript rewritten"
+		if compaction {
+			level, msg = slog.LevelWarn, "transcript compacted"
+		}
+		o.log.LogAttrs(o.stepCtx, level, msg, append(o.logAttrs(nil),
+			slog.Int("step", o.stepN),
+			slog.Int("messages_before", len(r.transcript)), slog.Int("messages_after", len(msgs)),
+			slog.Int("tokens_before", before), slog.Int("tokens_after", after))...)
+	}
+}
+
+// summaryKey marks the context of a completion asked by an effect.
+type summaryKey struct{}
+
+// observeSummary marks ctx as that of a completion asked by an effect
+// (a summary), for the model call's span.
+func (r *Runner) observeSummary(ctx context.Context) context.Context {
+	if r.obs == nil || r.obs.tracer == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, summaryKey{}, true)
+}
+
+// observeCall begins the span of one model call (one attempt).
+func (r *Runner) observeCall(ctx context.Context, req *Request) (context.Context, trace.Span) {
+	o := r.obs
+	if o == nil || o.tracer == nil {
+		return ctx, nil
+	}
+	ctx, sp := o.tracer.Start(ctx, o.chatName, trace.WithSpanKind(trace.SpanKindClient))
+	if !sp.IsRecording() {
+		return ctx, sp
+	}
+	sp.SetAttributes(keyOperation.String("chat"), keyStep.Int(o.stepN))
+	sp.SetAttributes(o.baseAttrs...)
+	if ctx.Value(summaryKey{}) != nil {
+		sp.SetAttributes(keySummary.Bool(true))
+	}
+	if o.content {
+		if req.System != "" {
+			sp.SetAttributes(keySystem.String(jsonString([]part{{Type: "text", Content: req.System}})))
+		}
+		sp.SetAttributes(keyInputMessages.String(jsonString(contentMessages(req.Messages, ""))))
+	}
+	return ctx, sp
+}
+
+// observeCallEnd ends the span begun by observeCall.
+func (r *Runner) observeCallEnd(sp trace.Span, reply *Reply, err error) {
+	if sp == nil {
+		return
+	}
+	if sp.IsRecording() {
+		if err != nil {
+			recordError(sp, err)
+		} else {
+			u := reply.Usage
+			sp.SetAttributes(
+				keyInputTokens.Int(u.InputTokens),
+				keyOutputTokens.Int(u.OutputTokens),
+				keyCacheReadTokens.Int(u.CachedTokens),
+			)
+			if u.ReasoningTokens > 0 {
+				sp.SetAttributes(keyReasoningTokens.Int(u.ReasoningTokens))
+			}
+			if reply.FinishReason != "" {
+				sp.SetAttributes(keyFinishReasons.StringSlice([]string{string(reply.FinishReason)}))
+			}
+			if reply.ID != "" {
+				sp.SetAttributes(keyResponseID.String(reply.ID))
+			}
+			if r.obs.content {
+				msg := reply.Message
+				msg.Role = defs.RoleAssistant
+				sp.SetAttributes(keyOutputMessages.String(jsonString(contentMessages([]defs.Message{msg}, string(reply.FinishReason)))))
+			}
+		}
+	}
+	sp.End()
+}
+
+// observeRetry records a model call that failed and is sent again after d.
+func (r *Runner) observeRetry(ctx context.Context, attempt int, err error, d time.Duration) {
+	o := r.obs
+	if o == nil {
+		return
+	}
+	if sp := trace.SpanFromContext(ctx); o.tracer != nil && sp.IsRecording() {
+		sp.AddEvent(eventRetry, trace.WithAttributes(keyAttempt.Int(attempt+1), keyBackoff.String(d.String()),
+			keyErrorType.String(errorType(err))))
+	}
+	if o.log != nil {
+		o.log.LogAttrs(ctx, slog.LevelWarn, "model call failed: retrying", append(o.logAttrs(nil),
+			slog.Int("step", o.stepN), slog.Int("attempt", attempt+1), slog.Duration("backoff", d),
+			slog.String("error", err.Error()), slog.String("error_type", errorType(err)))...)
+	}
+}
+
+// toolSpan is the span of one tool call, carried by its context so that
+// observeToolError finds it.
+type toolSpan struct {
+	sp      trace.Span
+	errType string // set by observeToolError
+}
+
+type toolSpanKey struct{}
+
+// observeTool begins the span of one tool call.
+func (r *Runner) observeTool(ctx context.Context, c defs.ToolCall) (context.Context, *toolSpan) {
+	o := r.obs
+	if o == nil || o.tracer == nil {
+		return ctx, nil
+	}
+	ctx, sp := o.tracer.Start(ctx, "execute_tool "+c.Name, trace.WithSpanKind(trace.SpanKindInternal))
+	if !sp.IsRecording() {
+		sp.End() // nothing to record; the context still carries it
+		return ctx, nil
+	}
+	sp.SetAttributes(
+		keyOperation.String("execute_tool"),
+		keyToolName.String(c.Name),
+		keyToolCallID.String(c.ID),
+		keyToolType.String("function"),
+		keyStep.Int(o.stepN),
+	)
+	if o.content {
+		sp.SetAttributes(keyToolArguments.String(string(c.Arguments)))
+	}
+	ts := &toolSpan{sp: sp}
+	return context.WithValue(ctx, toolSpanKey{}, ts), ts
+}
+
+// observeToolError records the Go error a tool call failed with, before it
+// becomes an error result.
+func (r *Runner) observeToolError(ctx context.Context, err error) {
+	if err == nil || r.obs == nil || r.obs.tracer == nil {
+		return
+	}
+	if ts, ok := ctx.Value(toolSpanKey{}).(*toolSpan); ok {
+		ts.sp.RecordError(err)
+		ts.errType = errorType(err)
+	}
+}
+
+// observeToolEnd ends the span begun by observeTool.
+func (r *Runner) observeToolEnd(ts *toolSpan, res defs.ToolResult) {
+	if ts == nil {
+		return
+	}
+	if r.obs.content {
+		ts.sp.SetAttributes(keyToolResult.String(res.Content))
+	}
+	if res.IsError {
+		typ := ts.errType
+		if typ == "" {
+			typ = "tool_error" // refused or invalid before the tool ran
+		}
+		ts.sp.SetAttributes(keyErrorType.String(typ))
+		ts.sp.SetStatus(codes.Error, res.Content)
+	}
+	ts.sp.End()
+}
+
+// recordError sets the span's status to Error and records err, its type
+// in error.type.
+func recordError(sp trace.Span, err error) {
+	sp.RecordError(err)
+	sp.SetStatus(codes.Error, err.Error())
+	sp.SetAttributes(keyErrorType.String(errorType(err)))
+	var me *ModelError
+	if errors.As(err, &me) && me.StatusCode != 0 {
+		sp.SetAttributes(keyHTTPStatus.Int(me.StatusCode))
+	}
+}
+
+// errorType names the kind of err for error.type and logs: the sentinel it
+// is, or the Go type of the most specific typed error it wraps.
+func errorType(err error) string {
+	switch {
+	case errors.Is(err, ErrMaxSteps):
+		return "runtime.ErrMaxSteps"
+	case errors.Is(err, context.Canceled):
+		return "context.Canceled"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "context.DeadlineExceeded"
+	}
+	var me *ModelError
+	if errors.As(err, &me) {
+		return "*runtime.ModelError"
+	}
+	// Look through the errors that only add context.
+	for {
+		var next error
+		switch e := err.(type) {
+		case *StepError:
+			next = e.Err
+		default:
+			if t := fmt.Sprintf("%T", err); t == "*fmt.wrapError" {
+				next = errors.Unwrap(err)
+			}
+		}
+		if next == nil {
+			return fmt.Sprintf("%T", err)
+		}
+		err = next
+	}
+}
+
+func refStrings(refs []defs.Ref) []string {
+	out := make([]string, len(refs))
+	for i, r := range refs {
+		out[i] = r.String()
+	}
+	return out
+}
+
+func reasonKind(k effects.ReasonKind) string {
+	switch k {
+	case effects.ReasonFirst:
+		return "first"
+	case effects.ReasonAlways:
+		return "always"
+	case effects.ReasonChanged:
+		return "changed"
+	case effects.ReasonRecovery:
+		return "recovery"
+	}
+	return "unknown"
+}
+
+func changedNames(cs []effects.Change) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = c.Name
+		if c.Name == "" {
+			out[i] = "deps[" + strconv.Itoa(c.Index) + "]"
+		}
+	}
+	return out
+}
+
+// effectSummary is "ID reason" for a log record: the reason's kind and the
+// names of the dependencies that changed, without their values.
+func effectSummary(e effects.Ran) string {
+	s := e.ID + " " + reasonKind(e.Reason.Kind)
+	if len(e.Reason.Changes) > 0 {
+		s += ":"
+		for i, n := range changedNames(e.Reason.Changes) {
+			if i > 0 {
+				s += ","
+			}
+			s += " " + n
+		}
+	}
+	if e.Phase == effects.AfterReply {
+		s += " (after reply)"
+	}
+	return s
+}
+
+// Message content in the JSON shape of gen_ai.input.messages and
+// gen_ai.output.messages.
+type contentMessage struct {
+	Role         string `json:"role"`
+	Parts        []part `json:"parts"`
+	Name         string `json:"name,omitempty"`
+	FinishReason string `json:"finish_reason,omitempty"`
+}
+
+type part struct {
+	Type      string          `json:"type"`
+	Content   string          `json:"content,omitempty"`
+	ID        string          `json:"id,omitempty"`
+	Name      string          `json:"name,omitempty"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	Response  string          `json:"response,omitempty"`
+}
+
+func contentMessages(msgs []defs.Message, finish string) []contentMessage {
+	out := make([]contentMessage, 0, len(msgs))
+	for _, m := range msgs {
+		cm := contentMessage{Role: string(m.Role), Parts: []part{}, FinishReason: finish}
+		if m.Reasoning != "" {
+			cm.Parts = append(cm.Parts, part{Type: "reasoning", Content: m.Reasoning})
+		}
+		switch {
+		case m.Role == defs.RoleTool:
+			cm.Parts = append(cm.Parts, part{Type: "tool_call_response", ID: m.ToolCallID, Response: m.Content})
+		case m.Content != "":
+			cm.Parts = append(cm.Parts, part{Type: "text", Content: m.Content})
+		}
+		for _, c := range m.ToolCalls {
+			args := c.Arguments
+			if !json.Valid(args) {
+				args = nil
+			}
+			cm.Parts = append(cm.Parts, part{Type: "tool_call", ID: c.ID, Name: c.Name, Arguments: args})
+		}
+		out = append(out, cm)
+	}
+	return out
+}
+
+func jsonString(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}

@@ -1,0 +1,97 @@
+package runtime
+
+import (
+	"context"
+	"testing"
+
+	"go.opentelemetry.io/otel/attribute"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/reprompt/reprompt/defs"
+)
+
+// TestTraceKeysAreTheConventions checks the attribute keys the runtime
+// spells itself against the semantic conventions package.
+func TestTraceKeysAreTheConventions(t *testing.T) {
+	for _, k := range []struct{ ours, conv attribute.Key }{
+		{keyOperation, semconv.GenAIOperationNameKey},
+		{keyProvider, semconv.GenAIProviderNameKey},
+		{keyRequestModel, semconv.GenAIRequestModelKey},
+		{keyAgentName, semconv.GenAIAgentNameKey},
+		{keyConversationID, semconv.GenAIConversationIDKey},
+		{keyInputTokens, semconv.GenAIUsageInputTokensKey},
+		{keyOutputTokens, semconv.GenAIUsageOutputTokensKey},
+		{keyCacheReadTokens, semconv.GenAIUsageCacheReadInputTokensKey},
+		{keyReasoningTokens, semconv.GenAIUsageReasoningOutputTokensKey},
+		{keyFinishReasons, semconv.GenAIResponseFinishReasonsKey},
+		{keyResponseID, semconv.GenAIResponseIDKey},
+		{keyToolName, semconv.GenAIToolNameKey},
+		{keyToolCallID, semconv.GenAIToolCallIDKey},
+		{keyToolType, semconv.GenAIToolTypeKey},
+		{keyToolArguments, semconv.GenAIToolCallArgumentsKey},
+		{keyToolResult, semconv.GenAIToolCallResultKey},
+		{keySystem, semconv.GenAISystemInstructionsKey},
+		{keyInputMessages, semconv.GenAIInputMessagesKey},
+		{keyOutputMessages, semconv.GenAIOutputMessagesKey},
+		{keyErrorType, semconv.ErrorTypeKey},
+		{keyHTTPStatus, semconv.HTTPResponseStatusCodeKey},
+	} {
+		if k.ours != k.conv {
+			t.Errorf("key %q, the conventions say %q", k.ours, k.conv)
+		}
+	}
+	for _, op := range []struct {
+		ours string
+		conv attribute.KeyValue
+	}{
+		{"chat", semconv.GenAIOperationNameChat},
+		{"invoke_agent", semconv.GenAIOperationNameInvokeAgent},
+		{"execute_tool", semconv.GenAIOperationNameExecuteTool},
+	} {
+		if op.ours != op.conv.Value.AsString() {
+			t.Errorf("operation %q, the conventions say %q", op.ours, op.conv.Value.AsString())
+		}
+	}
+}
+
+// TestObserveAllocatesNothingWhenUnset calls every observation site of a
+// runner without a tracer provider or a logger, and of one with a no-op
+// tracer provider (after the first step, which makes the observer).
+func TestObserveAllocatesNothingWhenUnset(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"unset", Config{}},
+		{"noop", Config{TracerProvider: noop.NewTracerProvider()}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := New(nil, nil, tt.cfg)
+			ctx := context.Background()
+			req := &Request{}
+			reply := &Reply{}
+			call := defs.ToolCall{ID: "c", Name: "t"}
+			s := &Step{}
+			err := context.Canceled
+			allocs := testing.AllocsPerRun(100, func() {
+				ctx := r.observeStep(ctx)
+				ctx, sp := r.observeCall(ctx, req)
+				r.observeCallEnd(sp, reply, nil)
+				r.observeRetry(ctx, 0, err, 0)
+				ctx = r.observeSummary(ctx)
+				tctx, ts := r.observeTool(ctx, call)
+				r.observeToolError(tctx, err)
+				r.observeToolEnd(ts, defs.ToolResult{})
+				r.observeCommit(nil)
+				r.observeStepEnd(ctx, s, nil)
+			})
+			if allocs != 0 {
+				t.Errorf("%v allocations per step, want 0", allocs)
+			}
+			if (r.obs != nil) != (tt.cfg.TracerProvider != nil) {
+				t.Errorf("observer %v with Config %+v", r.obs, tt.cfg)
+			}
+		})
+	}
+}
