@@ -97,7 +97,7 @@ func (m *Model) Stream(ctx context.Context, req *runtime.Request, onDelta func(r
 
 // body assembles the request body of req from cached encodings. Its errors
 // are *runtime.ModelError, not retryable.
-func (m *Model) body(req *runtime.Request, stream bool) (*body, error) {
+func (m *Model) body(req *runtime.Request, stream bool) ([]byte, error) {
 	fail := func(err error) error {
 		err = fmt.Errorf("openai: %w", err)
 		return m.redact.scrub(&runtime.ModelError{Message: err.Error(), Err: err})
@@ -113,14 +113,14 @@ func (m *Model) body(req *runtime.Request, stream bool) (*body, error) {
 	if err != nil {
 		return nil, fail(err)
 	}
-	return newBody(head, sys, msgs, tail), nil
+	return assemble(head, sys, msgs, tail), nil
 }
 
 // attemptFunc makes one attempt; delivered reports whether part of the
 // reply already reached the caller, which forbids a retry.
 type attemptFunc func(ctx context.Context, ex *exchange) (reply *runtime.Reply, delivered bool, err error)
 
-func (m *Model) withRetries(ctx context.Context, body *body, attempt attemptFunc) (*runtime.Reply, error) {
+func (m *Model) withRetries(ctx context.Context, body []byte, attempt attemptFunc) (*runtime.Reply, error) {
 	for n := 0; ; n++ {
 		ex := &exchange{body: body, maxReply: m.cfg.MaxReplyBytes}
 		reply, delivered, err := attempt(withExchange(ctx, ex), ex)

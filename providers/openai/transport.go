@@ -21,7 +21,7 @@ import (
 // fields need no locking.
 type exchange struct {
 	// body, if not nil, is sent instead of the body go-openai encoded.
-	body *body
+	body []byte
 	// maxReply bounds the bytes read from the response body; <= 0: none.
 	maxReply int64
 
@@ -53,10 +53,10 @@ func (d doer) Do(req *http.Request) (*http.Response, error) {
 		return d.client.Do(req)
 	}
 	if ex.body != nil {
-		b := ex.body.rewind()
-		req.Body = b
-		req.ContentLength = b.size()
-		req.GetBody = func() (io.ReadCloser, error) { return ex.body.rewind(), nil }
+		body := ex.body
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		req.ContentLength = int64(len(body))
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	}
 	resp, err := d.client.Do(req)
 	if err != nil {
