@@ -210,7 +210,7 @@ func (m *Model) streamOnce(ctx context.Context, ex *exchange, onDelta func(runti
 		}
 		var chunk sdk.ChatCompletionStreamResponse
 		if err := json.Unmarshal(raw, &chunk); err != nil {
-			return nil, delivered, fmt.Errorf("decoding stream chunk: %w", err)
+			return nil, delivered, fmt.Errorf("openai: a stream event is not a chunk (%w): %s", err, bodyText(raw))
 		}
 		for _, d := range acc.add(&chunk, extraReasoning(raw)) {
 			delivered = true
