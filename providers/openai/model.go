@@ -21,6 +21,12 @@ import (
 
 // Model is a runtime.StreamingModel backed by an OpenAI-compatible Chat
 // Completions endpoint through go-openai. It is safe for concurrent use.
+//
+// A Model keeps the JSON encoding of the messages it sent, for the four
+// conversations it served most recently (an agent and its sub-agents), so
+// that a request encodes only its new messages; that memory is about the
+// size of those transcripts. Printed (fmt) or logged (slog), it shows its
+// configuration without the API key.
 type Model struct {
 	cfg    Config
 	client *sdk.Client

@@ -3,6 +3,8 @@ package openai
 import (
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -201,6 +203,57 @@ func TestWireCacheConversations(t *testing.T) {
 				want = 3
 			}
 			assert.Equal(t, want, m.wire.encoded-before, "conversation %d step %d", i, step)
+		}
+	}
+}
+
+// TestWireCacheRandomRewrites applies random edits to a transcript between
+// requests (appends, trimming, summaries, replacements, edits in place of
+// contents and tool-call arguments, a changing system prompt) and checks
+// every body against a fresh encoding of the same request.
+func TestWireCacheRandomRewrites(t *testing.T) {
+	for seed := range uint64(20) {
+		rng := rand.New(rand.NewPCG(seed, 99))
+		m := New(Config{Model: "gpt-4.1"})
+		fresh := New(Config{Model: "gpt-4.1"})
+		msgs := []defs.Message{defs.UserMessage("start")}
+		next := 0
+		text := func() string { return strings.Repeat(string(rune('a'+rng.IntN(26))), 1+rng.IntN(3)) }
+		for step := range 60 {
+			switch op := rng.IntN(10); {
+			case op < 5: // a tool round
+				id := fmt.Sprintf("call_%d", next)
+				next++
+				msgs = append(msgs,
+					defs.Message{Role: defs.RoleAssistant, ToolCalls: []defs.ToolCall{{ID: id, Name: "f", Arguments: json.RawMessage(`{"x":"` + text() + `"}`)}}},
+					defs.Message{Role: defs.RoleTool, ToolCallID: id, Content: text()})
+			case op == 5 && len(msgs) > 3: // trim the oldest round
+				msgs = append(msgs[:1:1], msgs[3:]...)
+			case op == 6 && len(msgs) > 3: // a summary replaces a range
+				i := 1 + rng.IntN(len(msgs)-1)
+				j := i + rng.IntN(len(msgs)-i)
+				msgs = slices.Concat(msgs[:i], []defs.Message{defs.UserMessage("summary " + text())}, msgs[j:])
+			case op == 7: // a content edited in place, same length
+				i := rng.IntN(len(msgs))
+				if c := msgs[i].Content; c != "" {
+					msgs[i].Content = strings.Repeat("z", len(c))
+				}
+			case op == 8: // tool-call arguments edited in place
+				for i := range msgs {
+					if len(msgs[i].ToolCalls) > 0 && rng.IntN(3) == 0 {
+						args := msgs[i].ToolCalls[0].Arguments
+						if len(args) > 7 {
+							args[7] = byte('a' + rng.IntN(26))
+						}
+					}
+				}
+			default: // the same request again
+			}
+			req := &runtime.Request{System: "step " + fmt.Sprint(step%3), Messages: msgs}
+			got := assembled(t, m, req, step%2 == 0)
+			want := assembled(t, fresh, req, step%2 == 0)
+			fresh = New(Config{Model: "gpt-4.1"})
+			require.Equal(t, string(want), string(got), "seed %d step %d", seed, step)
 		}
 	}
 }
