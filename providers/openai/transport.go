@@ -85,11 +85,19 @@ func (d doer) Do(req *http.Request) (*http.Response, error) {
 		resp.Body = ex.tap
 		return resp, nil
 	}
-	var r io.Reader = resp.Body
-	if ex.maxReply > 0 {
-		r = io.LimitReader(resp.Body, ex.maxReply+1)
+	var raw []byte
+	var rerr error
+	if n := resp.ContentLength; n >= 0 && (ex.maxReply <= 0 || n <= ex.maxReply) {
+		// The transport reads no more than the announced length.
+		raw = make([]byte, n)
+		_, rerr = io.ReadFull(resp.Body, raw)
+	} else {
+		var r io.Reader = resp.Body
+		if ex.maxReply > 0 {
+			r = io.LimitReader(resp.Body, ex.maxReply+1)
+		}
+		raw, rerr = io.ReadAll(r)
 	}
-	raw, rerr := io.ReadAll(r)
 	resp.Body.Close()
 	if rerr != nil {
 		return nil, rerr
