@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -28,10 +29,10 @@ func (r redactor) string(s string) string {
 }
 
 func (r redactor) bytes(b []byte) []byte {
-	if r.secret == "" || !strings.Contains(string(b), r.secret) {
+	if r.secret == "" || !bytes.Contains(b, []byte(r.secret)) {
 		return b
 	}
-	return []byte(strings.ReplaceAll(string(b), r.secret, Redacted))
+	return bytes.ReplaceAll(b, []byte(r.secret), []byte(Redacted))
 }
 
 // scrub removes the key from me and from every error it wraps: go-openai's

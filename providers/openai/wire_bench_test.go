@@ -227,7 +227,10 @@ func TestWireSameRequestsAsBare(t *testing.T) {
 
 // BenchmarkWire runs scenario S1 through the adapter against an httptest
 // server (reprompt) and sends the same requests with a plain go-openai loop
-// (bare, the floor). Compare reprompt/bare within one run:
+// (bare, the floor). It reports ns/step (wall time), B/step (bytes
+// allocated) and cpu-ns/step (the process's CPU time: client, server and
+// GC, which other processes' load does not inflate). Compare reprompt/bare
+// within one run:
 //
 //	go test ./providers/openai -run '^$' -bench BenchmarkWire -count 5
 func BenchmarkWire(b *testing.B) {
@@ -243,15 +246,22 @@ func BenchmarkWire(b *testing.B) {
 				b.ReportAllocs()
 				var ms0, ms1 goruntime.MemStats
 				goruntime.ReadMemStats(&ms0)
+				cpu0, cpuOK := cpuTime()
 				b.ResetTimer()
 				for b.Loop() {
 					run()
 				}
 				b.StopTimer()
+				cpu1, _ := cpuTime()
 				goruntime.ReadMemStats(&ms1)
 				n := float64(b.N * steps)
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/n, "ns/step")
 				b.ReportMetric(float64(ms1.TotalAlloc-ms0.TotalAlloc)/n, "B/step")
+				if cpuOK {
+					// Client, server and GC: robust to other processes'
+					// load, unlike ns/step.
+					b.ReportMetric(float64((cpu1-cpu0).Nanoseconds())/n, "cpu-ns/step")
+				}
 			}
 			b.Run("reprompt", func(b *testing.B) {
 				bench(b, func() { runReprompt(b, s, m()) })
