@@ -2,6 +2,7 @@ package openai_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 
 	sdk "github.com/sashabaranov/go-openai"
 
+	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/providers/openai"
 	"github.com/reprompt/reprompt/runtime"
 )
@@ -33,7 +35,10 @@ import (
 //     CreateChatCompletionStream (bare) to that moment;
 //
 //   - added-*-ns: reprompt minus bare, what the runtime and the adapter add
-//     (the target is at most 50 µs).
+//     (the target is at most 50 µs);
+//
+//   - adapter-added-*-ns: Model.Stream alone (the same request, no runtime)
+//     minus bare, the adapter's share.
 //
 //     go test ./providers/openai -run '^$' -bench BenchmarkFirstDelta -count 5
 func BenchmarkFirstDelta(b *testing.B) {
@@ -86,6 +91,28 @@ func BenchmarkFirstDelta(b *testing.B) {
 		}
 		return at - time.Duration(flushed.Load()), at - start
 	}
+	// The adapter alone: Model.Stream with the request S1's first step
+	// sends, without the runtime.
+	adapterReq := &runtime.Request{
+		System:   bare.system,
+		Messages: []defs.Message{defs.UserMessage("Count as far as you can.")},
+	}
+	for _, t := range bare.tools {
+		adapterReq.Tools = append(adapterReq.Tools, runtime.ToolSpec{Name: t.Function.Name, Description: t.Function.Description, Parameters: t.Function.Parameters.(json.RawMessage)})
+	}
+	adapter := func() (afterFlush, fromCall time.Duration) {
+		var at time.Duration
+		start := time.Since(base)
+		_, err := m.Stream(context.Background(), adapterReq, func(d runtime.Delta) {
+			if at == 0 {
+				at = time.Since(base)
+			}
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return at - time.Duration(flushed.Load()), at - start
+	}
 	floor := func() (afterFlush, fromCall time.Duration) {
 		start := time.Since(base)
 		stream, err := client.CreateChatCompletionStream(context.Background(), bareReq)
@@ -108,11 +135,14 @@ func BenchmarkFirstDelta(b *testing.B) {
 	}
 
 	reprompt() // warm the connections and process-wide caches
+	adapter()
 	floor()
-	var rf, rc, bf, bc []time.Duration
+	var rf, rc, af, ac, bf, bc []time.Duration
 	for b.Loop() {
 		f, c := reprompt()
 		rf, rc = append(rf, f), append(rc, c)
+		f, c = adapter()
+		af, ac = append(af, f), append(ac, c)
 		f, c = floor()
 		bf, bc = append(bf, f), append(bc, c)
 	}
@@ -126,4 +156,6 @@ func BenchmarkFirstDelta(b *testing.B) {
 	b.ReportMetric(median(rc), "reprompt-from-call-ns")
 	b.ReportMetric(median(bc), "bare-from-call-ns")
 	b.ReportMetric(median(rc)-median(bc), "added-from-call-ns")
+	b.ReportMetric(median(af)-median(bf), "adapter-added-after-flush-ns")
+	b.ReportMetric(median(ac)-median(bc), "adapter-added-from-call-ns")
 }
