@@ -21,6 +21,9 @@ const (
 	DefaultRetryBaseDelay = 500 * time.Millisecond
 	// DefaultRetryMaxDelay bounds the delay between two attempts.
 	DefaultRetryMaxDelay = 30 * time.Second
+	// DefaultMaxReplyBytes bounds the size of a reply's body, streamed or
+	// not, when Config.MaxReplyBytes is 0.
+	DefaultMaxReplyBytes = 32 << 20
 )
 
 // Environment variables read by ConfigFromEnv.
@@ -121,6 +124,13 @@ type Config struct {
 	// RetryMaxDelay; a longer one ends the retries and the error is
 	// returned. If 0, DefaultRetryMaxDelay is used.
 	RetryMaxDelay time.Duration
+	// MaxReplyBytes bounds the bytes read from one response body, streamed
+	// or not (a stream's event framing included; an error body is cut at
+	// it). A reply that would exceed it fails with a *ReplyTooLargeError,
+	// which is not retried, and the connection is closed. If 0,
+	// DefaultMaxReplyBytes is used; a negative value removes the bound.
+	MaxReplyBytes int64
+
 	// Rand is the source of retry jitter. If nil, the math/rand/v2
 	// top-level functions are used. The Model serialises its use of Rand.
 	Rand *rand.Rand
@@ -168,6 +178,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Sleep == nil {
 		c.Sleep = sleep
+	}
+	if c.MaxReplyBytes == 0 {
+		c.MaxReplyBytes = DefaultMaxReplyBytes
 	}
 	return c
 }

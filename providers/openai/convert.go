@@ -43,9 +43,10 @@ func sdkTakesForReasoning(name string) bool {
 // emptyParameters is sent for a tool without a parameter schema.
 var emptyParameters = json.RawMessage(`{"type":"object","properties":{}}`)
 
-// buildRequest maps req to a go-openai request and the body patch that
-// carries what the SDK's types cannot.
-func (m *Model) buildRequest(req *runtime.Request, stream bool) (sdk.ChatCompletionRequest, bodyPatch, error) {
+// requestFields maps the configuration and tools to a go-openai request
+// without messages, and the body patch that carries what the SDK's types
+// cannot.
+func (m *Model) requestFields(tools []runtime.ToolSpec, stream bool) (sdk.ChatCompletionRequest, bodyPatch) {
 	c := &m.cfg
 	out := sdk.ChatCompletionRequest{
 		Model:           c.Model,
@@ -88,25 +89,12 @@ func (m *Model) buildRequest(req *runtime.Request, stream bool) (sdk.ChatComplet
 			}
 		}
 	}
+	out.Stream = stream
 	if stream && !c.OmitStreamUsage {
 		out.StreamOptions = &sdk.StreamOptions{IncludeUsage: true}
 	}
 
-	if req.System != "" {
-		out.Messages = append(out.Messages, sdk.ChatCompletionMessage{Role: sdk.ChatMessageRoleSystem, Content: req.System})
-	}
-	for i, msg := range req.Messages {
-		om, err := m.convertMessage(msg)
-		if err != nil {
-			return out, patch, fmt.Errorf("message %d: %w", i, err)
-		}
-		if om.Content == "" && (om.Role != sdk.ChatMessageRoleAssistant || len(om.ToolCalls) == 0) {
-			patch.emptyContent = append(patch.emptyContent, len(out.Messages))
-		}
-		out.Messages = append(out.Messages, om)
-	}
-
-	for _, t := range req.Tools {
+	for _, t := range tools {
 		params := t.Parameters
 		if len(bytes.TrimSpace(params)) == 0 || string(bytes.TrimSpace(params)) == "null" {
 			params = emptyParameters
@@ -123,7 +111,7 @@ func (m *Model) buildRequest(req *runtime.Request, stream bool) (sdk.ChatComplet
 	if len(out.Tools) > 0 && c.ParallelToolCalls != nil {
 		out.ParallelToolCalls = *c.ParallelToolCalls
 	}
-	return out, patch, nil
+	return out, patch
 }
 
 func (m *Model) convertMessage(msg defs.Message) (sdk.ChatCompletionMessage, error) {

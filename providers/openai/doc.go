@@ -49,4 +49,33 @@
 // retryable and retried with exponential backoff and jitter, honouring the
 // server's Retry-After; a stream is never retried once a delta was
 // delivered.
+//
+// Servers that are not OpenAI answer errors in other shapes: an "error"
+// that is a string ({"error":"Service Unavailable"}), an HTML page from a
+// proxy, an empty body. The HTTP status always reaches ModelError.StatusCode
+// and decides the retry, and the message shows the body's text. An error
+// event inside a stream that began with 200 takes the status its body names
+// (a "status" or "code" number, or an "error" that is a status text). A 404
+// whose body is not OpenAI's says to check that BaseURL ends in /v1.
+//
+// Config.MaxReplyBytes (32 MiB by default) bounds every response body,
+// streamed or not; past it the call fails with a *ReplyTooLargeError.
+//
+// # Secrets
+//
+// The API key never appears in an error: where a server or proxy echoes it
+// (an Authorization header copied into an error body), every occurrence is
+// replaced by Redacted, in the ModelError and in go-openai's errors it
+// wraps, so recordings (snapshots.Record) and golden files made from them
+// hold no key either. Config and *Model print and log (fmt, slog) with the
+// key redacted.
+//
+// # Requests on the wire
+//
+// Each message is encoded once, when it first appears; a request body is
+// assembled from the cached encodings, so a step costs the new messages,
+// not the whole history. The cache compares every message with what it
+// encoded (content, tool calls, ids), so a transcript that was trimmed,
+// compacted or edited in place is never sent stale. go-openai still sends
+// the request and reads responses, streams and errors.
 package openai

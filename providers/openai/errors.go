@@ -1,9 +1,11 @@
 package openai
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +15,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	sdk "github.com/sashabaranov/go-openai"
 
@@ -23,6 +26,24 @@ import (
 // ends before the server said why the reply ended (no finish_reason). Such
 // an error is retryable.
 var ErrStreamCut = errors.New("openai: stream ended before the reply was complete")
+
+// ReplyTooLargeError is wrapped by the *runtime.ModelError returned when a
+// response body exceeds Config.MaxReplyBytes. Such an error is not
+// retryable.
+type ReplyTooLargeError struct {
+	// Limit is the cap that was reached, in bytes.
+	Limit int64
+	// Streamed reports whether the reply was a stream.
+	Streamed bool
+}
+
+func (e *ReplyTooLargeError) Error() string {
+	kind := "reply"
+	if e.Streamed {
+		kind = "streamed reply"
+	}
+	return fmt.Sprintf("openai: %s larger than MaxReplyBytes (%d bytes)", kind, e.Limit)
+}
 
 // classify turns any failure of a call into a *runtime.ModelError whose Err
 // is the original error, so errors.As still finds *openai.APIError or
@@ -40,15 +61,55 @@ func classify(ctx context.Context, err error) *runtime.ModelError {
 		return &runtime.ModelError{Message: err.Error(), Err: err}
 	}
 
+	if tl, ok := errors.AsType[*ReplyTooLargeError](err); ok {
+		return &runtime.ModelError{Message: tl.Error(), Err: err}
+	}
+
+	// A failed response whose body is not OpenAI's shape, or an error
+	// event go-openai could not decode. Checked before *APIError: when a
+	// body's "error" is a string, go-openai leaves an empty *APIError
+	// inside the *RequestError.
+	var reqErr *sdk.RequestError
+	if errors.As(err, &reqErr) {
+		status := reqErr.HTTPStatusCode
+		if status < 400 {
+			// An error event inside a stream that began with 200: the
+			// status is whatever the event names.
+			status = statusInBody(reqErr.Body)
+		}
+		msg := bodyText(reqErr.Body)
+		if msg == "" {
+			msg = reqErr.HTTPStatus
+		}
+		if msg == "" {
+			msg = fmt.Sprintf("%d %s", status, http.StatusText(status))
+		}
+		e := &runtime.ModelError{
+			StatusCode:     status,
+			Message:        msg,
+			Retryable:      status != 0 && retryableStatus(status),
+			ContextTooLong: status != 0 && status < 500 && status != http.StatusTooManyRequests && contextTooLong("", "", msg),
+			Err:            err,
+		}
+		if e.ContextTooLong {
+			e.Retryable = false
+		}
+		return e
+	}
+
 	var apiErr *sdk.APIError
 	if errors.As(err, &apiErr) {
 		code := fmt.Sprint(apiErr.Code)
 		if apiErr.Code == nil {
 			code = ""
 		}
+		msg := apiErr.Message
+		if msg == "" {
+			msg = strings.TrimSpace(apiErr.Type + " " + code)
+		}
 		e := &runtime.ModelError{
 			StatusCode:     apiErr.HTTPStatusCode,
-			Message:        apiErr.Message,
+			Message:        msg,
 			ContextTooLong: contextTooLong(code, apiErr.Type, apiErr.Message),
 			Err:            err,
 		}
@@ -70,29 +131,60 @@ func classify(ctx context.Context, err error) *runtime.ModelError {
 		return e
 	}
 
-	var reqErr *sdk.RequestError
-	if errors.As(err, &reqErr) {
-		msg := strings.TrimSpace(string(reqErr.Body))
-		if len(msg) > 1000 {
-			msg = msg[:1000] + "…"
-		}
-		if msg == "" {
-			msg = reqErr.HTTPStatus
-		}
-		e := &runtime.ModelError{
-			StatusCode:     reqErr.HTTPStatusCode,
-			Message:        msg,
-			Retryable:      retryableStatus(reqErr.HTTPStatusCode),
-			ContextTooLong: reqErr.HTTPStatusCode < 500 && reqErr.HTTPStatusCode != http.StatusTooManyRequests && contextTooLong("", "", msg),
-			Err:            err,
-		}
-		if e.ContextTooLong {
-			e.Retryable = false
-		}
-		return e
-	}
-
 	return &runtime.ModelError{Message: err.Error(), Retryable: retryableTransport(err), Err: err}
+}
+
+// maxMessage bounds the body text a ModelError's message shows.
+const maxMessage = 1000
+
+// bodyText is the text of an error body as a message shows it: trimmed,
+// and cut at maxMessage bytes on a character boundary.
+func bodyText(b []byte) string {
+	b = bytes.TrimSpace(b)
+	if len(b) <= maxMessage {
+		return string(b)
+	}
+	cut := maxMessage
+	for cut > 0 && !utf8.RuneStart(b[cut]) {
+		cut--
+	}
+	return string(b[:cut]) + "…"
+}
+
+// statusInBody returns the HTTP status an error body names, or 0: a
+// numeric "status" or "code", at the top level or inside "error", or an
+// "error" string that is a status text ("Service Unavailable").
+func statusInBody(b []byte) int {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(b, &obj) != nil {
+		return 0
+	}
+	number := func(m map[string]json.RawMessage) int {
+		for _, k := range []string{"status", "code"} {
+			var n int
+			if json.Unmarshal(m[k], &n) == nil && n >= 100 && n <= 599 {
+				return n
+			}
+		}
+		return 0
+	}
+	if n := number(obj); n != 0 {
+		return n
+	}
+	var inner map[string]json.RawMessage
+	if json.Unmarshal(obj["error"], &inner) == nil {
+		return number(inner)
+	}
+	var text string
+	if json.Unmarshal(obj["error"], &text) == nil {
+		text = strings.TrimSpace(text)
+		for code := 100; code <= 599; code++ {
+			if st := http.StatusText(code); st != "" && strings.EqualFold(st, text) {
+				return code
+			}
+		}
+	}
+	return 0
 }
 
 // retryableStatus reports whether an HTTP status is worth another attempt,

@@ -52,9 +52,10 @@ func TestOpenAPIErrors(t *testing.T) {
 			wantHits: 1, sdkErr: "api",
 		},
 		{
-			name:     "401 bad key",
-			reply:    reply{status: 401, body: errorBody("Incorrect API key provided: sk-test.", "invalid_request_error", "invalid_api_key")},
-			want:     runtime.ModelError{StatusCode: 401, Message: "Incorrect API key provided: sk-test."},
+			name:  "401 bad key",
+			reply: reply{status: 401, body: errorBody("Incorrect API key provided: sk-test.", "invalid_request_error", "invalid_api_key")},
+			// The key the server echoed is redacted (issue 8 item 7).
+			want:     runtime.ModelError{StatusCode: 401, Message: "Incorrect API key provided: [redacted]."},
 			wantHits: 1, sdkErr: "api",
 		},
 		{

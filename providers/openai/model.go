@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net/http"
 	"net/url"
 	"sort"
 	"strings"
@@ -21,9 +22,17 @@ import (
 
 // Model is a runtime.StreamingModel backed by an OpenAI-compatible Chat
 // Completions endpoint through go-openai. It is safe for concurrent use.
+//
+// A Model keeps the JSON encoding of the messages it sent, for the four
+// conversations it served most recently (an agent and its sub-agents), so
+// that a request encodes only its new messages; that memory is about the
+// size of those transcripts. Printed (fmt) or logged (slog), it shows its
+// configuration without the API key.
 type Model struct {
 	cfg    Config
 	client *sdk.Client
+	redact redactor
+	wire   wireCache
 	randMu sync.Mutex
 }
 
@@ -42,7 +51,7 @@ func New(cfg Config) *Model {
 	sc.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
 	sc.OrgID = cfg.Organization
 	sc.HTTPClient = doer{client: cfg.HTTPClient}
-	return &Model{cfg: cfg, client: sdk.NewClientWithConfig(sc)}
+	return &Model{cfg: cfg, client: sdk.NewClientWithConfig(sc), redact: redactor{secret: cfg.APIKey}}
 }
 
 // FromEnv returns New(ConfigFromEnv()).
@@ -71,15 +80,12 @@ func (m *Model) ProviderName() string {
 // (*openai.APIError, *openai.RequestError) or, when ctx ended the call, to
 // ctx.Err().
 func (m *Model) Generate(ctx context.Context, req *runtime.Request) (*runtime.Reply, error) {
-	if req == nil {
-		return nil, &runtime.ModelError{Message: "openai: nil request", Err: errors.New("openai: nil request")}
-	}
-	body, patch, err := m.buildRequest(req, false)
+	body, err := m.body(req, false)
 	if err != nil {
-		return nil, &runtime.ModelError{Message: err.Error(), Err: err}
+		return nil, err
 	}
-	return m.withRetries(ctx, patch, func(ctx context.Context, ex *exchange) (*runtime.Reply, bool, error) {
-		resp, err := m.client.CreateChatCompletion(ctx, body)
+	return m.withRetries(ctx, body, func(ctx context.Context, ex *exchange) (*runtime.Reply, bool, error) {
+		resp, err := m.client.CreateChatCompletion(ctx, sdk.ChatCompletionRequest{Model: m.cfg.Model})
 		if err != nil {
 			return nil, false, err
 		}
@@ -100,36 +106,51 @@ func (m *Model) Generate(ctx context.Context, req *runtime.Request) (*runtime.Re
 // is done the stream is closed at once and Stream returns an error that
 // unwraps to ctx.Err().
 func (m *Model) Stream(ctx context.Context, req *runtime.Request, onDelta func(runtime.Delta)) (*runtime.Reply, error) {
-	if req == nil {
-		return nil, &runtime.ModelError{Message: "openai: nil request", Err: errors.New("openai: nil request")}
-	}
 	if onDelta == nil {
 		onDelta = func(runtime.Delta) {}
 	}
-	body, patch, err := m.buildRequest(req, true)
+	body, err := m.body(req, true)
 	if err != nil {
-		return nil, &runtime.ModelError{Message: err.Error(), Err: err}
+		return nil, err
 	}
-	return m.withRetries(ctx, patch, func(ctx context.Context, ex *exchange) (*runtime.Reply, bool, error) {
-		return m.streamOnce(ctx, body, onDelta)
+	return m.withRetries(ctx, body, func(ctx context.Context, ex *exchange) (*runtime.Reply, bool, error) {
+		return m.streamOnce(ctx, ex, onDelta)
 	})
+}
+
+// body assembles the request body of req from cached encodings. Its errors
+// are *runtime.ModelError, not retryable.
+func (m *Model) body(req *runtime.Request, stream bool) ([]byte, error) {
+	fail := func(err error) error {
+		err = fmt.Errorf("openai: %w", err)
+		return m.redact.scrub(&runtime.ModelError{Message: err.Error(), Err: err})
+	}
+	if req == nil {
+		return nil, fail(errors.New("nil request"))
+	}
+	head, tail, err := m.skeleton(req.Tools, stream)
+	if err != nil {
+		return nil, fail(err)
+	}
+	sys, msgs, err := m.messages(req)
+	if err != nil {
+		return nil, fail(err)
+	}
+	return assemble(head, sys, msgs, tail), nil
 }
 
 // attemptFunc makes one attempt; delivered reports whether part of the
 // reply already reached the caller, which forbids a retry.
 type attemptFunc func(ctx context.Context, ex *exchange) (reply *runtime.Reply, delivered bool, err error)
 
-func (m *Model) withRetries(ctx context.Context, patch bodyPatch, attempt attemptFunc) (*runtime.Reply, error) {
+func (m *Model) withRetries(ctx context.Context, body []byte, attempt attemptFunc) (*runtime.Reply, error) {
 	for n := 0; ; n++ {
-		ex := &exchange{}
-		if !patch.empty() {
-			ex.patch = patch.apply
-		}
+		ex := &exchange{body: body, maxReply: m.cfg.MaxReplyBytes}
 		reply, delivered, err := attempt(withExchange(ctx, ex), ex)
 		if err == nil {
 			return reply, nil
 		}
-		me := classify(ctx, err)
+		me := m.classify(ctx, err, ex)
 		if !me.Retryable || delivered || n >= m.cfg.MaxRetries {
 			return nil, me
 		}
@@ -151,6 +172,20 @@ func (m *Model) withRetries(ctx context.Context, patch bodyPatch, attempt attemp
 	}
 }
 
+// classify turns the failure of one attempt into a *runtime.ModelError
+// without the API key, with a hint when a 404 that is not OpenAI's
+// suggests a wrong BaseURL.
+func (m *Model) classify(ctx context.Context, err error, ex *exchange) *runtime.ModelError {
+	me := classify(ctx, err)
+	if me.StatusCode == http.StatusNotFound && ex != nil && ex.status == http.StatusNotFound {
+		if _, ok := errors.AsType[*sdk.RequestError](err); ok {
+			me.Message += fmt.Sprintf(" (POST %s/chat/completions was not found: BaseURL should be the API root, which ends in /v1 for most servers)",
+				strings.TrimRight(m.cfg.BaseURL, "/"))
+		}
+	}
+	return m.redact.scrub(me)
+}
+
 // backoff returns the delay before retry n+1: RetryBaseDelay·2ⁿ capped at
 // RetryMaxDelay, minus up to 25% jitter.
 func (m *Model) backoff(n int) time.Duration {
@@ -170,8 +205,8 @@ func (m *Model) backoff(n int) time.Duration {
 	return time.Duration(float64(d) * (1 - 0.25*f))
 }
 
-func (m *Model) streamOnce(ctx context.Context, body sdk.ChatCompletionRequest, onDelta func(runtime.Delta)) (reply *runtime.Reply, delivered bool, err error) {
-	stream, err := m.client.CreateChatCompletionStream(ctx, body)
+func (m *Model) streamOnce(ctx context.Context, ex *exchange, onDelta func(runtime.Delta)) (reply *runtime.Reply, delivered bool, err error) {
+	stream, err := m.client.CreateChatCompletionStream(ctx, sdk.ChatCompletionRequest{Model: m.cfg.Model})
 	if err != nil {
 		return nil, false, err
 	}
@@ -190,9 +225,15 @@ func (m *Model) streamOnce(ctx context.Context, body sdk.ChatCompletionRequest, 
 		if err != nil {
 			return nil, delivered, err
 		}
+		if raw == nil {
+			// go-openai read an error event it could not decode (its
+			// "error" is not an object) and returned neither data nor
+			// an error.
+			return nil, delivered, streamEventError(ex)
+		}
 		var chunk sdk.ChatCompletionStreamResponse
 		if err := json.Unmarshal(raw, &chunk); err != nil {
-			return nil, delivered, fmt.Errorf("decoding stream chunk: %w", err)
+			return nil, delivered, fmt.Errorf("openai: a stream event is not a chunk (%w): %s", err, bodyText(raw))
 		}
 		for _, d := range acc.add(&chunk, extraReasoning(raw)) {
 			delivered = true
@@ -206,6 +247,26 @@ func (m *Model) streamOnce(ctx context.Context, body sdk.ChatCompletionRequest, 
 		return nil, delivered, ErrStreamCut
 	}
 	return acc.reply(), delivered, nil
+}
+
+// streamEventError is the error for an error event of a stream that
+// go-openai could not decode, as a *openai.RequestError carrying the
+// event's payload, so that classify reads its status and text.
+func streamEventError(ex *exchange) error {
+	payload := []byte("(an error event that could not be read)")
+	if ex != nil && ex.tap != nil && ex.tap.errEvent != nil {
+		payload = ex.tap.errEvent
+	}
+	status := http.StatusOK
+	if ex != nil && ex.status != 0 {
+		status = ex.status
+	}
+	return &sdk.RequestError{
+		HTTPStatus:     fmt.Sprintf("%d %s", status, http.StatusText(status)),
+		HTTPStatusCode: status,
+		Err:            errors.New("openai: the stream sent an error event that is not in OpenAI's shape"),
+		Body:           payload,
+	}
 }
 
 // streamAcc assembles a reply from stream chunks.

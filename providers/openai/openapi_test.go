@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -22,72 +21,36 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 )
 
-// specRelPath is where the official OpenAI spec lives: in shared/ beside
-// the repository (../shared/openai-openapi/openapi.yaml from its root).
-const specRelPath = "shared/openai-openapi/openapi.yaml"
+// specPath is the official OpenAI description, kept in the repository with
+// its licence and source (testdata/openai-openapi/SOURCE.md), so that these
+// tests run on every clone.
+var specPath = filepath.Join("testdata", "openai-openapi", "openapi.yaml")
 
 var spec struct {
 	once  sync.Once
-	path  string
 	route *routers.Route
 	err   error
 }
 
-// errSpecAbsent is returned by findSpec when there is no spec to load.
-var errSpecAbsent = errors.New("OpenAI OpenAPI spec not found")
-
-// findSpec walks up from the working directory looking for specRelPath.
-// OPENAI_OPENAPI_SPEC, when set, names the file directly.
-func findSpec() (string, error) {
-	if p := os.Getenv("OPENAI_OPENAPI_SPEC"); p != "" {
-		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("%w: OPENAI_OPENAPI_SPEC=%s: %v", errSpecAbsent, p, err)
-		}
-		return p, nil
-	}
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		p := filepath.Join(dir, specRelPath)
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("%w: no %s in any parent of the working directory", errSpecAbsent, specRelPath)
-		}
-		dir = parent
-	}
-}
-
 // chatRoute loads the spec once per test binary and returns the route of
-// POST /chat/completions. It skips the test when the spec is absent.
-func chatRoute(t *testing.T) *routers.Route {
-	t.Helper()
+// POST /chat/completions. A missing or unreadable spec fails the test.
+func chatRoute(tb testing.TB) *routers.Route {
+	tb.Helper()
 	spec.once.Do(func() {
-		spec.path, spec.err = findSpec()
-		if spec.err != nil {
-			return
-		}
-		doc, err := openapi3.NewLoader().LoadFromFile(spec.path)
+		doc, err := openapi3.NewLoader().LoadFromFile(specPath)
 		if err != nil {
-			spec.err = fmt.Errorf("loading %s: %w", spec.path, err)
+			spec.err = fmt.Errorf("loading %s: %w", specPath, err)
 			return
 		}
 		item := doc.Paths.Find("/chat/completions")
 		if item == nil || item.Post == nil {
-			spec.err = fmt.Errorf("%s has no POST /chat/completions", spec.path)
+			spec.err = fmt.Errorf("%s has no POST /chat/completions", specPath)
 			return
 		}
 		spec.route = &routers.Route{Spec: doc, Path: "/chat/completions", PathItem: item, Method: http.MethodPost, Operation: item.Post}
 	})
 	if spec.route == nil {
-		if errors.Is(spec.err, errSpecAbsent) {
-			t.Skipf("skipping: the OpenAI OpenAPI spec is absent (%v); these tests validate requests against it", spec.err)
-		}
-		t.Fatalf("OpenAPI spec: %v", spec.err)
+		tb.Fatalf("OpenAPI spec: %v", spec.err)
 	}
 	return spec.route
 }

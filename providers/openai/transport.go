@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -12,19 +11,25 @@ import (
 
 // exchange records what one HTTP attempt sent and received, for the parts
 // go-openai does not expose: the response status and headers of a failed
-// call (for Retry-After), and the raw body of a non-streamed reply (for
-// fields go-openai does not decode, such as "reasoning").
+// call (for Retry-After), the body of a failed call, the raw body of a
+// non-streamed reply (for fields go-openai does not decode, such as
+// "reasoning"), and the error events of a stream that go-openai cannot
+// decode.
 //
 // It travels to the doer inside the request's context, so one doer serves
 // concurrent calls. The doer runs on the goroutine of the call, so the
 // fields need no locking.
 type exchange struct {
-	// patch, if not nil, rewrites the JSON request body before it is sent.
-	patch func(body map[string]json.RawMessage) error
+	// body, if not nil, is sent instead of the body go-openai encoded.
+	body []byte
+	// maxReply bounds the bytes read from the response body; <= 0: none.
+	maxReply int64
 
-	status int
-	header http.Header
-	raw    []byte
+	status  int
+	header  http.Header
+	raw     []byte     // a non-streamed 2xx body
+	errBody []byte     // the body of a failed response, cut at maxErrorBody
+	tap     *streamTap // a streamed 2xx body
 }
 
 type exchangeKey struct{}
@@ -33,8 +38,9 @@ func withExchange(ctx context.Context, ex *exchange) context.Context {
 	return context.WithValue(ctx, exchangeKey{}, ex)
 }
 
-// maxRawBody bounds the non-streamed response bodies kept for decoding.
-const maxRawBody = 32 << 20
+// maxErrorBody bounds what is kept of a failed response's body (within
+// Config.MaxReplyBytes).
+const maxErrorBody = 1 << 20
 
 // doer is the go-openai HTTPDoer: it wraps the configured *http.Client.
 type doer struct {
@@ -46,62 +52,156 @@ func (d doer) Do(req *http.Request) (*http.Response, error) {
 	if ex == nil {
 		return d.client.Do(req)
 	}
-	if ex.patch != nil && req.Body != nil {
-		if err := patchBody(req, ex.patch); err != nil {
-			return nil, err
-		}
+	if ex.body != nil {
+		body := ex.body
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		req.ContentLength = int64(len(body))
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	}
 	resp, err := d.client.Do(req)
 	if err != nil {
 		return resp, err
 	}
 	ex.status = resp.StatusCode
-	ex.header = resp.Header.Clone()
-	streaming := strings.Contains(req.Header.Get("Accept"), "text/event-stream")
-	if !streaming && resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		raw, rerr := io.ReadAll(io.LimitReader(resp.Body, maxRawBody))
+	ex.header = resp.Header
+	if resp.StatusCode < http.StatusOK || resp.StatusCode >= http.StatusBadRequest {
+		// go-openai reads the whole body of a failed response: keep it
+		// bounded, and keep it for the error whatever its shape.
+		limit := int64(maxErrorBody)
+		if ex.maxReply > 0 {
+			limit = min(limit, ex.maxReply)
+		}
+		data, rerr := io.ReadAll(io.LimitReader(resp.Body, limit))
 		resp.Body.Close()
 		if rerr != nil {
 			return nil, rerr
 		}
-		ex.raw = raw
-		resp.Body = io.NopCloser(bytes.NewReader(raw))
+		ex.errBody = data
+		resp.Body = io.NopCloser(bytes.NewReader(data))
+		return resp, nil
 	}
+	if strings.Contains(req.Header.Get("Accept"), "text/event-stream") {
+		ex.tap = &streamTap{r: resp.Body, limit: ex.maxReply}
+		resp.Body = ex.tap
+		return resp, nil
+	}
+	var raw []byte
+	var rerr error
+	if n := resp.ContentLength; n >= 0 && (ex.maxReply <= 0 || n <= ex.maxReply) {
+		// The transport reads no more than the announced length.
+		raw = make([]byte, n)
+		_, rerr = io.ReadFull(resp.Body, raw)
+	} else {
+		var r io.Reader = resp.Body
+		if ex.maxReply > 0 {
+			r = io.LimitReader(resp.Body, ex.maxReply+1)
+		}
+		raw, rerr = io.ReadAll(r)
+	}
+	resp.Body.Close()
+	if rerr != nil {
+		return nil, rerr
+	}
+	if ex.maxReply > 0 && int64(len(raw)) > ex.maxReply {
+		return nil, &ReplyTooLargeError{Limit: ex.maxReply}
+	}
+	ex.raw = raw
+	resp.Body = io.NopCloser(bytes.NewReader(raw))
 	return resp, nil
 }
 
-// patchBody applies patch to the JSON object in req's body.
-func patchBody(req *http.Request, patch func(map[string]json.RawMessage) error) error {
-	b, err := io.ReadAll(req.Body)
-	req.Body.Close()
-	if err != nil {
-		return err
+// maxEventLine bounds the error event a streamTap keeps.
+const maxEventLine = 64 << 10
+
+// streamTap is the body of a streamed reply as go-openai reads it. It
+// fails with a *ReplyTooLargeError once more than limit bytes arrived
+// (limit <= 0: no bound), and keeps the first error event of the stream
+// ("data: {"error":…}"), which go-openai drops when its "error" is not an
+// object.
+type streamTap struct {
+	r     io.ReadCloser
+	limit int64
+	n     int64
+	err   error
+
+	line     []byte // the current line, up to maxEventLine bytes
+	long     bool   // the current line is longer than that
+	errEvent []byte // the payload of the first error event
+}
+
+func (t *streamTap) Read(p []byte) (int, error) {
+	if t.err != nil {
+		return 0, t.err
 	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(b, &obj); err != nil {
-		return fmt.Errorf("patching request body: %w", err)
+	if t.limit > 0 {
+		rem := t.limit - t.n
+		if rem <= 0 {
+			// At the cap: one more byte means the reply is too large.
+			var one [1]byte
+			n, err := t.r.Read(one[:])
+			if n > 0 {
+				t.err = &ReplyTooLargeError{Limit: t.limit, Streamed: true}
+				return 0, t.err
+			}
+			return 0, err
+		}
+		if int64(len(p)) > rem {
+			p = p[:rem]
+		}
 	}
-	if err := patch(obj); err != nil {
-		return fmt.Errorf("patching request body: %w", err)
+	n, err := t.r.Read(p)
+	t.n += int64(n)
+	t.scan(p[:n])
+	return n, err
+}
+
+func (t *streamTap) Close() error { return t.r.Close() }
+
+var (
+	dataPrefix  = []byte("data:")
+	errorPrefix = []byte(`{"error":`)
+)
+
+// scan follows the lines of the stream and keeps the first error event.
+func (t *streamTap) scan(p []byte) {
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		part := p
+		if i >= 0 {
+			part = p[:i]
+		}
+		if !t.long {
+			if len(t.line)+len(part) > maxEventLine {
+				t.long = true
+			} else {
+				t.line = append(t.line, part...)
+			}
+		}
+		if i < 0 {
+			return
+		}
+		if t.errEvent == nil && !t.long {
+			line := bytes.TrimSpace(t.line)
+			if rest, ok := bytes.CutPrefix(line, dataPrefix); ok {
+				rest = bytes.TrimSpace(rest)
+				if bytes.HasPrefix(rest, errorPrefix) {
+					t.errEvent = bytes.Clone(rest)
+				}
+			}
+		}
+		t.line, t.long = t.line[:0], false
+		p = p[i+1:]
 	}
-	if b, err = json.Marshal(obj); err != nil {
-		return fmt.Errorf("patching request body: %w", err)
-	}
-	req.ContentLength = int64(len(b))
-	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
-	req.Body, _ = req.GetBody()
-	return nil
 }
 
 // bodyPatch is what go-openai's request struct cannot express, because its
 // fields are tagged omitempty or its validator refuses them: an explicit
-// temperature or top_p of 0, max_tokens and temperature for a model whose
-// name go-openai takes for a reasoning model (Config.Reasoning set to
-// ReasoningOff), and messages whose content is the empty string (content is
-// required for user, system and tool messages).
+// temperature or top_p of 0, and max_tokens and temperature for a model
+// whose name go-openai takes for a reasoning model (Config.Reasoning set
+// to ReasoningOff). (Messages whose content is the empty string are
+// encoded with it by encodeMessage.)
 type bodyPatch struct {
-	fields       map[string]any
-	emptyContent []int // message indices
+	fields map[string]any
 }
 
 func (p *bodyPatch) set(key string, v any) {
@@ -109,10 +209,6 @@ func (p *bodyPatch) set(key string, v any) {
 		p.fields = map[string]any{}
 	}
 	p.fields[key] = v
-}
-
-func (p bodyPatch) empty() bool {
-	return len(p.fields) == 0 && len(p.emptyContent) == 0
 }
 
 func (p bodyPatch) apply(body map[string]json.RawMessage) error {
@@ -123,22 +219,5 @@ func (p bodyPatch) apply(body map[string]json.RawMessage) error {
 		}
 		body[k] = b
 	}
-	if len(p.emptyContent) == 0 {
-		return nil
-	}
-	var msgs []map[string]json.RawMessage
-	if err := json.Unmarshal(body["messages"], &msgs); err != nil {
-		return err
-	}
-	for _, i := range p.emptyContent {
-		if i < len(msgs) {
-			msgs[i]["content"] = json.RawMessage(`""`)
-		}
-	}
-	b, err := json.Marshal(msgs)
-	if err != nil {
-		return err
-	}
-	body["messages"] = b
 	return nil
 }

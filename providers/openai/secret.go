@@ -1,0 +1,171 @@
+package openai
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	sdk "github.com/sashabaranov/go-openai"
+
+	"github.com/reprompt/reprompt/runtime"
+)
+
+// Redacted replaces the API key wherever the adapter would otherwise show
+// it: in error messages and bodies a server or proxy echoed it in, and in
+// the formatted Config and Model.
+const Redacted = "[redacted]"
+
+// redactor removes one secret from text.
+type redactor struct{ secret string }
+
+func (r redactor) string(s string) string {
+	if r.secret == "" || !strings.Contains(s, r.secret) {
+		return s
+	}
+	return strings.ReplaceAll(s, r.secret, Redacted)
+}
+
+func (r redactor) bytes(b []byte) []byte {
+	if r.secret == "" || !bytes.Contains(b, []byte(r.secret)) {
+		return b
+	}
+	return bytes.ReplaceAll(b, []byte(r.secret), []byte(Redacted))
+}
+
+// scrub removes the key from me and from every error it wraps: go-openai's
+// errors are edited in place (each call makes its own); any other error
+// whose text still shows the key is replaced by a redactedError that keeps
+// the errors callers look for (go-openai's, the context's) reachable.
+func (r redactor) scrub(me *runtime.ModelError) *runtime.ModelError {
+	if r.secret == "" {
+		return me
+	}
+	me.Message = r.string(me.Message)
+	var keep []error
+	walkErrors(me.Err, func(e error) {
+		switch e := e.(type) {
+		case *sdk.APIError:
+			e.Message = r.string(e.Message)
+			if e.Param != nil {
+				p := r.string(*e.Param)
+				e.Param = &p
+			}
+			keep = append(keep, e)
+		case *sdk.RequestError:
+			e.Body = r.bytes(e.Body)
+			e.HTTPStatus = r.string(e.HTTPStatus)
+			keep = append(keep, e)
+		case *ReplyTooLargeError:
+			keep = append(keep, e)
+		}
+	})
+	if me.Err != nil && strings.Contains(me.Err.Error(), r.secret) {
+		for _, target := range []error{context.Canceled, context.DeadlineExceeded, ErrStreamCut} {
+			if errors.Is(me.Err, target) {
+				keep = append(keep, target)
+			}
+		}
+		me.Err = &redactedError{text: r.string(me.Err.Error()), errs: keep}
+	}
+	return me
+}
+
+// walkErrors calls f on err and every error it wraps.
+func walkErrors(err error, f func(error)) {
+	if err == nil {
+		return
+	}
+	f(err)
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		walkErrors(u.Unwrap(), f)
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			walkErrors(e, f)
+		}
+	}
+}
+
+// redactedError stands for an error whose text showed the key.
+type redactedError struct {
+	text string
+	errs []error
+}
+
+func (e *redactedError) Error() string   { return e.text }
+func (e *redactedError) Unwrap() []error { return e.errs }
+
+// String returns the configuration for printing, with the API key replaced
+// by Redacted. fmt's %v and %+v use it.
+func (c Config) String() string {
+	return strings.Replace(fmt.Sprintf("%+v", c.printable()), "{", "openai.Config{", 1)
+}
+
+// GoString returns the configuration as a Go literal, with the API key
+// replaced by Redacted. fmt's %#v uses it.
+func (c Config) GoString() string {
+	return strings.Replace(fmt.Sprintf("%#v", c.printable()), "openai.printableConfig{", "openai.Config{", 1)
+}
+
+// Format implements fmt.Formatter so that no verb shows the API key: %#v
+// prints GoString, every other verb String.
+func (c Config) Format(f fmt.State, verb rune) {
+	if verb == 'v' && f.Flag('#') {
+		fmt.Fprint(f, c.GoString())
+		return
+	}
+	fmt.Fprint(f, c.String())
+}
+
+// LogValue implements slog.LogValuer: the configuration as a group, with
+// the API key replaced by Redacted when one is set.
+func (c Config) LogValue() slog.Value {
+	attrs := []slog.Attr{
+		slog.String("base_url", c.BaseURL),
+		slog.String("model", c.Model),
+	}
+	if c.APIKey != "" {
+		attrs = append(attrs, slog.String("api_key", Redacted))
+	}
+	if c.Organization != "" {
+		attrs = append(attrs, slog.String("organization", c.Organization))
+	}
+	attrs = append(attrs, slog.Int("max_retries", c.MaxRetries), slog.Int64("max_reply_bytes", c.MaxReplyBytes))
+	return slog.GroupValue(attrs...)
+}
+
+// printableConfig is Config without its methods, for printing.
+type printableConfig Config
+
+func (c Config) printable() printableConfig {
+	if c.APIKey != "" {
+		c.APIKey = Redacted
+	}
+	return printableConfig(c)
+}
+
+// String describes the model without its API key.
+func (m *Model) String() string {
+	return fmt.Sprintf("openai.Model{%v}", m.cfg)
+}
+
+// GoString describes the model without its API key.
+func (m *Model) GoString() string {
+	return fmt.Sprintf("&openai.Model{cfg:%#v}", m.cfg)
+}
+
+// Format implements fmt.Formatter so that no verb shows the API key.
+func (m *Model) Format(f fmt.State, verb rune) {
+	if verb == 'v' && f.Flag('#') {
+		fmt.Fprint(f, m.GoString())
+		return
+	}
+	fmt.Fprint(f, m.String())
+}
+
+// LogValue implements slog.LogValuer: the model's configuration, without
+// its API key.
+func (m *Model) LogValue() slog.Value { return m.cfg.LogValue() }

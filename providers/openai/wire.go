@@ -1,0 +1,359 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+
+	sdk "github.com/sashabaranov/go-openai"
+
+	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/runtime"
+)
+
+// The request body is assembled from cached bytes (one copy) instead of
+// being encoded whole by go-openai on every call:
+//
+//	{"model":…,"messages":[ <encoded messages> ],…rest of the request…}
+//
+// The part before and after the messages (the skeleton: model, sampling
+// parameters, tools, stream options) is encoded by go-openai's own types,
+// once, and again only when the tools change. Each message is encoded once,
+// when it first appears, into a lane: the encoded transcript of one
+// conversation, "m0,m1,…" in one buffer, grown by appending. A request whose
+// messages extend a lane's (the common case: one more assistant message and
+// its tool results) encodes only the new ones and sends the lane's buffer as
+// it is. When the transcript was rewritten (trimmed, compacted, a message
+// replaced), the lane is rebuilt: messages still present are copied from the
+// old buffer, the others encoded.
+//
+// A cached message is reused only if it is the same message on the wire:
+// role, content, name, tool_call_id, reasoning and tool calls compared in
+// full (strings shared with the transcript compare as fast as pointers), so
+// the cache cannot go stale whatever the caller does with its slices. Bytes
+// once handed to a request are never written again: a rebuilt lane gets a
+// new buffer.
+
+// maxLanes bounds the conversations whose encodings a Model keeps (an agent
+// and its sub-agents share one Model).
+const maxLanes = 4
+
+// wireCache holds a Model's lanes and skeletons. It is safe for concurrent
+// use.
+type wireCache struct {
+	mu    sync.Mutex
+	lanes []*lane
+	clock uint64
+	skel  [2]skeleton // [0] for Generate, [1] for Stream
+	// encoded counts the messages encoded, for tests.
+	encoded int
+}
+
+// lane is the encoded transcript of one conversation.
+type lane struct {
+	msgs    []defs.Message // what was encoded, with tool calls copied
+	ends    []int          // ends[i]: end of message i's encoding in buf
+	buf     []byte         // encodings separated by commas
+	sys     string         // the last system prompt
+	sysEnc  []byte         // its encoding and a comma
+	lastUse uint64
+}
+
+// skeleton is the encoded request around the messages.
+type skeleton struct {
+	tools      []runtime.ToolSpec // copy of the tools it was built for
+	built      bool
+	head, tail []byte // head ends with `"messages":[`, tail starts with `]`
+}
+
+// sameOnWire reports whether cached (a copy made by copyMessage) and m
+// encode to the same bytes.
+func sameOnWire(cached, m *defs.Message) bool {
+	return cached.Role == m.Role && cached.Content == m.Content && cached.Name == m.Name &&
+		cached.ToolCallID == m.ToolCallID && cached.Reasoning == m.Reasoning &&
+		slices.EqualFunc(cached.ToolCalls, m.ToolCalls, func(x, y defs.ToolCall) bool {
+			return x.ID == y.ID && x.Name == y.Name && bytes.Equal(x.Arguments, y.Arguments)
+		})
+}
+
+// copyMessage keeps the fields of m that reach the wire; the tool calls
+// and their arguments are copied, since the caller may reuse those slices.
+func copyMessage(m *defs.Message) defs.Message {
+	c := defs.Message{Role: m.Role, Content: m.Content, Name: m.Name, ToolCallID: m.ToolCallID, Reasoning: m.Reasoning}
+	if len(m.ToolCalls) > 0 {
+		c.ToolCalls = make([]defs.ToolCall, len(m.ToolCalls))
+		for i, tc := range m.ToolCalls {
+			c.ToolCalls[i] = defs.ToolCall{ID: tc.ID, Name: tc.Name, Arguments: bytes.Clone(tc.Arguments)}
+		}
+	}
+	return c
+}
+
+// wireMessage is a message as sent: go-openai's ChatCompletionMessage
+// fields in its order, except that content is kept when empty (the spec
+// requires it for user, system and tool messages) and left out only for an
+// assistant message with tool calls.
+type wireMessage struct {
+	Role             string         `json:"role"`
+	Content          *string        `json:"content,omitempty"`
+	Name             string         `json:"name,omitempty"`
+	ReasoningContent string         `json:"reasoning_content,omitempty"`
+	ToolCalls        []sdk.ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID       string         `json:"tool_call_id,omitempty"`
+}
+
+// encodeMessage appends the JSON of msg to dst.
+func (m *Model) encodeMessage(dst []byte, msg *defs.Message) ([]byte, error) {
+	m.wire.encoded++
+	om, err := m.convertMessage(*msg)
+	if err != nil {
+		return dst, err
+	}
+	w := wireMessage{Role: om.Role, Name: om.Name, ReasoningContent: om.ReasoningContent, ToolCalls: om.ToolCalls, ToolCallID: om.ToolCallID}
+	if om.Content != "" || om.Role != sdk.ChatMessageRoleAssistant || len(om.ToolCalls) == 0 {
+		w.Content = &om.Content
+	}
+	b, err := json.Marshal(&w)
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, b...), nil
+}
+
+// messages returns the encoded system prompt (with the comma that follows
+// it when there are messages) and the encoded messages of req, "m0,m1,…"
+// without brackets. The returned bytes are never modified afterwards.
+func (m *Model) messages(req *runtime.Request) (sys, msgs []byte, err error) {
+	n := len(req.Messages)
+	if req.System == "" && n == 0 {
+		return nil, nil, nil
+	}
+	c := &m.wire
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.clock++
+	var l *lane
+	if n > 0 {
+		l = c.pick(&req.Messages[0])
+	} else {
+		l = c.pick(nil)
+	}
+	l.lastUse = c.clock
+	if req.System != "" {
+		// The system prompt often changes from step to step (it renders
+		// state): it is encoded apart from the messages, and kept while it
+		// stays the same.
+		if l.sysEnc == nil || l.sys != req.System {
+			enc, err := m.encodeMessage(nil, &defs.Message{Role: defs.RoleSystem, Content: req.System})
+			if err != nil {
+				return nil, nil, fmt.Errorf("system prompt: %w", err)
+			}
+			l.sys, l.sysEnc = req.System, append(enc, ',')
+		}
+		sys = l.sysEnc
+		if n == 0 {
+			sys = sys[: len(sys)-1 : len(sys)-1]
+		}
+	}
+	if n == 0 {
+		return sys, nil, nil
+	}
+	at := func(i int) *defs.Message { return &req.Messages[i] }
+
+	// The longest prefix the lane already holds.
+	p := 0
+	for p < min(n, len(l.msgs)) && sameOnWire(&l.msgs[p], at(p)) {
+		p++
+	}
+	if p == n {
+		return sys, l.buf[:l.ends[n-1]:l.ends[n-1]], nil
+	}
+	if p == len(l.msgs) {
+		// Only new messages: append their encodings.
+		for i := p; i < n; i++ {
+			if i > 0 {
+				l.buf = append(l.buf, ',')
+			}
+			var err error
+			if l.buf, err = m.encodeMessage(l.buf, at(i)); err != nil {
+				l.truncate(i)
+				return nil, nil, fmt.Errorf("message %d: %w", i, err)
+			}
+			l.msgs = append(l.msgs, copyMessage(at(i)))
+			l.ends = append(l.ends, len(l.buf))
+		}
+		return sys, l.buf[:len(l.buf):len(l.buf)], nil
+	}
+
+	// A rewrite: rebuild the lane in a new buffer, copying the encodings
+	// of messages it still holds.
+	old := *l
+	index := map[wireKey][]int{}
+	for i := p; i < len(old.msgs); i++ {
+		k := keyOf(&old.msgs[i])
+		index[k] = append(index[k], i)
+	}
+	nl := lane{
+		msgs:    make([]defs.Message, 0, n),
+		ends:    make([]int, 0, n),
+		buf:     make([]byte, 0, max(len(old.buf), 64)),
+		sys:     old.sys,
+		sysEnc:  old.sysEnc,
+		lastUse: c.clock,
+	}
+	for i := range n {
+		msg := at(i)
+		if i > 0 {
+			nl.buf = append(nl.buf, ',')
+		}
+		j := -1
+		if i < p {
+			j = i
+		} else {
+			for _, cand := range index[keyOf(msg)] {
+				if sameOnWire(&old.msgs[cand], msg) {
+					j = cand
+					break
+				}
+			}
+		}
+		if j >= 0 {
+			nl.buf = append(nl.buf, old.encoding(j)...)
+			nl.msgs = append(nl.msgs, old.msgs[j])
+		} else {
+			var err error
+			if nl.buf, err = m.encodeMessage(nl.buf, msg); err != nil {
+				return nil, nil, fmt.Errorf("message %d: %w", i, err)
+			}
+			nl.msgs = append(nl.msgs, copyMessage(msg))
+		}
+		nl.ends = append(nl.ends, len(nl.buf))
+	}
+	*l = nl
+	return sys, l.buf[:len(l.buf):len(l.buf)], nil
+}
+
+// truncate drops the messages from i on after a failed append.
+func (l *lane) truncate(i int) {
+	l.msgs = l.msgs[:i]
+	l.ends = l.ends[:i]
+	end := 0
+	if i > 0 {
+		end = l.ends[i-1]
+	}
+	l.buf = l.buf[:end]
+}
+
+// encoding returns message i's bytes without the comma before it.
+func (l *lane) encoding(i int) []byte {
+	start := 0
+	if i > 0 {
+		start = l.ends[i-1] + 1
+	}
+	return l.buf[start:l.ends[i]]
+}
+
+// wireKey narrows the search for a message in a rewritten transcript.
+type wireKey struct {
+	role defs.Role
+	n    int
+	id   string
+}
+
+func keyOf(m *defs.Message) wireKey {
+	k := wireKey{role: m.Role, n: len(m.Content), id: m.ToolCallID}
+	if len(m.ToolCalls) > 0 {
+		k.id = m.ToolCalls[0].ID
+	}
+	return k
+}
+
+// pick returns the lane whose conversation starts with first, or a free
+// or least recently used one.
+func (c *wireCache) pick(first *defs.Message) *lane {
+	var best *lane
+	for _, l := range c.lanes {
+		if first != nil && len(l.msgs) > 0 && sameOnWire(&l.msgs[0], first) && (best == nil || l.lastUse > best.lastUse) {
+			best = l
+		}
+	}
+	if best != nil {
+		return best
+	}
+	if len(c.lanes) < maxLanes {
+		l := &lane{}
+		c.lanes = append(c.lanes, l)
+		return l
+	}
+	lru := c.lanes[0]
+	for _, l := range c.lanes[1:] {
+		if l.lastUse < lru.lastUse {
+			lru = l
+		}
+	}
+	*lru = lane{}
+	return lru
+}
+
+// sameTools reports whether a and b are the same tools on the wire.
+func sameTools(a, b []runtime.ToolSpec) bool {
+	return slices.EqualFunc(a, b, func(x, y runtime.ToolSpec) bool {
+		return x.Name == y.Name && x.Description == y.Description && bytes.Equal(x.Parameters, y.Parameters)
+	})
+}
+
+// skeleton returns the encoded request around the messages for tools.
+func (m *Model) skeleton(tools []runtime.ToolSpec, stream bool) (head, tail []byte, err error) {
+	c := &m.wire
+	i := 0
+	if stream {
+		i = 1
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := &c.skel[i]
+	if s.built && sameTools(s.tools, tools) {
+		return s.head, s.tail, nil
+	}
+	out, patch := m.requestFields(tools, stream)
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, nil, fmt.Errorf("encoding the request: %w", err)
+	}
+	if len(patch.fields) > 0 {
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(b, &obj); err != nil {
+			return nil, nil, fmt.Errorf("encoding the request: %w", err)
+		}
+		if err := patch.apply(obj); err != nil {
+			return nil, nil, fmt.Errorf("encoding the request: %w", err)
+		}
+		if b, err = json.Marshal(obj); err != nil {
+			return nil, nil, fmt.Errorf("encoding the request: %w", err)
+		}
+	}
+	const hole = `"messages":null`
+	at := bytes.Index(b, []byte(hole))
+	if at < 0 {
+		return nil, nil, fmt.Errorf("encoding the request: no messages field in %s", b)
+	}
+	head = append(slices.Clip(b[:at+len(hole)-len("null")]), '[')
+	tail = append([]byte{']'}, b[at+len(hole):]...)
+	copied := make([]runtime.ToolSpec, len(tools))
+	for j, t := range tools {
+		copied[j] = runtime.ToolSpec{Name: t.Name, Description: t.Description, Parameters: bytes.Clone(t.Parameters)}
+	}
+	*s = skeleton{tools: copied, built: true, head: head, tail: tail}
+	return head, tail, nil
+}
+
+// assemble joins the parts of a request body into one new slice. The
+// request is sent from one contiguous buffer (a *bytes.Reader) because
+// net/http writes such a body together with the headers, where a reader
+// of its own kind costs an extra packet and a 32 KiB copy buffer per
+// request.
+func assemble(head, sys, msgs, tail []byte) []byte {
+	return slices.Concat(head, sys, msgs, tail)
+}
