@@ -14,7 +14,6 @@ import (
 	"time"
 	"weak"
 
-	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/file"
 	"github.com/expr-lang/expr/vm"
@@ -47,6 +46,11 @@ type Config struct {
 	// OnCompaction, if set, is given to every compact effect (see
 	// CompactConfig.OnCompaction).
 	OnCompaction func(Info)
+	// WhenTimeout bounds the evaluation of each when condition, from the
+	// file's when_timeout key; past it the effect fails with a *WhenError
+	// (Err ErrWhenTimeout). Zero (or less) means DefaultWhenTimeout. The
+	// run's context bounds it too.
+	WhenTimeout time.Duration
 
 	mu   sync.Mutex
 	inst map[weak.Pointer[prompt.Prompt]][]effects.Func
@@ -69,6 +73,8 @@ type Effect struct {
 
 	when       *vm.Program
 	needTokens bool
+	// whenLine and whenColumn locate the condition's value in the file.
+	whenLine, whenColumn int
 }
 
 // WhenEnv is what a when condition sees. The condition is an
@@ -88,6 +94,12 @@ type Effect struct {
 //	last_tool  string  the name of the last tool called, "" before any
 //
 // For example: `tokens > 0.6 * window`, `step >= 3 && last_tool == "search"`.
+//
+// A condition is bounded: Parse rejects one of more than WhenMaxNodes nodes
+// or with a constant range of more than WhenMaxRange elements, and an
+// evaluation that runs past Config.WhenTimeout, outlives the run's context,
+// or builds a string longer than WhenMaxString fails the effect with a
+// *WhenError naming the condition's file, line and column.
 type WhenEnv struct {
 	Tokens   int     `expr:"tokens"`
 	Window   int     `expr:"window"`
@@ -124,6 +136,7 @@ func Load(path string) (*Config, error) {
 //	model: gpt-4o          # optional: the profile (see ProfileFor)
 //	window: 32768          # optional: override the profile's window
 //	reserve: 4096          # optional: override its output reserve
+//	when_timeout: 20ms     # optional: Config.WhenTimeout
 //	effects:               # in registration order
 //	  - kind: trim_tool_results
 //	    params: {max_result_length: 400, preserve_recent: 3}
@@ -191,7 +204,7 @@ func (p *parser) parse(data []byte) *Config {
 		p.errorf(root, "want a mapping with an effects list, got %s", describe(root))
 		return nil
 	}
-	var model, window, reserve *yaml.Node
+	var model, window, reserve, whenTimeout *yaml.Node
 	var list *yaml.Node
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		k, v := root.Content[i], root.Content[i+1]
@@ -202,10 +215,12 @@ func (p *parser) parse(data []byte) *Config {
 			window = v
 		case "reserve":
 			reserve = v
+		case "when_timeout":
+			whenTimeout = v
 		case "effects":
 			list = v
 		default:
-			p.errorf(k, "unknown key %q (want model, window, reserve or effects)", k.Value)
+			p.errorf(k, "unknown key %q (want model, window, reserve, when_timeout or effects)", k.Value)
 		}
 	}
 	if model != nil {
@@ -222,6 +237,9 @@ func (p *parser) parse(data []byte) *Config {
 	}
 	if reserve != nil {
 		p.nonNegInt(reserve, "reserve", &cfg.Profile.OutputReserve)
+	}
+	if whenTimeout != nil {
+		p.duration(whenTimeout, "when_timeout", &cfg.WhenTimeout)
 	}
 	if list != nil {
 		switch list.Kind {
@@ -356,12 +374,9 @@ func (p *parser) effect(index int, n *yaml.Node) (Effect, bool) {
 			return e, false
 		}
 		e.When, e.when, e.needTokens = src, prog, usesIdent(prog, "tokens")
+		e.whenLine, e.whenColumn = when.Line, when.Column
 	}
 	return e, ok
-}
-
-func compileWhen(src string) (*vm.Program, error) {
-	return expr.Compile(src, expr.Env(WhenEnv{}), expr.AsBool())
 }
 
 func usesIdent(prog *vm.Program, name string) bool {
@@ -689,6 +704,14 @@ func (c *Config) build(i int, p *prompt.Prompt) effects.Func {
 		return fn
 	}
 	prog, needTokens, window := e.when, e.needTokens, c.Profile.EffectiveWindow()
+	limit := c.WhenTimeout
+	if limit <= 0 {
+		limit = DefaultWhenTimeout
+	}
+	line, col := e.whenLine, e.whenColumn
+	if line == 0 {
+		line, col = e.Line, e.Column
+	}
 	return func(ctx context.Context, s *effects.Step) error {
 		if s.ContextTooLong {
 			return fn(ctx, s) // recovering from a rejected request: no condition
@@ -703,11 +726,11 @@ func (c *Config) build(i int, p *prompt.Prompt) effects.Func {
 		if s.LastTool != nil {
 			env.LastTool = s.LastTool.Name
 		}
-		ok, err := expr.Run(prog, env)
+		ok, err := evalWhen(ctx, prog, env, limit)
 		if err != nil {
-			return fmt.Errorf("when %q: %w", e.When, err)
+			return &WhenError{File: c.File, Line: line, Column: col, When: e.When, Limit: limit, Err: err}
 		}
-		if ok != true {
+		if !ok {
 			return nil
 		}
 		return fn(ctx, s)
