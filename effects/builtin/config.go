@@ -748,7 +748,8 @@ func (c *Config) build(i int, p *prompt.Prompt) effects.Func {
 	if e.when == nil && e.When != "" {
 		prog, err := compileWhen(e.When)
 		if err != nil {
-			return func(context.Context, *effects.Step) error { return fmt.Errorf("when %q: %w", e.When, err) }
+			werr := &WhenError{File: c.File, Line: e.Line, Column: e.Column, When: e.When, Err: err}
+			return func(context.Context, *effects.Step) error { return werr }
 		}
 		e.when, e.needTokens = prog, usesIdent(prog, "tokens")
 	}

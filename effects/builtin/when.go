@@ -46,8 +46,10 @@ var (
 // WhenError is a when condition whose evaluation failed: it ran past its
 // time limit (Err is ErrWhenTimeout), the run's context ended while it ran
 // (Err is the context's error), it built too large a value (Err is
-// ErrWhenTooLarge), or expr reported a run-time error (Err is expr's
-// *file.Error). The effect fails with it, and so does the run.
+// ErrWhenTooLarge), or expr reported an error (Err is expr's *file.Error:
+// a run-time error, or a compile error of a condition set in code, which
+// Parse would have reported as a *ConfigError). The effect fails with it,
+// and so does the run.
 type WhenError struct {
 	// File, Line and Column locate the condition in its configuration file
 	// (1-based); Line is 0 for a condition set in code.
@@ -145,7 +147,8 @@ var (
 var stringType = reflect.TypeFor[string]()
 
 // guardPatch wraps every loop body (the predicate of all, map, reduce, …)
-// and every expression that builds a string in a check, so that an
+// and every operation or builtin that may build a string in a check, so
+// that an
 // evaluation stops at its deadline, when the run's context ends, or when a
 // string grows too long.
 type guardPatch struct{}
@@ -155,7 +158,9 @@ func (guardPatch) Visit(node *ast.Node) {
 	case *ast.PredicateNode:
 		n.Node = guardCall(n.Node)
 	case *ast.BinaryNode, *ast.BuiltinNode:
-		if n.Type() == stringType {
+		// A string, or a value of unknown type that may be one (fromJSON,
+		// and what is built from it).
+		if t := n.Type(); t == stringType || t == nil || t.Kind() == reflect.Interface {
 			*node = guardCall(n)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/reprompt/reprompt/effects"
 	"github.com/reprompt/reprompt/effects/builtin"
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/snapshots"
@@ -99,6 +100,20 @@ func TestWhenStringGrowthIsBounded(t *testing.T) {
 	assert.Equal(t, 4, we.Line)
 }
 
+// TestWhenStringGrowthWithoutLoops: values of unknown type (fromJSON) are
+// checked too: doubling a string 30 times in variables stops at
+// WhenMaxString.
+func TestWhenStringGrowthWithoutLoops(t *testing.T) {
+	cond := "let a0 = fromJSON(\"\\\"xxxxxxxxxx\\\"\"); let a1 = a0 + a0; let a2 = a1 + a1; let a3 = a2 + a2; let a4 = a3 + a3; let a5 = a4 + a4; let a6 = a5 + a5; let a7 = a6 + a6; let a8 = a7 + a7; let a9 = a8 + a8; let a10 = a9 + a9; let a11 = a10 + a10; let a12 = a11 + a11; let a13 = a12 + a12; let a14 = a13 + a13; let a15 = a14 + a14; let a16 = a15 + a15; let a17 = a16 + a16; let a18 = a17 + a17; let a19 = a18 + a18; let a20 = a19 + a19; let a21 = a20 + a20; let a22 = a21 + a21; let a23 = a22 + a22; let a24 = a23 + a23; let a25 = a24 + a24; let a26 = a25 + a25; let a27 = a26 + a26; let a28 = a27 + a27; let a29 = a28 + a28; let a30 = a29 + a29; len(a30) > 0"
+	cfg := &builtin.Config{File: "code", WhenTimeout: time.Minute, Effects: []builtin.Effect{{
+		Kind: builtin.KindTrimToolResults, Phase: effects.AfterReply, Trim: &builtin.TrimConfig{}, When: cond,
+	}}}
+	start := time.Now()
+	_, err := runtime.Run(context.Background(), snapshots.Script(reads(3)...), agent(cfg, 100), runtime.Config{})
+	assert.Less(t, time.Since(start), time.Second)
+	assert.ErrorIs(t, err, builtin.ErrWhenTooLarge)
+}
+
 // TestWhenMemoryBudget: ranges built at run time count against
 // WhenMemoryBudget.
 func TestWhenMemoryBudget(t *testing.T) {
@@ -156,4 +171,56 @@ func TestWhenConditionsStillWork(t *testing.T) {
 		}
 		assert.Equal(t, tc.want, committed, tc.cond)
 	}
+}
+
+// TestWhenSetInCode: a condition set in code is compiled with the same
+// limits when the Config is registered, and a bad one fails the run with a
+// *WhenError.
+func TestWhenSetInCode(t *testing.T) {
+	cfg := &builtin.Config{File: "code", Effects: []builtin.Effect{{
+		Kind: builtin.KindTrimToolResults, Phase: effects.AfterReply, Trim: &builtin.TrimConfig{}, When: stall,
+	}}}
+	start := time.Now()
+	_, err := runtime.Run(context.Background(), snapshots.Script(reads(3)...), agent(cfg, 100), runtime.Config{})
+	assert.Less(t, time.Since(start), time.Second)
+	var we *builtin.WhenError
+	require.ErrorAs(t, err, &we)
+	assert.Equal(t, stall, we.When)
+	assert.Contains(t, we.Error(), "range of more than 10000 elements")
+}
+
+// FuzzWhen: whatever the condition, registering and running it ends
+// quickly, without a panic, and any error is a *WhenError.
+func FuzzWhen(f *testing.F) {
+	for _, c := range []string{
+		stall,
+		`len(reduce(1..(step + 40000), #acc + "xxxxxxxxxx", "")) > 0`,
+		`len(reduce(1..(step + 60), #acc + #acc, "x")) > 0`,
+		`len(repeat("x", 100000000)) > 0`,
+		`len(replace(replace(replace(replace(replace(replace("xxxxxxxxxx", "x", "xxxxxxxxxx"), "x", "xxxxxxxxxx"), "x", "xxxxxxxxxx"), "x", "xxxxxxxxxx"), "x", "xxxxxxxxxx"), "x", "xxxxxxxxxx")) > 0`,
+		`all(1..(step + 3000), all(1..(step + 3000), # > 0))`,
+		`len(toJSON(map(1..(step + 50000), {"a": #}))) > 0`,
+		`len(join(map(1..(step + 9000), repeat("y", 100)), "")) > 0`,
+		`sum(1..(step + 1000000)) > 0`,
+		`tokens > 0.6 * window`,
+		`1 / (step - step) > 0`,
+	} {
+		f.Add(c)
+	}
+	f.Fuzz(func(t *testing.T, cond string) {
+		cfg := &builtin.Config{File: "fuzz", WhenTimeout: 20 * time.Millisecond, Effects: []builtin.Effect{{
+			Kind: builtin.KindTrimToolResults, Phase: effects.AfterReply, Trim: &builtin.TrimConfig{}, When: cond,
+		}}}
+		start := time.Now()
+		_, err := runtime.Run(context.Background(), snapshots.Script(reads(2)...), agent(cfg, 100), runtime.Config{})
+		if d := time.Since(start); d > 2*time.Second {
+			t.Fatalf("%q: ran %v", cond, d)
+		}
+		if err != nil {
+			var we *builtin.WhenError
+			if !errors.As(err, &we) {
+				t.Fatalf("%q: %v (%T), want a *WhenError", cond, err, err)
+			}
+		}
+	})
 }
