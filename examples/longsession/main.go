@@ -123,7 +123,7 @@ func (r row) String() string {
 		rel = fmt.Sprintf(" (%.2f of baseline)", r.billed()/r.baseline)
 	}
 	m := r.m
-	return fmt.Sprintf("%-9s cached=%.1f steps=%d rewrites=%d summaries=%d summary_input=%d avg_request=%d max_request=%d%s over_window=%d pairing_errors=%d recall=%.3f prefix_reuse=%.3f billed_input=%.0f",
+	return fmt.Sprintf("%-9s cached=%g steps=%d rewrites=%d summaries=%d summary_input=%d avg_request=%d max_request=%d%s over_window=%d pairing_errors=%d recall=%.3f prefix_reuse=%.3f billed_input=%.0f",
 		r.name, r.price, m.steps, m.rewrites, m.summaries, m.summaryInput, m.input/max(m.steps, 1), m.maxInput, rel,
 		m.overWindow, m.pairing, m.recall(), m.reuse(), r.billed())
 }
@@ -141,7 +141,7 @@ func run(steps int, seed uint64, prices []float64) ([]row, error) {
 			if i == 0 || st.priced {
 				var err error
 				if m, err = simulate(st.register(price), steps, seed, price); err != nil {
-					return nil, fmt.Errorf("%s (seed %d, cached %.1f): %w", st.name, seed, price, err)
+					return nil, fmt.Errorf("%s (seed %d, cached %g): %w", st.name, seed, price, err)
 				}
 			}
 			if st.name == "baseline" {

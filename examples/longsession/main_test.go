@@ -56,14 +56,14 @@ func checkTargets(t *testing.T, rows []row) {
 				def = r
 			}
 		}
-		require.NotNil(t, def, "no default row at cached=%.1f", price)
-		assert.Equal(t, 1.0, def.m.recall(), "default at cached=%.1f: recall", price)
+		require.NotNil(t, def, "no default row at cached=%g", price)
+		assert.Equal(t, 1.0, def.m.recall(), "default at cached=%g: recall", price)
 		assert.LessOrEqual(t, def.billed(), maxOfBaseline[price]*def.baseline,
-			"default at cached=%.1f bills %.3f of the baseline, want at most %.2f", price, def.billed()/def.baseline, maxOfBaseline[price])
+			"default at cached=%g bills %.3f of the baseline, want at most %.2f", price, def.billed()/def.baseline, maxOfBaseline[price])
 		for _, r := range rows {
 			if r.price == price && r.name != "default" && r.m.recall() == 1 {
 				assert.LessOrEqual(t, def.billed(), r.billed(),
-					"at cached=%.1f the default bills more than %s, which also has recall 1", price, r.name)
+					"at cached=%g the default bills more than %s, which also has recall 1", price, r.name)
 			}
 		}
 	}
