@@ -14,7 +14,6 @@ import (
 	"time"
 	"weak"
 
-	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/file"
 	"github.com/expr-lang/expr/vm"
@@ -47,6 +46,11 @@ type Config struct {
 	// OnCompaction, if set, is given to every compact effect (see
 	// CompactConfig.OnCompaction).
 	OnCompaction func(Info)
+	// WhenTimeout bounds the evaluation of each when condition, from the
+	// file's when_timeout key; past it the effect fails with a *WhenError
+	// (Err ErrWhenTimeout). Zero (or less) means DefaultWhenTimeout. The
+	// run's context bounds it too.
+	WhenTimeout time.Duration
 
 	mu   sync.Mutex
 	inst map[weak.Pointer[prompt.Prompt]][]effects.Func
@@ -69,6 +73,8 @@ type Effect struct {
 
 	when       *vm.Program
 	needTokens bool
+	// whenLine and whenColumn locate the condition's value in the file.
+	whenLine, whenColumn int
 }
 
 // WhenEnv is what a when condition sees. The condition is an
@@ -88,6 +94,12 @@ type Effect struct {
 //	last_tool  string  the name of the last tool called, "" before any
 //
 // For example: `tokens > 0.6 * window`, `step >= 3 && last_tool == "search"`.
+//
+// A condition is bounded: Parse rejects one of more than WhenMaxNodes nodes
+// or with a constant range of more than WhenMaxRange elements, and an
+// evaluation that runs past Config.WhenTimeout, outlives the run's context,
+// or builds a string longer than WhenMaxString fails the effect with a
+// *WhenError naming the condition's file, line and column.
 type WhenEnv struct {
 	Tokens   int     `expr:"tokens"`
 	Window   int     `expr:"window"`
@@ -124,6 +136,8 @@ func Load(path string) (*Config, error) {
 //	model: gpt-4o          # optional: the profile (see ProfileFor)
 //	window: 32768          # optional: override the profile's window
 //	reserve: 4096          # optional: override its output reserve
+//	cached_input: 0.5      # optional: the profile's CachedInputFraction
+//	when_timeout: 20ms     # optional: Config.WhenTimeout
 //	effects:               # in registration order
 //	  - kind: trim_tool_results
 //	    params: {max_result_length: 400, preserve_recent: 3}
@@ -191,7 +205,7 @@ func (p *parser) parse(data []byte) *Config {
 		p.errorf(root, "want a mapping with an effects list, got %s", describe(root))
 		return nil
 	}
-	var model, window, reserve *yaml.Node
+	var model, window, reserve, cached, whenTimeout *yaml.Node
 	var list *yaml.Node
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		k, v := root.Content[i], root.Content[i+1]
@@ -202,10 +216,14 @@ func (p *parser) parse(data []byte) *Config {
 			window = v
 		case "reserve":
 			reserve = v
+		case "cached_input":
+			cached = v
+		case "when_timeout":
+			whenTimeout = v
 		case "effects":
 			list = v
 		default:
-			p.errorf(k, "unknown key %q (want model, window, reserve or effects)", k.Value)
+			p.errorf(k, "unknown key %q (want model, window, reserve, cached_input, when_timeout or effects)", k.Value)
 		}
 	}
 	if model != nil {
@@ -222,6 +240,19 @@ func (p *parser) parse(data []byte) *Config {
 	}
 	if reserve != nil {
 		p.nonNegInt(reserve, "reserve", &cfg.Profile.OutputReserve)
+	}
+	if cached != nil {
+		var f float64
+		if p.number(cached, "cached_input", &f) {
+			if f > 1 {
+				p.errorf(cached, "cached_input: want a fraction of the input price in [0, 1], got %s", cached.Value)
+			} else {
+				cfg.Profile.CachedInputFraction = f
+			}
+		}
+	}
+	if whenTimeout != nil {
+		p.duration(whenTimeout, "when_timeout", &cfg.WhenTimeout)
 	}
 	if list != nil {
 		switch list.Kind {
@@ -356,12 +387,9 @@ func (p *parser) effect(index int, n *yaml.Node) (Effect, bool) {
 			return e, false
 		}
 		e.When, e.when, e.needTokens = src, prog, usesIdent(prog, "tokens")
+		e.whenLine, e.whenColumn = when.Line, when.Column
 	}
 	return e, ok
-}
-
-func compileWhen(src string) (*vm.Program, error) {
-	return expr.Compile(src, expr.Env(WhenEnv{}), expr.AsBool())
 }
 
 func usesIdent(prog *vm.Program, name string) bool {
@@ -558,20 +586,34 @@ func (p *parser) limitsFields(c *LimitsConfig) map[string]setter {
 
 // Defaults returns the effects that apply when a model's window is known and
 // nothing is configured: trim_tool_results and compact with the window and
-// reserve of profile.
+// reserve of profile, compacting at a threshold picked by the profile's
+// cached-input price (DefaultsThreshold).
 //
 // The defaults are tuned for prompt caches. A tool result is trimmed (to
 // its first 600 bytes) as soon as the model has answered after reading it
 // in full (PreserveTurns 1, Batch 1): the rewrite then starts just before
 // the model's latest reply, which no provider had cached yet, so trimming
 // breaks almost none of the cached prefix, while a moving "keep the last
-// four results" boundary re-sends several full results at every step. On
-// the simulated 320-step session of examples/longsession (32k window) this
-// bills 0.55 to 0.59 of the input such a moving boundary bills, with 0.85 to
-// 0.87 of the input tokens served from the cache (seeds 1 to 4). For a
-// Local profile results keep 300 bytes and compaction starts earlier
-// (threshold 0.7, the last 4 messages left alone by its trimming). A
-// profile with no window gives a Config with no effects.
+// four results" boundary re-sends several full results at every step.
+// Compaction (a summary by the model) starts well before the window is
+// full: the cached prefix is billed at every step, so a long history costs
+// at every step, and a summary costs only its input once; the dearer cached
+// input is, the earlier it pays to compact.
+//
+// On the simulated 320-step session of examples/longsession (32k window,
+// 4k reserve, summaries billed), against a baseline that trims with a
+// moving boundary at every step and compacts at CompactConfig's default
+// threshold, this bills 0.48 to 0.52 of the baseline's input at a cached
+// price of 0.1 and 0.46 to 0.52 at 0.5 (seeds 1 to 5), less than any of
+// the rule-based compactions, and every tool result reaches the model in
+// full before it is trimmed or summarised. The price of compacting early:
+// the model knows older turns only from the summary sooner (12 to 16
+// summaries in those 320 steps, against 6 at 0.8); set a higher
+// CompactConfig.Threshold when a longer verbatim history matters more than
+// the bill. For a Local profile results keep
+// 300 bytes and compaction starts at 0.7 (the last 4 messages left alone
+// by its trimming): a local model bills nothing. A profile with no window
+// gives a Config with no effects.
 func Defaults(profile Profile) *Config {
 	cfg := &Config{File: "defaults", Profile: profile}
 	w := profile.EffectiveWindow()
@@ -579,7 +621,7 @@ func Defaults(profile Profile) *Config {
 		return cfg
 	}
 	trim := &TrimConfig{PreserveTurns: 1, Batch: 1, MaxResultLength: 600}
-	compact := &CompactConfig{Window: w, Reserve: profile.OutputReserve}
+	compact := &CompactConfig{Window: w, Reserve: profile.OutputReserve, Threshold: DefaultsThreshold(profile.CachedInputFraction)}
 	if profile.Local {
 		trim.MaxResultLength = 300
 		compact.Threshold, compact.TrimRecent, compact.MaxResultLength = 0.7, 4, 300
@@ -589,6 +631,31 @@ func Defaults(profile Profile) *Config {
 		{Kind: KindCompact, Phase: effects.BeforeCall, Compact: compact},
 	}
 	return cfg
+}
+
+// DefaultsThreshold returns the compaction threshold of Defaults (a
+// fraction of the usable window) for a cached-input price, as a fraction
+// of the fresh input price: 0.45 up to 0.1, 0.4 from 0.5 on, in proportion
+// between. Zero means DefaultCachedInputFraction.
+//
+// Measured on examples/longsession: at 0.1, compacting below 0.45 saves
+// nothing more (the summaries' input grows as fast as the requests
+// shrink); at 0.5 every step of the cached history costs five times more,
+// and compacting earlier keeps paying.
+func DefaultsThreshold(cachedInputFraction float64) float64 {
+	p := cachedInputFraction
+	if p <= 0 {
+		p = DefaultCachedInputFraction
+	}
+	const lo, hi = 0.1, 0.5
+	const atLo, atHi = 0.45, 0.4
+	switch {
+	case p <= lo:
+		return atLo
+	case p >= hi:
+		return atHi
+	}
+	return atLo + (p-lo)/(hi-lo)*(atHi-atLo)
 }
 
 // Register registers the configured effects in p, each in its phase and
@@ -681,7 +748,8 @@ func (c *Config) build(i int, p *prompt.Prompt) effects.Func {
 	if e.when == nil && e.When != "" {
 		prog, err := compileWhen(e.When)
 		if err != nil {
-			return func(context.Context, *effects.Step) error { return fmt.Errorf("when %q: %w", e.When, err) }
+			werr := &WhenError{File: c.File, Line: e.Line, Column: e.Column, When: e.When, Err: err}
+			return func(context.Context, *effects.Step) error { return werr }
 		}
 		e.when, e.needTokens = prog, usesIdent(prog, "tokens")
 	}
@@ -689,6 +757,14 @@ func (c *Config) build(i int, p *prompt.Prompt) effects.Func {
 		return fn
 	}
 	prog, needTokens, window := e.when, e.needTokens, c.Profile.EffectiveWindow()
+	limit := c.WhenTimeout
+	if limit <= 0 {
+		limit = DefaultWhenTimeout
+	}
+	line, col := e.whenLine, e.whenColumn
+	if line == 0 {
+		line, col = e.Line, e.Column
+	}
 	return func(ctx context.Context, s *effects.Step) error {
 		if s.ContextTooLong {
 			return fn(ctx, s) // recovering from a rejected request: no condition
@@ -703,11 +779,11 @@ func (c *Config) build(i int, p *prompt.Prompt) effects.Func {
 		if s.LastTool != nil {
 			env.LastTool = s.LastTool.Name
 		}
-		ok, err := expr.Run(prog, env)
+		ok, err := evalWhen(ctx, prog, env, limit)
 		if err != nil {
-			return fmt.Errorf("when %q: %w", e.When, err)
+			return &WhenError{File: c.File, Line: line, Column: col, When: e.When, Limit: limit, Err: err}
 		}
-		if ok != true {
+		if !ok {
 			return nil
 		}
 		return fn(ctx, s)

@@ -84,7 +84,7 @@ func TestParseErrors(t *testing.T) {
 		{"bad duration", "effects:\n  - kind: limits\n    params: {max_time: soon}\n", []string{`c.yaml:3:24: max_time: want a duration like "90s" or a number of seconds, got "soon"`}},
 		{"huge duration", "effects:\n  - kind: limits\n    params: {max_time: 1e11}\n", []string{"c.yaml:3:24: max_time: want a number of seconds between 0 and 9223372036, got 1e11"}},
 		{"list of ints", "effects:\n  - kind: compact\n    params: {read_tools: [1]}\n", []string{"c.yaml:3:27: read_tools: want a string, got int 1"}},
-		{"unknown key", "effect:\n  - kind: compact\n", []string{`c.yaml:1:1: unknown key "effect" (want model, window, reserve or effects)`}},
+		{"unknown key", "effect:\n  - kind: compact\n", []string{`c.yaml:1:1: unknown key "effect" (want model, window, reserve, cached_input, when_timeout or effects)`}},
 		{"unknown effect key", "effects:\n  - kind: compact\n    if: true\n", []string{`c.yaml:3:5: effect 0: unknown key "if" (want kind, params or when)`}},
 		{"bad expression", "effects:\n  - kind: compact\n    when: tokens >\n", []string{"c.yaml:3:18: when: unexpected token EOF"}},
 		{"unknown variable", "effects:\n  - kind: compact\n    when: tokenz > 5\n", []string{"c.yaml:3:11: when: unknown name tokenz"}},

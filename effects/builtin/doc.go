@@ -68,4 +68,13 @@
 // Load and Parse read effects from YAML (kind, params, and a when condition
 // in expr-lang over WhenEnv); errors carry file:line:col. Config.Register
 // registers them in a prompt.
+//
+// A when condition is bounded, since a configuration file may come from
+// elsewhere: Parse rejects conditions of more than WhenMaxNodes nodes or
+// with constant ranges of more than WhenMaxRange elements, and each
+// evaluation stops at Config.WhenTimeout (DefaultWhenTimeout unless the
+// file's when_timeout says otherwise), when the run's context ends, or when
+// it builds a string or arrays past WhenMaxString or WhenMemoryBudget. The
+// effect then fails with a *WhenError naming the condition's file, line
+// and column.
 package builtin

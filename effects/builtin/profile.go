@@ -24,7 +24,17 @@ type Profile struct {
 	// Local marks a model served locally (Ollama style): small windows, so
 	// Defaults trims more aggressively.
 	Local bool
+	// CachedInputFraction is the share of the fresh input price the
+	// provider bills for input tokens served from its prompt cache (0.1
+	// for OpenAI's and Anthropic's cache reads, 0.25 to 0.5 for others).
+	// Defaults picks how often to compact by it. Zero means unknown:
+	// DefaultCachedInputFraction is assumed.
+	CachedInputFraction float64
 }
+
+// DefaultCachedInputFraction is the cached-input price assumed when a
+// Profile does not give one.
+const DefaultCachedInputFraction = 0.1
 
 // EffectiveWindow returns the window to budget for: Window, raised to Floor.
 func (p Profile) EffectiveWindow() int { return max(p.Window, p.Floor) }
@@ -58,9 +68,9 @@ type profileEntry struct {
 var profiles = func() []profileEntry {
 	t := []profileEntry{
 		// OpenAI.
-		{"gpt-5", Profile{Window: 400_000, OutputReserve: 128_000}},
-		{"gpt-4.1", Profile{Window: 1_047_576, OutputReserve: 32_768}},
-		{"gpt-4o", Profile{Window: 128_000, OutputReserve: 16_384}},
+		{"gpt-5", Profile{Window: 400_000, OutputReserve: 128_000, CachedInputFraction: 0.1}},
+		{"gpt-4.1", Profile{Window: 1_047_576, OutputReserve: 32_768, CachedInputFraction: 0.25}},
+		{"gpt-4o", Profile{Window: 128_000, OutputReserve: 16_384, CachedInputFraction: 0.5}},
 		{"chatgpt-4o", Profile{Window: 128_000, OutputReserve: 16_384}},
 		{"gpt-4-turbo", Profile{Window: 128_000, OutputReserve: 4_096}},
 		{"gpt-4-1106", Profile{Window: 128_000, OutputReserve: 4_096}},
@@ -69,10 +79,11 @@ var profiles = func() []profileEntry {
 		{"gpt-4", Profile{Window: 8_192, OutputReserve: 2_048}},
 		{"gpt-3.5-turbo-instruct", Profile{Window: 4_096, OutputReserve: 1_024}},
 		{"gpt-3.5-turbo", Profile{Window: 16_385, OutputReserve: 4_096}},
-		{"o1-mini", Profile{Window: 128_000, OutputReserve: 65_536}},
-		{"o1", Profile{Window: 200_000, OutputReserve: 100_000}},
-		{"o3", Profile{Window: 200_000, OutputReserve: 100_000}},
-		{"o4-mini", Profile{Window: 200_000, OutputReserve: 100_000}},
+		{"o1-mini", Profile{Window: 128_000, OutputReserve: 65_536, CachedInputFraction: 0.5}},
+		{"o1", Profile{Window: 200_000, OutputReserve: 100_000, CachedInputFraction: 0.5}},
+		{"o3-mini", Profile{Window: 200_000, OutputReserve: 100_000, CachedInputFraction: 0.5}},
+		{"o3", Profile{Window: 200_000, OutputReserve: 100_000, CachedInputFraction: 0.25}},
+		{"o4-mini", Profile{Window: 200_000, OutputReserve: 100_000, CachedInputFraction: 0.25}},
 		{"gpt-oss", Profile{Window: 131_072, OutputReserve: 16_384}},
 		// Local models, nominal windows.
 		{"llama3.1", Local(131_072)},
@@ -108,16 +119,23 @@ var profiles = func() []profileEntry {
 //
 // The table:
 //
-//	model                        window     output reserve
-//	gpt-5*                       400000     128000
-//	gpt-4.1*                     1047576    32768
-//	gpt-4o*, chatgpt-4o*         128000     16384
+//	model                        window     output reserve   cached input
+//	gpt-5*                       400000     128000           0.1
+//	gpt-4.1*                     1047576    32768            0.25
+//	gpt-4o*                      128000     16384            0.5
+//	chatgpt-4o*                  128000     16384
 //	gpt-4-turbo*, -1106, -0125   128000     4096
 //	gpt-4-32k*                   32768      4096
 //	gpt-4*                       8192       2048
 //	gpt-3.5-turbo*               16385      4096 (instruct: 4096, 1024)
-//	o1*, o3*, o4-mini*           200000     100000 (o1-mini: 128000, 65536)
+//	o1*                          200000     100000           0.5 (o1-mini: 128000, 65536)
+//	o3-mini*                     200000     100000           0.5
+//	o3*, o4-mini*                200000     100000           0.25
 //	gpt-oss*                     131072     16384
+//
+// The cached-input column is the share of the input price OpenAI bills for
+// cached input (its published prices when this table was written; set
+// Profile.CachedInputFraction if they change); blank means unknown.
 //
 // Local models get Local(window), with their nominal window: llama3.1/3.2/3.3
 // 131072, llama3 8192, llama2 4096, codellama 16384, qwen3 40960, qwen2.5 and

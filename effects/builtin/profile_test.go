@@ -3,6 +3,9 @@ package builtin_test
 import (
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/reprompt/reprompt/effects/builtin"
 )
 
@@ -11,16 +14,18 @@ func TestProfileFor(t *testing.T) {
 		model string
 		want  builtin.Profile
 	}{
-		{"gpt-4o", builtin.Profile{Window: 128_000, OutputReserve: 16_384}},
-		{"gpt-4o-mini-2024-07-18", builtin.Profile{Window: 128_000, OutputReserve: 16_384}},
-		{"openai/GPT-4.1-mini", builtin.Profile{Window: 1_047_576, OutputReserve: 32_768}},
+		{"gpt-4o", builtin.Profile{Window: 128_000, OutputReserve: 16_384, CachedInputFraction: 0.5}},
+		{"gpt-4o-mini-2024-07-18", builtin.Profile{Window: 128_000, OutputReserve: 16_384, CachedInputFraction: 0.5}},
+		{"openai/GPT-4.1-mini", builtin.Profile{Window: 1_047_576, OutputReserve: 32_768, CachedInputFraction: 0.25}},
 		{"gpt-4", builtin.Profile{Window: 8_192, OutputReserve: 2_048}},
 		{"gpt-4-32k-0613", builtin.Profile{Window: 32_768, OutputReserve: 4_096}},
 		{"gpt-4-turbo", builtin.Profile{Window: 128_000, OutputReserve: 4_096}},
 		{"gpt-3.5-turbo", builtin.Profile{Window: 16_385, OutputReserve: 4_096}},
-		{"gpt-5-mini", builtin.Profile{Window: 400_000, OutputReserve: 128_000}},
-		{"o1-mini", builtin.Profile{Window: 128_000, OutputReserve: 65_536}},
-		{"o3-mini", builtin.Profile{Window: 200_000, OutputReserve: 100_000}},
+		{"gpt-5-mini", builtin.Profile{Window: 400_000, OutputReserve: 128_000, CachedInputFraction: 0.1}},
+		{"o1-mini", builtin.Profile{Window: 128_000, OutputReserve: 65_536, CachedInputFraction: 0.5}},
+		{"o3-mini", builtin.Profile{Window: 200_000, OutputReserve: 100_000, CachedInputFraction: 0.5}},
+		{"o3", builtin.Profile{Window: 200_000, OutputReserve: 100_000, CachedInputFraction: 0.25}},
+		{"chatgpt-4o-latest", builtin.Profile{Window: 128_000, OutputReserve: 16_384}},
 		{"ollama/llama3.1:8b", builtin.Local(131_072)},
 		{"llama3:latest", builtin.Local(8_192)},
 		{"qwen2.5-coder:7b", builtin.Local(32_768)},
@@ -63,7 +68,7 @@ func TestDefaults(t *testing.T) {
 	if len(cfg.Effects) != 2 || cfg.Effects[0].Kind != builtin.KindTrimToolResults || cfg.Effects[1].Kind != builtin.KindCompact {
 		t.Fatalf("effects %+v", cfg.Effects)
 	}
-	if c := cfg.Effects[1].Compact; c.Window != 128_000 || c.Reserve != 16_384 || c.Threshold != 0 {
+	if c := cfg.Effects[1].Compact; c.Window != 128_000 || c.Reserve != 16_384 || c.Threshold != 0.4 { // gpt-4o's cached input: 0.5
 		t.Errorf("compact %+v", c)
 	}
 	local := builtin.Defaults(builtin.Local(0))
@@ -76,4 +81,34 @@ func TestDefaults(t *testing.T) {
 	if tr := cfg.Effects[0].Trim; tr.MaxResultLength != 600 || tr.PreserveTurns != 1 || tr.Batch != 1 {
 		t.Errorf("trim %+v", tr)
 	}
+}
+
+// TestDefaultsThreshold: the dearer cached input, the earlier Defaults
+// compacts.
+func TestDefaultsThreshold(t *testing.T) {
+	for _, tc := range []struct{ price, want float64 }{
+		{0, 0.45}, {0.05, 0.45}, {0.1, 0.45}, {0.3, 0.425}, {0.5, 0.4}, {1, 0.4},
+	} {
+		assert.InDelta(t, tc.want, builtin.DefaultsThreshold(tc.price), 1e-9, "price %v", tc.price)
+		cfg := builtin.Defaults(builtin.Profile{Window: 32_768, OutputReserve: 4_096, CachedInputFraction: tc.price})
+		require.Len(t, cfg.Effects, 2)
+		assert.InDelta(t, tc.want, cfg.Effects[1].Compact.Threshold, 1e-9, "price %v", tc.price)
+	}
+	local := builtin.Local(8192)
+	local.CachedInputFraction = 0.5
+	assert.Equal(t, 0.7, builtin.Defaults(local).Effects[1].Compact.Threshold, "a local model bills nothing: its threshold does not follow a price")
+}
+
+// TestParseCachedInput: cached_input sets the profile's price, and so the
+// defaults' threshold.
+func TestParseCachedInput(t *testing.T) {
+	cfg, err := builtin.Parse("p.yaml", []byte("window: 32768\nreserve: 4096\ncached_input: 0.5\n"))
+	require.NoError(t, err)
+	assert.Equal(t, 0.5, cfg.Profile.CachedInputFraction)
+	require.Len(t, cfg.Effects, 2)
+	assert.Equal(t, 0.4, cfg.Effects[1].Compact.Threshold)
+	_, err = builtin.Parse("p.yaml", []byte("window: 32768\ncached_input: 2\n"))
+	var ce *builtin.ConfigError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, builtin.ConfigError{File: "p.yaml", Line: 2, Column: 15, Msg: "cached_input: want a fraction of the input price in [0, 1], got 2"}, *ce)
 }

@@ -1,38 +1,53 @@
 // Command longsession simulates a long coding-agent session offline — a
 // seeded model reading files of 2 to 8 KB, running tests with long outputs
 // and failures, writing files, calling tools in parallel and answering
-// summary requests — under a 32k-token window, once per context strategy.
+// summary requests — under a 32k-token window (4k of it reserved for the
+// reply), once per context strategy.
 //
-// For each strategy it prints one line ending with
+// For each strategy and each cached-input price it prints one line ending
+// with
 //
-//	over_window=N pairing_errors=N prefix_reuse=R billed_input=T
+//	over_window=N pairing_errors=N recall=R prefix_reuse=R billed_input=T
 //
-// where over_window counts requests larger than the window, pairing_errors
-// requests with a tool call and its result separated, prefix_reuse the share
-// of input tokens that repeat the previous request's prefix (what a
-// provider's prompt cache serves), and billed_input the input tokens of the
-// agent's requests billed with cached tokens at a tenth of the price (the
-// summarising calls are reported apart, as summary_input). It exits 1 if
-// any request of any strategy went over the window or broke pairing.
+// where over_window counts requests larger than what may be sent (the
+// window minus the output reserve), pairing_errors requests with a tool call
+// and its result separated, recall the share of tool results whose full
+// content was in at least one request before it was trimmed or summarised
+// away (so that a strategy cannot look cheaper by dropping results the
+// model never read), prefix_reuse the share of input tokens that repeat the
+// previous request's prefix (what a provider's prompt cache serves), and
+// billed_input the input tokens billed:
+// the agent's requests with their cached prefix at the cached-input price
+// (a fraction of the fresh price), plus the summarising calls' input
+// (summary_input) at the full price. It exits 1 if any request of any
+// strategy went over the window or broke pairing.
 //
 // The strategies: baseline trims the results older than the four most
 // recent at every step (the boundary moves at every step, as seed 000's
-// effect does) and compacts like the default; default is
-// builtin.Defaults for the window (trim each result once the model has
-// answered it, summarise with the model above 0.8 of the window); window,
-// truncate and heuristic are the rule-based compactions, with no model
-// call.
+// effect does) and compacts with builtin.Compact's defaults (a summary by
+// the model above 0.8 of what may be sent); default is builtin.Defaults for
+// a profile that knows the window, the reserve and the cached-input price
+// (it compacts earlier the dearer cached input is, so it is simulated once
+// per price); window, truncate and heuristic are the rule-based
+// compactions, with no model call, at Compact's defaults.
 //
-//	go run ./examples/longsession [-steps 320] [-seed 1]
+// The simulated model draws its actions and its summaries from two
+// separate random streams, so every strategy sees the same session.
+//
+//	go run ./examples/longsession [-steps 320] [-seed 1] [-cached 0.1,0.5]
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"hash/maphash"
 	"math/rand/v2"
 	"os"
+	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
@@ -45,31 +60,30 @@ import (
 const (
 	window  = 32768
 	reserve = 4096
+	// sendable is the most a request may hold: the window minus the part
+	// kept for the reply.
+	sendable = window - reserve
 )
 
 func main() {
-	steps := flag.Int("steps", 320, "model calls per session (at least 300 for the check)")
+	steps := flag.Int("steps", 320, "model calls per session")
 	seed := flag.Uint64("seed", 1, "seed of the simulated model")
+	cached := flag.String("cached", "0.1,0.5", "cached-input prices to bill at, as fractions of the fresh input price, comma-separated")
 	flag.Parse()
-
+	prices, err := parsePrices(*cached)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "-cached: %v\n", err)
+		os.Exit(2)
+	}
+	rows, err := run(*steps, *seed, prices)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	failed := false
-	var baseline float64
-	for _, st := range strategies() {
-		m, err := simulate(st, *steps, *seed)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "%s: %v\n", st.name, err)
-			os.Exit(1)
-		}
-		if st.name == "baseline" {
-			baseline = m.billed
-		}
-		rel := ""
-		if baseline > 0 && st.name != "baseline" {
-			rel = fmt.Sprintf(" (%.2f of baseline)", m.billed/baseline)
-		}
-		fmt.Printf("%-9s steps=%d rewrites=%d summaries=%d summary_input=%d avg_request=%d max_request=%d%s over_window=%d pairing_errors=%d prefix_reuse=%.3f billed_input=%.0f\n",
-			st.name, m.steps, m.rewrites, m.summaries, m.summaryInput, m.input/max(m.steps, 1), m.maxInput, rel, m.overWindow, m.pairing, m.reuse(), m.billed)
-		if m.overWindow > 0 || m.pairing > 0 {
+	for _, r := range rows {
+		fmt.Println(r)
+		if r.m.overWindow > 0 || r.m.pairing > 0 {
 			failed = true
 		}
 	}
@@ -78,54 +92,118 @@ func main() {
 	}
 }
 
+func parsePrices(s string) ([]float64, error) {
+	var out []float64
+	for _, f := range strings.Split(s, ",") {
+		p, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || p < 0 || p > 1 {
+			return nil, fmt.Errorf("want fractions between 0 and 1, got %q", f)
+		}
+		out = append(out, p)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no price")
+	}
+	return out, nil
+}
+
+// row is one strategy's figures at one cached-input price.
+type row struct {
+	name     string
+	price    float64
+	m        metrics
+	baseline float64 // the baseline's billed input at the same price
+}
+
+func (r row) billed() float64 { return r.m.billed(r.price) }
+
+func (r row) String() string {
+	rel := ""
+	if r.name != "baseline" && r.baseline > 0 {
+		rel = fmt.Sprintf(" (%.2f of baseline)", r.billed()/r.baseline)
+	}
+	m := r.m
+	return fmt.Sprintf("%-9s cached=%g steps=%d rewrites=%d summaries=%d summary_input=%d avg_request=%d max_request=%d%s over_window=%d pairing_errors=%d recall=%.3f prefix_reuse=%.3f billed_input=%.0f",
+		r.name, r.price, m.steps, m.rewrites, m.summaries, m.summaryInput, m.input/max(m.steps, 1), m.maxInput, rel,
+		m.overWindow, m.pairing, m.recall(), m.reuse(), r.billed())
+}
+
+// run simulates every strategy on one seed and returns a row per strategy
+// and price, the strategies in the order of strategies(), the prices in the
+// order given. A strategy that does not depend on the price is simulated
+// once and billed at each price.
+func run(steps int, seed uint64, prices []float64) ([]row, error) {
+	var rows []row
+	base := map[float64]float64{}
+	for _, st := range strategies() {
+		var m metrics
+		for i, price := range prices {
+			if i == 0 || st.priced {
+				var err error
+				if m, err = simulate(st.register(price), steps, seed, price); err != nil {
+					return nil, fmt.Errorf("%s (seed %d, cached %g): %w", st.name, seed, price, err)
+				}
+			}
+			if st.name == "baseline" {
+				base[price] = m.billed(price)
+			}
+			rows = append(rows, row{name: st.name, price: price, m: m, baseline: base[price]})
+		}
+	}
+	return rows, nil
+}
+
 type strategy struct {
 	name string
-	// register declares the strategy's effects in the prompt function.
-	register func(p *prompt.Prompt)
+	// priced reports that the strategy's effects depend on the cached-input
+	// price.
+	priced bool
+	// register returns what declares the strategy's effects in the prompt
+	// function, for one session at the cached-input price.
+	register func(price float64) func(p *prompt.Prompt)
 }
 
 func strategies() []strategy {
-	profile := builtin.Profile{Window: window, OutputReserve: reserve}
 	return []strategy{
-		{"baseline", func() func(p *prompt.Prompt) {
+		{"baseline", false, func(float64) func(p *prompt.Prompt) {
 			// Seed 000's trimming: every step, results older than the four
 			// most recent tool messages are cut, so the boundary moves at
-			// every step; compaction as in the default.
+			// every step; compaction at Compact's defaults.
 			trim := movingTrim(4, 500)
 			compact := builtin.Compact(builtin.CompactConfig{Window: window, Reserve: reserve})
 			return func(p *prompt.Prompt) {
 				p.Effect(effects.Always, trim, effects.InPhase(effects.AfterReply), effects.Key("baseline.trim"))
 				p.Effect(effects.Always, compact, effects.Recovery, effects.Key("baseline.compact"))
 			}
-		}()},
-		{"default", func() func(p *prompt.Prompt) {
-			cfg := builtin.Defaults(profile)
+		}},
+		{"default", true, func(price float64) func(p *prompt.Prompt) {
+			cfg := builtin.Defaults(builtin.Profile{Window: window, OutputReserve: reserve, CachedInputFraction: price})
 			return func(p *prompt.Prompt) { cfg.Register(p) }
-		}()},
-		{"window", func() func(p *prompt.Prompt) {
+		}},
+		{"window", false, func(float64) func(p *prompt.Prompt) {
 			trim := builtin.TrimToolResults(builtin.TrimConfig{})
 			compact := builtin.Compact(builtin.CompactConfig{Window: window, Reserve: reserve, Strategy: builtin.StrategyWindow})
 			return func(p *prompt.Prompt) {
 				p.Effect(effects.Always, trim, effects.InPhase(effects.AfterReply), effects.Key("trim"))
 				p.Effect(effects.Always, compact, effects.Recovery, effects.Key("compact"))
 			}
-		}()},
-		{"heuristic", func() func(p *prompt.Prompt) {
+		}},
+		{"heuristic", false, func(float64) func(p *prompt.Prompt) {
 			trim := builtin.TrimToolResults(builtin.TrimConfig{PreserveTurns: 1, Batch: 1, MaxResultLength: 600})
 			compact := builtin.Compact(builtin.CompactConfig{Window: window, Reserve: reserve, Strategy: builtin.StrategyHeuristic})
 			return func(p *prompt.Prompt) {
 				p.Effect(effects.Always, trim, effects.InPhase(effects.AfterReply), effects.Key("trim"))
 				p.Effect(effects.Always, compact, effects.Recovery, effects.Key("compact"))
 			}
-		}()},
-		{"truncate", func() func(p *prompt.Prompt) {
+		}},
+		{"truncate", false, func(float64) func(p *prompt.Prompt) {
 			trim := builtin.TrimToolResults(builtin.TrimConfig{})
 			compact := builtin.Compact(builtin.CompactConfig{Window: window, Reserve: reserve, Strategy: builtin.StrategyTruncate})
 			return func(p *prompt.Prompt) {
 				p.Effect(effects.Always, trim, effects.InPhase(effects.AfterReply), effects.Key("trim"))
 				p.Effect(effects.Always, compact, effects.Recovery, effects.Key("compact"))
 			}
-		}()},
+		}},
 	}
 }
 
@@ -164,7 +242,9 @@ type metrics struct {
 	steps, overWindow, pairing, maxInput, rewrites int
 	summaries, summaryInput                        int
 	input, prefix                                  int
-	billed                                         float64
+	// results counts the tool results, recalled those whose full content
+	// was in at least one request.
+	results, recalled int
 }
 
 func (m metrics) reuse() float64 {
@@ -174,61 +254,147 @@ func (m metrics) reuse() float64 {
 	return float64(m.prefix) / float64(m.input)
 }
 
-func simulate(st strategy, steps int, seed uint64) (metrics, error) {
+// billed returns the input billed in fresh-token equivalents when cached
+// tokens cost price of a fresh one: the agent's requests (their shared
+// prefix at price) and the summarising calls' input (never cached: each
+// summarises a different part of the session).
+func (m metrics) billed(price float64) float64 {
+	return float64(m.input-m.prefix) + price*float64(m.prefix) + float64(m.summaryInput)
+}
+
+func (m metrics) recall() float64 {
+	if m.results == 0 {
+		return 1
+	}
+	return float64(m.recalled) / float64(m.results)
+}
+
+func simulate(register func(p *prompt.Prompt), steps int, seed uint64, price float64) (metrics, error) {
 	var m metrics
 	sim := newSim(steps, seed)
 	agent := func(p *prompt.Prompt) error {
 		sim.declare(p)
-		st.register(p)
+		register(p)
 		return nil
 	}
-	cfg := runtime.Config{MaxSteps: steps + 10, Window: window, Reserve: reserve, Counter: tokens.ForModel("gpt-4o")}
+	cfg := runtime.Config{MaxSteps: steps + 10, Window: window, Reserve: reserve, Counter: sim.counter, CachedInputFraction: price}
 	r := runtime.New(sim, agent, cfg)
+	unseen := map[string]string{}
 	for rec, err := range r.All(context.Background()) {
 		if err != nil {
 			return m, fmt.Errorf("step %d: %w", m.steps, err)
 		}
-		m.steps++
-		if rec.Committed {
-			m.rewrites++
-		}
-		if rec.InputTokens > window {
-			m.overWindow++
-		}
-		m.maxInput = max(m.maxInput, rec.InputTokens)
-		if runtime.ValidateMessages(rec.Request.Messages) != nil {
-			m.pairing++
-		}
-		m.input += rec.InputTokens
-		m.prefix += rec.PrefixTokens
-		m.billed += rec.BilledInput
+		m.record(rec, unseen)
 	}
 	m.summaries, m.summaryInput = sim.summaries, sim.summaryInput
 	return m, nil
 }
 
+// record adds a step's figures to m. unseen maps the call ID of each tool
+// result whose full content was in no request yet to that content.
+func (m *metrics) record(rec *runtime.Step, unseen map[string]string) {
+	m.steps++
+	if rec.Committed {
+		m.rewrites++
+	}
+	if rec.InputTokens > sendable {
+		m.overWindow++
+	}
+	m.maxInput = max(m.maxInput, rec.InputTokens)
+	if rec.Request != nil {
+		if runtime.ValidateMessages(rec.Request.Messages) != nil {
+			m.pairing++
+		}
+		for _, msg := range rec.Request.Messages {
+			if full, ok := unseen[msg.ToolCallID]; ok && msg.Role == defs.RoleTool && msg.Content == full {
+				delete(unseen, msg.ToolCallID)
+				m.recalled++
+			}
+		}
+	}
+	m.input += rec.InputTokens
+	m.prefix += rec.PrefixTokens
+	for _, res := range rec.ToolResults {
+		unseen[res.CallID] = res.Content
+		m.results++
+	}
+}
+
+// memoCounter is an exact counter that remembers the count of every text
+// it has seen (by its hash), so that recounting a transcript costs only its
+// new texts, and the sessions of every strategy and seed share what was
+// counted (a file read twice is counted once). The counts are the
+// underlying counter's: a message counts its parts (tokens.MessageCount).
+// It is safe for concurrent use.
+type memoCounter struct {
+	tokens.Counter
+	seed  maphash.Seed
+	mu    sync.Mutex
+	texts map[uint64]int
+}
+
+// counter is the counter of every simulated session.
+var counter = &memoCounter{Counter: tokens.ForModel("gpt-4o"), seed: maphash.MakeSeed(), texts: map[uint64]int{}}
+
+func (c *memoCounter) Text(s string) int {
+	key := maphash.String(c.seed, s)
+	c.mu.Lock()
+	n, ok := c.texts[key]
+	c.mu.Unlock()
+	if ok {
+		return n
+	}
+	n = c.Counter.Text(s)
+	c.mu.Lock()
+	c.texts[key] = n
+	c.mu.Unlock()
+	return n
+}
+
+func (c *memoCounter) Message(m defs.Message) int { return tokens.MessageCount(c.Text, m) }
+
 // sim is the simulated coding agent: a model and the tools it calls.
 type sim struct {
-	rng          *rand.Rand
+	rng          *rand.Rand // the agent's actions
+	summaryRng   *rand.Rand // the summaries' contents
 	steps        int
 	calls        int // model calls answered (summaries excluded)
 	summaries    int // summarising calls answered
 	summaryInput int // their input tokens
-	counter      runtime.Counter
+	counter      *memoCounter
 	ids          int
 	files        []string
 }
 
 func newSim(steps int, seed uint64) *sim {
-	s := &sim{rng: rand.New(rand.NewPCG(seed, 7)), steps: steps, counter: tokens.ForModel("gpt-4o")}
+	s := &sim{
+		rng:        rand.New(rand.NewPCG(seed, 7)),
+		summaryRng: rand.New(rand.NewPCG(seed, 8)),
+		steps:      steps,
+		counter:    counter,
+	}
 	for i := range 40 {
 		s.files = append(s.files, fmt.Sprintf("internal/pkg%d/file%d.go", i%7, i))
 	}
 	return s
 }
 
+// contents holds the files content made, by path and version: every
+// session reads the same few.
+var contents sync.Map
+
 // content returns a deterministic file of 2 to 8 KB.
 func content(path string, version int) string {
+	key := fmt.Sprint(version, ":", path)
+	if c, ok := contents.Load(key); ok {
+		return c.(string)
+	}
+	c := makeContent(path, version)
+	contents.Store(key, c)
+	return c
+}
+
+func makeContent(path string, version int) string {
 	r := rand.New(rand.NewPCG(uint64(len(path))*31+uint64(version), uint64(strings.Count(path, "1"))+uint64(path[len(path)-4])))
 	n := 2048 + r.IntN(6144)
 	var b strings.Builder
@@ -302,7 +468,7 @@ func (s *sim) Generate(ctx context.Context, req *runtime.Request) (*runtime.Repl
 		var b strings.Builder
 		b.WriteString("Goal: fix the failing tests in internal/.\nProgress: read the failing packages, changed several functions, tests still partly failing.\n")
 		for i := range 12 {
-			fmt.Fprintf(&b, "Key fact %d: %s in %s\n", i, words[s.rng.IntN(len(words))], s.files[s.rng.IntN(len(s.files))])
+			fmt.Fprintf(&b, "Key fact %d: %s in %s\n", i, words[s.summaryRng.IntN(len(words))], s.files[s.summaryRng.IntN(len(s.files))])
 		}
 		b.WriteString("Next steps: run the tests again and fix the remaining failures.")
 		return &runtime.Reply{Message: defs.AssistantMessage(b.String())}, nil
