@@ -2,6 +2,7 @@ package snapshots_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -61,7 +62,11 @@ func TestCompactionTakesNoStepReply(t *testing.T) {
 // its step.
 func TestCompactionSummaries(t *testing.T) {
 	m := snapshots.Script(reads(12)...)
-	m.Append(snapshots.Summary("Files fa.go to ff.go were read; each is x repeated."))
+	// Defaults compacts at 0.45 of the usable window here (the cached
+	// input price assumed is 0.1): three times in twelve reads.
+	for i := range 3 {
+		m.Append(snapshots.Summary(fmt.Sprintf("Summary %d: the files read so far are each x repeated.", i+1)))
+	}
 	res := snapshots.Run(t, reader(1500, 500), m, snapshots.Config(runtime.Config{Window: 1500, Reserve: 250}))
 	require.NotNil(t, res)
 	assert.Equal(t, 13, len(res.Steps), "one step per scripted reply")
@@ -69,8 +74,12 @@ func TestCompactionSummaries(t *testing.T) {
 	for _, s := range res.Steps {
 		sums = append(sums, s.Summaries...)
 	}
-	require.Len(t, sums, 1)
-	assert.Equal(t, runtime.PurposeSummary, sums[0].Request.Purpose)
-	assert.Equal(t, builtin.DefaultSummaryPrompt, sums[0].Request.System)
+	require.Len(t, sums, 3)
+	for i, s := range sums {
+		assert.Equal(t, runtime.PurposeSummary, s.Request.Purpose)
+		assert.Equal(t, builtin.DefaultSummaryPrompt, s.Request.System)
+		assert.True(t, strings.HasPrefix(s.Reply.Message.Content, fmt.Sprintf("Summary %d:", i+1)), "summaries are answered in order")
+	}
+	require.NoError(t, m.Err())
 	assert.Zero(t, m.Remaining())
 }
