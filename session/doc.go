@@ -51,7 +51,9 @@
 //     one directly.
 //   - Loading never panics and never returns a silently wrong checkpoint:
 //     a head or message that cannot be decoded, or a head that names more
-//     messages than are stored, is a *CorruptError; a head written by a
+//     messages than are stored, is a *CorruptError (counts read from
+//     storage are checked against the rows found before anything is
+//     allocated for them); a head written by a
 //     newer version of this package is a *VersionError; an unknown session
 //     is a *NotFoundError, which matches ErrNotFound.
 //

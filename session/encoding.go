@@ -316,7 +316,9 @@ type Row struct {
 // checkpoint's lineage and the length of its transcript, and returns, in
 // index order, for each index below count, the stored row of that index
 // with the highest generation in [root, generation] (an error it returns is
-// returned as is). A store that keeps a row's generation can select them as
+// returned as is). count is read from storage and may be damaged (10^15):
+// rows must not allocate in proportion to it, only to the rows it finds.
+// A store that keeps a row's generation can select them as
 //
 //	SELECT DISTINCT ON (idx) idx, data FROM messages
 //	WHERE session = $id AND generation BETWEEN $root AND $generation AND idx < $count
@@ -348,19 +350,20 @@ func Load(id string, seq int64, data []byte, rows func(root, generation, count i
 	if len(rs) > h.Messages {
 		rs = rs[:h.Messages]
 	}
-	cp.Transcript = make([]defs.Message, 0, h.Messages)
+	// Checked before allocating: the count comes from storage.
 	for i, r := range rs {
 		if r.Index != i {
 			return nil, corrupt("message %d of generation %d is missing", i, cp.Generation)
 		}
-		m, err := DecodeMessage(r.Data)
-		if err != nil {
-			return nil, corrupt("message %d of generation %d: %w", i, cp.Generation, err)
-		}
-		cp.Transcript = append(cp.Transcript, m)
 	}
 	if len(rs) < h.Messages {
 		return nil, corrupt("head names %d messages of generation %d, %d are stored", h.Messages, cp.Generation, len(rs))
+	}
+	cp.Transcript = make([]defs.Message, len(rs))
+	for i, r := range rs {
+		if cp.Transcript[i], err = DecodeMessage(r.Data); err != nil {
+			return nil, corrupt("message %d of generation %d: %w", i, cp.Generation, err)
+		}
 	}
 	return cp, nil
 }
@@ -403,10 +406,15 @@ type Write struct {
 // encodes what Save must write: the head with the next Seq and the messages
 // not stored yet: those past tip.Messages in the same generation, those from
 // cp.Base on in a new generation. It does not modify cp. Its errors are
-// *ConflictError and *InvalidError, and encoding errors.
+// *ConflictError and *InvalidError, a *CorruptError for a tip that no Save
+// could have left (a negative count, a root above its generation), and
+// encoding errors.
 func Plan(cp *Checkpoint, tip Tip) (*Write, error) {
 	invalid := func(format string, args ...any) error {
 		return &InvalidError{ID: cp.SessionID, Reason: fmt.Sprintf(format, args...)}
+	}
+	if tip.Seq < 0 || tip.Generation < 0 || tip.Root < 0 || tip.Root > tip.Generation || tip.Messages < 0 || (tip.Seq == 0 && tip != Tip{}) {
+		return nil, &CorruptError{ID: cp.SessionID, Seq: tip.Seq, Err: fmt.Errorf("stored tip is damaged: seq %d, generation %d, root %d, %d messages", tip.Seq, tip.Generation, tip.Root, tip.Messages)}
 	}
 	switch {
 	case cp.SessionID == "":

@@ -205,7 +205,7 @@ func (s *Store) load(ctx context.Context, id, query string, args ...any) (*sessi
 			if err != nil {
 				return nil, fmt.Errorf("session/postgres: load messages of %q: %w", id, err)
 			}
-			out := make([]session.Row, 0, n)
+			out := make([]session.Row, 0, min(n, 1024)) // n comes from the head, which may be damaged
 			var r session.Row
 			_, err = pgx.ForEachRow(rows, []any{&r.Index, &r.Data}, func() error {
 				out = append(out, session.Row{Index: r.Index, Data: r.Data})

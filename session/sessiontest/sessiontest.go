@@ -58,10 +58,16 @@ const (
 	// FutureHead rewrites the latest head as if a later version of the
 	// format had written it.
 	FutureHead
+	// HugeCount rewrites the latest head to name 10^15 messages: more than
+	// can be allocated.
+	HugeCount
+	// LargeCount rewrites the latest head to name 4·10^8 messages: enough
+	// to exhaust memory if allocated.
+	LargeCount
 )
 
 // Damages lists every Damage.
-var Damages = []Damage{TruncateMessage, GarbleMessage, DropMessage, TruncateHead, FutureHead}
+var Damages = []Damage{TruncateMessage, GarbleMessage, DropMessage, TruncateHead, FutureHead, HugeCount, LargeCount}
 
 func (d Damage) String() string {
 	switch d {
@@ -75,12 +81,18 @@ func (d Damage) String() string {
 		return "TruncateHead"
 	case FutureHead:
 		return "FutureHead"
+	case HugeCount:
+		return "HugeCount"
+	case LargeCount:
+		return "LargeCount"
 	}
 	return fmt.Sprintf("Damage(%d)", int(d))
 }
 
 // OnHead reports whether d damages the head (else: the last message).
-func (d Damage) OnHead() bool { return d == TruncateHead || d == FutureHead }
+func (d Damage) OnHead() bool {
+	return d == TruncateHead || d == FutureHead || d == HugeCount || d == LargeCount
+}
 
 // Apply returns data damaged as d says. For DropMessage the caller removes
 // the row instead; Apply returns nil.
@@ -97,6 +109,17 @@ func (d Damage) Apply(data []byte) []byte {
 		}
 		m["version"] = json.RawMessage(fmt.Sprint(session.Version + 1))
 		m["field_from_the_future"] = json.RawMessage(`{"x":1}`)
+		b, _ := json.Marshal(m)
+		return b
+	case HugeCount, LargeCount:
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(data, &m); err != nil {
+			panic(fmt.Sprintf("sessiontest: %v: head is not a JSON object: %v", d, err))
+		}
+		m["messages"] = json.RawMessage("1000000000000000")
+		if d == LargeCount {
+			m["messages"] = json.RawMessage("400000000")
+		}
 		b, _ := json.Marshal(m)
 		return b
 	}

@@ -266,7 +266,7 @@ func (s *Store) load(ctx context.Context, id, query string, args ...any) (*sessi
 			return nil, fmt.Errorf("session/sqlite: load messages of %q: %w", id, err)
 		}
 		defer rows.Close()
-		out := make([]session.Row, 0, n)
+		out := make([]session.Row, 0, min(n, 1024)) // n comes from the head, which may be damaged
 		for rows.Next() {
 			var r session.Row
 			if err := rows.Scan(&r.Index, &r.Data); err != nil {

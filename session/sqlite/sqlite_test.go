@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -10,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/session"
@@ -229,4 +232,27 @@ func TestOpenOldDatabase(t *testing.T) {
 	if n, err := st.Rows(ctx, "old"); err != nil || n != 7+9+1 {
 		t.Fatalf("Rows = %d, %v; want 17", n, err)
 	}
+}
+
+// TestDamagedTip checks that a Save on a session whose row in the sessions
+// table is damaged (a negative message count) is a *session.CorruptError,
+// not a panic.
+func TestDamagedTip(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "s.db")
+	st, err := sqlite.Open(path)
+	require.NoError(t, err)
+	defer st.Close()
+	cp := sessiontest.Fixture("tip", 4)
+	require.NoError(t, st.Save(ctx, cp))
+	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)")
+	require.NoError(t, err)
+	defer db.Close()
+	_, err = db.Exec(`UPDATE sessions SET messages = -5 WHERE id = 'tip'`)
+	require.NoError(t, err)
+	cp.Transcript = append(cp.Transcript, sessiontest.Messages(4, 1)...)
+	require.NotPanics(t, func() { err = st.Save(ctx, cp) })
+	ce, ok := errors.AsType[*session.CorruptError](err)
+	require.True(t, ok, "Save = %v, want a *session.CorruptError", err)
+	assert.Equal(t, "tip", ce.ID)
 }
