@@ -224,6 +224,9 @@ func TestOldTables(t *testing.T) {
 	if err != nil {
 		t.Fatalf("New again: %v", err)
 	}
+	var version int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT version FROM reprompt_schema`).Scan(&version))
+	assert.Equal(t, postgres.SchemaVersion, version, "schema version recorded by the migration")
 	for i, want := range saved {
 		got, err := st.AtStep(ctx, "old", i+1)
 		if err != nil {
