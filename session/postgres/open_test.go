@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -232,4 +233,98 @@ func TestSchemaNewerThanPackage(t *testing.T) {
 	assert.Contains(t, err.Error(), fmt.Sprintf("schema version %d", postgres.SchemaVersion+1))
 	assert.Contains(t, err.Error(), fmt.Sprintf("newest this package knows is %d", postgres.SchemaVersion))
 	assert.Less(t, time.Since(start), 5*time.Second)
+}
+
+// oldSave is a Save as the release before the schema version wrote it (no
+// root column), taking its locks in the same order: the row of
+// reprompt_sessions, then reprompt_checkpoints, then reprompt_messages.
+func oldSave(ctx context.Context, pool *pgxpool.Pool, id string, seq int64) error {
+	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO reprompt_sessions (id, seq, step, generation, messages, done, updated)
+			VALUES ($1, 0, 0, 0, 0, false, now()) ON CONFLICT (id) DO NOTHING`, id); err != nil {
+			return err
+		}
+		var cur int64
+		if err := tx.QueryRow(ctx, `SELECT seq FROM reprompt_sessions WHERE id = $1 FOR UPDATE`, id).Scan(&cur); err != nil {
+			return err
+		}
+		cp := sessiontest.Fixture(id, int(2*seq))
+		cp.Pending, cp.Step, cp.Seq = nil, int(seq), seq-1
+		w, err := session.Plan(cp, session.Tip{Seq: seq - 1, Messages: int(2*seq - 2)})
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO reprompt_checkpoints (session, seq, step, pending, head) VALUES ($1, $2, $3, false, $4)`,
+			id, seq, w.Step, w.Head); err != nil {
+			return err
+		}
+		for j, m := range w.Messages {
+			if _, err := tx.Exec(ctx, `INSERT INTO reprompt_messages (session, generation, idx, data) VALUES ($1, 0, $2, $3)`,
+				id, int(2*seq-2)+j, m); err != nil {
+				return err
+			}
+		}
+		_, err = tx.Exec(ctx, `UPDATE reprompt_sessions SET seq = $2, step = $2, messages = $3, updated = now() WHERE id = $1`, id, seq, 2*seq)
+		return err
+	})
+}
+
+// TestMigrateDuringOldSaves migrates tables of the release before the
+// schema version, from several pools at once, while processes of that
+// release keep saving: the migration locks the tables in Save's order, so
+// no save and no Open fails, and the sessions saved load afterwards.
+func TestMigrateDuringOldSaves(t *testing.T) {
+	pool, schema := newSchema(t)
+	ctx := context.Background()
+	_, err := pool.Exec(ctx, oldSchema)
+	require.NoError(t, err)
+	url := withParam(os.Getenv("REPROMPT_PG_URL"), "search_path", schema)
+
+	const savers, saves = 8, 15
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+	)
+	fail := func(err error) {
+		mu.Lock()
+		errs = append(errs, err)
+		mu.Unlock()
+	}
+	start := make(chan struct{})
+	for i := range savers {
+		wg.Go(func() {
+			<-start
+			for seq := int64(1); seq <= saves; seq++ {
+				if err := oldSave(ctx, pool, fmt.Sprint("old-", i), seq); err != nil {
+					fail(fmt.Errorf("old save %d of old-%d: %w", seq, i, err))
+				}
+			}
+		})
+	}
+	for i := range 6 {
+		wg.Go(func() {
+			<-start
+			time.Sleep(time.Duration(i) * 20 * time.Millisecond)
+			st, err := postgres.Open(ctx, withParam(url, "pool_max_conns", "2"))
+			if err != nil {
+				fail(fmt.Errorf("open %d: %w", i, err))
+				return
+			}
+			st.Close()
+		})
+	}
+	close(start)
+	wg.Wait()
+	for _, err := range errs {
+		t.Error(err)
+	}
+	require.Empty(t, errs, "%d failures", len(errs))
+	st, err := postgres.New(ctx, pool)
+	require.NoError(t, err)
+	for i := range savers {
+		cp, err := st.Latest(ctx, fmt.Sprint("old-", i))
+		require.NoError(t, err)
+		assert.Len(t, cp.Transcript, 2*saves)
+	}
 }
