@@ -237,6 +237,9 @@ func storedArguments(args json.RawMessage) (json.RawMessage, bool) {
 	if args == nil {
 		return nil, true // written as null, which decodes as "null"
 	}
+	if json.Valid(args) && canonical(args) {
+		return args, false // the common case, without allocating
+	}
 	b, err := json.Marshal(args) // what encoding/json writes for args
 	if err != nil {
 		// Not JSON: readable, and never mistaken for a JSON object.
@@ -244,6 +247,35 @@ func storedArguments(args json.RawMessage) (json.RawMessage, bool) {
 		return s, true
 	}
 	return args, !bytes.Equal(b, args)
+}
+
+// canonical reports whether valid JSON is as encoding/json writes it: no
+// whitespace outside strings, and none of the characters it escapes (<, >,
+// &, U+2028, U+2029).
+func canonical(data []byte) bool {
+	inString, escaped := false, false
+	for i, c := range data {
+		switch {
+		case c == '<' || c == '>' || c == '&':
+			return false
+		case c == 0xE2 && i+2 < len(data) && data[i+1] == 0x80 && (data[i+2] == 0xA8 || data[i+2] == 0xA9):
+			return false
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			return false
+		}
+	}
+	return true
 }
 
 // storedPending is the stored form of a Pending, with its reply's and

@@ -92,3 +92,32 @@ func TestRawArgumentsOutOfRange(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "pending reply")
 }
+
+// FuzzArgumentsRoundTrip checks that any tool-call arguments, in a message
+// and in a pending reply and result, come back byte for byte.
+func FuzzArgumentsRoundTrip(f *testing.F) {
+	for _, a := range sessiontest.RawArguments {
+		f.Add([]byte(a))
+	}
+	f.Add([]byte(`{"a":"\u2028"}`))
+	f.Add([]byte("{\"a\":\"\u2028\"}"))
+	f.Add([]byte(`{"a":"\"<"}`))
+	f.Add([]byte(`[1, 2]`))
+	f.Fuzz(func(t *testing.T, args []byte) {
+		m := defs.Message{Role: defs.RoleAssistant, ToolCalls: []defs.ToolCall{{ID: "c", Name: "n", Arguments: args}}}
+		b, err := session.EncodeMessage(m)
+		require.NoError(t, err)
+		got, err := session.DecodeMessage(b)
+		require.NoError(t, err)
+		require.Equal(t, string(args), string(got.ToolCalls[0].Arguments), "stored as %s", b)
+
+		cp := &session.Checkpoint{SessionID: "s", Seq: 1, Pending: &session.Pending{Reply: m,
+			Results: []defs.ToolResult{{CallID: "c", Name: "n", Arguments: args}}}}
+		h, err := session.EncodeHead(cp)
+		require.NoError(t, err)
+		hd, err := session.DecodeHead(h)
+		require.NoError(t, err)
+		require.Equal(t, string(args), string(hd.Checkpoint.Pending.Reply.ToolCalls[0].Arguments))
+		require.Equal(t, string(args), string(hd.Checkpoint.Pending.Results[0].Arguments))
+	})
+}
