@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -147,6 +148,8 @@ func (r *Runner) runTool(ctx context.Context, c defs.ToolCall, offered []ToolSpe
 		if err := def.Tool.Validate(c.Arguments); err != nil {
 			return fail("%v", err)
 		}
+	} else if len(c.Arguments) > 0 && !json.Valid(c.Arguments) {
+		return fail("the arguments of tool %q are not valid JSON", c.Name)
 	}
 	out, err := r.callTool(prompt.WithCallID(ctx, c.ID), def.Tool, c.Arguments, tx)
 	r.observeToolError(ctx, err)

@@ -51,9 +51,17 @@
 //     one directly.
 //   - Loading never panics and never returns a silently wrong checkpoint:
 //     a head or message that cannot be decoded, or a head that names more
-//     messages than are stored, is a *CorruptError; a head written by a
+//     messages than are stored, is a *CorruptError (counts read from
+//     storage are checked against the rows found before anything is
+//     allocated for them); a head written by a
 //     newer version of this package is a *VersionError; an unknown session
 //     is a *NotFoundError, which matches ErrNotFound.
+//
+// Tool-call arguments are stored as the model sent them, byte for byte,
+// even when they are not valid JSON (the runtime answers such a call with an
+// error result, and the checkpoint still records the call as it was made):
+// arguments that encoding/json would not give back exactly are kept in a
+// "raw_arguments" field beside their usual form (see EncodeMessage).
 //
 // The encoding is exported (EncodeHead, DecodeHead, EncodeMessage,
 // DecodeMessage, Load) so that every Store shares it. Package sessiontest

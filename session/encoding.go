@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
@@ -24,7 +25,7 @@ type head struct {
 	State        json.RawMessage            `json:"state,omitempty"`
 	Effects      effects.Memory             `json:"effects"`
 	SeenMessages []string                   `json:"seen_messages,omitempty"`
-	Pending      *Pending                   `json:"pending,omitempty"`
+	Pending      *storedPending             `json:"pending,omitempty"`
 	Stats        Stats                      `json:"stats"`
 	Extra        map[string]json.RawMessage `json:"extra,omitempty"`
 	Done         bool                       `json:"done,omitempty"`
@@ -69,7 +70,7 @@ func encodeHead(cp *Checkpoint, root int) ([]byte, error) {
 		State:        cp.State,
 		Effects:      cp.Effects,
 		SeenMessages: cp.SeenMessages,
-		Pending:      cp.Pending,
+		Pending:      storePending(cp.Pending),
 		Stats:        cp.Stats,
 		Extra:        cp.Extra,
 		Done:         cp.Done,
@@ -133,8 +134,12 @@ func DecodeHead(data []byte) (*Head, error) {
 	if bytes.Equal(h.State, []byte("null")) {
 		h.State = nil
 	}
-	if h.Pending != nil && h.Pending.Reply.Role != defs.RoleAssistant {
-		return nil, fmt.Errorf("head: pending reply has role %q, want %q", h.Pending.Reply.Role, defs.RoleAssistant)
+	pending, err := h.Pending.load()
+	if err != nil {
+		return nil, fmt.Errorf("head: pending reply: %w", err)
+	}
+	if pending != nil && pending.Reply.Role != defs.RoleAssistant {
+		return nil, fmt.Errorf("head: pending reply has role %q, want %q", pending.Reply.Role, defs.RoleAssistant)
 	}
 	return &Head{
 		Checkpoint: Checkpoint{
@@ -146,7 +151,7 @@ func DecodeHead(data []byte) (*Head, error) {
 			State:        h.State,
 			Effects:      h.Effects,
 			SeenMessages: h.SeenMessages,
-			Pending:      h.Pending,
+			Pending:      pending,
 			Stats:        h.Stats,
 			Extra:        h.Extra,
 			Done:         h.Done,
@@ -156,9 +161,15 @@ func DecodeHead(data []byte) (*Head, error) {
 	}, nil
 }
 
-// EncodeMessage returns the stored form of one message.
+// EncodeMessage returns the stored form of one message: its JSON, with
+// each tool call's arguments kept as received. Arguments that encoding/json
+// would not give back byte for byte (not valid JSON, or JSON that it
+// compacts or escapes) are also stored in a "raw_arguments" field, by the
+// call's index; under "arguments" they appear as encoding/json writes them,
+// or, when they are not JSON, as a JSON string, which is what a decoder
+// that predates "raw_arguments" reads.
 func EncodeMessage(m defs.Message) ([]byte, error) {
-	b, err := json.Marshal(m)
+	b, err := json.Marshal(storeMessage(m))
 	if err != nil {
 		return nil, fmt.Errorf("encode message: %w", err)
 	}
@@ -168,14 +179,161 @@ func EncodeMessage(m defs.Message) ([]byte, error) {
 // DecodeMessage decodes a message written by EncodeMessage. Unknown fields
 // are ignored; a message without a role is an error.
 func DecodeMessage(data []byte) (defs.Message, error) {
-	var m defs.Message
-	if err := json.Unmarshal(data, &m); err != nil {
+	var s storedMessage
+	if err := json.Unmarshal(data, &s); err != nil {
+		return defs.Message{}, err
+	}
+	m, err := s.load()
+	if err != nil {
 		return defs.Message{}, err
 	}
 	if m.Role == "" {
 		return defs.Message{}, errors.New("message has no role")
 	}
 	return m, nil
+}
+
+// storedMessage is the stored form of a message: its JSON, and the
+// arguments of the tool calls whose JSON does not give them back exactly,
+// by the call's index. (defs.Message has no JSON methods of its own: the
+// embedded fields are written as they are.)
+type storedMessage struct {
+	defs.Message
+	RawArguments map[int][]byte `json:"raw_arguments,omitempty"`
+}
+
+func storeMessage(m defs.Message) storedMessage {
+	s := storedMessage{Message: m}
+	for i, c := range m.ToolCalls {
+		v, raw := storedArguments(c.Arguments)
+		if !raw {
+			continue
+		}
+		if s.RawArguments == nil {
+			s.RawArguments = make(map[int][]byte)
+			s.Message.ToolCalls = slices.Clone(m.ToolCalls)
+		}
+		s.Message.ToolCalls[i].Arguments = v
+		s.RawArguments[i] = c.Arguments // nil stays nil: it is written as null
+	}
+	return s
+}
+
+func (s *storedMessage) load() (defs.Message, error) {
+	m := s.Message
+	for i, raw := range s.RawArguments {
+		if i < 0 || i >= len(m.ToolCalls) {
+			return defs.Message{}, fmt.Errorf("raw arguments of tool call %d of a message with %d tool calls", i, len(m.ToolCalls))
+		}
+		m.ToolCalls[i].Arguments = raw
+	}
+	return m, nil
+}
+
+// storedArguments returns what to write under "arguments" for args, and
+// whether args must be written as received beside it because decoding that
+// would not give them back byte for byte.
+func storedArguments(args json.RawMessage) (json.RawMessage, bool) {
+	if args == nil {
+		return nil, true // written as null, which decodes as "null"
+	}
+	if json.Valid(args) && canonical(args) {
+		return args, false // the common case, without allocating
+	}
+	b, err := json.Marshal(args) // what encoding/json writes for args
+	if err != nil {
+		// Not JSON: readable, and never mistaken for a JSON object.
+		s, _ := json.Marshal(string(args))
+		return s, true
+	}
+	return args, !bytes.Equal(b, args)
+}
+
+// canonical reports whether valid JSON is as encoding/json writes it: no
+// whitespace outside strings, and none of the characters it escapes (<, >,
+// &, U+2028, U+2029).
+func canonical(data []byte) bool {
+	inString, escaped := false, false
+	for i, c := range data {
+		switch {
+		case c == '<' || c == '>' || c == '&':
+			return false
+		case c == 0xE2 && i+2 < len(data) && data[i+1] == 0x80 && (data[i+2] == 0xA8 || data[i+2] == 0xA9):
+			return false
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			return false
+		}
+	}
+	return true
+}
+
+// storedPending is the stored form of a Pending, with its reply's and
+// results' arguments kept as received.
+type storedPending struct {
+	Reply   storedMessage  `json:"reply"`
+	Results []storedResult `json:"results,omitempty"`
+	Offered []string       `json:"offered"`
+}
+
+// storedResult is the stored form of a tool result: nil Arguments are
+// omitted, others that their JSON does not give back are kept in
+// RawArguments.
+type storedResult struct {
+	defs.ToolResult
+	RawArguments *[]byte `json:"raw_arguments,omitempty"`
+}
+
+func storePending(p *Pending) *storedPending {
+	if p == nil {
+		return nil
+	}
+	s := &storedPending{Reply: storeMessage(p.Reply), Offered: p.Offered}
+	if p.Results != nil {
+		s.Results = make([]storedResult, len(p.Results))
+		for i, r := range p.Results {
+			s.Results[i].ToolResult = r
+			if r.Arguments == nil {
+				continue // omitted, and loaded as nil
+			}
+			if v, raw := storedArguments(r.Arguments); raw {
+				a := []byte(r.Arguments)
+				s.Results[i].Arguments, s.Results[i].RawArguments = v, &a
+			}
+		}
+	}
+	return s
+}
+
+func (s *storedPending) load() (*Pending, error) {
+	if s == nil {
+		return nil, nil
+	}
+	reply, err := s.Reply.load()
+	if err != nil {
+		return nil, err
+	}
+	p := &Pending{Reply: reply, Offered: s.Offered}
+	if s.Results != nil {
+		p.Results = make([]defs.ToolResult, len(s.Results))
+		for i, r := range s.Results {
+			p.Results[i] = r.ToolResult
+			if r.RawArguments != nil {
+				p.Results[i].Arguments = *r.RawArguments
+			}
+		}
+	}
+	return p, nil
 }
 
 // Row is one stored message: its index in the transcript and its stored
@@ -190,7 +348,9 @@ type Row struct {
 // checkpoint's lineage and the length of its transcript, and returns, in
 // index order, for each index below count, the stored row of that index
 // with the highest generation in [root, generation] (an error it returns is
-// returned as is). A store that keeps a row's generation can select them as
+// returned as is). count is read from storage and may be damaged (10^15):
+// rows must not allocate in proportion to it, only to the rows it finds.
+// A store that keeps a row's generation can select them as
 //
 //	SELECT DISTINCT ON (idx) idx, data FROM messages
 //	WHERE session = $id AND generation BETWEEN $root AND $generation AND idx < $count
@@ -222,19 +382,20 @@ func Load(id string, seq int64, data []byte, rows func(root, generation, count i
 	if len(rs) > h.Messages {
 		rs = rs[:h.Messages]
 	}
-	cp.Transcript = make([]defs.Message, 0, h.Messages)
+	// Checked before allocating: the count comes from storage.
 	for i, r := range rs {
 		if r.Index != i {
 			return nil, corrupt("message %d of generation %d is missing", i, cp.Generation)
 		}
-		m, err := DecodeMessage(r.Data)
-		if err != nil {
-			return nil, corrupt("message %d of generation %d: %w", i, cp.Generation, err)
-		}
-		cp.Transcript = append(cp.Transcript, m)
 	}
 	if len(rs) < h.Messages {
 		return nil, corrupt("head names %d messages of generation %d, %d are stored", h.Messages, cp.Generation, len(rs))
+	}
+	cp.Transcript = make([]defs.Message, len(rs))
+	for i, r := range rs {
+		if cp.Transcript[i], err = DecodeMessage(r.Data); err != nil {
+			return nil, corrupt("message %d of generation %d: %w", i, cp.Generation, err)
+		}
 	}
 	return cp, nil
 }
@@ -277,10 +438,15 @@ type Write struct {
 // encodes what Save must write: the head with the next Seq and the messages
 // not stored yet: those past tip.Messages in the same generation, those from
 // cp.Base on in a new generation. It does not modify cp. Its errors are
-// *ConflictError and *InvalidError, and encoding errors.
+// *ConflictError and *InvalidError, a *CorruptError for a tip that no Save
+// could have left (a negative count, a root above its generation), and
+// encoding errors.
 func Plan(cp *Checkpoint, tip Tip) (*Write, error) {
 	invalid := func(format string, args ...any) error {
 		return &InvalidError{ID: cp.SessionID, Reason: fmt.Sprintf(format, args...)}
+	}
+	if tip.Seq < 0 || tip.Generation < 0 || tip.Root < 0 || tip.Root > tip.Generation || tip.Messages < 0 || (tip.Seq == 0 && tip != Tip{}) {
+		return nil, &CorruptError{ID: cp.SessionID, Seq: tip.Seq, Err: fmt.Errorf("stored tip is damaged: seq %d, generation %d, root %d, %d messages", tip.Seq, tip.Generation, tip.Root, tip.Messages)}
 	}
 	switch {
 	case cp.SessionID == "":

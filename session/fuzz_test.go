@@ -46,6 +46,11 @@ func FuzzDecodeHead(f *testing.F) {
 		if h.Checkpoint.Version < 1 || h.Checkpoint.Version > session.Version || h.Messages < 0 || h.Checkpoint.SessionID == "" {
 			t.Fatalf("accepted an invalid head: %+v", h)
 		}
+		if h.Messages > 1<<16 {
+			// Re-encoding needs a transcript of that length; Load checks
+			// such counts against the rows (see FuzzLoad).
+			return
+		}
 		e1 := encode(t, h)
 		h2, err := session.DecodeHead(e1)
 		if err != nil {

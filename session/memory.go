@@ -135,6 +135,13 @@ func (s *memSession) load(id string, seq int64) (*Checkpoint, error) {
 			}
 		}
 		slices.Sort(gens)
+		// n comes from the head, which may be damaged: allocate only for
+		// the indexes stored.
+		stored := 0
+		for _, g := range gens {
+			stored = max(stored, s.msgs[g].first+len(s.msgs[g].rows))
+		}
+		n = min(n, stored)
 		data := make([][]byte, n)
 		left := n
 		for k := len(gens) - 1; k >= 0 && left > 0; k-- {

@@ -123,7 +123,8 @@ type Store interface {
 	// rule of Checkpoint (empty SessionID, a generation lower than the
 	// latest one, a transcript shorter than the latest one of the same
 	// generation, a Base out of range or in a generation that does not
-	// follow the latest one).
+	// follow the latest one), and with a *CorruptError when what it keeps
+	// about the session's latest checkpoint is damaged (see Plan).
 	Save(ctx context.Context, cp *Checkpoint) error
 	// Latest returns the session's latest checkpoint, or a *NotFoundError
 	// (matching ErrNotFound) for an unknown session.

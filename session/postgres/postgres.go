@@ -15,18 +15,30 @@
 //	reprompt_sessions(id, seq, step, generation, root, messages, done, updated)
 //	reprompt_checkpoints(session, seq, step, pending, head)
 //	reprompt_messages(session, generation, idx, data)
+//	reprompt_schema(one, version)  -- one row: SchemaVersion
 //
 // A checkpoint's message idx is the row of that idx with the highest
 // generation from the root of its lineage to its own generation (see
-// session.Load). New adds what earlier versions of this package did not
-// create (the root column, NULL for tips saved before it, meaning root ==
-// generation, and an index by idx), so tables they wrote load unchanged.
+// session.Load).
+//
+// # Schema versions
+//
+// The tables are versioned (SchemaVersion, recorded in reprompt_schema).
+// Opening a store on tables of the current version only reads that
+// version: it runs no DDL, so any number of worker processes may open
+// stores while sessions run, with a role that may only read and write the
+// tables. Creating or migrating the tables happens once, in one
+// transaction under an advisory lock. Tables written before the version
+// was recorded are migrated: what earlier versions of this package did not
+// create is added (the root column, NULL for tips saved before it, meaning
+// root == generation, and an index by idx), so they load unchanged.
 package postgres
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -43,7 +55,18 @@ type Store struct {
 
 var _ session.Store = (*Store)(nil)
 
-const schema = `
+// SchemaVersion is the version of the tables this package uses, recorded in
+// reprompt_schema. Open and New bring tables of an earlier version (or of
+// no recorded version: those of the releases before it was recorded) up to
+// it, and refuse tables of a later one.
+const SchemaVersion = 1
+
+// migrations[v] brings tables from version v to v+1. Version 0 is no
+// recorded version: no tables, or those of an earlier release, which had
+// no root column or no index by idx; its statements are written so that
+// they complete either.
+var migrations = []string{
+	0: `
 CREATE TABLE IF NOT EXISTS reprompt_sessions (
 	id         TEXT        PRIMARY KEY,
 	seq        BIGINT      NOT NULL,
@@ -71,14 +94,17 @@ CREATE TABLE IF NOT EXISTS reprompt_messages (
 );
 ALTER TABLE reprompt_sessions ADD COLUMN IF NOT EXISTS root BIGINT;
 CREATE INDEX IF NOT EXISTS reprompt_messages_by_idx ON reprompt_messages (session, idx, generation DESC);
-`
+`,
+}
 
-// schemaLock is the advisory lock key that serializes table creation, so
-// that stores created at once do not race on CREATE TABLE IF NOT EXISTS.
+// schemaLock is the first key of the advisory lock that serializes
+// migrations; the second is a hash of the schema, so that migrations of
+// tables in different schemas do not wait for each other.
 const schemaLock = 0x72657072 // "repr"
 
 // Open connects to the database at url (a PostgreSQL connection string or
-// URL) and creates the tables if missing. Close closes the connections.
+// URL) and creates or migrates the tables if needed, as New does. Close
+// closes the connections.
 func Open(ctx context.Context, url string) (*Store, error) {
 	pool, err := pgxpool.New(ctx, url)
 	if err != nil {
@@ -93,20 +119,112 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	return s, nil
 }
 
-// New returns a store on pool, creating the tables if missing. The pool
-// stays the caller's: Close does not close it.
+// New returns a store on pool. The pool stays the caller's: Close does not
+// close it.
+//
+// New reads the schema version from reprompt_schema. When it is
+// SchemaVersion, New runs no DDL and writes nothing, so opening a store
+// takes no lock that running sessions hold, and needs no more rights than
+// reading and writing the tables. Otherwise it creates or migrates the
+// tables in one transaction under an advisory lock, after locking the
+// existing tables in the order Save uses them so that the migration cannot
+// deadlock with saves of processes still running. Tables of a later
+// version are an error.
 func New(ctx context.Context, pool *pgxpool.Pool) (*Store, error) {
+	v, err := schemaVersion(ctx, pool)
+	if err == nil && v < SchemaVersion {
+		err = migrate(ctx, pool)
+	} else if err == nil && v > SchemaVersion {
+		err = newerSchema(v)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("session/postgres: %w", err)
+	}
+	return &Store{pool: pool}, nil
+}
+
+func newerSchema(v int) error {
+	return fmt.Errorf("the tables have schema version %d, and the newest this package knows is %d: a later version of it migrated them", v, SchemaVersion)
+}
+
+// querier is a pool or a transaction.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// schemaVersion reads the recorded schema version, 0 if none.
+func schemaVersion(ctx context.Context, q querier) (int, error) {
+	var exists bool
+	if err := q.QueryRow(ctx, `SELECT to_regclass('reprompt_schema') IS NOT NULL`).Scan(&exists); err != nil {
+		return 0, fmt.Errorf("read schema version: %w", err)
+	}
+	if !exists {
+		return 0, nil
+	}
+	var v int
+	switch err := q.QueryRow(ctx, `SELECT version FROM reprompt_schema`).Scan(&v); {
+	case errors.Is(err, pgx.ErrNoRows):
+		return 0, nil
+	case err != nil:
+		return 0, fmt.Errorf("read schema version: %w", err)
+	}
+	return v, nil
+}
+
+// migrate brings the tables to SchemaVersion, once: under the advisory
+// lock it reads the version again, since another process may have
+// migrated in the meantime.
+func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(schemaLock)); err != nil {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext(coalesce(current_schema(), '')))`, int32(schemaLock)); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, schema)
+		v, err := schemaVersion(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if v >= SchemaVersion {
+			if v > SchemaVersion {
+				return newerSchema(v)
+			}
+			return nil // another process migrated
+		}
+		// Save locks reprompt_sessions, then reprompt_checkpoints, then
+		// reprompt_messages: take them in that order, before any DDL.
+		var existing []string
+		for _, t := range []string{"reprompt_sessions", "reprompt_checkpoints", "reprompt_messages"} {
+			var ok bool
+			if err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, t).Scan(&ok); err != nil {
+				return err
+			}
+			if ok {
+				existing = append(existing, t)
+			}
+		}
+		if len(existing) > 0 {
+			if _, err := tx.Exec(ctx, `LOCK TABLE `+strings.Join(existing, ", ")+` IN ACCESS EXCLUSIVE MODE`); err != nil {
+				return err
+			}
+		}
+		for ; v < SchemaVersion; v++ {
+			if _, err := tx.Exec(ctx, migrations[v]); err != nil {
+				return fmt.Errorf("from schema version %d: %w", v, err)
+			}
+		}
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS reprompt_schema (
+			one     BOOLEAN PRIMARY KEY DEFAULT true CHECK (one),
+			version INTEGER NOT NULL
+		)`); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO reprompt_schema (version) VALUES ($1)
+			ON CONFLICT (one) DO UPDATE SET version = excluded.version`, SchemaVersion)
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("session/postgres: create tables: %w", err)
+		return fmt.Errorf("migrate tables to schema version %d: %w", SchemaVersion, err)
 	}
-	return &Store{pool: pool}, nil
+	return nil
 }
 
 // Close closes the connections if Open made them.
@@ -205,7 +323,7 @@ func (s *Store) load(ctx context.Context, id, query string, args ...any) (*sessi
 			if err != nil {
 				return nil, fmt.Errorf("session/postgres: load messages of %q: %w", id, err)
 			}
-			out := make([]session.Row, 0, n)
+			out := make([]session.Row, 0, min(n, 1024)) // n comes from the head, which may be damaged
 			var r session.Row
 			_, err = pgx.ForEachRow(rows, []any{&r.Index, &r.Data}, func() error {
 				out = append(out, session.Row{Index: r.Index, Data: r.Data})

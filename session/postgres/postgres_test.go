@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"os"
 	"slices"
 	"strings"
@@ -13,6 +14,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/session"
@@ -221,6 +224,9 @@ func TestOldTables(t *testing.T) {
 	if err != nil {
 		t.Fatalf("New again: %v", err)
 	}
+	var version int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT version FROM reprompt_schema`).Scan(&version))
+	assert.Equal(t, postgres.SchemaVersion, version, "schema version recorded by the migration")
 	for i, want := range saved {
 		got, err := st.AtStep(ctx, "old", i+1)
 		if err != nil {
@@ -247,4 +253,23 @@ func TestOldTables(t *testing.T) {
 	if n, err := st.Rows(ctx, "old"); err != nil || n != 7+9+1 {
 		t.Fatalf("Rows = %d, %v; want 17", n, err)
 	}
+}
+
+// TestDamagedTip checks that a Save on a session whose row in
+// reprompt_sessions is damaged (a negative message count) is a
+// *session.CorruptError, not a panic.
+func TestDamagedTip(t *testing.T) {
+	ctx := context.Background()
+	pool := newPool(t)
+	st, err := postgres.New(ctx, pool)
+	require.NoError(t, err)
+	cp := sessiontest.Fixture("tip", 4)
+	require.NoError(t, st.Save(ctx, cp))
+	_, err = pool.Exec(ctx, `UPDATE reprompt_sessions SET messages = -5 WHERE id = 'tip'`)
+	require.NoError(t, err)
+	cp.Transcript = append(cp.Transcript, sessiontest.Messages(4, 1)...)
+	require.NotPanics(t, func() { err = st.Save(ctx, cp) })
+	ce, ok := errors.AsType[*session.CorruptError](err)
+	require.True(t, ok, "Save = %v, want a *session.CorruptError", err)
+	assert.Equal(t, "tip", ce.ID)
 }

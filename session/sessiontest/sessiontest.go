@@ -25,6 +25,7 @@
 package sessiontest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -57,10 +58,16 @@ const (
 	// FutureHead rewrites the latest head as if a later version of the
 	// format had written it.
 	FutureHead
+	// HugeCount rewrites the latest head to name 10^15 messages: more than
+	// can be allocated.
+	HugeCount
+	// LargeCount rewrites the latest head to name 4·10^8 messages: enough
+	// to exhaust memory if allocated.
+	LargeCount
 )
 
 // Damages lists every Damage.
-var Damages = []Damage{TruncateMessage, GarbleMessage, DropMessage, TruncateHead, FutureHead}
+var Damages = []Damage{TruncateMessage, GarbleMessage, DropMessage, TruncateHead, FutureHead, HugeCount, LargeCount}
 
 func (d Damage) String() string {
 	switch d {
@@ -74,12 +81,18 @@ func (d Damage) String() string {
 		return "TruncateHead"
 	case FutureHead:
 		return "FutureHead"
+	case HugeCount:
+		return "HugeCount"
+	case LargeCount:
+		return "LargeCount"
 	}
 	return fmt.Sprintf("Damage(%d)", int(d))
 }
 
 // OnHead reports whether d damages the head (else: the last message).
-func (d Damage) OnHead() bool { return d == TruncateHead || d == FutureHead }
+func (d Damage) OnHead() bool {
+	return d == TruncateHead || d == FutureHead || d == HugeCount || d == LargeCount
+}
 
 // Apply returns data damaged as d says. For DropMessage the caller removes
 // the row instead; Apply returns nil.
@@ -96,6 +109,17 @@ func (d Damage) Apply(data []byte) []byte {
 		}
 		m["version"] = json.RawMessage(fmt.Sprint(session.Version + 1))
 		m["field_from_the_future"] = json.RawMessage(`{"x":1}`)
+		b, _ := json.Marshal(m)
+		return b
+	case HugeCount, LargeCount:
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(data, &m); err != nil {
+			panic(fmt.Sprintf("sessiontest: %v: head is not a JSON object: %v", d, err))
+		}
+		m["messages"] = json.RawMessage("1000000000000000")
+		if d == LargeCount {
+			m["messages"] = json.RawMessage("400000000")
+		}
 		b, _ := json.Marshal(m)
 		return b
 	}
@@ -147,6 +171,7 @@ func Run(t *testing.T, newStore func(t *testing.T) session.Store, opts ...Option
 		{"Rewind", testRewind},
 		{"AtStepPrefersStepStart", testAtStepPending},
 		{"LargeMessages", testLarge},
+		{"RawArguments", testRawArguments},
 		{"Concurrent", testConcurrent},
 		{"ListDelete", testListDelete},
 		{"Canceled", testCanceled},
@@ -842,6 +867,68 @@ func testCanceled(t *testing.T, st session.Store) {
 	if _, err := st.Latest(ctx, "canceled"); err == nil {
 		t.Fatal("Latest with a canceled context succeeded")
 	}
+}
+
+// RawArguments are tool-call arguments as models may send them, each of
+// which a store must give back byte for byte: not JSON, not UTF-8, JSON
+// that encoding/json would compact or escape, and the empty cases.
+var RawArguments = []json.RawMessage{
+	json.RawMessage(`{"a":`),
+	json.RawMessage("{\"a\":\"\xff\xfe\"}"),
+	json.RawMessage("\xff"),
+	json.RawMessage(`{ "a" : 1,` + "\n\t" + `"b": [1, 2] }`),
+	json.RawMessage(`{"s":"<b>&amp;</b>` + "\u2028" + `"}`),
+	json.RawMessage(`"{\"a\":"`), // a JSON string that reads as arguments not JSON
+	json.RawMessage(`null`),
+	json.RawMessage(`{"raw_arguments":{"0":"AA=="}}`),
+	json.RawMessage(``),
+	nil,
+}
+
+// testRawArguments checks that tool-call arguments are kept as received, in
+// the transcript and in a pending reply and its results, across saves.
+func testRawArguments(t *testing.T, st session.Store) {
+	calls := make([]defs.ToolCall, len(RawArguments))
+	var results []defs.ToolResult
+	for i, a := range RawArguments {
+		calls[i] = defs.ToolCall{ID: fmt.Sprint("raw-", i), Name: "lookup", Arguments: a}
+		results = append(results, defs.ToolResult{CallID: calls[i].ID, Name: "lookup", Arguments: a, Content: "ok"})
+	}
+	cp := Fixture("raw-args", 2)
+	cp.Transcript = append(cp.Transcript, defs.Message{Role: defs.RoleAssistant, ToolCalls: calls})
+	for _, c := range calls {
+		cp.Transcript = append(cp.Transcript, defs.Message{Role: defs.RoleTool, ToolCallID: c.ID, Name: c.Name, Content: "ok"})
+	}
+	cp.Pending = &session.Pending{Reply: defs.Message{Role: defs.RoleAssistant, ToolCalls: calls}, Results: results}
+	save(t, st, cp)
+	check := func(what string, got *session.Checkpoint) {
+		t.Helper()
+		for i, want := range RawArguments {
+			if a := got.Transcript[2].ToolCalls[i].Arguments; !bytes.Equal(a, want) || (a == nil) != (want == nil) {
+				t.Fatalf("%s: arguments of call %d in the transcript = %q (nil %t), want %q (nil %t)", what, i, a, a == nil, want, want == nil)
+			}
+			if a := got.Pending.Reply.ToolCalls[i].Arguments; !bytes.Equal(a, want) || (a == nil) != (want == nil) {
+				t.Fatalf("%s: arguments of call %d in the pending reply = %q, want %q", what, i, a, want)
+			}
+			if a := got.Pending.Results[i].Arguments; !bytes.Equal(a, want) {
+				t.Fatalf("%s: arguments of pending result %d = %q, want %q", what, i, a, want)
+			}
+		}
+		same(t, what, cp, got)
+	}
+	check("Latest", latest(t, st, "raw-args"))
+	// A later save stores only new messages: the stored ones still load.
+	cp.Pending = nil
+	cp.Step++
+	cp.Transcript = append(cp.Transcript, defs.AssistantMessage("done"))
+	save(t, st, cp)
+	got := latest(t, st, "raw-args")
+	for i, want := range RawArguments {
+		if a := got.Transcript[2].ToolCalls[i].Arguments; !bytes.Equal(a, want) || (a == nil) != (want == nil) {
+			t.Fatalf("after a second save: arguments of call %d = %q, want %q", i, a, want)
+		}
+	}
+	same(t, "Latest after a second save", cp, got)
 }
 
 func testCorrupt(t *testing.T, st session.Store, damage func(*testing.T, session.Store, string, Damage), d Damage) {

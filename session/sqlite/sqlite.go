@@ -18,10 +18,16 @@
 //
 // A checkpoint's message idx is the row of that idx with the highest
 // generation from the root of its lineage to its own generation (see
-// session.Load). Open adds what earlier versions of this package did not
-// create (the root column, NULL for tips saved before it, meaning root ==
-// generation, and an index by idx), so databases they wrote open and load
-// unchanged.
+// session.Load).
+//
+// The schema version (SchemaVersion) is recorded in the file's PRAGMA
+// user_version. Opening a file of the current version only reads it: no
+// schema statement, no write lock, so a process opening the file does not
+// wait for others' saves. A file of an earlier version is migrated once, in
+// an IMMEDIATE transaction: Open adds what earlier versions of this package
+// did not create (the root column, NULL for tips saved before it, meaning
+// root == generation, and an index by idx), so databases they wrote open
+// and load unchanged. A file of a later version is refused.
 package sqlite
 
 import (
@@ -75,6 +81,10 @@ CREATE TABLE IF NOT EXISTS messages (
 CREATE INDEX IF NOT EXISTS messages_by_idx ON messages (session, idx, generation);
 `
 
+// SchemaVersion is the version of the tables, recorded in the file's
+// PRAGMA user_version.
+const SchemaVersion = 1
+
 // addRoot adds the root column to a sessions table created before it
 // existed. Its rows keep NULL: their root is their generation.
 const addRoot = `ALTER TABLE sessions ADD COLUMN root INTEGER`
@@ -98,8 +108,12 @@ func Open(path string) (*Store, error) {
 }
 
 // migrate creates the tables, or brings those of an earlier version up to
-// date, in one IMMEDIATE transaction so that processes opening the same
-// file at once do not race.
+// date. A file whose PRAGMA user_version is SchemaVersion is only read:
+// opening it takes no write lock, so it does not wait for running saves.
+// Otherwise the migration runs in one IMMEDIATE transaction, which reads
+// the version again so that processes opening the same file at once
+// migrate it once. Files written before the version was recorded (version
+// 0) get what they lack (the root column); a later version is an error.
 func migrate(db *sql.DB) error {
 	ctx := context.Background()
 	conn, err := db.Conn(ctx)
@@ -107,6 +121,17 @@ func migrate(db *sql.DB) error {
 		return err
 	}
 	defer conn.Close()
+	version := func() (int, error) {
+		var v int
+		err := conn.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v)
+		if err == nil && v > SchemaVersion {
+			err = fmt.Errorf("the file has schema version %d, and the newest this package knows is %d: a later version of it migrated the file", v, SchemaVersion)
+		}
+		return v, err
+	}
+	if v, err := version(); err != nil || v == SchemaVersion {
+		return err
+	}
 	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		return err
 	}
@@ -116,6 +141,10 @@ func migrate(db *sql.DB) error {
 			_, _ = conn.ExecContext(ctx, "ROLLBACK")
 		}
 	}()
+	v, err := version()
+	if err != nil || v == SchemaVersion {
+		return err // nil: another process migrated
+	}
 	if _, err := conn.ExecContext(ctx, schema); err != nil {
 		return err
 	}
@@ -127,6 +156,9 @@ func migrate(db *sql.DB) error {
 		if _, err := conn.ExecContext(ctx, addRoot); err != nil {
 			return err
 		}
+	}
+	if _, err := conn.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, SchemaVersion)); err != nil {
+		return err
 	}
 	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
 		return err
@@ -266,7 +298,7 @@ func (s *Store) load(ctx context.Context, id, query string, args ...any) (*sessi
 			return nil, fmt.Errorf("session/sqlite: load messages of %q: %w", id, err)
 		}
 		defer rows.Close()
-		out := make([]session.Row, 0, n)
+		out := make([]session.Row, 0, min(n, 1024)) // n comes from the head, which may be damaged
 		for rows.Next() {
 			var r session.Row
 			if err := rows.Scan(&r.Index, &r.Data); err != nil {

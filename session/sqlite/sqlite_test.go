@@ -3,13 +3,18 @@ package sqlite_test
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"fmt"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/session"
@@ -198,6 +203,9 @@ func TestOpenOldDatabase(t *testing.T) {
 		}
 		st.Close()
 	}
+	var version int
+	require.NoError(t, db.QueryRow(`PRAGMA user_version`).Scan(&version))
+	assert.Equal(t, sqlite.SchemaVersion, version, "schema version recorded by the migration")
 	st, err := sqlite.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -229,4 +237,79 @@ func TestOpenOldDatabase(t *testing.T) {
 	if n, err := st.Rows(ctx, "old"); err != nil || n != 7+9+1 {
 		t.Fatalf("Rows = %d, %v; want 17", n, err)
 	}
+}
+
+// TestDamagedTip checks that a Save on a session whose row in the sessions
+// table is damaged (a negative message count) is a *session.CorruptError,
+// not a panic.
+func TestDamagedTip(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "s.db")
+	st, err := sqlite.Open(path)
+	require.NoError(t, err)
+	defer st.Close()
+	cp := sessiontest.Fixture("tip", 4)
+	require.NoError(t, st.Save(ctx, cp))
+	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)")
+	require.NoError(t, err)
+	defer db.Close()
+	_, err = db.Exec(`UPDATE sessions SET messages = -5 WHERE id = 'tip'`)
+	require.NoError(t, err)
+	cp.Transcript = append(cp.Transcript, sessiontest.Messages(4, 1)...)
+	require.NotPanics(t, func() { err = st.Save(ctx, cp) })
+	ce, ok := errors.AsType[*session.CorruptError](err)
+	require.True(t, ok, "Save = %v, want a *session.CorruptError", err)
+	assert.Equal(t, "tip", ce.ID)
+}
+
+// TestOpenWhileWriting checks that opening an up-to-date file takes no
+// write lock: it succeeds at once while another connection holds one
+// (Open used to run its schema statements in an IMMEDIATE transaction,
+// waiting for every writer and failing after the busy timeout).
+func TestOpenWhileWriting(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "s.db")
+	st, err := sqlite.Open(path)
+	require.NoError(t, err)
+	require.NoError(t, st.Save(ctx, sessiontest.Fixture("busy", 3)))
+	require.NoError(t, st.Close())
+
+	db, err := sql.Open("sqlite", path)
+	require.NoError(t, err)
+	defer db.Close()
+	conn, err := db.Conn(ctx)
+	require.NoError(t, err)
+	defer conn.Close()
+	var version int
+	require.NoError(t, conn.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version))
+	assert.Equal(t, sqlite.SchemaVersion, version, "PRAGMA user_version")
+	_, err = conn.ExecContext(ctx, "BEGIN IMMEDIATE")
+	require.NoError(t, err)
+	defer conn.ExecContext(ctx, "ROLLBACK")
+
+	start := time.Now()
+	st, err = sqlite.Open(path)
+	require.NoError(t, err, "Open while another connection writes")
+	defer st.Close()
+	assert.Less(t, time.Since(start), 2*time.Second, "Open waited for the writer")
+	cp, err := st.Latest(ctx, "busy")
+	require.NoError(t, err)
+	assert.Len(t, cp.Transcript, 3)
+}
+
+// TestOpenNewerFile checks that a file of a later schema version is refused
+// with an error naming both versions.
+func TestOpenNewerFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.db")
+	st, err := sqlite.Open(path)
+	require.NoError(t, err)
+	require.NoError(t, st.Close())
+	db, err := sql.Open("sqlite", path)
+	require.NoError(t, err)
+	_, err = db.Exec(fmt.Sprintf(`PRAGMA user_version = %d`, sqlite.SchemaVersion+1))
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+	_, err = sqlite.Open(path)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), fmt.Sprintf("schema version %d", sqlite.SchemaVersion+1))
 }
