@@ -59,7 +59,7 @@ func InPhase(p Phase) Option { return optionFunc(func(r *registration) { r.phase
 // Recovery marks an effect that can shrink the context (compaction): when
 // the provider rejects a step's request as too long, it runs again, due or
 // not, with Step.ContextTooLong set, and the request is sent once more.
-var Recovery Option = optionFunc(func(r *registration) { r.recovery = true })
+func Recovery() Option { return optionFunc(func(r *registration) { r.recovery = true }) }
 
 type registration struct {
 	recovery bool
@@ -344,13 +344,13 @@ func (m *Manager) run(ctx context.Context, phase Phase, s *Step, recovery bool) 
 
 // decide reports whether r is due and why, with its encoded dependencies.
 func decide(r *registration) (bool, Reason, []string) {
-	if r.deps.IsAlways() {
+	if IsAlways(r.deps) {
 		if !r.slot.ran {
 			return true, Reason{Kind: ReasonFirst}, nil
 		}
 		return true, Reason{Kind: ReasonAlways}, nil
 	}
-	enc, names := r.deps.encode()
+	enc, names := encodeDeps(r.deps)
 	if !r.slot.ran {
 		return true, Reason{Kind: ReasonFirst}, enc
 	}

@@ -206,7 +206,7 @@ func TestRecoveryKeepsTheStepsViews(t *testing.T) {
 				s.CommitMessages([]defs.Message{defs.UserMessage("short")})
 			}
 			return nil
-		}, effects.Recovery)
+		}, effects.Recovery())
 		p.User("a very long task")
 		return nil
 	}

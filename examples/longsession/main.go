@@ -95,7 +95,7 @@ func strategies() []strategy {
 			compact := builtin.Compact(builtin.CompactConfig{Window: window, Reserve: reserve})
 			return func(p *prompt.Prompt) {
 				p.Effect(effects.Always, trim, effects.InPhase(effects.AfterReply), effects.Key("baseline.trim"))
-				p.Effect(effects.Always, compact, effects.Recovery, effects.Key("baseline.compact"))
+				p.Effect(effects.Always, compact, effects.Recovery(), effects.Key("baseline.compact"))
 			}
 		}()},
 		{"default", func() func(p *prompt.Prompt) {
@@ -107,7 +107,7 @@ func strategies() []strategy {
 			compact := builtin.Compact(builtin.CompactConfig{Window: window, Reserve: reserve, Strategy: builtin.StrategyWindow})
 			return func(p *prompt.Prompt) {
 				p.Effect(effects.Always, trim, effects.InPhase(effects.AfterReply), effects.Key("trim"))
-				p.Effect(effects.Always, compact, effects.Recovery, effects.Key("compact"))
+				p.Effect(effects.Always, compact, effects.Recovery(), effects.Key("compact"))
 			}
 		}()},
 		{"heuristic", func() func(p *prompt.Prompt) {
@@ -115,7 +115,7 @@ func strategies() []strategy {
 			compact := builtin.Compact(builtin.CompactConfig{Window: window, Reserve: reserve, Strategy: builtin.StrategyHeuristic})
 			return func(p *prompt.Prompt) {
 				p.Effect(effects.Always, trim, effects.InPhase(effects.AfterReply), effects.Key("trim"))
-				p.Effect(effects.Always, compact, effects.Recovery, effects.Key("compact"))
+				p.Effect(effects.Always, compact, effects.Recovery(), effects.Key("compact"))
 			}
 		}()},
 		{"truncate", func() func(p *prompt.Prompt) {
@@ -123,7 +123,7 @@ func strategies() []strategy {
 			compact := builtin.Compact(builtin.CompactConfig{Window: window, Reserve: reserve, Strategy: builtin.StrategyTruncate})
 			return func(p *prompt.Prompt) {
 				p.Effect(effects.Always, trim, effects.InPhase(effects.AfterReply), effects.Key("trim"))
-				p.Effect(effects.Always, compact, effects.Recovery, effects.Key("compact"))
+				p.Effect(effects.Always, compact, effects.Recovery(), effects.Key("compact"))
 			}
 		}()},
 	}
