@@ -53,8 +53,9 @@ type Prompt struct {
 	step      int
 	input     string
 	executing bool
-	seen      map[string]struct{} // identities of declared messages added so far
-	added     []defs.Message      // messages added by the current execution
+	seen      map[string]struct{}       // identities of declared messages added so far
+	added     []defs.Message            // messages added by the current execution
+	tools     map[string]callsite.Stack // tools declared by the current execution
 }
 
 // New returns a Prompt with empty definitions, state and effects. input is
@@ -147,6 +148,7 @@ func (p *Prompt) check(hook string) {
 func (p *Prompt) Execute(step int, fn Func) (added []defs.Message, err error) {
 	p.step = step
 	p.added = p.added[:0]
+	clear(p.tools)
 	p.reg.BeginExecution()
 	p.eff.Begin()
 	p.executing = true
