@@ -92,6 +92,9 @@ type Manager struct {
 	regs  []registration
 	npos  int
 	err   error
+	// Unkeyed registrations per call site, in this execution and the
+	// last one that ended without error (nil after Restore).
+	counts, prevCounts map[callsite.Stack]int
 }
 
 // ReasonKind says why an effect ran.
@@ -179,17 +182,38 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// HookOrderError reports an effect registered at a position where an effect
-// from another call site was registered before: the prompt function
-// registered its effects in another order (typically one inside an if), and
-// giving it the other effect's memory would be wrong.
+// HookOrderError reports unkeyed effects registered in another order or
+// number than on the previous execution, so that matching them by position
+// would give one effect another's dependency memory. Two cases:
+//
+//   - an effect registered at a position where an effect from another call
+//     site was registered before (typically an effect inside an if): Was and
+//     Now are the two call sites;
+//   - a call site that registered a different number of unkeyed effects
+//     than on the previous execution (an effect registered in a loop over a
+//     list that changed): Was and Now are both that call site, and PrevCount
+//     and Count the two numbers.
+//
+// Either way the fix is effects.Key: an effect with a key keeps its own
+// memory wherever and however often it is registered.
 type HookOrderError struct {
+	// Index is the position among unkeyed effects where the order broke:
+	// for a loop, the position of the site's first effect.
 	Index int
 	Was   string // call site remembered at this position
 	Now   string // call site registering at this position now
+	// Count and PrevCount are the numbers of effects the call site Now
+	// registered on this execution and the previous one; both are 0 unless
+	// the numbers differ.
+	Count, PrevCount int
 }
 
 func (e *HookOrderError) Error() string {
+	if e.Count != e.PrevCount {
+		return fmt.Sprintf("%d effects registered at %s, but %d on the previous execution: "+
+			"effects registered in a loop are matched by position, so one would get another's dependency memory; "+
+			"give each one a key, for example effects.Key(item)", e.Count, e.Now, e.PrevCount)
+	}
 	return fmt.Sprintf("effect #%d is registered at %s, but at %s on the previous execution: "+
 		"effects changed order (an effect inside an if or a loop?); register effects unconditionally or give them effects.Key", e.Index, e.Now, e.Was)
 }
@@ -211,6 +235,7 @@ func (m *Manager) Begin() {
 	m.regs = m.regs[:0]
 	m.npos = 0
 	m.err = nil
+	clear(m.counts)
 	for _, s := range m.keyed {
 		s.seen = false
 	}
@@ -241,6 +266,10 @@ func (m *Manager) Register(site callsite.Stack, deps Deps, fn Func, opts ...Opti
 	} else {
 		r.index = m.npos
 		m.npos++
+		if m.counts == nil {
+			m.counts = make(map[callsite.Stack]int)
+		}
+		m.counts[site]++
 		if r.index < len(m.slots) {
 			s := m.slots[r.index]
 			if !s.site.IsZero() && s.site != site && m.err == nil {
@@ -261,8 +290,15 @@ func (m *Manager) Register(site callsite.Stack, deps Deps, fn Func, opts ...Opti
 // have their cleanups run and their memory dropped. It returns the first
 // misuse seen during the execution (*HookOrderError, *DuplicateKeyError).
 func (m *Manager) End() error {
+	if err := m.loopError(); err != nil {
+		return err
+	}
 	if m.err != nil {
 		return m.err
+	}
+	m.counts, m.prevCounts = m.prevCounts, m.counts
+	if m.counts == nil {
+		m.counts = make(map[callsite.Stack]int)
 	}
 	for i := m.npos; i < len(m.slots); i++ {
 		runCleanups(m.slots[i])
@@ -273,6 +309,28 @@ func (m *Manager) End() error {
 		if !s.seen {
 			runCleanups(s)
 			delete(m.keyed, k)
+		}
+	}
+	return nil
+}
+
+// loopError reports the first call site, in registration order, that
+// registered a different number of unkeyed effects than on the previous
+// execution, when it registered more than one either time: effects in a
+// loop. (One effect that is registered or not is an effect inside an if,
+// which the position check reports when it matters.)
+func (m *Manager) loopError() error {
+	if m.prevCounts == nil {
+		return nil
+	}
+	for i := range m.regs {
+		r := &m.regs[i]
+		if r.index < 0 || r.site.IsZero() {
+			continue
+		}
+		now, was := m.counts[r.site], m.prevCounts[r.site]
+		if was > 0 && now != was && max(now, was) > 1 {
+			return &HookOrderError{Index: r.index, Was: r.site.String(), Now: r.site.String(), Count: now, PrevCount: was}
 		}
 	}
 	return nil
@@ -451,6 +509,7 @@ func (m *Manager) Memory() Memory {
 // Restore replaces the manager's memory with mem. Call sites are not part of
 // the memory: the first execution after Restore records them anew.
 func (m *Manager) Restore(mem Memory) {
+	m.prevCounts = nil
 	m.slots = m.slots[:0]
 	for i, sm := range mem.Slots {
 		m.slots = append(m.slots, &slot{id: fmt.Sprintf("#%d", i), ran: sm.Ran, deps: sm.Deps})

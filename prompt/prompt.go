@@ -89,8 +89,9 @@ func (p *Prompt) Input() string { return p.input }
 // misused a hook.
 type Error struct {
 	Step int
-	// Site is where the prompt function panicked or misused a hook; empty
-	// when it returned an error.
+	// Site is where the prompt function panicked or misused a hook (for
+	// effects registered out of order, the effect's call site with its
+	// callers); empty when it returned an error.
 	Site string
 	// Panicked reports a panic that was not a hook misuse.
 	Panicked bool
@@ -172,9 +173,23 @@ func (p *Prompt) Execute(step int, fn Func) (added []defs.Message, err error) {
 	}
 	p.reg.Reconcile()
 	if eerr := p.eff.End(); eerr != nil {
-		return nil, &Error{Step: step, Err: eerr}
+		return nil, &Error{Step: step, Site: effectSite(eerr), Err: eerr}
 	}
 	return p.added, nil
+}
+
+// effectSite returns the call site an effects misuse names: the effect
+// registered out of order, or the second use of a key.
+func effectSite(err error) string {
+	var he *effects.HookOrderError
+	var de *effects.DuplicateKeyError
+	switch {
+	case errors.As(err, &he):
+		return he.Now
+	case errors.As(err, &de):
+		return de.Now
+	}
+	return ""
 }
 
 // MarkMessagesSeen records messages as already added, so that a resumed
