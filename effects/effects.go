@@ -10,7 +10,9 @@ package effects
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/reprompt/reprompt/internal/callsite"
@@ -80,6 +82,7 @@ type slot struct {
 	deps     []string
 	cleanups []func()
 	seen     bool // registered in the current execution
+	pos      int  // position among all registrations of the last execution that registered it
 }
 
 // Manager holds the effects of one prompt. Registration and Run must be
@@ -92,6 +95,7 @@ type Manager struct {
 	regs  []registration
 	npos  int
 	err   error
+	step  int // the step of the last Run, named by cleanup errors
 	// Unkeyed registrations per call site, in this execution and the
 	// last one that ended without error (nil after Restore).
 	counts, prevCounts map[callsite.Stack]int
@@ -162,18 +166,28 @@ type Ran struct {
 	Reason Reason `json:"reason"`
 }
 
-// Error is an effect that failed: it returned an error or panicked.
+// Error is an effect that failed: it returned an error or panicked, or one
+// of its cleanups panicked.
 type Error struct {
 	ID    string
 	Site  string // where the effect was registered
 	Step  int
 	Phase Phase
-	// PanicSite is where the panic happened, for a panicking effect.
+	// PanicSite is where the panic happened, for a panicking effect or
+	// cleanup.
 	PanicSite string
-	Err       error
+	// Cleanup reports a panic in a cleanup the effect registered
+	// (Step.Cleanup), run before the effect's next run, when the effect is
+	// no longer registered, or when the run ends. Step is then the step of
+	// the last effects run.
+	Cleanup bool
+	Err     error
 }
 
 func (e *Error) Error() string {
+	if e.Cleanup {
+		return fmt.Sprintf("cleanup of effect %s (registered at %s) panicked at %s after step %d: %v", e.ID, e.Site, e.PanicSite, e.Step, e.Err)
+	}
 	if e.PanicSite != "" {
 		return fmt.Sprintf("effect %s (registered at %s) panicked at %s at step %d: %v", e.ID, e.Site, e.PanicSite, e.Step, e.Err)
 	}
@@ -282,13 +296,16 @@ func (m *Manager) Register(site callsite.Stack, deps Deps, fn Func, opts ...Opti
 			m.slots = append(m.slots, r.slot)
 		}
 	}
+	r.slot.pos = len(m.regs)
 	m.regs = append(m.regs, r)
 }
 
 // End finishes an execution. Effects registered before but not in this
 // execution (a shorter list of unkeyed effects, keys not registered again)
-// have their cleanups run and their memory dropped. It returns the first
-// misuse seen during the execution (*HookOrderError, *DuplicateKeyError).
+// have their cleanups run, in the order they were registered, and their
+// memory dropped. It returns the first misuse seen during the execution
+// (*HookOrderError, *DuplicateKeyError), or the *Error of cleanups that
+// panicked.
 func (m *Manager) End() error {
 	if err := m.loopError(); err != nil {
 		return err
@@ -300,18 +317,33 @@ func (m *Manager) End() error {
 	if m.counts == nil {
 		m.counts = make(map[callsite.Stack]int)
 	}
+	var gone []*slot
 	for i := m.npos; i < len(m.slots); i++ {
-		runCleanups(m.slots[i])
+		gone = append(gone, m.slots[i])
 		m.slots[i] = nil
 	}
 	m.slots = m.slots[:m.npos]
 	for k, s := range m.keyed {
 		if !s.seen {
-			runCleanups(s)
+			gone = append(gone, s)
 			delete(m.keyed, k)
 		}
 	}
-	return nil
+	return m.cleanUp(gone)
+}
+
+// cleanUp runs the cleanups of slots in the order they were last
+// registered, all of them even when some panic, and returns the errors of
+// those that did.
+func (m *Manager) cleanUp(slots []*slot) error {
+	slices.SortStableFunc(slots, func(a, b *slot) int { return a.pos - b.pos })
+	var errs []error
+	for _, s := range slots {
+		if err := m.runCleanups(s); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // loopError reports the first call site, in registration order, that
@@ -336,12 +368,27 @@ func (m *Manager) loopError() error {
 	return nil
 }
 
-func runCleanups(s *slot) {
+// runCleanups runs the cleanups of s in the order they were registered. A
+// panic stops them and is returned as an *Error naming the effect.
+func (m *Manager) runCleanups(s *slot) error {
 	fns := s.cleanups
 	s.cleanups = nil
 	for _, f := range fns {
-		f()
+		if err := callCleanup(f); err != nil {
+			return &Error{ID: s.id, Site: s.site.Name(), Step: m.step, Cleanup: true, PanicSite: err.site, Err: err.err}
+		}
 	}
+	return nil
+}
+
+func callCleanup(f func()) (pe *panicError) {
+	defer func() {
+		if v := recover(); v != nil {
+			pe = recovered(v)
+		}
+	}()
+	f()
+	return nil
 }
 
 // Run runs, in registration order, the effects of the given phase that are
@@ -382,7 +429,10 @@ func (m *Manager) run(ctx context.Context, phase Phase, s *Step, recovery bool) 
 		if !due {
 			continue
 		}
-		runCleanups(r.slot)
+		m.step = s.Number
+		if err := m.runCleanups(r.slot); err != nil {
+			return ran, err
+		}
 		site := r.site.Name()
 		s.current = r.slot
 		err := call(ctx, r.fn, s)
@@ -455,26 +505,35 @@ func (p *panicError) Error() string { return p.err.Error() }
 func call(ctx context.Context, fn Func, s *Step) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			site := callsite.Panic().String()
-			perr, ok := v.(error)
-			if !ok {
-				perr = fmt.Errorf("panic: %v", v)
-			}
-			err = &panicError{site: site, err: perr}
+			err = recovered(v)
 		}
 	}()
 	return fn(ctx, s)
 }
 
-// Close runs every cleanup still registered, in registration order. The
-// runtime calls it when a run ends.
-func (m *Manager) Close() {
-	for _, s := range m.slots {
-		runCleanups(s)
+// recovered makes a recovered panic value an error with the panic's site.
+// Call it from the deferred function that recovers.
+func recovered(v any) *panicError {
+	site := callsite.Panic().String()
+	perr, ok := v.(error)
+	if !ok {
+		perr = fmt.Errorf("panic: %v", v)
 	}
+	return &panicError{site: site, err: perr}
+}
+
+// Close runs every cleanup still registered, effect by effect in the order
+// the effects were last registered (keyed and unkeyed alike), and each
+// effect's cleanups in the order they were registered. It runs them all
+// even when some panic, and returns the *Error of each effect whose cleanup
+// panicked (joined with errors.Join). Cleanups run once: a second Close
+// runs nothing. The runtime calls it when a run ends.
+func (m *Manager) Close() error {
+	slots := slices.Clone(m.slots)
 	for _, s := range m.keyed {
-		runCleanups(s)
+		slots = append(slots, s)
 	}
+	return m.cleanUp(slots)
 }
 
 // Memory is the persistent part of a Manager: which effects already ran

@@ -181,7 +181,8 @@ func (r *Runner) Stats() effects.RunStats {
 }
 
 // Run runs steps until the run ends and returns every step's record. On
-// error the result holds the steps completed so far.
+// error the result holds the steps completed so far. It closes the runner
+// (see Close) before it returns.
 func (r *Runner) Run(ctx context.Context) (*Result, error) {
 	res := &Result{}
 	var err error
@@ -192,6 +193,9 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 		if serr != nil {
 			err = serr
 		}
+	}
+	if cerr := r.Close(); cerr != nil && err == nil {
+		err = cerr
 	}
 	res.Transcript = r.Transcript()
 	r.usageMu.Lock()
@@ -206,7 +210,9 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 
 // All returns an iterator over the steps of the run, ending after the last
 // one. A failing step is yielded with its error (and the record of what it
-// did, if any) and ends the iteration.
+// did, if any) and ends the iteration. Breaking out of the loop leaves the
+// run open, so that Next may continue it: defer Close to run the effects'
+// pending cleanups.
 func (r *Runner) All(ctx context.Context) iter.Seq2[*Step, error] {
 	return func(yield func(*Step, error) bool) {
 		for !r.done && r.err == nil {
@@ -219,7 +225,9 @@ func (r *Runner) All(ctx context.Context) iter.Seq2[*Step, error] {
 }
 
 // Next runs one step and returns its record. After the last step it
-// returns ErrDone; after a failure it returns the same error again.
+// returns ErrDone; after a failure it returns the same error again. When
+// the run ends or fails, Next closes the runner (see Close); a cleanup that
+// panics then is the step's error.
 func (r *Runner) Next(ctx context.Context) (*Step, error) {
 	if r.err != nil {
 		return nil, r.err
@@ -232,11 +240,15 @@ func (r *Runner) Next(ctx context.Context) (*Step, error) {
 	}
 	s, err := r.step1(ctx)
 	if err != nil {
+		if cerr := r.Close(); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
 		r.err = err
-		r.close()
 	} else if s.Done {
 		r.done = true
-		r.close()
+		if cerr := r.Close(); cerr != nil {
+			err, r.err = cerr, cerr
+		}
 	}
 	return s, err
 }
@@ -269,11 +281,26 @@ func (e *PanicError) Error() string {
 	return fmt.Sprintf("step %d: panic at %s: %v", e.Step, e.Site, e.Value)
 }
 
-func (r *Runner) close() {
-	if !r.closed {
-		r.closed = true
-		r.p.Effects().Close()
+// Close ends the run: it runs the cleanups the effects registered
+// (effects.Step.Cleanup) that are still pending, in the order the effects
+// were registered, and returns the *effects.Error of each effect whose
+// cleanup panicked, joined. Next calls it when the run ends or fails, and Run
+// always does; a caller that may stop before the end (breaking out of All,
+// or calling Next until it has seen enough) should defer it:
+//
+//	r := runtime.New(model, agent, cfg)
+//	defer r.Close()
+//	for step, err := range r.All(ctx) { ... }
+//
+// Close is safe to call more than once: later calls do nothing and return
+// nil. After Close, Next returns ErrDone.
+func (r *Runner) Close() error {
+	if r.closed {
+		return nil
 	}
+	r.closed = true
+	r.done = true
+	return r.p.Effects().Close()
 }
 
 func (r *Runner) elapsed() time.Duration {
