@@ -30,6 +30,7 @@ import (
 	"github.com/reprompt/reprompt/internal/callsite"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/session"
+	"github.com/reprompt/reprompt/state"
 )
 
 // Errors a run can end with. Test them with errors.Is.
@@ -52,6 +53,13 @@ type Step struct {
 	Reply   *Reply
 	// ToolResults are the results of the reply's tool calls, in call order.
 	ToolResults []defs.ToolResult
+	// ToolErrors are the Go errors behind the error results of tools that
+	// failed when they ran (returned an error, panicked, timed out), by
+	// call id, for the developer: a *ToolPanicError keeps the source
+	// location of the panic, which the model's text leaves out. Arguments
+	// that failed validation, unknown and disabled tools have no entry. nil
+	// when no tool failed.
+	ToolErrors map[string]error
 	// State is a shallow copy of the state after the step.
 	State map[string]any
 	// Effects are the effects that ran, both phases, and why.
@@ -97,6 +105,26 @@ type Result struct {
 	Usage Usage
 	// Stats are the run's totals.
 	Stats effects.RunStats
+
+	store *state.Store // the prompt's state, read by StateOf
+}
+
+// StateOf returns the value of a state key as the run left it, typed as
+// the prompt function declared it:
+//
+//	res, err := runtime.Run(ctx, model, agent, cfg)
+//	count, err := runtime.StateOf[int](res, "count")
+//
+// The error is a *state.TypeError when the key holds another type and a
+// *state.NotFoundError when it is not set (or res is nil or was not made by
+// a run). It is a function, not a method, because Go methods cannot take
+// type parameters.
+func StateOf[T any](res *Result, key string) (T, error) {
+	if res == nil || res.store == nil {
+		var zero T
+		return zero, &state.NotFoundError{Key: key}
+	}
+	return state.Get[T](res.store, key)
 }
 
 // StepError is a step that failed outside the prompt function and the
@@ -147,6 +175,28 @@ type Runner struct {
 	offered    []string // tools offered by the request of the step under way
 	saveMu     sync.Mutex
 	usageMu    sync.Mutex // guards usage and stats
+	toolErrMu  sync.Mutex // guards toolErrs
+	toolErrs   map[string]error
+}
+
+// noteToolError records the error of a tool call for the step record. Tool
+// calls of one reply run concurrently.
+func (r *Runner) noteToolError(callID string, err error) {
+	r.toolErrMu.Lock()
+	defer r.toolErrMu.Unlock()
+	if r.toolErrs == nil {
+		r.toolErrs = make(map[string]error)
+	}
+	r.toolErrs[callID] = err
+}
+
+// takeToolErrors returns the errors noted since the last call.
+func (r *Runner) takeToolErrors() map[string]error {
+	r.toolErrMu.Lock()
+	defer r.toolErrMu.Unlock()
+	errs := r.toolErrs
+	r.toolErrs = nil
+	return errs
 }
 
 // New returns a runner for fn against model.
@@ -198,6 +248,7 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 		err = cerr
 	}
 	res.Transcript = r.Transcript()
+	res.store = r.p.Store()
 	r.usageMu.Lock()
 	res.Usage = r.usage
 	r.usageMu.Unlock()
@@ -390,6 +441,7 @@ func (r *Runner) complete(ctx context.Context, rec *Step, offered []ToolSpec, gi
 	if len(calls) > 0 {
 		var err error
 		rec.ToolResults, err = r.runCalls(ctx, reply.Message, offered, given)
+		rec.ToolErrors = r.takeToolErrors()
 		if err != nil {
 			return rec, err
 		}
