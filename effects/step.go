@@ -242,7 +242,8 @@ func intersect(have, names []string) []string {
 // SetVariable sets a variable for this step only (a view). A declared
 // variable keeps its position and shows value instead; a new name is
 // rendered after the declared variables. A string is rendered as is, any
-// other value as YAML.
+// other value as YAML, by the rule of prompt.DefData (the YAML of its JSON
+// form).
 func (s *Step) SetVariable(name string, value any) {
 	for i := range s.mods.Variables {
 		if s.mods.Variables[i].Name == name {

@@ -227,7 +227,13 @@ func (p *Prompt) Def(name, value string) defs.Handle {
 }
 
 // DefData declares a structured variable, rendered as YAML in the
-// <variables> block.
+// <variables> block. The YAML is that of the value's JSON form: the value is
+// encoded with encoding/json (json tags rename and omit fields, omitempty
+// holds, MarshalJSON is used, yaml tags are not read), and that JSON is
+// written as block-style YAML with the same keys in the same order (struct
+// fields in declaration order, map keys sorted), so the bytes stay the same
+// from step to step while the value does. A value JSON cannot encode fails
+// the step with an error naming the variable.
 func (p *Prompt) DefData(name string, value any) defs.Handle {
 	p.check("DefData")
 	return p.reg.Declare(defs.Def{Kind: defs.KindVariable, Name: name, Data: value, IsData: true})

@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -130,23 +132,64 @@ func (c *yamlCache) render(name string, v any) (string, error) {
 	return text, nil
 }
 
-// valueText renders a variable value: a string as is, anything else as YAML.
-// A value YAML cannot encode (a func, a channel) is an error naming the
-// variable: the YAML encoder panics on some of them.
+// valueText renders a variable value: a string as is, anything else as the
+// YAML form of its JSON encoding. The value is encoded with encoding/json
+// (so json tags rename and omit fields, omitempty holds, MarshalJSON and
+// MarshalText are used, as for state and tool arguments), and that JSON is
+// written as block-style YAML with the same keys in the same order: struct
+// fields in declaration order, map keys sorted, as encoding/json writes
+// them. The bytes are therefore stable from step to step, which prompt
+// caching needs. A value JSON cannot encode (a func, a channel, a cycle) is
+// an error naming the variable.
 func valueText(name string, v any) (text string, err error) {
 	if s, ok := v.(string); ok {
 		return s, nil
 	}
+	var js bytes.Buffer
+	enc := json.NewEncoder(&js)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return "", fmt.Errorf("variable %q cannot be rendered: %w", name, err)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(js.Bytes(), &doc); err != nil {
+		return "", fmt.Errorf("variable %q cannot be rendered as YAML: %w", name, err)
+	}
+	blockStyle(&doc)
 	defer func() {
 		if p := recover(); p != nil {
 			text, err = "", fmt.Errorf("variable %q cannot be rendered as YAML: %v", name, p)
 		}
 	}()
-	out, err := yaml.Marshal(v)
+	out, err := yaml.Marshal(&doc)
 	if err != nil {
 		return "", fmt.Errorf("variable %q cannot be rendered as YAML: %w", name, err)
 	}
 	return strings.TrimRight(string(out), "\n"), nil
+}
+
+// blockStyle clears the styles the YAML parser recorded from the JSON text
+// (flow collections, double-quoted strings), so that the encoder writes
+// block collections and quotes a string only when it must: when it would
+// read as another type, including the YAML 1.1 booleans (yes, off, …),
+// which the encoder quotes in a Go string but not in a node.
+func blockStyle(n *yaml.Node) {
+	n.Style = 0
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!str" && oldBool(n.Value) {
+		n.Style = yaml.DoubleQuotedStyle
+	}
+	for _, c := range n.Content {
+		blockStyle(c)
+	}
+}
+
+func oldBool(s string) bool {
+	switch s {
+	case "y", "Y", "yes", "Yes", "YES", "on", "On", "ON",
+		"n", "N", "no", "No", "NO", "off", "Off", "OFF":
+		return true
+	}
+	return false
 }
 
 // renderTools returns the enabled tools, in declaration order, allowed by
