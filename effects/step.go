@@ -14,8 +14,8 @@ import (
 //   - a view (AppendMessages, ReplaceMessages, LimitTools, LimitSystems,
 //     SetVariable, disabling and reminding definitions) changes only this
 //     step's request;
-//   - a commit (CommitMessages) changes the transcript for this step and all
-//     later ones. Compaction and trimming commit, once, so that the requests
+//   - a commit (CommitMessages, CommitAppend) changes the transcript for
+//     this step and all later ones. Compaction and trimming commit, once, so that the requests
 //     after them share a stable prefix again.
 //
 // Effects run in registration order and each sees the changes made by the
@@ -213,6 +213,30 @@ func (s *Step) CommitMessages(msgs []defs.Message) {
 		s.appended = nil
 		s.AppendMessages(appended...)
 	}
+}
+
+// CommitAppend appends msgs to the transcript for this step and every later
+// one (a commit that keeps the transcript before them, so a provider's
+// prompt cache still holds). It is how a message joins the transcript after
+// the first execution, when something changed: a message declared by the
+// prompt function (prompt.DefMessage, prompt.User) is added only once. A
+// typical use:
+//
+//	p.Effect(effects.On(done), func(_ context.Context, s *effects.Step) error {
+//		if done {
+//			s.CommitAppend(defs.UserMessage("All tasks are done: write the summary."))
+//		}
+//		return nil
+//	})
+//
+// Messages appended earlier in this step as a view stay after them. s keeps
+// msgs; the caller must not modify them afterwards.
+func (s *Step) CommitAppend(msgs ...defs.Message) {
+	if len(msgs) == 0 {
+		return
+	}
+	base := make([]defs.Message, 0, len(s.base)+len(msgs))
+	s.CommitMessages(append(append(base, s.base...), msgs...))
 }
 
 // LimitTools offers only the named tools at this step. It never adds a
