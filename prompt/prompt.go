@@ -412,6 +412,12 @@ func GetState[T any](p *Prompt, key string) (T, error) {
 // AgentRunner runs sub-agents. The runtime puts one in the context of every
 // tool call, so that a tool declared with DefAgent can run its prompt.
 type AgentRunner interface {
+	// RunAgent runs fn as the sub-agent called name (the tool's name) to
+	// completion, with task as its first user message and as its Input,
+	// and returns the text of its last reply. ctx is the tool call's
+	// context. An error (the sub-agent's run failed, ctx was cancelled)
+	// becomes an error result for the parent's model. It may be called
+	// concurrently, for the parallel tool calls of one reply.
 	RunAgent(ctx context.Context, name string, fn Func, task string) (string, error)
 }
 
