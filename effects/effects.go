@@ -52,7 +52,8 @@ func (f optionFunc) apply(r *registration) { f(r) }
 
 // Key identifies the effect by an explicit key instead of its registration
 // order, so it keeps its dependency memory even when it is registered
-// conditionally or in another order. Keys must be unique within a prompt.
+// conditionally, in another order, or in a loop over a list that changes
+// (effects.Key(item)). Keys must be unique within an execution.
 func Key(key string) Option { return optionFunc(func(r *registration) { r.key = key }) }
 
 // InPhase sets the phase the effect runs in.
