@@ -225,9 +225,9 @@ type HookOrderError struct {
 
 func (e *HookOrderError) Error() string {
 	if e.Count != e.PrevCount {
-		return fmt.Sprintf("%d effects registered at %s, but %d on the previous execution: "+
+		return fmt.Sprintf("the call site %s registered %d unkeyed effects, but %d on the previous execution: "+
 			"effects registered in a loop are matched by position, so one would get another's dependency memory; "+
-			"give each one a key, for example effects.Key(item)", e.Count, e.Now, e.PrevCount)
+			"give each one a key, for example effects.Key(item)", e.Now, e.Count, e.PrevCount)
 	}
 	return fmt.Sprintf("effect #%d is registered at %s, but at %s on the previous execution: "+
 		"effects changed order (an effect inside an if or a loop?); register effects unconditionally or give them effects.Key", e.Index, e.Now, e.Was)

@@ -64,7 +64,7 @@ func TestLoopOfEffectsChangingLengthIsAHookOrderError(t *testing.T) {
 			assert.Equal(t, tt.now, he.Count)
 			assert.Contains(t, err.Error(), site)
 			assert.Contains(t, err.Error(), "effects.Key")
-			assert.Contains(t, err.Error(), fmt.Sprintf("%d effects registered at", tt.now))
+			assert.Contains(t, err.Error(), fmt.Sprintf("registered %d unkeyed effects, but %d on the previous execution", tt.now, tt.prev))
 		})
 	}
 }

@@ -186,16 +186,20 @@ func (p *Prompt) Execute(step int, fn Func) (added []defs.Message, err error) {
 	return p.added, nil
 }
 
-// effectSite returns the call site an effects misuse names: the effect
-// registered out of order, or the second use of a key.
+// effectSite returns the call site an error of the effects names: the
+// effect registered out of order, the second use of a key, or the effect
+// whose cleanup panicked.
 func effectSite(err error) string {
 	var he *effects.HookOrderError
 	var de *effects.DuplicateKeyError
+	var ee *effects.Error
 	switch {
 	case errors.As(err, &he):
 		return he.Now
 	case errors.As(err, &de):
 		return de.Now
+	case errors.As(err, &ee):
+		return ee.Site // a cleanup of an effect no longer registered
 	}
 	return ""
 }
