@@ -59,7 +59,8 @@ type Prompt struct {
 	restored  map[string]struct{}       // role+text identities restored by MarkMessagesSeen
 	added     []defs.Message            // messages added by the current execution
 	addedIDs  [][2]string               // their identities: by site or key, by role and text
-	msgSites  map[string]int            // declared messages per call site in the current execution
+	msgSites  map[callsite.Stack]int    // declared messages per call site in the current execution
+	msgIDs    map[msgKey]string         // identities by call site, made once
 	tools     map[string]callsite.Stack // tools declared by the current execution
 }
 
@@ -320,6 +321,13 @@ func MessageKey(key string) MessageOption {
 	return messageOptionFunc(func(o *messageOptions) { o.key = key })
 }
 
+// msgKey is the identity of a declared message by call site: the site and
+// how many messages it declared before in the same execution.
+type msgKey struct {
+	site callsite.Stack
+	n    int
+}
+
 // defMessage declares a message for the user's function two frames up.
 func (p *Prompt) defMessage(role defs.Role, text string, opts []MessageOption) {
 	var o messageOptions
@@ -330,13 +338,19 @@ func (p *Prompt) defMessage(role defs.Role, text string, opts []MessageOption) {
 	if o.key != "" {
 		id = "key:" + o.key
 	} else {
-		site := callsite.CallerStack(3, inPrompt).String()
+		site := callsite.CallerStack(3, inPrompt)
 		if p.msgSites == nil {
-			p.msgSites = make(map[string]int)
+			p.msgSites = make(map[callsite.Stack]int)
+			p.msgIDs = make(map[msgKey]string)
 		}
 		n := p.msgSites[site]
 		p.msgSites[site] = n + 1
-		id = "site:" + site + "#" + strconv.Itoa(n)
+		k := msgKey{site, n}
+		var ok bool
+		if id, ok = p.msgIDs[k]; !ok {
+			id = "site:" + site.String() + "#" + strconv.Itoa(n)
+			p.msgIDs[k] = id
+		}
 	}
 	if _, ok := p.seen[id]; ok {
 		return
