@@ -284,9 +284,13 @@ func (s *Step) SetVariable(name string, value any) {
 	s.mods.Variables = append(s.mods.Variables, Variable{Name: name, Value: value})
 }
 
-// Cleanup registers fn to run before the current effect runs again and when
-// the run ends, as the cleanup a React effect returns. It panics when called
-// outside an effect.
+// Cleanup registers fn to run before the current effect runs again, when
+// the effect is no longer registered, and when the run ends (Manager.Close,
+// called by the runtime's Runner.Close), as the cleanup a React effect
+// returns. Cleanups run effect by effect in registration order, and an
+// effect's cleanups in the order they were registered. A cleanup that
+// panics is reported as an *Error naming the effect, with Cleanup set.
+// Cleanup panics when called outside an effect.
 func (s *Step) Cleanup(fn func()) {
 	if s.current == nil {
 		panic("effects: Step.Cleanup called outside a running effect")
