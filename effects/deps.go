@@ -17,8 +17,8 @@ import (
 //   - On(values...): the effect runs the first time and then at every step
 //     where any value differs from the values of its last run.
 //
-// Always and Once are constants and On returns a new list, so no dependency
-// list can be changed from outside this package. A nil Deps means Always.
+// Always and Once are constants, which no package can reassign. A nil Deps
+// means Always.
 //
 // Values are compared by value, deeply: slices, arrays, maps, structs
 // (unexported fields included) and the values pointers point to are compared
