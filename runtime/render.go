@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -151,36 +152,85 @@ func valueText(name string, v any) (text string, err error) {
 	if err := enc.Encode(v); err != nil {
 		return "", fmt.Errorf("variable %q cannot be rendered: %w", name, err)
 	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(js.Bytes(), &doc); err != nil {
+	dec := json.NewDecoder(&js)
+	dec.UseNumber()
+	node, err := jsonNode(dec, 0)
+	if err != nil {
 		return "", fmt.Errorf("variable %q cannot be rendered as YAML: %w", name, err)
 	}
-	blockStyle(&doc)
 	defer func() {
 		if p := recover(); p != nil {
 			text, err = "", fmt.Errorf("variable %q cannot be rendered as YAML: %v", name, p)
 		}
 	}()
-	out, err := yaml.Marshal(&doc)
+	out, err := yaml.Marshal(node)
 	if err != nil {
 		return "", fmt.Errorf("variable %q cannot be rendered as YAML: %w", name, err)
 	}
-	return strings.TrimRight(string(out), "\n"), nil
+	return strings.TrimSuffix(string(out), "\n"), nil // one: a kept final line break (|+) is part of the value
 }
 
-// blockStyle clears the styles the YAML parser recorded from the JSON text
-// (flow collections, double-quoted strings), so that the encoder writes
-// block collections and quotes a string only when it must: when it would
-// read as another type, including the YAML 1.1 booleans (yes, off, …),
-// which the encoder quotes in a Go string but not in a node.
-func blockStyle(n *yaml.Node) {
-	n.Style = 0
-	if n.Kind == yaml.ScalarNode && n.Tag == "!!str" && oldBool(n.Value) {
+// maxJSONDepth bounds the nesting jsonNode follows; encoding/json stops at
+// the same depth.
+const maxJSONDepth = 10000
+
+// jsonNode reads one JSON value from dec as a YAML node, keeping the order
+// of object keys. Strings are tagged as strings, so that the encoder quotes
+// one that would read as another type (and escapes control characters);
+// numbers, booleans and null are written as JSON wrote them.
+func jsonNode(dec *json.Decoder, depth int) (*yaml.Node, error) {
+	if depth > maxJSONDepth {
+		return nil, fmt.Errorf("nested deeper than %d", maxJSONDepth)
+	}
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	switch t := tok.(type) {
+	case json.Delim:
+		n := &yaml.Node{Kind: yaml.MappingNode}
+		if t == '[' {
+			n.Kind = yaml.SequenceNode
+		}
+		for dec.More() {
+			if n.Kind == yaml.MappingNode {
+				k, err := dec.Token()
+				if err != nil {
+					return nil, err
+				}
+				key, _ := k.(string)
+				n.Content = append(n.Content, strNode(key))
+			}
+			c, err := jsonNode(dec, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			n.Content = append(n.Content, c)
+		}
+		if _, err := dec.Token(); err != nil { // the closing delimiter
+			return nil, err
+		}
+		return n, nil
+	case string:
+		return strNode(t), nil
+	case json.Number:
+		return &yaml.Node{Kind: yaml.ScalarNode, Value: t.String()}, nil
+	case bool:
+		return &yaml.Node{Kind: yaml.ScalarNode, Value: strconv.FormatBool(t)}, nil
+	default: // nil
+		return &yaml.Node{Kind: yaml.ScalarNode, Value: "null"}, nil
+	}
+}
+
+// strNode returns a string scalar. The encoder quotes it when it would read
+// as another type; the YAML 1.1 booleans (yes, off, …), which it quotes in
+// a Go string but not in a node, are quoted here.
+func strNode(s string) *yaml.Node {
+	n := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s}
+	if oldBool(s) {
 		n.Style = yaml.DoubleQuotedStyle
 	}
-	for _, c := range n.Content {
-		blockStyle(c)
-	}
+	return n
 }
 
 func oldBool(s string) bool {
