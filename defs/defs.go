@@ -416,7 +416,9 @@ func (h Handle) String() string { return h.Tag() }
 // Disable removes the definition from the current step's request only. A
 // disabled tool the model calls anyway is not run; the model gets an error
 // result. Called after the request was sent (from a tool), it has no
-// effect.
+// effect. To keep a definition disabled over several steps, keep the
+// decision in state and call Disable from the prompt function at every
+// execution (see the keepToolDisabled example of package prompt).
 func (h Handle) Disable() {
 	if h.r != nil {
 		h.r.Disable(h.kind, h.name)

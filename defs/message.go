@@ -29,14 +29,29 @@ const (
 // never mutates a message in place once it is in the transcript, so a slice of
 // messages handed out by the runtime must be treated as read-only.
 type Message struct {
-	Role       Role              `json:"role"`
-	Content    string            `json:"content,omitempty"`
-	Reasoning  string            `json:"reasoning,omitempty"`
-	ToolCalls  []ToolCall        `json:"tool_calls,omitempty"`
-	ToolCallID string            `json:"tool_call_id,omitempty"`
-	Name       string            `json:"name,omitempty"`
-	IsError    bool              `json:"is_error,omitempty"`
-	Meta       map[string]string `json:"meta,omitempty"`
+	// Role is who wrote the message.
+	Role Role `json:"role"`
+	// Content is the message's text: empty for an assistant message that
+	// only calls tools.
+	Content string `json:"content,omitempty"`
+	// Reasoning is the reasoning text a model returned beside an assistant
+	// message, when the provider exposes it. It is kept for the record and
+	// counted as tokens; an adapter sends it back only when configured to
+	// (providers/openai: Config.ReplayReasoning).
+	Reasoning string `json:"reasoning,omitempty"`
+	// ToolCalls are the tools an assistant message asks to run, in order.
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// ToolCallID is, in a RoleTool message, the ID of the call it answers.
+	ToolCallID string `json:"tool_call_id,omitempty"`
+	// Name is, in a RoleTool message, the name of the tool that ran.
+	Name string `json:"name,omitempty"`
+	// IsError marks a RoleTool message that reports a failure (invalid
+	// arguments, unknown or disabled tool, an error, a panic) rather than a
+	// result. Trimming never cuts such a message.
+	IsError bool `json:"is_error,omitempty"`
+	// Meta holds runtime annotations ("trimmed", "reminder", "summary"),
+	// never sent to a model. nil means none.
+	Meta map[string]string `json:"meta,omitempty"`
 }
 
 // Identical reports whether m and o are the same message in every field, Meta

@@ -11,11 +11,14 @@ import (
 
 // Deps is an effect's dependency list. It decides the effect's cadence:
 //
-//   - Always (the zero Deps): the effect runs at every step;
+//   - Always: the effect runs at every step;
 //   - Once (an empty list): the effect runs the first time it is registered,
 //     which is step 0 for an effect declared unconditionally;
 //   - On(values...): the effect runs the first time and then at every step
 //     where any value differs from the values of its last run.
+//
+// Always and Once are constants, which no package can reassign. A nil Deps
+// means Always.
 //
 // Values are compared by value, deeply: slices, arrays, maps, structs
 // (unexported fields included) and the values pointers point to are compared
@@ -23,19 +26,45 @@ import (
 // channels, which have no value to compare, are compared by identity. A
 // value is recorded when the effect runs, so mutating a slice in place after
 // passing it is seen as a change at the next step.
-type Deps struct {
-	list bool
-	vals []any
+//
+// Deps is sealed: only the values of this package implement it.
+type Deps interface {
+	// values returns whether d is a list (not Always) and its values.
+	values() (list bool, vals []any)
 }
 
-// Always is the dependency list of an effect that runs at every step.
-var Always = Deps{}
+// Cadence is a dependency list without values: Always or Once.
+type Cadence uint8
 
-// Once is the empty dependency list: the effect runs the first time only.
-var Once = Deps{list: true}
+const (
+	// Always is the dependency list of an effect that runs at every step.
+	Always Cadence = iota
+	// Once is the empty dependency list: the effect runs the first time only.
+	Once
+)
+
+func (c Cadence) values() (bool, []any) { return c == Once, nil }
+
+// String returns "Always" or "Once".
+func (c Cadence) String() string {
+	if c == Once {
+		return "Once"
+	}
+	return "Always"
+}
+
+// list is the dependency list On returns.
+type list []any
+
+func (l list) values() (bool, []any) { return true, l }
 
 // On returns a dependency list of values. On() with no values is Once.
-func On(values ...any) Deps { return Deps{list: true, vals: values} }
+func On(values ...any) Deps {
+	if len(values) == 0 {
+		return Once
+	}
+	return list(values)
+}
 
 // Named labels a dependency value so that the reason an effect ran names it:
 // On(Named("count", count)) reports `count: 1 → 2`.
@@ -46,24 +75,31 @@ type named struct {
 	value any
 }
 
-// IsAlways reports whether d is Always.
-func (d Deps) IsAlways() bool { return !d.list }
+// IsAlways reports whether d is Always (or nil).
+func IsAlways(d Deps) bool {
+	if d == nil {
+		return true
+	}
+	l, _ := d.values()
+	return !l
+}
 
-// Len returns the number of values.
-func (d Deps) Len() int { return len(d.vals) }
-
-// Encode renders each dependency value as canonical text: two values
+// encodeDeps renders each dependency value as canonical text: two values
 // compare equal as dependencies exactly when their encodings are equal. The
 // names of Named values are returned alongside ("" for unnamed ones).
-func (d Deps) encode() (vals, names []string) {
-	if len(d.vals) == 0 {
+func encodeDeps(d Deps) (vals, names []string) {
+	if d == nil {
 		return nil, nil
 	}
-	vals = make([]string, len(d.vals))
-	for i, v := range d.vals {
+	_, dv := d.values()
+	if len(dv) == 0 {
+		return nil, nil
+	}
+	vals = make([]string, len(dv))
+	for i, v := range dv {
 		if n, ok := v.(named); ok {
 			if names == nil {
-				names = make([]string, len(d.vals))
+				names = make([]string, len(dv))
 			}
 			names[i] = n.name
 			v = n.value

@@ -10,7 +10,9 @@ package effects
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/reprompt/reprompt/internal/callsite"
@@ -50,7 +52,8 @@ func (f optionFunc) apply(r *registration) { f(r) }
 
 // Key identifies the effect by an explicit key instead of its registration
 // order, so it keeps its dependency memory even when it is registered
-// conditionally or in another order. Keys must be unique within a prompt.
+// conditionally, in another order, or in a loop over a list that changes
+// (effects.Key(item)). Keys must be unique within an execution.
 func Key(key string) Option { return optionFunc(func(r *registration) { r.key = key }) }
 
 // InPhase sets the phase the effect runs in.
@@ -59,7 +62,7 @@ func InPhase(p Phase) Option { return optionFunc(func(r *registration) { r.phase
 // Recovery marks an effect that can shrink the context (compaction): when
 // the provider rejects a step's request as too long, it runs again, due or
 // not, with Step.ContextTooLong set, and the request is sent once more.
-var Recovery Option = optionFunc(func(r *registration) { r.recovery = true })
+func Recovery() Option { return optionFunc(func(r *registration) { r.recovery = true }) }
 
 type registration struct {
 	recovery bool
@@ -80,6 +83,7 @@ type slot struct {
 	deps     []string
 	cleanups []func()
 	seen     bool // registered in the current execution
+	pos      int  // position among all registrations of the last execution that registered it
 }
 
 // Manager holds the effects of one prompt. Registration and Run must be
@@ -92,6 +96,10 @@ type Manager struct {
 	regs  []registration
 	npos  int
 	err   error
+	step  int // the step of the last Run, named by cleanup errors
+	// Unkeyed registrations per call site, in this execution and the
+	// last one that ended without error (nil after Restore).
+	counts, prevCounts map[callsite.Stack]int
 }
 
 // ReasonKind says why an effect ran.
@@ -159,18 +167,28 @@ type Ran struct {
 	Reason Reason `json:"reason"`
 }
 
-// Error is an effect that failed: it returned an error or panicked.
+// Error is an effect that failed: it returned an error or panicked, or one
+// of its cleanups panicked.
 type Error struct {
 	ID    string
 	Site  string // where the effect was registered
 	Step  int
 	Phase Phase
-	// PanicSite is where the panic happened, for a panicking effect.
+	// PanicSite is where the panic happened, for a panicking effect or
+	// cleanup.
 	PanicSite string
-	Err       error
+	// Cleanup reports a panic in a cleanup the effect registered
+	// (Step.Cleanup), run before the effect's next run, when the effect is
+	// no longer registered, or when the run ends. Step is then the step of
+	// the last effects run.
+	Cleanup bool
+	Err     error
 }
 
 func (e *Error) Error() string {
+	if e.Cleanup {
+		return fmt.Sprintf("cleanup of effect %s (registered at %s) panicked at %s after step %d: %v", e.ID, e.Site, e.PanicSite, e.Step, e.Err)
+	}
 	if e.PanicSite != "" {
 		return fmt.Sprintf("effect %s (registered at %s) panicked at %s at step %d: %v", e.ID, e.Site, e.PanicSite, e.Step, e.Err)
 	}
@@ -179,17 +197,38 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// HookOrderError reports an effect registered at a position where an effect
-// from another call site was registered before: the prompt function
-// registered its effects in another order (typically one inside an if), and
-// giving it the other effect's memory would be wrong.
+// HookOrderError reports unkeyed effects registered in another order or
+// number than on the previous execution, so that matching them by position
+// would give one effect another's dependency memory. Two cases:
+//
+//   - an effect registered at a position where an effect from another call
+//     site was registered before (typically an effect inside an if): Was and
+//     Now are the two call sites;
+//   - a call site that registered a different number of unkeyed effects
+//     than on the previous execution (an effect registered in a loop over a
+//     list that changed): Was and Now are both that call site, and PrevCount
+//     and Count the two numbers.
+//
+// Either way the fix is effects.Key: an effect with a key keeps its own
+// memory wherever and however often it is registered.
 type HookOrderError struct {
+	// Index is the position among unkeyed effects where the order broke:
+	// for a loop, the position of the site's first effect.
 	Index int
 	Was   string // call site remembered at this position
 	Now   string // call site registering at this position now
+	// Count and PrevCount are the numbers of effects the call site Now
+	// registered on this execution and the previous one; both are 0 unless
+	// the numbers differ.
+	Count, PrevCount int
 }
 
 func (e *HookOrderError) Error() string {
+	if e.Count != e.PrevCount {
+		return fmt.Sprintf("the call site %s registered %d unkeyed effects, but %d on the previous execution: "+
+			"effects registered in a loop are matched by position, so one would get another's dependency memory; "+
+			"give each one a key, for example effects.Key(item)", e.Now, e.Count, e.PrevCount)
+	}
 	return fmt.Sprintf("effect #%d is registered at %s, but at %s on the previous execution: "+
 		"effects changed order (an effect inside an if or a loop?); register effects unconditionally or give them effects.Key", e.Index, e.Now, e.Was)
 }
@@ -211,6 +250,7 @@ func (m *Manager) Begin() {
 	m.regs = m.regs[:0]
 	m.npos = 0
 	m.err = nil
+	clear(m.counts)
 	for _, s := range m.keyed {
 		s.seen = false
 	}
@@ -241,6 +281,10 @@ func (m *Manager) Register(site callsite.Stack, deps Deps, fn Func, opts ...Opti
 	} else {
 		r.index = m.npos
 		m.npos++
+		if m.counts == nil {
+			m.counts = make(map[callsite.Stack]int)
+		}
+		m.counts[site]++
 		if r.index < len(m.slots) {
 			s := m.slots[r.index]
 			if !s.site.IsZero() && s.site != site && m.err == nil {
@@ -253,37 +297,99 @@ func (m *Manager) Register(site callsite.Stack, deps Deps, fn Func, opts ...Opti
 			m.slots = append(m.slots, r.slot)
 		}
 	}
+	r.slot.pos = len(m.regs)
 	m.regs = append(m.regs, r)
 }
 
 // End finishes an execution. Effects registered before but not in this
 // execution (a shorter list of unkeyed effects, keys not registered again)
-// have their cleanups run and their memory dropped. It returns the first
-// misuse seen during the execution (*HookOrderError, *DuplicateKeyError).
+// have their cleanups run, in the order they were registered, and their
+// memory dropped. It returns the first misuse seen during the execution
+// (*HookOrderError, *DuplicateKeyError), or the *Error of cleanups that
+// panicked.
 func (m *Manager) End() error {
+	if err := m.loopError(); err != nil {
+		return err
+	}
 	if m.err != nil {
 		return m.err
 	}
+	m.counts, m.prevCounts = m.prevCounts, m.counts
+	if m.counts == nil {
+		m.counts = make(map[callsite.Stack]int)
+	}
+	var gone []*slot
 	for i := m.npos; i < len(m.slots); i++ {
-		runCleanups(m.slots[i])
+		gone = append(gone, m.slots[i])
 		m.slots[i] = nil
 	}
 	m.slots = m.slots[:m.npos]
 	for k, s := range m.keyed {
 		if !s.seen {
-			runCleanups(s)
+			gone = append(gone, s)
 			delete(m.keyed, k)
+		}
+	}
+	return m.cleanUp(gone)
+}
+
+// cleanUp runs the cleanups of slots in the order they were last
+// registered, all of them even when some panic, and returns the errors of
+// those that did.
+func (m *Manager) cleanUp(slots []*slot) error {
+	slices.SortStableFunc(slots, func(a, b *slot) int { return a.pos - b.pos })
+	var errs []error
+	for _, s := range slots {
+		if err := m.runCleanups(s); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// loopError reports the first call site, in registration order, that
+// registered a different number of unkeyed effects than on the previous
+// execution, when it registered more than one either time: effects in a
+// loop. (One effect that is registered or not is an effect inside an if,
+// which the position check reports when it matters.)
+func (m *Manager) loopError() error {
+	if m.prevCounts == nil {
+		return nil
+	}
+	for i := range m.regs {
+		r := &m.regs[i]
+		if r.index < 0 || r.site.IsZero() {
+			continue
+		}
+		now, was := m.counts[r.site], m.prevCounts[r.site]
+		if was > 0 && now != was && max(now, was) > 1 {
+			return &HookOrderError{Index: r.index, Was: r.site.String(), Now: r.site.String(), Count: now, PrevCount: was}
 		}
 	}
 	return nil
 }
 
-func runCleanups(s *slot) {
+// runCleanups runs the cleanups of s in the order they were registered. A
+// panic stops them and is returned as an *Error naming the effect.
+func (m *Manager) runCleanups(s *slot) error {
 	fns := s.cleanups
 	s.cleanups = nil
 	for _, f := range fns {
-		f()
+		if err := callCleanup(f); err != nil {
+			return &Error{ID: s.id, Site: s.site.Name(), Step: m.step, Cleanup: true, PanicSite: err.site, Err: err.err}
+		}
 	}
+	return nil
+}
+
+func callCleanup(f func()) (pe *panicError) {
+	defer func() {
+		if v := recover(); v != nil {
+			pe = recovered(v)
+		}
+	}()
+	f()
+	return nil
 }
 
 // Run runs, in registration order, the effects of the given phase that are
@@ -324,7 +430,10 @@ func (m *Manager) run(ctx context.Context, phase Phase, s *Step, recovery bool) 
 		if !due {
 			continue
 		}
-		runCleanups(r.slot)
+		m.step = s.Number
+		if err := m.runCleanups(r.slot); err != nil {
+			return ran, err
+		}
 		site := r.site.Name()
 		s.current = r.slot
 		err := call(ctx, r.fn, s)
@@ -344,13 +453,13 @@ func (m *Manager) run(ctx context.Context, phase Phase, s *Step, recovery bool) 
 
 // decide reports whether r is due and why, with its encoded dependencies.
 func decide(r *registration) (bool, Reason, []string) {
-	if r.deps.IsAlways() {
+	if IsAlways(r.deps) {
 		if !r.slot.ran {
 			return true, Reason{Kind: ReasonFirst}, nil
 		}
 		return true, Reason{Kind: ReasonAlways}, nil
 	}
-	enc, names := r.deps.encode()
+	enc, names := encodeDeps(r.deps)
 	if !r.slot.ran {
 		return true, Reason{Kind: ReasonFirst}, enc
 	}
@@ -397,26 +506,35 @@ func (p *panicError) Error() string { return p.err.Error() }
 func call(ctx context.Context, fn Func, s *Step) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			site := callsite.Panic().String()
-			perr, ok := v.(error)
-			if !ok {
-				perr = fmt.Errorf("panic: %v", v)
-			}
-			err = &panicError{site: site, err: perr}
+			err = recovered(v)
 		}
 	}()
 	return fn(ctx, s)
 }
 
-// Close runs every cleanup still registered, in registration order. The
-// runtime calls it when a run ends.
-func (m *Manager) Close() {
-	for _, s := range m.slots {
-		runCleanups(s)
+// recovered makes a recovered panic value an error with the panic's site.
+// Call it from the deferred function that recovers.
+func recovered(v any) *panicError {
+	site := callsite.Panic().String()
+	perr, ok := v.(error)
+	if !ok {
+		perr = fmt.Errorf("panic: %v", v)
 	}
+	return &panicError{site: site, err: perr}
+}
+
+// Close runs every cleanup still registered, effect by effect in the order
+// the effects were last registered (keyed and unkeyed alike), and each
+// effect's cleanups in the order they were registered. It runs them all
+// even when some panic, and returns the *Error of each effect whose cleanup
+// panicked (joined with errors.Join). Cleanups run once: a second Close
+// runs nothing. The runtime calls it when a run ends.
+func (m *Manager) Close() error {
+	slots := slices.Clone(m.slots)
 	for _, s := range m.keyed {
-		runCleanups(s)
+		slots = append(slots, s)
 	}
+	return m.cleanUp(slots)
 }
 
 // Memory is the persistent part of a Manager: which effects already ran
@@ -451,6 +569,7 @@ func (m *Manager) Memory() Memory {
 // Restore replaces the manager's memory with mem. Call sites are not part of
 // the memory: the first execution after Restore records them anew.
 func (m *Manager) Restore(mem Memory) {
+	m.prevCounts = nil
 	m.slots = m.slots[:0]
 	for i, sm := range mem.Slots {
 		m.slots = append(m.slots, &slot{id: fmt.Sprintf("#%d", i), ran: sm.Ran, deps: sm.Deps})

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
@@ -52,7 +53,7 @@ func TestCadences(t *testing.T) {
 		want []int // steps at which the effect ran
 	}{
 		{"Always", func(int) effects.Deps { return effects.Always }, []int{0, 1, 2, 3, 4, 5}},
-		{"zero Deps is Always", func(int) effects.Deps { return effects.Deps{} }, []int{0, 1, 2, 3, 4, 5}},
+		{"nil Deps is Always", func(int) effects.Deps { return nil }, []int{0, 1, 2, 3, 4, 5}},
 		{"Once", func(int) effects.Deps { return effects.Once }, []int{0}},
 		{"On() is Once", func(int) effects.Deps { return effects.On() }, []int{0}},
 		{"On(value)", func(s int) effects.Deps { return effects.On(values[s]) }, []int{0, 2, 4}},
@@ -80,13 +81,18 @@ func TestCadences(t *testing.T) {
 	}
 }
 
-func TestDepsIsAlwaysAndLen(t *testing.T) {
-	if !effects.Always.IsAlways() || effects.Once.IsAlways() || effects.On(1).IsAlways() {
-		t.Error("IsAlways is wrong")
-	}
-	if effects.On(1, 2).Len() != 2 || effects.Once.Len() != 0 {
-		t.Error("Len is wrong")
-	}
+// Always and Once are constants: no package can reassign them (issue 13
+// item 7). This declaration does not compile when they are variables.
+const always, once = effects.Always, effects.Once
+
+func TestDepsIsAlways(t *testing.T) {
+	assert.True(t, effects.IsAlways(always))
+	assert.True(t, effects.IsAlways(nil))
+	assert.False(t, effects.IsAlways(once))
+	assert.False(t, effects.IsAlways(effects.On(1)))
+	assert.False(t, effects.IsAlways(effects.On()))
+	assert.Equal(t, "Always", effects.Always.String())
+	assert.Equal(t, "Once", effects.Once.String())
 }
 
 func TestEffectsRunInRegistrationOrder(t *testing.T) {

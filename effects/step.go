@@ -14,8 +14,8 @@ import (
 //   - a view (AppendMessages, ReplaceMessages, LimitTools, LimitSystems,
 //     SetVariable, disabling and reminding definitions) changes only this
 //     step's request;
-//   - a commit (CommitMessages) changes the transcript for this step and all
-//     later ones. Compaction and trimming commit, once, so that the requests
+//   - a commit (CommitMessages, CommitAppend) changes the transcript for
+//     this step and all later ones. Compaction and trimming commit, once, so that the requests
 //     after them share a stable prefix again.
 //
 // Effects run in registration order and each sees the changes made by the
@@ -115,6 +115,12 @@ func (s *Step) Tokens() int {
 // Completer asks a model for one completion outside the run's transcript,
 // as compaction does to summarise.
 type Completer interface {
+	// Complete sends a request made of the system prompt system (none when
+	// "") and one user message, user, with no tools, and returns the text
+	// of the reply. Nothing is added to the transcript; the usage counts in
+	// the run's totals. It honours ctx and the run's retry policy, and
+	// returns the model's error as is (a *runtime.ModelError from the
+	// runtime's). It may be called from an effect only while it runs.
 	Complete(ctx context.Context, system, user string) (string, error)
 }
 
@@ -215,6 +221,30 @@ func (s *Step) CommitMessages(msgs []defs.Message) {
 	}
 }
 
+// CommitAppend appends msgs to the transcript for this step and every later
+// one (a commit that keeps the transcript before them, so a provider's
+// prompt cache still holds). It is how a message joins the transcript after
+// the first execution, when something changed: a message declared by the
+// prompt function (prompt.DefMessage, prompt.User) is added only once. A
+// typical use:
+//
+//	p.Effect(effects.On(done), func(_ context.Context, s *effects.Step) error {
+//		if done {
+//			s.CommitAppend(defs.UserMessage("All tasks are done: write the summary."))
+//		}
+//		return nil
+//	})
+//
+// Messages appended earlier in this step as a view stay after them. s keeps
+// msgs; the caller must not modify them afterwards.
+func (s *Step) CommitAppend(msgs ...defs.Message) {
+	if len(msgs) == 0 {
+		return
+	}
+	base := make([]defs.Message, 0, len(s.base)+len(msgs))
+	s.CommitMessages(append(append(base, s.base...), msgs...))
+}
+
 // LimitTools offers only the named tools at this step. It never adds a
 // tool: names that are not declared are ignored, and calling it again
 // narrows the set further (the intersection). A tool left out is treated as
@@ -242,7 +272,8 @@ func intersect(have, names []string) []string {
 // SetVariable sets a variable for this step only (a view). A declared
 // variable keeps its position and shows value instead; a new name is
 // rendered after the declared variables. A string is rendered as is, any
-// other value as YAML.
+// other value as YAML, by the rule of prompt.DefData (the YAML of its JSON
+// form).
 func (s *Step) SetVariable(name string, value any) {
 	for i := range s.mods.Variables {
 		if s.mods.Variables[i].Name == name {
@@ -253,9 +284,13 @@ func (s *Step) SetVariable(name string, value any) {
 	s.mods.Variables = append(s.mods.Variables, Variable{Name: name, Value: value})
 }
 
-// Cleanup registers fn to run before the current effect runs again and when
-// the run ends, as the cleanup a React effect returns. It panics when called
-// outside an effect.
+// Cleanup registers fn to run before the current effect runs again, when
+// the effect is no longer registered, and when the run ends (Manager.Close,
+// called by the runtime's Runner.Close), as the cleanup a React effect
+// returns. Cleanups run effect by effect in registration order, and an
+// effect's cleanups in the order they were registered. A cleanup that
+// panics is reported as an *Error naming the effect, with Cleanup set.
+// Cleanup panics when called outside an effect.
 func (s *Step) Cleanup(fn func()) {
 	if s.current == nil {
 		panic("effects: Step.Cleanup called outside a running effect")

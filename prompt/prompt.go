@@ -30,6 +30,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/reprompt/reprompt/defs"
@@ -53,19 +55,25 @@ type Prompt struct {
 	step      int
 	input     string
 	executing bool
-	seen      map[string]struct{} // identities of declared messages added so far
-	added     []defs.Message      // messages added by the current execution
+	seen      map[string]struct{}       // identities of declared messages added so far
+	restored  map[string]struct{}       // role+text identities restored by MarkMessagesSeen
+	added     []defs.Message            // messages added by the current execution
+	addedIDs  [][2]string               // their identities: by site or key, by role and text
+	msgSites  map[callsite.Stack]int    // declared messages per call site in the current execution
+	msgIDs    map[msgKey]string         // identities by call site, made once
+	tools     map[string]callsite.Stack // tools declared by the current execution
 }
 
 // New returns a Prompt with empty definitions, state and effects. input is
 // the task a sub-agent was given ("" for a top-level prompt).
 func New(input string) *Prompt {
 	return &Prompt{
-		reg:   defs.NewRegistry(),
-		store: state.New(),
-		eff:   &effects.Manager{},
-		input: input,
-		seen:  make(map[string]struct{}),
+		reg:      defs.NewRegistry(),
+		store:    state.New(),
+		eff:      &effects.Manager{},
+		input:    input,
+		seen:     make(map[string]struct{}),
+		restored: make(map[string]struct{}),
 	}
 }
 
@@ -88,8 +96,9 @@ func (p *Prompt) Input() string { return p.input }
 // misused a hook.
 type Error struct {
 	Step int
-	// Site is where the prompt function panicked or misused a hook; empty
-	// when it returned an error.
+	// Site is where the prompt function panicked or misused a hook (for
+	// effects registered out of order, the effect's call site with its
+	// callers); empty when it returned an error.
 	Site string
 	// Panicked reports a panic that was not a hook misuse.
 	Panicked bool
@@ -147,6 +156,9 @@ func (p *Prompt) check(hook string) {
 func (p *Prompt) Execute(step int, fn Func) (added []defs.Message, err error) {
 	p.step = step
 	p.added = p.added[:0]
+	p.addedIDs = p.addedIDs[:0]
+	clear(p.msgSites)
+	clear(p.tools)
 	p.reg.BeginExecution()
 	p.eff.Begin()
 	p.executing = true
@@ -170,35 +182,79 @@ func (p *Prompt) Execute(step int, fn Func) (added []defs.Message, err error) {
 	}
 	p.reg.Reconcile()
 	if eerr := p.eff.End(); eerr != nil {
-		return nil, &Error{Step: step, Err: eerr}
+		return nil, &Error{Step: step, Site: effectSite(eerr), Err: eerr}
 	}
 	return p.added, nil
 }
 
+// effectSite returns the call site an error of the effects names: the
+// effect registered out of order, the second use of a key, or the effect
+// whose cleanup panicked.
+func effectSite(err error) string {
+	var he *effects.HookOrderError
+	var de *effects.DuplicateKeyError
+	var ee *effects.Error
+	switch {
+	case errors.As(err, &he):
+		return he.Now
+	case errors.As(err, &de):
+		return de.Now
+	case errors.As(err, &ee):
+		return ee.Site // a cleanup of an effect no longer registered
+	}
+	return ""
+}
+
 // MarkMessagesSeen records messages as already added, so that a resumed
 // prompt does not add its declared messages again. It is used by the
-// runtime when it restores a session.
+// runtime when it restores a session, with the identities SeenMessages
+// returned, and by a sub-agent for its task message (MessageID).
+//
+// Identities by role and text (MessageID, and all of those of checkpoints
+// written before messages were identified by call site) are matched
+// against a declared message whose call site or key was not seen: a resumed
+// run of such a checkpoint, or of a prompt whose lines moved since, does
+// not add again a message it already holds.
 func (p *Prompt) MarkMessagesSeen(ids []string) {
 	for _, id := range ids {
-		p.seen[id] = struct{}{}
+		if isTextID(id) {
+			p.restored[id] = struct{}{}
+		} else {
+			p.seen[id] = struct{}{}
+		}
 	}
 }
 
 // Forget makes declared messages count as not added yet, so that the next
-// execution that declares them adds them. The runtime uses it when it
+// execution that declares them adds them. msgs are messages the last
+// execution added, as Execute returned them. The runtime uses it when it
 // re-executes a prompt function only to complete an interrupted step.
 func (p *Prompt) Forget(msgs []defs.Message) {
-	for _, m := range msgs {
-		delete(p.seen, MessageID(m.Role, m.Content))
+	for i, a := range p.added {
+		for _, m := range msgs {
+			if a.Identical(m) {
+				delete(p.seen, p.addedIDs[i][0])
+				delete(p.seen, p.addedIDs[i][1])
+				break
+			}
+		}
 	}
 }
 
-// SeenMessages returns the identities of the declared messages added so far.
+// SeenMessages returns the identities of the declared messages added so
+// far, sorted: by call site or key, and by role and text (see
+// MarkMessagesSeen).
 func (p *Prompt) SeenMessages() []string {
-	out := make([]string, 0, len(p.seen))
+	out := make([]string, 0, len(p.seen)+len(p.restored))
 	for id := range p.seen {
 		out = append(out, id)
 	}
+	for id := range p.restored {
+		if _, ok := p.seen[id]; !ok {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
 	return out
 }
 
@@ -210,7 +266,13 @@ func (p *Prompt) Def(name, value string) defs.Handle {
 }
 
 // DefData declares a structured variable, rendered as YAML in the
-// <variables> block.
+// <variables> block. The YAML is that of the value's JSON form: the value is
+// encoded with encoding/json (json tags rename and omit fields, omitempty
+// holds, MarshalJSON is used, yaml tags are not read), and that JSON is
+// written as block-style YAML with the same keys in the same order (struct
+// fields in declaration order, map keys sorted), so the bytes stay the same
+// from step to step while the value does. A value JSON cannot encode fails
+// the step with an error naming the variable.
 func (p *Prompt) DefData(name string, value any) defs.Handle {
 	p.check("DefData")
 	return p.reg.Declare(defs.Def{Kind: defs.KindVariable, Name: name, Data: value, IsData: true})
@@ -224,26 +286,108 @@ func (p *Prompt) DefSystem(name, text string) defs.Handle {
 }
 
 // DefMessage adds a message to the transcript the first time it is
-// declared; declaring the same role and text again adds nothing. It returns
-// nothing: a message is not a definition that can be disabled.
-func (p *Prompt) DefMessage(role defs.Role, text string) {
+// declared, and never again. A declared message is identified by its call
+// site (with the callers up to the prompt function, and how many messages
+// that site declared before in this execution, so a loop declares one
+// message per item), or by MessageKey when given — not by its text. So
+// p.User(fmt.Sprintf("Count: %d", count)) adds "Count: 0" once, at the
+// first execution, and nothing when count changes: the text of a declared
+// message is read only when it is added.
+//
+// A message that must join the transcript later, because something
+// changed, is added by an effect: s.CommitAppend(defs.UserMessage(text))
+// appends it to the transcript for good (see effects.Step.CommitAppend).
+// DefMessage returns nothing: a message is not a definition that can be
+// disabled.
+func (p *Prompt) DefMessage(role defs.Role, text string, opts ...MessageOption) {
 	p.check("DefMessage")
-	id := MessageID(role, text)
+	p.defMessage(role, text, opts)
+}
+
+// MessageOption changes how a message is declared.
+type MessageOption interface{ applyMessage(*messageOptions) }
+
+type messageOptions struct{ key string }
+
+type messageOptionFunc func(*messageOptions)
+
+func (f messageOptionFunc) applyMessage(o *messageOptions) { f(o) }
+
+// MessageKey identifies a declared message by key instead of its call
+// site: a message with a key is added once per prompt, wherever and however
+// often it is declared, and keeps its identity when the code around it
+// moves. Keys must be unique among a prompt's messages.
+func MessageKey(key string) MessageOption {
+	return messageOptionFunc(func(o *messageOptions) { o.key = key })
+}
+
+// msgKey is the identity of a declared message by call site: the site and
+// how many messages it declared before in the same execution.
+type msgKey struct {
+	site callsite.Stack
+	n    int
+}
+
+// defMessage declares a message for the user's function two frames up.
+func (p *Prompt) defMessage(role defs.Role, text string, opts []MessageOption) {
+	var o messageOptions
+	for _, opt := range opts {
+		opt.applyMessage(&o)
+	}
+	var id string
+	if o.key != "" {
+		id = "key:" + o.key
+	} else {
+		site := callsite.CallerStack(3, inPrompt)
+		if p.msgSites == nil {
+			p.msgSites = make(map[callsite.Stack]int)
+			p.msgIDs = make(map[msgKey]string)
+		}
+		n := p.msgSites[site]
+		p.msgSites[site] = n + 1
+		k := msgKey{site, n}
+		var ok bool
+		if id, ok = p.msgIDs[k]; !ok {
+			id = "site:" + site.String() + "#" + strconv.Itoa(n)
+			p.msgIDs[k] = id
+		}
+	}
 	if _, ok := p.seen[id]; ok {
 		return
 	}
+	textID := MessageID(role, text)
 	p.seen[id] = struct{}{}
+	if _, ok := p.restored[textID]; ok {
+		return // added before the checkpoint this prompt was restored from
+	}
+	p.seen[textID] = struct{}{}
 	p.added = append(p.added, defs.Message{Role: role, Content: text})
+	p.addedIDs = append(p.addedIDs, [2]string{id, textID})
 }
 
-// MessageID returns the identity under which a declared message is
-// remembered as added: its role and text.
+// MessageID returns the identity of a message by role and text. It is how
+// checkpoints written before messages were identified by call site name
+// them, and how a sub-agent marks its task message as added (see
+// MarkMessagesSeen).
 func MessageID(role defs.Role, text string) string { return string(role) + "\x00" + text }
 
-// User declares a user message: DefMessage(defs.RoleUser, text).
-func (p *Prompt) User(text string) {
+// isTextID reports whether id was made by MessageID.
+func isTextID(id string) bool {
+	role, _, ok := strings.Cut(id, "\x00")
+	if !ok {
+		return false
+	}
+	switch defs.Role(role) {
+	case defs.RoleUser, defs.RoleAssistant, defs.RoleSystem, defs.RoleTool:
+		return true
+	}
+	return false
+}
+
+// User declares a user message: DefMessage(defs.RoleUser, text, opts...).
+func (p *Prompt) User(text string, opts ...MessageOption) {
 	p.check("User")
-	p.DefMessage(defs.RoleUser, text)
+	p.defMessage(defs.RoleUser, text, opts)
 }
 
 // inPrompt reports whether a function belongs to this package: the frames
@@ -286,6 +430,12 @@ func GetState[T any](p *Prompt, key string) (T, error) {
 // AgentRunner runs sub-agents. The runtime puts one in the context of every
 // tool call, so that a tool declared with DefAgent can run its prompt.
 type AgentRunner interface {
+	// RunAgent runs fn as the sub-agent called name (the tool's name) to
+	// completion, with task as its first user message and as its Input,
+	// and returns the text of its last reply. ctx is the tool call's
+	// context. An error (the sub-agent's run failed, ctx was cancelled)
+	// becomes an error result for the parent's model. It may be called
+	// concurrently, for the parallel tool calls of one reply.
 	RunAgent(ctx context.Context, name string, fn Func, task string) (string, error)
 }
 

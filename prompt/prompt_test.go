@@ -247,8 +247,8 @@ func TestDefMessageAddedOnce(t *testing.T) {
 		p.DefMessage(defs.RoleSystem, "be brief")
 		p.User("hello")
 		p.DefMessage(defs.RoleAssistant, "hello")  // same text, other role: another message
-		p.DefMessage(defs.RoleAssistant, "hello")  // declared twice: once
-		p.User(fmt.Sprintf("step %d", p.Step()%2)) // new text when it changes
+		p.DefMessage(defs.RoleAssistant, "hello")  // same text, another call site: another message
+		p.User(fmt.Sprintf("step %d", p.Step()%2)) // its text changes: still one message
 		return nil
 	}
 	var got [][]defs.Message
@@ -264,9 +264,10 @@ func TestDefMessageAddedOnce(t *testing.T) {
 			{Role: defs.RoleSystem, Content: "be brief"},
 			{Role: defs.RoleUser, Content: "hello"},
 			{Role: defs.RoleAssistant, Content: "hello"},
+			{Role: defs.RoleAssistant, Content: "hello"},
 			{Role: defs.RoleUser, Content: "step 0"},
 		},
-		{{Role: defs.RoleUser, Content: "step 1"}},
+		{},
 		{},
 		{},
 	}

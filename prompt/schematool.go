@@ -47,6 +47,7 @@ func resolveGiven(raw json.RawMessage) *toolSchema {
 // schema is not valid JSON, not of type object, or cannot be resolved.
 func (p *Prompt) DefSchemaTool(name, description string, schema json.RawMessage, fn func(ctx context.Context, args json.RawMessage) (string, error), opts ...ToolOption) defs.Handle {
 	p.check("DefSchemaTool")
+	p.checkTool("DefSchemaTool", name)
 	ts := resolveGiven(schema)
 	if ts.err != nil {
 		misuse("DefSchemaTool "+name, ts.err, 1)

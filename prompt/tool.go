@@ -11,6 +11,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/internal/callsite"
 )
 
 // toolSchema is the schema generated for one argument type, cached for the
@@ -57,6 +58,64 @@ func (e *ArgumentsError) Error() string {
 
 func (e *ArgumentsError) Unwrap() error { return e.Err }
 
+// ToolNameError is a tool or sub-agent declared with a name providers
+// reject: a name must match ^[a-zA-Z0-9_-]{1,64}$ (the pattern of the OpenAI
+// API): 1 to 64 ASCII letters, digits, underscores and hyphens.
+type ToolNameError struct {
+	Name string
+}
+
+func (e *ToolNameError) Error() string {
+	return fmt.Sprintf("invalid tool name %q: a tool name must match ^[a-zA-Z0-9_-]{1,64}$ "+
+		"(1 to 64 ASCII letters, digits, '_' and '-')", e.Name)
+}
+
+// DuplicateToolError is a tool or sub-agent name declared twice in one
+// execution of the prompt function. The model could not tell the two apart,
+// so the second is not silently taken to replace the first.
+type DuplicateToolError struct {
+	Name string
+	// First and Now are the call sites of the two declarations, each with
+	// its callers up to the prompt function ("tools.go:12 ← agent.go:30").
+	First, Now string
+}
+
+func (e *DuplicateToolError) Error() string {
+	return fmt.Sprintf("tool %q declared twice in one execution: at %s and at %s", e.Name, e.First, e.Now)
+}
+
+// ValidToolName reports whether name matches ^[a-zA-Z0-9_-]{1,64}$.
+func ValidToolName(name string) bool {
+	if len(name) == 0 || len(name) > 64 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// checkTool panics with a *MisuseError naming the caller of hook (DefTool
+// or DefAgent) when name is not a valid tool name or was already declared
+// in this execution.
+func (p *Prompt) checkTool(hook, name string) {
+	if !ValidToolName(name) {
+		misuse(hook, &ToolNameError{Name: name}, 2)
+	}
+	site := callsite.CallerStack(2, inPrompt)
+	if first, ok := p.tools[name]; ok {
+		panic(&MisuseError{Hook: hook, Site: callsite.Caller(2).String(),
+			Err: &DuplicateToolError{Name: name, First: first.String(), Now: site.String()}})
+	}
+	if p.tools == nil {
+		p.tools = make(map[string]callsite.Stack)
+	}
+	p.tools[name] = site
+}
+
 // DefTool declares a tool the model may call. The JSON Schema of its
 // arguments is generated from A (a struct: exported fields by their json
 // names, fields without omitempty required, a `jsonschema:"..."` tag as the
@@ -65,11 +124,16 @@ func (e *ArgumentsError) Unwrap() error { return e.Err }
 // for the model, never a crash. The result is sent as is when R is a string
 // and as JSON otherwise.
 //
-// fn may run concurrently with other tools of the same reply. It panics with
-// a *MisuseError (a run error naming the call site) when A has no JSON
+// name must match ^[a-zA-Z0-9_-]{1,64}$, as providers require, and be
+// declared once per execution (sub-agents included). fn may run
+// concurrently with other tools of the same reply. DefTool panics with a
+// *MisuseError (a run error naming the call site) when the name is invalid
+// (*ToolNameError) or already declared in this execution
+// (*DuplicateToolError, naming both call sites), or when A has no JSON
 // Schema of type object.
 func DefTool[A, R any](p *Prompt, name, description string, fn func(ctx context.Context, args A) (R, error), opts ...ToolOption) defs.Handle {
 	p.check("DefTool")
+	p.checkTool("DefTool", name)
 	ts := schemaFor(reflect.TypeFor[A]())
 	if ts.err != nil {
 		misuse("DefTool "+name, ts.err, 1)
@@ -165,9 +229,11 @@ type AgentArgs struct {
 // DefAgent declares a sub-agent: a tool that runs fn as a full prompt of its
 // own (re-execution, state, effects) to completion, with the task the model
 // gives as its first user message and as Input. The model gets the
-// sub-agent's final answer, not its transcript.
+// sub-agent's final answer, not its transcript. Its name follows the rules
+// of DefTool's, and it panics as DefTool does.
 func (p *Prompt) DefAgent(name, description string, fn Func) defs.Handle {
 	p.check("DefAgent")
+	p.checkTool("DefAgent", name)
 	ts := schemaFor(reflect.TypeFor[AgentArgs]())
 	return p.reg.Declare(defs.Def{Kind: defs.KindTool, Name: name, Tool: &defs.Tool{
 		Name:        name,

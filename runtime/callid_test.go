@@ -32,7 +32,7 @@ func (m *sloppyModel) Generate(ctx context.Context, req *runtime.Request) (*runt
 	return &runtime.Reply{Message: defs.Message{Role: defs.RoleAssistant, ToolCalls: m.calls}}, nil
 }
 
-func counting(p *prompt.Prompt) error {
+func callCounting(p *prompt.Prompt) error {
 	_, set := prompt.State(p, "n", 0)
 	prompt.DefTool(p, "inc", "Add one.", func(ctx context.Context, _ struct{}) (string, error) {
 		set.Update(func(n int) int { return n + 1 })
@@ -52,7 +52,7 @@ func TestCallIDsMadeUnique(t *testing.T) {
 	}}
 	store := &recordingStore{Store: session.NewMemory()}
 	cfg := runtime.Config{Store: store, SessionID: "ids"}
-	res, err := runtime.Run(ctx, model, counting, cfg)
+	res, err := runtime.Run(ctx, model, callCounting, cfg)
 	require.NoError(t, err, "a reply with repeated or missing ids must not fail the next step")
 	require.NoError(t, runtime.ValidateMessages(res.Transcript))
 
@@ -74,7 +74,7 @@ func TestCallIDsMadeUnique(t *testing.T) {
 	// Every checkpoint can be resumed, and the resumed run completes.
 	require.NotEmpty(t, store.saved)
 	for _, cp := range store.saved {
-		r, err := runtime.Resume(ctx, model, counting, runtime.Config{Store: latestStore{cp: &cp}, SessionID: "ids"})
+		r, err := runtime.Resume(ctx, model, callCounting, runtime.Config{Store: latestStore{cp: &cp}, SessionID: "ids"})
 		require.NoError(t, err, "resume at checkpoint %d", cp.Seq)
 		if !cp.Done {
 			_, err = r.Run(ctx)

@@ -187,8 +187,17 @@ func TestPanicsNameTheirSite(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := res.Steps[0].ToolResults[0]
-	if !r.IsError || !strings.Contains(r.Content, `tool "boom" panicked at faults_test.go:`) {
-		t.Fatalf("result %q, want a panic naming the tool and faults_test.go", r.Content)
+	if !r.IsError || !strings.Contains(r.Content, `tool "boom" panicked: `) || !strings.Contains(r.Content, "nil map") {
+		t.Fatalf("result %q, want a panic naming the tool and its value", r.Content)
+	}
+	// Issue 8 item 15: the model is not shown a Go source location; the
+	// step record keeps it.
+	if strings.Contains(r.Content, ".go:") {
+		t.Errorf("result %q shows the model a source location", r.Content)
+	}
+	var pe *runtime.ToolPanicError
+	if err := res.Steps[0].ToolErrors[r.CallID]; !errors.As(err, &pe) || !strings.HasPrefix(pe.Site, "faults_test.go:") {
+		t.Errorf("ToolErrors[%s] = %v, want a *ToolPanicError at faults_test.go", r.CallID, err)
 	}
 }
 
@@ -206,7 +215,7 @@ func TestRecoveryKeepsTheStepsViews(t *testing.T) {
 				s.CommitMessages([]defs.Message{defs.UserMessage("short")})
 			}
 			return nil
-		}, effects.Recovery)
+		}, effects.Recovery())
 		p.User("a very long task")
 		return nil
 	}

@@ -133,9 +133,17 @@ const (
 
 // Usage is the token usage a provider reported for one request.
 type Usage struct {
-	InputTokens     int `json:"input_tokens"`
-	OutputTokens    int `json:"output_tokens"`
-	CachedTokens    int `json:"cached_tokens,omitempty"`
+	// InputTokens are the tokens of the request (prompt), cached ones
+	// included.
+	InputTokens int `json:"input_tokens"`
+	// OutputTokens are the tokens of the reply (completion), reasoning
+	// tokens included.
+	OutputTokens int `json:"output_tokens"`
+	// CachedTokens are the part of InputTokens the provider read from its
+	// prompt cache (billed at Pricing.CachedInput); 0 when it reports none.
+	CachedTokens int `json:"cached_tokens,omitempty"`
+	// ReasoningTokens are the part of OutputTokens spent on reasoning; 0
+	// when the provider reports none.
 	ReasoningTokens int `json:"reasoning_tokens,omitempty"`
 }
 

@@ -120,7 +120,7 @@ func TestLogRetriesRecoveriesCompactionsAndErrors(t *testing.T) {
 				s.CommitMessages([]defs.Message{defs.UserMessage("short")})
 			}
 			return nil
-		}, effects.Recovery)
+		}, effects.Recovery())
 		p.User("a very long task, much longer than the window allows")
 		return nil
 	}

@@ -125,7 +125,7 @@ func TestSubAgentTimedOutIsNotRecordedLater(t *testing.T) {
 // usage counts in the run's.
 func TestSummarizer(t *testing.T) {
 	fn := func(p *prompt.Prompt) error {
-		p.Effect(effects.Deps{}, func(ctx context.Context, s *effects.Step) error { // every step
+		p.Effect(effects.Always, func(ctx context.Context, s *effects.Step) error {
 			if s.Number == 0 {
 				text, err := s.Model.Complete(ctx, "sys", "summarise")
 				if err != nil {
@@ -161,7 +161,7 @@ func TestSummarizer(t *testing.T) {
 // reply as it streams, never the text of a summary request.
 func TestSummaryIsNotStreamedAsTheReply(t *testing.T) {
 	fn := func(p *prompt.Prompt) error {
-		p.Effect(effects.Deps{}, func(ctx context.Context, s *effects.Step) error { // every step
+		p.Effect(effects.Always, func(ctx context.Context, s *effects.Step) error {
 			if s.Number > 0 {
 				return nil
 			}

@@ -1,8 +1,11 @@
 package runtime
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -130,23 +133,113 @@ func (c *yamlCache) render(name string, v any) (string, error) {
 	return text, nil
 }
 
-// valueText renders a variable value: a string as is, anything else as YAML.
-// A value YAML cannot encode (a func, a channel) is an error naming the
-// variable: the YAML encoder panics on some of them.
+// valueText renders a variable value: a string as is, anything else as the
+// YAML form of its JSON encoding. The value is encoded with encoding/json
+// (so json tags rename and omit fields, omitempty holds, MarshalJSON and
+// MarshalText are used, as for state and tool arguments), and that JSON is
+// written as block-style YAML with the same keys in the same order: struct
+// fields in declaration order, map keys sorted, as encoding/json writes
+// them. The bytes are therefore stable from step to step, which prompt
+// caching needs. A value JSON cannot encode (a func, a channel, a cycle) is
+// an error naming the variable.
 func valueText(name string, v any) (text string, err error) {
 	if s, ok := v.(string); ok {
 		return s, nil
+	}
+	var js bytes.Buffer
+	enc := json.NewEncoder(&js)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return "", fmt.Errorf("variable %q cannot be rendered: %w", name, err)
+	}
+	dec := json.NewDecoder(&js)
+	dec.UseNumber()
+	node, err := jsonNode(dec, 0)
+	if err != nil {
+		return "", fmt.Errorf("variable %q cannot be rendered as YAML: %w", name, err)
 	}
 	defer func() {
 		if p := recover(); p != nil {
 			text, err = "", fmt.Errorf("variable %q cannot be rendered as YAML: %v", name, p)
 		}
 	}()
-	out, err := yaml.Marshal(v)
+	out, err := yaml.Marshal(node)
 	if err != nil {
 		return "", fmt.Errorf("variable %q cannot be rendered as YAML: %w", name, err)
 	}
-	return strings.TrimRight(string(out), "\n"), nil
+	return strings.TrimSuffix(string(out), "\n"), nil // one: a kept final line break (|+) is part of the value
+}
+
+// maxJSONDepth bounds the nesting jsonNode follows; encoding/json stops at
+// the same depth.
+const maxJSONDepth = 10000
+
+// jsonNode reads one JSON value from dec as a YAML node, keeping the order
+// of object keys. Strings are tagged as strings, so that the encoder quotes
+// one that would read as another type (and escapes control characters);
+// numbers, booleans and null are written as JSON wrote them.
+func jsonNode(dec *json.Decoder, depth int) (*yaml.Node, error) {
+	if depth > maxJSONDepth {
+		return nil, fmt.Errorf("nested deeper than %d", maxJSONDepth)
+	}
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	switch t := tok.(type) {
+	case json.Delim:
+		n := &yaml.Node{Kind: yaml.MappingNode}
+		if t == '[' {
+			n.Kind = yaml.SequenceNode
+		}
+		for dec.More() {
+			if n.Kind == yaml.MappingNode {
+				k, err := dec.Token()
+				if err != nil {
+					return nil, err
+				}
+				key, _ := k.(string)
+				n.Content = append(n.Content, strNode(key))
+			}
+			c, err := jsonNode(dec, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			n.Content = append(n.Content, c)
+		}
+		if _, err := dec.Token(); err != nil { // the closing delimiter
+			return nil, err
+		}
+		return n, nil
+	case string:
+		return strNode(t), nil
+	case json.Number:
+		return &yaml.Node{Kind: yaml.ScalarNode, Value: t.String()}, nil
+	case bool:
+		return &yaml.Node{Kind: yaml.ScalarNode, Value: strconv.FormatBool(t)}, nil
+	default: // nil
+		return &yaml.Node{Kind: yaml.ScalarNode, Value: "null"}, nil
+	}
+}
+
+// strNode returns a string scalar. The encoder quotes it when it would read
+// as another type; the YAML 1.1 booleans (yes, off, …), which it quotes in
+// a Go string but not in a node, are quoted here.
+func strNode(s string) *yaml.Node {
+	n := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s}
+	if oldBool(s) {
+		n.Style = yaml.DoubleQuotedStyle
+	}
+	return n
+}
+
+func oldBool(s string) bool {
+	switch s {
+	case "y", "Y", "yes", "Yes", "YES", "on", "On", "ON",
+		"n", "N", "no", "No", "NO", "off", "Off", "OFF":
+		return true
+	}
+	return false
 }
 
 // renderTools returns the enabled tools, in declaration order, allowed by

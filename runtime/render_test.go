@@ -28,9 +28,9 @@ func firstRequest(t *testing.T, fn prompt.Func) *runtime.Request {
 }
 
 type server struct {
-	Host  string   `yaml:"host"`
-	Ports []int    `yaml:"ports"`
-	Tags  []string `yaml:"tags,omitempty"`
+	Host  string   `json:"host"`
+	Ports []int    `json:"ports"`
+	Tags  []string `json:"tags,omitempty"`
 }
 
 func TestRenderSystemPrompt(t *testing.T) {

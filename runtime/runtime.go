@@ -77,6 +77,7 @@ import (
 	"github.com/reprompt/reprompt/internal/callsite"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/session"
+	"github.com/reprompt/reprompt/state"
 )
 
 // Errors a run can end with. Test them with errors.Is.
@@ -102,6 +103,13 @@ type Step struct {
 	// Agents are the sub-agents the reply's tool calls ran, in call order,
 	// each with the records of its steps.
 	Agents []*AgentRun
+	// ToolErrors are the Go errors behind the error results of tools that
+	// failed when they ran (returned an error, panicked, timed out), by
+	// call id, for the developer: a *ToolPanicError keeps the source
+	// location of the panic, which the model's text leaves out. Arguments
+	// that failed validation, unknown and disabled tools have no entry. nil
+	// when no tool failed.
+	ToolErrors map[string]error
 	// State is a shallow copy of the state after the step.
 	State map[string]any
 	// Effects are the effects that ran, both phases, and why.
@@ -150,6 +158,26 @@ type Result struct {
 	Usage Usage
 	// Stats are the run's totals.
 	Stats effects.RunStats
+
+	store *state.Store // the prompt's state, read by StateOf
+}
+
+// StateOf returns the value of a state key as the run left it, typed as
+// the prompt function declared it:
+//
+//	res, err := runtime.Run(ctx, model, agent, cfg)
+//	count, err := runtime.StateOf[int](res, "count")
+//
+// The error is a *state.TypeError when the key holds another type and a
+// *state.NotFoundError when it is not set (or res is nil or was not made by
+// a run). It is a function, not a method, because Go methods cannot take
+// type parameters.
+func StateOf[T any](res *Result, key string) (T, error) {
+	if res == nil || res.store == nil {
+		var zero T
+		return zero, &state.NotFoundError{Key: key}
+	}
+	return state.Get[T](res.store, key)
 }
 
 // StepError is a step that failed outside the prompt function and the
@@ -207,6 +235,28 @@ type Runner struct {
 	recMu     sync.Mutex
 	agentRuns []*AgentRun
 	summaries []*Summary
+	toolErrMu sync.Mutex // guards toolErrs
+	toolErrs  map[string]error
+}
+
+// noteToolError records the error of a tool call for the step record. Tool
+// calls of one reply run concurrently.
+func (r *Runner) noteToolError(callID string, err error) {
+	r.toolErrMu.Lock()
+	defer r.toolErrMu.Unlock()
+	if r.toolErrs == nil {
+		r.toolErrs = make(map[string]error)
+	}
+	r.toolErrs[callID] = err
+}
+
+// takeToolErrors returns the errors noted since the last call.
+func (r *Runner) takeToolErrors() map[string]error {
+	r.toolErrMu.Lock()
+	defer r.toolErrMu.Unlock()
+	errs := r.toolErrs
+	r.toolErrs = nil
+	return errs
 }
 
 // New returns a runner for fn against model.
@@ -241,7 +291,8 @@ func (r *Runner) Stats() effects.RunStats {
 }
 
 // Run runs steps until the run ends and returns every step's record. On
-// error the result holds the steps completed so far.
+// error the result holds the steps completed so far. It closes the runner
+// (see Close) before it returns.
 func (r *Runner) Run(ctx context.Context) (*Result, error) {
 	res := &Result{}
 	var err error
@@ -253,7 +304,11 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 			err = serr
 		}
 	}
+	if cerr := r.Close(); cerr != nil && err == nil {
+		err = cerr
+	}
 	res.Transcript = r.Transcript()
+	res.store = r.p.Store()
 	r.usageMu.Lock()
 	res.Usage = r.usage
 	r.usageMu.Unlock()
@@ -266,7 +321,9 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 
 // All returns an iterator over the steps of the run, ending after the last
 // one. A failing step is yielded with its error (and the record of what it
-// did, if any) and ends the iteration.
+// did, if any) and ends the iteration. Breaking out of the loop leaves the
+// run open, so that Next may continue it: defer Close to run the effects'
+// pending cleanups.
 func (r *Runner) All(ctx context.Context) iter.Seq2[*Step, error] {
 	return func(yield func(*Step, error) bool) {
 		for !r.done && r.err == nil {
@@ -279,7 +336,9 @@ func (r *Runner) All(ctx context.Context) iter.Seq2[*Step, error] {
 }
 
 // Next runs one step and returns its record. After the last step it
-// returns ErrDone; after a failure it returns the same error again.
+// returns ErrDone; after a failure it returns the same error again. When
+// the run ends or fails, Next closes the runner (see Close); a cleanup that
+// panics then is the step's error.
 func (r *Runner) Next(ctx context.Context) (*Step, error) {
 	if r.err != nil {
 		return nil, r.err
@@ -294,11 +353,15 @@ func (r *Runner) Next(ctx context.Context) (*Step, error) {
 	s, err := r.step1(ctx)
 	r.observeStepEnd(ctx, s, err)
 	if err != nil {
+		if cerr := r.Close(); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
 		r.err = err
-		r.close()
 	} else if s.Done {
 		r.done = true
-		r.close()
+		if cerr := r.Close(); cerr != nil {
+			err, r.err = cerr, cerr
+		}
 	}
 	return s, err
 }
@@ -332,11 +395,26 @@ func (e *PanicError) Error() string {
 	return fmt.Sprintf("step %d: panic at %s: %v", e.Step, e.Site, e.Value)
 }
 
-func (r *Runner) close() {
-	if !r.closed {
-		r.closed = true
-		r.p.Effects().Close()
+// Close ends the run: it runs the cleanups the effects registered
+// (effects.Step.Cleanup) that are still pending, in the order the effects
+// were registered, and returns the *effects.Error of each effect whose
+// cleanup panicked, joined. Next calls it when the run ends or fails, and Run
+// always does; a caller that may stop before the end (breaking out of All,
+// or calling Next until it has seen enough) should defer it:
+//
+//	r := runtime.New(model, agent, cfg)
+//	defer r.Close()
+//	for step, err := range r.All(ctx) { ... }
+//
+// Close is safe to call more than once: later calls do nothing and return
+// nil. After Close, Next returns ErrDone.
+func (r *Runner) Close() error {
+	if r.closed {
+		return nil
 	}
+	r.closed = true
+	r.done = true
+	return r.p.Effects().Close()
 }
 
 func (r *Runner) elapsed() time.Duration {
@@ -428,6 +506,7 @@ func (r *Runner) complete(ctx context.Context, rec *Step, offered []ToolSpec, gi
 		var err error
 		rec.ToolResults, err = r.runCalls(ctx, reply.Message, offered, given)
 		rec.Agents = r.takeAgentRuns(calls)
+		rec.ToolErrors = r.takeToolErrors()
 		if err != nil {
 			return rec, err
 		}

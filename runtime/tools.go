@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/reprompt/reprompt/defs"
@@ -139,7 +140,7 @@ func (r *Runner) runTool(ctx context.Context, c defs.ToolCall, offered []ToolSpe
 		for i, t := range offered {
 			names[i] = t.Name
 		}
-		return fail("unknown tool %q; the tools available are: %v", c.Name, names)
+		return fail("unknown tool %q; the tools available are: %s", c.Name, strings.Join(names, ", "))
 	}
 	if !slices.ContainsFunc(offered, func(t ToolSpec) bool { return t.Name == c.Name }) {
 		return fail("tool %q is disabled at this step and was not run", c.Name)
@@ -154,9 +155,13 @@ func (r *Runner) runTool(ctx context.Context, c defs.ToolCall, offered []ToolSpe
 	out, err := r.callTool(prompt.WithCallID(ctx, c.ID), def.Tool, c.Arguments, tx)
 	r.observeToolError(ctx, err)
 	if err != nil {
+		r.noteToolError(c.ID, err)
 		var pe *ToolPanicError
 		var te *ToolTimeoutError
-		if errors.As(err, &pe) || errors.As(err, &te) || prompt.IsArgumentsError(err) {
+		if errors.As(err, &pe) {
+			return fail("%s", pe.modelText()) // without the Go source location
+		}
+		if errors.As(err, &te) || prompt.IsArgumentsError(err) {
 			return fail("%v", err) // these name the tool already
 		}
 		return fail("tool %q failed: %v", c.Name, err)
@@ -165,16 +170,27 @@ func (r *Runner) runTool(ctx context.Context, c defs.ToolCall, offered []ToolSpe
 	return res
 }
 
-// ToolPanicError is a tool that panicked. The model receives it as an error
-// result.
+// ToolPanicError is a tool that panicked. The model receives an error
+// result saying that the tool panicked and with what value, without Site:
+// the Go source location is for the developer, in Step.ToolErrors.
 type ToolPanicError struct {
 	Tool  string
-	Site  string
+	Site  string // where the panic happened, "file.go:12"
 	Value any
 }
 
 func (e *ToolPanicError) Error() string {
 	return fmt.Sprintf("tool %q panicked at %s: %v", e.Tool, e.Site, e.Value)
+}
+
+// modelText is the error text the model gets: no source location, also
+// when the value is a hook misuse (which names its call site).
+func (e *ToolPanicError) modelText() string {
+	v := e.Value
+	if me, ok := v.(*prompt.MisuseError); ok {
+		v = me.Hook + ": " + me.Err.Error()
+	}
+	return fmt.Sprintf("tool %q panicked: %v", e.Tool, v)
 }
 
 // ToolTimeoutError is a tool still running at Config.ToolTimeout.

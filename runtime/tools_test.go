@@ -293,9 +293,9 @@ func TestToolFailuresBecomeErrorResults(t *testing.T) {
 		{"missing required argument", snapshots.CallTool("add", map[string]any{}), []string{`invalid arguments for tool "add"`, "n"}, false},
 		{"wrong argument type", snapshots.CallTool("add", map[string]any{"n": "five"}), []string{`invalid arguments for tool "add"`, "n"}, false},
 		{"invalid JSON", snapshots.CallTool("add", `{"n":`), []string{`invalid arguments for tool "add"`, "not valid JSON"}, false},
-		{"unknown tool", snapshots.CallTool("sub", amountArgs{N: 1}), []string{`unknown tool "sub"`, "[add crash]"}, false},
+		{"unknown tool", snapshots.CallTool("sub", amountArgs{N: 1}), []string{`unknown tool "sub"`, "are: add, crash"}, false},
 		{"tool error", snapshots.CallTool("add", amountArgs{N: -1}), []string{"negative amounts are not allowed"}, true},
-		{"tool panic", snapshots.CallTool("crash", nil), []string{`tool "crash" panicked at `, "nil map"}, false},
+		{"tool panic", snapshots.CallTool("crash", nil), []string{`tool "crash" panicked: `, "nil map"}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -308,7 +308,14 @@ func TestToolFailuresBecomeErrorResults(t *testing.T) {
 			}
 			want := tt.want
 			if tt.name == "tool panic" {
-				want = append(want, panicSite)
+				// The site is in the step record, not in the model's text.
+				if strings.Contains(r.Content, panicSite) {
+					t.Errorf("result %q shows the model the panic's site", r.Content)
+				}
+				var pe *runtime.ToolPanicError
+				if err := res.Steps[0].ToolErrors[r.CallID]; !errors.As(err, &pe) || pe.Site != panicSite {
+					t.Errorf("ToolErrors[%s] = %v, want a panic at %s", r.CallID, err, panicSite)
+				}
 			}
 			for _, s := range want {
 				if !strings.Contains(r.Content, s) {
@@ -587,10 +594,13 @@ func TestHookMisuseFromToolAndEffect(t *testing.T) {
 		m := snapshots.Script(snapshots.CallTool("sneaky", nil), snapshots.Text("ok"))
 		res := run(t, m, fn, runtime.Config{})
 		r := res.Steps[0].ToolResults[0]
-		for _, s := range []string{`tool "sneaky" panicked`, "Def at " + site, "outside the prompt function"} {
+		for _, s := range []string{`tool "sneaky" panicked`, "Def: ", "outside the prompt function"} {
 			if !r.IsError || !strings.Contains(r.Content, s) {
 				t.Errorf("result %q does not contain %q", r.Content, s)
 			}
+		}
+		if err := res.Steps[0].ToolErrors[r.CallID]; err == nil || !strings.Contains(err.Error(), "Def at "+site) || strings.Contains(r.Content, site) {
+			t.Errorf("ToolErrors[%s] = %v, result %q: want the misuse's site in the error only", r.CallID, err, r.Content)
 		}
 		if m.Requests()[1].System != "" {
 			t.Error("the misused hook declared a variable")

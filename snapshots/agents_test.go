@@ -214,7 +214,7 @@ func TestAgentScriptsRunInParallel(t *testing.T) {
 func summarising(p *prompt.Prompt) error {
 	p.DefSystem("role", "You count.")
 	prompt.DefTool(p, "add", "Add.", func(ctx context.Context, a addArgs) (string, error) { return "added", nil })
-	p.Effect(effects.Deps{}, func(ctx context.Context, s *effects.Step) error { // every step
+	p.Effect(effects.Always, func(ctx context.Context, s *effects.Step) error {
 		if s.Number != 1 {
 			return nil
 		}

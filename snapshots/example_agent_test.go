@@ -94,7 +94,7 @@ func ExampleModel_Agent() {
 func ExampleSummary() {
 	fn := func(p *prompt.Prompt) error {
 		prompt.DefTool(p, "work", "Work.", func(context.Context, struct{}) (string, error) { return "worked", nil })
-		p.Effect(effects.Deps{}, func(ctx context.Context, s *effects.Step) error { // every step
+		p.Effect(effects.Always, func(ctx context.Context, s *effects.Step) error {
 			if s.Number == 1 {
 				text, err := s.Model.Complete(ctx, "Summarise.", "the work so far")
 				if err != nil {

@@ -160,7 +160,7 @@ func delegatingAndSummarising(p *prompt.Prompt) error {
 	if err := delegating(p); err != nil {
 		return err
 	}
-	p.Effect(effects.Deps{}, func(ctx context.Context, s *effects.Step) error { // every step
+	p.Effect(effects.Always, func(ctx context.Context, s *effects.Step) error {
 		if s.Number == 1 {
 			text, err := s.Model.Complete(ctx, "Summarise.", "so far")
 			if err != nil {

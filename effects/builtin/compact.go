@@ -278,7 +278,7 @@ var ErrBreakerOpen = errors.New("compaction: summarising failed too often; using
 // failure count is kept on the summary message and in State, so a resumed
 // run keeps it.
 //
-// Register Compact with effects.Recovery (Config.Register does): when the
+// Register Compact with effects.Recovery() (Config.Register does): when the
 // provider rejects a request as too long, the runtime runs it again with
 // Step.ContextTooLong set and sends the compacted request once more.
 //

@@ -663,7 +663,7 @@ func DefaultsThreshold(cachedInputFraction float64) float64 {
 // conditionally around them does not shift their memory): the compact
 // effects first, since their commit would drop the views of effects run
 // before them (the wrap-up message of limits), then the others, in file
-// order. Compact effects are registered with effects.Recovery, so they run
+// order. Compact effects are registered with effects.Recovery(), so they run
 // when the provider rejects a request as too long. Call it from the prompt function,
 // at every execution, like any hook; register one Config once per prompt
 // (the keys would clash).
@@ -686,7 +686,7 @@ func (c *Config) Register(p *prompt.Prompt) {
 			}
 			opts := []effects.Option{effects.Key(e.Kind + "#" + strconv.Itoa(i)), effects.InPhase(e.Phase)}
 			if compact {
-				opts = append(opts, effects.Recovery)
+				opts = append(opts, effects.Recovery())
 			}
 			p.Effect(effects.Always, fns[i], opts...)
 		}

@@ -9,13 +9,13 @@
 //	compact := builtin.Compact(builtin.CompactConfig{})             // kind compact, BeforeCall
 //	limits := builtin.Limits(builtin.LimitsConfig{MaxCost: 2})      // kind limits, BeforeCall
 //	run := func(p *prompt.Prompt) error {
-//		p.Effect(effects.Always, compact, effects.Key("compact"), effects.Recovery)
+//		p.Effect(effects.Always, compact, effects.Key("compact"), effects.Recovery())
 //		p.Effect(effects.Always, limits, effects.Key("limits"))
 //		p.Effect(effects.Always, trim, effects.Key("trim"), effects.InPhase(effects.AfterReply))
 //		…
 //	}
 //
-// Register Compact with effects.Recovery, so that it runs again when the
+// Register Compact with effects.Recovery(), so that it runs again when the
 // provider rejects a request as too long, and before effects that add views
 // (Limits), since a commit drops the views made before it.
 //

@@ -184,7 +184,7 @@ func TestRunCompactRecoversFromContextTooLong(t *testing.T) {
 		prompt.DefTool(p, "read_file", "Read a file.", func(ctx context.Context, a pathArgs) (string, error) {
 			return strings.Repeat("y", 1000), nil
 		})
-		p.Effect(effects.Always, compact, effects.Key("compact"), effects.Recovery)
+		p.Effect(effects.Always, compact, effects.Key("compact"), effects.Recovery())
 		p.User("Read.")
 		return nil
 	}

@@ -173,7 +173,7 @@ func strategies() []strategy {
 			compact := builtin.Compact(builtin.CompactConfig{Window: window, Reserve: reserve})
 			return func(p *prompt.Prompt) {
 				p.Effect(effects.Always, trim, effects.InPhase(effects.AfterReply), effects.Key("baseline.trim"))
-				p.Effect(effects.Always, compact, effects.Recovery, effects.Key("baseline.compact"))
+				p.Effect(effects.Always, compact, effects.Recovery(), effects.Key("baseline.compact"))
 			}
 		}},
 		{"default", true, func(price float64) func(p *prompt.Prompt) {
@@ -185,7 +185,7 @@ func strategies() []strategy {
 			compact := builtin.Compact(builtin.CompactConfig{Window: window, Reserve: reserve, Strategy: builtin.StrategyWindow})
 			return func(p *prompt.Prompt) {
 				p.Effect(effects.Always, trim, effects.InPhase(effects.AfterReply), effects.Key("trim"))
-				p.Effect(effects.Always, compact, effects.Recovery, effects.Key("compact"))
+				p.Effect(effects.Always, compact, effects.Recovery(), effects.Key("compact"))
 			}
 		}},
 		{"heuristic", false, func(float64) func(p *prompt.Prompt) {
@@ -193,7 +193,7 @@ func strategies() []strategy {
 			compact := builtin.Compact(builtin.CompactConfig{Window: window, Reserve: reserve, Strategy: builtin.StrategyHeuristic})
 			return func(p *prompt.Prompt) {
 				p.Effect(effects.Always, trim, effects.InPhase(effects.AfterReply), effects.Key("trim"))
-				p.Effect(effects.Always, compact, effects.Recovery, effects.Key("compact"))
+				p.Effect(effects.Always, compact, effects.Recovery(), effects.Key("compact"))
 			}
 		}},
 		{"truncate", false, func(float64) func(p *prompt.Prompt) {
@@ -201,7 +201,7 @@ func strategies() []strategy {
 			compact := builtin.Compact(builtin.CompactConfig{Window: window, Reserve: reserve, Strategy: builtin.StrategyTruncate})
 			return func(p *prompt.Prompt) {
 				p.Effect(effects.Always, trim, effects.InPhase(effects.AfterReply), effects.Key("trim"))
-				p.Effect(effects.Always, compact, effects.Recovery, effects.Key("compact"))
+				p.Effect(effects.Always, compact, effects.Recovery(), effects.Key("compact"))
 			}
 		}},
 	}

@@ -119,7 +119,8 @@ func CallerStack(skip int, boundary func(function string) bool) Stack {
 		return st
 	}
 	var parts []string
-	frames := runtime.CallersFrames(pcs[:])
+	miss := pcs // a copy, so that pcs does not escape: only a miss allocates
+	frames := runtime.CallersFrames(miss[:])
 	for len(parts) < 3 {
 		fr, more := frames.Next()
 		if fr.Function == "" || len(parts) > 0 && boundary != nil && boundary(fr.Function) {
