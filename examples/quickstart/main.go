@@ -4,6 +4,14 @@
 // state changed.
 //
 //	go run ./examples/quickstart
+//
+// Built with -tags live, it runs the same agent on a real model when
+// OPENAI_API_KEY or OPENAI_BASE_URL is set (see examples/internal/models):
+//
+//	OPENAI_BASE_URL=http://localhost:11434/v1 OPENAI_MODEL=qwen3:4b go run -tags live ./examples/quickstart
+//
+// The default build links no network code (no net/http, no TLS), so a first
+// run on an empty build cache compiles only what the offline run needs.
 package main
 
 import (
@@ -15,7 +23,6 @@ import (
 	"strings"
 
 	"github.com/reprompt/reprompt/effects"
-	"github.com/reprompt/reprompt/examples/internal/models"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/snapshots"
@@ -143,7 +150,7 @@ func main() {
 		os.Exit(2)
 	}
 	defer flush()
-	model, about := models.Pick(Script())
+	model, about := pickModel(Script())
 	fmt.Println("reprompt quickstart: a to-do agent on the " + about + ".")
 	fmt.Println("The prompt function runs again before every step; effects run when their dependencies change.")
 	r := runtime.New(model, Agent, cfg)

@@ -1,16 +1,10 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"io"
 	"log/slog"
-
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
-	"go.opentelemetry.io/otel/sdk/resource"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/reprompt/reprompt/runtime"
 )
@@ -19,10 +13,12 @@ import (
 // function that flushes what it writes. Without flags the run is neither
 // traced nor logged and the output is the steps alone.
 //
-//	go run ./examples/quickstart -trace 2> trace.json
+//	go run -tags trace ./examples/quickstart -trace 2> trace.json
 //
 // writes the run's OpenTelemetry spans to stderr as JSON (the SDK's stdout
-// exporter: no collector needed), one object per span as it ends;
+// exporter: no collector needed), one object per span as it ends. The SDK
+// links net/http, so it is built only with the tag "trace" (see
+// observe_trace.go), which keeps the default build's cold start short;
 //
 //	go run ./examples/quickstart -log
 //
@@ -42,14 +38,11 @@ func observe(args []string, stderr io.Writer) (cfg runtime.Config, flush func(),
 		return cfg, flush, err
 	}
 	if *traceOn {
-		exp, err := stdouttrace.New(stdouttrace.WithWriter(stderr), stdouttrace.WithPrettyPrint())
+		tp, shutdown, err := newTracer(stderr)
 		if err != nil {
 			return cfg, flush, err
 		}
-		tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp),
-			sdktrace.WithResource(resource.NewSchemaless(attribute.String("service.name", "quickstart"))))
-		cfg.TracerProvider, cfg.TraceContent = tp, *content
-		flush = func() { _ = tp.Shutdown(context.Background()) }
+		cfg.TracerProvider, cfg.TraceContent, flush = tp, *content, shutdown
 	}
 	if *logOn {
 		cfg.Logger = slog.New(slog.NewTextHandler(stderr, nil))

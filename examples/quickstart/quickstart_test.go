@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -36,16 +37,17 @@ func TestQuickstart(t *testing.T) {
 	}
 }
 
-// TestTraceFlag runs the quickstart as -trace does and reads the spans the
+// TestTraceFlag runs "go run -tags trace . -trace" and reads the spans the
 // stdout exporter wrote: the run, its steps, and the model and tool calls
-// under them.
+// under them. Without the tag, -trace is a clear error.
 func TestTraceFlag(t *testing.T) {
 	var stderr bytes.Buffer
-	cfg, flush, err := observe([]string{"-trace"}, &stderr)
-	require.NoError(t, err)
-	_, err = runtime.Run(context.Background(), Script(), Agent, cfg)
-	require.NoError(t, err)
-	flush()
+	cmd := exec.Command("go", "run", "-tags", "trace", ".", "-trace")
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Run(), "stderr: %s", stderr.String())
+
+	_, _, err := observe([]string{"-trace"}, io.Discard)
+	assert.ErrorContains(t, err, "go run -tags trace ./examples/quickstart -trace")
 
 	type span struct {
 		Name        string

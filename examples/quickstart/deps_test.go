@@ -1,0 +1,60 @@
+package main
+
+import (
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// heavy lists what the default (offline) build of the quickstart must not
+// link: the network stack and the modules only other parts of reprompt need.
+// Each of them costs the first `go run` on an empty build cache seconds of
+// compiling (net/http and crypto/tls alone about a third of it); the README
+// states what a cold start costs.
+var heavy = []string{
+	"net/http",
+	"crypto/tls",
+	"github.com/reprompt/reprompt/providers/openai",
+	"github.com/sashabaranov/go-openai",
+	"github.com/tiktoken-go/tokenizer",
+	"github.com/getkin/kin-openapi",
+	"modernc.org/",
+	"github.com/jackc/",
+}
+
+// deps lists the packages a build of this directory links, with go list.
+func deps(t *testing.T, tags string) []string {
+	t.Helper()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("this test needs the go command: %v", err)
+	}
+	out, err := exec.Command(goBin, "list", "-tags", tags, "-deps", ".").Output()
+	if err != nil {
+		t.Fatalf("go list -tags %q -deps: %v", tags, err)
+	}
+	return strings.Fields(string(out))
+}
+
+func linked(pkgs []string, prefix string) bool {
+	return slices.ContainsFunc(pkgs, func(p string) bool {
+		return p == prefix || strings.HasPrefix(p, strings.TrimSuffix(prefix, "/")+"/")
+	})
+}
+
+// TestOfflineBuildStaysLight keeps the cold start of `go run
+// ./examples/quickstart` small: the offline build links none of heavy, and
+// the live build (-tags live) does link the OpenAI adapter, which shows that
+// the listing sees the difference.
+func TestOfflineBuildStaysLight(t *testing.T) {
+	offline := deps(t, "")
+	for _, h := range heavy {
+		if linked(offline, h) {
+			t.Errorf("the offline quickstart links %s; keep it behind -tags live or out of the packages the quickstart imports", h)
+		}
+	}
+	if live := deps(t, "live"); !linked(live, "github.com/reprompt/reprompt/providers/openai") || !linked(live, "net/http") {
+		t.Errorf("the -tags live build does not link providers/openai and net/http: the listing cannot tell the builds apart")
+	}
+}
