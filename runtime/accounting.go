@@ -29,7 +29,9 @@ func (estimator) Tool(n, d string, p json.RawMessage) int {
 // their sums, a message at the same position as an identical one keeps its
 // count, and any other message is looked up by content, first among the
 // messages counted lately (a content-keyed cache of at most cacheSize
-// entries), then among those of the transcript before the rewrite.
+// entries), then among those of the transcript before the rewrite. (The
+// built-in estimate costs less than the lookup: with it, a message that
+// moved is estimated again.)
 type ledger struct {
 	c      Counter
 	cum    []int          // cum[i] is the count of transcript[:i]
@@ -48,6 +50,7 @@ type ledger struct {
 	prevE  int      // the transcript epoch it was built from
 	epoch  int      // incremented when the transcript is rewritten
 	exact  bool     // the counter is a real tokenizer
+	memo   bool     // counts are worth caching by content (not the built-in estimate)
 	calib  float64  // scale of an estimate, see observe
 }
 
@@ -60,7 +63,8 @@ func newLedger(c Counter) *ledger {
 	if c == nil {
 		c = estimator{}
 	}
-	l := &ledger{c: c, cum: []int{0}, calib: 1}
+	_, cheap := c.(estimator)
+	l := &ledger{c: c, cum: []int{0}, calib: 1, memo: !cheap}
 	if e, ok := c.(interface{ Exact() bool }); ok && e.Exact() {
 		l.exact = true
 	}
@@ -133,6 +137,10 @@ func (l *ledger) sync(transcript []defs.Message) {
 			l.add(oldCounts[i], oldHashes[i])
 			continue
 		}
+		if !l.memo {
+			l.add(l.c.Message(*m), 0)
+			continue
+		}
 		h := hashMessage(m)
 		n, ok := l.cached(h)
 		if !ok {
@@ -150,13 +158,23 @@ func (l *ledger) sync(transcript []defs.Message) {
 
 // push counts m (or finds its count by content) and appends it.
 func (l *ledger) push(m *defs.Message) {
+	h, n := l.message(m)
+	l.add(n, h)
+}
+
+// message returns the content hash (0 when counts are not cached) and the
+// count of m, counting it only if its count is not cached.
+func (l *ledger) message(m *defs.Message) (uint64, int) {
+	if !l.memo {
+		return 0, l.c.Message(*m)
+	}
 	h := hashMessage(m)
 	n, ok := l.cached(h)
 	if !ok {
 		n = l.c.Message(*m)
 		l.remember(h, n)
 	}
-	l.add(n, h)
+	return h, n
 }
 
 func (l *ledger) add(n int, h uint64) {
@@ -271,13 +289,7 @@ func (l *ledger) count(msgs []defs.Message) int {
 	}
 	n := l.cum[k]
 	for i := k; i < len(msgs); i++ {
-		m := &msgs[i]
-		h := hashMessage(m)
-		c, ok := l.cached(h)
-		if !ok {
-			c = l.c.Message(*m)
-			l.remember(h, c)
-		}
+		_, c := l.message(&msgs[i])
 		n += c
 	}
 	return l.scale(n)
