@@ -46,8 +46,9 @@ type ToolCallDelta struct {
 
 // Request is what the runtime sends to a model at one step.
 //
-// Messages shares memory with the run's transcript: it must be treated as
-// read-only, by the model and by whoever keeps the request.
+// Messages shares memory with the run's transcript, and Tools with the
+// requests of other steps: both must be treated as read-only, by the model
+// and by whoever keeps the request.
 type Request struct {
 	// System is the rendered system prompt; empty means no system message.
 	System string

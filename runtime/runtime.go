@@ -131,7 +131,7 @@ type Runner struct {
 	stats      effects.RunStats
 	started    time.Time
 	elapsed0   time.Duration // elapsed time restored from a checkpoint
-	yaml       yamlCache
+	renderer   renderer
 	ledger     *ledger
 	valid      validator
 	// Made once, as method values and interface conversions allocate.
@@ -320,8 +320,7 @@ func (r *Runner) next(ctx context.Context) (*Step, error) {
 		return rec, err
 	}
 	reply, err := r.call(ctx, req)
-	var me *ModelError
-	if err != nil && errors.As(err, &me) && me.ContextTooLong {
+	if err != nil && contextTooLong(err) {
 		req, reply, err = r.recover(ctx, n, rec, es, err)
 	}
 	if err != nil {
@@ -458,6 +457,14 @@ func (r *Runner) prepare(n int, rec *Step, mods *effects.Mods) (*Request, error)
 	return req, nil
 }
 
+// contextTooLong reports whether err is a *ModelError rejecting the
+// request as too long. (Its own function, so that the target of errors.As
+// is allocated only for a failed call.)
+func contextTooLong(err error) bool {
+	var me *ModelError
+	return errors.As(err, &me) && me.ContextTooLong
+}
+
 // recover handles a request rejected as too long: the Recovery effects run
 // once, and the request is rendered and sent again.
 // The Recovery effects run on the step the BeforeCall effects prepared, so
@@ -510,8 +517,8 @@ func (r *Runner) effectStep(n int) *effects.Step {
 		// No request yet: count the system prompt and tools as declared,
 		// before any effect changed them.
 		var none effects.Mods
-		if sys, err := renderSystem(reg, &none, &r.yaml); err == nil {
-			r.ledger.fixed(sys, renderTools(reg, &none))
+		if sys, err := r.renderer.system(reg, &none); err == nil {
+			r.ledger.fixed(sys, r.renderer.tools(reg, &none))
 		}
 	}
 	es.Budget = effects.Budget{
@@ -528,7 +535,7 @@ func (r *Runner) effectStep(n int) *effects.Step {
 
 func (r *Runner) render(n int, mods *effects.Mods) (req *Request, verbatim int, err error) {
 	reg := r.p.Registry()
-	sys, err := renderSystem(reg, mods, &r.yaml)
+	sys, err := r.renderer.system(reg, mods)
 	if err != nil {
 		return nil, 0, &StepError{Step: n, Op: "render", Err: err}
 	}
@@ -540,7 +547,7 @@ func (r *Runner) render(n int, mods *effects.Mods) (req *Request, verbatim int, 
 	if refs := reg.Reminded(); len(refs) > 0 {
 		msgs = append(msgs, reminderMessage(refs)) // msgs is clipped: this copies
 	}
-	return &Request{System: sys, Messages: msgs, Tools: renderTools(reg, mods)}, verbatim, nil
+	return &Request{System: sys, Messages: msgs, Tools: r.renderer.tools(reg, mods)}, verbatim, nil
 }
 
 func (r *Runner) call(ctx context.Context, req *Request) (*Reply, error) {
