@@ -119,7 +119,8 @@ func CallerStack(skip int, boundary func(function string) bool) Stack {
 		return st
 	}
 	var parts []string
-	frames := runtime.CallersFrames(pcs[:])
+	walk := pcs // a copy: CallersFrames keeps its slice, which would move pcs to the heap
+	frames := runtime.CallersFrames(walk[:])
 	for len(parts) < 3 {
 		fr, more := frames.Next()
 		if fr.Function == "" || len(parts) > 0 && boundary != nil && boundary(fr.Function) {
