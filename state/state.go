@@ -123,9 +123,19 @@ func Get[T any](s *Store, key string) (T, error) {
 // Set stores v under key, whatever the key held before.
 func Set[T any](s *Store, key string, v T) {
 	s.mu.Lock()
-	s.vals[key] = &entry{v: v, typ: reflect.TypeFor[T]()}
+	s.put(key, v, reflect.TypeFor[T]())
 	s.version++
 	s.mu.Unlock()
+}
+
+// put stores v of type typ under key, reusing the key's entry: entries are
+// never handed out, so one can change in place under s.mu. s.mu is held.
+func (s *Store) put(key string, v any, typ reflect.Type) {
+	if e, ok := s.vals[key]; ok {
+		e.v, e.raw, e.typ = v, nil, typ
+		return
+	}
+	s.vals[key] = &entry{v: v, typ: typ}
 }
 
 // Update applies f to the live value of key and stores the result. Updates
@@ -141,7 +151,7 @@ func Update[T any](s *Store, key string, f func(prev T) T) error {
 			return err
 		}
 	}
-	s.vals[key] = &entry{v: f(prev), typ: reflect.TypeFor[T]()}
+	s.put(key, f(prev), reflect.TypeFor[T]())
 	s.version++
 	return nil
 }
