@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
+	"sync/atomic"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -19,6 +20,34 @@ type toolSchema struct {
 	raw      json.RawMessage
 	resolved *jsonschema.Resolved
 	err      error
+	// valid holds the last arguments that validated: a model often calls a
+	// tool with the same arguments ("{}" for a tool without any), and
+	// validating them again is the costliest part of a call.
+	valid atomic.Pointer[string]
+	// validators holds the Validate function of each tool name using the
+	// schema, made once rather than at every declaration.
+	mu         sync.RWMutex
+	validators map[string]func(json.RawMessage) error
+}
+
+// validator returns the Validate function of the tool name.
+func (ts *toolSchema) validator(name string) func(json.RawMessage) error {
+	ts.mu.RLock()
+	f := ts.validators[name]
+	ts.mu.RUnlock()
+	if f != nil {
+		return f
+	}
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if f = ts.validators[name]; f == nil {
+		f = func(raw json.RawMessage) error { return validate(name, ts, raw) }
+		if ts.validators == nil {
+			ts.validators = make(map[string]func(json.RawMessage) error)
+		}
+		ts.validators[name] = f
+	}
+	return f
 }
 
 var schemaCache sync.Map // reflect.Type → *toolSchema
@@ -83,7 +112,7 @@ func DefTool[A, R any](p *Prompt, name, description string, fn func(ctx context.
 		Description: description,
 		Idempotent:  o.idempotent,
 		Schema:      ts.raw,
-		Validate:    func(raw json.RawMessage) error { return validate(name, ts, raw) },
+		Validate:    ts.validator(name),
 		Call: func(ctx context.Context, raw json.RawMessage) (string, error) {
 			var args A
 			if err := json.Unmarshal(orEmpty(raw), &args); err != nil {
@@ -106,13 +135,19 @@ func orEmpty(raw json.RawMessage) json.RawMessage {
 }
 
 func validate(name string, ts *toolSchema, raw json.RawMessage) error {
+	raw = orEmpty(raw)
+	if last := ts.valid.Load(); last != nil && *last == string(raw) {
+		return nil // validation depends on the schema and the arguments only
+	}
 	var inst any
-	if err := json.Unmarshal(orEmpty(raw), &inst); err != nil {
+	if err := json.Unmarshal(raw, &inst); err != nil {
 		return &ArgumentsError{Tool: name, Err: fmt.Errorf("not valid JSON: %w", err)}
 	}
 	if err := ts.resolved.Validate(inst); err != nil {
 		return &ArgumentsError{Tool: name, Err: err}
 	}
+	valid := string(raw)
+	ts.valid.Store(&valid)
 	return nil
 }
 
@@ -174,7 +209,7 @@ func (p *Prompt) DefAgent(name, description string, fn Func) defs.Handle {
 		Description: description,
 		Schema:      ts.raw,
 		Agent:       true,
-		Validate:    func(raw json.RawMessage) error { return validate(name, ts, raw) },
+		Validate:    ts.validator(name),
 		Call: func(ctx context.Context, raw json.RawMessage) (string, error) {
 			var args AgentArgs
 			if err := json.Unmarshal(orEmpty(raw), &args); err != nil {
