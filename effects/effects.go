@@ -362,6 +362,9 @@ func decide(r *registration) (bool, Reason, []string) {
 		}
 		return true, Reason{Kind: ReasonAlways}, nil
 	}
+	if r.slot.ran && r.deps.unchanged(r.slot.deps) {
+		return false, Reason{}, r.slot.deps
+	}
 	enc, names := r.deps.encode()
 	if !r.slot.ran {
 		return true, Reason{Kind: ReasonFirst}, enc
