@@ -132,6 +132,9 @@ type Runner struct {
 	started    time.Time
 	elapsed0   time.Duration // elapsed time restored from a checkpoint
 	renderer   renderer
+	// The steps effects see, one per phase, reused from step to step: a
+	// Step is valid only during the call of the effect it is passed to.
+	before, after effects.Step
 	ledger     *ledger
 	valid      validator
 	// Made once, as method values and interface conversions allocate.
@@ -307,7 +310,7 @@ func (r *Runner) next(ctx context.Context) (*Step, error) {
 	r.transcript = append(r.transcript, added...)
 
 	// 3. Effects before the call.
-	es := r.effectStep(n)
+	es := r.effectStep(n, &r.before)
 	ran, err := r.p.Effects().Run(ctx, effects.BeforeCall, es)
 	rec.Effects = ran
 	if err != nil {
@@ -379,7 +382,7 @@ func (r *Runner) complete(ctx context.Context, rec *Step, offered []ToolSpec, gi
 	}
 
 	// After-reply effects.
-	es := r.effectStep(n)
+	es := r.effectStep(n, &r.after)
 	es.Reply = &reply.Message
 	es.Results = rec.ToolResults
 	ran, err := r.p.Effects().Run(ctx, effects.AfterReply, es)
@@ -505,9 +508,10 @@ func (r *Runner) account(u Usage) {
 	r.stats.Cost += (float64(u.InputTokens-cached)*p.Input + float64(cached)*p.CachedInput + float64(u.OutputTokens)*p.Output) / 1e6
 }
 
-func (r *Runner) effectStep(n int) *effects.Step {
+// effectStep makes es the step effects see at step n and returns it.
+func (r *Runner) effectStep(n int, es *effects.Step) *effects.Step {
 	reg := r.p.Registry()
-	es := effects.NewStep(n, slices.Clip(r.transcript))
+	*es = *effects.NewStep(n, slices.Clip(r.transcript))
 	es.Tools = reg.Collection(defs.KindTool)
 	es.Systems = reg.Collection(defs.KindSystem)
 	es.Variables = reg.Collection(defs.KindVariable)
