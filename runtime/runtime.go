@@ -135,8 +135,8 @@ type Runner struct {
 	// The steps effects see, one per phase, reused from step to step: a
 	// Step is valid only during the call of the effect it is passed to.
 	before, after effects.Step
-	ledger     *ledger
-	valid      validator
+	ledger        *ledger
+	valid         validator
 	// Made once, as method values and interface conversions allocate.
 	count     func([]defs.Message) int
 	prefix    func(int) int
