@@ -132,11 +132,8 @@ type Runner struct {
 	started    time.Time
 	elapsed0   time.Duration // elapsed time restored from a checkpoint
 	renderer   renderer
-	// The steps effects see, one per phase, reused from step to step: a
-	// Step is valid only during the call of the effect it is passed to.
-	before, after effects.Step
-	ledger        *ledger
-	valid         validator
+	ledger     *ledger
+	valid      validator
 	// Made once, as method values and interface conversions allocate.
 	count     func([]defs.Message) int
 	prefix    func(int) int
@@ -150,6 +147,10 @@ type Runner struct {
 	offered    []string // tools offered by the request of the step under way
 	saveMu     sync.Mutex
 	usageMu    sync.Mutex // guards usage and stats
+
+	// The steps effects see, one per phase, reused from step to step: a
+	// Step is valid only during the call of the effect it is passed to.
+	before, after effects.Step
 }
 
 // New returns a runner for fn against model.
