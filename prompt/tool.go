@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -20,6 +21,7 @@ type toolSchema struct {
 	raw      json.RawMessage
 	resolved *jsonschema.Resolved
 	err      error
+	noFields bool // the argument type is a struct without fields
 	// valid holds the last arguments that validated: a model often calls a
 	// tool with the same arguments ("{}" for a tool without any), and
 	// validating them again is the costliest part of a call.
@@ -56,7 +58,7 @@ func schemaFor(t reflect.Type) *toolSchema {
 	if v, ok := schemaCache.Load(t); ok {
 		return v.(*toolSchema)
 	}
-	ts := &toolSchema{}
+	ts := &toolSchema{noFields: t.Kind() == reflect.Struct && t.NumField() == 0}
 	s, err := jsonschema.ForType(t, nil)
 	switch {
 	case err != nil:
@@ -115,8 +117,10 @@ func DefTool[A, R any](p *Prompt, name, description string, fn func(ctx context.
 		Validate:    ts.validator(name),
 		Call: func(ctx context.Context, raw json.RawMessage) (string, error) {
 			var args A
-			if err := json.Unmarshal(orEmpty(raw), &args); err != nil {
-				return "", &ArgumentsError{Tool: name, Err: err}
+			if !ts.noFields || !ts.known(raw) { // a valid object decodes into no fields as nothing
+				if err := json.Unmarshal(orEmpty(raw), &args); err != nil {
+					return "", &ArgumentsError{Tool: name, Err: err}
+				}
 			}
 			res, err := fn(ctx, args)
 			if err != nil {
@@ -134,11 +138,18 @@ func orEmpty(raw json.RawMessage) json.RawMessage {
 	return raw
 }
 
+// known reports whether raw are the last arguments that validated against
+// ts.
+func (ts *toolSchema) known(raw json.RawMessage) bool {
+	last := ts.valid.Load()
+	return last != nil && *last == string(orEmpty(raw))
+}
+
 func validate(name string, ts *toolSchema, raw json.RawMessage) error {
-	raw = orEmpty(raw)
-	if last := ts.valid.Load(); last != nil && *last == string(raw) {
+	if ts.known(raw) {
 		return nil // validation depends on the schema and the arguments only
 	}
+	raw = orEmpty(raw)
 	var inst any
 	if err := json.Unmarshal(raw, &inst); err != nil {
 		return &ArgumentsError{Tool: name, Err: fmt.Errorf("not valid JSON: %w", err)}
@@ -152,8 +163,13 @@ func validate(name string, ts *toolSchema, raw json.RawMessage) error {
 }
 
 func resultText[R any](res R) (string, error) {
-	if s, ok := any(res).(string); ok {
-		return s, nil
+	switch x := any(res).(type) {
+	case string:
+		return x, nil
+	case int: // as json.Marshal writes it, without its buffers
+		return strconv.Itoa(x), nil
+	case bool:
+		return strconv.FormatBool(x), nil
 	}
 	b, err := json.Marshal(res)
 	if err != nil {
