@@ -308,6 +308,7 @@ func (r *Runner) next(ctx context.Context) (*Step, error) {
 	if err != nil {
 		return rec, err
 	}
+	r.grow(len(added))
 	r.transcript = append(r.transcript, added...)
 
 	// 3. Effects before the call.
@@ -370,6 +371,7 @@ func (r *Runner) complete(ctx context.Context, rec *Step, offered []ToolSpec, gi
 			return rec, err
 		}
 	}
+	r.grow(1 + len(rec.ToolResults))
 	r.transcript = append(r.transcript, reply.Message)
 	if len(calls) > 0 {
 		for i := range rec.ToolResults {
@@ -414,6 +416,17 @@ func (r *Runner) complete(ctx context.Context, rec *Step, offered []ToolSpec, gi
 		return rec, &StepError{Step: n, Op: "checkpoint", Err: err}
 	}
 	return rec, stepErr
+}
+
+// grow makes room for n more transcript messages, doubling the capacity
+// when it must grow. Step records keep the arrays their requests were
+// made from; append's growth by a quarter for long slices would leave
+// about four times the final transcript behind in them, doubling leaves
+// about once.
+func (r *Runner) grow(n int) {
+	if len(r.transcript)+n > cap(r.transcript) {
+		r.transcript = slices.Grow(r.transcript, max(n, len(r.transcript)))
+	}
 }
 
 // sameSlice reports whether a and b are the same slice of the same array.
