@@ -93,7 +93,7 @@ func BenchmarkScenarioS1(b *testing.B) {
 			cfg := runtime.Config{MaxSteps: steps}
 			b.ReportAllocs()
 			var ms0, ms1 goruntime.MemStats
-			var elapsed time.Duration
+			var elapsed, cpu time.Duration
 			var mallocs uint64
 			// One untimed run first: process-wide caches (tool schemas, call
 			// site names) are filled once per process, not per step.
@@ -103,9 +103,12 @@ func BenchmarkScenarioS1(b *testing.B) {
 			for b.Loop() {
 				m := snapshots.Script(script...)
 				goruntime.ReadMemStats(&ms0)
+				cpu0, _ := cpuTime()
 				start := time.Now()
 				res, err := runtime.Run(context.Background(), m, scenarioS1, cfg)
 				elapsed += time.Since(start)
+				cpu1, _ := cpuTime()
+				cpu += cpu1 - cpu0
 				goruntime.ReadMemStats(&ms1)
 				mallocs += ms1.Mallocs - ms0.Mallocs
 				if err != nil {
@@ -117,6 +120,11 @@ func BenchmarkScenarioS1(b *testing.B) {
 			}
 			n := float64(b.N * steps)
 			b.ReportMetric(float64(elapsed.Nanoseconds())/n, "ns/step")
+			if _, ok := cpuTime(); ok {
+				// Process CPU time (GC workers included): far less noisy
+				// than wall time on a shared machine.
+				b.ReportMetric(float64(cpu.Nanoseconds())/n, "cpu-ns/step")
+			}
 			b.ReportMetric(float64(mallocs)/n, "allocs/step")
 		})
 	}

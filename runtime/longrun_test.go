@@ -91,12 +91,15 @@ func BenchmarkLongRunExact(b *testing.B) {
 		b.Run(fmt.Sprintf("steps=%d", steps), func(b *testing.B) {
 			script := longRunScript(steps)
 			b.ReportAllocs()
-			var elapsed time.Duration
+			var elapsed, cpu time.Duration
 			for b.Loop() {
+				cpu0, _ := cpuTime()
 				start := time.Now()
 				res, err := runtime.Run(context.Background(), snapshots.Script(script...), longRunAgent(longRunWindow, longRunReserve),
 					runtime.Config{MaxSteps: steps, Window: longRunWindow, Reserve: longRunReserve, Counter: c})
 				elapsed += time.Since(start)
+				cpu1, _ := cpuTime()
+				cpu += cpu1 - cpu0
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -105,6 +108,9 @@ func BenchmarkLongRunExact(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(elapsed.Nanoseconds())/float64(b.N*steps), "ns/step")
+			if _, ok := cpuTime(); ok {
+				b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N*steps), "cpu-ns/step")
+			}
 		})
 	}
 }
