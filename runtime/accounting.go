@@ -52,6 +52,12 @@ type ledger struct {
 	exact  bool     // the counter is a real tokenizer
 	memo   bool     // counts are worth caching by content (not the built-in estimate)
 	calib  float64  // scale of an estimate, see observe
+
+	// The arrays of counts and hashes of the transcript before the last
+	// rewrite, reused at the next one: a rewrite reads the old ones while
+	// it writes the new ones.
+	spareCounts []int
+	spareHashes []uint64
 }
 
 // cacheSize bounds the ledger's content-keyed cache: it remembers the
@@ -126,11 +132,10 @@ func (l *ledger) sync(transcript []defs.Message) {
 	for k < len(old) && k < len(transcript) && sameMessage(old[k], transcript[k]) {
 		k++
 	}
-	// Positions past k are overwritten in order: the old count and hash
-	// at i are read before i is written.
 	l.cum = l.cum[:k+1]
 	oldCounts, oldHashes := l.counts, l.hashes
-	l.counts, l.hashes = l.counts[:k], l.hashes[:k]
+	l.counts = append(l.spareCounts[:0], oldCounts[:k]...)
+	l.hashes = append(l.spareHashes[:0], oldHashes[:k]...)
 	for i := k; i < len(transcript); i++ {
 		m := &transcript[i]
 		if i < len(old) && sameMessage(old[i], *m) {
@@ -144,15 +149,15 @@ func (l *ledger) sync(transcript []defs.Message) {
 		h := hashMessage(m)
 		n, ok := l.cached(h)
 		if !ok {
-			n, ok = l.before(h, old, oldHashes, oldCounts)
-		}
-		if !ok {
-			n = l.c.Message(*m)
+			if n, ok = l.before(h, old, oldHashes, oldCounts); !ok {
+				n = l.c.Message(*m)
+			}
 			l.remember(h, n)
 		}
 		l.add(n, h)
 	}
 	clear(l.old)
+	l.spareCounts, l.spareHashes = oldCounts, oldHashes
 	l.first, l.msgs = &transcript[0], transcript
 }
 
