@@ -35,8 +35,7 @@ func (estimator) Tool(n, d string, p json.RawMessage) int {
 type ledger struct {
 	c      Counter
 	cum    []int          // cum[i] is the count of transcript[:i]
-	counts []int          // counts[i] is the count of transcript[i]
-	hashes []uint64       // hashes[i] is the content hash of transcript[i]
+	hashes []uint64       // hashes[i] is the content hash of transcript[i], when memo
 	first  *defs.Message  // &transcript[0] when cum was built
 	msgs   []defs.Message // the transcript cum describes
 	cache  [2]map[uint64]int
@@ -53,10 +52,10 @@ type ledger struct {
 	memo   bool     // counts are worth caching by content (not the built-in estimate)
 	calib  float64  // scale of an estimate, see observe
 
-	// The arrays of counts and hashes of the transcript before the last
+	// The prefix sums and hashes of the transcript before the last
 	// rewrite, reused at the next one: a rewrite reads the old ones while
 	// it writes the new ones.
-	spareCounts []int
+	spareCum    []int
 	spareHashes []uint64
 }
 
@@ -132,14 +131,19 @@ func (l *ledger) sync(transcript []defs.Message) {
 	for k < len(old) && k < len(transcript) && sameMessage(old[k], transcript[k]) {
 		k++
 	}
-	l.cum = l.cum[:k+1]
-	oldCounts, oldHashes := l.counts, l.hashes
-	l.counts = append(l.spareCounts[:0], oldCounts[:k]...)
-	l.hashes = append(l.spareHashes[:0], oldHashes[:k]...)
+	oldCum, oldHashes := l.cum, l.hashes
+	l.cum = append(l.spareCum[:0], oldCum[:k+1]...)
+	if l.memo {
+		l.hashes = append(l.spareHashes[:0], oldHashes[:k]...)
+	}
 	for i := k; i < len(transcript); i++ {
 		m := &transcript[i]
 		if i < len(old) && sameMessage(old[i], *m) {
-			l.add(oldCounts[i], oldHashes[i])
+			var h uint64
+			if l.memo {
+				h = oldHashes[i]
+			}
+			l.add(oldCum[i+1]-oldCum[i], h)
 			continue
 		}
 		if !l.memo {
@@ -149,7 +153,7 @@ func (l *ledger) sync(transcript []defs.Message) {
 		h := hashMessage(m)
 		n, ok := l.cached(h)
 		if !ok {
-			if n, ok = l.before(h, old, oldHashes, oldCounts); !ok {
+			if n, ok = l.before(h, old, oldHashes, oldCum); !ok {
 				n = l.c.Message(*m)
 			}
 			l.remember(h, n)
@@ -157,7 +161,7 @@ func (l *ledger) sync(transcript []defs.Message) {
 		l.add(n, h)
 	}
 	clear(l.old)
-	l.spareCounts, l.spareHashes = oldCounts, oldHashes
+	l.spareCum, l.spareHashes = oldCum, oldHashes
 	l.first, l.msgs = &transcript[0], transcript
 }
 
@@ -184,17 +188,21 @@ func (l *ledger) message(m *defs.Message) (uint64, int) {
 
 func (l *ledger) add(n int, h uint64) {
 	l.cum = append(l.cum, l.cum[len(l.cum)-1]+n)
-	l.counts = append(l.counts, n)
-	l.hashes = append(l.hashes, h)
+	if l.memo {
+		l.hashes = append(l.hashes, h)
+	}
 }
 
 func (l *ledger) truncate(k int) {
-	l.cum, l.counts, l.hashes = l.cum[:k+1], l.counts[:k], l.hashes[:k]
+	l.cum = l.cum[:k+1]
+	if l.memo {
+		l.hashes = l.hashes[:k]
+	}
 }
 
 // before returns the count of the message of hash h in the transcript
-// before a rewrite (old, with its hashes and counts), if it was there.
-func (l *ledger) before(h uint64, old []defs.Message, hashes []uint64, counts []int) (int, bool) {
+// before a rewrite (old, with its hashes and prefix sums), if it was there.
+func (l *ledger) before(h uint64, old []defs.Message, hashes []uint64, cum []int) (int, bool) {
 	if len(old) == 0 {
 		return 0, false
 	}
@@ -203,7 +211,7 @@ func (l *ledger) before(h uint64, old []defs.Message, hashes []uint64, counts []
 			l.old = make(map[uint64]int, len(old))
 		}
 		for i := range old {
-			l.old[hashes[i]] = counts[i]
+			l.old[hashes[i]] = cum[i+1] - cum[i]
 		}
 	}
 	n, ok := l.old[h]
@@ -228,7 +236,7 @@ func (l *ledger) remember(h uint64, n int) {
 		l.cache[1] = l.cache[0]
 		l.cache[0] = make(map[uint64]int, max(64, 2*len(l.hashes)))
 		for i, h := range l.hashes {
-			l.cache[0][h] = l.counts[i]
+			l.cache[0][h] = l.cum[i+1] - l.cum[i]
 		}
 	}
 	l.cache[0][h] = n
