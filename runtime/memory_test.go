@@ -2,11 +2,13 @@ package runtime_test
 
 import (
 	"context"
+	"reflect"
 	goruntime "runtime"
 	"testing"
 	"unsafe"
 
 	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/snapshots"
 )
@@ -89,5 +91,37 @@ func TestRetainedHeapPerStep(t *testing.T) {
 	t.Logf("990 steps: %d B retained, transcript %d B, %.0f B/step above the transcript", retained, transcript, perStep)
 	if perStep > 4096 {
 		t.Errorf("%.0f B retained per step above the transcript, want at most 4096", perStep)
+	}
+}
+
+// TestStepStateSharedWhileUnchanged checks the copy-on-write of
+// Step.State: records after which the state did not change share one map,
+// and a change gives the next record a new map with the new value.
+func TestStepStateSharedWhileUnchanged(t *testing.T) {
+	fn := func(p *prompt.Prompt) error {
+		n, setN := prompt.State(p, "n", 0)
+		prompt.DefTool(p, "bump", "d", func(context.Context, struct{}) (int, error) { setN.Set(n + 1); return n + 1, nil })
+		prompt.DefTool(p, "look", "d", func(context.Context, struct{}) (int, error) { return n, nil })
+		p.User("go")
+		return nil
+	}
+	m := snapshots.Script(snapshots.CallTool("look", nil), snapshots.CallTool("look", nil),
+		snapshots.CallTool("bump", nil), snapshots.CallTool("look", nil), snapshots.Text("done"))
+	res, err := runtime.Run(context.Background(), m, fn, runtime.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := res.Steps
+	same := func(a, b map[string]any) bool {
+		return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+	}
+	if !same(st[0].State, st[1].State) || !same(st[2].State, st[3].State) || !same(st[3].State, st[4].State) {
+		t.Error("records after which the state did not change do not share their map")
+	}
+	if same(st[1].State, st[2].State) {
+		t.Error("the record after a change shares the map of the one before")
+	}
+	if st[1].State["n"] != 0 || st[2].State["n"] != 1 || st[4].State["n"] != 1 {
+		t.Errorf("n by step: %v %v %v, want 0 1 1", st[1].State["n"], st[2].State["n"], st[4].State["n"])
 	}
 }

@@ -52,7 +52,8 @@ type Step struct {
 	Reply   *Reply
 	// ToolResults are the results of the reply's tool calls, in call order.
 	ToolResults []defs.ToolResult
-	// State is a shallow copy of the state after the step.
+	// State is a shallow copy of the state after the step. Steps after
+	// which the state did not change share one map: read-only.
 	State map[string]any
 	// Effects are the effects that ran, both phases, and why.
 	Effects []effects.Ran
@@ -151,6 +152,10 @@ type Runner struct {
 	// The steps effects see, one per phase, reused from step to step: a
 	// Step is valid only during the call of the effect it is passed to.
 	before, after effects.Step
+	// The last state snapshot of a step record, and the store's version
+	// it was taken at.
+	state        map[string]any
+	stateVersion uint64
 }
 
 // New returns a runner for fn against model.
@@ -400,7 +405,7 @@ func (r *Runner) complete(ctx context.Context, rec *Step, offered []ToolSpec, gi
 		rec.Committed = true
 	}
 
-	rec.State = r.p.Store().Snapshot()
+	rec.State = r.stateSnapshot()
 	r.step++
 	var stepErr error
 	switch {
@@ -416,6 +421,17 @@ func (r *Runner) complete(ctx context.Context, rec *Step, offered []ToolSpec, gi
 		return rec, &StepError{Step: n, Op: "checkpoint", Err: err}
 	}
 	return rec, stepErr
+}
+
+// stateSnapshot returns a shallow copy of the state for a step record:
+// the previous step's when the store did not change since.
+func (r *Runner) stateSnapshot() map[string]any {
+	store := r.p.Store()
+	v := store.Version() // before the copy: a change after it makes the next step copy again
+	if r.state == nil || v != r.stateVersion {
+		r.state, r.stateVersion = store.Snapshot(), v
+	}
+	return r.state
 }
 
 // grow makes room for n more transcript messages, doubling the capacity
