@@ -156,6 +156,9 @@ type Runner struct {
 	// it was taken at.
 	state        map[string]any
 	stateVersion uint64
+	// appended reports that the transcript's array was made by grow, not
+	// by a commit.
+	appended bool
 }
 
 // New returns a runner for fn against model.
@@ -434,15 +437,22 @@ func (r *Runner) stateSnapshot() map[string]any {
 	return r.state
 }
 
-// grow makes room for n more transcript messages, doubling the capacity
-// when it must grow. Step records keep the arrays their requests were
-// made from; append's growth by a quarter for long slices would leave
-// about four times the final transcript behind in them, doubling leaves
-// about once.
+// grow makes room for n more transcript messages. An array that grew by
+// appending grows by doubling: step records keep the arrays their requests
+// were made from, and append's growth by a quarter for long slices would
+// leave about four times the final transcript behind in them, doubling
+// about once. The first growth after a commit (a transcript rewritten by
+// an effect, often at every step) grows as append does: doubling there
+// would only make every step's array larger.
 func (r *Runner) grow(n int) {
-	if len(r.transcript)+n > cap(r.transcript) {
-		r.transcript = slices.Grow(r.transcript, max(n, len(r.transcript)))
+	if len(r.transcript)+n <= cap(r.transcript) {
+		return
 	}
+	if r.appended {
+		n = max(n, len(r.transcript))
+	}
+	r.transcript = slices.Grow(r.transcript, n)
+	r.appended = true
 }
 
 // sameSlice reports whether a and b are the same slice of the same array.
@@ -456,6 +466,7 @@ func (r *Runner) commit(msgs []defs.Message) error {
 		return err
 	}
 	r.transcript = slices.Clip(msgs)
+	r.appended = false
 	r.valid.reset()
 	r.generation++
 	return nil
