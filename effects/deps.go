@@ -109,6 +109,43 @@ func encodeDeps(d Deps) (vals, names []string) {
 	return vals, names
 }
 
+// depsUnchanged reports whether the values of d encode as prev, without
+// allocating for the common dependency types.
+func depsUnchanged(d Deps, prev []string) bool {
+	var vals []any
+	if d != nil {
+		_, vals = d.values()
+	}
+	if len(prev) != len(vals) {
+		return false
+	}
+	for i, v := range vals {
+		if n, ok := v.(named); ok {
+			v = n.value
+		}
+		if !encodesAs(v, prev[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// encodesAs reports whether Encode(v) == enc.
+func encodesAs(v any, enc string) bool {
+	var buf [64]byte
+	switch x := v.(type) {
+	case string:
+		if len(x)+2 <= len(buf) {
+			return string(strconv.AppendQuote(buf[:0], x)) == enc
+		}
+	case int:
+		return string(strconv.AppendInt(buf[:0], int64(x), 10)) == enc
+	case bool:
+		return string(strconv.AppendBool(buf[:0], x)) == enc
+	}
+	return Encode(v) == enc
+}
+
 // Encode returns the canonical text of v used to compare dependency values.
 // It is deterministic (map keys are sorted), follows pointers with cycle
 // detection, reads unexported fields, writes NaN as NaN, and never panics.

@@ -261,8 +261,8 @@ func (m *Manager) Begin() {
 // changed registration order is detected. A misuse is reported by End.
 func (m *Manager) Register(site callsite.Stack, deps Deps, fn Func, opts ...Option) {
 	r := registration{index: -1, site: site, deps: deps, fn: fn}
-	for _, o := range opts {
-		o.apply(&r)
+	if len(opts) > 0 {
+		r = withOptions(r, opts)
 	}
 	if r.key != "" {
 		if m.keyed == nil {
@@ -299,6 +299,15 @@ func (m *Manager) Register(site callsite.Stack, deps Deps, fn Func, opts ...Opti
 	}
 	r.slot.pos = len(m.regs)
 	m.regs = append(m.regs, r)
+}
+
+// withOptions returns r with opts applied. (A function of its own: the
+// options take r's address, which moves it to the heap.)
+func withOptions(r registration, opts []Option) registration {
+	for _, o := range opts {
+		o.apply(&r)
+	}
+	return r
 }
 
 // End finishes an execution. Effects registered before but not in this
@@ -439,6 +448,9 @@ func (m *Manager) run(ctx context.Context, phase Phase, s *Step, recovery bool) 
 		err := call(ctx, r.fn, s)
 		s.current = nil
 		r.slot.ran, r.slot.deps = true, enc
+		if ran == nil {
+			ran = make([]Ran, 0, len(m.regs)-i) // at most the effects left
+		}
 		ran = append(ran, Ran{ID: r.slot.id, Site: site, Phase: phase, Reason: reason})
 		if err != nil {
 			ee := &Error{ID: r.slot.id, Site: site, Step: s.Number, Phase: phase, Err: err}
@@ -458,6 +470,9 @@ func decide(r *registration) (bool, Reason, []string) {
 			return true, Reason{Kind: ReasonFirst}, nil
 		}
 		return true, Reason{Kind: ReasonAlways}, nil
+	}
+	if r.slot.ran && depsUnchanged(r.deps, r.slot.deps) {
+		return false, Reason{}, r.slot.deps
 	}
 	enc, names := encodeDeps(r.deps)
 	if !r.slot.ran {

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -20,6 +22,35 @@ type toolSchema struct {
 	raw      json.RawMessage
 	resolved *jsonschema.Resolved
 	err      error
+	noFields bool // the argument type is a struct without fields
+	// valid holds the last arguments that validated: a model often calls a
+	// tool with the same arguments ("{}" for a tool without any), and
+	// validating them again is the costliest part of a call.
+	valid atomic.Pointer[string]
+	// validators holds the Validate function of each tool name using the
+	// schema, made once rather than at every declaration.
+	mu         sync.RWMutex
+	validators map[string]func(json.RawMessage) error
+}
+
+// validator returns the Validate function of the tool name.
+func (ts *toolSchema) validator(name string) func(json.RawMessage) error {
+	ts.mu.RLock()
+	f := ts.validators[name]
+	ts.mu.RUnlock()
+	if f != nil {
+		return f
+	}
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if f = ts.validators[name]; f == nil {
+		f = func(raw json.RawMessage) error { return validate(name, ts, raw) }
+		if ts.validators == nil {
+			ts.validators = make(map[string]func(json.RawMessage) error)
+		}
+		ts.validators[name] = f
+	}
+	return f
 }
 
 var schemaCache sync.Map // reflect.Type → *toolSchema
@@ -28,7 +59,7 @@ func schemaFor(t reflect.Type) *toolSchema {
 	if v, ok := schemaCache.Load(t); ok {
 		return v.(*toolSchema)
 	}
-	ts := &toolSchema{}
+	ts := &toolSchema{noFields: t.Kind() == reflect.Struct && t.NumField() == 0}
 	s, err := jsonschema.ForType(t, nil)
 	switch {
 	case err != nil:
@@ -147,11 +178,13 @@ func DefTool[A, R any](p *Prompt, name, description string, fn func(ctx context.
 		Description: description,
 		Idempotent:  o.idempotent,
 		Schema:      ts.raw,
-		Validate:    func(raw json.RawMessage) error { return validate(name, ts, raw) },
+		Validate:    ts.validator(name),
 		Call: func(ctx context.Context, raw json.RawMessage) (string, error) {
 			var args A
-			if err := json.Unmarshal(orEmpty(raw), &args); err != nil {
-				return "", &ArgumentsError{Tool: name, Err: err}
+			if !ts.noFields || !ts.known(raw) { // a valid object decodes into no fields as nothing
+				if err := json.Unmarshal(orEmpty(raw), &args); err != nil {
+					return "", &ArgumentsError{Tool: name, Err: err}
+				}
 			}
 			res, err := fn(ctx, args)
 			if err != nil {
@@ -169,20 +202,38 @@ func orEmpty(raw json.RawMessage) json.RawMessage {
 	return raw
 }
 
+// known reports whether raw are the last arguments that validated against
+// ts.
+func (ts *toolSchema) known(raw json.RawMessage) bool {
+	last := ts.valid.Load()
+	return last != nil && *last == string(orEmpty(raw))
+}
+
 func validate(name string, ts *toolSchema, raw json.RawMessage) error {
+	if ts.known(raw) {
+		return nil // validation depends on the schema and the arguments only
+	}
+	raw = orEmpty(raw)
 	var inst any
-	if err := json.Unmarshal(orEmpty(raw), &inst); err != nil {
+	if err := json.Unmarshal(raw, &inst); err != nil {
 		return &ArgumentsError{Tool: name, Err: fmt.Errorf("not valid JSON: %w", err)}
 	}
 	if err := ts.resolved.Validate(inst); err != nil {
 		return &ArgumentsError{Tool: name, Err: err}
 	}
+	valid := string(raw)
+	ts.valid.Store(&valid)
 	return nil
 }
 
 func resultText[R any](res R) (string, error) {
-	if s, ok := any(res).(string); ok {
-		return s, nil
+	switch x := any(res).(type) {
+	case string:
+		return x, nil
+	case int: // as json.Marshal writes it, without its buffers
+		return strconv.Itoa(x), nil
+	case bool:
+		return strconv.FormatBool(x), nil
 	}
 	b, err := json.Marshal(res)
 	if err != nil {
@@ -240,7 +291,7 @@ func (p *Prompt) DefAgent(name, description string, fn Func) defs.Handle {
 		Description: description,
 		Schema:      ts.raw,
 		Agent:       true,
-		Validate:    func(raw json.RawMessage) error { return validate(name, ts, raw) },
+		Validate:    ts.validator(name),
 		Call: func(ctx context.Context, raw json.RawMessage) (string, error) {
 			var args AgentArgs
 			if err := json.Unmarshal(orEmpty(raw), &args); err != nil {

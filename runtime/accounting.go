@@ -1,7 +1,9 @@
 package runtime
 
 import (
+	"encoding/binary"
 	"encoding/json"
+	"hash/maphash"
 	"slices"
 
 	"github.com/reprompt/reprompt/defs"
@@ -19,30 +21,55 @@ func (estimator) Tool(n, d string, p json.RawMessage) int {
 }
 
 // ledger keeps the token count of every transcript message as prefix sums,
-// extended as the transcript grows and rebuilt when it is rewritten, so
-// that counting a step's request costs only its new messages.
+// extended as the transcript grows and patched when it is rewritten, so
+// that counting a step's request costs only its new or changed messages.
+//
+// No message the ledger counted is tokenised again while it stays in the
+// transcript: after a rewrite, the messages before the first change keep
+// their sums, a message at the same position as an identical one keeps its
+// count, and any other message is looked up by content, first among the
+// messages counted lately (a content-keyed cache of at most cacheSize
+// entries), then among those of the transcript before the rewrite. (The
+// built-in estimate costs less than the lookup: with it, a message that
+// moved is estimated again.)
 type ledger struct {
-	c     Counter
-	cum   []int          // cum[i] is the count of transcript[:i]
-	first *defs.Message  // &transcript[0] when cum was built
-	msgs  []defs.Message // the transcript cum describes
-	sys   string         // last system prompt counted
-	sysN  int
-	tools []ToolSpec // last tool list counted
-	toolN int
-	prev  *Request // the previous request, for the shared prefix
-	prevV int      // its verbatim transcript messages
-	prevE int      // the transcript epoch it was built from
-	epoch int      // incremented when the transcript is rewritten
-	exact bool     // the counter is a real tokenizer
-	calib float64  // scale of an estimate, see observe
+	c      Counter
+	cum    []int          // cum[i] is the count of transcript[:i]
+	hashes []uint64       // hashes[i] is the content hash of transcript[i], when memo
+	first  *defs.Message  // &transcript[0] when cum was built
+	msgs   []defs.Message // the transcript cum describes
+	cache  [2]map[uint64]int
+	old    map[uint64]int // hash → count of the transcript before a rewrite, built on demand
+	sys    string         // last system prompt counted
+	sysN   int
+	tools  []ToolSpec // last tool list counted
+	toolN  int
+	prev   *Request // the previous request, for the shared prefix
+	prevV  int      // its verbatim transcript messages
+	prevE  int      // the transcript epoch it was built from
+	epoch  int      // incremented when the transcript is rewritten
+	exact  bool     // the counter is a real tokenizer
+	memo   bool     // counts are worth caching by content (not the built-in estimate)
+	calib  float64  // scale of an estimate, see observe
+
+	// The prefix sums and hashes of the transcript before the last
+	// rewrite, reused at the next one: a rewrite reads the old ones while
+	// it writes the new ones.
+	spareCum    []int
+	spareHashes []uint64
 }
+
+// cacheSize bounds the ledger's content-keyed cache: it remembers the
+// counts of at least cacheSize/2 and at most cacheSize messages counted
+// last, besides those of the transcript.
+const cacheSize = 8192
 
 func newLedger(c Counter) *ledger {
 	if c == nil {
 		c = estimator{}
 	}
-	l := &ledger{c: c, cum: []int{0}, calib: 1}
+	_, cheap := c.(estimator)
+	l := &ledger{c: c, cum: []int{0}, calib: 1, memo: !cheap}
 	if e, ok := c.(interface{ Exact() bool }); ok && e.Exact() {
 		l.exact = true
 	}
@@ -73,26 +100,180 @@ func (l *ledger) scale(n int) int {
 }
 
 // sync brings the prefix sums up to date with transcript, in time
-// proportional to the new messages (or to the whole transcript once after
-// a rewrite).
+// proportional to the new messages; after a rewrite, to the changed
+// messages plus a shallow comparison of the others.
 func (l *ledger) sync(transcript []defs.Message) {
 	if len(transcript) == 0 {
 		if len(l.msgs) > 0 {
 			l.epoch++
 		}
-		l.cum, l.first, l.msgs = l.cum[:1], nil, nil
+		l.truncate(0)
+		l.first, l.msgs = nil, nil
 		return
 	}
-	if l.first != &transcript[0] || len(transcript) < len(l.msgs) {
-		if l.first != nil {
-			l.epoch++
+	if l.first == &transcript[0] && len(transcript) >= len(l.msgs) {
+		// Grown by appending: a transcript message is never changed in
+		// place.
+		for i := len(l.msgs); i < len(transcript); i++ {
+			l.push(&transcript[i])
 		}
-		l.cum, l.first = l.cum[:1], &transcript[0]
+		l.msgs = transcript
+		return
 	}
-	for i := len(l.cum) - 1; i < len(transcript); i++ {
-		l.cum = append(l.cum, l.cum[i]+l.c.Message(transcript[i]))
+	// Rewritten: keep the unchanged prefix, then reuse the count of every
+	// message identical to the one at its position before, and look the
+	// others up by content.
+	if l.first != nil {
+		l.epoch++
 	}
-	l.msgs = transcript
+	old := l.msgs
+	k := 0
+	for k < len(old) && k < len(transcript) && sameMessage(old[k], transcript[k]) {
+		k++
+	}
+	oldCum, oldHashes := l.cum, l.hashes
+	l.cum = append(l.spareCum[:0], oldCum[:k+1]...)
+	if l.memo {
+		l.hashes = append(l.spareHashes[:0], oldHashes[:k]...)
+	}
+	for i := k; i < len(transcript); i++ {
+		m := &transcript[i]
+		if i < len(old) && sameMessage(old[i], *m) {
+			var h uint64
+			if l.memo {
+				h = oldHashes[i]
+			}
+			l.add(oldCum[i+1]-oldCum[i], h)
+			continue
+		}
+		if !l.memo {
+			l.add(l.c.Message(*m), 0)
+			continue
+		}
+		h := hashMessage(m)
+		n, ok := l.cached(h)
+		if !ok {
+			if n, ok = l.before(h, old, oldHashes, oldCum); !ok {
+				n = l.c.Message(*m)
+			}
+			l.remember(h, n)
+		}
+		l.add(n, h)
+	}
+	clear(l.old)
+	l.spareCum, l.spareHashes = oldCum, oldHashes
+	l.first, l.msgs = &transcript[0], transcript
+}
+
+// push counts m (or finds its count by content) and appends it.
+func (l *ledger) push(m *defs.Message) {
+	h, n := l.message(m)
+	l.add(n, h)
+}
+
+// message returns the content hash (0 when counts are not cached) and the
+// count of m, counting it only if its count is not cached.
+func (l *ledger) message(m *defs.Message) (uint64, int) {
+	if !l.memo {
+		return 0, l.c.Message(*m)
+	}
+	h := hashMessage(m)
+	n, ok := l.cached(h)
+	if !ok {
+		n = l.c.Message(*m)
+		l.remember(h, n)
+	}
+	return h, n
+}
+
+func (l *ledger) add(n int, h uint64) {
+	l.cum = append(l.cum, l.cum[len(l.cum)-1]+n)
+	if l.memo {
+		l.hashes = append(l.hashes, h)
+	}
+}
+
+func (l *ledger) truncate(k int) {
+	l.cum = l.cum[:k+1]
+	if l.memo {
+		l.hashes = l.hashes[:k]
+	}
+}
+
+// before returns the count of the message of hash h in the transcript
+// before a rewrite (old, with its hashes and prefix sums), if it was there.
+func (l *ledger) before(h uint64, old []defs.Message, hashes []uint64, cum []int) (int, bool) {
+	if len(old) == 0 {
+		return 0, false
+	}
+	if len(l.old) == 0 {
+		if l.old == nil {
+			l.old = make(map[uint64]int, len(old))
+		}
+		for i := range old {
+			l.old[hashes[i]] = cum[i+1] - cum[i]
+		}
+	}
+	n, ok := l.old[h]
+	return n, ok
+}
+
+// cached returns the count of the message of hash h if it was counted
+// lately.
+func (l *ledger) cached(h uint64) (int, bool) {
+	if n, ok := l.cache[0][h]; ok {
+		return n, true
+	}
+	n, ok := l.cache[1][h]
+	return n, ok
+}
+
+// remember caches a count, keeping two generations of cacheSize/2
+// entries (more when the transcript is longer). A new generation starts
+// with the counts of the transcript, so that they are never dropped.
+func (l *ledger) remember(h uint64, n int) {
+	if l.cache[0] == nil || len(l.cache[0]) >= max(cacheSize/2, 2*len(l.hashes)) {
+		l.cache[1] = l.cache[0]
+		l.cache[0] = make(map[uint64]int, max(64, 2*len(l.hashes)))
+		for i, h := range l.hashes {
+			l.cache[0][h] = l.cum[i+1] - l.cum[i]
+		}
+	}
+	l.cache[0][h] = n
+}
+
+var hashSeed = maphash.MakeSeed()
+
+// hashMessage hashes the counted part of m (what sameMessage compares).
+// Two messages of the same hash are taken to have the same count: with 64
+// bits, a collision among the messages of a run is vanishingly unlikely.
+func hashMessage(m *defs.Message) uint64 {
+	var h maphash.Hash
+	h.SetSeed(hashSeed)
+	writeString(&h, string(m.Role))
+	writeString(&h, m.Content)
+	writeString(&h, m.Name)
+	writeString(&h, m.ToolCallID)
+	writeLen(&h, len(m.ToolCalls))
+	for i := range m.ToolCalls {
+		tc := &m.ToolCalls[i]
+		writeString(&h, tc.ID)
+		writeString(&h, tc.Name)
+		writeLen(&h, len(tc.Arguments))
+		h.Write(tc.Arguments)
+	}
+	return h.Sum64()
+}
+
+func writeString(h *maphash.Hash, s string) {
+	writeLen(h, len(s))
+	h.WriteString(s)
+}
+
+func writeLen(h *maphash.Hash, n int) {
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], uint64(n))
+	h.Write(b[:])
 }
 
 // prefix returns the (calibrated) count of the first k transcript
@@ -105,7 +286,9 @@ func (l *ledger) prefix(k int) int {
 }
 
 // count returns the count of msgs: from the prefix sums when msgs is the
-// synced transcript or a prefix of it, message by message otherwise.
+// synced transcript or a prefix of it, or starts as a copy of it; message
+// by message otherwise, each one looked up by content before it is
+// counted.
 func (l *ledger) count(msgs []defs.Message) int {
 	if len(msgs) == 0 {
 		return 0
@@ -113,9 +296,14 @@ func (l *ledger) count(msgs []defs.Message) int {
 	if &msgs[0] == l.first && len(msgs) < len(l.cum) {
 		return l.scale(l.cum[len(msgs)])
 	}
-	n := 0
-	for _, m := range msgs {
-		n += l.c.Message(m)
+	k := 0
+	for k < len(msgs) && k < len(l.msgs) && sameMessage(msgs[k], l.msgs[k]) {
+		k++
+	}
+	n := l.cum[k]
+	for i := k; i < len(msgs); i++ {
+		_, c := l.message(&msgs[i])
+		n += c
 	}
 	return l.scale(n)
 }

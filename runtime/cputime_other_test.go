@@ -4,5 +4,4 @@ package runtime_test
 
 import "time"
 
-// cpuTime returns 0: the process's CPU time is read on Unix only.
-func cpuTime() time.Duration { return 0 }
+func cpuTime() (time.Duration, bool) { return 0, false }

@@ -62,8 +62,9 @@ type ToolCallDelta struct {
 // Request is what the runtime sends to a model: the request of one step,
 // or a summary an effect asked for (see Purpose).
 //
-// Messages shares memory with the run's transcript: it must be treated as
-// read-only, by the model and by whoever keeps the request.
+// Messages shares memory with the run's transcript, and Tools with the
+// requests of other steps: both must be treated as read-only, by the model
+// and by whoever keeps the request.
 type Request struct {
 	// System is the rendered system prompt; empty means no system message.
 	System string

@@ -53,11 +53,12 @@ func BenchmarkScenarioS1Observe(b *testing.B) {
 				exp.Reset()
 				m := snapshots.Script(script...)
 				goruntime.ReadMemStats(&ms0)
-				cpu0 := cpuTime()
+				cpu0, _ := cpuTime()
 				start := time.Now()
 				res, err := runtime.Run(context.Background(), m, scenarioS1, cfg)
 				elapsed += time.Since(start)
-				cpu += cpuTime() - cpu0
+				cpu1, _ := cpuTime()
+				cpu += cpu1 - cpu0
 				goruntime.ReadMemStats(&ms1)
 				mallocs += ms1.Mallocs - ms0.Mallocs
 				if err != nil {

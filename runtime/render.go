@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,44 +16,55 @@ import (
 	"github.com/reprompt/reprompt/effects"
 )
 
-// renderSystem renders the enabled system parts in declaration order, then a
+// renderer renders system prompts and tool lists, keeping what it rendered
+// last: a prompt re-declares the same definitions at nearly every step, and
+// a step whose system prompt or tool list is unchanged reuses the previous
+// string or slice instead of allocating new ones.
+type renderer struct {
+	yaml  yamlCache
+	buf   []byte
+	sys   string     // the system prompt rendered last
+	specs []ToolSpec // the tool list rendered last (shared with requests: never modified)
+}
+
+// system renders the enabled system parts in declaration order, then a
 // <variables> block of the enabled variables. It returns "" when nothing is
 // enabled.
-func renderSystem(reg *defs.Registry, mods *effects.Mods, cache *yamlCache) (string, error) {
-	var b strings.Builder
+func (rd *renderer) system(reg *defs.Registry, mods *effects.Mods) (string, error) {
+	b := rd.buf[:0]
 	for d := range reg.Collection(defs.KindSystem).Enabled() {
 		if mods.Systems != nil && !slices.Contains(mods.Systems, d.Name) {
 			continue
 		}
-		if b.Len() > 0 {
-			b.WriteString("\n\n")
+		if len(b) > 0 {
+			b = append(b, "\n\n"...)
 		}
-		openTag(&b, d.Name)
-		b.WriteByte('\n')
-		b.WriteString(strings.TrimRight(d.Text, "\n"))
-		b.WriteByte('\n')
-		closeTag(&b, d.Name)
+		b = openTag(b, d.Name)
+		b = append(b, '\n')
+		b = append(b, strings.TrimRight(d.Text, "\n")...)
+		b = append(b, '\n')
+		b = closeTag(b, d.Name)
 	}
 	vars := 0
 	writeVar := func(name string, text string) {
 		if vars == 0 {
-			if b.Len() > 0 {
-				b.WriteString("\n\n")
+			if len(b) > 0 {
+				b = append(b, "\n\n"...)
 			}
-			b.WriteString("<variables>\n")
+			b = append(b, "<variables>\n"...)
 		}
 		vars++
-		openTag(&b, name)
+		b = openTag(b, name)
 		multiline := strings.Contains(text, "\n")
 		if multiline {
-			b.WriteByte('\n')
+			b = append(b, '\n')
 		}
-		b.WriteString(text)
+		b = append(b, text...)
 		if multiline {
-			b.WriteByte('\n')
+			b = append(b, '\n')
 		}
-		closeTag(&b, name)
-		b.WriteByte('\n')
+		b = closeTag(b, name)
+		b = append(b, '\n')
 	}
 	overridden := func(name string) (any, bool) {
 		for _, v := range mods.Variables {
@@ -67,7 +80,7 @@ func renderSystem(reg *defs.Registry, mods *effects.Mods, cache *yamlCache) (str
 		if v, ok := overridden(d.Name); ok {
 			text, err = valueText(d.Name, v)
 		} else if d.IsData {
-			text, err = cache.render(d.Name, d.Data)
+			text, err = rd.yaml.render(d.Name, d.Data)
 		} else {
 			text = d.Text
 		}
@@ -87,40 +100,59 @@ func renderSystem(reg *defs.Registry, mods *effects.Mods, cache *yamlCache) (str
 		writeVar(v.Name, text)
 	}
 	if vars > 0 {
-		b.WriteString("</variables>")
+		b = append(b, "</variables>"...)
 	}
-	return b.String(), nil
+	rd.buf = b
+	if string(b) != rd.sys {
+		rd.sys = string(b)
+	}
+	return rd.sys, nil
 }
 
-func openTag(b *strings.Builder, name string) {
-	b.WriteByte('<')
-	b.WriteString(name)
-	b.WriteByte('>')
+func openTag(b []byte, name string) []byte {
+	b = append(b, '<')
+	b = append(b, name...)
+	return append(b, '>')
 }
 
-func closeTag(b *strings.Builder, name string) {
-	b.WriteString("</")
-	b.WriteString(name)
-	b.WriteByte('>')
+func closeTag(b []byte, name string) []byte {
+	b = append(b, "</"...)
+	b = append(b, name...)
+	return append(b, '>')
 }
 
-// yamlCache keeps the YAML of each data variable with the canonical encoding
-// of the value it was rendered from: a prompt re-declares its data at every
-// step, usually unchanged, and YAML encoding is the costliest part of
-// rendering.
+// yamlCache keeps the YAML of each data variable with the value it was
+// rendered from: a prompt re-declares its data at every step, usually
+// unchanged, and YAML encoding is the costliest part of rendering. A value
+// made of plain types (see plainCopy) is kept as a deep copy and compared
+// without allocating; any other value is kept as its canonical encoding
+// (effects.Encode).
 type yamlCache struct {
 	m map[string]yamlEntry
 }
 
-type yamlEntry struct{ enc, text string }
+type yamlEntry struct {
+	plain bool
+	snap  any    // a deep copy of the value, when plain
+	enc   string // the value's canonical encoding, when not plain
+	text  string
+}
 
 func (c *yamlCache) render(name string, v any) (string, error) {
 	if c == nil {
 		return valueText(name, v)
 	}
-	enc := effects.Encode(v)
-	if e, ok := c.m[name]; ok && e.enc == enc {
+	e, ok := c.m[name]
+	if ok && e.plain && plainEqual(e.snap, v, 0) {
 		return e.text, nil
+	}
+	snap, plain := plainCopy(v, 0)
+	var enc string
+	if !plain {
+		enc = effects.Encode(v)
+		if ok && !e.plain && e.enc == enc {
+			return e.text, nil
+		}
 	}
 	text, err := valueText(name, v)
 	if err != nil {
@@ -129,9 +161,153 @@ func (c *yamlCache) render(name string, v any) (string, error) {
 	if c.m == nil {
 		c.m = make(map[string]yamlEntry)
 	}
-	c.m[name] = yamlEntry{enc, text}
+	c.m[name] = yamlEntry{plain: plain, snap: snap, enc: enc, text: text}
 	return text, nil
 }
+
+// maxPlainDepth bounds the nesting of a plain value, so that a value that
+// contains itself is not plain.
+const maxPlainDepth = 32
+
+// plainCopy returns a deep copy of v if v is made only of the types
+// decoded JSON and simple configuration use (nil, bool, string, the
+// integer and float types, []any, map[string]any, and slices and
+// string-keyed maps of strings, ints, float64 and bool), nested at most
+// maxPlainDepth deep; ok is false otherwise. Named types are not plain.
+func plainCopy(v any, depth int) (c any, ok bool) {
+	if depth > maxPlainDepth {
+		return nil, false
+	}
+	switch x := v.(type) {
+	case nil, bool, string, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, float32, float64:
+		return x, true
+	case []string:
+		return cloneNil(x), true
+	case []int:
+		return cloneNil(x), true
+	case []float64:
+		return cloneNil(x), true
+	case []bool:
+		return cloneNil(x), true
+	case map[string]string:
+		return cloneMapNil(x), true
+	case map[string]int:
+		return cloneMapNil(x), true
+	case map[string]float64:
+		return cloneMapNil(x), true
+	case map[string]bool:
+		return cloneMapNil(x), true
+	case []any:
+		if x == nil {
+			return x, true
+		}
+		out := make([]any, len(x))
+		for i, e := range x {
+			if out[i], ok = plainCopy(e, depth+1); !ok {
+				return nil, false
+			}
+		}
+		return out, true
+	case map[string]any:
+		if x == nil {
+			return x, true
+		}
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			if out[k], ok = plainCopy(e, depth+1); !ok {
+				return nil, false
+			}
+		}
+		return out, true
+	}
+	return nil, false
+}
+
+func cloneNil[S ~[]E, E any](s S) S {
+	if s == nil {
+		return nil
+	}
+	return slices.Clone(s)
+}
+
+func cloneMapNil[M ~map[K]V, K comparable, V any](m M) M {
+	if m == nil {
+		return nil
+	}
+	return maps.Clone(m)
+}
+
+// plainEqual reports whether v has the same type and value as the plain
+// copy snap, so that it renders to the same YAML: floats compare by their
+// bits (0 and -0 differ, as their YAML does), nil and empty slices and maps
+// differ. It does not allocate.
+func plainEqual(snap, v any, depth int) bool {
+	if depth > maxPlainDepth {
+		return false
+	}
+	switch x := v.(type) {
+	case nil:
+		return snap == nil
+	case bool, string, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
+		return snap == v
+	case float64:
+		s, ok := snap.(float64)
+		return ok && math.Float64bits(s) == math.Float64bits(x)
+	case float32:
+		s, ok := snap.(float32)
+		return ok && math.Float32bits(s) == math.Float32bits(x)
+	case []string:
+		s, ok := snap.([]string)
+		return ok && (s == nil) == (x == nil) && slices.Equal(s, x)
+	case []int:
+		s, ok := snap.([]int)
+		return ok && (s == nil) == (x == nil) && slices.Equal(s, x)
+	case []bool:
+		s, ok := snap.([]bool)
+		return ok && (s == nil) == (x == nil) && slices.Equal(s, x)
+	case []float64:
+		s, ok := snap.([]float64)
+		return ok && (s == nil) == (x == nil) && slices.EqualFunc(s, x, sameFloat)
+	case map[string]string:
+		s, ok := snap.(map[string]string)
+		return ok && (s == nil) == (x == nil) && maps.Equal(s, x)
+	case map[string]int:
+		s, ok := snap.(map[string]int)
+		return ok && (s == nil) == (x == nil) && maps.Equal(s, x)
+	case map[string]bool:
+		s, ok := snap.(map[string]bool)
+		return ok && (s == nil) == (x == nil) && maps.Equal(s, x)
+	case map[string]float64:
+		s, ok := snap.(map[string]float64)
+		return ok && (s == nil) == (x == nil) && maps.EqualFunc(s, x, sameFloat)
+	case []any:
+		s, ok := snap.([]any)
+		if !ok || (s == nil) != (x == nil) || len(s) != len(x) {
+			return false
+		}
+		for i := range x {
+			if !plainEqual(s[i], x[i], depth+1) {
+				return false
+			}
+		}
+		return true
+	case map[string]any:
+		s, ok := snap.(map[string]any)
+		if !ok || (s == nil) != (x == nil) || len(s) != len(x) {
+			return false
+		}
+		for k, e := range x {
+			se, ok := s[k]
+			if !ok || !plainEqual(se, e, depth+1) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+func sameFloat(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }
 
 // valueText renders a variable value: a string as is, anything else as the
 // YAML form of its JSON encoding. The value is encoded with encoding/json
@@ -242,17 +418,46 @@ func oldBool(s string) bool {
 	return false
 }
 
-// renderTools returns the enabled tools, in declaration order, allowed by
-// the step's LimitTools.
-func renderTools(reg *defs.Registry, mods *effects.Mods) []ToolSpec {
+// tools returns the enabled tools, in declaration order, allowed by the
+// step's LimitTools. The slice is the previous step's when nothing changed:
+// it is shared by requests and never modified.
+func (rd *renderer) tools(reg *defs.Registry, mods *effects.Mods) []ToolSpec {
+	prev := rd.specs
 	var out []ToolSpec
+	n := 0 // tools so far; out is nil while they match prev
 	for d := range reg.Collection(defs.KindTool).Enabled() {
 		if mods.Tools != nil && !slices.Contains(mods.Tools, d.Name) {
 			continue
 		}
-		out = append(out, ToolSpec{Name: d.Name, Description: d.Tool.Description, Parameters: d.Tool.Schema})
+		t := ToolSpec{Name: d.Name, Description: d.Tool.Description, Parameters: d.Tool.Schema}
+		if out == nil && n < len(prev) && sameSpec(prev[n], t) {
+			n++
+			continue
+		}
+		if out == nil {
+			out = append(make([]ToolSpec, 0, max(len(prev), n+1)), prev[:n]...)
+		}
+		out = append(out, t)
+		n++
 	}
-	return out
+	switch {
+	case out != nil:
+		rd.specs = out
+	case n == 0:
+		return nil
+	case n < len(prev):
+		rd.specs = prev[:n:n]
+	}
+	return rd.specs
+}
+
+// sameSpec reports whether a and b are the same tool, comparing the schemas
+// by identity first (a declared tool's schema is cached per argument type).
+func sameSpec(a, b ToolSpec) bool {
+	if a.Name != b.Name || a.Description != b.Description || len(a.Parameters) != len(b.Parameters) {
+		return false
+	}
+	return len(a.Parameters) == 0 || &a.Parameters[0] == &b.Parameters[0] || string(a.Parameters) == string(b.Parameters)
 }
 
 // reminderMessage returns the user-role message naming the reminded

@@ -110,7 +110,8 @@ type Step struct {
 	// that failed validation, unknown and disabled tools have no entry. nil
 	// when no tool failed.
 	ToolErrors map[string]error
-	// State is a shallow copy of the state after the step.
+	// State is a shallow copy of the state after the step. Steps after
+	// which the state did not change share one map: read-only.
 	State map[string]any
 	// Effects are the effects that ran, both phases, and why.
 	Effects []effects.Ran
@@ -212,7 +213,7 @@ type Runner struct {
 	stats      effects.RunStats
 	started    time.Time
 	elapsed0   time.Duration // elapsed time restored from a checkpoint
-	yaml       yamlCache
+	renderer   renderer
 	ledger     *ledger
 	valid      validator
 	// Made once, as method values and interface conversions allocate.
@@ -237,6 +238,17 @@ type Runner struct {
 	summaries []*Summary
 	toolErrMu sync.Mutex // guards toolErrs
 	toolErrs  map[string]error
+
+	// The steps effects see, one per phase, reused from step to step: a
+	// Step is valid only during the call of the effect it is passed to.
+	before, after effects.Step
+	// The last state snapshot of a step record, and the store's version
+	// it was taken at.
+	state        map[string]any
+	stateVersion uint64
+	// appended reports that the transcript's array was made by grow, not
+	// by a commit.
+	appended bool
 }
 
 // noteToolError records the error of a tool call for the step record. Tool
@@ -445,10 +457,11 @@ func (r *Runner) next(ctx context.Context) (*Step, error) {
 	if err != nil {
 		return rec, err
 	}
+	r.grow(len(added))
 	r.transcript = append(r.transcript, added...)
 
 	// 3. Effects before the call.
-	es := r.effectStep(n)
+	es := r.effectStep(n, &r.before)
 	ran, err := r.p.Effects().Run(ctx, effects.BeforeCall, es)
 	rec.Effects = ran
 	if err != nil {
@@ -461,8 +474,7 @@ func (r *Runner) next(ctx context.Context) (*Step, error) {
 		return rec, err
 	}
 	reply, err := r.call(ctx, req)
-	var me *ModelError
-	if err != nil && errors.As(err, &me) && me.ContextTooLong {
+	if err != nil && contextTooLong(err) {
 		req, reply, err = r.recover(ctx, n, rec, es, err)
 	}
 	if err != nil {
@@ -511,6 +523,7 @@ func (r *Runner) complete(ctx context.Context, rec *Step, offered []ToolSpec, gi
 			return rec, err
 		}
 	}
+	r.grow(1 + len(rec.ToolResults))
 	r.transcript = append(r.transcript, reply.Message)
 	if len(calls) > 0 {
 		for i := range rec.ToolResults {
@@ -524,7 +537,7 @@ func (r *Runner) complete(ctx context.Context, rec *Step, offered []ToolSpec, gi
 	}
 
 	// After-reply effects.
-	es := r.effectStep(n)
+	es := r.effectStep(n, &r.after)
 	es.Reply = &reply.Message
 	es.Results = rec.ToolResults
 	ran, err := r.p.Effects().Run(ctx, effects.AfterReply, es)
@@ -539,7 +552,7 @@ func (r *Runner) complete(ctx context.Context, rec *Step, offered []ToolSpec, gi
 		rec.Committed = true
 	}
 
-	rec.State = r.p.Store().Snapshot()
+	rec.State = r.stateSnapshot()
 	r.step++
 	var stepErr error
 	switch {
@@ -599,6 +612,35 @@ func (r *Runner) uniqueCallIDs(m *defs.Message, step int) {
 	}
 }
 
+// stateSnapshot returns a shallow copy of the state for a step record:
+// the previous step's when the store did not change since.
+func (r *Runner) stateSnapshot() map[string]any {
+	store := r.p.Store()
+	v := store.Version() // before the copy: a change after it makes the next step copy again
+	if r.state == nil || v != r.stateVersion {
+		r.state, r.stateVersion = store.Snapshot(), v
+	}
+	return r.state
+}
+
+// grow makes room for n more transcript messages. An array that grew by
+// appending grows by doubling: step records keep the arrays their requests
+// were made from, and append's growth by a quarter for long slices would
+// leave about four times the final transcript behind in them, doubling
+// about once. The first growth after a commit (a transcript rewritten by
+// an effect, often at every step) grows as append does: doubling there
+// would only make every step's array larger.
+func (r *Runner) grow(n int) {
+	if len(r.transcript)+n <= cap(r.transcript) {
+		return
+	}
+	if r.appended {
+		n = max(n, len(r.transcript))
+	}
+	r.transcript = slices.Grow(r.transcript, n)
+	r.appended = true
+}
+
 // sameSlice reports whether a and b are the same slice of the same array.
 func sameSlice(a, b []defs.Message) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
@@ -611,6 +653,7 @@ func (r *Runner) commit(msgs []defs.Message) error {
 	}
 	r.observeCommit(msgs)
 	r.transcript = slices.Clip(msgs)
+	r.appended = false
 	r.valid.reset()
 	r.generation++
 	return nil
@@ -643,6 +686,14 @@ func (r *Runner) prepare(n int, rec *Step, mods *effects.Mods) (*Request, error)
 	}
 	rec.BilledInput = float64(rec.InputTokens-rec.PrefixTokens) + frac*float64(rec.PrefixTokens)
 	return req, nil
+}
+
+// contextTooLong reports whether err is a *ModelError rejecting the
+// request as too long. (Its own function, so that the target of errors.As
+// is allocated only for a failed call.)
+func contextTooLong(err error) bool {
+	var me *ModelError
+	return errors.As(err, &me) && me.ContextTooLong
 }
 
 // recover handles a request rejected as too long: the Recovery effects run
@@ -685,9 +736,10 @@ func (r *Runner) account(u Usage) {
 	r.stats.Cost += (float64(u.InputTokens-cached)*p.Input + float64(cached)*p.CachedInput + float64(u.OutputTokens)*p.Output) / 1e6
 }
 
-func (r *Runner) effectStep(n int) *effects.Step {
+// effectStep makes es the step effects see at step n and returns it.
+func (r *Runner) effectStep(n int, es *effects.Step) *effects.Step {
 	reg := r.p.Registry()
-	es := effects.NewStep(n, slices.Clip(r.transcript))
+	*es = *effects.NewStep(n, slices.Clip(r.transcript))
 	es.Tools = reg.Collection(defs.KindTool)
 	es.Systems = reg.Collection(defs.KindSystem)
 	es.Variables = reg.Collection(defs.KindVariable)
@@ -697,8 +749,8 @@ func (r *Runner) effectStep(n int) *effects.Step {
 		// No request yet: count the system prompt and tools as declared,
 		// before any effect changed them.
 		var none effects.Mods
-		if sys, err := renderSystem(reg, &none, &r.yaml); err == nil {
-			r.ledger.fixed(sys, renderTools(reg, &none))
+		if sys, err := r.renderer.system(reg, &none); err == nil {
+			r.ledger.fixed(sys, r.renderer.tools(reg, &none))
 		}
 	}
 	es.Budget = effects.Budget{
@@ -715,7 +767,7 @@ func (r *Runner) effectStep(n int) *effects.Step {
 
 func (r *Runner) render(n int, mods *effects.Mods) (req *Request, verbatim int, err error) {
 	reg := r.p.Registry()
-	sys, err := renderSystem(reg, mods, &r.yaml)
+	sys, err := r.renderer.system(reg, mods)
 	if err != nil {
 		return nil, 0, &StepError{Step: n, Op: "render", Err: err}
 	}
@@ -727,7 +779,7 @@ func (r *Runner) render(n int, mods *effects.Mods) (req *Request, verbatim int, 
 	if refs := reg.Reminded(); len(refs) > 0 {
 		msgs = append(msgs, reminderMessage(refs)) // msgs is clipped: this copies
 	}
-	return &Request{System: sys, Messages: msgs, Tools: renderTools(reg, mods), Agent: r.agent, Step: n}, verbatim, nil
+	return &Request{System: sys, Messages: msgs, Tools: r.renderer.tools(reg, mods), Agent: r.agent, Step: n}, verbatim, nil
 }
 
 func (r *Runner) call(ctx context.Context, req *Request) (*Reply, error) {

@@ -26,106 +26,114 @@ import (
 // not hold. A call cut short by the cancellation of ctx is not recorded as
 // completed, and its changes are dropped.
 func (r *Runner) runCalls(ctx context.Context, reply defs.Message, offered []ToolSpec, given map[string]defs.ToolResult) ([]defs.ToolResult, error) {
-	calls := reply.ToolCalls
+	b := &callBatch{r: r, ctx: prompt.WithAgentRunner(ctx, r), reply: reply, offered: offered, slots: make([]callSlot, len(reply.ToolCalls))}
 	store := r.p.Store()
-	results := make([]defs.ToolResult, len(calls))
-	finished := make([]bool, len(calls))
-	txs := make([]*state.Tx, len(calls))
-	var todo []defs.ToolCall
-	var at []int // at[j]: index in calls of todo[j]
-	for i, c := range calls {
+	var todo []int
+	for i, c := range reply.ToolCalls {
 		if res, ok := given[c.ID]; ok {
-			results[i], finished[i] = res, true
+			b.slots[i] = callSlot{res: res, finished: true}
 			continue
 		}
-		todo = append(todo, c)
-		at = append(at, i)
-		txs[i] = store.Begin()
-	}
-	var mu sync.Mutex
-	var saveErr error
-	committed := 0 // calls[:committed] are finished and their changes applied
-	advance := func() {
-		from := committed
-		for committed < len(calls) && finished[committed] {
-			if tx := txs[committed]; tx != nil {
-				if err := tx.Commit(); err != nil {
-					res := &results[committed]
-					res.Content, res.IsError = fmt.Sprintf("error: tool %q: its state change could not be applied: %v", res.Name, err), true
-				}
-			}
-			committed++
-		}
-		if committed == from {
-			return
-		}
-		var durable []defs.ToolResult
-		for i := range calls {
-			if i < committed || (txs[i] == nil && finished[i]) {
-				durable = append(durable, results[i])
-			}
-		}
-		if err := r.savePending(ctx, reply, durable); err != nil && saveErr == nil {
-			saveErr = err
+		b.slots[i].tx = store.Begin()
+		if len(given) > 0 {
+			todo = append(todo, i)
 		}
 	}
-	done := func(j int, res defs.ToolResult) {
-		i := at[j]
-		if ctx.Err() != nil && res.IsError {
-			txs[i].Discard() // cancelled: on resume it counts as not completed
-			return
+	switch {
+	case len(given) == 0 && len(b.slots) == 1:
+		b.run(0)
+	case len(given) == 0:
+		var wg sync.WaitGroup
+		for i := range b.slots {
+			wg.Go(func() { b.run(i) })
 		}
-		txs[i].Close()
-		mu.Lock()
-		defer mu.Unlock()
-		results[i], finished[i] = res, true
-		advance()
+		wg.Wait()
+	default:
+		var wg sync.WaitGroup
+		for _, i := range todo {
+			wg.Go(func() { b.run(i) })
+		}
+		wg.Wait()
 	}
-	r.runTools(ctx, todo, offered, txs, at, done)
-	if saveErr != nil {
-		return nil, &StepError{Op: "checkpoint", Err: saveErr}
+	if b.saveErr != nil {
+		return nil, &StepError{Op: "checkpoint", Err: b.saveErr}
 	}
 	if err := ctx.Err(); err != nil {
-		for _, tx := range txs[committed:] {
-			if tx != nil {
-				tx.Discard()
+		for _, s := range b.slots[b.committed:] {
+			if s.tx != nil {
+				s.tx.Discard()
 			}
 		}
 		return nil, err
 	}
+	results := make([]defs.ToolResult, len(b.slots))
+	for i := range b.slots {
+		results[i] = b.slots[i].res
+	}
 	return results, nil
 }
 
-// runTools runs the calls, concurrently when there are several, and returns
-// their results in call order. Only the tools offered in this step's request
-// are run. txs[at[i]], if set, records the state changes of calls[i]; done,
-// if set, is called as each result is ready (from the goroutine that ran
-// it).
-func (r *Runner) runTools(ctx context.Context, calls []defs.ToolCall, offered []ToolSpec, txs []*state.Tx, at []int, done func(i int, res defs.ToolResult)) []defs.ToolResult {
-	ctx = prompt.WithAgentRunner(ctx, r)
-	results := make([]defs.ToolResult, len(calls))
-	run := func(i int) {
-		var tx *state.Tx
-		if txs != nil {
-			tx = txs[at[i]]
+// callBatch is the tool calls of one reply under way.
+type callBatch struct {
+	r       *Runner
+	ctx     context.Context // carries the runner, for sub-agents
+	reply   defs.Message
+	offered []ToolSpec
+	slots   []callSlot // by call
+
+	mu        sync.Mutex // guards what follows and the slots' res and finished
+	committed int        // slots[:committed] are finished and their changes applied
+	saveErr   error
+}
+
+type callSlot struct {
+	res      defs.ToolResult
+	tx       *state.Tx // nil for a result given by a checkpoint
+	finished bool
+}
+
+// run runs call i, on the calling goroutine, and records its result.
+func (b *callBatch) run(i int) {
+	r, c, tx := b.r, b.reply.ToolCalls[i], b.slots[i].tx
+	tctx, span := r.observeTool(b.ctx, c)
+	res := r.runTool(tctx, c, b.offered, tx)
+	r.observeToolEnd(span, res)
+	if b.ctx.Err() != nil && res.IsError {
+		tx.Discard() // cancelled: on resume it counts as not completed
+		return
+	}
+	tx.Close()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.slots[i].res, b.slots[i].finished = res, true
+	b.advance()
+}
+
+// advance applies the changes of the calls finished in call order since the
+// last advance and saves a checkpoint with their results. b.mu is held.
+func (b *callBatch) advance() {
+	from := b.committed
+	for b.committed < len(b.slots) && b.slots[b.committed].finished {
+		s := &b.slots[b.committed]
+		if s.tx != nil {
+			if err := s.tx.Commit(); err != nil {
+				s.res.Content, s.res.IsError = fmt.Sprintf("error: tool %q: its state change could not be applied: %v", s.res.Name, err), true
+			}
 		}
-		tctx, span := r.observeTool(ctx, calls[i])
-		results[i] = r.runTool(tctx, calls[i], offered, tx)
-		r.observeToolEnd(span, results[i])
-		if done != nil {
-			done(i, results[i])
+		b.committed++
+	}
+	if b.committed == from || b.r.cfg.Store == nil {
+		return
+	}
+	var durable []defs.ToolResult
+	for i, s := range b.slots {
+		if i < b.committed || (s.tx == nil && s.finished) {
+			durable = append(durable, s.res)
 		}
 	}
-	if len(calls) == 1 {
-		run(0)
-		return results
+	if err := b.r.savePending(b.ctx, b.reply, durable); err != nil && b.saveErr == nil {
+		b.saveErr = err
 	}
-	var wg sync.WaitGroup
-	for i := range calls {
-		wg.Go(func() { run(i) })
-	}
-	wg.Wait()
-	return results
 }
 
 func (r *Runner) runTool(ctx context.Context, c defs.ToolCall, offered []ToolSpec, tx *state.Tx) defs.ToolResult {
@@ -233,7 +241,8 @@ func (r *Runner) callTool(ctx context.Context, t *defs.Tool, args []byte, tx *st
 // panic into a *ToolPanicError.
 func safeCall(ctx context.Context, t *defs.Tool, args []byte, tx *state.Tx) (out string, err error) {
 	if tx != nil {
-		defer tx.Bind()()
+		tx.Bind()
+		defer tx.Unbind()
 	}
 	defer func() {
 		if v := recover(); v != nil {

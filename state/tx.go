@@ -23,6 +23,7 @@ type Tx struct {
 	s      *Store
 	ops    []op
 	closed bool
+	g      uint64 // the goroutine bound to it, or 0
 }
 
 // op is one recorded change: apply makes the new entry from the previous
@@ -47,9 +48,9 @@ func (o *op) on(prev *entry) (*entry, error) {
 func (s *Store) Begin() *Tx { return &Tx{s: s} }
 
 // Bind records the changes the calling goroutine makes through the store in
-// tx until the returned function is called. Changes made after Close,
-// Commit or Discard are dropped.
-func (tx *Tx) Bind() (unbind func()) {
+// tx until Unbind. Changes made after Close, Commit or Discard are dropped.
+// A transaction is bound to one goroutine at a time.
+func (tx *Tx) Bind() {
 	id := goid()
 	s := tx.s
 	s.mu.Lock()
@@ -57,16 +58,21 @@ func (tx *Tx) Bind() (unbind func()) {
 		s.txs = make(map[uint64]*Tx)
 	}
 	s.txs[id] = tx
+	tx.g = id
 	s.bound.Add(1)
 	s.mu.Unlock()
-	return func() {
-		s.mu.Lock()
-		if s.txs[id] == tx {
-			delete(s.txs, id)
-			s.bound.Add(-1)
-		}
-		s.mu.Unlock()
+}
+
+// Unbind ends Bind: the goroutine's changes apply to the live values again.
+func (tx *Tx) Unbind() {
+	s := tx.s
+	s.mu.Lock()
+	if tx.g != 0 && s.txs[tx.g] == tx {
+		delete(s.txs, tx.g)
+		s.bound.Add(-1)
 	}
+	tx.g = 0
+	s.mu.Unlock()
 }
 
 // Close stops recording: changes the bound goroutine makes from now on are
@@ -160,11 +166,12 @@ func goid() uint64 {
 	var buf [64]byte
 	b := buf[:runtime.Stack(buf[:], false)]
 	b = bytes.TrimPrefix(b, []byte("goroutine "))
-	if i := bytes.IndexByte(b, ' '); i > 0 {
-		b = b[:i]
+	var id uint64
+	n := 0
+	for ; n < len(b) && '0' <= b[n] && b[n] <= '9'; n++ {
+		id = id*10 + uint64(b[n]-'0')
 	}
-	id, err := strconv.ParseUint(string(b), 10, 64)
-	if err != nil {
+	if n == 0 || n >= len(b) || b[n] != ' ' {
 		panic("state: cannot read the goroutine id from " + strconv.Quote(string(buf[:])))
 	}
 	return id

@@ -17,8 +17,8 @@ func TestTxRecordsBoundGoroutineOnly(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		unbind := tx.Bind()
-		defer unbind()
+		tx.Bind()
+		defer tx.Unbind()
 		state.Set(s, "n", 10)
 		require.NoError(t, state.Update(s, "n", func(n int) int { return n + 5 }))
 		got, err := state.Get[int](s, "n")
@@ -52,7 +52,8 @@ func TestTxUpdatesApplyToLiveValueAtCommit(t *testing.T) {
 	var wg sync.WaitGroup
 	for _, tx := range txs {
 		wg.Go(func() {
-			defer tx.Bind()()
+			tx.Bind()
+			defer tx.Unbind()
 			require.NoError(t, state.Update(s, "n", func(n int) int { return n*10 + 1 }))
 		})
 	}
@@ -72,7 +73,8 @@ func TestTxDiscardAndClose(t *testing.T) {
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
-		defer tx.Bind()()
+		tx.Bind()
+		defer tx.Unbind()
 		state.Set(s, "n", 2)
 		step <- struct{}{}
 		<-step // Close happened: this change is dropped
@@ -88,7 +90,8 @@ func TestTxDiscardAndClose(t *testing.T) {
 
 	tx = s.Begin()
 	func() {
-		defer tx.Bind()()
+		tx.Bind()
+		defer tx.Unbind()
 		state.Set(s, "n", 9)
 	}()
 	tx.Discard()
@@ -104,7 +107,8 @@ func TestTxTypeMismatch(t *testing.T) {
 	state.Set(s, "n", 1)
 	tx := s.Begin()
 	func() {
-		defer tx.Bind()()
+		tx.Bind()
+		defer tx.Unbind()
 		err := state.Update(s, "n", func(v string) string { return v })
 		var te *state.TypeError
 		require.ErrorAs(t, err, &te, "a mismatch is reported to the caller at once")
@@ -130,7 +134,8 @@ func BenchmarkSetUnbound(b *testing.B) {
 func BenchmarkSetBound(b *testing.B) {
 	s := state.New()
 	tx := s.Begin()
-	defer tx.Bind()()
+	tx.Bind()
+	defer tx.Unbind()
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		state.Set(s, "n", i)

@@ -38,14 +38,14 @@ func TestWhenHugeConstantRangeRejected(t *testing.T) {
 }
 
 // runWhen runs a short session with a trim effect guarded by cond and
-// returns the run's error and how long it took.
-func runWhen(t *testing.T, ctx context.Context, file, yaml string) (error, time.Duration) {
+// returns how long the run took and its error.
+func runWhen(t *testing.T, ctx context.Context, file, yaml string) (time.Duration, error) {
 	t.Helper()
 	cfg, err := builtin.Parse(file, []byte(yaml))
 	require.NoError(t, err)
 	start := time.Now()
 	_, err = runtime.Run(ctx, snapshots.Script(reads(3)...), agent(cfg, 100), runtime.Config{})
-	return err, time.Since(start)
+	return time.Since(start), err
 }
 
 // TestWhenStallIsBounded: the stalling condition, with a range the parser
@@ -54,7 +54,7 @@ func runWhen(t *testing.T, ctx context.Context, file, yaml string) (error, time.
 func TestWhenStallIsBounded(t *testing.T) {
 	cond := `len(reduce(1..(step + 40000), #acc + "xxxxxxxxxx", "")) > 0`
 	src := "when_timeout: 100ms\neffects:\n  - kind: trim_tool_results\n    when: '" + cond + "'\n"
-	err, elapsed := runWhen(t, context.Background(), "stall.yaml", src)
+	elapsed, err := runWhen(t, context.Background(), "stall.yaml", src)
 	assert.Less(t, elapsed, time.Second, "the condition ran past its 100ms limit")
 	var we *builtin.WhenError
 	require.ErrorAs(t, err, &we)
@@ -70,7 +70,7 @@ func TestWhenStallIsBounded(t *testing.T) {
 // the condition.
 func TestWhenDefaultTimeout(t *testing.T) {
 	src := "effects:\n  - kind: trim_tool_results\n    when: 'len(reduce(1..(step + 40000), #acc + \"xxxxxxxxxx\", \"\")) > 0'\n"
-	err, elapsed := runWhen(t, context.Background(), "default.yaml", src)
+	elapsed, err := runWhen(t, context.Background(), "default.yaml", src)
 	assert.ErrorIs(t, err, builtin.ErrWhenTimeout)
 	assert.Less(t, elapsed, time.Second)
 }
@@ -81,7 +81,7 @@ func TestWhenHonoursContext(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	src := "when_timeout: 1m\neffects:\n  - kind: trim_tool_results\n    when: 'len(reduce(1..(step + 40000), #acc + \"xxxxxxxxxx\", \"\")) > 0'\n"
-	err, elapsed := runWhen(t, ctx, "ctx.yaml", src)
+	elapsed, err := runWhen(t, ctx, "ctx.yaml", src)
 	assert.Less(t, elapsed, time.Second, "the condition outlived the run's context")
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, context.DeadlineExceeded), "err = %v", err)
@@ -92,7 +92,7 @@ func TestWhenHonoursContext(t *testing.T) {
 // stopped at WhenMaxString, before it takes the memory of the process.
 func TestWhenStringGrowthIsBounded(t *testing.T) {
 	src := "when_timeout: 1m\neffects:\n  - kind: trim_tool_results\n    when: 'len(reduce(1..(step + 60), #acc + #acc, \"x\")) > 0'\n"
-	err, elapsed := runWhen(t, context.Background(), "grow.yaml", src)
+	elapsed, err := runWhen(t, context.Background(), "grow.yaml", src)
 	assert.Less(t, elapsed, time.Second)
 	var we *builtin.WhenError
 	require.ErrorAs(t, err, &we)
@@ -118,7 +118,7 @@ func TestWhenStringGrowthWithoutLoops(t *testing.T) {
 // WhenMemoryBudget.
 func TestWhenMemoryBudget(t *testing.T) {
 	src := "effects:\n  - kind: trim_tool_results\n    when: 'len(1..(step + 200000)) > 0'\n"
-	err, elapsed := runWhen(t, context.Background(), "mem.yaml", src)
+	elapsed, err := runWhen(t, context.Background(), "mem.yaml", src)
 	assert.Less(t, elapsed, time.Second)
 	assert.ErrorIs(t, err, builtin.ErrWhenTooLarge)
 }

@@ -1,0 +1,89 @@
+package runtime
+
+import (
+	"encoding/json"
+	"strconv"
+	"testing"
+
+	"github.com/reprompt/reprompt/defs"
+)
+
+// lenCounter counts a byte a token and records what it tokenises.
+type lenCounter struct{ seen map[string]int }
+
+func (lenCounter) Text(s string) int { return len(s) }
+func (c lenCounter) Message(m defs.Message) int {
+	c.seen[m.Content]++
+	return len(m.Role) + len(m.Content)
+}
+func (lenCounter) Tool(n, d string, p json.RawMessage) int { return len(n) + len(d) + len(p) }
+
+func msgs(names ...string) []defs.Message {
+	out := make([]defs.Message, len(names))
+	for i, n := range names {
+		out[i] = defs.UserMessage(n)
+	}
+	return out
+}
+
+// TestLedgerCountsOnlyChangedMessages rewrites a transcript in the ways
+// effects do (trim one message, drop a middle part, reorder, with and
+// without the content cache) and checks the sums against a count from
+// scratch and that only messages never seen are tokenised.
+func TestLedgerCountsOnlyChangedMessages(t *testing.T) {
+	c := lenCounter{seen: map[string]int{}}
+	l := newLedger(c)
+	check := func(step string, tr []defs.Message, wantNew ...string) {
+		t.Helper()
+		before := map[string]int{}
+		for k, v := range c.seen {
+			before[k] = v
+		}
+		l.sync(tr)
+		total := 0
+		for i, m := range tr {
+			if got := l.prefix(i); got != total {
+				t.Errorf("%s: prefix(%d) = %d, want %d", step, i, got, total)
+			}
+			total += len(m.Role) + len(m.Content)
+		}
+		if got := l.count(tr); got != total {
+			t.Errorf("%s: count = %d, want %d", step, got, total)
+		}
+		for k, v := range c.seen {
+			if v > 1 {
+				t.Errorf("%s: %q tokenised %d times", step, k, v)
+			}
+		}
+		var got []string
+		for k, v := range c.seen {
+			if v > before[k] {
+				got = append(got, k)
+			}
+		}
+		if len(got) != len(wantNew) {
+			t.Errorf("%s: tokenised %q, want %q", step, got, wantNew)
+		}
+	}
+	tr := msgs("task", "a1", "r1", "a2", "r2")
+	check("first", tr, "task", "a1", "r1", "a2", "r2")
+	tr = append(tr, msgs("a3", "r3")...)
+	check("appended", tr, "a3", "r3")
+	tr = append(msgs("task", "a1", "r1 trimmed"), tr[3:]...)
+	check("trimmed", tr, "r1 trimmed")
+	tr = append(msgs("task", "summary"), tr[5:]...)
+	check("compacted", tr, "summary")
+	tr = msgs("a3", "task", "summary", "r3")
+	check("reordered", tr)
+	check("emptied", nil)
+	for i := range 3 {
+		tr = append(tr, defs.UserMessage("more"+strconv.Itoa(i)))
+	}
+	check("again", tr, "more0", "more1", "more2")
+	// As if the cache had dropped them (it keeps the transcript's counts,
+	// but a rewrite that moves messages falls back on the transcript
+	// before it anyway).
+	l.cache = [2]map[uint64]int{}
+	tr = msgs("r3", "new", "summary", "task", "a3", "more2")
+	check("reordered after eviction", tr, "new")
+}

@@ -1,0 +1,127 @@
+package runtime_test
+
+import (
+	"context"
+	"reflect"
+	goruntime "runtime"
+	"testing"
+	"unsafe"
+
+	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/prompt"
+	"github.com/reprompt/reprompt/runtime"
+	"github.com/reprompt/reprompt/snapshots"
+)
+
+// transcriptBytes returns the memory a transcript holds on its own: its
+// backing array (capacity included), the arrays of tool calls, and every
+// distinct string and argument buffer its messages point to (counted once
+// however many messages share it).
+func transcriptBytes(msgs []defs.Message) int {
+	seen := map[unsafe.Pointer]bool{}
+	n := cap(msgs) * int(unsafe.Sizeof(defs.Message{}))
+	buf := func(p unsafe.Pointer, size int) {
+		if size > 0 && !seen[p] {
+			seen[p] = true
+			n += size
+		}
+	}
+	str := func(s string) { buf(unsafe.Pointer(unsafe.StringData(s)), len(s)) }
+	for _, m := range msgs {
+		str(string(m.Role))
+		str(m.Content)
+		str(m.Reasoning)
+		str(m.ToolCallID)
+		str(m.Name)
+		if len(m.ToolCalls) > 0 {
+			buf(unsafe.Pointer(unsafe.SliceData(m.ToolCalls)), cap(m.ToolCalls)*int(unsafe.Sizeof(defs.ToolCall{})))
+		}
+		for _, c := range m.ToolCalls {
+			str(c.ID)
+			str(c.Name)
+			buf(unsafe.Pointer(unsafe.SliceData(c.Arguments)), cap(c.Arguments))
+		}
+		for k, v := range m.Meta {
+			str(k)
+			str(v)
+		}
+	}
+	return n
+}
+
+func liveHeap() uint64 {
+	var ms goruntime.MemStats
+	goruntime.GC()
+	goruntime.GC()
+	goruntime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// retainedPerStep runs S1 for steps steps and returns the live heap the
+// result holds beyond its transcript's own bytes, per step.
+func retainedPerStep(tb testing.TB, steps int) (perStep float64, retained uint64, transcript int) {
+	script := s1Script(steps)
+	cfg := runtime.Config{MaxSteps: steps}
+	before := liveHeap()
+	// The scripted model keeps every request: it is left unreachable.
+	res, err := runtime.Run(context.Background(), snapshots.Script(script...), scenarioS1, cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	after := liveHeap()
+	if len(res.Steps) != steps {
+		tb.Fatalf("ran %d steps, want %d", len(res.Steps), steps)
+	}
+	retained = after - before
+	transcript = transcriptBytes(res.Transcript)
+	goruntime.KeepAlive(res)
+	return float64(int64(retained)-int64(transcript)) / float64(steps), retained, transcript
+}
+
+// TestRetainedHeapPerStep checks the memory target of S1: the live heap a
+// 990-step result holds (its step records, requests, replies, tool
+// results, state snapshots) stays within 4 KB a step above the bytes of
+// its transcript.
+func TestRetainedHeapPerStep(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs 990 steps")
+	}
+	retainedPerStep(t, 10) // fill process-wide caches first
+	perStep, retained, transcript := retainedPerStep(t, 990)
+	t.Logf("990 steps: %d B retained, transcript %d B, %.0f B/step above the transcript", retained, transcript, perStep)
+	if perStep > 4096 {
+		t.Errorf("%.0f B retained per step above the transcript, want at most 4096", perStep)
+	}
+}
+
+// TestStepStateSharedWhileUnchanged checks the copy-on-write of
+// Step.State: records after which the state did not change share one map,
+// and a change gives the next record a new map with the new value.
+func TestStepStateSharedWhileUnchanged(t *testing.T) {
+	fn := func(p *prompt.Prompt) error {
+		n, setN := prompt.State(p, "n", 0)
+		prompt.DefTool(p, "bump", "d", func(context.Context, struct{}) (int, error) { setN.Set(n + 1); return n + 1, nil })
+		prompt.DefTool(p, "look", "d", func(context.Context, struct{}) (int, error) { return n, nil })
+		p.User("go")
+		return nil
+	}
+	m := snapshots.Script(snapshots.CallTool("look", nil), snapshots.CallTool("look", nil),
+		snapshots.CallTool("bump", nil), snapshots.CallTool("look", nil), snapshots.Text("done"))
+	res, err := runtime.Run(context.Background(), m, fn, runtime.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := res.Steps
+	same := func(a, b map[string]any) bool {
+		return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+	}
+	if !same(st[0].State, st[1].State) || !same(st[2].State, st[3].State) || !same(st[3].State, st[4].State) {
+		t.Error("records after which the state did not change do not share their map")
+	}
+	if same(st[1].State, st[2].State) {
+		t.Error("the record after a change shares the map of the one before")
+	}
+	if st[1].State["n"] != 0 || st[2].State["n"] != 1 || st[4].State["n"] != 1 {
+		t.Errorf("n by step: %v %v %v, want 0 1 1", st[1].State["n"], st[2].State["n"], st[4].State["n"])
+	}
+}
