@@ -52,18 +52,7 @@ func (p *Prompt) DefSchemaTool(name, description string, schema json.RawMessage,
 	if ts.err != nil {
 		misuse("DefSchemaTool "+name, ts.err, 1)
 	}
-	var o toolOptions
-	for _, opt := range opts {
-		opt.apply(&o)
-	}
-	return p.reg.Declare(defs.Def{Kind: defs.KindTool, Name: name, Tool: &defs.Tool{
-		Name:        name,
-		Description: description,
-		Idempotent:  o.idempotent,
-		Schema:      ts.raw,
-		Validate:    func(raw json.RawMessage) error { return validate(name, ts, raw) },
-		Call: func(ctx context.Context, raw json.RawMessage) (string, error) {
-			return fn(ctx, orEmpty(raw))
-		},
-	}})
+	return p.declareTool(name, description, ts, opts, func(ctx context.Context, raw json.RawMessage) (string, error) {
+		return fn(ctx, orEmpty(raw))
+	})
 }

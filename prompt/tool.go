@@ -169,6 +169,23 @@ func DefTool[A, R any](p *Prompt, name, description string, fn func(ctx context.
 	if ts.err != nil {
 		misuse("DefTool "+name, ts.err, 1)
 	}
+	return p.declareTool(name, description, ts, opts, func(ctx context.Context, raw json.RawMessage) (string, error) {
+		var args A
+		if !ts.noFields || !ts.known(raw) { // a valid object decodes into no fields as nothing
+			if err := json.Unmarshal(orEmpty(raw), &args); err != nil {
+				return "", &ArgumentsError{Tool: name, Err: err}
+			}
+		}
+		res, err := fn(ctx, args)
+		if err != nil {
+			return "", err
+		}
+		return resultText(res)
+	})
+}
+
+// declareTool declares a tool whose arguments ts describes and validates.
+func (p *Prompt) declareTool(name, description string, ts *toolSchema, opts []ToolOption, call defs.ToolFunc) defs.Handle {
 	var o toolOptions
 	for _, opt := range opts {
 		opt.apply(&o)
@@ -179,19 +196,7 @@ func DefTool[A, R any](p *Prompt, name, description string, fn func(ctx context.
 		Idempotent:  o.idempotent,
 		Schema:      ts.raw,
 		Validate:    ts.validator(name),
-		Call: func(ctx context.Context, raw json.RawMessage) (string, error) {
-			var args A
-			if !ts.noFields || !ts.known(raw) { // a valid object decodes into no fields as nothing
-				if err := json.Unmarshal(orEmpty(raw), &args); err != nil {
-					return "", &ArgumentsError{Tool: name, Err: err}
-				}
-			}
-			res, err := fn(ctx, args)
-			if err != nil {
-				return "", err
-			}
-			return resultText(res)
-		},
+		Call:        call,
 	}})
 }
 
