@@ -23,13 +23,14 @@ var allowed = map[string][]string{
 	"state":               {},
 	"defs":                {},
 	"internal/callsite":   {},
+	"internal/msghash":    {"defs"},
 	"effects":             {"state", "defs", "internal/callsite"},
 	"prompt":              {"state", "defs", "effects", "internal/callsite", "github.com/google/jsonschema-go"},
 	"session":             {"state", "defs", "effects"},
 	"session/sessiontest": {"state", "defs", "effects", "session"},
-	"tokens":              {"defs", "github.com/tiktoken-go/tokenizer"},
+	"tokens":              {"defs", "internal/msghash", "github.com/tiktoken-go/tokenizer"},
 	"effects/builtin":     {"state", "defs", "effects", "prompt", "github.com/expr-lang/expr", "go.yaml.in/yaml/v3"},
-	"runtime": {"state", "defs", "effects", "prompt", "session", "internal/callsite", "go.yaml.in/yaml/v3",
+	"runtime": {"state", "defs", "effects", "prompt", "session", "internal/callsite", "internal/msghash", "go.yaml.in/yaml/v3",
 		// The OpenTelemetry API only (tracing is optional; see Config.TracerProvider).
 		"go.opentelemetry.io/otel/trace", "go.opentelemetry.io/otel/attribute", "go.opentelemetry.io/otel/codes"},
 }

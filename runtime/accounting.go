@@ -1,13 +1,12 @@
 package runtime
 
 import (
-	"encoding/binary"
 	"encoding/json"
-	"hash/maphash"
 	"slices"
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
+	"github.com/reprompt/reprompt/internal/msghash"
 )
 
 // estimator is the Counter used when Config.Counter is nil: four
@@ -150,7 +149,7 @@ func (l *ledger) sync(transcript []defs.Message) {
 			l.add(l.c.Message(*m), 0)
 			continue
 		}
-		h := hashMessage(m)
+		h := msghash.Message(m)
 		n, ok := l.cached(h)
 		if !ok {
 			if n, ok = l.before(h, old, oldHashes, oldCum); !ok {
@@ -177,7 +176,7 @@ func (l *ledger) message(m *defs.Message) (uint64, int) {
 	if !l.memo {
 		return 0, l.c.Message(*m)
 	}
-	h := hashMessage(m)
+	h := msghash.Message(m)
 	n, ok := l.cached(h)
 	if !ok {
 		n = l.c.Message(*m)
@@ -240,40 +239,6 @@ func (l *ledger) remember(h uint64, n int) {
 		}
 	}
 	l.cache[0][h] = n
-}
-
-var hashSeed = maphash.MakeSeed()
-
-// hashMessage hashes the counted part of m (what sameMessage compares).
-// Two messages of the same hash are taken to have the same count: with 64
-// bits, a collision among the messages of a run is vanishingly unlikely.
-func hashMessage(m *defs.Message) uint64 {
-	var h maphash.Hash
-	h.SetSeed(hashSeed)
-	writeString(&h, string(m.Role))
-	writeString(&h, m.Content)
-	writeString(&h, m.Name)
-	writeString(&h, m.ToolCallID)
-	writeLen(&h, len(m.ToolCalls))
-	for i := range m.ToolCalls {
-		tc := &m.ToolCalls[i]
-		writeString(&h, tc.ID)
-		writeString(&h, tc.Name)
-		writeLen(&h, len(tc.Arguments))
-		h.Write(tc.Arguments)
-	}
-	return h.Sum64()
-}
-
-func writeString(h *maphash.Hash, s string) {
-	writeLen(h, len(s))
-	h.WriteString(s)
-}
-
-func writeLen(h *maphash.Hash, n int) {
-	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], uint64(n))
-	h.Write(b[:])
 }
 
 // prefix returns the (calibrated) count of the first k transcript

@@ -1,11 +1,10 @@
 package tokens
 
 import (
-	"encoding/binary"
-	"hash/maphash"
 	"sync"
 
 	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/internal/msghash"
 )
 
 // CacheSize bounds the content-keyed cache of an Accountant: it remembers
@@ -271,7 +270,7 @@ func (t *track) copyFrom(b *track, k int) {
 
 // add counts m and appends it to t.
 func (a *Accountant) add(t *track, m *defs.Message) {
-	h := hashMessage(m)
+	h := msghash.Message(m)
 	a.hashed++
 	n, ok := a.cache[0][h]
 	if !ok {
@@ -292,38 +291,6 @@ func (a *Accountant) remember(h uint64, n int) {
 		a.cache[0] = make(map[uint64]int, CacheSize/2)
 	}
 	a.cache[0][h] = n
-}
-
-var seed = maphash.MakeSeed()
-
-// hashMessage hashes the counted part of m.
-func hashMessage(m *defs.Message) uint64 {
-	var h maphash.Hash
-	h.SetSeed(seed)
-	writeString(&h, string(m.Role))
-	writeString(&h, m.Content)
-	writeString(&h, m.Name)
-	writeString(&h, m.ToolCallID)
-	writeLen(&h, len(m.ToolCalls))
-	for i := range m.ToolCalls {
-		tc := &m.ToolCalls[i]
-		writeString(&h, tc.ID)
-		writeString(&h, tc.Name)
-		writeLen(&h, len(tc.Arguments))
-		h.Write(tc.Arguments)
-	}
-	return h.Sum64()
-}
-
-func writeString(h *maphash.Hash, s string) {
-	writeLen(h, len(s))
-	h.WriteString(s)
-}
-
-func writeLen(h *maphash.Hash, n int) {
-	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], uint64(n))
-	h.Write(b[:])
 }
 
 // chainHash extends the hash of a prefix by one message's hash.

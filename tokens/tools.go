@@ -3,6 +3,8 @@ package tokens
 import (
 	"encoding/json"
 	"hash/maphash"
+
+	"github.com/reprompt/reprompt/internal/msghash"
 )
 
 // Tool is a tool schema as sent to a model. A runtime.ToolSpec converts to
@@ -81,10 +83,10 @@ func sameTools(a, b []Tool) bool {
 
 func hashTool(t *Tool) uint64 {
 	var h maphash.Hash
-	h.SetSeed(seed)
-	writeString(&h, t.Name)
-	writeString(&h, t.Description)
-	writeLen(&h, len(t.Parameters))
+	h.SetSeed(msghash.Seed())
+	msghash.String(&h, t.Name)
+	msghash.String(&h, t.Description)
+	msghash.Len(&h, len(t.Parameters))
 	h.Write(t.Parameters)
 	return h.Sum64()
 }
