@@ -24,13 +24,14 @@ var allowed = map[string][]string{
 	"defs":                {},
 	"internal/callsite":   {},
 	"internal/msghash":    {"defs"},
+	"internal/promptrt":   {"defs", "effects"},
 	"effects":             {"state", "defs", "internal/callsite"},
-	"prompt":              {"state", "defs", "effects", "internal/callsite", "github.com/google/jsonschema-go"},
+	"prompt":              {"state", "defs", "effects", "internal/callsite", "internal/promptrt", "github.com/google/jsonschema-go"},
 	"session":             {"state", "defs", "effects"},
 	"session/sessiontest": {"state", "defs", "effects", "session"},
 	"tokens":              {"defs", "internal/msghash", "github.com/tiktoken-go/tokenizer"},
 	"effects/builtin":     {"state", "defs", "effects", "prompt", "github.com/expr-lang/expr", "go.yaml.in/yaml/v3"},
-	"runtime": {"state", "defs", "effects", "prompt", "session", "internal/callsite", "internal/msghash", "go.yaml.in/yaml/v3",
+	"runtime": {"state", "defs", "effects", "prompt", "session", "internal/callsite", "internal/msghash", "internal/promptrt", "go.yaml.in/yaml/v3",
 		// The OpenTelemetry API only (tracing is optional; see Config.TracerProvider).
 		"go.opentelemetry.io/otel/trace", "go.opentelemetry.io/otel/attribute", "go.opentelemetry.io/otel/codes"},
 }
@@ -42,6 +43,7 @@ var onlyImportedBy = map[string][]string{
 	"modernc.org/sqlite":                {"session/sqlite"},
 	"github.com/jackc/pgx/v5":           {"session/postgres"},
 	module + "/snapshots":               {"examples/"},
+	module + "/internal/promptrt":       {"prompt", "runtime"},
 	module + "/providers/openai":        {"examples/"},
 	// The OpenTelemetry SDK and exporters: in tests and examples only; the
 	// library uses the API, and users bring their SDK.

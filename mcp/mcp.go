@@ -42,6 +42,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/reprompt/reprompt/defs"
@@ -408,12 +409,19 @@ func (s *Server) call(ctx context.Context, tool string, args json.RawMessage) (s
 	defer cancel()
 	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
 	if err != nil {
+		var wire *jsonrpc.Error
 		switch {
 		case errors.Is(ctx.Err(), context.DeadlineExceeded):
 			err = fmt.Errorf("no answer within %s", s.opts.CallTimeout)
-		case errors.Is(err, sdk.ErrConnectionClosed):
-			s.drop(cs) // connect again at the next use
-			err = errors.New("the connection to the server was lost")
+		case errors.As(err, &wire):
+			// The server answered with an error: the connection is fine.
+		default:
+			// The connection failed (it was closed, the process died, the
+			// pipe broke): connect again at the next use.
+			s.drop(cs)
+			if errors.Is(err, sdk.ErrConnectionClosed) {
+				err = errors.New("the connection to the server was lost")
+			}
 		}
 		return "", &CallError{Server: s.name, Tool: tool, Err: err}
 	}

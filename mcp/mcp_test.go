@@ -22,6 +22,7 @@ import (
 	"github.com/reprompt/reprompt/mcp"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
+	"github.com/reprompt/reprompt/session"
 	"github.com/reprompt/reprompt/snapshots"
 )
 
@@ -142,22 +143,60 @@ func TestAgentWithMCPTools(t *testing.T) {
 
 func TestToolsFilterAndPrefix(t *testing.T) {
 	s := httpServer(t, newTestServer())
-	p := prompt.New("")
 	var handles map[string]defs.Handle
-	_, err := p.Execute(0, func(p *prompt.Prompt) error {
+	fn := func(p *prompt.Prompt) error {
 		var err error
 		handles, err = s.Tools(p, mcp.Prefix("calc."), mcp.Only("add"), mcp.Idempotent("add"))
+		p.User("Add 1 and 2.")
 		return err
-	})
-	require.NoError(t, err)
+	}
+	// The first run stops (a simulated crash) when the call's result is
+	// to be saved.
+	ctx := context.Background()
+	store := &crashStore{Store: session.NewMemory()}
+	res, err := runtime.Run(ctx, snapshots.Script(snapshots.CallTool("calc_add", addArgs{A: 1, B: 2}), snapshots.Text("3")), fn,
+		runtime.Config{Store: store, SessionID: "s"})
+	require.ErrorIs(t, err, errCrash)
 	require.Len(t, handles, 1)
-	d, ok := p.Registry().Lookup(defs.KindTool, "calc_add")
-	require.True(t, ok, "the prefixed name, with characters model APIs refuse replaced: %v", handles)
-	assert.True(t, d.Tool.Idempotent)
-	assert.Equal(t, "Add two numbers.", d.Tool.Description)
-	out, err := d.Tool.Call(context.Background(), json.RawMessage(`{"a":1,"b":2}`))
+	assert.Contains(t, handles, "calc_add", "the prefixed name, with characters model APIs refuse replaced")
+	require.NotEmpty(t, res.Steps)
+	tools := res.Steps[0].Request.Tools
+	require.Len(t, tools, 1)
+	assert.Equal(t, "Add two numbers.", tools[0].Description)
+
+	// Resumed, the call left without a result runs again: the tool was
+	// declared idempotent.
+	r, err := runtime.Resume(ctx, snapshots.Script(snapshots.Text("3")), fn, runtime.Config{Store: store.Store, SessionID: "s"})
 	require.NoError(t, err)
-	assert.JSONEq(t, `{"sum":3}`, out, "the call reaches the server under its own name")
+	step, err := r.Next(ctx)
+	require.NoError(t, err)
+	require.True(t, step.Resumed)
+	assert.Empty(t, step.Interrupted, "an idempotent tool runs again")
+	require.Len(t, step.ToolResults, 1)
+	assert.JSONEq(t, `{"sum":3}`, step.ToolResults[0].Content, "the call reaches the server under its own name")
+}
+
+var errCrash = errors.New("simulated crash")
+
+// crashStore fails the first save of a tool result, as a crash there would.
+type crashStore struct{ session.Store }
+
+func (s *crashStore) Save(ctx context.Context, cp *session.Checkpoint) error {
+	if cp.Pending != nil && len(cp.Pending.Results) > 0 {
+		return errCrash
+	}
+	return s.Store.Save(ctx, cp)
+}
+
+// tools runs one step of fn and returns the names of the tools its request
+// offered.
+func tools(t *testing.T, fn prompt.Func) ([]string, error) {
+	t.Helper()
+	step, err := runtime.New(snapshots.Script(snapshots.Text("ok")), fn, runtime.Config{}).Next(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	return toolNames(step.Request), nil
 }
 
 // The server says its tools changed: the next step's request has them.
@@ -175,10 +214,8 @@ func TestToolListChanged(t *testing.T) {
 			return nil, sum{in.A * in.B}, nil
 		})
 	require.Eventually(t, func() bool { // the notification is asynchronous
-		p := prompt.New("")
-		var h map[string]defs.Handle
-		_, err := p.Execute(0, func(p *prompt.Prompt) error { h, err = s.Tools(p); return err })
-		return err == nil && h["mul"] != (defs.Handle{})
+		names, err := tools(t, agent(s, mcp.Only("mul")))
+		return err == nil && slices.Contains(names, "mul")
 	}, 5*time.Second, 20*time.Millisecond)
 
 	step, err = r.Next(ctx)
@@ -255,7 +292,7 @@ func TestConnectFailure(t *testing.T) {
 func TestClosed(t *testing.T) {
 	s := httpServer(t, newTestServer())
 	require.NoError(t, s.Close())
-	_, err := prompt.New("").Execute(0, func(p *prompt.Prompt) error { _, err := s.Tools(p); return err })
+	_, err := tools(t, agent(s))
 	assert.True(t, errors.Is(err, mcp.ErrClosed), "err = %v", err)
 }
 

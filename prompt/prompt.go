@@ -23,7 +23,7 @@
 //	}
 //
 // Package prompt never imports the runtime; the runtime drives a Prompt
-// through Execute.
+// through an internal bridge (internal/promptrt).
 package prompt
 
 import (
@@ -56,7 +56,7 @@ type Prompt struct {
 	input     string
 	executing bool
 	seen      map[string]struct{}       // identities of declared messages added so far
-	restored  map[string]struct{}       // role+text identities restored by MarkMessagesSeen
+	restored  map[string]struct{}       // role+text identities restored by markMessagesSeen
 	added     []defs.Message            // messages added by the current execution
 	addedIDs  [][2]string               // their identities: by site or key, by role and text
 	msgSites  map[callsite.Stack]int    // declared messages per call site in the current execution
@@ -77,14 +77,8 @@ func New(input string) *Prompt {
 	}
 }
 
-// Registry returns the prompt's definitions.
-func (p *Prompt) Registry() *defs.Registry { return p.reg }
-
 // Store returns the prompt's state.
 func (p *Prompt) Store() *state.Store { return p.store }
-
-// Effects returns the prompt's effects manager.
-func (p *Prompt) Effects() *effects.Manager { return p.eff }
 
 // Step returns the number of the step being prepared, from 0.
 func (p *Prompt) Step() int { return p.step }
@@ -119,7 +113,7 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // MisuseError is a hook called wrongly: outside the prompt function, with a
 // state key of another type, with a tool whose arguments have no JSON Schema.
-// Hooks panic with it; Execute turns the panic into an *Error.
+// Hooks panic with it; the execution turns the panic into an *Error.
 type MisuseError struct {
 	Hook string
 	Site string
@@ -149,11 +143,11 @@ func (p *Prompt) check(hook string) {
 	}
 }
 
-// Execute runs fn as execution number step: it re-declares definitions,
+// execute runs fn as execution number step: it re-declares definitions,
 // reconciles the ones not declared again, and collects effects. It returns
 // the messages the execution declared for the first time, for the caller to
 // append to the transcript. A failure is an *Error.
-func (p *Prompt) Execute(step int, fn Func) (added []defs.Message, err error) {
+func (p *Prompt) execute(step int, fn Func) (added []defs.Message, err error) {
 	p.step = step
 	p.added = p.added[:0]
 	p.addedIDs = p.addedIDs[:0]
@@ -205,9 +199,9 @@ func effectSite(err error) string {
 	return ""
 }
 
-// MarkMessagesSeen records messages as already added, so that a resumed
+// markMessagesSeen records messages as already added, so that a resumed
 // prompt does not add its declared messages again. It is used by the
-// runtime when it restores a session, with the identities SeenMessages
+// runtime when it restores a session, with the identities seenMessages
 // returned, and by a sub-agent for its task message (MessageID).
 //
 // Identities by role and text (MessageID, and all of those of checkpoints
@@ -215,7 +209,7 @@ func effectSite(err error) string {
 // against a declared message whose call site or key was not seen: a resumed
 // run of such a checkpoint, or of a prompt whose lines moved since, does
 // not add again a message it already holds.
-func (p *Prompt) MarkMessagesSeen(ids []string) {
+func (p *Prompt) markMessagesSeen(ids []string) {
 	for _, id := range ids {
 		if isTextID(id) {
 			p.restored[id] = struct{}{}
@@ -225,11 +219,11 @@ func (p *Prompt) MarkMessagesSeen(ids []string) {
 	}
 }
 
-// Forget makes declared messages count as not added yet, so that the next
+// forget makes declared messages count as not added yet, so that the next
 // execution that declares them adds them. msgs are messages the last
-// execution added, as Execute returned them. The runtime uses it when it
+// execution added, as execute returned them. The runtime uses it when it
 // re-executes a prompt function only to complete an interrupted step.
-func (p *Prompt) Forget(msgs []defs.Message) {
+func (p *Prompt) forget(msgs []defs.Message) {
 	for i, a := range p.added {
 		for _, m := range msgs {
 			if a.Identical(m) {
@@ -241,10 +235,10 @@ func (p *Prompt) Forget(msgs []defs.Message) {
 	}
 }
 
-// SeenMessages returns the identities of the declared messages added so
+// seenMessages returns the identities of the declared messages added so
 // far, sorted: by call site or key, and by role and text (see
-// MarkMessagesSeen).
-func (p *Prompt) SeenMessages() []string {
+// markMessagesSeen).
+func (p *Prompt) seenMessages() []string {
 	out := make([]string, 0, len(p.seen)+len(p.restored))
 	for id := range p.seen {
 		out = append(out, id)
@@ -368,7 +362,7 @@ func (p *Prompt) defMessage(role defs.Role, text string, opts []MessageOption) {
 // MessageID returns the identity of a message by role and text. It is how
 // checkpoints written before messages were identified by call site name
 // them, and how a sub-agent marks its task message as added (see
-// MarkMessagesSeen).
+// markMessagesSeen).
 func MessageID(role defs.Role, text string) string { return string(role) + "\x00" + text }
 
 // isTextID reports whether id was made by MessageID.
@@ -391,7 +385,7 @@ func (p *Prompt) User(text string, opts ...MessageOption) {
 }
 
 // inPrompt reports whether a function belongs to this package: the frames
-// above a prompt function (Execute and its callers) are not part of an
+// above a prompt function (execute and its callers) are not part of an
 // effect's call site.
 func inPrompt(function string) bool {
 	return strings.HasPrefix(function, "github.com/reprompt/reprompt/prompt.")
@@ -441,8 +435,9 @@ type AgentRunner interface {
 
 type runnerKey struct{}
 
-// WithAgentRunner returns a context carrying r.
-func WithAgentRunner(ctx context.Context, r AgentRunner) context.Context {
+// withAgentRunner returns a context carrying r. The runtime sets one in the
+// context of every tool call (through internal/promptrt).
+func withAgentRunner(ctx context.Context, r AgentRunner) context.Context {
 	return context.WithValue(ctx, runnerKey{}, r)
 }
 

@@ -47,17 +47,14 @@ func (m *badArgsModel) Generate(ctx context.Context, req *runtime.Request) (*run
 }
 
 // badArgsPrompt declares tool "add", through prompt.DefTool or, when raw,
-// as a defs.Tool without Validate.
+// through prompt.DefSchemaTool with a schema that accepts any object.
 func badArgsPrompt(calls *int, raw bool) prompt.Func {
 	return func(p *prompt.Prompt) error {
 		if raw {
-			p.Registry().Declare(defs.Def{Kind: defs.KindTool, Name: "add", Tool: &defs.Tool{
-				Name: "add", Description: "add", Schema: json.RawMessage(`{"type":"object"}`),
-				Call: func(ctx context.Context, args json.RawMessage) (string, error) {
-					*calls++
-					return "ran with " + string(args), nil
-				},
-			}})
+			p.DefSchemaTool("add", "add", json.RawMessage(`{"type":"object"}`), func(ctx context.Context, args json.RawMessage) (string, error) {
+				*calls++
+				return "ran with " + string(args), nil
+			})
 		} else {
 			prompt.DefTool(p, "add", "add", func(ctx context.Context, a struct {
 				A int    `json:"a"`

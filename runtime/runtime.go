@@ -75,6 +75,7 @@ import (
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
 	"github.com/reprompt/reprompt/internal/callsite"
+	"github.com/reprompt/reprompt/internal/promptrt"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/session"
 	"github.com/reprompt/reprompt/state"
@@ -426,7 +427,7 @@ func (r *Runner) Close() error {
 	}
 	r.closed = true
 	r.done = true
-	return r.p.Effects().Close()
+	return promptrt.Effects(r.p).Close()
 }
 
 func (r *Runner) elapsed() time.Duration {
@@ -449,11 +450,11 @@ func (r *Runner) next(ctx context.Context) (*Step, error) {
 	}
 	n := r.step
 	rec := &Step{Number: n}
-	reg := r.p.Registry()
+	reg := promptrt.Registry(r.p)
 	reg.BeginStep()
 
 	// 1–2. Execute the prompt function; reconcile definitions.
-	added, err := r.p.Execute(n, r.fn)
+	added, err := promptrt.Execute(r.p, n, r.fn)
 	if err != nil {
 		return rec, err
 	}
@@ -462,7 +463,7 @@ func (r *Runner) next(ctx context.Context) (*Step, error) {
 
 	// 3. Effects before the call.
 	es := r.effectStep(n, &r.before)
-	ran, err := r.p.Effects().Run(ctx, effects.BeforeCall, es)
+	ran, err := promptrt.Effects(r.p).Run(ctx, effects.BeforeCall, es)
 	rec.Effects = ran
 	if err != nil {
 		return rec, err
@@ -540,7 +541,7 @@ func (r *Runner) complete(ctx context.Context, rec *Step, offered []ToolSpec, gi
 	es := r.effectStep(n, &r.after)
 	es.Reply = &reply.Message
 	es.Results = rec.ToolResults
-	ran, err := r.p.Effects().Run(ctx, effects.AfterReply, es)
+	ran, err := promptrt.Effects(r.p).Run(ctx, effects.AfterReply, es)
 	rec.Effects = append(rec.Effects, ran...)
 	if err != nil {
 		return rec, err
@@ -672,7 +673,7 @@ func (r *Runner) prepare(n int, rec *Step, mods *effects.Mods) (*Request, error)
 		return nil, err
 	}
 	rec.Request = req
-	reg := r.p.Registry()
+	reg := promptrt.Registry(r.p)
 	rec.Disabled = reg.DisabledRefs()
 	rec.Reminded = reg.Reminded()
 	if err := r.valid.check(r.transcript, req.Messages, verbatim); err != nil {
@@ -702,7 +703,7 @@ func contextTooLong(err error) bool {
 // the changes those made (limits, variables, appended messages) hold for
 // the request sent again.
 func (r *Runner) recover(ctx context.Context, n int, rec *Step, es *effects.Step, cause error) (*Request, *Reply, error) {
-	ran, ok, err := r.p.Effects().RunRecovery(ctx, es)
+	ran, ok, err := promptrt.Effects(r.p).RunRecovery(ctx, es)
 	rec.Effects = append(rec.Effects, ran...)
 	if err != nil {
 		return nil, nil, err
@@ -738,7 +739,7 @@ func (r *Runner) account(u Usage) {
 
 // effectStep makes es the step effects see at step n and returns it.
 func (r *Runner) effectStep(n int, es *effects.Step) *effects.Step {
-	reg := r.p.Registry()
+	reg := promptrt.Registry(r.p)
 	*es = *effects.NewStep(n, slices.Clip(r.transcript))
 	es.Tools = reg.Collection(defs.KindTool)
 	es.Systems = reg.Collection(defs.KindSystem)
@@ -766,7 +767,7 @@ func (r *Runner) effectStep(n int, es *effects.Step) *effects.Step {
 }
 
 func (r *Runner) render(n int, mods *effects.Mods) (req *Request, verbatim int, err error) {
-	reg := r.p.Registry()
+	reg := promptrt.Registry(r.p)
 	sys, err := r.renderer.system(reg, mods)
 	if err != nil {
 		return nil, 0, &StepError{Step: n, Op: "render", Err: err}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
+	"github.com/reprompt/reprompt/internal/promptrt"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/session"
 )
@@ -62,8 +63,8 @@ func (r *Runner) restore(cp *session.Checkpoint) error {
 	if err := ValidateMessages(cp.Transcript); err != nil {
 		return corrupt(fmt.Errorf("transcript: %w", err))
 	}
-	r.p.Effects().Restore(cp.Effects)
-	r.p.MarkMessagesSeen(cp.SeenMessages)
+	promptrt.Effects(r.p).Restore(cp.Effects)
+	promptrt.MarkMessagesSeen(r.p, cp.SeenMessages)
 	r.transcript = cp.Transcript
 	r.step = cp.Step
 	r.seq = cp.Seq
@@ -93,8 +94,8 @@ func (r *Runner) checkpoint(done bool, pending *session.Pending) (*session.Check
 		Generation:   r.generation,
 		Transcript:   r.transcript,
 		State:        st,
-		Effects:      r.p.Effects().Memory(),
-		SeenMessages: r.p.SeenMessages(),
+		Effects:      promptrt.Effects(r.p).Memory(),
+		SeenMessages: promptrt.SeenMessages(r.p),
 		Pending:      pending,
 		Stats: session.Stats{Steps: s.Steps, InputTokens: s.InputTokens, OutputTokens: s.OutputTokens,
 			CachedTokens: s.CachedTokens, Cost: s.Cost, ElapsedNS: int64(s.Elapsed)},
@@ -159,16 +160,16 @@ func (r *Runner) resumePending(ctx context.Context) (*Step, error) {
 	r.pending = nil
 	n := r.step
 	rec := &Step{Number: n, Resumed: true, Reply: &Reply{Message: p.Reply}}
-	reg := r.p.Registry()
+	reg := promptrt.Registry(r.p)
 	reg.BeginStep()
 	// Executed again to declare the tools and effects; messages it
 	// declares for the first time (the state changed since) belong to the
 	// next step, as in a run that was not interrupted.
-	added, err := r.p.Execute(n, r.fn)
+	added, err := promptrt.Execute(r.p, n, r.fn)
 	if err != nil {
 		return rec, err
 	}
-	r.p.Forget(added)
+	promptrt.Forget(r.p, added)
 	r.offered = p.Offered
 	given := make(map[string]defs.ToolResult, len(p.Reply.ToolCalls))
 	for _, res := range p.Results {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/internal/callsite"
+	"github.com/reprompt/reprompt/internal/promptrt"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/state"
 )
@@ -26,7 +27,7 @@ import (
 // not hold. A call cut short by the cancellation of ctx is not recorded as
 // completed, and its changes are dropped.
 func (r *Runner) runCalls(ctx context.Context, reply defs.Message, offered []ToolSpec, given map[string]defs.ToolResult) ([]defs.ToolResult, error) {
-	b := &callBatch{r: r, ctx: prompt.WithAgentRunner(ctx, r), reply: reply, offered: offered, slots: make([]callSlot, len(reply.ToolCalls))}
+	b := &callBatch{r: r, ctx: promptrt.WithAgentRunner(ctx, r), reply: reply, offered: offered, slots: make([]callSlot, len(reply.ToolCalls))}
 	store := r.p.Store()
 	var todo []int
 	for i, c := range reply.ToolCalls {
@@ -142,7 +143,7 @@ func (r *Runner) runTool(ctx context.Context, c defs.ToolCall, offered []ToolSpe
 		res.Content, res.IsError = "error: "+fmt.Sprintf(format, args...), true
 		return res
 	}
-	def, declared := r.p.Registry().Lookup(defs.KindTool, c.Name)
+	def, declared := promptrt.Registry(r.p).Lookup(defs.KindTool, c.Name)
 	if !declared {
 		names := make([]string, len(offered))
 		for i, t := range offered {
@@ -272,7 +273,7 @@ func (r *Runner) RunAgent(ctx context.Context, name string, fn prompt.Func, task
 	sub.agent = name
 	sub.p = prompt.New(task)
 	sub.transcript = []defs.Message{defs.UserMessage(task)}
-	sub.p.MarkMessagesSeen([]string{prompt.MessageID(defs.RoleUser, task)})
+	promptrt.MarkMessagesSeen(sub.p, []string{prompt.MessageID(defs.RoleUser, task)})
 	res, err := sub.Run(ctx)
 	r.recordAgent(prompt.CallID(ctx), name, res.Steps, err)
 	// The sub-agent's model calls count in the parent's usage, cost and
