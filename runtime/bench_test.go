@@ -91,43 +91,51 @@ func BenchmarkScenarioS1(b *testing.B) {
 		b.Run(fmt.Sprintf("steps=%d", steps), func(b *testing.B) {
 			script := s1Script(steps)
 			cfg := runtime.Config{MaxSteps: steps}
-			b.ReportAllocs()
-			var ms0, ms1 goruntime.MemStats
-			var elapsed, cpu time.Duration
-			var mallocs uint64
 			// One untimed run first: process-wide caches (tool schemas, call
 			// site names) are filled once per process, not per step.
 			if _, err := runtime.Run(context.Background(), snapshots.Script(script...), scenarioS1, cfg); err != nil {
 				b.Fatal(err)
 			}
-			for b.Loop() {
-				m := snapshots.Script(script...)
-				goruntime.ReadMemStats(&ms0)
-				cpu0, _ := cpuTime()
-				start := time.Now()
-				res, err := runtime.Run(context.Background(), m, scenarioS1, cfg)
-				elapsed += time.Since(start)
-				cpu1, _ := cpuTime()
-				cpu += cpu1 - cpu0
-				goruntime.ReadMemStats(&ms1)
-				mallocs += ms1.Mallocs - ms0.Mallocs
-				if err != nil {
-					b.Fatal(err)
-				}
-				if len(res.Steps) != steps {
-					b.Fatalf("ran %d steps, want %d", len(res.Steps), steps)
-				}
-			}
-			n := float64(b.N * steps)
-			b.ReportMetric(float64(elapsed.Nanoseconds())/n, "ns/step")
-			if _, ok := cpuTime(); ok {
-				// Process CPU time (GC workers included): far less noisy
-				// than wall time on a shared machine.
-				b.ReportMetric(float64(cpu.Nanoseconds())/n, "cpu-ns/step")
-			}
-			b.ReportMetric(float64(mallocs)/n, "allocs/step")
+			benchSteps(b, steps, func() (*runtime.Result, error) {
+				return runtime.Run(context.Background(), snapshots.Script(script...), scenarioS1, cfg)
+			})
 		})
 	}
+}
+
+// benchSteps times run, a run of steps steps, b.N times, and reports per
+// step its wall time (ns/step), the process's CPU time where it is known
+// (cpu-ns/step: GC workers included, far less noisy than wall time on a
+// shared machine) and its allocations (allocs/step).
+func benchSteps(b *testing.B, steps int, run func() (*runtime.Result, error)) {
+	b.Helper()
+	b.ReportAllocs()
+	var ms0, ms1 goruntime.MemStats
+	var elapsed, cpu time.Duration
+	var mallocs uint64
+	for b.Loop() {
+		goruntime.ReadMemStats(&ms0)
+		cpu0, _ := cpuTime()
+		start := time.Now()
+		res, err := run()
+		elapsed += time.Since(start)
+		cpu1, _ := cpuTime()
+		cpu += cpu1 - cpu0
+		goruntime.ReadMemStats(&ms1)
+		mallocs += ms1.Mallocs - ms0.Mallocs
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(res.Steps) != steps {
+			b.Fatalf("ran %d steps, want %d", len(res.Steps), steps)
+		}
+	}
+	n := float64(b.N * steps)
+	b.ReportMetric(float64(elapsed.Nanoseconds())/n, "ns/step")
+	if _, ok := cpuTime(); ok {
+		b.ReportMetric(float64(cpu.Nanoseconds())/n, "cpu-ns/step")
+	}
+	b.ReportMetric(float64(mallocs)/n, "allocs/step")
 }
 
 // maxS1Allocs is the most allocations a step of S1 may make at 1000 steps

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects/builtin"
@@ -90,27 +89,10 @@ func BenchmarkLongRunExact(b *testing.B) {
 	for _, steps := range []int{30, 300} {
 		b.Run(fmt.Sprintf("steps=%d", steps), func(b *testing.B) {
 			script := longRunScript(steps)
-			b.ReportAllocs()
-			var elapsed, cpu time.Duration
-			for b.Loop() {
-				cpu0, _ := cpuTime()
-				start := time.Now()
-				res, err := runtime.Run(context.Background(), snapshots.Script(script...), longRunAgent(longRunWindow, longRunReserve),
+			benchSteps(b, steps, func() (*runtime.Result, error) {
+				return runtime.Run(context.Background(), snapshots.Script(script...), longRunAgent(longRunWindow, longRunReserve),
 					runtime.Config{MaxSteps: steps, Window: longRunWindow, Reserve: longRunReserve, Counter: c})
-				elapsed += time.Since(start)
-				cpu1, _ := cpuTime()
-				cpu += cpu1 - cpu0
-				if err != nil {
-					b.Fatal(err)
-				}
-				if len(res.Steps) != steps {
-					b.Fatalf("ran %d steps, want %d", len(res.Steps), steps)
-				}
-			}
-			b.ReportMetric(float64(elapsed.Nanoseconds())/float64(b.N*steps), "ns/step")
-			if _, ok := cpuTime(); ok {
-				b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N*steps), "cpu-ns/step")
-			}
+			})
 		})
 	}
 }

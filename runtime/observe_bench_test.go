@@ -4,9 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	goruntime "runtime"
 	"testing"
-	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -42,36 +40,13 @@ func BenchmarkScenarioS1Observe(b *testing.B) {
 			script := s1Script(steps)
 			cfg := v.cfg
 			cfg.MaxSteps = steps
-			b.ReportAllocs()
-			var ms0, ms1 goruntime.MemStats
-			var elapsed, cpu time.Duration
-			var mallocs uint64
 			if _, err := runtime.Run(context.Background(), snapshots.Script(script...), scenarioS1, cfg); err != nil {
 				b.Fatal(err)
 			}
-			for b.Loop() {
+			benchSteps(b, steps, func() (*runtime.Result, error) {
 				exp.Reset()
-				m := snapshots.Script(script...)
-				goruntime.ReadMemStats(&ms0)
-				cpu0, _ := cpuTime()
-				start := time.Now()
-				res, err := runtime.Run(context.Background(), m, scenarioS1, cfg)
-				elapsed += time.Since(start)
-				cpu1, _ := cpuTime()
-				cpu += cpu1 - cpu0
-				goruntime.ReadMemStats(&ms1)
-				mallocs += ms1.Mallocs - ms0.Mallocs
-				if err != nil {
-					b.Fatal(err)
-				}
-				if len(res.Steps) != steps {
-					b.Fatalf("ran %d steps, want %d", len(res.Steps), steps)
-				}
-			}
-			n := float64(b.N * steps)
-			b.ReportMetric(float64(elapsed.Nanoseconds())/n, "ns/step")
-			b.ReportMetric(float64(cpu.Nanoseconds())/n, "cpu-ns/step")
-			b.ReportMetric(float64(mallocs)/n, "allocs/step")
+				return runtime.Run(context.Background(), snapshots.Script(script...), scenarioS1, cfg)
+			})
 		})
 	}
 }
