@@ -101,15 +101,10 @@ func readmeGoBlocks(text string) ([]readmeBlock, error) {
 // repoModule is a module of this repository: the root or a nested one.
 type repoModule struct{ path, dir string }
 
-// repoModules finds the go.mod files of the repository and the importable
-// packages they hold, by package name.
-func repoModules(root string) (mods []repoModule, pkgs map[string][]string, err error) {
-	pkgs = map[string][]string{}
-	for _, std := range readmeStd {
-		pkgs[filepath.Base(std)] = []string{std}
-	}
-	modOf := map[string]string{} // dir → module path
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+// walkRepo calls fn for each file of the repository outside hidden,
+// testdata and internal directories, with its path, directory and name.
+func walkRepo(root string, fn func(path, dir, name string) error) error {
+	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -120,7 +115,19 @@ func repoModules(root string) (mods []repoModule, pkgs map[string][]string, err 
 			}
 			return nil
 		}
-		dir := filepath.Dir(path)
+		return fn(path, filepath.Dir(path), name)
+	})
+}
+
+// repoModules finds the go.mod files of the repository and the importable
+// packages they hold, by package name.
+func repoModules(root string) (mods []repoModule, pkgs map[string][]string, err error) {
+	pkgs = map[string][]string{}
+	for _, std := range readmeStd {
+		pkgs[filepath.Base(std)] = []string{std}
+	}
+	modOf := map[string]string{} // dir → module path
+	err = walkRepo(root, func(path, dir, name string) error {
 		if name == "go.mod" {
 			data, err := os.ReadFile(path)
 			if err != nil {
@@ -140,18 +147,7 @@ func repoModules(root string) (mods []repoModule, pkgs map[string][]string, err 
 	}
 	// Packages: walked again now that every module is known.
 	seen := map[string]bool{}
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		name := d.Name()
-		if d.IsDir() {
-			if path != root && (strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") || name == "testdata" || name == "internal") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		dir := filepath.Dir(path)
+	err = walkRepo(root, func(path, dir, name string) error {
 		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") || seen[dir] {
 			return nil
 		}
