@@ -184,12 +184,29 @@ func StateOf[T any](res *Result, key string) (T, error) {
 
 // StepError is a step that failed outside the prompt function and the
 // effects (which report *prompt.Error and *effects.Error): the model call,
-// or a request that failed validation and was not sent.
+// rendering the request, a request that failed validation and was not sent,
+// or saving a checkpoint. Op says which, as one of the Op constants.
 type StepError struct {
 	Step int
-	Op   string // "model", "render" or "validate"
+	Op   string // OpModel, OpRender, OpValidate or OpCheckpoint
 	Err  error
 }
+
+// The values of StepError.Op: what part of the step failed.
+const (
+	// OpModel: the model call failed (after the retries Config.Retries
+	// allows); Err is typically a *ModelError.
+	OpModel = "model"
+	// OpRender: the request could not be rendered from the definitions
+	// (a data definition that cannot be encoded, say).
+	OpRender = "render"
+	// OpValidate: the rendered request, or the model's reply, broke a rule
+	// of the wire format and was not sent on (Err is a *RequestError).
+	OpValidate = "validate"
+	// OpCheckpoint: saving the session's checkpoint to Config.Store failed;
+	// the step's work is not durable.
+	OpCheckpoint = "checkpoint"
+)
 
 func (e *StepError) Error() string {
 	return fmt.Sprintf("step %d: %s: %v", e.Step, e.Op, e.Err)
@@ -408,6 +425,13 @@ func (e *PanicError) Error() string {
 	return fmt.Sprintf("step %d: panic at %s: %v", e.Step, e.Site, e.Value)
 }
 
+// Unwrap returns the panic value when it is an error (panic(err)), so that
+// errors.Is and errors.As see through the panic; otherwise nil.
+func (e *PanicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
+}
+
 // Close ends the run: it runs the cleanups the effects registered
 // (effects.Step.Cleanup) that are still pending, in the order the effects
 // were registered, and returns the *effects.Error of each effect whose
@@ -479,7 +503,7 @@ func (r *Runner) next(ctx context.Context) (*Step, error) {
 		req, reply, err = r.recover(ctx, n, rec, es, err)
 	}
 	if err != nil {
-		return rec, &StepError{Step: n, Op: "model", Err: err}
+		return rec, &StepError{Step: n, Op: OpModel, Err: err}
 	}
 	reply.Message.Role = defs.RoleAssistant
 	r.uniqueCallIDs(&reply.Message, n)
@@ -497,7 +521,7 @@ func (r *Runner) next(ctx context.Context) (*Step, error) {
 		r.offered = append(r.offered, t.Name)
 	}
 	if err := r.savePending(ctx, reply.Message, nil); err != nil {
-		return rec, &StepError{Step: n, Op: "checkpoint", Err: err}
+		return rec, &StepError{Step: n, Op: OpCheckpoint, Err: err}
 	}
 	return r.complete(ctx, rec, req.Tools, nil)
 }
@@ -520,6 +544,9 @@ func (r *Runner) complete(ctx context.Context, rec *Step, offered []ToolSpec, gi
 		rec.ToolResults, err = r.runCalls(ctx, reply.Message, offered, given)
 		rec.Agents = r.takeAgentRuns(calls)
 		rec.ToolErrors = r.takeToolErrors()
+		if se, ok := err.(*StepError); ok {
+			se.Step = n // runCalls does not know the step's number
+		}
 		if err != nil {
 			return rec, err
 		}
@@ -548,7 +575,7 @@ func (r *Runner) complete(ctx context.Context, rec *Step, offered []ToolSpec, gi
 	}
 	if mods := es.Mods(); mods.Committed {
 		if err := r.commit(mods.Transcript); err != nil {
-			return rec, &StepError{Step: n, Op: "validate", Err: err}
+			return rec, &StepError{Step: n, Op: OpValidate, Err: err}
 		}
 		rec.Committed = true
 	}
@@ -566,7 +593,7 @@ func (r *Runner) complete(ctx context.Context, rec *Step, offered []ToolSpec, gi
 		stepErr = fmt.Errorf("%w: %d steps, and the model still called tools", ErrMaxSteps, r.maxSteps())
 	}
 	if err := r.save(ctx, rec.Done, nil); err != nil {
-		return rec, &StepError{Step: n, Op: "checkpoint", Err: err}
+		return rec, &StepError{Step: n, Op: OpCheckpoint, Err: err}
 	}
 	return rec, stepErr
 }
@@ -664,7 +691,7 @@ func (r *Runner) commit(msgs []defs.Message) error {
 func (r *Runner) prepare(n int, rec *Step, mods *effects.Mods) (*Request, error) {
 	if mods.Committed && !sameSlice(mods.Transcript, r.transcript) {
 		if err := r.commit(mods.Transcript); err != nil {
-			return nil, &StepError{Step: n, Op: "validate", Err: err}
+			return nil, &StepError{Step: n, Op: OpValidate, Err: err}
 		}
 		rec.Committed = true
 	}
@@ -677,7 +704,7 @@ func (r *Runner) prepare(n int, rec *Step, mods *effects.Mods) (*Request, error)
 	rec.Disabled = reg.DisabledRefs()
 	rec.Reminded = reg.Reminded()
 	if err := r.valid.check(r.transcript, req.Messages, verbatim); err != nil {
-		return nil, &StepError{Step: n, Op: "validate", Err: err}
+		return nil, &StepError{Step: n, Op: OpValidate, Err: err}
 	}
 	r.ledger.sync(r.transcript)
 	rec.InputTokens, rec.PrefixTokens = r.ledger.requestTokens(req, verbatim)
@@ -770,7 +797,7 @@ func (r *Runner) render(n int, mods *effects.Mods) (req *Request, verbatim int, 
 	reg := promptrt.Registry(r.p)
 	sys, err := r.renderer.system(reg, mods)
 	if err != nil {
-		return nil, 0, &StepError{Step: n, Op: "render", Err: err}
+		return nil, 0, &StepError{Step: n, Op: OpRender, Err: err}
 	}
 	msgs := slices.Clip(r.transcript)
 	verbatim = len(msgs)

@@ -57,7 +57,7 @@ func (r *Runner) runCalls(ctx context.Context, reply defs.Message, offered []Too
 		wg.Wait()
 	}
 	if b.saveErr != nil {
-		return nil, &StepError{Op: "checkpoint", Err: b.saveErr}
+		return nil, &StepError{Op: OpCheckpoint, Err: b.saveErr}
 	}
 	if err := ctx.Err(); err != nil {
 		for _, s := range b.slots[b.committed:] {
@@ -190,6 +190,12 @@ type ToolPanicError struct {
 
 func (e *ToolPanicError) Error() string {
 	return fmt.Sprintf("tool %q panicked at %s: %v", e.Tool, e.Site, e.Value)
+}
+
+// Unwrap returns the panic value when it is an error, as PanicError's does.
+func (e *ToolPanicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
 }
 
 // modelText is the error text the model gets: no source location, also
