@@ -443,4 +443,4 @@ func withAgentRunner(ctx context.Context, r AgentRunner) context.Context {
 
 // ErrNoAgentRunner is returned by a sub-agent tool called without an
 // AgentRunner in its context.
-var ErrNoAgentRunner = errors.New("prompt: no agent runner in context")
+var ErrNoAgentRunner = errors.New("sub-agent tool called without an agent runner in its context (call it through a runtime.Runner)")
