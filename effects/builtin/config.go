@@ -1,9 +1,10 @@
 package builtin
 
 import (
-	"errors"
+	"context"
 	"fmt"
-	"os"
+	goruntime "runtime"
+	"strconv"
 	"sync"
 	"time"
 	"weak"
@@ -100,61 +101,134 @@ type WhenEnv struct {
 	LastTool string  `expr:"last_tool"`
 }
 
-// ConfigError is an error in a configuration file, at a line and column
-// (1-based). It prints as file:line:col: message.
-type ConfigError struct {
-	File         string
-	Line, Column int
-	Msg          string
-}
-
-func (e *ConfigError) Error() string {
-	return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Line, e.Column, e.Msg)
-}
-
-// Load reads the configuration file at path; see Parse.
-func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
+// Register registers the configured effects in p, each in its phase and
+// under the key "kind#index" (so a when condition or an effect registered
+// conditionally around them does not shift their memory): the compact
+// effects first, since their commit would drop the views of effects run
+// before them (the wrap-up message of limits), then the others, in file
+// order. Compact effects are registered with effects.Recovery(), so they run
+// when the provider rejects a request as too long. Call it from the prompt function,
+// at every execution, like any hook; register one Config once per prompt
+// (the keys would clash).
+//
+// The effects are built once per prompt and reused across its executions,
+// so they keep what they know of the transcript; a compact effect keeps its
+// circuit breaker in p's state (key DefaultStateKey + "#index").
+func (c *Config) Register(p *prompt.Prompt) {
+	if c == nil {
+		return
 	}
-	return Parse(path, data)
+	fns := c.instances(p)
+	// Compaction commits, which drops the views made before it in the same
+	// step (the wrap-up of limits): compact effects go first.
+	for _, compact := range []bool{true, false} {
+		for i := range c.Effects {
+			e := &c.Effects[i]
+			if (e.Kind == KindCompact) != compact {
+				continue
+			}
+			opts := []effects.Option{effects.Key(e.Kind + "#" + strconv.Itoa(i)), effects.InPhase(e.Phase)}
+			if compact {
+				opts = append(opts, effects.Recovery())
+			}
+			p.Effect(effects.Always, fns[i], opts...)
+		}
+	}
 }
 
-// Parse reads a configuration from YAML data; name is the file name errors
-// are reported against. The document is a mapping:
-//
-//	model: gpt-4o          # optional: the profile (see ProfileFor)
-//	window: 32768          # optional: override the profile's window
-//	reserve: 4096          # optional: override its output reserve
-//	cached_input: 0.5      # optional: the profile's CachedInputFraction
-//	when_timeout: 20ms     # optional: Config.WhenTimeout
-//	effects:               # in registration order
-//	  - kind: trim_tool_results
-//	    params: {max_result_length: 400, preserve_recent: 3}
-//	  - kind: compact
-//	    params: {threshold: 0.75, strategy: summarize}
-//	    when: step > 2
-//	  - kind: limits
-//	    params: {max_iterations: 40, max_cost: 2.5, max_time: 10m}
-//
-// The params of each kind are its config struct's fields in snake case
-// (TrimConfig, CompactConfig, LimitsConfig; for compact also read_tools,
-// modify_tools and arg_keys of FileTracking). A duration is a string like
-// "90s" or a number of seconds. when is a condition over WhenEnv, compiled
-// here.
-//
-// When the file names a model (or a window) and lists no effects, the
-// effects are those of Defaults(profile).
-//
-// Unknown keys, kinds and params, values of the wrong type and bad
-// conditions are *ConfigError values (all of them, joined with
-// errors.Join).
-func Parse(name string, data []byte) (*Config, error) {
-	p := &parser{file: name}
-	cfg := p.parse(data)
-	if len(p.errs) > 0 {
-		return nil, errors.Join(p.errs...)
+func (c *Config) instances(p *prompt.Prompt) []effects.Func {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	key := weak.Make(p)
+	if fns, ok := c.inst[key]; ok && len(fns) == len(c.Effects) {
+		return fns
 	}
-	return cfg, nil
+	if c.inst == nil {
+		c.inst = make(map[weak.Pointer[prompt.Prompt]][]effects.Func)
+	}
+	fns := make([]effects.Func, len(c.Effects))
+	for i := range c.Effects {
+		fns[i] = c.build(i, p)
+	}
+	c.inst[key] = fns
+	goruntime.AddCleanup(p, func(k weak.Pointer[prompt.Prompt]) {
+		c.mu.Lock()
+		delete(c.inst, k)
+		c.mu.Unlock()
+	}, key)
+	return fns
+}
+
+// build makes the effect of c.Effects[i] for prompt p.
+func (c *Config) build(i int, p *prompt.Prompt) effects.Func {
+	e := &c.Effects[i]
+	var fn effects.Func
+	switch {
+	case e.Trim != nil:
+		fn = TrimToolResults(*e.Trim)
+	case e.Compact != nil:
+		cc := *e.Compact
+		if cc.State == nil && p != nil {
+			cc.State = p.Store()
+			if cc.StateKey == "" {
+				cc.StateKey = DefaultStateKey + "#" + strconv.Itoa(i)
+			}
+		}
+		if cc.OnCompaction == nil {
+			cc.OnCompaction = c.OnCompaction
+		}
+		if cc.Window == 0 && c.Profile.EffectiveWindow() > 0 {
+			cc.Window, cc.Reserve = c.Profile.EffectiveWindow(), c.Profile.OutputReserve
+		}
+		fn = Compact(cc)
+	case e.Limits != nil:
+		fn = Limits(*e.Limits)
+	default:
+		return func(context.Context, *effects.Step) error {
+			return fmt.Errorf("effect %d has no configuration for kind %q", i, e.Kind)
+		}
+	}
+	if e.when == nil && e.When != "" {
+		prog, err := compileWhen(e.When)
+		if err != nil {
+			werr := &WhenError{File: c.File, Line: e.Line, Column: e.Column, When: e.When, Err: err}
+			return func(context.Context, *effects.Step) error { return werr }
+		}
+		e.when, e.needTokens = prog, usesIdent(prog, "tokens")
+	}
+	if e.when == nil {
+		return fn
+	}
+	prog, needTokens, window := e.when, e.needTokens, c.Profile.EffectiveWindow()
+	limit := c.WhenTimeout
+	if limit <= 0 {
+		limit = DefaultWhenTimeout
+	}
+	line, col := e.whenLine, e.whenColumn
+	if line == 0 {
+		line, col = e.Line, e.Column
+	}
+	return func(ctx context.Context, s *effects.Step) error {
+		if s.ContextTooLong {
+			return fn(ctx, s) // recovering from a rejected request: no condition
+		}
+		env := WhenEnv{Window: s.Budget.Window, Step: s.Number, Cost: s.Stats.Cost, Messages: len(s.Messages())}
+		if env.Window == 0 {
+			env.Window = window
+		}
+		if needTokens {
+			env.Tokens = s.Tokens()
+		}
+		if s.LastTool != nil {
+			env.LastTool = s.LastTool.Name
+		}
+		ok, err := evalWhen(ctx, prog, env, limit)
+		if err != nil {
+			return &WhenError{File: c.File, Line: line, Column: col, When: e.When, Limit: limit, Err: err}
+		}
+		if !ok {
+			return nil
+		}
+		return fn(ctx, s)
+	}
 }

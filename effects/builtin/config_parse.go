@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -16,6 +17,65 @@ import (
 
 	"github.com/reprompt/reprompt/effects"
 )
+
+// ConfigError is an error in a configuration file, at a line and column
+// (1-based). It prints as file:line:col: message.
+type ConfigError struct {
+	File         string
+	Line, Column int
+	Msg          string
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Line, e.Column, e.Msg)
+}
+
+// Load reads the configuration file at path; see Parse.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(path, data)
+}
+
+// Parse reads a configuration from YAML data; name is the file name errors
+// are reported against. The document is a mapping:
+//
+//	model: gpt-4o          # optional: the profile (see ProfileFor)
+//	window: 32768          # optional: override the profile's window
+//	reserve: 4096          # optional: override its output reserve
+//	cached_input: 0.5      # optional: the profile's CachedInputFraction
+//	when_timeout: 20ms     # optional: Config.WhenTimeout
+//	effects:               # in registration order
+//	  - kind: trim_tool_results
+//	    params: {max_result_length: 400, preserve_recent: 3}
+//	  - kind: compact
+//	    params: {threshold: 0.75, strategy: summarize}
+//	    when: step > 2
+//	  - kind: limits
+//	    params: {max_iterations: 40, max_cost: 2.5, max_time: 10m}
+//
+// The params of each kind are its config struct's fields in snake case
+// (TrimConfig, CompactConfig, LimitsConfig; for compact also read_tools,
+// modify_tools and arg_keys of FileTracking). A duration is a string like
+// "90s" or a number of seconds. when is a condition over WhenEnv, compiled
+// here.
+//
+// When the file names a model (or a window) and lists no effects, the
+// effects are those of Defaults(profile).
+//
+// Unknown keys, kinds and params, values of the wrong type and bad
+// conditions are *ConfigError values (all of them, joined with
+// errors.Join).
+func Parse(name string, data []byte) (*Config, error) {
+	p := &parser{file: name}
+	cfg := p.parse(data)
+	if len(p.errs) > 0 {
+		return nil, errors.Join(p.errs...)
+	}
+	return cfg, nil
+}
 
 type parser struct {
 	file string
