@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/reprompt/reprompt/defs"
-	"github.com/reprompt/reprompt/effects"
+	"github.com/reprompt/reprompt/internal/promptrt"
 )
 
 // What the runtime reaches through internal/promptrt, for this package's
@@ -15,7 +15,7 @@ func (p *Prompt) Forget(msgs []defs.Message)                        { p.forget(m
 func (p *Prompt) MarkMessagesSeen(ids []string)                     { p.markMessagesSeen(ids) }
 func (p *Prompt) SeenMessages() []string                            { return p.seenMessages() }
 func (p *Prompt) Registry() *defs.Registry                          { return p.reg }
-func (p *Prompt) Effects() *effects.Manager                         { return p.eff }
+func (p *Prompt) Effects() promptrt.Manager                         { return p.eff }
 
 func WithAgentRunner(ctx context.Context, r AgentRunner) context.Context {
 	return withAgentRunner(ctx, r)

@@ -37,6 +37,7 @@ import (
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
 	"github.com/reprompt/reprompt/internal/callsite"
+	"github.com/reprompt/reprompt/internal/promptrt"
 	"github.com/reprompt/reprompt/state"
 )
 
@@ -51,7 +52,7 @@ type Func func(p *Prompt) error
 type Prompt struct {
 	reg       *defs.Registry
 	store     *state.Store
-	eff       *effects.Manager
+	eff       promptrt.Manager
 	step      int
 	input     string
 	executing bool
@@ -70,7 +71,7 @@ func New(input string) *Prompt {
 	return &Prompt{
 		reg:      defs.NewRegistry(),
 		store:    state.New(),
-		eff:      &effects.Manager{},
+		eff:      promptrt.NewManager(),
 		input:    input,
 		seen:     make(map[string]struct{}),
 		restored: make(map[string]struct{}),
