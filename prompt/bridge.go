@@ -15,6 +15,7 @@ func init() {
 	}
 	promptrt.Forget = func(p any, msgs []defs.Message) { p.(*Prompt).forget(msgs) }
 	promptrt.MarkMessagesSeen = func(p any, ids []string) { p.(*Prompt).markMessagesSeen(ids) }
+	promptrt.MessageID = messageID
 	promptrt.SeenMessages = func(p any) []string { return p.(*Prompt).seenMessages() }
 	promptrt.Registry = func(p any) *defs.Registry { return p.(*Prompt).reg }
 	promptrt.Effects = func(p any) promptrt.Manager { return p.(*Prompt).eff }

@@ -2,6 +2,7 @@ package prompt
 
 import (
 	"context"
+	"errors"
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/internal/promptrt"
@@ -19,4 +20,13 @@ func (p *Prompt) Effects() promptrt.Manager                         { return p.e
 
 func WithAgentRunner(ctx context.Context, r AgentRunner) context.Context {
 	return withAgentRunner(ctx, r)
+}
+
+// MessageID is messageID: checkpoints written before messages were
+// identified by call site name them so.
+var MessageID = messageID
+
+func IsArgumentsError(err error) bool {
+	var ae *ArgumentsError
+	return errors.As(err, &ae)
 }

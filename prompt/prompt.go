@@ -203,9 +203,9 @@ func effectSite(err error) string {
 // markMessagesSeen records messages as already added, so that a resumed
 // prompt does not add its declared messages again. It is used by the
 // runtime when it restores a session, with the identities seenMessages
-// returned, and by a sub-agent for its task message (MessageID).
+// returned, and by a sub-agent for its task message (messageID).
 //
-// Identities by role and text (MessageID, and all of those of checkpoints
+// Identities by role and text (messageID, and all of those of checkpoints
 // written before messages were identified by call site) are matched
 // against a declared message whose call site or key was not seen: a resumed
 // run of such a checkpoint, or of a prompt whose lines moved since, does
@@ -350,7 +350,7 @@ func (p *Prompt) defMessage(role defs.Role, text string, opts []MessageOption) {
 	if _, ok := p.seen[id]; ok {
 		return
 	}
-	textID := MessageID(role, text)
+	textID := messageID(role, text)
 	p.seen[id] = struct{}{}
 	if _, ok := p.restored[textID]; ok {
 		return // added before the checkpoint this prompt was restored from
@@ -360,13 +360,13 @@ func (p *Prompt) defMessage(role defs.Role, text string, opts []MessageOption) {
 	p.addedIDs = append(p.addedIDs, [2]string{id, textID})
 }
 
-// MessageID returns the identity of a message by role and text. It is how
+// messageID returns the identity of a message by role and text. It is how
 // checkpoints written before messages were identified by call site name
 // them, and how a sub-agent marks its task message as added (see
 // markMessagesSeen).
-func MessageID(role defs.Role, text string) string { return string(role) + "\x00" + text }
+func messageID(role defs.Role, text string) string { return string(role) + "\x00" + text }
 
-// isTextID reports whether id was made by MessageID.
+// isTextID reports whether id was made by messageID.
 func isTextID(id string) bool {
 	role, _, ok := strings.Cut(id, "\x00")
 	if !ok {

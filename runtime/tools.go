@@ -167,10 +167,11 @@ func (r *Runner) runTool(ctx context.Context, c defs.ToolCall, offered []ToolSpe
 		r.noteToolError(c.ID, err)
 		var pe *ToolPanicError
 		var te *ToolTimeoutError
+		var ae *prompt.ArgumentsError
 		if errors.As(err, &pe) {
 			return fail("%s", pe.modelText()) // without the Go source location
 		}
-		if errors.As(err, &te) || prompt.IsArgumentsError(err) {
+		if errors.As(err, &te) || errors.As(err, &ae) {
 			return fail("%v", err) // these name the tool already
 		}
 		return fail("tool %q failed: %v", c.Name, err)
@@ -279,7 +280,7 @@ func (r *Runner) RunAgent(ctx context.Context, name string, fn prompt.Func, task
 	sub.agent = name
 	sub.p = prompt.New(task)
 	sub.transcript = []defs.Message{defs.UserMessage(task)}
-	promptrt.MarkMessagesSeen(sub.p, []string{prompt.MessageID(defs.RoleUser, task)})
+	promptrt.MarkMessagesSeen(sub.p, []string{promptrt.MessageID(defs.RoleUser, task)})
 	res, err := sub.Run(ctx)
 	r.recordAgent(prompt.CallID(ctx), name, res.Steps, err)
 	// The sub-agent's model calls count in the parent's usage, cost and

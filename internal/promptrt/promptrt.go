@@ -49,6 +49,9 @@ var (
 	Forget func(p any, msgs []defs.Message)
 	// MarkMessagesSeen records declared messages as added, by identity.
 	MarkMessagesSeen func(p any, ids []string)
+	// MessageID returns the identity of a declared message by role and
+	// text, as a sub-agent's task message is marked added.
+	MessageID func(role defs.Role, text string) string
 	// SeenMessages returns the identities of the declared messages added.
 	SeenMessages func(p any) []string
 	// Registry returns p's definitions.
