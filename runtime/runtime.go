@@ -1,64 +1,3 @@
-// Package runtime drives a prompt function against a model: the step loop.
-//
-// Before every step the prompt function is executed again; definitions not
-// declared again are removed; the effects that are due run; their changes
-// are applied; the request is rendered, checked and sent; the tools the
-// model asks for are run (several at once when it asks for several) and
-// their results appended in call order; the after-reply effects run. A
-// reply without tool calls ends the run.
-//
-// The loop is offered at three grains: Runner.Next runs one step,
-// Runner.Run runs to completion, Runner.All iterates over the steps.
-//
-// Package runtime has no network code: it consumes the Model interface,
-// implemented by provider adapters and by the scripted model in package
-// snapshots.
-//
-// # Tracing
-//
-// With Config.TracerProvider set, a run makes OpenTelemetry spans named and
-// attributed by the GenAI semantic conventions:
-//
-//	invoke_agent {Config.Name}        the run, from the first step to the last
-//	  reprompt.step                   one per step
-//	    chat {model}                  one per model call (each retry too);
-//	                                  reprompt.summary=true for an effect's
-//	                                  completion (Step.Model, summaries)
-//	    execute_tool {tool}           one per tool call
-//	      invoke_agent {agent}        a sub-agent, under the call that ran it
-//
-// Model calls carry gen_ai.operation.name, gen_ai.provider.name and
-// gen_ai.request.model (from a Model that implements ProviderNamer and
-// ModelNamer), gen_ai.usage.input_tokens, gen_ai.usage.output_tokens,
-// gen_ai.usage.cache_read.input_tokens, gen_ai.response.finish_reasons and
-// gen_ai.response.id; tool calls gen_ai.tool.name and gen_ai.tool.call.id;
-// the run gen_ai.agent.name, gen_ai.conversation.id (Config.SessionID) and
-// the run's usage. Attributes of reprompt's own are under "reprompt.": a
-// step span has reprompt.step, reprompt.input_tokens (the runtime's count),
-// reprompt.prefix_tokens (shared with the previous request: cacheable),
-// reprompt.billed_input, reprompt.disabled, reprompt.reminded,
-// reprompt.committed, reprompt.compactions and reprompt.recovered, and an
-// event per effect that ran (reprompt.effect, with its id, site, phase and
-// reason), per transcript rewrite (reprompt.commit, or reprompt.compaction
-// when the transcript got shorter in tokens) and per retry
-// (reprompt.retry). An error sets the status of its spans to Error,
-// records the error as an exception event and names its type in
-// error.type. Message content (system instructions, messages, tool
-// arguments and results, dependency values in effect reasons) is recorded
-// only with Config.TraceContent. The run's span ends when the run does: a
-// runner abandoned before its last step leaves it open.
-//
-// # Logging
-//
-// With Config.Logger set, a run logs one Info record per step ("step":
-// step, input_tokens, prefix_tokens, billed_input, usage, tool_calls,
-// effects that ran and why, disabled, reminded, duration) and one when it
-// ends ("run ended": totals); a Warn record per model call retried, per
-// compaction ("transcript compacted", with messages and tokens before and
-// after) and per request recovered after the provider found it too long;
-// an Error record per failed step, with error_type; a Debug record per
-// other rewrite of the transcript. A sub-agent's records
-// carry its name as agent.
 package runtime
 
 import (
@@ -477,7 +416,8 @@ func (r *Runner) next(ctx context.Context) (*Step, error) {
 	reg := promptrt.Registry(r.p)
 	reg.BeginStep()
 
-	// 1–2. Execute the prompt function; reconcile definitions.
+	// Stages 1–2 of "A step" (doc.go): execute the prompt function;
+	// reconcile definitions.
 	added, err := promptrt.Execute(r.p, n, r.fn)
 	if err != nil {
 		return rec, err
@@ -485,7 +425,7 @@ func (r *Runner) next(ctx context.Context) (*Step, error) {
 	r.grow(len(added))
 	r.transcript = append(r.transcript, added...)
 
-	// 3. Effects before the call.
+	// Stage 3: the effects before the call.
 	es := r.effectStep(n, &r.before)
 	ran, err := promptrt.Effects(r.p).Run(ctx, effects.BeforeCall, es)
 	rec.Effects = ran
@@ -493,7 +433,7 @@ func (r *Runner) next(ctx context.Context) (*Step, error) {
 		return rec, err
 	}
 
-	// 4–5. Apply changes, render, check, send.
+	// Stages 4–5: apply their changes, render, check, send.
 	req, err := r.prepare(n, rec, es.Mods())
 	if err != nil {
 		return rec, err
@@ -534,9 +474,9 @@ func (r *Runner) complete(ctx context.Context, rec *Step, offered []ToolSpec, gi
 	n := rec.Number
 	reply := rec.Reply
 
-	// 6. Tools, concurrently, results in call order. The reply joins the
-	// transcript once they are done: until then checkpoints hold it as
-	// pending.
+	// Stage 6: the tools, concurrently, results in call order. The reply
+	// joins the transcript once they are done: until then checkpoints hold
+	// it as pending.
 	calls := reply.Message.ToolCalls
 	stopTool := false
 	if len(calls) > 0 {
@@ -564,7 +504,7 @@ func (r *Runner) complete(ctx context.Context, rec *Step, offered []ToolSpec, gi
 		r.lastTool = &rec.ToolResults[len(rec.ToolResults)-1]
 	}
 
-	// After-reply effects.
+	// Stage 7: the effects after the reply.
 	es := r.effectStep(n, &r.after)
 	es.Reply = &reply.Message
 	es.Results = rec.ToolResults
@@ -580,6 +520,7 @@ func (r *Runner) complete(ctx context.Context, rec *Step, offered []ToolSpec, gi
 		rec.Committed = true
 	}
 
+	// Stage 8: the record, the checkpoint, and whether the run goes on.
 	rec.State = r.stateSnapshot()
 	r.step++
 	var stepErr error
