@@ -1,11 +1,3 @@
-// Package effects runs the effects a prompt function registers: it keys them
-// by registration order (or an explicit key), keeps their dependency memory
-// across executions, decides which are due, runs them in two phases (before
-// the model call and after the reply), and collects what they change in the
-// step.
-//
-// Package effects imports only the standard library and the leaf packages
-// state and defs.
 package effects
 
 import (

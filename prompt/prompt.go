@@ -1,29 +1,3 @@
-// Package prompt is what a user writes a prompt against: the Prompt handle
-// passed to a prompt function, and its hooks.
-//
-// A prompt function is executed again before every step of a run, the way a
-// React component renders again: it declares its definitions, reads its state
-// and registers its effects each time. Definitions it stops declaring
-// disappear; state and the dependency memory of effects persist.
-//
-//	func agent(p *prompt.Prompt) error {
-//		count, setCount := prompt.State(p, "count", 0)
-//		p.DefSystem("role", "You count things.")
-//		p.Def("count", strconv.Itoa(count))
-//		prompt.DefTool(p, "increment", "Add one to the count.",
-//			func(ctx context.Context, _ struct{}) (int, error) {
-//				setCount.Update(func(n int) int { return n + 1 })
-//				return count + 1, nil
-//			})
-//		p.Effect(effects.On(count), func(ctx context.Context, s *effects.Step) error {
-//			return nil // runs at step 0 and whenever count changed
-//		})
-//		p.User("Count to three.")
-//		return nil
-//	}
-//
-// Package prompt never imports the runtime; the runtime drives a Prompt
-// through an internal bridge (internal/promptrt).
 package prompt
 
 import (
