@@ -3,10 +3,9 @@
 // runtime runs it when its dependencies change, with the step it may
 // inspect and change.
 //
-//	inc := prompt.DefTool(p, "increment", "Add one.", increment)
 //	p.Effect(effects.On(count), func(ctx context.Context, s *effects.Step) error {
-//		if count >= 3 {
-//			inc.Disable() // this step's request offers no increment tool
+//		if count == 3 { // runs at step 0 and at each step where count changed
+//			s.CommitAppend(defs.UserMessage("That is three: stop counting."))
 //		}
 //		return nil
 //	})
