@@ -248,15 +248,14 @@ func (r *Runner) callTool(ctx context.Context, t *defs.Tool, args []byte, tx *st
 // safeCall calls t on the calling goroutine, bound to tx if set, turning a
 // panic into a *ToolPanicError.
 func safeCall(ctx context.Context, t *defs.Tool, args []byte, tx *state.Tx) (out string, err error) {
-	if tx != nil {
-		tx.Bind()
-		defer tx.Unbind()
-	}
 	defer func() {
 		if v := recover(); v != nil {
 			err = &ToolPanicError{Tool: t.Name, Site: callsite.Panic().String(), Value: v}
 		}
 	}()
+	if tx != nil {
+		return tx.Run(t.Call, ctx, args)
+	}
 	return t.Call(ctx, args)
 }
 

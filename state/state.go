@@ -29,6 +29,9 @@ type Store struct {
 	// without transactions never look up the calling goroutine.
 	txs   map[uint64]*Tx
 	bound atomic.Int32
+	// framed is the transaction of the Run found by its frame (see Tx.Run),
+	// or nil; it counts in bound.
+	framed *Tx
 }
 
 type entry struct {
