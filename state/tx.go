@@ -76,7 +76,9 @@ func (tx *Tx) Bind() {
 // frame of Run on the stack instead of reading the goroutine's id, which
 // costs microseconds. One Run per store is found that way at a time; a Run
 // that starts while another is under way on the same store is bound by
-// goroutine id, as Bind does.
+// goroutine id, as Bind does. A goroutine f starts that is itself under a
+// Run, of any store (the tool calls of a sub-agent that f runs), counts as
+// under this one too: its changes to this store are recorded in tx.
 func (tx *Tx) Run(f func(context.Context, json.RawMessage) (string, error), ctx context.Context, args json.RawMessage) (string, error) {
 	s := tx.s
 	s.mu.Lock()
