@@ -169,6 +169,9 @@ func DefTool[A, R any](p *Prompt, name, description string, fn func(ctx context.
 	if ts.err != nil {
 		misuse("DefTool "+name, ts.err, 1)
 	}
+	if err := checkApprovalType(opts, reflect.TypeFor[A]()); err != nil {
+		misuse("DefTool "+name, err, 1)
+	}
 	return p.declareTool(name, description, ts, opts, func(ctx context.Context, raw json.RawMessage) (string, error) {
 		var args A
 		if !ts.noFields || !ts.known(raw) { // a valid object decodes into no fields as nothing
@@ -191,12 +194,13 @@ func (p *Prompt) declareTool(name, description string, ts *toolSchema, opts []To
 		opt.apply(&o)
 	}
 	return p.reg.Declare(defs.Def{Kind: defs.KindTool, Name: name, Tool: &defs.Tool{
-		Name:        name,
-		Description: description,
-		Idempotent:  o.idempotent,
-		Schema:      ts.raw,
-		Validate:    ts.validator(name),
-		Call:        call,
+		Name:          name,
+		Description:   description,
+		Idempotent:    o.idempotent,
+		NeedsApproval: o.approval,
+		Schema:        ts.raw,
+		Validate:      ts.validator(name),
+		Call:          call,
 	}})
 }
 
@@ -250,7 +254,14 @@ func resultText[R any](res R) (string, error) {
 // ToolOption changes how a tool is declared.
 type ToolOption interface{ apply(*toolOptions) }
 
-type toolOptions struct{ idempotent bool }
+type toolOptions struct {
+	idempotent bool
+	// approval decides whether a call needs approval; approvalType is the
+	// argument type NeedsApprovalIf's function takes (nil for
+	// NeedsApproval).
+	approval     func(json.RawMessage) (bool, error)
+	approvalType reflect.Type
+}
 
 type toolOptionFunc func(*toolOptions)
 

@@ -167,17 +167,16 @@ func TestCorruptFixtures(t *testing.T) {
 }
 
 // TestWriteVersion1Fixtures writes the version 1 fixtures. It runs only with
-// REPROMPT_WRITE_FIXTURES=1, never in CI, and only while Version is 1: the
-// files record what version 1 wrote and must not change afterwards.
+// REPROMPT_WRITE_FIXTURES=1, never in CI, from checkpoints written as
+// version 1 (no approvals): the files record what version 1 wrote and must
+// not change afterwards.
 func TestWriteVersion1Fixtures(t *testing.T) {
 	if os.Getenv("REPROMPT_WRITE_FIXTURES") != "1" || os.Getenv("CI") != "" {
 		t.Skip("set REPROMPT_WRITE_FIXTURES=1 (outside CI) to write testdata/v1")
 	}
-	if session.Version != 1 {
-		t.Fatal("the v1 fixtures are written by version 1 only")
-	}
 	full := sessiontest.Fixture("full", 9)
 	full.Seq = 4
+	full.Pending.Approvals = nil // version 2
 	minimal := &session.Checkpoint{SessionID: "minimal"}
 	compacted := sessiontest.Fixture("compacted", 0)
 	compacted.Pending = nil
@@ -194,6 +193,9 @@ func TestWriteVersion1Fixtures(t *testing.T) {
 		}
 		var head map[string]any
 		json.Unmarshal(w.Head, &head)
+		if head["version"] != 1.0 {
+			t.Fatalf("%s: head of version %v: the v1 fixtures are written as version 1", name, head["version"])
+		}
 		rows := make([]map[string]any, len(w.Messages))
 		for i, m := range w.Messages {
 			json.Unmarshal(m, &rows[i])
@@ -225,6 +227,7 @@ func TestWriteVersion1Fixtures(t *testing.T) {
 	write("minimal", minimal, nil)
 	write("compacted", compacted, nil)
 	unknown := sessiontest.Fixture("unknown-fields", 4)
+	unknown.Pending.Approvals = nil
 	write("unknown-fields", unknown, func(head map[string]any, rows []map[string]any) {
 		head["written_by"] = "a later 1.x release"
 		head["stats"].(map[string]any)["reasoning_tokens"] = 77
