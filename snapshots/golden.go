@@ -67,6 +67,7 @@ type options struct {
 	dir       string
 	redact    []redaction
 	expectErr bool
+	decide    func(runtime.PendingApproval) (bool, string)
 }
 
 func newOptions(opts []Option) *options {
@@ -111,6 +112,8 @@ func ExpectError() Option {
 }
 
 // Run runs fn against model to completion, renders every step with Format,
+// answers the tool calls the run pauses for with Decide's function (without
+// Decide, the run's pause ends the snapshot),
 // and compares the text with the golden file of the test:
 // <dir>/<t.Name()>.txtar, subtests in subdirectories.
 //
@@ -130,7 +133,7 @@ func ExpectError() Option {
 func Run(t testing.TB, fn prompt.Func, model runtime.Model, opts ...Option) *runtime.Result {
 	t.Helper()
 	o := newOptions(opts)
-	res, err := runtime.Run(t.Context(), model, fn, o.cfg)
+	res, err := runWithDecisions(t.Context(), model, fn, o)
 	switch {
 	case err != nil && !o.expectErr:
 		t.Errorf("snapshots: the run failed: %v", err)
@@ -174,16 +177,22 @@ func format(steps []*runtime.Step, runErr error, o *options) []byte {
 		}
 		return s
 	}}
-	var prev *runtime.Step
+	var prev, last *runtime.Step
 	for _, s := range steps {
 		if s == nil {
 			continue
 		}
 		f.step(s, prev)
-		prev = s
+		if s.Request != nil { // a step completed after a pause or a crash sent none
+			prev = s
+		}
+		last = s
 	}
 	f.section("end")
 	fmt.Fprintf(&f.b, "steps: %d\n", len(steps))
+	if last != nil && len(last.Awaiting) > 0 {
+		fmt.Fprintf(&f.b, "paused: awaiting %s\n", awaitingList(last.Awaiting))
+	}
 	if runErr != nil {
 		// Sites in errors lose their line numbers, as effect sites do, so
 		// that editing a file does not change every snapshot.
@@ -258,6 +267,10 @@ func isMarker(line string) bool {
 
 func (f *formatter) step(s, prev *runtime.Step) {
 	name := f.prefix + fmt.Sprintf("step %d", s.Number)
+	if len(s.Decisions) > 0 {
+		name += " decided" // the record that completes a paused step
+		f.decisions(name, s.Decisions)
+	}
 	if len(s.Effects) > 0 || s.Committed {
 		f.section(name + "/effects")
 		for _, e := range s.Effects {
@@ -306,7 +319,7 @@ func (f *formatter) step(s, prev *runtime.Step) {
 		f.section(name + "/messages")
 		f.messages(req.Messages, prevReq, prev)
 	}
-	if r := s.Reply; r != nil {
+	if r := s.Reply; r != nil && len(s.Decisions) == 0 { // a decided step's reply is its paused record's
 		f.section(name + "/reply")
 		if r.FinishReason != "" {
 			fmt.Fprintf(&f.b, "finish: %s\n", r.FinishReason)
@@ -325,6 +338,12 @@ func (f *formatter) step(s, prev *runtime.Step) {
 			}
 			f.b.WriteString("\n")
 			f.field("  ", "content", r.Content)
+		}
+	}
+	if len(s.Awaiting) > 0 {
+		f.section(name + "/awaiting")
+		for _, a := range s.Awaiting {
+			fmt.Fprintf(&f.b, "%s %s %s\n", a.CallID, a.Tool, f.red(oneLine(a.Arguments)))
 		}
 	}
 	if s.State != nil {
