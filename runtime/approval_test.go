@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -18,7 +17,6 @@ import (
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/session"
-	"github.com/reprompt/reprompt/session/sqlite"
 	"github.com/reprompt/reprompt/snapshots"
 )
 
@@ -316,21 +314,16 @@ func TestApprovalInSubAgentFailsTheCall(t *testing.T) {
 	assert.Equal(t, int32(0), b.closeRuns.Load())
 }
 
-// openBank opens the SQLite store at path, for a run of the bank session.
-func openBank(t *testing.T, path string) (*sqlite.Store, runtime.Config) {
-	t.Helper()
-	st, err := sqlite.Open(path)
-	require.NoError(t, err)
-	return st, runtime.Config{Store: st, SessionID: "bank"}
-}
-
-func TestApprovalAcrossRestart(t *testing.T) {
+// TestApprovalAcrossRunners pauses, decides and finishes with three
+// runners over one store, which keeps checkpoints encoded as a database
+// does (session/crashtest does it with processes over an SQLite file).
+func TestApprovalAcrossRunners(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "sessions.db")
+	st := session.NewMemory()
+	cfg := runtime.Config{Store: st, SessionID: "bank"}
 
-	// Process 1 runs until the pause, and stops.
+	// Runner 1 runs until the pause, and stops.
 	var b1 bank
-	st, cfg := openBank(t, path)
 	res, err := runtime.New(bankScript(), b1.fn, cfg).Run(ctx)
 	require.NoError(t, err)
 	require.Equal(t, []string{"c2", "c4"}, awaitingIDs(res.Awaiting))
@@ -339,23 +332,18 @@ func TestApprovalAcrossRestart(t *testing.T) {
 	require.NotNil(t, cp.Pending)
 	assert.Equal(t, 2, cp.Version)
 	assert.Equal(t, []session.Approval{{CallID: "c2"}, {CallID: "c4"}}, cp.Pending.Approvals)
-	require.NoError(t, st.Close())
 
-	// Process 2 resumes, approves one and stops before continuing.
+	// Runner 2 resumes, approves one and stops before continuing.
 	var b2 bank
-	st, cfg = openBank(t, path)
 	r, err := runtime.Resume(ctx, bankScript(), b2.fn, cfg)
 	require.NoError(t, err)
 	assert.Equal(t, res.Awaiting, r.Awaiting())
 	_, err = r.Next(ctx)
 	require.ErrorIs(t, err, runtime.ErrAwaitingApproval)
 	require.NoError(t, r.Approve("c2"))
-	require.NoError(t, st.Close())
 
-	// Process 3 sees the decision kept, denies the other and finishes.
+	// Runner 3 sees the decision kept, denies the other and finishes.
 	var b3 bank
-	st, cfg = openBank(t, path)
-	defer st.Close()
 	model := snapshots.Script(snapshots.Text("Rent paid; the account stays open."))
 	r, err = runtime.Resume(ctx, model, b3.fn, cfg)
 	require.NoError(t, err)
@@ -371,7 +359,7 @@ func TestApprovalAcrossRestart(t *testing.T) {
 	balance, err := runtime.StateOf[int](res, "balance")
 	require.NoError(t, err)
 	assert.Equal(t, 495, balance)
-	// Every tool ran once over the three processes.
+	// Every tool ran once over the three runners.
 	assert.Equal(t, []int32{1, 1, 0}, []int32{b1.balanceRuns.Load(), b1.transferRuns.Load(), b1.closeRuns.Load()})
 	assert.Equal(t, []int32{0, 0, 0}, []int32{b2.balanceRuns.Load(), b2.transferRuns.Load(), b2.closeRuns.Load()})
 	assert.Equal(t, []int32{0, 1, 0}, []int32{b3.balanceRuns.Load(), b3.transferRuns.Load(), b3.closeRuns.Load()})
