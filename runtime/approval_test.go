@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -446,4 +447,22 @@ func TestApprovalCheckpointFailureKeepsNoDecision(t *testing.T) {
 	assert.Equal(t, "checkpoint", se.Op)
 	require.ErrorIs(t, err, errCrash)
 	assert.Equal(t, []string{"c2", "c4"}, awaitingIDs(r.Awaiting()), "the decision was not recorded")
+}
+
+func TestApprovalLogged(t *testing.T) {
+	var buf strings.Builder
+	var b bank
+	r := runtime.New(bankScript(), b.fn, runtime.Config{Logger: slog.New(slog.NewTextHandler(&buf, nil))})
+	_, err := r.Run(t.Context())
+	require.NoError(t, err)
+	require.NoError(t, r.Approve("c2"))
+	require.NoError(t, r.Deny("c4", "no"))
+	_, err = r.Run(t.Context())
+	require.NoError(t, err)
+	lines := strings.Split(buf.String(), "\n")
+	require.GreaterOrEqual(t, len(lines), 3)
+	assert.Contains(t, lines[0], "msg=step step=0 ")
+	assert.Contains(t, lines[0], `awaiting="[c2 c4]"`)
+	assert.Contains(t, lines[1], "msg=step step=0 ")
+	assert.Contains(t, lines[1], "approved=[c2] denied=[c4]")
 }
