@@ -26,6 +26,10 @@ var ErrNoStore = errors.New("runtime: Resume needs Config.Store and Config.Sessi
 // results saved before the crash are kept, calls of idempotent tools (see
 // prompt.Idempotent) without a result are run again, and other calls get
 // an explicit "interrupted" error result rather than being run twice.
+// A step paused for a person's decision (prompt.NeedsApproval) stays
+// paused, with the decisions already made: Runner.Awaiting lists the calls
+// still undecided, and the next Next completes the step once they are (an
+// approved call that was started before the crash counts as interrupted).
 //
 // An unknown session is a *session.NotFoundError; a damaged or future
 // checkpoint is the store's *session.CorruptError or *session.VersionError.
