@@ -360,10 +360,10 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 }
 
 // All returns an iterator over the steps of the run, ending after the last
-// one, or after a step that paused for approvals. A failing step is yielded with its error (and the record of what it
-// did, if any) and ends the iteration. Breaking out of the loop leaves the
-// run open, so that Next may continue it: defer Close to run the effects'
-// pending cleanups.
+// one, or after a step that paused for approvals. A failing step is yielded
+// with its error (and the record of what it did, if any) and ends the
+// iteration. Breaking out of the loop leaves the run open, so that Next may
+// continue it: defer Close to run the effects' pending cleanups.
 func (r *Runner) All(ctx context.Context) iter.Seq2[*Step, error] {
 	return func(yield func(*Step, error) bool) {
 		for !r.done && r.err == nil && !r.paused() {
@@ -379,9 +379,8 @@ func (r *Runner) All(ctx context.Context) iter.Seq2[*Step, error] {
 // returns ErrDone; after a failure it returns the same error again. While
 // calls await a decision (Step.Awaiting) it runs nothing and returns an
 // error matching ErrAwaitingApproval; once all are decided, it completes
-// the paused step. When
-// the run ends or fails, Next closes the runner (see Close); a cleanup that
-// panics then is the step's error.
+// the paused step. When the run ends or fails, Next closes the runner (see
+// Close); a cleanup that panics then is the step's error.
 func (r *Runner) Next(ctx context.Context) (*Step, error) {
 	if r.err != nil {
 		return nil, r.err
