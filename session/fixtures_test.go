@@ -236,3 +236,35 @@ func TestWriteVersion1Fixtures(t *testing.T) {
 		}
 	})
 }
+
+// TestVersion2Fixtures loads checkpoints written by version 2 of the format:
+// a step paused for approvals. Like the v1 files, they are never rewritten.
+func TestVersion2Fixtures(t *testing.T) {
+	f := readFixtures(t, "v2")[filepath.Join("testdata", "v2", "paused.json")]
+	if f == nil {
+		t.Fatal("no testdata/v2/paused.json")
+	}
+	cp, err := f.load()
+	if err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	if cp.Version != 2 || cp.FormatVersion() != 2 {
+		t.Errorf("Version = %d, FormatVersion() = %d, want 2", cp.Version, cp.FormatVersion())
+	}
+	want := []session.Approval{{CallID: "c2", Decision: session.Approved, Started: true}, {CallID: "c3", Decision: session.Denied}}
+	if diff := cmp.Diff(want, cp.Pending.Approvals); diff != "" {
+		t.Errorf("approvals (-want +got):\n%s", diff)
+	}
+	if n := len(cp.Pending.Results); n != 2 || cp.Pending.Results[1].Content != "not today" {
+		t.Errorf("results: %+v", cp.Pending.Results)
+	}
+	// Written again, it is version 2 again.
+	w, err := session.Plan(cp, session.Tip{Seq: cp.Seq, Generation: cp.Generation, Root: cp.Generation, Messages: len(cp.Transcript)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := session.DecodeHead(w.Head)
+	if err != nil || h.Checkpoint.Version != 2 {
+		t.Fatalf("head written again: %v, %v; want version 2", h, err)
+	}
+}
