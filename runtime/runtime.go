@@ -300,7 +300,10 @@ func New(model Model, fn prompt.Func, cfg Config) *Runner {
 	return r
 }
 
-// Run runs fn against model to completion; see Runner.Run.
+// Run runs fn against model to completion; see Runner.Run. A run that
+// pauses for approvals (Result.Awaiting) cannot be continued from here: use
+// New and Runner.Run to decide in the same process, or a Config.Store and
+// Resume to decide in another.
 func Run(ctx context.Context, model Model, fn prompt.Func, cfg Config) (*Result, error) {
 	return New(model, fn, cfg).Run(ctx)
 }
