@@ -466,3 +466,32 @@ func TestApprovalLogged(t *testing.T) {
 	assert.Contains(t, lines[1], "msg=step step=0 ")
 	assert.Contains(t, lines[1], "approved=[c2] denied=[c4]")
 }
+
+// The step grain: Next returns the paused step, refuses to go on until
+// every call is decided, then returns the record that completes it.
+func TestApprovalWithNext(t *testing.T) {
+	var b bank
+	r := runtime.New(bankScript(), b.fn, runtime.Config{})
+	defer r.Close()
+	s, err := r.Next(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, []string{"c2", "c4"}, awaitingIDs(s.Awaiting))
+	var steps int
+	for range r.All(t.Context()) {
+		steps++
+	}
+	assert.Zero(t, steps, "All yields nothing while paused")
+	require.NoError(t, r.Deny("c4", "no"))
+	_, err = r.Next(t.Context())
+	require.ErrorIs(t, err, runtime.ErrAwaitingApproval)
+	require.NoError(t, r.Approve("c2"))
+	s, err = r.Next(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, 0, s.Number)
+	assert.Len(t, s.Decisions, 2)
+	assert.False(t, s.Done)
+	s, err = r.Next(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, 1, s.Number)
+	assert.True(t, s.Done)
+}
