@@ -74,12 +74,22 @@ func checkApprovalType(opts []ToolOption, args reflect.Type) error {
 	if len(opts) == 0 {
 		return nil
 	}
-	var o toolOptions
-	for _, opt := range opts {
-		opt.apply(&o)
-	}
+	o := toolOpts(opts)
 	if o.approvalType == nil || o.approvalType == args || o.approvalType == rawMessageType {
 		return nil
 	}
 	return &ApprovalTypeError{Args: args, Option: o.approvalType}
+}
+
+// toolOpts applies opts. The options escape to the heap only when there
+// are some: a prompt declares its tools at every step.
+func toolOpts(opts []ToolOption) toolOptions {
+	if len(opts) == 0 {
+		return toolOptions{}
+	}
+	o := new(toolOptions)
+	for _, opt := range opts {
+		opt.apply(o)
+	}
+	return *o
 }

@@ -495,3 +495,38 @@ func TestApprovalWithNext(t *testing.T) {
 	assert.Equal(t, 1, s.Number)
 	assert.True(t, s.Done)
 }
+
+// A sub-agent declared with NeedsApproval waits for a decision before it
+// starts.
+func TestApprovalOfASubAgent(t *testing.T) {
+	var started atomic.Int32
+	sub := func(p *prompt.Prompt) error {
+		started.Add(1)
+		return nil
+	}
+	parent := func(p *prompt.Prompt) error {
+		p.DefAgent("researcher", "Researches.", sub,
+			prompt.NeedsApprovalIf(func(a prompt.AgentArgs) bool { return strings.Contains(a.Task, "expensive") }))
+		p.User("go")
+		return nil
+	}
+	model := snapshots.Script(
+		snapshots.CallTools(
+			snapshots.Call{ID: "cheap", Name: "researcher", Args: prompt.AgentArgs{Task: "a quick look"}},
+			snapshots.Call{ID: "dear", Name: "researcher", Args: prompt.AgentArgs{Task: "an expensive survey"}},
+		),
+		snapshots.Text("found"), // the cheap sub-agent's answer
+		snapshots.Text("done"),
+	)
+	r := runtime.New(model, parent, runtime.Config{})
+	defer r.Close()
+	res, err := r.Run(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, []string{"dear"}, awaitingIDs(res.Awaiting))
+	assert.Equal(t, int32(1), started.Load(), "only the cheap sub-agent started")
+	require.NoError(t, r.Deny("dear", "Too expensive."))
+	res, err = r.Run(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, []string{"cheap found", "dear Too expensive. (error)"}, toolMessages(res.Transcript))
+	assert.Equal(t, int32(1), started.Load())
+}
