@@ -159,8 +159,9 @@
 // step span has reprompt.step, reprompt.input_tokens (the runtime's count),
 // reprompt.prefix_tokens (shared with the previous request: cacheable),
 // reprompt.billed_input, reprompt.disabled, reprompt.reminded,
-// reprompt.committed, reprompt.compactions and reprompt.recovered, and an
-// event per effect that ran (reprompt.effect, with its id, site, phase and
+// reprompt.committed, reprompt.compactions and reprompt.recovered (and,
+// for tool approval, reprompt.awaiting, reprompt.approved and
+// reprompt.denied: call ids), and an event per effect that ran (reprompt.effect, with its id, site, phase and
 // reason), per transcript rewrite (reprompt.commit, or reprompt.compaction
 // when the transcript got shorter in tokens) and per retry
 // (reprompt.retry). An error sets the status of its spans to Error,
@@ -174,7 +175,8 @@
 //
 // With Config.Logger set, a run logs one Info record per step ("step":
 // step, input_tokens, prefix_tokens, billed_input, usage, tool_calls,
-// effects that ran and why, disabled, reminded, duration) and one when it
+// effects that ran and why, disabled, reminded, awaiting, approved,
+// denied, duration) and one when it
 // ends ("run ended": totals); a Warn record per model call retried, per
 // compaction ("transcript compacted", with messages and tokens before and
 // after) and per request recovered after the provider found it too long;

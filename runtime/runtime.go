@@ -83,6 +83,16 @@ type Step struct {
 	// that got an "interrupted" result instead of running.
 	Resumed     bool
 	Interrupted []string
+	// Awaiting lists the calls of the reply that wait for a person's
+	// decision (prompt.NeedsApproval): the step paused. ToolResults then
+	// hold the results of the reply's other calls, which ran; the step is
+	// not Done, and a later record of the same Number, with Decisions,
+	// completes it once every call is decided (see Runner.Approve).
+	Awaiting []PendingApproval
+	// Decisions are, on the record that completes a paused step, the
+	// decisions on its calls that needed approval, in call order. Its
+	// ToolResults are the results of all the reply's calls.
+	Decisions []Decision
 	// Done reports that the run ended with this step.
 	Done bool
 }
@@ -99,6 +109,12 @@ type Result struct {
 	Usage Usage
 	// Stats are the run's totals.
 	Stats effects.RunStats
+	// Awaiting lists the tool calls the run paused for (see
+	// prompt.NeedsApproval), nil if it did not pause. A paused run did not
+	// end: decide each call with Runner.Approve or Runner.Deny and call
+	// Runner.Run again (or, with a store, runtime.Resume in another
+	// process) to continue it.
+	Awaiting []PendingApproval
 
 	store *state.Store // the prompt's state, read by StateOf
 }
@@ -183,6 +199,8 @@ type Runner struct {
 	savedGen   int            // generation of the last checkpoint saved
 	saved      []defs.Message // transcript of the last checkpoint saved
 	pending    *session.Pending
+	restored   bool                // pending comes from a checkpoint (Resume)
+	approvals  []session.Approval  // the calls of the step under way that need approval (approval.go)
 	offered    []string            // tools offered by the request of the step under way
 	callIDs    map[string]struct{} // tool call ids used so far (see uniqueCallIDs)
 	saveMu     sync.Mutex
@@ -235,7 +253,10 @@ func New(model Model, fn prompt.Func, cfg Config) *Runner {
 	return r
 }
 
-// Run runs fn against model to completion; see Runner.Run.
+// Run runs fn against model to completion; see Runner.Run. A run that
+// pauses for approvals (Result.Awaiting) cannot be continued from here: use
+// New and Runner.Run to decide in the same process, or a Config.Store and
+// Resume to decide in another.
 func Run(ctx context.Context, model Model, fn prompt.Func, cfg Config) (*Result, error) {
 	return New(model, fn, cfg).Run(ctx)
 }
@@ -259,9 +280,12 @@ func (r *Runner) Stats() effects.RunStats {
 	return s
 }
 
-// Run runs steps until the run ends and returns every step's record. On
-// error the result holds the steps completed so far. It closes the runner
-// (see Close) before it returns.
+// Run runs steps until the run ends or pauses, and returns every step's
+// record. On error the result holds the steps completed so far. It closes
+// the runner (see Close) before it returns, unless the run paused for
+// approvals (Result.Awaiting): then Approve or Deny every call and call Run
+// again to continue, or Close the runner to abandon the run (with a store,
+// its checkpoint stays paused, for Resume).
 func (r *Runner) Run(ctx context.Context) (*Result, error) {
 	res := &Result{}
 	var err error
@@ -273,9 +297,12 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 			err = serr
 		}
 	}
-	if cerr := r.Close(); cerr != nil && err == nil {
-		err = cerr
+	if err != nil || !r.paused() {
+		if cerr := r.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
 	}
+	res.Awaiting = r.Awaiting()
 	res.Transcript = r.Transcript()
 	res.store = r.p.Store()
 	r.usageMu.Lock()
@@ -289,13 +316,13 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 }
 
 // All returns an iterator over the steps of the run, ending after the last
-// one. A failing step is yielded with its error (and the record of what it
-// did, if any) and ends the iteration. Breaking out of the loop leaves the
-// run open, so that Next may continue it: defer Close to run the effects'
-// pending cleanups.
+// one, or after a step that paused for approvals. A failing step is yielded
+// with its error (and the record of what it did, if any) and ends the
+// iteration. Breaking out of the loop leaves the run open, so that Next may
+// continue it: defer Close to run the effects' pending cleanups.
 func (r *Runner) All(ctx context.Context) iter.Seq2[*Step, error] {
 	return func(yield func(*Step, error) bool) {
-		for !r.done && r.err == nil {
+		for !r.done && r.err == nil && !r.paused() {
 			s, err := r.Next(ctx)
 			if !yield(s, err) || err != nil {
 				return
@@ -305,15 +332,20 @@ func (r *Runner) All(ctx context.Context) iter.Seq2[*Step, error] {
 }
 
 // Next runs one step and returns its record. After the last step it
-// returns ErrDone; after a failure it returns the same error again. When
-// the run ends or fails, Next closes the runner (see Close); a cleanup that
-// panics then is the step's error.
+// returns ErrDone; after a failure it returns the same error again. While
+// calls await a decision (Step.Awaiting) it runs nothing and returns an
+// error matching ErrAwaitingApproval; once all are decided, it completes
+// the paused step. When the run ends or fails, Next closes the runner (see
+// Close); a cleanup that panics then is the step's error.
 func (r *Runner) Next(ctx context.Context) (*Step, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
 	if r.done {
 		return nil, ErrDone
+	}
+	if r.paused() {
+		return nil, r.awaitingError()
 	}
 	if r.started.IsZero() {
 		r.started = time.Now()
@@ -460,10 +492,14 @@ func (r *Runner) next(ctx context.Context) (*Step, error) {
 	for _, t := range req.Tools {
 		r.offered = append(r.offered, t.Name)
 	}
+	given, held := r.classify(reply.Message, req.Tools) // calls that need approval (approval.go)
 	if err := r.savePending(ctx, reply.Message, nil); err != nil {
 		return rec, &StepError{Step: n, Op: OpCheckpoint, Err: err}
 	}
-	return r.complete(ctx, rec, req.Tools, nil)
+	if len(held) > 0 {
+		return r.pause(ctx, rec, req.Tools, given, held)
+	}
+	return r.complete(ctx, rec, req.Tools, given)
 }
 
 // complete finishes a step whose reply is in rec: it runs the tool calls
@@ -481,7 +517,7 @@ func (r *Runner) complete(ctx context.Context, rec *Step, offered []ToolSpec, gi
 	stopTool := false
 	if len(calls) > 0 {
 		var err error
-		rec.ToolResults, err = r.runCalls(ctx, reply.Message, offered, given)
+		rec.ToolResults, err = r.runCalls(ctx, reply.Message, offered, given, nil)
 		rec.Agents = r.takeAgentRuns(calls)
 		rec.ToolErrors = r.takeToolErrors()
 		if se, ok := err.(*StepError); ok {

@@ -32,16 +32,22 @@ func format(steps []*runtime.Step, runErr error, o *options) []byte {
 		}
 		return s
 	}}
-	var prev *runtime.Step
+	var prev, last *runtime.Step
 	for _, s := range steps {
 		if s == nil {
 			continue
 		}
 		f.step(s, prev)
-		prev = s
+		if s.Request != nil { // a step completed after a pause or a crash sent none
+			prev = s
+		}
+		last = s
 	}
 	f.section("end")
 	fmt.Fprintf(&f.b, "steps: %d\n", len(steps))
+	if last != nil && len(last.Awaiting) > 0 {
+		fmt.Fprintf(&f.b, "paused: awaiting %s\n", awaitingList(last.Awaiting))
+	}
 	if runErr != nil {
 		// Sites in errors lose their line numbers, as effect sites do, so
 		// that editing a file does not change every snapshot.
@@ -116,6 +122,10 @@ func isMarker(line string) bool {
 
 func (f *formatter) step(s, prev *runtime.Step) {
 	name := f.prefix + fmt.Sprintf("step %d", s.Number)
+	if len(s.Decisions) > 0 {
+		name += " decided" // the record that completes a paused step
+		f.decisions(name, s.Decisions)
+	}
 	if len(s.Effects) > 0 || s.Committed {
 		f.section(name + "/effects")
 		for _, e := range s.Effects {
@@ -164,7 +174,7 @@ func (f *formatter) step(s, prev *runtime.Step) {
 		f.section(name + "/messages")
 		f.messages(req.Messages, prevReq, prev)
 	}
-	if r := s.Reply; r != nil {
+	if r := s.Reply; r != nil && len(s.Decisions) == 0 { // a decided step's reply is its paused record's
 		f.section(name + "/reply")
 		if r.FinishReason != "" {
 			fmt.Fprintf(&f.b, "finish: %s\n", r.FinishReason)
@@ -183,6 +193,12 @@ func (f *formatter) step(s, prev *runtime.Step) {
 			}
 			f.b.WriteString("\n")
 			f.field("  ", "content", r.Content)
+		}
+	}
+	if len(s.Awaiting) > 0 {
+		f.section(name + "/awaiting")
+		for _, a := range s.Awaiting {
+			fmt.Fprintf(&f.b, "%s %s %s\n", a.CallID, a.Tool, f.red(oneLine(a.Arguments)))
 		}
 	}
 	if s.State != nil {

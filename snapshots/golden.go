@@ -34,6 +34,8 @@ const ext = ".txtar"
 const headerPrefix = "reprompt snapshot v"
 
 // Run runs fn against model to completion, renders every step with Format,
+// answers the tool calls the run pauses for with Decide's function (without
+// Decide, the run's pause ends the snapshot),
 // and compares the text with the golden file of the test:
 // <dir>/<t.Name()>.txtar, subtests in subdirectories.
 //
@@ -53,7 +55,7 @@ const headerPrefix = "reprompt snapshot v"
 func Run(t testing.TB, fn prompt.Func, model runtime.Model, opts ...Option) *runtime.Result {
 	t.Helper()
 	o := newOptions(opts)
-	res, err := runtime.Run(t.Context(), model, fn, o.cfg)
+	res, err := runWithDecisions(t.Context(), model, fn, o)
 	switch {
 	case err != nil && !o.expectErr:
 		t.Errorf("snapshots: the run failed: %v", err)

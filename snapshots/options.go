@@ -24,6 +24,7 @@ type options struct {
 	dir       string
 	redact    []redaction
 	expectErr bool
+	decide    func(runtime.PendingApproval) (bool, string)
 }
 
 func newOptions(opts []Option) *options {
