@@ -184,7 +184,7 @@ func (r *Runner) resumePending(ctx context.Context) (*Step, error) {
 			continue // refused as in the interrupted run: not offered at this step
 		}
 		def, ok := reg.Lookup(defs.KindTool, c.Name)
-		if ok && def.Tool.Idempotent {
+		if ok && def.Tool.Idempotent || !ok && r.isAnswerCall(c.Name) { // validating an answer again is safe
 			offered = append(offered, ToolSpec{Name: c.Name})
 			continue
 		}
