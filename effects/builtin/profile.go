@@ -30,6 +30,12 @@ type Profile struct {
 	// Defaults picks how often to compact by it. Zero means unknown:
 	// DefaultCachedInputFraction is assumed.
 	CachedInputFraction float64
+	// StructuredOutput reports that the model takes a strict JSON Schema
+	// as its response_format (OpenAI's structured outputs), so that a typed
+	// answer (prompt.DefOutput) is asked for that way rather than with an
+	// answer tool; providers/openai reads it (openai.Config.NativeOutput
+	// overrides it).
+	StructuredOutput bool
 }
 
 // DefaultCachedInputFraction is the cached-input price assumed when a
@@ -68,9 +74,9 @@ type profileEntry struct {
 var profiles = func() []profileEntry {
 	t := []profileEntry{
 		// OpenAI.
-		{"gpt-5", Profile{Window: 400_000, OutputReserve: 128_000, CachedInputFraction: 0.1}},
-		{"gpt-4.1", Profile{Window: 1_047_576, OutputReserve: 32_768, CachedInputFraction: 0.25}},
-		{"gpt-4o", Profile{Window: 128_000, OutputReserve: 16_384, CachedInputFraction: 0.5}},
+		{"gpt-5", Profile{Window: 400_000, OutputReserve: 128_000, CachedInputFraction: 0.1, StructuredOutput: true}},
+		{"gpt-4.1", Profile{Window: 1_047_576, OutputReserve: 32_768, CachedInputFraction: 0.25, StructuredOutput: true}},
+		{"gpt-4o", Profile{Window: 128_000, OutputReserve: 16_384, CachedInputFraction: 0.5, StructuredOutput: true}},
 		{"chatgpt-4o", Profile{Window: 128_000, OutputReserve: 16_384}},
 		{"gpt-4-turbo", Profile{Window: 128_000, OutputReserve: 4_096}},
 		{"gpt-4-1106", Profile{Window: 128_000, OutputReserve: 4_096}},
@@ -79,11 +85,13 @@ var profiles = func() []profileEntry {
 		{"gpt-4", Profile{Window: 8_192, OutputReserve: 2_048}},
 		{"gpt-3.5-turbo-instruct", Profile{Window: 4_096, OutputReserve: 1_024}},
 		{"gpt-3.5-turbo", Profile{Window: 16_385, OutputReserve: 4_096}},
+		{"gpt-4o-2024-05-13", Profile{Window: 128_000, OutputReserve: 4_096, CachedInputFraction: 0.5}},
+		{"o1-preview", Profile{Window: 128_000, OutputReserve: 32_768, CachedInputFraction: 0.5}},
 		{"o1-mini", Profile{Window: 128_000, OutputReserve: 65_536, CachedInputFraction: 0.5}},
-		{"o1", Profile{Window: 200_000, OutputReserve: 100_000, CachedInputFraction: 0.5}},
-		{"o3-mini", Profile{Window: 200_000, OutputReserve: 100_000, CachedInputFraction: 0.5}},
-		{"o3", Profile{Window: 200_000, OutputReserve: 100_000, CachedInputFraction: 0.25}},
-		{"o4-mini", Profile{Window: 200_000, OutputReserve: 100_000, CachedInputFraction: 0.25}},
+		{"o1", Profile{Window: 200_000, OutputReserve: 100_000, CachedInputFraction: 0.5, StructuredOutput: true}},
+		{"o3-mini", Profile{Window: 200_000, OutputReserve: 100_000, CachedInputFraction: 0.5, StructuredOutput: true}},
+		{"o3", Profile{Window: 200_000, OutputReserve: 100_000, CachedInputFraction: 0.25, StructuredOutput: true}},
+		{"o4-mini", Profile{Window: 200_000, OutputReserve: 100_000, CachedInputFraction: 0.25, StructuredOutput: true}},
 		{"gpt-oss", Profile{Window: 131_072, OutputReserve: 16_384}},
 		// Local models, nominal windows.
 		{"llama3.1", Local(131_072)},
@@ -119,23 +127,26 @@ var profiles = func() []profileEntry {
 //
 // The table:
 //
-//	model                        window     output reserve   cached input
-//	gpt-5*                       400000     128000           0.1
-//	gpt-4.1*                     1047576    32768            0.25
-//	gpt-4o*                      128000     16384            0.5
+//	model                        window     output reserve   cached input   structured output
+//	gpt-5*                       400000     128000           0.1            yes
+//	gpt-4.1*                     1047576    32768            0.25           yes
+//	gpt-4o*                      128000     16384            0.5            yes (gpt-4o-2024-05-13: 4096, no)
 //	chatgpt-4o*                  128000     16384
 //	gpt-4-turbo*, -1106, -0125   128000     4096
 //	gpt-4-32k*                   32768      4096
 //	gpt-4*                       8192       2048
 //	gpt-3.5-turbo*               16385      4096 (instruct: 4096, 1024)
-//	o1*                          200000     100000           0.5 (o1-mini: 128000, 65536)
-//	o3-mini*                     200000     100000           0.5
-//	o3*, o4-mini*                200000     100000           0.25
+//	o1*                          200000     100000           0.5            yes (o1-mini: 128000, 65536, no; o1-preview: 128000, 32768, no)
+//	o3-mini*                     200000     100000           0.5            yes
+//	o3*, o4-mini*                200000     100000           0.25           yes
 //	gpt-oss*                     131072     16384
 //
 // The cached-input column is the share of the input price OpenAI bills for
 // cached input (its published prices when this table was written; set
-// Profile.CachedInputFraction if they change); blank means unknown.
+// Profile.CachedInputFraction if they change); blank means unknown. The
+// structured-output column is Profile.StructuredOutput: the models OpenAI
+// documents as taking a strict json_schema response_format; blank means
+// no or unknown (local models among them: servers differ).
 //
 // Local models get Local(window), with their nominal window: llama3.1/3.2/3.3
 // 131072, llama3 8192, llama2 4096, codellama 16384, qwen3 40960, qwen2.5 and
