@@ -1,0 +1,271 @@
+package runtime_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/prompt"
+	"github.com/reprompt/reprompt/runtime"
+	"github.com/reprompt/reprompt/session"
+	"github.com/reprompt/reprompt/snapshots"
+)
+
+type summary struct {
+	Title  string   `json:"title"`
+	Points []string `json:"points"`
+}
+
+// summarizer declares its typed answer from the step after the lookup
+// tool ran: until then the model works with its tools.
+func summarizer(p *prompt.Prompt) error {
+	looked, setLooked := prompt.State(p, "looked", false)
+	prompt.DefTool(p, "lookup", "Look something up.", func(ctx context.Context, _ struct{}) (string, error) {
+		setLooked.Set(true)
+		return "facts", nil
+	})
+	if looked {
+		prompt.DefOutput[summary](p, "summary", "The summary.")
+	}
+	p.User("Summarize.")
+	return nil
+}
+
+func TestOutputDeclaredPerStep(t *testing.T) {
+	for _, mode := range []runtime.OutputMode{runtime.OutputTool, runtime.OutputNative} {
+		t.Run(string(mode), func(t *testing.T) {
+			model := snapshots.Script(
+				snapshots.CallTool("lookup", nil),
+				snapshots.Answer(summary{Title: "T", Points: []string{"a"}}),
+			)
+			res, err := runtime.Run(context.Background(), model, summarizer, runtime.Config{OutputMode: mode})
+			require.NoError(t, err)
+			require.Len(t, res.Steps, 2)
+			assert.Nil(t, res.Steps[0].Request.Output, "no output declared at step 0")
+			require.NotNil(t, res.Steps[1].Request.Output)
+			assert.Equal(t, mode, res.Steps[1].Request.Output.Mode)
+			assert.Equal(t, "runtime_test.summary", res.Steps[1].Request.Output.Type)
+			s, err := runtime.Output[summary](res)
+			require.NoError(t, err)
+			assert.Equal(t, summary{Title: "T", Points: []string{"a"}}, s)
+			assert.JSONEq(t, `{"title":"T","points":["a"]}`, string(res.Steps[1].Output))
+			assert.Nil(t, res.Steps[0].Output)
+		})
+	}
+}
+
+// TestOutputAuto: with OutputAuto the model's NativeOutput decides.
+func TestOutputAuto(t *testing.T) {
+	for _, native := range []bool{false, true} {
+		model := snapshots.Script(snapshots.CallTool("lookup", nil), snapshots.Answer(summary{Title: "T"}))
+		want := runtime.OutputTool
+		if native {
+			model.WithNativeOutput()
+			want = runtime.OutputNative
+		}
+		res, err := runtime.Run(context.Background(), model, summarizer, runtime.Config{})
+		require.NoError(t, err)
+		assert.Equal(t, want, res.Steps[1].Request.Output.Mode)
+		tools := res.Steps[1].Request.Tools
+		assert.Equal(t, !native, tools[len(tools)-1].Name == "summary", "answer tool offered: %v", tools)
+	}
+}
+
+// TestOutputTextInToolMode: in tool mode a text reply that is a valid
+// answer is taken; one that is not gets a message asking for the tool.
+func TestOutputTextInToolMode(t *testing.T) {
+	model := snapshots.Script(
+		snapshots.CallTool("lookup", nil),
+		snapshots.Text("Here is my summary: it went well."),
+		snapshots.Text(`{"title":"T","points":null}`),
+	)
+	res, err := runtime.Run(context.Background(), model, summarizer, runtime.Config{OutputMode: runtime.OutputTool})
+	require.NoError(t, err)
+	require.Len(t, res.Steps, 3)
+	msgs := res.Steps[2].Request.Messages
+	last := msgs[len(msgs)-1]
+	assert.Equal(t, defs.RoleUser, last.Role)
+	assert.Contains(t, last.Content, `Give your final answer by calling the tool "summary"`)
+	s, err := runtime.Output[summary](res)
+	require.NoError(t, err)
+	assert.Equal(t, "T", s.Title)
+}
+
+// TestOutputWithToolCallsGoesOn: in native mode a reply with tool calls is
+// a step like any other; the answer is the text of a reply without.
+func TestOutputWithToolCallsGoesOn(t *testing.T) {
+	fn := func(p *prompt.Prompt) error {
+		prompt.DefTool(p, "lookup", "Look up.", func(ctx context.Context, _ struct{}) (string, error) { return "x", nil })
+		prompt.DefOutput[summary](p, "summary", "")
+		p.User("go")
+		return nil
+	}
+	model := snapshots.Script(
+		snapshots.Reply{Text: `{"title":"ignored","points":[]}`, Calls: []snapshots.Call{{Name: "lookup"}}},
+		snapshots.Answer(summary{Title: "T"}),
+	)
+	res, err := runtime.Run(context.Background(), model, fn, runtime.Config{OutputMode: runtime.OutputNative})
+	require.NoError(t, err)
+	require.Len(t, res.Steps, 2)
+	s, err := runtime.Output[summary](res)
+	require.NoError(t, err)
+	assert.Equal(t, "T", s.Title)
+}
+
+// TestOutputNoRetries: a negative OutputRetries fails at the first invalid
+// answer.
+func TestOutputNoRetries(t *testing.T) {
+	model := snapshots.Script(snapshots.CallTool("lookup", nil), snapshots.Answer(`{"title":1}`))
+	_, err := runtime.Run(context.Background(), model, summarizer, runtime.Config{OutputRetries: -1})
+	var oe *runtime.OutputError
+	require.ErrorAs(t, err, &oe)
+	assert.Equal(t, 1, oe.Invalid)
+	assert.Equal(t, `{"title":1}`, oe.Raw)
+	assert.ErrorContains(t, err, `step 1: output "summary": 1 invalid answers`)
+}
+
+// TestOutputBadTypes: types strict structured outputs cannot express are
+// errors naming the type and the field, at the DefOutput call.
+func TestOutputBadTypes(t *testing.T) {
+	type withMap struct {
+		Tags map[string]string `json:"tags"`
+	}
+	type inner struct {
+		Value any `json:"value"`
+	}
+	type withAny struct {
+		Items []inner `json:"items"`
+	}
+	type node struct {
+		Children []node `json:"children"`
+	}
+	tests := []struct {
+		name string
+		decl func(p *prompt.Prompt)
+		want []string
+	}{
+		{"map", func(p *prompt.Prompt) { prompt.DefOutput[withMap](p, "out", "") },
+			[]string{"output type runtime_test.withMap: field Tags (map[string]string): a map has free keys"}},
+		{"interface in a slice", func(p *prompt.Prompt) { prompt.DefOutput[withAny](p, "out", "") },
+			[]string{"field Items[].Value (interface {}): an interface type has no schema"}},
+		{"not a struct", func(p *prompt.Prompt) { prompt.DefOutput[[]string](p, "out", "") },
+			[]string{"output type []string: the output must be a struct"}},
+		{"recursive", func(p *prompt.Prompt) { prompt.DefOutput[node](p, "out", "") },
+			[]string{"field Children[] (runtime_test.node): the type refers to itself"}},
+		{"bad name", func(p *prompt.Prompt) { prompt.DefOutput[summary](p, "my answer", "") },
+			[]string{`invalid tool name "my answer"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fn := func(p *prompt.Prompt) error {
+				tt.decl(p)
+				p.User("go")
+				return nil
+			}
+			_, err := runtime.Run(context.Background(), snapshots.Script(snapshots.Text("x")), fn, runtime.Config{})
+			var pe *prompt.Error
+			require.ErrorAs(t, err, &pe)
+			assert.Contains(t, pe.Site, "output_test.go:")
+			var me *prompt.MisuseError
+			require.ErrorAs(t, err, &me)
+			assert.True(t, strings.HasPrefix(me.Hook, "DefOutput"), me.Hook)
+			for _, w := range tt.want {
+				assert.ErrorContains(t, err, w)
+			}
+			if tt.name != "bad name" {
+				var te *prompt.OutputTypeError
+				require.ErrorAs(t, err, &te)
+			}
+		})
+	}
+}
+
+// TestOutputNameClash: in tool mode the answer tool cannot share its name
+// with a declared tool.
+func TestOutputNameClash(t *testing.T) {
+	fn := func(p *prompt.Prompt) error {
+		prompt.DefTool(p, "summary", "A tool.", func(ctx context.Context, _ struct{}) (string, error) { return "", nil })
+		prompt.DefOutput[summary](p, "summary", "")
+		p.User("go")
+		return nil
+	}
+	_, err := runtime.Run(context.Background(), snapshots.Script(snapshots.Text("x")), fn, runtime.Config{OutputMode: runtime.OutputTool})
+	var se *runtime.StepError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, "render", se.Op)
+	assert.ErrorContains(t, err, `output "summary" has the name of a declared tool`)
+	// Native mode has no answer tool: no clash.
+	_, err = runtime.Run(context.Background(), snapshots.Script(snapshots.Answer(summary{})), fn, runtime.Config{OutputMode: runtime.OutputNative})
+	require.NoError(t, err)
+}
+
+// TestOutputOfRunWithout: Output of a run without a typed answer, and
+// into another type.
+func TestOutputOfRunWithout(t *testing.T) {
+	_, err := runtime.Output[summary](nil)
+	require.ErrorIs(t, err, runtime.ErrNoOutput)
+	res, err := runtime.Run(context.Background(), snapshots.Script(snapshots.Text("hi")), func(p *prompt.Prompt) error {
+		p.User("go")
+		return nil
+	}, runtime.Config{})
+	require.NoError(t, err)
+	_, err = runtime.Output[summary](res)
+	require.ErrorIs(t, err, runtime.ErrNoOutput)
+
+	res, err = runtime.Run(context.Background(), snapshots.Script(snapshots.CallTool("lookup", nil), snapshots.Answer(summary{Title: "T"})), summarizer, runtime.Config{})
+	require.NoError(t, err)
+	_, err = runtime.Output[struct{ Title int }](res)
+	var ute *json.UnmarshalTypeError
+	require.ErrorAs(t, err, &ute)
+}
+
+// TestOutputSubAgent: a sub-agent with a typed answer gives its JSON to
+// the parent.
+func TestOutputSubAgent(t *testing.T) {
+	parent := func(p *prompt.Prompt) error {
+		p.DefAgent("writer", "Writes a summary.", func(p *prompt.Prompt) error {
+			prompt.DefOutput[summary](p, "summary", "")
+			return nil
+		})
+		p.User("go")
+		return nil
+	}
+	model := snapshots.Script(snapshots.CallTool("writer", prompt.AgentArgs{Task: "sum up"}), snapshots.Text("ok")).
+		Agent("writer", snapshots.Answer(summary{Title: "T", Points: []string{}}))
+	res, err := runtime.Run(context.Background(), model, parent, runtime.Config{})
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"title":"T","points":[]}`, res.Steps[0].ToolResults[0].Content)
+}
+
+// TestOutputResumeRevalidates: a run that stopped after the model called
+// the answer tool, before the result was saved, validates the answer on
+// resume instead of calling it interrupted.
+func TestOutputResumeRevalidates(t *testing.T) {
+	ctx := context.Background()
+	fn := func(p *prompt.Prompt) error {
+		prompt.DefOutput[summary](p, "summary", "")
+		p.User("go")
+		return nil
+	}
+	mem := session.NewMemory()
+	store := &failingStore{Store: mem, fail: func(cp *session.Checkpoint) bool { return cp.Pending != nil && len(cp.Pending.Results) == 1 }}
+	m := snapshots.Script(snapshots.Answer(summary{Title: "T"}))
+	_, err := runtime.Run(ctx, m, fn, runtime.Config{Store: store, SessionID: "s", OutputMode: runtime.OutputTool})
+	require.True(t, errors.Is(err, errCrash), "first run: %v", err)
+	r, err := runtime.Resume(ctx, snapshots.Script(), fn, runtime.Config{Store: mem, SessionID: "s", OutputMode: runtime.OutputTool})
+	require.NoError(t, err)
+	res, err := r.Run(ctx)
+	require.NoError(t, err)
+	require.Len(t, res.Steps, 1)
+	assert.True(t, res.Steps[0].Resumed)
+	assert.Empty(t, res.Steps[0].Interrupted)
+	s, err := runtime.Output[summary](res)
+	require.NoError(t, err)
+	assert.Equal(t, "T", s.Title)
+}
