@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -268,4 +269,55 @@ func TestOutputResumeRevalidates(t *testing.T) {
 	s, err := runtime.Output[summary](res)
 	require.NoError(t, err)
 	assert.Equal(t, "T", s.Title)
+}
+
+type base struct {
+	ID string `json:"id"`
+}
+
+type event struct {
+	base
+	At      time.Time `json:"at"`
+	Place   *place    `json:"place"`
+	Tags    []string  `json:"tags,omitempty"`
+	Count   int       `json:"count,omitempty"`
+	private int
+	Skipped string `json:"-"`
+}
+
+type place struct {
+	Name string `json:"name"`
+}
+
+// TestOutputStrictSchema: the schema sent is in strict form (embedded
+// fields inlined, every property required, optional ones admitting null,
+// no additional properties at any level), and answers are validated
+// against the Go type's own requirements, so an answer that leaves out an
+// optional field is valid too.
+func TestOutputStrictSchema(t *testing.T) {
+	fn := func(p *prompt.Prompt) error {
+		prompt.DefOutput[event](p, "event", "")
+		p.User("go")
+		return nil
+	}
+	model := snapshots.Script(
+		snapshots.Answer(`{"id":"e1","at":"2026-11-23T10:00:00Z","place":{"name":"Paris","extra":1},"tags":null,"count":null}`),
+		snapshots.Answer(`{"id":"e1","at":"2026-11-23T10:00:00Z","place":null}`),
+	)
+	res, err := runtime.Run(context.Background(), model, fn, runtime.Config{OutputMode: runtime.OutputNative})
+	require.NoError(t, err)
+	want := `{"type":"object","properties":{
+		"id":{"type":"string"},
+		"at":{"type":"string"},
+		"place":{"type":["null","object"],"properties":{"name":{"type":"string"}},"required":["name"],"additionalProperties":false},
+		"tags":{"type":["null","array"],"items":{"type":"string"}},
+		"count":{"type":["integer","null"]}},
+		"required":["id","at","place","tags","count"],"additionalProperties":false}`
+	assert.JSONEq(t, want, string(res.Steps[0].Request.Output.Schema))
+	require.Len(t, res.Steps, 2, "the first answer has a property the schema does not allow")
+	assert.Contains(t, res.Steps[1].Request.Messages[2].Content, "extra")
+	e, err := runtime.Output[event](res)
+	require.NoError(t, err)
+	assert.Equal(t, "e1", e.ID)
+	assert.Nil(t, e.Place)
 }
