@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"slices"
 	"strings"
+
+	"github.com/reprompt/reprompt/internal/modelcaps"
 )
 
 // LocalFloor is the smallest window assumed for a local model (Floor of
@@ -74,9 +76,9 @@ type profileEntry struct {
 var profiles = func() []profileEntry {
 	t := []profileEntry{
 		// OpenAI.
-		{"gpt-5", Profile{Window: 400_000, OutputReserve: 128_000, CachedInputFraction: 0.1, StructuredOutput: true}},
-		{"gpt-4.1", Profile{Window: 1_047_576, OutputReserve: 32_768, CachedInputFraction: 0.25, StructuredOutput: true}},
-		{"gpt-4o", Profile{Window: 128_000, OutputReserve: 16_384, CachedInputFraction: 0.5, StructuredOutput: true}},
+		{"gpt-5", Profile{Window: 400_000, OutputReserve: 128_000, CachedInputFraction: 0.1}},
+		{"gpt-4.1", Profile{Window: 1_047_576, OutputReserve: 32_768, CachedInputFraction: 0.25}},
+		{"gpt-4o", Profile{Window: 128_000, OutputReserve: 16_384, CachedInputFraction: 0.5}},
 		{"chatgpt-4o", Profile{Window: 128_000, OutputReserve: 16_384}},
 		{"gpt-4-turbo", Profile{Window: 128_000, OutputReserve: 4_096}},
 		{"gpt-4-1106", Profile{Window: 128_000, OutputReserve: 4_096}},
@@ -88,10 +90,10 @@ var profiles = func() []profileEntry {
 		{"gpt-4o-2024-05-13", Profile{Window: 128_000, OutputReserve: 4_096, CachedInputFraction: 0.5}},
 		{"o1-preview", Profile{Window: 128_000, OutputReserve: 32_768, CachedInputFraction: 0.5}},
 		{"o1-mini", Profile{Window: 128_000, OutputReserve: 65_536, CachedInputFraction: 0.5}},
-		{"o1", Profile{Window: 200_000, OutputReserve: 100_000, CachedInputFraction: 0.5, StructuredOutput: true}},
-		{"o3-mini", Profile{Window: 200_000, OutputReserve: 100_000, CachedInputFraction: 0.5, StructuredOutput: true}},
-		{"o3", Profile{Window: 200_000, OutputReserve: 100_000, CachedInputFraction: 0.25, StructuredOutput: true}},
-		{"o4-mini", Profile{Window: 200_000, OutputReserve: 100_000, CachedInputFraction: 0.25, StructuredOutput: true}},
+		{"o1", Profile{Window: 200_000, OutputReserve: 100_000, CachedInputFraction: 0.5}},
+		{"o3-mini", Profile{Window: 200_000, OutputReserve: 100_000, CachedInputFraction: 0.5}},
+		{"o3", Profile{Window: 200_000, OutputReserve: 100_000, CachedInputFraction: 0.25}},
+		{"o4-mini", Profile{Window: 200_000, OutputReserve: 100_000, CachedInputFraction: 0.25}},
 		{"gpt-oss", Profile{Window: 131_072, OutputReserve: 16_384}},
 		// Local models, nominal windows.
 		{"llama3.1", Local(131_072)},
@@ -156,16 +158,12 @@ var profiles = func() []profileEntry {
 // model with a smaller context than its nominal one (Ollama's num_ctx):
 // use Local(numCtx) then.
 func ProfileFor(model string) Profile {
-	name := strings.ToLower(strings.TrimSpace(model))
-	if i := strings.LastIndexByte(name, '/'); i >= 0 {
-		name = name[i+1:]
-	}
-	if i := strings.IndexByte(name, ':'); i >= 0 {
-		name = name[:i]
-	}
+	name := modelcaps.Normalize(model)
 	for _, e := range profiles {
 		if strings.HasPrefix(name, e.prefix) {
-			return e.p
+			p := e.p
+			p.StructuredOutput = modelcaps.StructuredOutput(name)
+			return p
 		}
 	}
 	return Profile{}

@@ -17,7 +17,7 @@ import (
 	sdk "github.com/sashabaranov/go-openai"
 
 	"github.com/reprompt/reprompt/defs"
-	"github.com/reprompt/reprompt/effects/builtin"
+	"github.com/reprompt/reprompt/internal/modelcaps"
 	"github.com/reprompt/reprompt/runtime"
 )
 
@@ -77,13 +77,13 @@ func (m *Model) ProviderName() string {
 
 // NativeOutput reports whether the model takes a typed answer as a strict
 // json_schema response_format: Config.NativeOutput if set, otherwise the
-// model's profile (builtin.ProfileFor). It implements
+// model's profile (builtin.Profile.StructuredOutput). It implements
 // runtime.NativeOutputModel.
 func (m *Model) NativeOutput() bool {
 	if m.cfg.NativeOutput != nil {
 		return *m.cfg.NativeOutput
 	}
-	return builtin.ProfileFor(m.cfg.Model).StructuredOutput
+	return modelcaps.StructuredOutput(m.cfg.Model) // the table behind builtin.Profile.StructuredOutput
 }
 
 // Generate sends req as one Chat Completions request and returns the
