@@ -143,6 +143,35 @@ func (r *Runner) outputSpec() *OutputSpec {
 	return r.out.spec
 }
 
+// outputTokens counts the schema of a native output (a response_format),
+// which providers bill as input: as a tool would be counted. An answer
+// tool is among the tools already.
+func (l *ledger) outputTokens(o *OutputSpec) int {
+	if o == nil || o.Mode != OutputNative {
+		return 0
+	}
+	if o != l.out {
+		l.out, l.outN = o, l.c.Tool(o.Name, o.Description, o.Schema)
+	}
+	return l.outN
+}
+
+// sameNativeOutput reports whether two requests send the same
+// response_format (none included).
+func sameNativeOutput(a, b *OutputSpec) bool {
+	native := func(o *OutputSpec) *OutputSpec {
+		if o == nil || o.Mode != OutputNative {
+			return nil
+		}
+		return o
+	}
+	a, b = native(a), native(b)
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Name == b.Name && a.Description == b.Description && string(a.Schema) == string(b.Schema)
+}
+
 // outputState is a runner's typed-answer bookkeeping.
 type outputState struct {
 	spec *OutputSpec
@@ -185,9 +214,11 @@ func sameBytes(a, b []byte) bool { return len(a) == len(b) && (len(a) == 0 || &a
 
 // isAnswerCall reports whether a call named name is a call of the answer
 // tool the request of the step under way offered.
+//
+// It only reads: the tool calls of a reply run concurrently.
 func (r *Runner) isAnswerCall(name string) bool {
-	spec := r.outputSpec()
-	return spec != nil && spec.Mode == OutputTool && spec.Name == name
+	o := promptrt.Output(r.p)
+	return o != nil && o.Name == name && r.outputMode() == OutputTool
 }
 
 // answerResult validates a call of the answer tool; the model gets "answer

@@ -321,3 +321,26 @@ func TestOutputStrictSchema(t *testing.T) {
 	assert.Equal(t, "e1", e.ID)
 	assert.Nil(t, e.Place)
 }
+
+// TestOutputCounted: the schema of a response_format counts in the
+// request's input tokens, as the answer tool's does in tool mode.
+func TestOutputCounted(t *testing.T) {
+	tokens := func(declare bool, mode runtime.OutputMode) int {
+		fn := func(p *prompt.Prompt) error {
+			if declare {
+				prompt.DefOutput[event](p, "event", "The event.")
+			}
+			p.User("go")
+			return nil
+		}
+		reply := snapshots.Text(`{"id":"e","at":"x","place":null}`)
+		res, err := runtime.Run(context.Background(), snapshots.Script(reply), fn, runtime.Config{OutputMode: mode})
+		require.NoError(t, err)
+		return res.Steps[0].InputTokens
+	}
+	plain := tokens(false, runtime.OutputNative)
+	native := tokens(true, runtime.OutputNative)
+	tool := tokens(true, runtime.OutputTool)
+	assert.Greater(t, native, plain+20, "the response_format's schema is not counted")
+	assert.Greater(t, tool, plain+20, "the answer tool is not counted")
+}
