@@ -281,6 +281,7 @@ type event struct {
 	Place   *place    `json:"place"`
 	Tags    []string  `json:"tags,omitempty"`
 	Count   int       `json:"count,omitempty"`
+	//lint:ignore U1000 an unexported field, which the schema leaves out
 	private int
 	Skipped string `json:"-"`
 }
