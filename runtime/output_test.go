@@ -277,10 +277,10 @@ type base struct {
 
 type event struct {
 	base
-	At      time.Time `json:"at"`
-	Place   *place    `json:"place"`
-	Tags    []string  `json:"tags,omitempty"`
-	Count   int       `json:"count,omitempty"`
+	At    time.Time `json:"at"`
+	Place *place    `json:"place"`
+	Tags  []string  `json:"tags,omitempty"`
+	Count int       `json:"count,omitempty"`
 	//lint:ignore U1000 an unexported field, which the schema leaves out
 	private int
 	Skipped string `json:"-"`
