@@ -84,7 +84,7 @@ func outputSchemaFor(t reflect.Type) *outputSchema {
 		return v.(*outputSchema)
 	}
 	sch := &outputSchema{typ: t.String()}
-	sch.err = strictType(t, t.String(), "", map[reflect.Type]bool{})
+	sch.err = strictType(t, t.String(), "", 0, map[reflect.Type]bool{})
 	if sch.err == nil {
 		// Two schemas: the strict one the model gets, and the one answers are
 		// validated against, where the fields Go takes as optional may be
@@ -116,9 +116,14 @@ func (sch *outputSchema) validate(answer json.RawMessage) error {
 	return sch.resolved.Validate(v)
 }
 
+// MaxOutputDepth is how deep objects may nest in a typed answer: OpenAI's
+// structured outputs take at most 10 levels.
+const MaxOutputDepth = 10
+
 // strictType reports the first part of t that strict structured outputs
-// cannot express. top names the output type, path the field under way.
-func strictType(t reflect.Type, top, path string, seen map[reflect.Type]bool) error {
+// cannot express. top names the output type, path the field under way and
+// depth the objects around it.
+func strictType(t reflect.Type, top, path string, depth int, seen map[reflect.Type]bool) error {
 	fail := func(reason string) error {
 		return &OutputTypeError{Type: top, Field: path, FieldType: t.String(), Reason: reason}
 	}
@@ -139,10 +144,13 @@ func strictType(t reflect.Type, top, path string, seen map[reflect.Type]bool) er
 	case reflect.Chan, reflect.Func, reflect.Complex64, reflect.Complex128, reflect.UnsafePointer:
 		return fail("the type has no JSON form")
 	case reflect.Slice, reflect.Array:
-		return strictType(t.Elem(), top, path+"[]", seen)
+		return strictType(t.Elem(), top, path+"[]", depth, seen)
 	case reflect.Struct:
 		if t.PkgPath() == "time" || t.PkgPath() == "math/big" {
 			return nil // encoded as strings
+		}
+		if depth++; depth > MaxOutputDepth {
+			return fail(fmt.Sprintf("objects nest more than %d deep, more than strict structured outputs take", MaxOutputDepth))
 		}
 		seen[t] = true
 		defer delete(seen, t)
@@ -157,7 +165,7 @@ func strictType(t reflect.Type, top, path string, seen map[reflect.Type]bool) er
 			if path != "" {
 				sub = path + "." + f.Name
 			}
-			if err := strictType(f.Type, top, sub, seen); err != nil {
+			if err := strictType(f.Type, top, sub, depth, seen); err != nil {
 				return err
 			}
 		}

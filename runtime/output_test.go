@@ -345,3 +345,36 @@ func TestOutputCounted(t *testing.T) {
 	assert.Greater(t, native, plain+20, "the response_format's schema is not counted")
 	assert.Greater(t, tool, plain+20, "the answer tool is not counted")
 }
+
+type (
+	d1  struct{ D d2 }
+	d2  struct{ D d3 }
+	d3  struct{ D d4 }
+	d4  struct{ D d5 }
+	d5  struct{ D d6 }
+	d6  struct{ D d7 }
+	d7  struct{ D d8 }
+	d8  struct{ D d9 }
+	d9  struct{ D d10 }
+	d10 struct{ D d11 }
+	d11 struct{ X int }
+)
+
+// TestOutputTooDeep: objects nested deeper than strict mode takes are an
+// error naming the field.
+func TestOutputTooDeep(t *testing.T) {
+	fn := func(p *prompt.Prompt) error {
+		prompt.DefOutput[d1](p, "deep", "")
+		return nil
+	}
+	_, err := runtime.Run(context.Background(), snapshots.Script(snapshots.Text("x")), fn, runtime.Config{})
+	var te *prompt.OutputTypeError
+	require.ErrorAs(t, err, &te)
+	assert.Equal(t, "D.D.D.D.D.D.D.D.D.D", te.Field)
+	assert.ErrorContains(t, err, "nest more than 10 deep")
+	_, err = runtime.Run(context.Background(), snapshots.Script(snapshots.Answer(d2{})), func(p *prompt.Prompt) error {
+		prompt.DefOutput[d2](p, "deep", "")
+		return nil
+	}, runtime.Config{})
+	require.NoError(t, err, "ten levels are fine")
+}
