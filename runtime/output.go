@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/internal/promptrt"
@@ -273,20 +274,27 @@ func (r *Runner) settleOutput(rec *Step) (done bool, feedback *defs.Message, err
 	}
 	calls := reply.Message.ToolCalls
 	if spec.Mode == OutputTool {
+		// The first valid call of the answer tool is the answer; if none is
+		// valid, the last invalid one counts (its result told the model).
+		bad := -1
 		for i, c := range calls {
 			if c.Name != spec.Name || i >= len(rec.ToolResults) {
 				continue
 			}
-			if res := rec.ToolResults[i]; !res.IsError {
+			if !rec.ToolResults[i].IsError {
 				r.out.invalid = 0
 				rec.Output = orEmptyObject(c.Arguments)
 				return true, nil, nil
 			}
+			bad = i
+		}
+		if bad >= 0 {
+			c := calls[bad]
 			verr := o.Validate(orEmptyObject(c.Arguments))
 			if verr == nil { // the call failed for another reason (a checkpoint's interrupted result)
-				verr = errors.New(rec.ToolResults[i].Content)
+				verr = errors.New(rec.ToolResults[bad].Content)
 			}
-			return fail(string(c.Arguments), verr, nil) // the tool result tells the model
+			return fail(string(c.Arguments), verr, nil)
 		}
 		if len(calls) > 0 {
 			return false, nil, nil // other tools: the work goes on
@@ -295,12 +303,14 @@ func (r *Runner) settleOutput(rec *Step) (done bool, feedback *defs.Message, err
 		return false, nil, nil
 	}
 	// A reply without tool calls: its text is the answer (in tool mode, if
-	// it is a valid one).
+	// it is a valid one). A Markdown code fence around it, which models
+	// not held to a schema like to add, is not part of it.
 	text := reply.Message.Content
-	verr := o.Validate(json.RawMessage(text))
+	answer := unfence(text)
+	verr := o.Validate(answer)
 	if verr == nil {
 		r.out.invalid = 0
-		rec.Output = json.RawMessage(text)
+		rec.Output = answer
 		return true, nil, nil
 	}
 	msg := defs.UserMessage(fmt.Sprintf("Your answer does not match the JSON Schema of %q: %v. Answer again with only a JSON value that matches the schema.", spec.Name, verr))
@@ -308,6 +318,20 @@ func (r *Runner) settleOutput(rec *Step) (done bool, feedback *defs.Message, err
 		msg = defs.UserMessage(fmt.Sprintf("Give your final answer by calling the tool %q: its arguments are the answer. Text is not taken as the answer (%v).", spec.Name, verr))
 	}
 	return fail(text, verr, &msg)
+}
+
+// unfence returns text without surrounding white space and a Markdown
+// code fence (```json … ``` or ``` … ```) around it, if it has one.
+func unfence(text string) json.RawMessage {
+	t := strings.TrimSpace(text)
+	if rest, ok := strings.CutPrefix(t, "```"); ok && strings.HasSuffix(rest, "```") && len(rest) >= 3 {
+		body := strings.TrimSuffix(rest, "```")
+		if nl := strings.IndexByte(body, '\n'); nl >= 0 && !strings.ContainsAny(body[:nl], "{[\"") {
+			body = body[nl+1:] // the info string: json, JSON, …
+		}
+		t = strings.TrimSpace(body)
+	}
+	return json.RawMessage(t)
 }
 
 func (r *Runner) outputRetries() int {

@@ -378,3 +378,24 @@ func TestOutputTooDeep(t *testing.T) {
 	}, runtime.Config{})
 	require.NoError(t, err, "ten levels are fine")
 }
+
+// TestOutputFencedText: an answer in a Markdown code fence is taken
+// without it; of two calls of the answer tool in one reply, the valid one.
+func TestOutputFencedText(t *testing.T) {
+	model := snapshots.Script(
+		snapshots.CallTool("lookup", nil),
+		snapshots.Text("```json\n{\"title\":\"T\",\"points\":[]}\n```\n"),
+	)
+	res, err := runtime.Run(context.Background(), model, summarizer, runtime.Config{OutputMode: runtime.OutputNative})
+	require.NoError(t, err)
+	assert.Equal(t, `{"title":"T","points":[]}`, string(res.Steps[1].Output))
+
+	model = snapshots.Script(
+		snapshots.CallTool("lookup", nil),
+		snapshots.CallTools(snapshots.Call{Name: "summary", Args: `{"title":2}`}, snapshots.Call{Name: "summary", Args: `{"title":"T","points":null}`}),
+	)
+	res, err = runtime.Run(context.Background(), model, summarizer, runtime.Config{OutputMode: runtime.OutputTool})
+	require.NoError(t, err)
+	assert.Equal(t, `{"title":"T","points":null}`, string(res.Steps[1].Output))
+	assert.True(t, res.Steps[1].ToolResults[0].IsError)
+}
