@@ -549,6 +549,7 @@ func (r *Runner) complete(ctx context.Context, rec *Step, offered []ToolSpec, gi
 	}
 	answered, feedback, outErr := r.settleOutput(rec)
 	if feedback != nil {
+		r.grow(1)
 		r.transcript = append(r.transcript, *feedback)
 	}
 
