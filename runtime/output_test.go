@@ -399,3 +399,16 @@ func TestOutputFencedText(t *testing.T) {
 	assert.Equal(t, `{"title":"T","points":null}`, string(res.Steps[1].Output))
 	assert.True(t, res.Steps[1].ToolResults[0].IsError)
 }
+
+// TestOutputTraced: the chat span of a request for a typed answer says so
+// (gen_ai.output.type=json, with the output's mode and name).
+func TestOutputTraced(t *testing.T) {
+	tp, exp := tracer(t)
+	model := snapshots.Script(snapshots.CallTool("lookup", nil), snapshots.Answer(summary{Title: "T"}))
+	_, err := runtime.Run(context.Background(), model, summarizer, runtime.Config{TracerProvider: tp})
+	require.NoError(t, err)
+	spans := exp.GetSpans()
+	require.Len(t, find(spans, "chat", "gen_ai.output.type", "json"), 1, "only the step that declared the output")
+	got := attrs(one(t, spans, "chat", "reprompt.step", int64(1)), "gen_ai.output.type", "reprompt.output.mode", "reprompt.output.name")
+	assert.Equal(t, map[string]any{"gen_ai.output.type": "json", "reprompt.output.mode": "tool", "reprompt.output.name": "summary"}, got)
+}
