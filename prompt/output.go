@@ -33,8 +33,10 @@ import (
 // Strict form: every property of every object is required and no other is
 // allowed; a field that is optional in Go (omitempty, omitzero, a pointer
 // or a slice) admits null. A type strict mode cannot express — a map (its
-// keys are free), an interface, a type that is not a struct at the top —
-// is an error naming the type and the field: DefOutput panics with a
+// keys are free), an interface or json.RawMessage (any value), a []byte
+// (base64 text in JSON), a type that refers to itself, objects nested more
+// than MaxOutputDepth deep, a type that is not a struct at the top — is an
+// error naming the type and the field: DefOutput panics with a
 // *MisuseError wrapping an *OutputTypeError (a run error naming the call
 // site), as it does when name does not follow the rules of tool names.
 func DefOutput[T any](p *Prompt, name, description string) {
@@ -136,14 +138,22 @@ func strictType(t reflect.Type, top, path string, depth int, seen map[reflect.Ty
 	if seen[t] {
 		return fail("the type refers to itself, which a schema without $ref cannot express")
 	}
+	if t == reflect.TypeFor[json.RawMessage]() {
+		return fail("json.RawMessage holds any JSON value, which strict structured outputs cannot express; use a concrete type")
+	}
 	switch t.Kind() {
+	case reflect.Slice:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return fail("encoding/json writes a byte slice as base64 text, which the schema made for it (an array of numbers) does not describe; use a string")
+		}
+		return strictType(t.Elem(), top, path+"[]", depth, seen)
 	case reflect.Map:
 		return fail("a map has free keys, which strict structured outputs cannot express (every property must be named); use a slice of key/value structs")
 	case reflect.Interface:
 		return fail("an interface type has no schema (any JSON value), which strict structured outputs cannot express; use a concrete type")
 	case reflect.Chan, reflect.Func, reflect.Complex64, reflect.Complex128, reflect.UnsafePointer:
 		return fail("the type has no JSON form")
-	case reflect.Slice, reflect.Array:
+	case reflect.Array:
 		return strictType(t.Elem(), top, path+"[]", depth, seen)
 	case reflect.Struct:
 		if t.PkgPath() == "time" || t.PkgPath() == "math/big" {

@@ -159,6 +159,14 @@ func TestOutputBadTypes(t *testing.T) {
 			[]string{"output type []string: the output must be a struct"}},
 		{"recursive", func(p *prompt.Prompt) { prompt.DefOutput[node](p, "out", "") },
 			[]string{"field Children[] (runtime_test.node): the type refers to itself"}},
+		{"raw JSON", func(p *prompt.Prompt) {
+			prompt.DefOutput[struct {
+				Extra json.RawMessage `json:"extra"`
+			}](p, "out", "")
+		}, []string{"field Extra (json.RawMessage): json.RawMessage holds any JSON value"}},
+		{"bytes", func(p *prompt.Prompt) {
+			prompt.DefOutput[struct{ Data []byte }](p, "out", "")
+		}, []string{"field Data ([]uint8): encoding/json writes a byte slice as base64 text"}},
 		{"bad name", func(p *prompt.Prompt) { prompt.DefOutput[summary](p, "my answer", "") },
 			[]string{`invalid tool name "my answer"`}},
 	}
