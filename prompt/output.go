@@ -1,11 +1,15 @@
 package prompt
 
 import (
+	"encoding"
 	"encoding/json"
 	"fmt"
+	"log/slog"
+	"math/big"
 	"reflect"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -135,11 +139,20 @@ func strictType(t reflect.Type, top, path string, depth int, seen map[reflect.Ty
 	if path == "" && t.Kind() != reflect.Struct {
 		return fail("the output must be a struct (strict structured outputs take a JSON object at the top), not " + t.Kind().String())
 	}
+	if path == "" && (schemaAsString(t) || ownEncoding(t)) {
+		return fail("the output must be a struct encoded as a JSON object (strict structured outputs take one at the top), not a type with its own JSON encoding")
+	}
 	if seen[t] {
 		return fail("the type refers to itself, which a schema without $ref cannot express")
 	}
 	if t == reflect.TypeFor[json.RawMessage]() {
 		return fail("json.RawMessage holds any JSON value, which strict structured outputs cannot express; use a concrete type")
+	}
+	if schemaAsString(t) {
+		return nil // encoded as a string, and described as one
+	}
+	if ownEncoding(t) {
+		return fail("the type has its own JSON encoding (MarshalJSON or MarshalText), which the schema made from its Go form may not describe; use a plain type")
 	}
 	switch t.Kind() {
 	case reflect.Slice:
@@ -156,9 +169,6 @@ func strictType(t reflect.Type, top, path string, depth int, seen map[reflect.Ty
 	case reflect.Array:
 		return strictType(t.Elem(), top, path+"[]", depth, seen)
 	case reflect.Struct:
-		if t.PkgPath() == "time" || t.PkgPath() == "math/big" {
-			return nil // encoded as strings
-		}
 		if depth++; depth > MaxOutputDepth {
 			return fail(fmt.Sprintf("objects nest more than %d deep, more than strict structured outputs take", MaxOutputDepth))
 		}
@@ -181,6 +191,28 @@ func strictType(t reflect.Type, top, path string, depth int, seen map[reflect.Ty
 		}
 	}
 	return nil
+}
+
+// schemaAsString reports the types with their own encoding that
+// jsonschema-go describes as strings, as encoding/json writes them.
+func schemaAsString(t reflect.Type) bool {
+	switch t {
+	case reflect.TypeFor[time.Time](), reflect.TypeFor[slog.Level](),
+		reflect.TypeFor[big.Int](), reflect.TypeFor[big.Rat](), reflect.TypeFor[big.Float]():
+		return true
+	}
+	return false
+}
+
+// ownEncoding reports whether t, or a pointer to it, has its own JSON
+// encoding.
+func ownEncoding(t reflect.Type) bool {
+	for _, u := range []reflect.Type{t, reflect.PointerTo(t)} {
+		if u.Implements(reflect.TypeFor[json.Marshaler]()) || u.Implements(reflect.TypeFor[encoding.TextMarshaler]()) {
+			return true
+		}
+	}
+	return false
 }
 
 // strictSchema puts s in the strict form: every property required (with

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -167,6 +168,11 @@ func TestOutputBadTypes(t *testing.T) {
 		{"bytes", func(p *prompt.Prompt) {
 			prompt.DefOutput[struct{ Data []byte }](p, "out", "")
 		}, []string{"field Data ([]uint8): encoding/json writes a byte slice as base64 text"}},
+		{"time at the top", func(p *prompt.Prompt) { prompt.DefOutput[time.Time](p, "out", "") },
+			[]string{"output type time.Time: the output must be a struct encoded as a JSON object"}},
+		{"own encoding", func(p *prompt.Prompt) {
+			prompt.DefOutput[struct{ Addr netip.Addr }](p, "out", "")
+		}, []string{"field Addr (netip.Addr): the type has its own JSON encoding"}},
 		{"bad name", func(p *prompt.Prompt) { prompt.DefOutput[summary](p, "my answer", "") },
 			[]string{`invalid tool name "my answer"`}},
 	}
