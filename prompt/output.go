@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -52,7 +53,19 @@ func DefOutput[T any](p *Prompt, name, description string) {
 	if sch.err != nil {
 		misuse("DefOutput "+name, sch.err, 1)
 	}
-	p.output = &defs.Output{Name: name, Description: description, Type: sch.typ, Schema: sch.raw, Validate: sch.validate}
+	p.output = sch.declaration(name, description)
+}
+
+// declaration returns the definition of an output of this type named name:
+// the last one made when it has the same name and description (a prompt
+// declares its output again at every step).
+func (sch *outputSchema) declaration(name, description string) *defs.Output {
+	if d := sch.last.Load(); d != nil && d.Name == name && d.Description == description {
+		return d
+	}
+	d := &defs.Output{Name: name, Description: description, Type: sch.typ, Schema: sch.raw, Validate: sch.validate}
+	sch.last.Store(d)
+	return d
 }
 
 // OutputTypeError is a type DefOutput cannot take: strict structured
@@ -81,6 +94,7 @@ type outputSchema struct {
 	raw      json.RawMessage
 	resolved *jsonschema.Resolved
 	err      error
+	last     atomic.Pointer[defs.Output] // the last declaration made
 }
 
 var outputSchemas sync.Map // reflect.Type → *outputSchema

@@ -426,3 +426,44 @@ func TestOutputTraced(t *testing.T) {
 	got := attrs(one(t, spans, "chat", "reprompt.step", int64(1)), "gen_ai.output.type", "reprompt.output.mode", "reprompt.output.name")
 	assert.Equal(t, map[string]any{"gen_ai.output.type": "json", "reprompt.output.mode": "tool", "reprompt.output.name": "summary"}, got)
 }
+
+// BenchmarkOutputRun runs a two-step agent (a tool call, then the answer)
+// ending with text, and with a typed answer in each mode: the cost of the
+// schema, the validation and the decoding.
+func BenchmarkOutputRun(b *testing.B) {
+	plain := func(p *prompt.Prompt) error {
+		prompt.DefTool(p, "lookup", "Look something up.", func(ctx context.Context, _ struct{}) (string, error) { return "facts", nil })
+		p.User("Summarize.")
+		return nil
+	}
+	typed := func(p *prompt.Prompt) error {
+		prompt.DefOutput[summary](p, "summary", "The summary.")
+		return plain(p)
+	}
+	answer := summary{Title: "T", Points: []string{"a", "b", "c"}}
+	for _, bc := range []struct {
+		name  string
+		fn    prompt.Func
+		mode  runtime.OutputMode
+		reply snapshots.Reply
+	}{
+		{"text", plain, runtime.OutputAuto, snapshots.Text(`{"title":"T","points":["a","b","c"]}`)},
+		{"response_format", typed, runtime.OutputNative, snapshots.Answer(answer)},
+		{"tool", typed, runtime.OutputTool, snapshots.Answer(answer)},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			ctx := context.Background()
+			for b.Loop() {
+				model := snapshots.Script(snapshots.CallTool("lookup", nil), bc.reply)
+				res, err := runtime.Run(ctx, model, bc.fn, runtime.Config{OutputMode: bc.mode})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := runtime.Output[summary](res); err != nil && bc.mode != runtime.OutputAuto {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
