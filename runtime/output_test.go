@@ -467,3 +467,37 @@ func BenchmarkOutputRun(b *testing.B) {
 		})
 	}
 }
+
+// TestOutputNoAllocationPerStep: declaring a typed answer costs no
+// allocation per step while the model works with its tools (the schema,
+// the declaration, the request's spec and tool list are made once), in
+// either mode.
+func TestOutputNoAllocationPerStep(t *testing.T) {
+	perStep := func(declare bool, mode runtime.OutputMode) float64 {
+		fn := func(p *prompt.Prompt) error {
+			prompt.DefTool(p, "lookup", "Look.", func(ctx context.Context, _ struct{}) (string, error) { return "x", nil })
+			if declare {
+				prompt.DefOutput[summary](p, "summary", "The summary.")
+			}
+			p.User("go")
+			return nil
+		}
+		run := func(n int) float64 {
+			return testing.AllocsPerRun(3, func() {
+				replies := make([]snapshots.Reply, 0, n+1)
+				for range n {
+					replies = append(replies, snapshots.CallTool("lookup", nil))
+				}
+				replies = append(replies, snapshots.Text(`{"title":"T","points":null}`))
+				if _, err := runtime.Run(context.Background(), snapshots.Script(replies...), fn, runtime.Config{OutputMode: mode, MaxSteps: -1}); err != nil {
+					t.Fatal(err)
+				}
+			})
+		}
+		return (run(200) - run(100)) / 100
+	}
+	for _, mode := range []runtime.OutputMode{runtime.OutputNative, runtime.OutputTool} {
+		without, with := perStep(false, mode), perStep(true, mode)
+		assert.InDelta(t, without, with, 0.5, "%s: %.1f allocations a step with a typed answer declared, %.1f without", mode, with, without)
+	}
+}
