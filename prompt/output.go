@@ -37,10 +37,14 @@ import (
 //
 // Strict form: every property of every object is required and no other is
 // allowed; a field that is optional in Go (omitempty, omitzero, a pointer
-// or a slice) admits null. A type strict mode cannot express — a map (its
-// keys are free), an interface or json.RawMessage (any value), a []byte
-// (base64 text in JSON), a type that refers to itself, objects nested more
-// than MaxOutputDepth deep, a type that is not a struct at the top — is an
+// or a slice) admits null. Answers are validated against what T itself
+// requires, so one that leaves out an omitempty field is valid too. A type
+// strict mode cannot express — a map (its keys are free), an interface or
+// json.RawMessage (any value), a []byte (base64 text in JSON), a type with
+// its own MarshalJSON or MarshalText (but time.Time, slog.Level and the
+// math/big numbers, described as the strings they are), a type that refers
+// to itself, objects nested more than MaxOutputDepth deep, a type that is
+// not a struct at the top — is an
 // error naming the type and the field: DefOutput panics with a
 // *MisuseError wrapping an *OutputTypeError (a run error naming the call
 // site), as it does when name does not follow the rules of tool names.
