@@ -94,7 +94,8 @@ func TestStructuredOutputRetriesExhausted(t *testing.T) {
 // *OutputError carrying it, without retrying.
 func TestStructuredOutputRefusal(t *testing.T) {
 	model := snapshots.Script(snapshots.Refuse("I cannot review this."))
-	_, err := runtime.Run(context.Background(), model, reviewer, runtime.Config{OutputMode: runtime.OutputNative})
+	res, err := runtime.Run(context.Background(), model, reviewer, runtime.Config{OutputMode: runtime.OutputNative})
+	require.Contains(t, string(snapshots.Format(res.Steps, err)), "-- step 0/reply --\nfinish: stop\nrefusal: I cannot review this.\n")
 	var oe *runtime.OutputError
 	require.ErrorAs(t, err, &oe)
 	require.Equal(t, "I cannot review this.", oe.Refusal)
