@@ -19,6 +19,7 @@ func init() {
 	promptrt.SeenMessages = func(p any) []string { return p.(*Prompt).seenMessages() }
 	promptrt.Registry = func(p any) *defs.Registry { return p.(*Prompt).reg }
 	promptrt.Effects = func(p any) promptrt.Manager { return p.(*Prompt).eff }
+	promptrt.Output = func(p any) *defs.Output { return p.(*Prompt).output }
 	promptrt.WithAgentRunner = func(ctx context.Context, r any) context.Context {
 		return withAgentRunner(ctx, r.(AgentRunner))
 	}

@@ -37,6 +37,7 @@ type Prompt struct {
 	msgSites  map[callsite.Stack]int    // declared messages per call site in the current execution
 	msgIDs    map[msgKey]string         // identities by call site, made once
 	tools     map[string]callsite.Stack // tools declared by the current execution
+	output    *defs.Output              // the typed answer the current execution declared (DefOutput)
 }
 
 // New returns a Prompt with empty definitions, state and effects. input is
@@ -128,6 +129,7 @@ func (p *Prompt) execute(step int, fn Func) (added []defs.Message, err error) {
 	p.addedIDs = p.addedIDs[:0]
 	clear(p.msgSites)
 	clear(p.tools)
+	p.output = nil
 	p.reg.BeginExecution()
 	p.eff.Begin()
 	p.executing = true

@@ -43,6 +43,8 @@ type ledger struct {
 	sysN   int
 	tools  []ToolSpec // last tool list counted
 	toolN  int
+	out    *OutputSpec // last native output counted (see outputTokens)
+	outN   int
 	prev   *Request // the previous request, for the shared prefix
 	prevV  int      // its verbatim transcript messages
 	prevE  int      // the transcript epoch it was built from
@@ -298,10 +300,10 @@ func sameTools(a, b []ToolSpec) bool {
 // messages are the synced transcript, and the tokens it shares as a prefix
 // with the previous request (what a provider's prompt cache can reuse).
 func (l *ledger) requestTokens(req *Request, verbatim int) (input, shared int) {
-	fixed := l.scale(l.fixed(req.System, req.Tools))
+	fixed := l.scale(l.fixed(req.System, req.Tools) + l.outputTokens(req.Output))
 	input = fixed + l.prefix(verbatim) + l.count(req.Messages[verbatim:])
 	prev := l.prev
-	if prev != nil && prev.System == req.System && sameTools(prev.Tools, req.Tools) {
+	if prev != nil && prev.System == req.System && sameTools(prev.Tools, req.Tools) && sameNativeOutput(prev.Output, req.Output) {
 		var k int
 		if l.prevE == l.epoch && verbatim > 0 && l.prevV > 0 {
 			k = min(verbatim, l.prevV)

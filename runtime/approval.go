@@ -195,7 +195,7 @@ func (r *Runner) decide(op, callID string, d session.Decision, reason string) er
 	}
 	if err := r.savePending(context.Background(), r.pending.Reply, r.pending.Results); err != nil {
 		r.approvals[i].Decision, r.pending.Results = session.Awaiting, results
-		return &StepError{Step: r.step, Op: "checkpoint", Err: err}
+		return &StepError{Step: r.step, Op: OpCheckpoint, Err: err}
 	}
 	return nil
 }
@@ -317,7 +317,7 @@ func (r *Runner) pause(ctx context.Context, rec *Step, offered []ToolSpec, given
 	rec.ToolResults = done
 	r.pending = &session.Pending{Reply: reply, Results: done, Offered: r.offered}
 	if err := r.savePending(ctx, reply, done); err != nil {
-		return rec, &StepError{Step: rec.Number, Op: "checkpoint", Err: err}
+		return rec, &StepError{Step: rec.Number, Op: OpCheckpoint, Err: err}
 	}
 	rec.State = r.stateSnapshot()
 	return rec, nil

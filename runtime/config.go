@@ -89,6 +89,19 @@ type Config struct {
 	Store     session.Store
 	SessionID string
 
+	// OutputMode is how the model is asked for the typed answer a prompt
+	// declares with prompt.DefOutput: OutputNative (a strict
+	// response_format), OutputTool (a final tool whose arguments are the
+	// answer), or OutputAuto, the zero value: OutputNative for a model
+	// that implements NativeOutputModel and says so, OutputTool otherwise.
+	OutputMode OutputMode
+	// OutputRetries is how many invalid typed answers are sent back to the
+	// model, with the validation error, before the run ends with an
+	// *OutputError. Zero means DefaultOutputRetries; a negative value
+	// means none. The count restarts with a valid answer, and when a run
+	// is resumed.
+	OutputRetries int
+
 	// Name names the agent in traces (gen_ai.agent.name, and the run span
 	// "invoke_agent Name") and logs. A sub-agent started by RunAgent is
 	// named by its declaration. Empty means unnamed.

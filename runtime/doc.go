@@ -145,7 +145,11 @@
 //	  reprompt.step                   one per step
 //	    chat {model}                  one per model call (each retry too);
 //	                                  reprompt.summary=true for an effect's
-//	                                  completion (Step.Model, summaries)
+//	                                  completion (Step.Model, summaries);
+//	                                  gen_ai.output.type=json,
+//	                                  reprompt.output.mode and
+//	                                  reprompt.output.name for a request
+//	                                  of a typed answer
 //	    execute_tool {tool}           one per tool call
 //	      invoke_agent {agent}        a sub-agent, under the call that ran it
 //

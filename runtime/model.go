@@ -85,6 +85,9 @@ type Request struct {
 	// asked for through effects.Step.Model (compaction's summaries), which
 	// goes to Config.Summarizer and has no tools.
 	Purpose Purpose
+	// Output, if set, is the typed answer the prompt declared
+	// (prompt.DefOutput), with the way it is asked for (see OutputSpec).
+	Output *OutputSpec
 }
 
 // Purpose is what a Request is for.
@@ -119,6 +122,10 @@ type Reply struct {
 	// ID is the provider's identifier of the response, if it gave one
 	// (gen_ai.response.id in traces).
 	ID string
+	// Refusal is the model's refusal to answer, when the provider reports
+	// one apart from the content (OpenAI's refusal field); a run expecting
+	// a typed answer ends with an *OutputError carrying it.
+	Refusal string
 }
 
 // FinishReason says why a model stopped producing a reply.

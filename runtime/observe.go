@@ -429,6 +429,9 @@ func (r *Runner) observeCall(ctx context.Context, req *Request) (context.Context
 	if ctx.Value(summaryKey{}) != nil {
 		sp.SetAttributes(keySummary.Bool(true))
 	}
+	if out := req.Output; out != nil {
+		sp.SetAttributes(keyOutputType.String("json"), keyOutputMode.String(string(out.Mode)), keyOutputName.String(out.Name))
+	}
 	if o.content {
 		if req.System != "" {
 			sp.SetAttributes(keySystem.String(jsonString([]part{{Type: "text", Content: req.System}})))

@@ -3,6 +3,7 @@ package runtime
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -93,13 +94,18 @@ type Step struct {
 	// decisions on its calls that needed approval, in call order. Its
 	// ToolResults are the results of all the reply's calls.
 	Decisions []Decision
+	// Output is the typed answer accepted at this step (see
+	// prompt.DefOutput and Output): the reply's text or the answer tool's
+	// arguments. nil for every other step.
+	Output json.RawMessage
 	// Done reports that the run ended with this step.
 	Done bool
 }
 
 // Result is the outcome of a completed run.
 type Result struct {
-	// Text is the content of the last reply.
+	// Text is the content of the last reply, or the typed answer (JSON)
+	// of a run that ended with one (see Output).
 	Text string
 	// Steps are the records of every step.
 	Steps []*Step
@@ -224,6 +230,8 @@ type Runner struct {
 	// appended reports that the transcript's array was made by grow, not
 	// by a commit.
 	appended bool
+	// out is the typed answer's bookkeeping (see output.go).
+	out outputState
 }
 
 // noteToolError records the error of a tool call for the step record. Tool
@@ -311,6 +319,9 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 	res.Stats = r.Stats()
 	if n := len(res.Steps); n > 0 && res.Steps[n-1].Reply != nil {
 		res.Text = res.Steps[n-1].Reply.Message.Content
+		if out := res.Steps[n-1].Output; out != nil {
+			res.Text = string(out)
+		}
 	}
 	return res, err
 }
@@ -539,6 +550,11 @@ func (r *Runner) complete(ctx context.Context, rec *Step, offered []ToolSpec, gi
 		}
 		r.lastTool = &rec.ToolResults[len(rec.ToolResults)-1]
 	}
+	answered, feedback, outErr := r.settleOutput(rec)
+	if feedback != nil {
+		r.grow(1)
+		r.transcript = append(r.transcript, *feedback)
+	}
 
 	// Stage 7: the effects after the reply.
 	es := r.effectStep(n, &r.after)
@@ -561,7 +577,10 @@ func (r *Runner) complete(ctx context.Context, rec *Step, offered []ToolSpec, gi
 	r.step++
 	var stepErr error
 	switch {
-	case len(calls) == 0, stopTool:
+	case outErr != nil:
+		rec.Done = true
+		stepErr = outErr
+	case answered, stopTool, len(calls) == 0 && feedback == nil:
 		rec.Done = true
 	case r.cfg.StopWhen != nil && r.cfg.StopWhen(rec):
 		rec.Done = true
@@ -784,7 +803,11 @@ func (r *Runner) render(n int, mods *effects.Mods) (req *Request, verbatim int, 
 	if refs := reg.Reminded(); len(refs) > 0 {
 		msgs = append(msgs, reminderMessage(refs)) // msgs is clipped: this copies
 	}
-	return &Request{System: sys, Messages: msgs, Tools: r.renderer.tools(reg, mods), Agent: r.agent, Step: n}, verbatim, nil
+	req = &Request{System: sys, Messages: msgs, Tools: r.renderer.tools(reg, mods), Agent: r.agent, Step: n}
+	if err := r.renderOutput(req); err != nil {
+		return nil, 0, &StepError{Step: n, Op: OpRender, Err: err}
+	}
+	return req, verbatim, nil
 }
 
 func (r *Runner) call(ctx context.Context, req *Request) (*Reply, error) {

@@ -213,7 +213,7 @@ func (r *Runner) resumePending(ctx context.Context) (*Step, error) {
 		// Run again only an idempotent tool that was approved or needs no
 		// approval: a call that needed one is never run without it.
 		def, ok := reg.Lookup(defs.KindTool, c.Name)
-		if ok && def.Tool.Idempotent && (i >= 0 || def.Tool.NeedsApproval == nil) {
+		if ok && def.Tool.Idempotent && (i >= 0 || def.Tool.NeedsApproval == nil) || !ok && r.isAnswerCall(c.Name) { // validating an answer again is safe
 			offered = append(offered, ToolSpec{Name: c.Name})
 			continue
 		}
@@ -224,7 +224,7 @@ func (r *Runner) resumePending(ctx context.Context) (*Step, error) {
 	rec.Decisions = decisions(p, r.approvals, given)
 	if started {
 		if err := r.savePending(ctx, p.Reply, p.Results); err != nil {
-			return rec, &StepError{Step: n, Op: "checkpoint", Err: err}
+			return rec, &StepError{Step: n, Op: OpCheckpoint, Err: err}
 		}
 	}
 	return r.complete(ctx, rec, offered, given)

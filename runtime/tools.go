@@ -153,6 +153,9 @@ func (r *Runner) runTool(ctx context.Context, c defs.ToolCall, offered []ToolSpe
 		return res
 	}
 	def, declared := promptrt.Registry(r.p).Lookup(defs.KindTool, c.Name)
+	if !declared && r.isAnswerCall(c.Name) {
+		return r.answerResult(c)
+	}
 	if !declared {
 		names := make([]string, len(offered))
 		for i, t := range offered {

@@ -151,6 +151,25 @@
 // themselves. runtime.Config.Summarizer can name another model for
 // summaries, a second scripted model for instance.
 //
+// # Typed answers
+//
+// A prompt that declares a typed answer (prompt.DefOutput) is answered with
+// Answer, which gives the value the way the request asks for it: as the
+// reply's text for a response_format (runtime.OutputNative), as a call of
+// the answer tool otherwise (runtime.OutputTool, what the scripted model
+// gets unless WithNativeOutput or Config.OutputMode says otherwise). A
+// string or json.RawMessage is sent as is, so an invalid answer can be
+// scripted, and Refuse scripts a refusal:
+//
+//	model := snapshots.Script(
+//		snapshots.Answer(`{"approved": "yes"}`), // invalid: sent back with the error
+//		snapshots.Answer(verdict{Approved: true}),
+//	)
+//
+// The snapshot shows the output each request asks for ("step N/output":
+// name, Go type, mode and schema) and the answer taken ("step N/answer").
+// A recording keeps how each request asked, and a replay asks the same way.
+//
 // # Record and replay
 //
 // Record wraps a real model and records its replies; WriteFile saves them as

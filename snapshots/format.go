@@ -171,6 +171,9 @@ func (f *formatter) step(s, prev *runtime.Step) {
 		for _, t := range req.Tools {
 			f.tool(s.Number, t)
 		}
+		if o := req.Output; o != nil {
+			f.output(name, s.Number, o)
+		}
 		f.section(name + "/messages")
 		f.messages(req.Messages, prevReq, prev)
 	}
@@ -178,6 +181,9 @@ func (f *formatter) step(s, prev *runtime.Step) {
 		f.section(name + "/reply")
 		if r.FinishReason != "" {
 			fmt.Fprintf(&f.b, "finish: %s\n", r.FinishReason)
+		}
+		if r.Refusal != "" {
+			f.field("", "refusal", r.Refusal)
 		}
 		f.message("", r.Message)
 	}
@@ -194,6 +200,10 @@ func (f *formatter) step(s, prev *runtime.Step) {
 			f.b.WriteString("\n")
 			f.field("  ", "content", r.Content)
 		}
+	}
+	if s.Output != nil {
+		f.section(name + "/answer")
+		f.b.WriteString(f.red(oneLine(s.Output)) + "\n")
 	}
 	if len(s.Awaiting) > 0 {
 		f.section(name + "/awaiting")
@@ -251,6 +261,26 @@ func (f *formatter) agent(parent string, a *runtime.AgentRun) {
 		sub.field("", "error", goLine.ReplaceAllString(a.Err.Error(), "$1"))
 	}
 	f.b.WriteString(sub.b.String())
+}
+
+// output writes the typed answer a request asks for: its name, Go type and
+// mode, and its schema unless it is the answer tool's (listed with the
+// tools) or the same as at an earlier step.
+func (f *formatter) output(name string, step int, o *runtime.OutputSpec) {
+	f.section(name + "/output")
+	fmt.Fprintf(&f.b, "%s (%s, %s): %s\n", o.Name, o.Type, o.Mode, oneLineText(o.Description))
+	if o.Mode == runtime.OutputTool {
+		f.b.WriteString("  schema: (the tool's)\n")
+		return
+	}
+	schema := f.red(indentJSON(o.Schema))
+	key := "\x00output " + o.Name
+	if last, ok := f.schemas[key]; ok && last.schema == schema {
+		fmt.Fprintf(&f.b, "  schema: (as in step %d)\n", last.step)
+		return
+	}
+	f.schemas[key] = shown{step, schema}
+	f.field("  ", "schema", schema)
 }
 
 func (f *formatter) tool(step int, t runtime.ToolSpec) {

@@ -40,8 +40,12 @@ type recorded struct {
 	// Agent is the sub-agent the reply answered; "" for the run's prompt.
 	Agent string `json:"agent,omitempty"`
 	// Summary marks the answer to a summary request.
-	Summary   bool                 `json:"summary,omitempty"`
+	Summary bool `json:"summary,omitempty"`
+	// Output is how the request asked for a typed answer
+	// (runtime.OutputSpec.Mode); "" when it asked for none.
+	Output    runtime.OutputMode   `json:"output,omitempty"`
 	Text      string               `json:"text,omitempty"`
+	Refusal   string               `json:"refusal,omitempty"`
 	Reasoning string               `json:"reasoning,omitempty"`
 	Calls     []recordedCall       `json:"calls,omitempty"`
 	Finish    runtime.FinishReason `json:"finish,omitempty"`
@@ -74,6 +78,14 @@ type scriptFile struct {
 
 // Record returns a Recorder that passes requests through to model.
 func Record(model runtime.Model) *Recorder { return &Recorder{model: model} }
+
+// NativeOutput implements runtime.NativeOutputModel as the wrapped model
+// does (false when it does not), so that a recorded run asks for a typed
+// answer as it would without the Recorder.
+func (r *Recorder) NativeOutput() bool {
+	m, ok := r.model.(runtime.NativeOutputModel)
+	return ok && m.NativeOutput()
+}
 
 // Generate passes req to the wrapped model and records its reply or error.
 func (r *Recorder) Generate(ctx context.Context, req *runtime.Request) (*runtime.Reply, error) {
@@ -128,12 +140,15 @@ func (r *Recorder) record(req *runtime.Request, reply *runtime.Reply, err error)
 	default:
 		m := reply.Message
 		usage := reply.Usage
-		rec = recorded{Text: m.Content, Reasoning: m.Reasoning, Finish: reply.FinishReason, Usage: &usage}
+		rec = recorded{Text: m.Content, Reasoning: m.Reasoning, Refusal: reply.Refusal, Finish: reply.FinishReason, Usage: &usage}
 		for _, c := range m.ToolCalls {
 			rec.Calls = append(rec.Calls, recordedCall{ID: c.ID, Name: c.Name, Arguments: string(c.Arguments)})
 		}
 	}
 	rec.Agent, rec.Summary = req.Agent, req.Purpose == runtime.PurposeSummary
+	if req.Output != nil {
+		rec.Output = req.Output.Mode
+	}
 	r.mu.Lock()
 	r.replies = append(r.replies, rec)
 	r.mu.Unlock()
@@ -212,6 +227,9 @@ func Replay(path string) (*Model, error) {
 func scriptOf(recs []recorded) *Model {
 	m := Script()
 	for _, rec := range recs {
+		if rec.Output == runtime.OutputNative {
+			m.native = true // the recorded run asked with a response_format
+		}
 		if rec.Agent == "" {
 			m.Append(rec.reply())
 		} else {
@@ -230,7 +248,7 @@ func (rec recorded) reply() Reply {
 		r.Summary = rec.Summary
 		return r
 	}
-	r := Reply{Text: rec.Text, Reasoning: rec.Reasoning, Finish: rec.Finish, Summary: rec.Summary}
+	r := Reply{Text: rec.Text, Reasoning: rec.Reasoning, Refusal: rec.Refusal, Finish: rec.Finish, Summary: rec.Summary}
 	if r.Finish == "" {
 		r.Finish = NoFinish // the model reported none: replay none
 	}

@@ -35,6 +35,9 @@ type Reply struct {
 	// Func, if set, computes the reply from the request; the other fields
 	// but Summary are ignored.
 	Func func(req *runtime.Request) Reply
+	// Refusal, if set, is reported as the model's refusal
+	// (runtime.Reply.Refusal).
+	Refusal string
 	// Summary marks a reply to a summary request (runtime.PurposeSummary):
 	// it goes to the script's list of summaries, which only summary
 	// requests use (see Model). Only Text, Usage, Err and Func apply; tool
@@ -66,6 +69,33 @@ func CallTool(name string, args any) Reply { return Reply{Calls: []Call{{Name: n
 
 // CallTools returns a reply calling several tools at once.
 func CallTools(calls ...Call) Reply { return Reply{Calls: calls} }
+
+// Answer returns a reply giving v, encoded as JSON (a json.RawMessage or
+// string is sent as is, so an invalid answer can be scripted), as the typed
+// answer the request asks for (runtime.Request.Output, declared with
+// prompt.DefOutput), the way the request asks for it: as the reply's text
+// when the output is a response_format (runtime.OutputNative), as a call of
+// the answer tool otherwise (runtime.OutputTool). So one script serves
+// both modes. A request without an output fails with an error saying so.
+func Answer(v any) Reply {
+	return Reply{Func: func(req *runtime.Request) Reply {
+		if req.Output == nil {
+			return Reply{Err: fmt.Errorf("scripted model: snapshots.Answer for a request that asks for no typed answer (agent %q, step %d): declare one with prompt.DefOutput", req.Agent, req.Step)}
+		}
+		if req.Output.Mode == runtime.OutputTool {
+			return CallTool(req.Output.Name, v)
+		}
+		raw, err := encodeArgs(v)
+		if err != nil {
+			return Reply{Err: fmt.Errorf("scripted model: snapshots.Answer: %w", err)}
+		}
+		return Text(string(raw))
+	}}
+}
+
+// Refuse returns a reply refusing to answer, as OpenAI's models do in the
+// refusal field: text is the refusal (Reply.Refusal).
+func Refuse(text string) Reply { return Reply{Text: text, Refusal: text} }
 
 // Fail returns a reply that makes the model call fail with err.
 func Fail(err error) Reply { return Reply{Err: err} }
@@ -99,6 +129,26 @@ type Model struct {
 	requests []*runtime.Request
 	errs     []error
 	shared   map[string]int // replies sub-agents took from the one script
+	native   bool           // see NativeOutput
+}
+
+// WithNativeOutput makes the model say it takes a strict response_format
+// (see NativeOutput) and returns m.
+func (m *Model) WithNativeOutput() *Model {
+	m.mu.Lock()
+	m.native = true
+	m.mu.Unlock()
+	return m
+}
+
+// NativeOutput implements runtime.NativeOutputModel: false unless
+// WithNativeOutput was called (or a replayed recording was made with a
+// model that took a response_format), so that with runtime.OutputAuto a
+// typed answer is asked for with the answer tool.
+func (m *Model) NativeOutput() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.native
 }
 
 // script is the replies of one agent, and its summaries.
@@ -345,7 +395,7 @@ func (m *Model) Generate(ctx context.Context, req *runtime.Request) (*runtime.Re
 		msg.ToolCalls = append(msg.ToolCalls, defs.ToolCall{ID: id, Name: c.Name, Arguments: args})
 		out += len(c.Name) + len(args)
 	}
-	reply := &runtime.Reply{Message: msg, FinishReason: runtime.FinishStop}
+	reply := &runtime.Reply{Message: msg, FinishReason: runtime.FinishStop, Refusal: sr.Refusal}
 	if len(msg.ToolCalls) > 0 {
 		reply.FinishReason = runtime.FinishToolCalls
 	}

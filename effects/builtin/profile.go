@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"slices"
 	"strings"
+
+	"github.com/reprompt/reprompt/internal/modelcaps"
 )
 
 // LocalFloor is the smallest window assumed for a local model (Floor of
@@ -30,6 +32,12 @@ type Profile struct {
 	// Defaults picks how often to compact by it. Zero means unknown:
 	// DefaultCachedInputFraction is assumed.
 	CachedInputFraction float64
+	// StructuredOutput reports that the model takes a strict JSON Schema
+	// as its response_format (OpenAI's structured outputs), so that a typed
+	// answer (prompt.DefOutput) is asked for that way rather than with an
+	// answer tool; providers/openai reads it (openai.Config.NativeOutput
+	// overrides it).
+	StructuredOutput bool
 }
 
 // DefaultCachedInputFraction is the cached-input price assumed when a
@@ -79,6 +87,8 @@ var profiles = func() []profileEntry {
 		{"gpt-4", Profile{Window: 8_192, OutputReserve: 2_048}},
 		{"gpt-3.5-turbo-instruct", Profile{Window: 4_096, OutputReserve: 1_024}},
 		{"gpt-3.5-turbo", Profile{Window: 16_385, OutputReserve: 4_096}},
+		{"gpt-4o-2024-05-13", Profile{Window: 128_000, OutputReserve: 4_096, CachedInputFraction: 0.5}},
+		{"o1-preview", Profile{Window: 128_000, OutputReserve: 32_768, CachedInputFraction: 0.5}},
 		{"o1-mini", Profile{Window: 128_000, OutputReserve: 65_536, CachedInputFraction: 0.5}},
 		{"o1", Profile{Window: 200_000, OutputReserve: 100_000, CachedInputFraction: 0.5}},
 		{"o3-mini", Profile{Window: 200_000, OutputReserve: 100_000, CachedInputFraction: 0.5}},
@@ -119,23 +129,26 @@ var profiles = func() []profileEntry {
 //
 // The table:
 //
-//	model                        window     output reserve   cached input
-//	gpt-5*                       400000     128000           0.1
-//	gpt-4.1*                     1047576    32768            0.25
-//	gpt-4o*                      128000     16384            0.5
+//	model                        window     output reserve   cached input   structured output
+//	gpt-5*                       400000     128000           0.1            yes
+//	gpt-4.1*                     1047576    32768            0.25           yes
+//	gpt-4o*                      128000     16384            0.5            yes (gpt-4o-2024-05-13: 4096, no)
 //	chatgpt-4o*                  128000     16384
 //	gpt-4-turbo*, -1106, -0125   128000     4096
 //	gpt-4-32k*                   32768      4096
 //	gpt-4*                       8192       2048
 //	gpt-3.5-turbo*               16385      4096 (instruct: 4096, 1024)
-//	o1*                          200000     100000           0.5 (o1-mini: 128000, 65536)
-//	o3-mini*                     200000     100000           0.5
-//	o3*, o4-mini*                200000     100000           0.25
+//	o1*                          200000     100000           0.5            yes (o1-mini: 128000, 65536, no; o1-preview: 128000, 32768, no)
+//	o3-mini*                     200000     100000           0.5            yes
+//	o3*, o4-mini*                200000     100000           0.25           yes
 //	gpt-oss*                     131072     16384
 //
 // The cached-input column is the share of the input price OpenAI bills for
 // cached input (its published prices when this table was written; set
-// Profile.CachedInputFraction if they change); blank means unknown.
+// Profile.CachedInputFraction if they change); blank means unknown. The
+// structured-output column is Profile.StructuredOutput: the models OpenAI
+// documents as taking a strict json_schema response_format; blank means
+// no or unknown (local models among them: servers differ).
 //
 // Local models get Local(window), with their nominal window: llama3.1/3.2/3.3
 // 131072, llama3 8192, llama2 4096, codellama 16384, qwen3 40960, qwen2.5 and
@@ -145,16 +158,12 @@ var profiles = func() []profileEntry {
 // model with a smaller context than its nominal one (Ollama's num_ctx):
 // use Local(numCtx) then.
 func ProfileFor(model string) Profile {
-	name := strings.ToLower(strings.TrimSpace(model))
-	if i := strings.LastIndexByte(name, '/'); i >= 0 {
-		name = name[i+1:]
-	}
-	if i := strings.IndexByte(name, ':'); i >= 0 {
-		name = name[:i]
-	}
+	name := modelcaps.Normalize(model)
 	for _, e := range profiles {
 		if strings.HasPrefix(name, e.prefix) {
-			return e.p
+			p := e.p
+			p.StructuredOutput = modelcaps.StructuredOutput(name)
+			return p
 		}
 	}
 	return Profile{}

@@ -58,6 +58,8 @@ var (
 	Registry func(p any) *defs.Registry
 	// Effects returns p's effects manager.
 	Effects func(p any) Manager
+	// Output returns the typed answer p's last execution declared, or nil.
+	Output func(p any) *defs.Output
 	// WithAgentRunner returns a context carrying r, a prompt.AgentRunner,
 	// for the sub-agent tools DefAgent declares.
 	WithAgentRunner func(ctx context.Context, r any) context.Context

@@ -99,6 +99,15 @@ type Config struct {
 	// ParallelToolCalls, if not nil, is sent as parallel_tool_calls when the
 	// request has tools.
 	ParallelToolCalls *bool
+	// NativeOutput says whether the model takes a typed answer
+	// (prompt.DefOutput) as a strict json_schema response_format; the
+	// adapter implements runtime.NativeOutputModel with it, so that with
+	// runtime.OutputAuto the runtime asks for the answer that way, and
+	// with an answer tool otherwise. If nil, the model's profile decides
+	// (builtin.ProfileFor(Model).StructuredOutput: OpenAI's gpt-4o, gpt-4.1,
+	// gpt-5, o1, o3 and o4-mini families); set it for a server whose
+	// models take one too (recent vLLM, Ollama and llama.cpp servers do).
+	NativeOutput *bool
 	// ReplayReasoning sends the Reasoning of earlier assistant messages back
 	// as reasoning_content. The zero value drops it, which is what OpenAI
 	// and most servers expect.

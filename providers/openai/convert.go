@@ -43,10 +43,11 @@ func sdkTakesForReasoning(name string) bool {
 // emptyParameters is sent for a tool without a parameter schema.
 var emptyParameters = json.RawMessage(`{"type":"object","properties":{}}`)
 
-// requestFields maps the configuration and tools to a go-openai request
-// without messages, and the body patch that carries what the SDK's types
-// cannot.
-func (m *Model) requestFields(tools []runtime.ToolSpec, stream bool) (sdk.ChatCompletionRequest, bodyPatch) {
+// requestFields maps the configuration, tools and output to a go-openai
+// request without messages, and the body patch that carries what the SDK's
+// types cannot. A native output (runtime.OutputNative) becomes a strict
+// json_schema response_format; another output is among the tools already.
+func (m *Model) requestFields(tools []runtime.ToolSpec, output *runtime.OutputSpec, stream bool) (sdk.ChatCompletionRequest, bodyPatch) {
 	c := &m.cfg
 	out := sdk.ChatCompletionRequest{
 		Model:           c.Model,
@@ -110,6 +111,17 @@ func (m *Model) requestFields(tools []runtime.ToolSpec, stream bool) (sdk.ChatCo
 	}
 	if len(out.Tools) > 0 && c.ParallelToolCalls != nil {
 		out.ParallelToolCalls = *c.ParallelToolCalls
+	}
+	if output != nil && output.Mode == runtime.OutputNative {
+		out.ResponseFormat = &sdk.ChatCompletionResponseFormat{
+			Type: sdk.ChatCompletionResponseFormatTypeJSONSchema,
+			JSONSchema: &sdk.ChatCompletionResponseFormatJSONSchema{
+				Name:        output.Name,
+				Description: output.Description,
+				Schema:      output.Schema,
+				Strict:      true,
+			},
+		}
 	}
 	return out, patch
 }
@@ -293,5 +305,6 @@ func convertReply(resp *sdk.ChatCompletionResponse, raw []byte) (*runtime.Reply,
 		Usage:        convertUsage(resp.Usage),
 		FinishReason: finishReason(choice.FinishReason, len(msg.ToolCalls) > 0),
 		ID:           resp.ID,
+		Refusal:      choice.Message.Refusal,
 	}, nil
 }

@@ -54,4 +54,19 @@ func TestLive(t *testing.T) {
 		t.Fatalf("Stream with tools: %v", err)
 	}
 	t.Logf("Stream with tools: %+v, %s", reply.Message.ToolCalls, reply.FinishReason)
+
+	// A typed answer, in both modes (a server that rejects a
+	// response_format fails the first).
+	for _, mode := range []runtime.OutputMode{runtime.OutputNative, runtime.OutputTool} {
+		res, err := runtime.Run(ctx, m, forecaster, runtime.Config{OutputMode: mode, MaxSteps: 4})
+		if err != nil {
+			t.Errorf("typed answer (%s): %v", mode, err)
+			continue
+		}
+		f, err := runtime.Output[forecast](res)
+		t.Logf("typed answer (%s) in %d steps: %+v, %v", mode, len(res.Steps), f, err)
+		if err != nil || f.City == "" {
+			t.Errorf("typed answer (%s): %+v, %v", mode, f, err)
+		}
+	}
 }

@@ -17,6 +17,7 @@ import (
 	sdk "github.com/sashabaranov/go-openai"
 
 	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/internal/modelcaps"
 	"github.com/reprompt/reprompt/runtime"
 )
 
@@ -74,6 +75,17 @@ func (m *Model) ProviderName() string {
 	return ""
 }
 
+// NativeOutput reports whether the model takes a typed answer as a strict
+// json_schema response_format: Config.NativeOutput if set, otherwise the
+// model's profile (builtin.Profile.StructuredOutput). It implements
+// runtime.NativeOutputModel.
+func (m *Model) NativeOutput() bool {
+	if m.cfg.NativeOutput != nil {
+		return *m.cfg.NativeOutput
+	}
+	return modelcaps.StructuredOutput(m.cfg.Model) // the table behind builtin.Profile.StructuredOutput
+}
+
 // Generate sends req as one Chat Completions request and returns the
 // reply. Retryable failures are retried as Config describes. Every error
 // is a *runtime.ModelError that unwraps to go-openai's error
@@ -128,7 +140,7 @@ func (m *Model) body(req *runtime.Request, stream bool) ([]byte, error) {
 	if req == nil {
 		return nil, fail(errors.New("nil request"))
 	}
-	head, tail, err := m.skeleton(req.Tools, stream)
+	head, tail, err := m.skeleton(req.Tools, req.Output, stream)
 	if err != nil {
 		return nil, fail(err)
 	}
@@ -406,5 +418,5 @@ func (a *streamAcc) reply() *runtime.Reply {
 		}
 		msg.ToolCalls = append(msg.ToolCalls, defs.ToolCall{ID: id, Name: c.name, Arguments: toolArguments(c.args.String())})
 	}
-	return &runtime.Reply{Message: msg, Usage: a.usage, FinishReason: finishReason(a.finish, len(msg.ToolCalls) > 0), ID: a.id}
+	return &runtime.Reply{Message: msg, Usage: a.usage, FinishReason: finishReason(a.finish, len(msg.ToolCalls) > 0), ID: a.id, Refusal: a.refusal.String()}
 }

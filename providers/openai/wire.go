@@ -63,7 +63,8 @@ type lane struct {
 
 // skeleton is the encoded request around the messages.
 type skeleton struct {
-	tools      []runtime.ToolSpec // copy of the tools it was built for
+	tools      []runtime.ToolSpec  // copy of the tools it was built for
+	output     *runtime.OutputSpec // copy of the native output it was built for, or nil
 	built      bool
 	head, tail []byte // head ends with `"messages":[`, tail starts with `]`
 }
@@ -304,8 +305,21 @@ func sameTools(a, b []runtime.ToolSpec) bool {
 	})
 }
 
+// sameOutput reports whether a and b ask for the same response_format.
+func sameOutput(a, b *runtime.OutputSpec) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Name == b.Name && a.Description == b.Description && a.Mode == b.Mode && bytes.Equal(a.Schema, b.Schema)
+}
+
 // skeleton returns the encoded request around the messages for tools.
-func (m *Model) skeleton(tools []runtime.ToolSpec, stream bool) (head, tail []byte, err error) {
+// With out set to a native output (runtime.OutputNative), the skeleton
+// carries its response_format.
+func (m *Model) skeleton(tools []runtime.ToolSpec, out *runtime.OutputSpec, stream bool) (head, tail []byte, err error) {
+	if out != nil && out.Mode != runtime.OutputNative {
+		out = nil // the answer tool is among the tools
+	}
 	c := &m.wire
 	i := 0
 	if stream {
@@ -314,11 +328,11 @@ func (m *Model) skeleton(tools []runtime.ToolSpec, stream bool) (head, tail []by
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := &c.skel[i]
-	if s.built && sameTools(s.tools, tools) {
+	if s.built && sameTools(s.tools, tools) && sameOutput(s.output, out) {
 		return s.head, s.tail, nil
 	}
-	out, patch := m.requestFields(tools, stream)
-	b, err := json.Marshal(out)
+	fields, patch := m.requestFields(tools, out, stream)
+	b, err := json.Marshal(fields)
 	if err != nil {
 		return nil, nil, fmt.Errorf("encoding the request: %w", err)
 	}
@@ -345,7 +359,13 @@ func (m *Model) skeleton(tools []runtime.ToolSpec, stream bool) (head, tail []by
 	for j, t := range tools {
 		copied[j] = runtime.ToolSpec{Name: t.Name, Description: t.Description, Parameters: bytes.Clone(t.Parameters)}
 	}
-	*s = skeleton{tools: copied, built: true, head: head, tail: tail}
+	var outCopy *runtime.OutputSpec
+	if out != nil {
+		c := *out
+		c.Schema = bytes.Clone(out.Schema)
+		outCopy = &c
+	}
+	*s = skeleton{tools: copied, output: outCopy, built: true, head: head, tail: tail}
 	return head, tail, nil
 }
 

@@ -22,7 +22,7 @@ import (
 // reference the assembled bodies are checked against.
 func goOpenAIBody(t *testing.T, m *Model, req *runtime.Request, stream bool) []byte {
 	t.Helper()
-	out, patch := m.requestFields(req.Tools, stream)
+	out, patch := m.requestFields(req.Tools, req.Output, stream)
 	var empty []int
 	if req.System != "" {
 		out.Messages = append(out.Messages, sdk.ChatCompletionMessage{Role: sdk.ChatMessageRoleSystem, Content: req.System})
