@@ -160,7 +160,9 @@ func TestWhenConditionsStillWork(t *testing.T) {
 		{`any(1..100, # > 1000)`, false},
 		{`last_tool + "_x" == "nope"`, false},
 	} {
-		src := "effects:\n  - kind: trim_tool_results\n    params: {preserve_recent: -1, batch: 1, min_saving: -1, max_result_length: 10}\n    when: '" + tc.cond + "'\n"
+		// A generous time limit: these conditions take microseconds, and the
+		// default 50 ms could be exceeded on a loaded machine under -race.
+		src := "when_timeout: 10s\neffects:\n  - kind: trim_tool_results\n    params: {preserve_recent: -1, batch: 1, min_saving: -1, max_result_length: 10}\n    when: '" + tc.cond + "'\n"
 		cfg, err := builtin.Parse("ok.yaml", []byte(src))
 		require.NoError(t, err, tc.cond)
 		res, err := runtime.Run(context.Background(), snapshots.Script(reads(3)...), agent(cfg, 100), runtime.Config{})
