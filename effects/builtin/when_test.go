@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/expr-lang/expr/file"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/stretchr/testify/assert"
@@ -186,7 +188,9 @@ func TestWhenSetInCode(t *testing.T) {
 	var we *builtin.WhenError
 	require.ErrorAs(t, err, &we)
 	assert.Equal(t, stall, we.When)
-	assert.Contains(t, we.Error(), "range of more than 10000 elements")
+	var fe *file.Error // expr's error, which says what the condition broke
+	require.ErrorAs(t, err, &fe)
+	assert.Contains(t, fe.Message, "range of more than 10000 elements")
 }
 
 // FuzzWhen: whatever the condition, registering and running it ends
