@@ -599,8 +599,18 @@ func TestHookMisuseFromToolAndEffect(t *testing.T) {
 				t.Errorf("result %q does not contain %q", r.Content, s)
 			}
 		}
-		if err := res.Steps[0].ToolErrors[r.CallID]; err == nil || !strings.Contains(err.Error(), "Def at "+site) || strings.Contains(r.Content, site) {
-			t.Errorf("ToolErrors[%s] = %v, result %q: want the misuse's site in the error only", r.CallID, err, r.Content)
+		err := res.Steps[0].ToolErrors[r.CallID]
+		var pe *runtime.ToolPanicError
+		var me *prompt.MisuseError
+		if !errors.As(err, &pe) || !errors.As(err, &me) {
+			t.Fatalf("ToolErrors[%s] = %v, want *runtime.ToolPanicError wrapping *prompt.MisuseError", r.CallID, err)
+		}
+		if pe.Tool != "sneaky" || me.Hook != "Def" || me.Site != site {
+			t.Errorf("ToolPanicError %+v, MisuseError %+v: want tool sneaky, Def at %s", pe, me, site)
+		}
+		// What the model reads is the contract here: no Go source location.
+		if strings.Contains(r.Content, site) {
+			t.Errorf("result %q names the misuse's site %s: it belongs in ToolErrors only", r.Content, site)
 		}
 		if m.Requests()[1].System != "" {
 			t.Error("the misused hook declared a variable")

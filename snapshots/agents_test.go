@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -180,8 +181,15 @@ func TestSingleScriptExhaustedNamesSubAgents(t *testing.T) {
 		snapshots.Text("The answer is 42."),
 	)
 	_, err := runtime.Run(context.Background(), m, delegating, runtime.Config{})
-	require.ErrorIs(t, err, snapshots.ErrScriptExhausted)
-	assert.ErrorContains(t, err, `no reply left for request 4 (the run's prompt, step 1): the script has 3 replies, and sub-agents took some of them ("researcher" 2): give each sub-agent its own with Agent(name, ...)`)
+	var se *snapshots.ScriptError
+	require.ErrorAs(t, err, &se)
+	want := snapshots.ScriptError{
+		Request: 4, Agent: "", Step: 1, Purpose: runtime.PurposeStep, Err: snapshots.ErrScriptExhausted,
+		Hint: `the script has 3 replies, and sub-agents took some of them ("researcher" 2): give each sub-agent its own with Agent(name, ...)`,
+	}
+	if diff := cmp.Diff(want, *se, cmpopts.EquateErrors()); diff != "" {
+		t.Errorf("ScriptError mismatch (-want +got):\n%s", diff)
+	}
 }
 
 // TestAgentScriptsRunInParallel: two sub-agents called at once each answer
