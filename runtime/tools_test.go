@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -338,6 +339,13 @@ func TestToolFailuresBecomeErrorResults(t *testing.T) {
 }
 
 func TestParallelToolCallsRunConcurrentlyResultsInCallOrder(t *testing.T) {
+	synctest.Test(t, testParallelToolCallsRunConcurrentlyResultsInCallOrder)
+}
+
+// It runs in a synctest bubble: the calls' waits pass in fake time, so
+// they finish in the reverse order for sure, and calls made one after
+// another fail at once on the barrier's time limit.
+func testParallelToolCallsRunConcurrentlyResultsInCallOrder(t *testing.T) {
 	const n = 3
 	var arrived sync.WaitGroup
 	arrived.Add(n)
