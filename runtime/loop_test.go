@@ -217,19 +217,32 @@ func TestStepLimit(t *testing.T) {
 		replies   []snapshots.Reply
 		wantSteps int
 		wantLimit bool
+		reason    string // why, where the case is not obvious
 	}{
-		{"limit reached", runtime.Config{MaxSteps: 3}, loop(5), 3, true},
-		{"StopWhen false does not lift the limit", runtime.Config{MaxSteps: 3, StopWhen: func(*runtime.Step) bool { return false }}, loop(5), 3, true},
-		{"StopTools not called do not lift the limit", runtime.Config{MaxSteps: 3, StopTools: []string{"finish"}}, loop(5), 3, true},
-		{"StopWhen ends the run before the limit", runtime.Config{MaxSteps: 5, StopWhen: func(s *runtime.Step) bool { return s.Number == 1 }}, loop(5), 2, false},
-		{"StopWhen at the limit step ends normally", runtime.Config{MaxSteps: 2, StopWhen: func(s *runtime.Step) bool { return s.Number == 1 }}, loop(5), 2, false},
-		{"StopTools ends the run", runtime.Config{MaxSteps: 5, StopTools: []string{"add"}}, loop(5), 1, false},
-		{"text before the limit", runtime.Config{MaxSteps: 3}, append(loop(2), snapshots.Text("ok")), 3, false},
-		{"default limit", runtime.Config{}, loop(runtime.DefaultMaxSteps + 1), runtime.DefaultMaxSteps, true},
-		{"no limit", runtime.Config{MaxSteps: -1}, append(loop(runtime.DefaultMaxSteps+5), snapshots.Text("ok")), runtime.DefaultMaxSteps + 6, false},
+		{"limit reached", runtime.Config{MaxSteps: 3}, loop(5), 3, true, ""},
+		{"StopWhen false does not lift the limit", runtime.Config{MaxSteps: 3, StopWhen: func(*runtime.Step) bool { return false }}, loop(5), 3, true,
+			"no stop condition overrides the limit"},
+		{"StopTools not called do not lift the limit", runtime.Config{MaxSteps: 3, StopTools: []string{"finish"}}, loop(5), 3, true,
+			"no stop condition overrides the limit"},
+		{"StopWhen ends the run before the limit", runtime.Config{MaxSteps: 5, StopWhen: func(s *runtime.Step) bool { return s.Number == 1 }}, loop(5), 2, false, ""},
+		{"StopWhen at the limit step ends normally", runtime.Config{MaxSteps: 2, StopWhen: func(s *runtime.Step) bool { return s.Number == 1 }}, loop(5), 2, false,
+			"the limit overrides no stop condition: StopWhen ending the run on the last step is a normal end"},
+		{"StopTools ends the run", runtime.Config{MaxSteps: 5, StopTools: []string{"add"}}, loop(5), 1, false, ""},
+		{"text before the limit", runtime.Config{MaxSteps: 3}, append(loop(2), snapshots.Text("ok")), 3, false,
+			"a reply without tool calls on the last step ends the run: the limit is on calling tools past it"},
+		{"default limit", runtime.Config{}, loop(runtime.DefaultMaxSteps + 1), runtime.DefaultMaxSteps, true, "MaxSteps 0 means DefaultMaxSteps"},
+		{"no limit", runtime.Config{MaxSteps: -1}, append(loop(runtime.DefaultMaxSteps+5), snapshots.Text("ok")), runtime.DefaultMaxSteps + 6, false,
+			"a negative MaxSteps removes the limit"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			if tt.reason != "" {
+				t.Cleanup(func() {
+					if t.Failed() {
+						t.Logf("why: %s", tt.reason)
+					}
+				})
+			}
 			m := snapshots.Script(tt.replies...)
 			res, err := runtime.Run(context.Background(), m, counter(nil), tt.cfg)
 			if got := errors.Is(err, runtime.ErrMaxSteps); got != tt.wantLimit {
