@@ -584,6 +584,7 @@ func TestEffectPanic(t *testing.T) {
 			if ee.ID != "key:p" || ee.Step != 3 || ee.Phase != effects.AfterReply || ee.PanicSite != panicSite {
 				t.Errorf("Error = %+v, want key:p at step 3 after-reply, panic site %s", ee, panicSite)
 			}
+			// Error has no field for the panic value: Err carries its text.
 			if ee.Err == nil || ee.Err.Error() != tt.wantMsg {
 				t.Errorf("Err = %v, want %q", ee.Err, tt.wantMsg)
 			}

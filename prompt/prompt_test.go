@@ -90,6 +90,8 @@ func TestHooksOutsideExecutionPanicWithCallerSite(t *testing.T) {
 			if me.Hook != h.hook || me.Site != site {
 				t.Errorf("MisuseError{Hook: %q, Site: %q}, want {%q, %q}", me.Hook, me.Site, h.hook, site)
 			}
+			// The message is the contract here: it names the user's call
+			// site and the mistake (errOutside is not exported).
 			if !strings.Contains(me.Error(), site) || !strings.Contains(me.Error(), "outside the prompt function") {
 				t.Errorf("error %q does not explain the misuse at %s", me, site)
 			}

@@ -65,6 +65,7 @@ func TestWhenStallIsBounded(t *testing.T) {
 	if diff := cmp.Diff(want, *we, cmpopts.EquateErrors()); diff != "" {
 		t.Errorf("mismatch (-want +got):\n%s", diff)
 	}
+	// The message is the contract here: it names the file, line and column.
 	assert.Equal(t, fmt.Sprintf("stall.yaml:4:11: when %q: condition ran past its time limit (100ms)", cond), we.Error())
 }
 
