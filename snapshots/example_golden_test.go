@@ -8,15 +8,11 @@ import (
 	"github.com/reprompt/reprompt/snapshots"
 )
 
-// goldenT stands in for the *testing.T of a test, so that ExampleGolden
-// can run outside one: it prints failures.
-type goldenT struct{ testing.TB }
+// goldenT is exampleT (see ExampleRun) named after the golden file of
+// ExampleGolden.
+type goldenT struct{ exampleT }
 
-func (goldenT) Helper()                   {}
-func (goldenT) Name() string              { return "TestPromptText" }
-func (goldenT) Logf(string, ...any)       {}
-func (goldenT) Errorf(f string, a ...any) { fmt.Printf("FAIL: "+f+"\n", a...) }
-func (goldenT) Fatalf(f string, a ...any) { fmt.Printf("FAIL: "+f+"\n", a...) }
+func (goldenT) Name() string { return "TestPromptText" }
 
 // Golden compares any text a test produces with a golden file, under the
 // update switch of Run: REPROMPT_UPDATE=1 rewrites the file, and a mismatch
