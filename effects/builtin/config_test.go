@@ -69,6 +69,8 @@ func TestParseDefaults(t *testing.T) {
 	}
 }
 
+// TestParseErrors compares the *ConfigError values Parse joins, whole: the
+// position, and Msg, which is what a user reads to fix the file.
 func TestParseErrors(t *testing.T) {
 	tests := []struct {
 		name, src string
