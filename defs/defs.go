@@ -68,6 +68,13 @@ type Tool struct {
 	// Idempotent reports that the tool may safely run again with the same
 	// arguments (used when a run resumes after a crash).
 	Idempotent bool
+	// NeedsApproval, if set, decides for each call, from its arguments
+	// (already validated), whether a person must approve the call before it
+	// runs. A call it returns true for does not run: the run pauses until
+	// the call is approved or denied. An error or a panic means the call
+	// does not run and gets an error result. Nil means no call needs
+	// approval.
+	NeedsApproval func(args json.RawMessage) (bool, error)
 }
 
 // Def is one declared definition.

@@ -244,9 +244,11 @@ func (s *Server) staleResources(uri string) {
 type ToolsOption func(*toolsConfig)
 
 type toolsConfig struct {
-	only   map[string]bool
-	prefix string
-	idem   map[string]bool
+	only       map[string]bool
+	prefix     string
+	idem       map[string]bool
+	approve    map[string]bool
+	approveAll bool
 }
 
 // Only declares only the named tools (their names on the server).
@@ -275,6 +277,25 @@ func Idempotent(names ...string) ToolsOption {
 		}
 		for _, n := range names {
 			c.idem[n] = true
+		}
+	}
+}
+
+// NeedsApproval declares that calls of the named tools (their names on the
+// server), or of every tool the server lists when no name is given, wait
+// for a person's decision before they are sent: the run pauses until the
+// call is approved or denied (see prompt.NeedsApproval).
+func NeedsApproval(names ...string) ToolsOption {
+	return func(c *toolsConfig) {
+		if len(names) == 0 {
+			c.approveAll = true
+			return
+		}
+		if c.approve == nil {
+			c.approve = map[string]bool{}
+		}
+		for _, n := range names {
+			c.approve[n] = true
 		}
 	}
 }
@@ -322,6 +343,9 @@ func (s *Server) Tools(p *prompt.Prompt, opts ...ToolsOption) (map[string]defs.H
 		var topts []prompt.ToolOption
 		if cfg.idem[t.Name] {
 			topts = append(topts, prompt.Idempotent())
+		}
+		if cfg.approveAll || cfg.approve[t.Name] {
+			topts = append(topts, prompt.NeedsApproval())
 		}
 		name, remote := toolName(cfg.prefix, t.Name), t.Name
 		out[name] = p.DefSchemaTool(name, t.Description, schema, func(ctx context.Context, args json.RawMessage) (string, error) {

@@ -176,6 +176,46 @@ func TestToolsFilterAndPrefix(t *testing.T) {
 	assert.JSONEq(t, `{"sum":3}`, step.ToolResults[0].Content, "the call reaches the server under its own name")
 }
 
+// A tool of the server that needs approval is not sent until approved; the
+// server's other tools run at once.
+func TestNeedsApproval(t *testing.T) {
+	s := httpServer(t, newTestServer())
+	fn := func(p *prompt.Prompt) error {
+		_, err := s.Tools(p, mcp.Only("add", "fail"), mcp.NeedsApproval("add"))
+		p.User("Add 2 and 3.")
+		return err
+	}
+	model := snapshots.Script(
+		snapshots.CallTools(snapshots.Call{ID: "a", Name: "add", Args: addArgs{A: 2, B: 3}}, snapshots.Call{ID: "f", Name: "fail"}),
+		snapshots.Text("5"),
+	)
+	r := runtime.New(model, fn, runtime.Config{})
+	res, err := r.Run(t.Context())
+	require.NoError(t, err)
+	require.Len(t, res.Awaiting, 1)
+	assert.Equal(t, "a", res.Awaiting[0].CallID)
+	require.Len(t, res.Steps[0].ToolResults, 1)
+	assert.Equal(t, "f", res.Steps[0].ToolResults[0].CallID, "the other tool ran")
+	require.NoError(t, r.Approve("a"))
+	res, err = r.Run(t.Context())
+	require.NoError(t, err)
+	require.Len(t, res.Steps[0].ToolResults, 2)
+	assert.JSONEq(t, `{"sum":5}`, res.Steps[0].ToolResults[0].Content)
+
+	// With no names, every tool of the server needs approval.
+	fn = func(p *prompt.Prompt) error {
+		_, err := s.Tools(p, mcp.Only("add", "fail"), mcp.NeedsApproval())
+		p.User("Add 2 and 3.")
+		return err
+	}
+	model = snapshots.Script(snapshots.CallTools(snapshots.Call{ID: "a", Name: "add", Args: addArgs{A: 2, B: 3}}, snapshots.Call{ID: "f", Name: "fail"}))
+	r = runtime.New(model, fn, runtime.Config{})
+	defer r.Close()
+	res, err = r.Run(t.Context())
+	require.NoError(t, err)
+	assert.Len(t, res.Awaiting, 2)
+}
+
 var errCrash = errors.New("simulated crash")
 
 // crashStore fails the first save of a tool result, as a crash there would.

@@ -2,6 +2,7 @@ package prompt_test
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -28,6 +29,8 @@ func TestErrorTexts(t *testing.T) {
 			[]string{`"web search"`, "^[a-zA-Z0-9_-]{1,64}$"}},
 		{"duplicate tool", &prompt.DuplicateToolError{Name: "search", First: "agent.go:3", Now: "agent.go:4"},
 			[]string{`"search"`, "agent.go:3", "agent.go:4"}},
+		{"approval type", &prompt.ApprovalTypeError{Args: reflect.TypeFor[struct{ N int }](), Option: reflect.TypeFor[int]()},
+			[]string{"func(int) bool", "struct { N int }"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -3,7 +3,6 @@ package prompt
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -169,6 +168,9 @@ func DefTool[A, R any](p *Prompt, name, description string, fn func(ctx context.
 	if ts.err != nil {
 		misuse("DefTool "+name, ts.err, 1)
 	}
+	if err := checkApprovalType(opts, reflect.TypeFor[A]()); err != nil {
+		misuse("DefTool "+name, err, 1)
+	}
 	return p.declareTool(name, description, ts, opts, func(ctx context.Context, raw json.RawMessage) (string, error) {
 		var args A
 		if !ts.noFields || !ts.known(raw) { // a valid object decodes into no fields as nothing
@@ -186,17 +188,15 @@ func DefTool[A, R any](p *Prompt, name, description string, fn func(ctx context.
 
 // declareTool declares a tool whose arguments ts describes and validates.
 func (p *Prompt) declareTool(name, description string, ts *toolSchema, opts []ToolOption, call defs.ToolFunc) defs.Handle {
-	var o toolOptions
-	for _, opt := range opts {
-		opt.apply(&o)
-	}
+	o := toolOpts(opts)
 	return p.reg.Declare(defs.Def{Kind: defs.KindTool, Name: name, Tool: &defs.Tool{
-		Name:        name,
-		Description: description,
-		Idempotent:  o.idempotent,
-		Schema:      ts.raw,
-		Validate:    ts.validator(name),
-		Call:        call,
+		Name:          name,
+		Description:   description,
+		Idempotent:    o.idempotent,
+		NeedsApproval: o.approval,
+		Schema:        ts.raw,
+		Validate:      ts.validator(name),
+		Call:          call,
 	}})
 }
 
@@ -250,7 +250,14 @@ func resultText[R any](res R) (string, error) {
 // ToolOption changes how a tool is declared.
 type ToolOption interface{ apply(*toolOptions) }
 
-type toolOptions struct{ idempotent bool }
+type toolOptions struct {
+	idempotent bool
+	// approval decides whether a call needs approval; approvalType is the
+	// argument type NeedsApprovalIf's function takes (nil for
+	// NeedsApproval).
+	approval     func(json.RawMessage) (bool, error)
+	approvalType reflect.Type
+}
 
 type toolOptionFunc func(*toolOptions)
 
@@ -264,8 +271,9 @@ func Idempotent() ToolOption { return toolOptionFunc(func(o *toolOptions) { o.id
 
 type callIDKey struct{}
 
-// WithCallID returns a context carrying the id of the tool call being run.
-// The runtime sets it for every tool call.
+// WithCallID returns a context carrying the id of the tool call being run,
+// which CallID returns. The runtime sets it for every tool call; a test
+// that calls a tool's function directly can set it too.
 func WithCallID(ctx context.Context, id string) context.Context {
 	return context.WithValue(ctx, callIDKey{}, id)
 }
@@ -286,17 +294,25 @@ type AgentArgs struct {
 // own (re-execution, state, effects) to completion, with the task the model
 // gives as its first user message and as Input. The model gets the
 // sub-agent's final answer, not its transcript. Its name follows the rules
-// of DefTool's, and it panics as DefTool does.
-func (p *Prompt) DefAgent(name, description string, fn Func) defs.Handle {
+// of DefTool's, and it panics as DefTool does. The options are DefTool's:
+// with NeedsApproval, a call of the sub-agent waits for a person's decision
+// before the sub-agent starts (NeedsApprovalIf takes a func(AgentArgs) bool).
+func (p *Prompt) DefAgent(name, description string, fn Func, opts ...ToolOption) defs.Handle {
 	p.check("DefAgent")
 	p.checkTool("DefAgent", name)
 	ts := schemaFor(reflect.TypeFor[AgentArgs]())
+	if err := checkApprovalType(opts, reflect.TypeFor[AgentArgs]()); err != nil {
+		misuse("DefAgent "+name, err, 1)
+	}
+	o := toolOpts(opts)
 	return p.reg.Declare(defs.Def{Kind: defs.KindTool, Name: name, Tool: &defs.Tool{
-		Name:        name,
-		Description: description,
-		Schema:      ts.raw,
-		Agent:       true,
-		Validate:    ts.validator(name),
+		Name:          name,
+		Description:   description,
+		Schema:        ts.raw,
+		Agent:         true,
+		Idempotent:    o.idempotent,
+		NeedsApproval: o.approval,
+		Validate:      ts.validator(name),
 		Call: func(ctx context.Context, raw json.RawMessage) (string, error) {
 			var args AgentArgs
 			if err := json.Unmarshal(orEmpty(raw), &args); err != nil {
@@ -309,10 +325,4 @@ func (p *Prompt) DefAgent(name, description string, fn Func) defs.Handle {
 			return r.RunAgent(ctx, name, fn, args.Task)
 		},
 	}})
-}
-
-// IsArgumentsError reports whether err is an *ArgumentsError.
-func IsArgumentsError(err error) bool {
-	var ae *ArgumentsError
-	return errors.As(err, &ae)
 }

@@ -245,6 +245,7 @@ func (o *observer) traceStep(s *Step, err error) {
 		if len(s.Interrupted) > 0 {
 			sp.SetAttributes(keyInterrupted.StringSlice(s.Interrupted))
 		}
+		traceApproval(sp, s) // approval.go
 		if s.Done {
 			sp.SetAttributes(keyDone.Bool(true))
 		}
@@ -350,6 +351,7 @@ func (o *observer) logStep(ctx context.Context, s *Step, err error, d time.Durat
 		if s.Resumed {
 			attrs = append(attrs, slog.Bool("resumed", true))
 		}
+		attrs = appendApprovalAttrs(attrs, s) // approval.go
 		attrs = append(attrs, slog.Duration("duration", d))
 		if s.Done {
 			attrs = append(attrs, slog.Bool("done", true))

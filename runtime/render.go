@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 
@@ -146,6 +147,13 @@ func (c *yamlCache) render(name string, v any) (string, error) {
 	if ok && e.plain && plainEqual(e.snap, v, 0) {
 		return e.text, nil
 	}
+	if c.m == nil {
+		c.m = make(map[string]yamlEntry)
+	}
+	if se, hit := sharedYAML.lookup(name, v); hit {
+		c.m[name] = se
+		return se.text, nil
+	}
 	snap, plain := plainCopy(v, 0)
 	var enc string
 	if !plain {
@@ -158,11 +166,46 @@ func (c *yamlCache) render(name string, v any) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if c.m == nil {
-		c.m = make(map[string]yamlEntry)
+	e = yamlEntry{plain: plain, snap: snap, enc: enc, text: text}
+	c.m[name] = e
+	if plain {
+		sharedYAML.store(name, e)
 	}
-	c.m[name] = yamlEntry{plain: plain, snap: snap, enc: enc, text: text}
 	return text, nil
+}
+
+// sharedYAML keeps, across the runs of the process, the YAML of the last
+// plain value rendered under each name (at most maxSharedYAML names): the
+// runs of one agent declare the same data (a configuration, a profile),
+// and a new run would otherwise encode it again at its first step. A plain
+// entry's snapshot is a private deep copy, never modified, so runs share
+// entries safely.
+var sharedYAML = sharedYAMLCache{m: make(map[string]yamlEntry)}
+
+const maxSharedYAML = 256
+
+type sharedYAMLCache struct {
+	mu sync.Mutex
+	m  map[string]yamlEntry
+}
+
+func (c *sharedYAMLCache) lookup(name string, v any) (yamlEntry, bool) {
+	c.mu.Lock()
+	e, ok := c.m[name]
+	c.mu.Unlock()
+	if ok && plainEqual(e.snap, v, 0) {
+		return e, true
+	}
+	return yamlEntry{}, false
+}
+
+func (c *sharedYAMLCache) store(name string, e yamlEntry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.m[name]; !ok && len(c.m) >= maxSharedYAML {
+		clear(c.m) // crude, and rare: more data names than any agent has
+	}
+	c.m[name] = e
 }
 
 // maxPlainDepth bounds the nesting of a plain value, so that a value that

@@ -3,6 +3,9 @@ package runtime
 import (
 	"math"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 type namedMap map[string]any
@@ -77,4 +80,29 @@ func TestYAMLCacheReusesPlainValues(t *testing.T) {
 	if allocs != 0 {
 		t.Errorf("rendering an unchanged value allocates %v times", allocs)
 	}
+}
+
+// TestSharedYAMLAcrossRuns checks that a new run's first render of a data
+// value another run already rendered reuses its YAML instead of encoding it
+// again, and that a changed value is encoded afresh.
+func TestSharedYAMLAcrossRuns(t *testing.T) {
+	v := map[string]any{"name": "shared", "weights": []float64{0.5, 1.5}, "n": 3}
+	var first yamlCache
+	want, err := first.render("shared_cfg", v)
+	require.NoError(t, err)
+	allocs := testing.AllocsPerRun(20, func() {
+		var c yamlCache // a new run's cache
+		got, err := c.render("shared_cfg", v)
+		if err != nil || got != want {
+			t.Fatalf("render = %q, %v; want %q", got, err, want)
+		}
+	})
+	assert.LessOrEqual(t, allocs, 3.0, "a shared render allocates only the run's own map")
+
+	changed := map[string]any{"name": "shared", "weights": []float64{0.5, 2.5}, "n": 3}
+	var c yamlCache
+	got, err := c.render("shared_cfg", changed)
+	require.NoError(t, err)
+	assert.Contains(t, got, "2.5")
+	assert.NotEqual(t, want, got)
 }

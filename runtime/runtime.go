@@ -1,64 +1,3 @@
-// Package runtime drives a prompt function against a model: the step loop.
-//
-// Before every step the prompt function is executed again; definitions not
-// declared again are removed; the effects that are due run; their changes
-// are applied; the request is rendered, checked and sent; the tools the
-// model asks for are run (several at once when it asks for several) and
-// their results appended in call order; the after-reply effects run. A
-// reply without tool calls ends the run.
-//
-// The loop is offered at three grains: Runner.Next runs one step,
-// Runner.Run runs to completion, Runner.All iterates over the steps.
-//
-// Package runtime has no network code: it consumes the Model interface,
-// implemented by provider adapters and by the scripted model in package
-// snapshots.
-//
-// # Tracing
-//
-// With Config.TracerProvider set, a run makes OpenTelemetry spans named and
-// attributed by the GenAI semantic conventions:
-//
-//	invoke_agent {Config.Name}        the run, from the first step to the last
-//	  reprompt.step                   one per step
-//	    chat {model}                  one per model call (each retry too);
-//	                                  reprompt.summary=true for an effect's
-//	                                  completion (Step.Model, summaries)
-//	    execute_tool {tool}           one per tool call
-//	      invoke_agent {agent}        a sub-agent, under the call that ran it
-//
-// Model calls carry gen_ai.operation.name, gen_ai.provider.name and
-// gen_ai.request.model (from a Model that implements ProviderNamer and
-// ModelNamer), gen_ai.usage.input_tokens, gen_ai.usage.output_tokens,
-// gen_ai.usage.cache_read.input_tokens, gen_ai.response.finish_reasons and
-// gen_ai.response.id; tool calls gen_ai.tool.name and gen_ai.tool.call.id;
-// the run gen_ai.agent.name, gen_ai.conversation.id (Config.SessionID) and
-// the run's usage. Attributes of reprompt's own are under "reprompt.": a
-// step span has reprompt.step, reprompt.input_tokens (the runtime's count),
-// reprompt.prefix_tokens (shared with the previous request: cacheable),
-// reprompt.billed_input, reprompt.disabled, reprompt.reminded,
-// reprompt.committed, reprompt.compactions and reprompt.recovered, and an
-// event per effect that ran (reprompt.effect, with its id, site, phase and
-// reason), per transcript rewrite (reprompt.commit, or reprompt.compaction
-// when the transcript got shorter in tokens) and per retry
-// (reprompt.retry). An error sets the status of its spans to Error,
-// records the error as an exception event and names its type in
-// error.type. Message content (system instructions, messages, tool
-// arguments and results, dependency values in effect reasons) is recorded
-// only with Config.TraceContent. The run's span ends when the run does: a
-// runner abandoned before its last step leaves it open.
-//
-// # Logging
-//
-// With Config.Logger set, a run logs one Info record per step ("step":
-// step, input_tokens, prefix_tokens, billed_input, usage, tool_calls,
-// effects that ran and why, disabled, reminded, duration) and one when it
-// ends ("run ended": totals); a Warn record per model call retried, per
-// compaction ("transcript compacted", with messages and tokens before and
-// after) and per request recovered after the provider found it too long;
-// an Error record per failed step, with error_type; a Debug record per
-// other rewrite of the transcript. A sub-agent's records
-// carry its name as agent.
 package runtime
 
 import (
@@ -144,6 +83,16 @@ type Step struct {
 	// that got an "interrupted" result instead of running.
 	Resumed     bool
 	Interrupted []string
+	// Awaiting lists the calls of the reply that wait for a person's
+	// decision (prompt.NeedsApproval): the step paused. ToolResults then
+	// hold the results of the reply's other calls, which ran; the step is
+	// not Done, and a later record of the same Number, with Decisions,
+	// completes it once every call is decided (see Runner.Approve).
+	Awaiting []PendingApproval
+	// Decisions are, on the record that completes a paused step, the
+	// decisions on its calls that needed approval, in call order. Its
+	// ToolResults are the results of all the reply's calls.
+	Decisions []Decision
 	// Done reports that the run ended with this step.
 	Done bool
 }
@@ -160,6 +109,12 @@ type Result struct {
 	Usage Usage
 	// Stats are the run's totals.
 	Stats effects.RunStats
+	// Awaiting lists the tool calls the run paused for (see
+	// prompt.NeedsApproval), nil if it did not pause. A paused run did not
+	// end: decide each call with Runner.Approve or Runner.Deny and call
+	// Runner.Run again (or, with a store, runtime.Resume in another
+	// process) to continue it.
+	Awaiting []PendingApproval
 
 	store *state.Store // the prompt's state, read by StateOf
 }
@@ -244,6 +199,8 @@ type Runner struct {
 	savedGen   int            // generation of the last checkpoint saved
 	saved      []defs.Message // transcript of the last checkpoint saved
 	pending    *session.Pending
+	restored   bool                // pending comes from a checkpoint (Resume)
+	approvals  []session.Approval  // the calls of the step under way that need approval (approval.go)
 	offered    []string            // tools offered by the request of the step under way
 	callIDs    map[string]struct{} // tool call ids used so far (see uniqueCallIDs)
 	saveMu     sync.Mutex
@@ -296,7 +253,10 @@ func New(model Model, fn prompt.Func, cfg Config) *Runner {
 	return r
 }
 
-// Run runs fn against model to completion; see Runner.Run.
+// Run runs fn against model to completion; see Runner.Run. A run that
+// pauses for approvals (Result.Awaiting) cannot be continued from here: use
+// New and Runner.Run to decide in the same process, or a Config.Store and
+// Resume to decide in another.
 func Run(ctx context.Context, model Model, fn prompt.Func, cfg Config) (*Result, error) {
 	return New(model, fn, cfg).Run(ctx)
 }
@@ -320,9 +280,12 @@ func (r *Runner) Stats() effects.RunStats {
 	return s
 }
 
-// Run runs steps until the run ends and returns every step's record. On
-// error the result holds the steps completed so far. It closes the runner
-// (see Close) before it returns.
+// Run runs steps until the run ends or pauses, and returns every step's
+// record. On error the result holds the steps completed so far. It closes
+// the runner (see Close) before it returns, unless the run paused for
+// approvals (Result.Awaiting): then Approve or Deny every call and call Run
+// again to continue, or Close the runner to abandon the run (with a store,
+// its checkpoint stays paused, for Resume).
 func (r *Runner) Run(ctx context.Context) (*Result, error) {
 	res := &Result{}
 	var err error
@@ -334,9 +297,12 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 			err = serr
 		}
 	}
-	if cerr := r.Close(); cerr != nil && err == nil {
-		err = cerr
+	if err != nil || !r.paused() {
+		if cerr := r.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
 	}
+	res.Awaiting = r.Awaiting()
 	res.Transcript = r.Transcript()
 	res.store = r.p.Store()
 	r.usageMu.Lock()
@@ -350,13 +316,13 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 }
 
 // All returns an iterator over the steps of the run, ending after the last
-// one. A failing step is yielded with its error (and the record of what it
-// did, if any) and ends the iteration. Breaking out of the loop leaves the
-// run open, so that Next may continue it: defer Close to run the effects'
-// pending cleanups.
+// one, or after a step that paused for approvals. A failing step is yielded
+// with its error (and the record of what it did, if any) and ends the
+// iteration. Breaking out of the loop leaves the run open, so that Next may
+// continue it: defer Close to run the effects' pending cleanups.
 func (r *Runner) All(ctx context.Context) iter.Seq2[*Step, error] {
 	return func(yield func(*Step, error) bool) {
-		for !r.done && r.err == nil {
+		for !r.done && r.err == nil && !r.paused() {
 			s, err := r.Next(ctx)
 			if !yield(s, err) || err != nil {
 				return
@@ -366,15 +332,20 @@ func (r *Runner) All(ctx context.Context) iter.Seq2[*Step, error] {
 }
 
 // Next runs one step and returns its record. After the last step it
-// returns ErrDone; after a failure it returns the same error again. When
-// the run ends or fails, Next closes the runner (see Close); a cleanup that
-// panics then is the step's error.
+// returns ErrDone; after a failure it returns the same error again. While
+// calls await a decision (Step.Awaiting) it runs nothing and returns an
+// error matching ErrAwaitingApproval; once all are decided, it completes
+// the paused step. When the run ends or fails, Next closes the runner (see
+// Close); a cleanup that panics then is the step's error.
 func (r *Runner) Next(ctx context.Context) (*Step, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
 	if r.done {
 		return nil, ErrDone
+	}
+	if r.paused() {
+		return nil, r.awaitingError()
 	}
 	if r.started.IsZero() {
 		r.started = time.Now()
@@ -477,7 +448,8 @@ func (r *Runner) next(ctx context.Context) (*Step, error) {
 	reg := promptrt.Registry(r.p)
 	reg.BeginStep()
 
-	// 1–2. Execute the prompt function; reconcile definitions.
+	// Stages 1–2 of "A step" (doc.go): execute the prompt function;
+	// reconcile definitions.
 	added, err := promptrt.Execute(r.p, n, r.fn)
 	if err != nil {
 		return rec, err
@@ -485,7 +457,7 @@ func (r *Runner) next(ctx context.Context) (*Step, error) {
 	r.grow(len(added))
 	r.transcript = append(r.transcript, added...)
 
-	// 3. Effects before the call.
+	// Stage 3: the effects before the call.
 	es := r.effectStep(n, &r.before)
 	ran, err := promptrt.Effects(r.p).Run(ctx, effects.BeforeCall, es)
 	rec.Effects = ran
@@ -493,7 +465,7 @@ func (r *Runner) next(ctx context.Context) (*Step, error) {
 		return rec, err
 	}
 
-	// 4–5. Apply changes, render, check, send.
+	// Stages 4–5: apply their changes, render, check, send.
 	req, err := r.prepare(n, rec, es.Mods())
 	if err != nil {
 		return rec, err
@@ -520,10 +492,14 @@ func (r *Runner) next(ctx context.Context) (*Step, error) {
 	for _, t := range req.Tools {
 		r.offered = append(r.offered, t.Name)
 	}
+	given, held := r.classify(reply.Message, req.Tools) // calls that need approval (approval.go)
 	if err := r.savePending(ctx, reply.Message, nil); err != nil {
 		return rec, &StepError{Step: n, Op: OpCheckpoint, Err: err}
 	}
-	return r.complete(ctx, rec, req.Tools, nil)
+	if len(held) > 0 {
+		return r.pause(ctx, rec, req.Tools, given, held)
+	}
+	return r.complete(ctx, rec, req.Tools, given)
 }
 
 // complete finishes a step whose reply is in rec: it runs the tool calls
@@ -534,14 +510,14 @@ func (r *Runner) complete(ctx context.Context, rec *Step, offered []ToolSpec, gi
 	n := rec.Number
 	reply := rec.Reply
 
-	// 6. Tools, concurrently, results in call order. The reply joins the
-	// transcript once they are done: until then checkpoints hold it as
-	// pending.
+	// Stage 6: the tools, concurrently, results in call order. The reply
+	// joins the transcript once they are done: until then checkpoints hold
+	// it as pending.
 	calls := reply.Message.ToolCalls
 	stopTool := false
 	if len(calls) > 0 {
 		var err error
-		rec.ToolResults, err = r.runCalls(ctx, reply.Message, offered, given)
+		rec.ToolResults, err = r.runCalls(ctx, reply.Message, offered, given, nil)
 		rec.Agents = r.takeAgentRuns(calls)
 		rec.ToolErrors = r.takeToolErrors()
 		if se, ok := err.(*StepError); ok {
@@ -564,7 +540,7 @@ func (r *Runner) complete(ctx context.Context, rec *Step, offered []ToolSpec, gi
 		r.lastTool = &rec.ToolResults[len(rec.ToolResults)-1]
 	}
 
-	// After-reply effects.
+	// Stage 7: the effects after the reply.
 	es := r.effectStep(n, &r.after)
 	es.Reply = &reply.Message
 	es.Results = rec.ToolResults
@@ -580,6 +556,7 @@ func (r *Runner) complete(ctx context.Context, rec *Step, offered []ToolSpec, gi
 		rec.Committed = true
 	}
 
+	// Stage 8: the record, the checkpoint, and whether the run goes on.
 	rec.State = r.stateSnapshot()
 	r.step++
 	var stepErr error

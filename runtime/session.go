@@ -16,7 +16,7 @@ import (
 
 // ErrNoStore is returned by Resume when Config.Store or Config.SessionID is
 // not set.
-var ErrNoStore = errors.New("runtime: Resume needs Config.Store and Config.SessionID")
+var ErrNoStore = errors.New("resume: Config.Store and Config.SessionID must be set")
 
 // Resume continues the session cfg.SessionID from its latest checkpoint in
 // cfg.Store: the transcript, state, effect dependency memory (effects whose
@@ -26,6 +26,10 @@ var ErrNoStore = errors.New("runtime: Resume needs Config.Store and Config.Sessi
 // results saved before the crash are kept, calls of idempotent tools (see
 // prompt.Idempotent) without a result are run again, and other calls get
 // an explicit "interrupted" error result rather than being run twice.
+// A step paused for a person's decision (prompt.NeedsApproval) stays
+// paused, with the decisions already made: Runner.Awaiting lists the calls
+// still undecided, and the next Next completes the step once they are (an
+// approved call that was started before the crash counts as interrupted).
 //
 // An unknown session is a *session.NotFoundError; a damaged or future
 // checkpoint is the store's *session.CorruptError or *session.VersionError.
@@ -72,6 +76,10 @@ func (r *Runner) restore(cp *session.Checkpoint) error {
 	r.saved = cp.Transcript
 	r.done = cp.Done
 	r.pending = cp.Pending
+	r.restored = cp.Pending != nil
+	if cp.Pending != nil {
+		r.approvals = slices.Clone(cp.Pending.Approvals)
+	}
 	st := cp.Stats
 	r.stats = effects.RunStats{Steps: st.Steps, InputTokens: st.InputTokens, OutputTokens: st.OutputTokens, CachedTokens: st.CachedTokens, Cost: st.Cost}
 	r.usage = Usage{InputTokens: st.InputTokens, OutputTokens: st.OutputTokens, CachedTokens: st.CachedTokens}
@@ -150,16 +158,18 @@ func (r *Runner) savePending(ctx context.Context, reply defs.Message, results []
 	if r.cfg.Store == nil {
 		return nil
 	}
-	return r.save(ctx, false, &session.Pending{Reply: reply, Results: append([]defs.ToolResult(nil), results...), Offered: r.offered})
+	return r.save(ctx, false, &session.Pending{Reply: reply, Results: append([]defs.ToolResult(nil), results...), Offered: r.offered, Approvals: r.approvals})
 }
 
 // resumePending completes a step interrupted by a crash after the model's
-// reply.
+// reply, or paused for approvals once every call is decided.
 func (r *Runner) resumePending(ctx context.Context) (*Step, error) {
 	p := r.pending
 	r.pending = nil
 	n := r.step
-	rec := &Step{Number: n, Resumed: true, Reply: &Reply{Message: p.Reply}}
+	rec := &Step{Number: n, Resumed: r.restored, Reply: &Reply{Message: p.Reply}}
+	r.restored = false
+	defer func() { r.approvals = nil }()
 	reg := promptrt.Registry(r.p)
 	reg.BeginStep()
 	// Executed again to declare the tools and effects; messages it
@@ -176,6 +186,7 @@ func (r *Runner) resumePending(ctx context.Context) (*Step, error) {
 		given[res.CallID] = res
 	}
 	var offered []ToolSpec
+	started := false
 	for _, c := range p.Reply.ToolCalls {
 		if _, ok := given[c.ID]; ok {
 			continue
@@ -183,14 +194,38 @@ func (r *Runner) resumePending(ctx context.Context) (*Step, error) {
 		if p.Offered != nil && !slices.Contains(p.Offered, c.Name) {
 			continue // refused as in the interrupted run: not offered at this step
 		}
+		// A call that needed approval (see approval.go): an approved call
+		// runs once, marked as started first, so that a crash while it runs
+		// does not run it again.
+		i := slices.IndexFunc(r.approvals, func(a session.Approval) bool { return a.CallID == c.ID })
+		if i >= 0 {
+			a := &r.approvals[i]
+			switch {
+			case a.Decision == session.Approved && !a.Started:
+				a.Started, started = true, true
+				offered = append(offered, ToolSpec{Name: c.Name})
+				continue
+			case a.Decision == session.Denied: // its denial is in p.Results; never lost
+				given[c.ID] = denial(c, "")
+				continue
+			}
+		}
+		// Run again only an idempotent tool that was approved or needs no
+		// approval: a call that needed one is never run without it.
 		def, ok := reg.Lookup(defs.KindTool, c.Name)
-		if ok && def.Tool.Idempotent {
+		if ok && def.Tool.Idempotent && (i >= 0 || def.Tool.NeedsApproval == nil) {
 			offered = append(offered, ToolSpec{Name: c.Name})
 			continue
 		}
 		given[c.ID] = defs.ToolResult{CallID: c.ID, Name: c.Name, Arguments: c.Arguments, IsError: true,
 			Content: fmt.Sprintf("error: tool call interrupted: the run stopped before %q returned, and it was not run again", c.Name)}
 		rec.Interrupted = append(rec.Interrupted, c.ID)
+	}
+	rec.Decisions = decisions(p, r.approvals, given)
+	if started {
+		if err := r.savePending(ctx, p.Reply, p.Results); err != nil {
+			return rec, &StepError{Step: n, Op: "checkpoint", Err: err}
+		}
 	}
 	return r.complete(ctx, rec, offered, given)
 }

@@ -16,8 +16,9 @@ import (
 	"github.com/reprompt/reprompt/state"
 )
 
-// runCalls runs the tool calls of reply that have no result in given, and
-// returns all results in call order.
+// runCalls runs the tool calls of reply that have no result in given and
+// are not held (awaiting approval), and returns all results in call order
+// (a held call's is the zero result).
 //
 // Each call records its state changes in a transaction of its own (see
 // state.Tx). They are applied in call order as the calls finish: a call's
@@ -26,24 +27,31 @@ import (
 // and a checkpoint never holds the changes of a call whose result it does
 // not hold. A call cut short by the cancellation of ctx is not recorded as
 // completed, and its changes are dropped.
-func (r *Runner) runCalls(ctx context.Context, reply defs.Message, offered []ToolSpec, given map[string]defs.ToolResult) ([]defs.ToolResult, error) {
+func (r *Runner) runCalls(ctx context.Context, reply defs.Message, offered []ToolSpec, given map[string]defs.ToolResult, held map[string]bool) ([]defs.ToolResult, error) {
 	b := &callBatch{r: r, ctx: promptrt.WithAgentRunner(ctx, r), reply: reply, offered: offered, slots: make([]callSlot, len(reply.ToolCalls))}
 	store := r.p.Store()
 	var todo []int
+	some := len(given) > 0 || len(held) > 0 // not every call runs
 	for i, c := range reply.ToolCalls {
 		if res, ok := given[c.ID]; ok {
 			b.slots[i] = callSlot{res: res, finished: true}
 			continue
 		}
+		if held[c.ID] {
+			// Finished as far as the order of state changes goes: the calls
+			// after it apply theirs now, it applies its own when it runs.
+			b.slots[i] = callSlot{held: true, finished: true}
+			continue
+		}
 		b.slots[i].tx = store.Begin()
-		if len(given) > 0 {
+		if some {
 			todo = append(todo, i)
 		}
 	}
 	switch {
-	case len(given) == 0 && len(b.slots) == 1:
+	case !some && len(b.slots) == 1:
 		b.run(0)
-	case len(given) == 0:
+	case !some:
 		var wg sync.WaitGroup
 		for i := range b.slots {
 			wg.Go(func() { b.run(i) })
@@ -91,6 +99,7 @@ type callSlot struct {
 	res      defs.ToolResult
 	tx       *state.Tx // nil for a result given by a checkpoint
 	finished bool
+	held     bool // awaiting approval: no result
 }
 
 // run runs call i, on the calling goroutine, and records its result.
@@ -128,7 +137,7 @@ func (b *callBatch) advance() {
 	}
 	var durable []defs.ToolResult
 	for i, s := range b.slots {
-		if i < b.committed || (s.tx == nil && s.finished) {
+		if !s.held && (i < b.committed || (s.tx == nil && s.finished)) {
 			durable = append(durable, s.res)
 		}
 	}
@@ -167,10 +176,11 @@ func (r *Runner) runTool(ctx context.Context, c defs.ToolCall, offered []ToolSpe
 		r.noteToolError(c.ID, err)
 		var pe *ToolPanicError
 		var te *ToolTimeoutError
+		var ae *prompt.ArgumentsError
 		if errors.As(err, &pe) {
 			return fail("%s", pe.modelText()) // without the Go source location
 		}
-		if errors.As(err, &te) || prompt.IsArgumentsError(err) {
+		if errors.As(err, &te) || errors.As(err, &ae) {
 			return fail("%v", err) // these name the tool already
 		}
 		return fail("tool %q failed: %v", c.Name, err)
@@ -247,15 +257,14 @@ func (r *Runner) callTool(ctx context.Context, t *defs.Tool, args []byte, tx *st
 // safeCall calls t on the calling goroutine, bound to tx if set, turning a
 // panic into a *ToolPanicError.
 func safeCall(ctx context.Context, t *defs.Tool, args []byte, tx *state.Tx) (out string, err error) {
-	if tx != nil {
-		tx.Bind()
-		defer tx.Unbind()
-	}
 	defer func() {
 		if v := recover(); v != nil {
 			err = &ToolPanicError{Tool: t.Name, Site: callsite.Panic().String(), Value: v}
 		}
 	}()
+	if tx != nil {
+		return tx.Run(t.Call, ctx, args)
+	}
 	return t.Call(ctx, args)
 }
 
@@ -279,8 +288,13 @@ func (r *Runner) RunAgent(ctx context.Context, name string, fn prompt.Func, task
 	sub.agent = name
 	sub.p = prompt.New(task)
 	sub.transcript = []defs.Message{defs.UserMessage(task)}
-	promptrt.MarkMessagesSeen(sub.p, []string{prompt.MessageID(defs.RoleUser, task)})
+	promptrt.MarkMessagesSeen(sub.p, []string{promptrt.MessageID(defs.RoleUser, task)})
 	res, err := sub.Run(ctx)
+	if err == nil && len(res.Awaiting) > 0 {
+		// A sub-agent runs inside one tool call: it cannot wait for a
+		// person's decision.
+		err = errors.Join(&SubAgentApprovalError{Agent: name, Call: res.Awaiting[0]}, sub.Close())
+	}
 	r.recordAgent(prompt.CallID(ctx), name, res.Steps, err)
 	// The sub-agent's model calls count in the parent's usage, cost and
 	// limits, whether it succeeded or not.

@@ -38,6 +38,11 @@
 // generation directly, so every generation in [r, g] belongs to the
 // lineage: a checkpoint of a branch abandoned by a Rewind loads as it was.
 //
+// A head is written with the lowest format version that reads it
+// correctly (Checkpoint.FormatVersion): version 2 only for a step paused
+// for a person's decision (Pending.Approvals), which a version 1 reader
+// would misread; every other head as version 1 wrote it.
+//
 // # Rules every Store follows
 //
 //   - Save is atomic: a crash during Save leaves the previous checkpoint

@@ -47,10 +47,11 @@ type Head struct {
 	Root int
 }
 
-// EncodeHead returns the stored form of cp without its messages, with the
-// current Version. It records len(cp.Transcript) as the number of messages,
-// and cp.Generation as the root of its lineage (a head that Plan encodes
-// for a checkpoint with Base > 0 records its lineage's root instead).
+// EncodeHead returns the stored form of cp without its messages, with
+// version cp.FormatVersion(). It records len(cp.Transcript) as the number
+// of messages, and cp.Generation as the root of its lineage (a head that
+// Plan encodes for a checkpoint with Base > 0 records its lineage's root
+// instead).
 // It fails if State or a value of Extra is not valid JSON.
 func EncodeHead(cp *Checkpoint) ([]byte, error) {
 	return encodeHead(cp, cp.Generation)
@@ -61,7 +62,7 @@ func EncodeHead(cp *Checkpoint) ([]byte, error) {
 // version 1 wrote them.
 func encodeHead(cp *Checkpoint, root int) ([]byte, error) {
 	h := head{
-		Version:      Version,
+		Version:      cp.FormatVersion(),
 		SessionID:    cp.SessionID,
 		Seq:          cp.Seq,
 		Step:         cp.Step,
@@ -140,6 +141,11 @@ func DecodeHead(data []byte) (*Head, error) {
 	}
 	if pending != nil && pending.Reply.Role != defs.RoleAssistant {
 		return nil, fmt.Errorf("head: pending reply has role %q, want %q", pending.Reply.Role, defs.RoleAssistant)
+	}
+	if pending != nil {
+		if err := pending.check(); err != nil {
+			return nil, fmt.Errorf("head: pending reply: %w", err)
+		}
 	}
 	return &Head{
 		Checkpoint: Checkpoint{
@@ -281,9 +287,10 @@ func canonical(data []byte) bool {
 // storedPending is the stored form of a Pending, with its reply's and
 // results' arguments kept as received.
 type storedPending struct {
-	Reply   storedMessage  `json:"reply"`
-	Results []storedResult `json:"results,omitempty"`
-	Offered []string       `json:"offered"`
+	Reply     storedMessage  `json:"reply"`
+	Results   []storedResult `json:"results,omitempty"`
+	Offered   []string       `json:"offered"`
+	Approvals []Approval     `json:"approvals,omitempty"`
 }
 
 // storedResult is the stored form of a tool result: nil Arguments are
@@ -298,7 +305,7 @@ func storePending(p *Pending) *storedPending {
 	if p == nil {
 		return nil
 	}
-	s := &storedPending{Reply: storeMessage(p.Reply), Offered: p.Offered}
+	s := &storedPending{Reply: storeMessage(p.Reply), Offered: p.Offered, Approvals: p.Approvals}
 	if p.Results != nil {
 		s.Results = make([]storedResult, len(p.Results))
 		for i, r := range p.Results {
@@ -323,7 +330,7 @@ func (s *storedPending) load() (*Pending, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Pending{Reply: reply, Offered: s.Offered}
+	p := &Pending{Reply: reply, Offered: s.Offered, Approvals: s.Approvals}
 	if s.Results != nil {
 		p.Results = make([]defs.ToolResult, len(s.Results))
 		for i, r := range s.Results {
@@ -470,6 +477,11 @@ func Plan(cp *Checkpoint, tip Tip) (*Write, error) {
 	}
 	if cp.Pending != nil && cp.Pending.Reply.Role != defs.RoleAssistant {
 		return nil, invalid("pending reply has role %q, want %q", cp.Pending.Reply.Role, defs.RoleAssistant)
+	}
+	if cp.Pending != nil {
+		if err := cp.Pending.check(); err != nil {
+			return nil, invalid("pending reply: %v", err)
+		}
 	}
 	// The rows written are those from first on; root is the first
 	// generation of the lineage whose rows, with the higher generations up

@@ -164,17 +164,16 @@ func TestCorruptFixtures(t *testing.T) {
 }
 
 // TestWriteVersion1Fixtures writes the version 1 fixtures. It runs only with
-// REPROMPT_WRITE_FIXTURES=1, never in CI, and only while Version is 1: the
-// files record what version 1 wrote and must not change afterwards.
+// REPROMPT_WRITE_FIXTURES=1, never in CI, from checkpoints written as
+// version 1 (no approvals): the files record what version 1 wrote and must
+// not change afterwards.
 func TestWriteVersion1Fixtures(t *testing.T) {
 	if os.Getenv("REPROMPT_WRITE_FIXTURES") != "1" || os.Getenv("CI") != "" {
 		t.Skip("set REPROMPT_WRITE_FIXTURES=1 (outside CI) to write testdata/v1")
 	}
-	if session.Version != 1 {
-		t.Fatal("the v1 fixtures are written by version 1 only")
-	}
 	full := sessiontest.Fixture("full", 9)
 	full.Seq = 4
+	full.Pending.Approvals = nil // version 2
 	minimal := &session.Checkpoint{SessionID: "minimal"}
 	compacted := sessiontest.Fixture("compacted", 0)
 	compacted.Pending = nil
@@ -191,6 +190,9 @@ func TestWriteVersion1Fixtures(t *testing.T) {
 		}
 		var head map[string]any
 		json.Unmarshal(w.Head, &head)
+		if head["version"] != 1.0 {
+			t.Fatalf("%s: head of version %v: the v1 fixtures are written as version 1", name, head["version"])
+		}
 		rows := make([]map[string]any, len(w.Messages))
 		for i, m := range w.Messages {
 			json.Unmarshal(m, &rows[i])
@@ -222,6 +224,7 @@ func TestWriteVersion1Fixtures(t *testing.T) {
 	write("minimal", minimal, nil)
 	write("compacted", compacted, nil)
 	unknown := sessiontest.Fixture("unknown-fields", 4)
+	unknown.Pending.Approvals = nil
 	write("unknown-fields", unknown, func(head map[string]any, rows []map[string]any) {
 		head["written_by"] = "a later 1.x release"
 		head["stats"].(map[string]any)["reasoning_tokens"] = 77
@@ -229,4 +232,36 @@ func TestWriteVersion1Fixtures(t *testing.T) {
 			r["provider_id"] = "msg_123"
 		}
 	})
+}
+
+// TestVersion2Fixtures loads checkpoints written by version 2 of the format:
+// a step paused for approvals. Like the v1 files, they are never rewritten.
+func TestVersion2Fixtures(t *testing.T) {
+	f := readFixtures(t, "v2")[filepath.Join("testdata", "v2", "paused.json")]
+	if f == nil {
+		t.Fatal("no testdata/v2/paused.json")
+	}
+	cp, err := f.load()
+	if err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	if cp.Version != 2 || cp.FormatVersion() != 2 {
+		t.Errorf("Version = %d, FormatVersion() = %d, want 2", cp.Version, cp.FormatVersion())
+	}
+	want := []session.Approval{{CallID: "c2", Decision: session.Approved, Started: true}, {CallID: "c3", Decision: session.Denied}}
+	if diff := cmp.Diff(want, cp.Pending.Approvals); diff != "" {
+		t.Errorf("approvals (-want +got):\n%s", diff)
+	}
+	if n := len(cp.Pending.Results); n != 2 || cp.Pending.Results[1].Content != "not today" {
+		t.Errorf("results: %+v", cp.Pending.Results)
+	}
+	// Written again, it is version 2 again.
+	w, err := session.Plan(cp, session.Tip{Seq: cp.Seq, Generation: cp.Generation, Root: cp.Generation, Messages: len(cp.Transcript)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := session.DecodeHead(w.Head)
+	if err != nil || h.Checkpoint.Version != 2 {
+		t.Fatalf("head written again: %v, %v; want version 2", h, err)
+	}
 }

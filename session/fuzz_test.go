@@ -13,7 +13,7 @@ import (
 // addFixtureSeeds adds the heads (or, with rows, the message rows) of every
 // fixture to f's corpus.
 func addFixtureSeeds(f *testing.F, rows bool) {
-	for _, dir := range []string{"v1", "future", "corrupt"} {
+	for _, dir := range []string{"v1", "v2", "future", "corrupt"} {
 		for _, fx := range readFixtures(f, dir) {
 			if !rows {
 				f.Add(fx.head())

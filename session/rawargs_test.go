@@ -70,7 +70,7 @@ func TestRawArgumentsThroughPlanAndLoad(t *testing.T) {
 	})
 	require.NoError(t, err)
 	want := *cp
-	want.Seq, want.Version = 1, session.Version
+	want.Seq, want.Version = 1, cp.FormatVersion()
 	if diff := cmp.Diff(&want, got); diff != "" {
 		t.Errorf("checkpoint mismatch (-want +got):\n%s", diff)
 	}

@@ -5,16 +5,20 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
 )
 
-// Version is the version of the checkpoint format this package writes. It
+// Version is the latest version of the checkpoint format: this package
 // reads every version from 1 to Version and refuses later ones with a
-// *VersionError.
-const Version = 1
+// *VersionError. A checkpoint is written with the lowest version that
+// reads it correctly (see Checkpoint.FormatVersion): version 2 added
+// Pending.Approvals, which a version 1 reader would misread (it would run
+// or interrupt calls that await a person's decision).
+const Version = 2
 
 // Checkpoint is what a run needs to continue where it stopped.
 //
@@ -22,8 +26,8 @@ const Version = 1
 // it. A Checkpoint returned by a Store belongs to the caller.
 type Checkpoint struct {
 	// Version is the format version the checkpoint was written with. Save
-	// ignores it and writes Version; a loaded checkpoint reports the version
-	// it was stored with.
+	// ignores it and writes FormatVersion(); a loaded checkpoint reports the
+	// version it was stored with.
 	Version int
 	// SessionID names the session. It must not be empty.
 	SessionID string
@@ -88,6 +92,69 @@ type Pending struct {
 	// another tool was refused rather than run. Nil in checkpoints that do
 	// not record it: then every declared tool counts as offered.
 	Offered []string `json:"offered"`
+	// Approvals are the calls of Reply that needed a person's decision
+	// (prompt.NeedsApproval), in call order, each naming its call once:
+	// the step paused until every one is decided. A denied call has its
+	// denial in Results; an approved call without a result runs when the
+	// run continues, unless Started, which means it was cut short (see
+	// Approval). Nil when no call needed one.
+	Approvals []Approval `json:"approvals,omitempty"`
+}
+
+// Approval is the state of a tool call that needs a person's decision.
+type Approval struct {
+	// CallID names a call of Pending.Reply.
+	CallID string `json:"call_id"`
+	// Decision is Awaiting until a person decides.
+	Decision Decision `json:"decision,omitempty"`
+	// Started reports that the approved call's tool was started. Without a
+	// result in Pending.Results, the run stopped before it returned: on
+	// resume it gets an "interrupted" result, or runs again if the tool is
+	// idempotent. Only an Approved call may be Started.
+	Started bool `json:"started,omitempty"`
+}
+
+// Decision is a person's decision on a tool call.
+type Decision string
+
+// The decisions on a tool call.
+const (
+	Awaiting Decision = ""         // no decision yet
+	Approved Decision = "approved" // the call runs
+	Denied   Decision = "denied"   // the call does not run; the model gets the reason
+)
+
+// check reports an error when p's approvals are not consistent with its
+// reply.
+func (p *Pending) check() error {
+	if len(p.Approvals) == 0 {
+		return nil
+	}
+	seen := make(map[string]bool, len(p.Approvals))
+	for i, a := range p.Approvals {
+		switch {
+		case !slices.ContainsFunc(p.Reply.ToolCalls, func(c defs.ToolCall) bool { return c.ID == a.CallID }):
+			return fmt.Errorf("approval %d names call %q, which the pending reply does not make", i, a.CallID)
+		case seen[a.CallID]:
+			return fmt.Errorf("approval %d names call %q a second time", i, a.CallID)
+		case a.Decision != Awaiting && a.Decision != Approved && a.Decision != Denied:
+			return fmt.Errorf("approval %d of call %q: unknown decision %q", i, a.CallID, a.Decision)
+		case a.Started && a.Decision != Approved:
+			return fmt.Errorf("approval %d of call %q: started without being approved", i, a.CallID)
+		}
+		seen[a.CallID] = true
+	}
+	return nil
+}
+
+// FormatVersion returns the version of the format that Save writes cp
+// with: the lowest that reads it correctly. It is 2 when cp has a pending
+// step with approvals, and 1 otherwise.
+func (cp *Checkpoint) FormatVersion() int {
+	if cp.Pending != nil && len(cp.Pending.Approvals) > 0 {
+		return 2
+	}
+	return 1
 }
 
 // Stats are the limits a run used so far.

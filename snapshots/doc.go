@@ -22,7 +22,10 @@
 // directory; a subtest's file is in a subdirectory named after its parent
 // (testdata/TestAgent/empty_list.txtar). Options: Config sets the run's
 // runtime.Config, Dir another directory, Redact masks volatile values,
-// ExpectError declares a run that must fail.
+// ExpectError declares a run that must fail, Decide answers the tool calls
+// that need a person's approval (prompt.NeedsApproval): the golden file
+// then shows the calls a step paused for (step 0/awaiting), the decisions
+// and the completion of the step (step 0 decided/…).
 //
 // # Updating golden files
 //

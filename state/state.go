@@ -29,6 +29,9 @@ type Store struct {
 	// without transactions never look up the calling goroutine.
 	txs   map[uint64]*Tx
 	bound atomic.Int32
+	// framed is the transaction of the Run found by its frame (see Tx.Run),
+	// or nil; it counts in bound.
+	framed *Tx
 }
 
 type entry struct {
@@ -295,7 +298,7 @@ func (s *Store) MarshalJSON() ([]byte, error) {
 func (s *Store) UnmarshalJSON(data []byte) error {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(data, &raw); err != nil {
-		return fmt.Errorf("state: %w", err)
+		return fmt.Errorf("state store: %w", err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -2,8 +2,12 @@ package state
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
+	"reflect"
 	"runtime"
 	"strconv"
+	"sync/atomic"
 )
 
 // Tx collects the state changes made by one goroutine so that they can be
@@ -61,6 +65,84 @@ func (tx *Tx) Bind() {
 	tx.g = id
 	s.bound.Add(1)
 	s.mu.Unlock()
+}
+
+// Run calls f(ctx, args) on the calling goroutine bound to tx, as Bind and
+// Unbind around the call would, and returns what f returns: the changes f
+// makes through the store on this goroutine are recorded in tx; those made
+// by goroutines f starts are not. A panic in f unbinds tx and goes on.
+//
+// Run costs less than Bind: the store finds a change made under Run by the
+// frame of Run on the stack instead of reading the goroutine's id, which
+// costs microseconds. One Run per store is found that way at a time; a Run
+// that starts while another is under way on the same store is bound by
+// goroutine id, as Bind does. A goroutine f starts that is itself under a
+// Run, of any store (the tool calls of a sub-agent that f runs), counts as
+// under this one too: its changes to this store are recorded in tx.
+func (tx *Tx) Run(f func(context.Context, json.RawMessage) (string, error), ctx context.Context, args json.RawMessage) (string, error) {
+	s := tx.s
+	s.mu.Lock()
+	byFrame := s.framed == nil
+	if byFrame {
+		s.framed = tx
+		s.bound.Add(1)
+	}
+	s.mu.Unlock()
+	if !byFrame {
+		tx.Bind()
+		defer tx.Unbind()
+		return runFramed(f, ctx, args)
+	}
+	defer func() {
+		s.mu.Lock()
+		s.framed = nil
+		s.bound.Add(-1)
+		s.mu.Unlock()
+	}()
+	return runFramed(f, ctx, args)
+}
+
+// runFramed calls f: its frame on the stack is how the store recognises a
+// change made under Run (see inRun). It must not be inlined.
+//
+//go:noinline
+func runFramed(f func(context.Context, json.RawMessage) (string, error), ctx context.Context, args json.RawMessage) (string, error) {
+	return f(ctx, args)
+}
+
+// framePC is the return address of the call of f in runFramed: runFramed
+// calls f from one place, so this is the program counter of its frame on
+// every stack under Run. It is learnt, through FuncForPC, the first time
+// such a frame is found; after that, finding one compares integers.
+var framePC atomic.Uintptr
+
+// runFramedEntry is the entry of runFramed.
+var runFramedEntry = runtime.FuncForPC(reflect.ValueOf(runFramed).Pointer()).Entry()
+
+// inRun reports whether the calling goroutine is inside runFramed: in the
+// call of f of a Run.
+func inRun() bool {
+	var pcs [64]uintptr
+	known := framePC.Load()
+	// The frame is usually a few frames up (Set, the tool's code, the
+	// tool's wrapper): walk 8 frames first, then the rest 64 at a time.
+	for skip, size := 3, 8; ; skip, size = skip+size, len(pcs) {
+		n := runtime.Callers(skip, pcs[:size])
+		for _, pc := range pcs[:n] {
+			if pc == known {
+				return true
+			}
+			if known == 0 {
+				if f := runtime.FuncForPC(pc - 1); f != nil && f.Entry() == runFramedEntry {
+					framePC.Store(pc)
+					return true
+				}
+			}
+		}
+		if n < size {
+			return false
+		}
+	}
 }
 
 // Unbind ends Bind: the goroutine's changes apply to the live values again.
@@ -125,15 +207,28 @@ func (tx *Tx) Discard() {
 }
 
 // current returns the transaction the calling goroutine is bound to, or nil.
-// It looks the goroutine up only while some transaction is bound.
+// It looks the goroutine up only while some transaction is bound: by id
+// while a transaction is bound by id (Bind), then by the frame of Run.
 func (s *Store) current() *Tx {
 	if s.bound.Load() == 0 {
 		return nil
 	}
-	id := goid()
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.txs[id]
+	byID, framed := len(s.txs) > 0, s.framed
+	s.mu.Unlock()
+	if byID {
+		id := goid()
+		s.mu.Lock()
+		tx := s.txs[id]
+		s.mu.Unlock()
+		if tx != nil {
+			return tx
+		}
+	}
+	if framed != nil && inRun() {
+		return framed
+	}
+	return nil
 }
 
 // record adds a change. It must be called with s.mu held.

@@ -1,6 +1,8 @@
 package state_test
 
 import (
+	"context"
+	"encoding/json"
 	"sync"
 	"testing"
 
@@ -140,4 +142,78 @@ func BenchmarkSetBound(b *testing.B) {
 	for i := 0; b.Loop(); i++ {
 		state.Set(s, "n", i)
 	}
+}
+
+// TestRunRecordsTheCallersChangesOnly checks Run, which finds its changes
+// by the frame of the call: the calling goroutine's changes are recorded,
+// also deep in its stack; those of a goroutine it starts, and of others,
+// apply at once; a second Run under way at the same time records its own.
+func TestRunRecordsTheCallersChangesOnly(t *testing.T) {
+	s := state.New()
+	state.Set(s, "a", 0)
+	tx := s.Begin()
+	var deep func(n int)
+	deep = func(n int) {
+		if n == 0 {
+			require.NoError(t, state.Update(s, "a", func(v int) int { return v + 1 }))
+			return
+		}
+		deep(n - 1)
+	}
+	out, err := tx.Run(func(ctx context.Context, args json.RawMessage) (string, error) {
+		state.Set(s, "shallow", "x")
+		deep(200) // past the 64 frames Callers reads at once
+		v, err := state.Get[int](s, "a")
+		require.NoError(t, err)
+		assert.Equal(t, 1, v, "the call sees its own change")
+		done := make(chan struct{})
+		go func() { state.Set(s, "spawned", true); close(done) }()
+		<-done
+		// A second Run at the same time, on another goroutine.
+		other := s.Begin()
+		done2 := make(chan struct{})
+		go func() {
+			_, _ = other.Run(func(context.Context, json.RawMessage) (string, error) {
+				state.Set(s, "other", 2)
+				return "", nil
+			}, ctx, nil)
+			close(done2)
+		}()
+		<-done2
+		assert.Equal(t, 1, other.Len(), "the concurrent Run recorded its own change")
+		other.Discard()
+		return string(args), nil
+	}, context.Background(), json.RawMessage(`"in"`))
+	require.NoError(t, err)
+	assert.Equal(t, `"in"`, out)
+
+	assert.Equal(t, 2, tx.Len())
+	_, err = state.Get[string](s, "shallow")
+	assert.Error(t, err, "not applied before Commit")
+	v, _ := state.Get[int](s, "a")
+	assert.Equal(t, 0, v)
+	spawned, err := state.Get[bool](s, "spawned")
+	require.NoError(t, err, "a goroutine the call started is not bound")
+	assert.True(t, spawned)
+	_, err = state.Get[int](s, "other")
+	assert.Error(t, err, "the other Run's change was discarded")
+
+	require.NoError(t, tx.Commit())
+	v, _ = state.Get[int](s, "a")
+	assert.Equal(t, 1, v)
+}
+
+// TestRunUnbindsOnPanic checks that a panic in the call leaves the store
+// unbound: a later change applies at once.
+func TestRunUnbindsOnPanic(t *testing.T) {
+	s := state.New()
+	tx := s.Begin()
+	assert.Panics(t, func() {
+		_, _ = tx.Run(func(context.Context, json.RawMessage) (string, error) { panic("boom") }, context.Background(), nil)
+	})
+	state.Set(s, "k", 1)
+	v, err := state.Get[int](s, "k")
+	require.NoError(t, err)
+	assert.Equal(t, 1, v)
+	assert.Equal(t, 0, tx.Len())
 }

@@ -172,6 +172,7 @@ func Run(t *testing.T, newStore func(t *testing.T) session.Store, opts ...Option
 		{"AtStepPrefersStepStart", testAtStepPending},
 		{"LargeMessages", testLarge},
 		{"RawArguments", testRawArguments},
+		{"Approvals", testApprovals},
 		{"Concurrent", testConcurrent},
 		{"ListDelete", testListDelete},
 		{"Canceled", testCanceled},
@@ -212,7 +213,9 @@ func Fixture(id string, n int) *session.Checkpoint {
 				{ID: "p1", Name: "read", Arguments: json.RawMessage(`{"path":"a.txt"}`)},
 				{ID: "p2", Name: "write", Arguments: json.RawMessage(`{"path":"b.txt"}`)},
 			}},
-			Results: []defs.ToolResult{{CallID: "p1", Name: "read", Arguments: json.RawMessage(`{"path":"a.txt"}`), Content: "contents"}},
+			Results:   []defs.ToolResult{{CallID: "p1", Name: "read", Arguments: json.RawMessage(`{"path":"a.txt"}`), Content: "contents"}},
+			Offered:   []string{"read", "write"},
+			Approvals: []session.Approval{{CallID: "p2", Decision: session.Approved, Started: true}},
 		},
 		Stats: session.Stats{Steps: 3, InputTokens: 1200, OutputTokens: 340, CachedTokens: 800, Cost: 0.0123456789, ElapsedNS: 1_500_000_000},
 		Extra: map[string]json.RawMessage{"summary": json.RawMessage(`{"text":"so far","upto":4}`)},
@@ -278,7 +281,7 @@ func atStep(t *testing.T, st session.Store, id string, step int) *session.Checkp
 func same(t *testing.T, what string, want, got *session.Checkpoint) {
 	t.Helper()
 	w, g := normalize(want), normalize(got)
-	w.Version = session.Version
+	w.Version = want.FormatVersion()
 	w.Base = 0 // a loaded checkpoint has Base 0
 	if !reflect.DeepEqual(w, g) {
 		wb, _ := json.MarshalIndent(w, "", " ")
@@ -988,4 +991,65 @@ func testCorrupt(t *testing.T, st session.Store, damage func(*testing.T, session
 	rw.Transcript = append(rw.Transcript, Messages(5, 1)...)
 	save(t, st, rw)
 	same(t, "the checkpoint saved after a rewind past damage", rw, latest(t, st, "victim"))
+}
+
+// testApprovals checks a step paused for approvals: the awaiting calls,
+// each decision and the start of an approved call are kept by every save,
+// reported with format version 2, found by AtStep, and an inconsistent
+// approval is refused.
+func testApprovals(t *testing.T, st session.Store) {
+	ctx := context.Background()
+	cp := Fixture("approve", 3)
+	cp.Step, cp.Pending = 2, nil
+	save(t, st, cp)
+	reply := defs.Message{Role: defs.RoleAssistant, ToolCalls: []defs.ToolCall{
+		{ID: "a", Name: "read", Arguments: json.RawMessage(`{"path":"a.txt"}`)},
+		{ID: "b", Name: "pay", Arguments: json.RawMessage(`{"amount":500}`)},
+		{ID: "c", Name: "pay", Arguments: json.RawMessage(`{"amount":900}`)},
+	}}
+	read := defs.ToolResult{CallID: "a", Name: "read", Arguments: reply.ToolCalls[0].Arguments, Content: "contents"}
+	cp.Pending = &session.Pending{Reply: reply, Results: []defs.ToolResult{read}, Offered: []string{"read", "pay"},
+		Approvals: []session.Approval{{CallID: "b"}, {CallID: "c"}}}
+	save(t, st, cp)
+	got := latest(t, st, "approve")
+	same(t, "Latest with calls awaiting approval", cp, got)
+	if got.Version != 2 {
+		t.Fatalf("Latest with approvals: Version = %d, want 2", got.Version)
+	}
+	// Deny one, approve the other, start it.
+	cp.Pending.Approvals[1].Decision = session.Denied
+	cp.Pending.Results = append(cp.Pending.Results, defs.ToolResult{CallID: "c", Name: "pay", Arguments: reply.ToolCalls[2].Arguments, Content: "too much", IsError: true})
+	save(t, st, cp)
+	cp.Pending.Approvals[0].Decision = session.Approved
+	save(t, st, cp)
+	cp.Pending.Approvals[0].Started = true
+	save(t, st, cp)
+	same(t, "Latest with decisions and a started call", cp, latest(t, st, "approve"))
+	// The step completes: version 1 again.
+	cp.Pending = nil
+	cp.Step = 3
+	cp.Transcript = append(cp.Transcript, Messages(3, 1)...)
+	save(t, st, cp)
+	if got := latest(t, st, "approve"); got.Version != 1 || got.Pending != nil {
+		t.Fatalf("Latest after the step completed: Version %d, Pending %v; want 1, nil", got.Version, got.Pending)
+	}
+	// Inconsistent approvals are refused.
+	bad := []struct {
+		name      string
+		approvals []session.Approval
+	}{
+		{"unknown call", []session.Approval{{CallID: "zzz"}}},
+		{"twice", []session.Approval{{CallID: "b"}, {CallID: "b"}}},
+		{"unknown decision", []session.Approval{{CallID: "b", Decision: "maybe"}}},
+		{"started awaiting", []session.Approval{{CallID: "b", Started: true}}},
+		{"started denied", []session.Approval{{CallID: "b", Decision: session.Denied, Started: true}}},
+	}
+	for _, b := range bad {
+		next := *cp
+		next.Pending = &session.Pending{Reply: reply, Approvals: b.approvals}
+		err := st.Save(ctx, &next)
+		if _, ok := errors.AsType[*session.InvalidError](err); !ok {
+			t.Errorf("Save with approvals %s: %v, want a *session.InvalidError", b.name, err)
+		}
+	}
 }

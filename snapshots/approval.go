@@ -1,0 +1,66 @@
+package snapshots
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/reprompt/reprompt/prompt"
+	"github.com/reprompt/reprompt/runtime"
+)
+
+// Decide answers the tool calls a run pauses for (tools declared with
+// prompt.NeedsApproval): Run calls decide for each call awaiting a
+// decision, in call order, approves it when decide returns true and denies
+// it with reason otherwise, and continues the run, as often as it pauses.
+// The golden file shows the calls a step paused for (step N/awaiting), the
+// decisions (step N decided/decisions) and the step's completion. Without
+// Decide, Run stops at the first pause, which the snapshot ends with.
+func Decide(decide func(call runtime.PendingApproval) (approve bool, reason string)) Option {
+	return optionFunc(func(o *options) { o.decide = decide })
+}
+
+// runWithDecisions runs fn to its end, deciding the calls it pauses for
+// with o.decide, and returns the steps of every part of the run.
+func runWithDecisions(ctx context.Context, model runtime.Model, fn prompt.Func, o *options) (*runtime.Result, error) {
+	r := runtime.New(model, fn, o.cfg)
+	defer r.Close() // a run left paused
+	res, err := r.Run(ctx)
+	for err == nil && len(res.Awaiting) > 0 && o.decide != nil {
+		for _, a := range res.Awaiting {
+			if ok, reason := o.decide(a); ok {
+				err = r.Approve(a.CallID)
+			} else {
+				err = r.Deny(a.CallID, reason)
+			}
+			if err != nil {
+				return res, err
+			}
+		}
+		steps := res.Steps
+		res, err = r.Run(ctx)
+		res.Steps = append(steps, res.Steps...)
+	}
+	return res, err
+}
+
+// awaitingList names the calls, for the end of a snapshot.
+func awaitingList(as []runtime.PendingApproval) string {
+	ids := make([]string, len(as))
+	for i, a := range as {
+		ids[i] = a.CallID + " " + a.Tool
+	}
+	return strings.Join(ids, ", ")
+}
+
+// decisions writes the decisions that completed a paused step.
+func (f *formatter) decisions(name string, ds []runtime.Decision) {
+	f.section(name + "/decisions")
+	for _, d := range ds {
+		if d.Approved {
+			fmt.Fprintf(&f.b, "%s %s approved\n", d.CallID, d.Tool)
+			continue
+		}
+		f.field("", fmt.Sprintf("%s %s denied", d.CallID, d.Tool), f.red(d.Reason))
+	}
+}
