@@ -409,6 +409,7 @@ func TestReadmeCheckFails(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := checkReadme(t, tc.readme)
+			// The message is the contract here: it names the README line.
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want an error containing %q", err, tc.want)
 			}

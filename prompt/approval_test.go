@@ -3,6 +3,8 @@ package prompt_test
 import (
 	"context"
 	"encoding/json"
+	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -61,7 +63,8 @@ func TestNeedsApprovalIfSchemaTool(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, need)
 	_, err = tool.NeedsApproval(json.RawMessage(`[1]`))
-	require.ErrorContains(t, err, "arguments do not decode into map[string]interface {}")
+	var ue *json.UnmarshalTypeError
+	require.ErrorAs(t, err, &ue, "the arguments do not decode into the map")
 }
 
 func TestNeedsApprovalIfOfAnotherType(t *testing.T) {
@@ -73,6 +76,9 @@ func TestNeedsApprovalIfOfAnotherType(t *testing.T) {
 	})
 	var te *prompt.ApprovalTypeError
 	require.ErrorAs(t, err, &te)
-	assert.Contains(t, err.Error(), "approval_test.go")
-	assert.Contains(t, err.Error(), "NeedsApprovalIf takes a func(int) bool, but the tool's arguments are prompt_test.amountArgs")
+	assert.Equal(t, reflect.TypeFor[amountArgs](), te.Args)
+	assert.Equal(t, reflect.TypeFor[int](), te.Option)
+	var pe *prompt.Error
+	require.ErrorAs(t, err, &pe)
+	assert.True(t, strings.HasPrefix(pe.Site, "approval_test.go:"), "Site %q", pe.Site)
 }

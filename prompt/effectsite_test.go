@@ -61,6 +61,7 @@ func TestEffectsMisuseErrorHasASite(t *testing.T) {
 			require.ErrorAs(t, err, &pe)
 			assert.Equal(t, 1, pe.Step)
 			assert.True(t, strings.HasPrefix(pe.Site, site), "Site = %q, want %s…", pe.Site, site)
+			// The message is the contract here: it names the user's call site.
 			assert.Contains(t, err.Error(), site)
 		})
 	}

@@ -65,6 +65,8 @@ func TestToolNamesAreCheckedAtDeclaration(t *testing.T) {
 				require.ErrorAs(t, err, &pe)
 				assert.Equal(t, me.Site, pe.Site)
 				assert.False(t, pe.Panicked)
+				// The message is the contract here: it gives the pattern a
+				// name must match.
 				assert.Contains(t, err.Error(), "^[a-zA-Z0-9_-]{1,64}$")
 			})
 		}
@@ -105,6 +107,7 @@ func TestDuplicateToolNameNamesBothSites(t *testing.T) {
 			assert.True(t, strings.HasPrefix(de.First, "toolname_test.go:"), "first %q", de.First)
 			assert.True(t, strings.HasPrefix(de.Now, "toolname_test.go:"), "now %q", de.Now)
 			assert.NotEqual(t, de.First, de.Now)
+			// The message is the contract here: it names both call sites.
 			assert.Contains(t, err.Error(), de.First)
 			assert.Contains(t, err.Error(), de.Now)
 		})

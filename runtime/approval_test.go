@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -139,6 +140,7 @@ func TestApprovalPausesAndContinuesInProcess(t *testing.T) {
 	ae, ok := errors.AsType[*runtime.ApprovalError](err)
 	require.True(t, ok)
 	assert.Equal(t, &runtime.ApprovalError{Op: "approve", CallID: "c9", Awaiting: []string{"c2", "c4"}, Err: runtime.ErrUnknownCall}, ae)
+	// The message is the contract here: how an ApprovalError prints.
 	assert.Equal(t, `approve "c9": no tool call with this id awaits a decision (awaiting a decision: c2, c4)`, err.Error())
 	require.ErrorIs(t, r.Deny("c1", "no"), runtime.ErrUnknownCall, "a call that needed no approval")
 
@@ -292,8 +294,11 @@ func TestApprovalTypeMismatchIsAMisuse(t *testing.T) {
 	_, err := runtime.Run(t.Context(), snapshots.Script(snapshots.Text("x")), fn, runtime.Config{})
 	var te *prompt.ApprovalTypeError
 	require.ErrorAs(t, err, &te)
-	assert.Contains(t, err.Error(), "approval_test.go")
-	assert.Contains(t, err.Error(), "NeedsApprovalIf takes a func(struct { N int }) bool, but the tool's arguments are runtime_test.transferArgs")
+	assert.Equal(t, reflect.TypeFor[transferArgs](), te.Args)
+	assert.Equal(t, reflect.TypeFor[struct{ N int }](), te.Option)
+	var pe *prompt.Error
+	require.ErrorAs(t, err, &pe)
+	assert.True(t, strings.HasPrefix(pe.Site, "approval_test.go:"), "Site %q", pe.Site)
 }
 
 func TestApprovalInSubAgentFailsTheCall(t *testing.T) {

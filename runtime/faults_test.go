@@ -5,8 +5,10 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/reprompt/reprompt/defs"
@@ -27,16 +29,57 @@ func echoPrompt(p *prompt.Prompt) error {
 	return nil
 }
 
+// timedModel records when each request reached its model: in a synctest
+// bubble, the fake clock's time.
+type timedModel struct {
+	runtime.Model
+	mu sync.Mutex
+	at []time.Time
+}
+
+func (m *timedModel) Generate(ctx context.Context, req *runtime.Request) (*runtime.Reply, error) {
+	m.mu.Lock()
+	m.at = append(m.at, time.Now())
+	m.mu.Unlock()
+	return m.Model.Generate(ctx, req)
+}
+
+// gaps returns the time between consecutive requests.
+func (m *timedModel) gaps() []time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []time.Duration
+	for i := 1; i < len(m.at); i++ {
+		out = append(out, m.at[i].Sub(m.at[i-1]))
+	}
+	return out
+}
+
+// TestRetriesRetryableModelErrors runs in a synctest bubble: the backoff
+// waits take no real time, and their lengths are exact.
 func TestRetriesRetryableModelErrors(t *testing.T) {
 	busy := &runtime.ModelError{StatusCode: 429, Retryable: true, Message: "slow down"}
-	m := snapshots.Script(snapshots.Fail(busy), snapshots.Fail(busy), snapshots.Text("ok"))
-	res, err := runtime.Run(context.Background(), m, echoPrompt, runtime.Config{Retries: 2, RetryBackoff: time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Text != "ok" || len(m.Requests()) != 3 {
-		t.Fatalf("text %q after %d requests, want ok after 3", res.Text, len(m.Requests()))
-	}
+	synctest.Test(t, func(t *testing.T) {
+		script := snapshots.Script(snapshots.Fail(busy), snapshots.Fail(busy), snapshots.Text("ok"))
+		m := &timedModel{Model: script}
+		res, err := runtime.Run(context.Background(), m, echoPrompt, runtime.Config{Retries: 2}) // RetryBackoff 0: one second
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Text != "ok" || len(script.Requests()) != 3 {
+			t.Fatalf("text %q after %d requests, want ok after 3", res.Text, len(script.Requests()))
+		}
+		// Retry n waits between half and all of RetryBackoff·2ⁿ (jitter).
+		gaps := m.gaps()
+		for n, gap := range gaps {
+			if full := time.Second << n; gap < full/2 || gap > full {
+				t.Errorf("wait before retry %d = %v, want between %v and %v", n+1, gap, full/2, full)
+			}
+		}
+		if len(gaps) != 2 {
+			t.Errorf("%d waits, want 2", len(gaps))
+		}
+	})
 
 	// Not retryable, or out of retries: the error ends the run and still
 	// unwraps to the model's error.
@@ -48,18 +91,42 @@ func TestRetriesRetryableModelErrors(t *testing.T) {
 		"out of attempts": {[]snapshots.Reply{snapshots.Fail(busy), snapshots.Fail(busy), snapshots.Text("never")}, 1},
 	} {
 		t.Run(name, func(t *testing.T) {
-			m := snapshots.Script(tc.replies...)
-			_, err := runtime.Run(context.Background(), m, echoPrompt, runtime.Config{Retries: tc.retries, RetryBackoff: time.Millisecond})
-			var me *runtime.ModelError
-			var se *runtime.StepError
-			if !errors.As(err, &me) || !errors.As(err, &se) || se.Op != "model" || se.Step != 0 {
-				t.Fatalf("err = %v, want a *StepError of op model wrapping the *ModelError", err)
-			}
-			if want := min(tc.retries+1, len(tc.replies)-1); len(m.Requests()) != want {
-				t.Errorf("%d requests, want %d", len(m.Requests()), want)
-			}
+			synctest.Test(t, func(t *testing.T) {
+				m := snapshots.Script(tc.replies...)
+				_, err := runtime.Run(context.Background(), m, echoPrompt, runtime.Config{Retries: tc.retries, RetryBackoff: time.Minute})
+				var me *runtime.ModelError
+				var se *runtime.StepError
+				if !errors.As(err, &me) || !errors.As(err, &se) || se.Op != runtime.OpModel || se.Step != 0 {
+					t.Fatalf("err = %v, want a *StepError of op model wrapping the *ModelError", err)
+				}
+				if want := min(tc.retries+1, len(tc.replies)-1); len(m.Requests()) != want {
+					t.Errorf("%d requests, want %d", len(m.Requests()), want)
+				}
+			})
 		})
 	}
+}
+
+// TestRetryWaitEndsWithContext: cancelling the run during a backoff wait
+// ends it at once, with the model's error and the context's.
+func TestRetryWaitEndsWithContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		busy := &runtime.ModelError{StatusCode: 503, Retryable: true, Message: "busy"}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		m := snapshots.Script(snapshots.Fail(busy), snapshots.Text("never"))
+		start := time.Now()
+		_, err := runtime.Run(ctx, m, echoPrompt, runtime.Config{Retries: 1, RetryBackoff: time.Hour})
+		if !errors.Is(err, busy) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("err = %v, want the model's error and the context's", err)
+		}
+		if d := time.Since(start); d != time.Minute {
+			t.Errorf("the run ended after %v, want the context's minute", d)
+		}
+		if len(m.Requests()) != 1 {
+			t.Errorf("%d requests, want 1", len(m.Requests()))
+		}
+	})
 }
 
 // blockingModel blocks until its context is done.
@@ -70,40 +137,58 @@ func (blockingModel) Generate(ctx context.Context, req *runtime.Request) (*runti
 	return nil, ctx.Err()
 }
 
+// TestModelTimeout runs in a synctest bubble: the timeout is reached in
+// fake time, exactly.
 func TestModelTimeout(t *testing.T) {
-	start := time.Now()
-	_, err := runtime.Run(context.Background(), blockingModel{}, echoPrompt, runtime.Config{ModelTimeout: 20 * time.Millisecond})
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("err = %v, want a deadline error", err)
-	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Errorf("the model call was not cut short: %v", d)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		_, err := runtime.Run(context.Background(), blockingModel{}, echoPrompt, runtime.Config{ModelTimeout: time.Minute})
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("err = %v, want a deadline error", err)
+		}
+		if d := time.Since(start); d != time.Minute {
+			t.Errorf("the model call was cut short after %v, want ModelTimeout, a minute", d)
+		}
+	})
 }
 
+// TestToolTimeoutIsAnErrorResult runs in a synctest bubble: the timeout is
+// reached in fake time, and the bubble checks that the abandoned tool's
+// goroutine ends once the tool returns.
 func TestToolTimeoutIsAnErrorResult(t *testing.T) {
-	release := make(chan struct{})
-	defer close(release)
-	fn := func(p *prompt.Prompt) error {
-		prompt.DefTool(p, "stuck", "never returns in time", func(ctx context.Context, _ struct{}) (string, error) {
-			<-release // ignores ctx, as a badly written tool would
-			return "late", nil
-		})
-		p.User("go")
-		return nil
-	}
-	m := snapshots.Script(snapshots.CallTool("stuck", nil), snapshots.Text("gave up"))
-	res, err := runtime.Run(context.Background(), m, fn, runtime.Config{ToolTimeout: 20 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := res.Steps[0].ToolResults[0]
-	if !r.IsError || !strings.Contains(r.Content, `tool "stuck" did not finish within 20ms`) {
-		t.Fatalf("result %+v, want a timeout error result naming the tool", r)
-	}
-	if res.Text != "gave up" {
-		t.Errorf("the run did not go on after the timeout: %q", res.Text)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		defer close(release)
+		fn := func(p *prompt.Prompt) error {
+			prompt.DefTool(p, "stuck", "never returns in time", func(ctx context.Context, _ struct{}) (string, error) {
+				<-release // ignores ctx, as a badly written tool would
+				return "late", nil
+			})
+			p.User("go")
+			return nil
+		}
+		m := snapshots.Script(snapshots.CallTool("stuck", nil), snapshots.Text("gave up"))
+		start := time.Now()
+		res, err := runtime.Run(context.Background(), m, fn, runtime.Config{ToolTimeout: 30 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d != 30*time.Second {
+			t.Errorf("the run took %v, want ToolTimeout, 30s", d)
+		}
+		r := res.Steps[0].ToolResults[0]
+		var te *runtime.ToolTimeoutError
+		if !errors.As(res.Steps[0].ToolErrors[r.CallID], &te) || *te != (runtime.ToolTimeoutError{Tool: "stuck", Timeout: "30s"}) {
+			t.Errorf("ToolErrors[%s] = %v, want a *ToolTimeoutError for stuck after 30s", r.CallID, res.Steps[0].ToolErrors[r.CallID])
+		}
+		// What the model reads is the contract here: the tool and the limit.
+		if !r.IsError || !strings.Contains(r.Content, `tool "stuck" did not finish within 30s`) {
+			t.Fatalf("result %+v, want a timeout error result naming the tool", r)
+		}
+		if res.Text != "gave up" {
+			t.Errorf("the run did not go on after the timeout: %q", res.Text)
+		}
+	})
 }
 
 // TestCancelMidToolLeavesAResumableCheckpoint cancels the run while a tool
@@ -114,16 +199,17 @@ func TestCancelMidToolLeavesAResumableCheckpoint(t *testing.T) {
 	cfg := runtime.Config{Store: store, SessionID: "cancel"}
 	ctx, cancel := context.WithCancel(context.Background())
 	var fastRuns, slowRuns atomic.Int32
+	fastDone := make(chan struct{})
 	fn := func(p *prompt.Prompt) error {
 		prompt.DefTool(p, "fast", "returns at once", func(ctx context.Context, _ struct{}) (string, error) {
-			fastRuns.Add(1)
+			if fastRuns.Add(1) == 1 {
+				close(fastDone)
+			}
 			return "fast done", nil
 		})
 		prompt.DefTool(p, "slow", "waits for cancellation", func(ctx context.Context, _ struct{}) (string, error) {
 			slowRuns.Add(1)
-			for fastRuns.Load() == 0 {
-				time.Sleep(time.Millisecond)
-			}
+			<-fastDone
 			cancel()
 			<-ctx.Done()
 			return "", ctx.Err()

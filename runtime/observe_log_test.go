@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -113,7 +114,13 @@ func TestLogOneRecordPerStep(t *testing.T) {
 	}
 }
 
+// TestLogRetriesRecoveriesCompactionsAndErrors runs in a synctest bubble:
+// the retry waits its default backoff in fake time.
 func TestLogRetriesRecoveriesCompactionsAndErrors(t *testing.T) {
+	synctest.Test(t, testLogRetriesRecoveriesCompactionsAndErrors)
+}
+
+func testLogRetriesRecoveriesCompactionsAndErrors(t *testing.T) {
 	fn := func(p *prompt.Prompt) error {
 		p.Effect(effects.Always, func(ctx context.Context, s *effects.Step) error {
 			if s.ContextTooLong {
@@ -129,7 +136,7 @@ func TestLogRetriesRecoveriesCompactionsAndErrors(t *testing.T) {
 	h := &recorder{}
 	m := snapshots.Script(snapshots.Fail(busy), snapshots.Fail(tooLong), snapshots.Text("ok"))
 	_, err := runtime.Run(context.Background(), m, fn,
-		runtime.Config{Logger: slog.New(h), Retries: 1, RetryBackoff: time.Millisecond})
+		runtime.Config{Logger: slog.New(h), Retries: 1}) // RetryBackoff 0: one second
 	require.NoError(t, err)
 	require.Equal(t, []string{
 		"WARN model call failed: retrying",
@@ -143,7 +150,9 @@ func TestLogRetriesRecoveriesCompactionsAndErrors(t *testing.T) {
 	assert.Equal(t, int64(1), retry["attempt"])
 	assert.Equal(t, "*runtime.ModelError", retry["error_type"])
 	assert.Contains(t, retry["error"], "busy")
-	assert.IsType(t, time.Duration(0), retry["backoff"])
+	if d, ok := retry["backoff"].(time.Duration); !ok || d < time.Second/2 || d > time.Second {
+		t.Errorf("backoff = %v, want a duration between half a second and a second", retry["backoff"])
+	}
 	compacted := h.records[1].Attrs
 	assert.Equal(t, int64(1), compacted["messages_before"])
 	assert.Equal(t, int64(1), compacted["messages_after"])
@@ -174,13 +183,15 @@ func TestLogRetriesRecoveriesCompactionsAndErrors(t *testing.T) {
 
 // TestLogNothingWhenUnset checks that a run without Config.Logger does not
 // fall back to the default logger.
-func TestLogNothingWhenUnset(t *testing.T) {
+func TestLogNothingWhenUnset(t *testing.T) { synctest.Test(t, testLogNothingWhenUnset) }
+
+func testLogNothingWhenUnset(t *testing.T) {
 	h := &recorder{}
 	defer slog.SetDefault(slog.Default())
 	slog.SetDefault(slog.New(h))
 	busy := &runtime.ModelError{StatusCode: 503, Retryable: true, Message: "busy"}
 	_, err := runtime.Run(context.Background(), snapshots.Script(snapshots.Fail(busy), snapshots.Text("ok")),
-		func(p *prompt.Prompt) error { p.User("hi"); return nil }, runtime.Config{Retries: 1, RetryBackoff: time.Millisecond})
+		func(p *prompt.Prompt) error { p.User("hi"); return nil }, runtime.Config{Retries: 1})
 	require.NoError(t, err)
 	assert.Empty(t, h.messages())
 }

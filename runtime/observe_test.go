@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -436,12 +437,16 @@ func TestTraceErrors(t *testing.T) {
 	assert.Equal(t, attribute.EMPTY, attr(chat[0], "gen_ai.request.model").Type(), "no model name")
 }
 
-func TestTraceRetries(t *testing.T) {
+// TestTraceRetries runs in a synctest bubble: the retry waits its default
+// backoff in fake time.
+func TestTraceRetries(t *testing.T) { synctest.Test(t, testTraceRetries) }
+
+func testTraceRetries(t *testing.T) {
 	tp, exp := tracer(t)
 	busy := &runtime.ModelError{StatusCode: 503, Retryable: true, Message: "busy"}
 	_, err := runtime.Run(context.Background(), snapshots.Script(snapshots.Fail(busy), snapshots.Text("ok")),
 		func(p *prompt.Prompt) error { p.User("hi"); return nil },
-		runtime.Config{TracerProvider: tp, Retries: 1, RetryBackoff: time.Millisecond})
+		runtime.Config{TracerProvider: tp, Retries: 1})
 	require.NoError(t, err)
 	spans := exp.GetSpans()
 	chats := find(spans, "chat", "", nil)
@@ -452,4 +457,10 @@ func TestTraceRetries(t *testing.T) {
 	require.Len(t, step.Events, 1)
 	assert.Equal(t, "reprompt.retry", step.Events[0].Name)
 	assert.Contains(t, step.Events[0].Attributes, attribute.Int("reprompt.attempt", 1))
+	i := slices.IndexFunc(step.Events[0].Attributes, func(a attribute.KeyValue) bool { return a.Key == "reprompt.backoff" })
+	require.GreaterOrEqual(t, i, 0, "no reprompt.backoff attribute")
+	backoff := step.Events[0].Attributes[i].Value.AsString()
+	if d, err := time.ParseDuration(backoff); err != nil || d < time.Second/2 || d > time.Second {
+		t.Errorf("reprompt.backoff = %q, want between half a second and a second (the default backoff, with jitter)", backoff)
+	}
 }

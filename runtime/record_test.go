@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -92,6 +93,12 @@ func TestFailedSubAgentIsRecorded(t *testing.T) {
 // tool timeout is not in the step's record, nor, when it ends during a later
 // step, in that step's.
 func TestSubAgentTimedOutIsNotRecordedLater(t *testing.T) {
+	synctest.Test(t, testSubAgentTimedOutIsNotRecordedLater)
+}
+
+// It runs in a synctest bubble: the tool timeout and the free tool's wait
+// pass in fake time, and the slow sub-agent ends during that wait for sure.
+func testSubAgentTimedOutIsNotRecordedLater(t *testing.T) {
 	release := make(chan struct{})
 	parent := func(p *prompt.Prompt) error {
 		p.DefAgent("slow", "Slow.", func(p *prompt.Prompt) error {

@@ -131,8 +131,13 @@ func TestRenderErrorNamesVariable(t *testing.T) {
 		return nil
 	}, runtime.Config{})
 	var se *runtime.StepError
-	if !errors.As(err, &se) || se.Op != "render" || !strings.Contains(err.Error(), `"callback"`) {
-		t.Fatalf("Run = %v, want a render *StepError naming the variable", err)
+	var ue *json.UnsupportedTypeError
+	if !errors.As(err, &se) || se.Op != runtime.OpRender || se.Step != 0 || !errors.As(err, &ue) {
+		t.Fatalf("Run = %v, want a render *StepError wrapping *json.UnsupportedTypeError", err)
+	}
+	// The variable's name is in no field: the message is the contract here.
+	if !strings.Contains(err.Error(), `"callback"`) {
+		t.Errorf("error %q does not name the variable", err)
 	}
 	if len(m.Requests()) != 0 {
 		t.Error("a request that failed to render was sent")

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -338,6 +339,13 @@ func TestToolFailuresBecomeErrorResults(t *testing.T) {
 }
 
 func TestParallelToolCallsRunConcurrentlyResultsInCallOrder(t *testing.T) {
+	synctest.Test(t, testParallelToolCallsRunConcurrentlyResultsInCallOrder)
+}
+
+// It runs in a synctest bubble: the calls' waits pass in fake time, so
+// they finish in the reverse order for sure, and calls made one after
+// another fail at once on the barrier's time limit.
+func testParallelToolCallsRunConcurrentlyResultsInCallOrder(t *testing.T) {
 	const n = 3
 	var arrived sync.WaitGroup
 	arrived.Add(n)
@@ -599,8 +607,18 @@ func TestHookMisuseFromToolAndEffect(t *testing.T) {
 				t.Errorf("result %q does not contain %q", r.Content, s)
 			}
 		}
-		if err := res.Steps[0].ToolErrors[r.CallID]; err == nil || !strings.Contains(err.Error(), "Def at "+site) || strings.Contains(r.Content, site) {
-			t.Errorf("ToolErrors[%s] = %v, result %q: want the misuse's site in the error only", r.CallID, err, r.Content)
+		err := res.Steps[0].ToolErrors[r.CallID]
+		var pe *runtime.ToolPanicError
+		var me *prompt.MisuseError
+		if !errors.As(err, &pe) || !errors.As(err, &me) {
+			t.Fatalf("ToolErrors[%s] = %v, want *runtime.ToolPanicError wrapping *prompt.MisuseError", r.CallID, err)
+		}
+		if pe.Tool != "sneaky" || me.Hook != "Def" || me.Site != site {
+			t.Errorf("ToolPanicError %+v, MisuseError %+v: want tool sneaky, Def at %s", pe, me, site)
+		}
+		// What the model reads is the contract here: no Go source location.
+		if strings.Contains(r.Content, site) {
+			t.Errorf("result %q names the misuse's site %s: it belongs in ToolErrors only", r.Content, site)
 		}
 		if m.Requests()[1].System != "" {
 			t.Error("the misused hook declared a variable")

@@ -28,6 +28,7 @@ func TestLoadDamagedCount(t *testing.T) {
 			require.True(t, ok, "err = %v, want a *session.CorruptError", err)
 			assert.Equal(t, "s", ce.ID)
 			assert.Equal(t, int64(1), ce.Seq)
+			// CorruptError.Err is untyped: what is damaged is only in the text.
 			assert.Contains(t, err.Error(), fmt.Sprintf("head names %d messages of generation 0, 1 are stored", count))
 			assert.Equal(t, int(count), asked, "rows is asked for the count the head names")
 		})
@@ -57,6 +58,8 @@ func TestPlanDamagedTip(t *testing.T) {
 			ce, ok := errors.AsType[*session.CorruptError](err)
 			require.True(t, ok, "Plan = %+v, %v; want a *session.CorruptError", w, err)
 			assert.Equal(t, "s", ce.ID)
+			assert.Equal(t, tip.Seq, ce.Seq)
+			// CorruptError.Err is untyped: what is damaged is only in the text.
 			assert.Contains(t, err.Error(), "stored tip is damaged")
 		})
 	}

@@ -143,9 +143,6 @@ func TestFutureVersionRefused(t *testing.T) {
 			if ve.Max != session.Version || ve.Got <= session.Version || ve.ID != f.ID || ve.Seq != f.Seq {
 				t.Fatalf("VersionError = %+v", ve)
 			}
-			if !strings.Contains(err.Error(), "newer") {
-				t.Errorf("message %q does not say the checkpoint is newer", err)
-			}
 		})
 	}
 }

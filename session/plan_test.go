@@ -22,18 +22,30 @@ func TestPlanWritesOnlyNewMessages(t *testing.T) {
 		wantFirst int
 		wantN     int
 		wantRoot  int
+		reason    string // why, where the case is not obvious
 	}{
-		{"new session", session.Tip{}, 0, 0, 0, 1002, 0},
-		{"two new messages", session.Tip{Seq: 7, Messages: 1000}, 0, 0, 1000, 2, 0},
-		{"nothing new", session.Tip{Seq: 7, Messages: 1002}, 0, 0, 1002, 0, 0},
-		{"new generation", session.Tip{Seq: 7, Messages: 1000}, 1, 0, 0, 1002, 1},
-		{"new generation after a skipped one", session.Tip{Seq: 7, Generation: 3, Root: 2, Messages: 1000}, 5, 0, 0, 1002, 5},
-		{"new generation with a base", session.Tip{Seq: 7, Messages: 1000}, 1, 997, 997, 5, 0},
-		{"base keeps the lineage's root", session.Tip{Seq: 7, Generation: 4, Root: 2, Messages: 1000}, 5, 1000, 1000, 2, 2},
-		{"same generation keeps the root", session.Tip{Seq: 7, Generation: 4, Root: 2, Messages: 1000}, 4, 0, 1000, 2, 2},
+		{"new session", session.Tip{}, 0, 0, 0, 1002, 0, ""},
+		{"two new messages", session.Tip{Seq: 7, Messages: 1000}, 0, 0, 1000, 2, 0, ""},
+		{"nothing new", session.Tip{Seq: 7, Messages: 1002}, 0, 0, 1002, 0, 0, ""},
+		{"new generation", session.Tip{Seq: 7, Messages: 1000}, 1, 0, 0, 1002, 1,
+			"a new generation without a Base writes the whole transcript, whatever the tip holds, and is its own root"},
+		{"new generation after a skipped one", session.Tip{Seq: 7, Generation: 3, Root: 2, Messages: 1000}, 5, 0, 0, 1002, 5,
+			"a generation may skip numbers (3 to 5); without a Base it is its own root, not the tip's (2)"},
+		{"new generation with a base", session.Tip{Seq: 7, Messages: 1000}, 1, 997, 997, 5, 0,
+			"the rows below the Base are the tip's lineage's: only those from the Base on are written, under the tip's root"},
+		{"base keeps the lineage's root", session.Tip{Seq: 7, Generation: 4, Root: 2, Messages: 1000}, 5, 1000, 1000, 2, 2,
+			"the root is the lineage's first generation (the tip's root, 2), not the tip's generation (4)"},
+		{"same generation keeps the root", session.Tip{Seq: 7, Generation: 4, Root: 2, Messages: 1000}, 4, 0, 1000, 2, 2, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			if tt.reason != "" {
+				t.Cleanup(func() {
+					if t.Failed() {
+						t.Logf("why: %s", tt.reason)
+					}
+				})
+			}
 			c := *cp
 			c.Seq, c.Generation, c.Base = tt.tip.Seq, tt.gen, tt.base
 			w, err := session.Plan(&c, tt.tip)

@@ -85,6 +85,7 @@ func TestRawArgumentsThroughPlanAndLoad(t *testing.T) {
 func TestRawArgumentsOutOfRange(t *testing.T) {
 	_, err := session.DecodeMessage([]byte(`{"role":"assistant","tool_calls":[{"id":"c","name":"n","arguments":{}}],"raw_arguments":{"1":"e30="}}`))
 	require.Error(t, err)
+	// The decoding errors are untyped: what is wrong is only in the text.
 	assert.Contains(t, err.Error(), "raw arguments of tool call 1 of a message with 1 tool calls")
 	_, err = session.DecodeMessage([]byte(`{"role":"assistant","raw_arguments":{"-1":"e30="}}`))
 	require.Error(t, err)

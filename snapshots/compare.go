@@ -1,10 +1,7 @@
 package snapshots
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -81,46 +78,12 @@ func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''
 func compareGolden(t testing.TB, dir, path string, got []byte) {
 	t.Helper()
 	markUsed(dir, path)
-	update, ci := envOn(UpdateEnv), envOn(CIEnv)
-	cmd := updateCommand(t.Name())
-	if update && ci {
-		t.Fatalf("snapshots: %s and %s are both set: golden files are never written on CI (%s). Update them locally and commit them", UpdateEnv, CIEnv, path)
-		return
-	}
-	want, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		switch {
-		case update:
-			writeGolden(t, path, got)
-			t.Logf("snapshots: created %s", path)
-		case ci:
-			t.Fatalf("snapshots: golden file %s is missing, and %s is set: it is not created on CI. Create it locally with\n\t%s\nand commit it", path, CIEnv, cmd)
-		default:
-			t.Fatalf("snapshots: golden file %s is missing. Create it with\n\t%s", path, cmd)
+	checkGolden(t, path, got, "the run", func(want []byte) string {
+		if h, _, _ := strings.Cut(string(want), "\n"); h != Header {
+			return fmt.Sprintf("the file starts with %q, not %q: it was written by another version of package snapshots", h, Header)
 		}
-		return
-	}
-	if err != nil {
-		t.Fatalf("snapshots: %v", err)
-		return
-	}
-	want = bytes.ReplaceAll(want, []byte("\r\n"), []byte("\n"))
-	if bytes.Equal(want, got) {
-		return
-	}
-	if update {
-		writeGolden(t, path, got)
-		t.Logf("snapshots: updated %s", path)
-		return
-	}
-	var msg strings.Builder
-	fmt.Fprintf(&msg, "snapshots: %s does not match the run (-want +got):\n", path)
-	if h, _, _ := strings.Cut(string(want), "\n"); h != Header {
-		fmt.Fprintf(&msg, "the file starts with %q, not %q: it was written by another version of package snapshots\n", h, Header)
-	}
-	msg.WriteString(diffSections(string(want), string(got)))
-	fmt.Fprintf(&msg, "If the change is intended, update the golden file with\n\t%s", cmd)
-	t.Errorf("%s", msg.String())
+		return ""
+	})
 }
 
 func writeGolden(t testing.TB, path string, data []byte) {

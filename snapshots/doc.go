@@ -46,6 +46,9 @@
 // missing file fails the test too, naming the command that creates it. A
 // variable counts as set unless it is empty, "0", "false", "no" or "off".
 //
+// Golden compares any other test output with a golden file by the same
+// rules, so that one switch updates every golden file of a module.
+//
 // CheckUnused, called from TestMain, fails a complete, successful test run
 // that left golden files unused (typically after renaming a test):
 //

@@ -100,6 +100,7 @@ func TestRecordReplayErrors(t *testing.T) {
 	if !ok || me.StatusCode != 429 || !me.Retryable || !runtime.IsRetryable(got1) {
 		t.Errorf("replayed model error = %#v, want status 429, retryable", got1)
 	}
+	// The recorded text is what a replay can give back.
 	if got1.Error() != err1.Error() {
 		t.Errorf("replayed %q, recorded %q", got1, err1)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/reprompt/reprompt/effects"
 	"github.com/reprompt/reprompt/effects/builtin"
 )
@@ -68,34 +69,36 @@ func TestParseDefaults(t *testing.T) {
 	}
 }
 
+// TestParseErrors compares the *ConfigError values Parse joins, whole: the
+// position, and Msg, which is what a user reads to fix the file.
 func TestParseErrors(t *testing.T) {
 	tests := []struct {
 		name, src string
-		want      []string
+		want      []builtin.ConfigError
 	}{
-		{"unknown kind", "effects:\n  - kind: compress\n", []string{`c.yaml:2:11: unknown effect kind "compress" (want trim_tool_results, compact or limits)`}},
-		{"missing kind", "effects:\n  - params: {}\n", []string{"c.yaml:2:5: effect 0: kind is missing"}},
-		{"unknown param", "effects:\n  - kind: compact\n    params:\n      treshold: 0.5\n", []string{`c.yaml:4:7: compact: unknown param "treshold" (want one of arg_keys, fallback, `}},
-		{"mistyped int", "effects:\n  - kind: trim_tool_results\n    params:\n      max_result_length: lots\n", []string{`c.yaml:4:26: max_result_length: want an integer, got "lots"`}},
-		{"float for int", "effects:\n  - kind: trim_tool_results\n    params: {batch: 1.5}\n", []string{"c.yaml:3:21: batch: want an integer, got float 1.5"}},
-		{"bad threshold", "effects:\n  - kind: compact\n    params: {threshold: 2}\n", []string{"c.yaml:3:25: threshold: want a fraction in (0, 1], got 2"}},
-		{"bad strategy", "effects:\n  - kind: compact\n    params: {strategy: magic}\n", []string{`c.yaml:3:24: strategy: unknown strategy "magic" (want summarize, truncate, window or heuristic)`}},
-		{"bad fallback", "effects:\n  - kind: compact\n    params: {fallback: summarize}\n", []string{`c.yaml:3:24: fallback: unknown strategy "summarize" (want truncate, window or heuristic)`}},
-		{"bad duration", "effects:\n  - kind: limits\n    params: {max_time: soon}\n", []string{`c.yaml:3:24: max_time: want a duration like "90s" or a number of seconds, got "soon"`}},
-		{"huge duration", "effects:\n  - kind: limits\n    params: {max_time: 1e11}\n", []string{"c.yaml:3:24: max_time: want a number of seconds between 0 and 9223372036, got 1e11"}},
-		{"list of ints", "effects:\n  - kind: compact\n    params: {read_tools: [1]}\n", []string{"c.yaml:3:27: read_tools: want a string, got int 1"}},
-		{"unknown key", "effect:\n  - kind: compact\n", []string{`c.yaml:1:1: unknown key "effect" (want model, window, reserve, cached_input, when_timeout or effects)`}},
-		{"unknown effect key", "effects:\n  - kind: compact\n    if: true\n", []string{`c.yaml:3:5: effect 0: unknown key "if" (want kind, params or when)`}},
-		{"bad expression", "effects:\n  - kind: compact\n    when: tokens >\n", []string{"c.yaml:3:18: when: unexpected token EOF"}},
-		{"unknown variable", "effects:\n  - kind: compact\n    when: tokenz > 5\n", []string{"c.yaml:3:11: when: unknown name tokenz"}},
-		{"quoted expression", "effects:\n  - kind: compact\n    when: \"step > 2 && tokenz\"\n", []string{"c.yaml:3:24: when: unknown name tokenz"}},
-		{"not bool", "effects:\n  - kind: compact\n    when: tokens + 1\n", []string{"c.yaml:3:11: when: expected bool, but got int"}},
-		{"not a list", "effects: 3\n", []string{"c.yaml:1:10: effects: want a list, got int 3"}},
-		{"unknown model", "model: my-model\n", []string{`c.yaml:1:8: unknown model "my-model": give its window`}},
-		{"yaml syntax", "effects:\n  - kind: [\n", []string{"c.yaml:2:1: did not find expected node content"}},
-		{"several", "effects:\n  - kind: compact\n    params: {threshold: x, max_failures: -1}\n", []string{
-			`c.yaml:3:25: threshold: want a number, got "x"`,
-			"c.yaml:3:42: max_failures: want a number ≥ 0, got -1",
+		{"unknown kind", "effects:\n  - kind: compress\n", []builtin.ConfigError{at(2, 11, `unknown effect kind "compress" (want trim_tool_results, compact or limits)`)}},
+		{"missing kind", "effects:\n  - params: {}\n", []builtin.ConfigError{at(2, 5, "effect 0: kind is missing")}},
+		{"unknown param", "effects:\n  - kind: compact\n    params:\n      treshold: 0.5\n", []builtin.ConfigError{at(4, 7, `compact: unknown param "treshold" (want one of arg_keys, fallback, keep_recent_tokens, max_failures, max_result_length, modify_tools, read_tools, reserve, state_key, strategy, summary_input_tokens, summary_max_tokens, system_prompt, target, threshold, trim_recent, window, window_messages)`)}},
+		{"mistyped int", "effects:\n  - kind: trim_tool_results\n    params:\n      max_result_length: lots\n", []builtin.ConfigError{at(4, 26, `max_result_length: want an integer, got "lots"`)}},
+		{"float for int", "effects:\n  - kind: trim_tool_results\n    params: {batch: 1.5}\n", []builtin.ConfigError{at(3, 21, "batch: want an integer, got float 1.5")}},
+		{"bad threshold", "effects:\n  - kind: compact\n    params: {threshold: 2}\n", []builtin.ConfigError{at(3, 25, "threshold: want a fraction in (0, 1], got 2")}},
+		{"bad strategy", "effects:\n  - kind: compact\n    params: {strategy: magic}\n", []builtin.ConfigError{at(3, 24, `strategy: unknown strategy "magic" (want summarize, truncate, window or heuristic)`)}},
+		{"bad fallback", "effects:\n  - kind: compact\n    params: {fallback: summarize}\n", []builtin.ConfigError{at(3, 24, `fallback: unknown strategy "summarize" (want truncate, window or heuristic)`)}},
+		{"bad duration", "effects:\n  - kind: limits\n    params: {max_time: soon}\n", []builtin.ConfigError{at(3, 24, `max_time: want a duration like "90s" or a number of seconds, got "soon"`)}},
+		{"huge duration", "effects:\n  - kind: limits\n    params: {max_time: 1e11}\n", []builtin.ConfigError{at(3, 24, "max_time: want a number of seconds between 0 and 9223372036, got 1e11")}},
+		{"list of ints", "effects:\n  - kind: compact\n    params: {read_tools: [1]}\n", []builtin.ConfigError{at(3, 27, "read_tools: want a string, got int 1")}},
+		{"unknown key", "effect:\n  - kind: compact\n", []builtin.ConfigError{at(1, 1, `unknown key "effect" (want model, window, reserve, cached_input, when_timeout or effects)`)}},
+		{"unknown effect key", "effects:\n  - kind: compact\n    if: true\n", []builtin.ConfigError{at(3, 5, `effect 0: unknown key "if" (want kind, params or when)`)}},
+		{"bad expression", "effects:\n  - kind: compact\n    when: tokens >\n", []builtin.ConfigError{at(3, 18, "when: unexpected token EOF")}},
+		{"unknown variable", "effects:\n  - kind: compact\n    when: tokenz > 5\n", []builtin.ConfigError{at(3, 11, "when: unknown name tokenz")}},
+		{"quoted expression", "effects:\n  - kind: compact\n    when: \"step > 2 && tokenz\"\n", []builtin.ConfigError{at(3, 24, "when: unknown name tokenz")}},
+		{"not bool", "effects:\n  - kind: compact\n    when: tokens + 1\n", []builtin.ConfigError{at(3, 11, "when: expected bool, but got int")}},
+		{"not a list", "effects: 3\n", []builtin.ConfigError{at(1, 10, "effects: want a list, got int 3")}},
+		{"unknown model", "model: my-model\n", []builtin.ConfigError{at(1, 8, `unknown model "my-model": give its window`)}},
+		{"yaml syntax", "effects:\n  - kind: [\n", []builtin.ConfigError{at(2, 1, "did not find expected node content")}},
+		{"several", "effects:\n  - kind: compact\n    params: {threshold: x, max_failures: -1}\n", []builtin.ConfigError{
+			at(3, 25, `threshold: want a number, got "x"`),
+			at(3, 42, "max_failures: want a number ≥ 0, got -1"),
 		}},
 	}
 	for _, tt := range tests {
@@ -104,21 +107,35 @@ func TestParseErrors(t *testing.T) {
 			if err == nil {
 				t.Fatalf("no error; config %+v", cfg)
 			}
-			lines := strings.Split(err.Error(), "\n")
-			if len(lines) != len(tt.want) {
-				t.Fatalf("errors:\n%v\nwant %d", err, len(tt.want))
-			}
-			for i, w := range tt.want {
-				if !strings.HasPrefix(lines[i], w) {
-					t.Errorf("error %d:\n got %s\nwant %s", i, lines[i], w)
-				}
-			}
-			var ce *builtin.ConfigError
-			if !errors.As(err, &ce) || ce.File != "c.yaml" || ce.Line == 0 || ce.Column == 0 {
-				t.Errorf("not a *ConfigError: %#v", err)
+			if diff := cmp.Diff(tt.want, configErrors(t, err)); diff != "" {
+				t.Errorf("errors mismatch (-want +got):\n%s", diff)
 			}
 		})
 	}
+}
+
+// at is the *ConfigError Parse reports for file c.yaml.
+func at(line, col int, msg string) builtin.ConfigError {
+	return builtin.ConfigError{File: "c.yaml", Line: line, Column: col, Msg: msg}
+}
+
+// configErrors returns the *ConfigError values err joins, failing the test
+// on any other error.
+func configErrors(t *testing.T, err error) []builtin.ConfigError {
+	t.Helper()
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	var out []builtin.ConfigError
+	for _, e := range errs {
+		ce, ok := e.(*builtin.ConfigError)
+		if !ok {
+			t.Fatalf("%T %v is not a *builtin.ConfigError", e, e)
+		}
+		out = append(out, *ce)
+	}
+	return out
 }
 
 func TestLoad(t *testing.T) {
@@ -127,8 +144,9 @@ func TestLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := builtin.Load(path)
-	if err == nil || !strings.HasPrefix(err.Error(), path+":3:26: max_tokens: want an integer") {
-		t.Fatalf("err = %v", err)
+	want := []builtin.ConfigError{{File: path, Line: 3, Column: 26, Msg: `max_tokens: want an integer, got "x"`}}
+	if diff := cmp.Diff(want, configErrors(t, err)); diff != "" {
+		t.Errorf("errors mismatch (-want +got):\n%s", diff)
 	}
 	if _, err := builtin.Load(filepath.Join(t.TempDir(), "missing.yaml")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("missing file: %v", err)
@@ -142,9 +160,11 @@ func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg, err := builtin.Parse("f.yaml", data)
 		if err != nil {
-			for _, line := range strings.Split(err.Error(), "\n") {
-				if !strings.HasPrefix(line, "f.yaml:") {
-					t.Fatalf("error without a position: %q", line)
+			// Every error is a *ConfigError with a position, on one line
+			// (the joined errors print one a line).
+			for _, ce := range configErrors(t, err) {
+				if ce.File != "f.yaml" || ce.Line < 1 || ce.Column < 1 || strings.Contains(ce.Msg, "\n") {
+					t.Fatalf("error without a position or on several lines: %#v", ce)
 				}
 			}
 			return

@@ -1,6 +1,7 @@
 package builtin_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -8,26 +9,16 @@ import (
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects/builtin"
+	"github.com/reprompt/reprompt/snapshots"
 )
 
-// golden compares got with testdata/<test name>.golden. With
-// REPROMPT_UPDATE set (and CI not set) it writes the file instead.
-func golden(t *testing.T, got string) {
+// golden compares got with testdata/<test name>.golden (a subtest's "/"
+// written "_") through snapshots.Golden: the update switch, CI rule and
+// diff of every golden file of the module.
+func golden(t testing.TB, got string) {
 	t.Helper()
 	path := filepath.Join("testdata", strings.ReplaceAll(t.Name(), "/", "_")+".golden")
-	if os.Getenv("REPROMPT_UPDATE") != "" && os.Getenv("CI") == "" {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (write it with REPROMPT_UPDATE=1 go test ./effects/builtin -run '^%s$')", err, t.Name())
-	}
-	if string(want) != got {
-		t.Errorf("mismatch with %s (rewrite with REPROMPT_UPDATE=1):\n--- want\n%s\n--- got\n%s", path, want, got)
-	}
+	snapshots.Golden(t, path, []byte(got))
 }
 
 // TestSummariserInputGolden fixes the text the summariser receives for an
@@ -58,4 +49,60 @@ func TestSummariserInputGolden(t *testing.T) {
 	}
 	call := model.Calls()[0]
 	golden(t, "-- system --\n"+call.system+"\n-- user --\n"+call.user+"\n-- summary message --\n"+got[1].Content+"\n")
+}
+
+// TestGoldenUpdateSwitch: the helper above follows the module's update
+// switch. REPROMPT_UPDATE=0 compares (it once rewrote these files, and not
+// those of package snapshots); REPROMPT_UPDATE=1 rewrites.
+func TestGoldenUpdateSwitch(t *testing.T) {
+	tests := []struct {
+		update  string
+		rewrite bool
+	}{
+		{"0", false},
+		{"", false},
+		{"1", true},
+	}
+	for _, tt := range tests {
+		t.Run("REPROMPT_UPDATE="+tt.update, func(t *testing.T) {
+			t.Chdir(t.TempDir())
+			const stale = "-- out --\nstale\n"
+			path := filepath.Join("testdata", "TestOut.golden")
+			if err := os.Mkdir("testdata", 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, []byte(stale), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			t.Setenv(snapshots.UpdateEnv, tt.update)
+			t.Setenv(snapshots.CIEnv, "")
+			f := &failures{TB: t, name: "TestOut"}
+			golden(f, "-- out --\nnew\n")
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rewritten := string(data) != stale; rewritten != tt.rewrite {
+				t.Errorf("rewritten = %t, want %t", rewritten, tt.rewrite)
+			}
+			if failed := len(f.errors) > 0; failed == tt.rewrite {
+				t.Errorf("failed = %t, want %t: %q", failed, !tt.rewrite, f.errors)
+			}
+		})
+	}
+}
+
+// failures is a testing.TB named name that records Errorf instead of
+// failing the test, and ignores Logf. Fatalf still fails the test.
+type failures struct {
+	testing.TB
+	name   string
+	errors []string
+}
+
+func (f *failures) Helper()             {}
+func (f *failures) Name() string        { return f.name }
+func (f *failures) Logf(string, ...any) {}
+func (f *failures) Errorf(format string, args ...any) {
+	f.errors = append(f.errors, fmt.Sprintf(format, args...))
 }

@@ -78,6 +78,7 @@ func TestLimits(t *testing.T) {
 
 func TestLimitErrorMessage(t *testing.T) {
 	err := error(&builtin.LimitError{Limit: builtin.LimitCost, Used: 1.25, Max: 1})
+	// The message is the contract here: how a LimitError prints.
 	if got := err.Error(); got != "cost limit reached: used $1.2500 of $1.0000" {
 		t.Errorf("Error() = %q", got)
 	}

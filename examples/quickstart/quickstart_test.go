@@ -47,6 +47,7 @@ func TestTraceFlag(t *testing.T) {
 	require.NoError(t, cmd.Run(), "stderr: %s", stderr.String())
 
 	_, _, err := observe([]string{"-trace"}, io.Discard)
+	// The message is the contract here: it gives the command to run.
 	assert.ErrorContains(t, err, "go run -tags trace ./examples/quickstart -trace")
 
 	type span struct {

@@ -91,6 +91,8 @@ func TestSecretNeverInErrors(t *testing.T) {
 				for _, s := range errorChainTexts(err) {
 					assert.NotContains(t, s, secretKey)
 				}
+				// The message is the contract here: the secret is redacted
+				// from the text, and the rest of it is kept.
 				assert.Contains(t, err.Error(), tt.keep, "the rest of the body's text is kept")
 				assert.Contains(t, err.Error(), "[redacted]")
 

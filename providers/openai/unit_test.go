@@ -112,21 +112,34 @@ func TestClassify(t *testing.T) {
 		retryable bool
 		tooLong   bool
 		status    int
+		reason    string // why, where the case is not obvious
 	}{
 		{name: "connection refused", err: &net.OpError{Op: "dial", Err: errors.New("connection refused")}, retryable: true},
 		{name: "unexpected EOF", err: fmt.Errorf("reading: %w", io.ErrUnexpectedEOF), retryable: true},
 		{name: "stream cut", err: ErrStreamCut, retryable: true},
 		{name: "plain error", err: errors.New("boom")},
-		{name: "canceled context", ctx: canceled, err: errors.New("read on closed body")},
-		{name: "stream error event, server_error", err: fmt.Errorf("error, %w", &sdk.APIError{Type: "server_error", Message: "oops"}), retryable: true},
+		{name: "canceled context", ctx: canceled, err: errors.New("read on closed body"),
+			reason: "an error after the context ended is the context's doing, whatever it says: not retried"},
+		{name: "stream error event, server_error", err: fmt.Errorf("error, %w", &sdk.APIError{Type: "server_error", Message: "oops"}), retryable: true,
+			reason: "an error event in a stream has no HTTP status: its type decides"},
 		{name: "stream error event, invalid request", err: fmt.Errorf("error, %w", &sdk.APIError{Type: "invalid_request_error", Message: "bad"})},
-		{name: "llama.cpp context size", err: &sdk.APIError{HTTPStatusCode: 400, Type: "exceed_context_size_error", Message: "the request exceeds the available context size"}, tooLong: true, status: 400},
+		{name: "llama.cpp context size", err: &sdk.APIError{HTTPStatusCode: 400, Type: "exceed_context_size_error", Message: "the request exceeds the available context size"}, tooLong: true, status: 400,
+			reason: "llama.cpp names a too-long request with its own type, not OpenAI's code"},
 		{name: "numeric code", err: &sdk.APIError{HTTPStatusCode: 503, Code: 503, Message: "overloaded"}, retryable: true, status: 503},
-		{name: "429 mentioning tokens is not too long", err: &sdk.APIError{HTTPStatusCode: 429, Message: "too many tokens per minute", Code: "rate_limit_exceeded"}, retryable: true, status: 429},
-		{name: "SDK validation", err: sdk.ErrReasoningModelMaxTokensDeprecated},
+		{name: "429 mentioning tokens is not too long", err: &sdk.APIError{HTTPStatusCode: 429, Message: "too many tokens per minute", Code: "rate_limit_exceeded"}, retryable: true, status: 429,
+			reason: "a rate limit on tokens per minute is not a context overflow: compacting would not help"},
+		{name: "SDK validation", err: sdk.ErrReasoningModelMaxTokensDeprecated,
+			reason: "the SDK refused the request before sending it: the same request would fail again"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			if tt.reason != "" {
+				t.Cleanup(func() {
+					if t.Failed() {
+						t.Logf("why: %s", tt.reason)
+					}
+				})
+			}
 			ctx := tt.ctx
 			if ctx == nil {
 				ctx = context.Background()

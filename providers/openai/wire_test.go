@@ -179,6 +179,8 @@ func TestWireCacheRewrite(t *testing.T) {
 	bad := append(append([]defs.Message(nil), inPlace...), defs.Message{Role: defs.RoleTool, Content: "no id"})
 	_, err := m.body(&runtime.Request{Messages: bad}, false)
 	require.Error(t, err)
+	// The encoder's errors are untyped: the message's index is only in
+	// the text.
 	assert.Contains(t, err.Error(), fmt.Sprintf("message %d: tool message without tool_call_id", len(bad)-1))
 	check("after an error (the system prompt is back to the first one)", inPlace, 1)
 }

@@ -1,0 +1,39 @@
+package runtime_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/reprompt/reprompt/runtime"
+)
+
+// TestErrorTexts is the contract of the errors' text, which the other tests
+// leave to fields: each error prints every field a reader needs.
+func TestErrorTexts(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want []string // parts the text contains
+	}{
+		{"step", &runtime.StepError{Step: 3, Op: runtime.OpRender, Err: errors.New(`variable "x" cannot be rendered`)},
+			[]string{"step 3", "render", `variable "x" cannot be rendered`}},
+		{"request", &runtime.RequestError{Index: 4, Reason: `second tool result for call "c1"`},
+			[]string{"message 4", `second tool result for call "c1"`}},
+		{"panic", &runtime.PanicError{Step: 2, Site: "agent.go:9", Value: "kaput"},
+			[]string{"step 2", "agent.go:9", "kaput"}},
+		{"tool panic", &runtime.ToolPanicError{Tool: "boom", Site: "tools.go:5", Value: "kaput"},
+			[]string{`"boom"`, "tools.go:5", "kaput"}},
+		{"tool timeout", &runtime.ToolTimeoutError{Tool: "stuck", Timeout: "30s"},
+			[]string{`"stuck"`, "30s"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, w := range tt.want {
+				if !strings.Contains(tt.err.Error(), w) {
+					t.Errorf("%q does not contain %q", tt.err, w)
+				}
+			}
+		})
+	}
+}
