@@ -74,6 +74,10 @@ type Config struct {
 	// left to finish on its own (tools should honour ctx). Zero means no
 	// bound.
 	ToolTimeout time.Duration
+	// ToolExecutor, if set, runs the tool calls of each reply instead of
+	// the runtime's goroutines (see ToolExecutor): the Temporal integration
+	// runs them as activities. Nil means the runtime runs them itself.
+	ToolExecutor ToolExecutor
 	// Retries is how many times a model call failing with a retryable
 	// *ModelError is sent again by the runtime, with exponential backoff
 	// from RetryBackoff (zero means one second) and jitter. Adapters may

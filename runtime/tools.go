@@ -41,6 +41,10 @@ func (r *Runner) runCalls(ctx context.Context, reply defs.Message, offered []Too
 		}
 	}
 	switch {
+	case r.cfg.ToolExecutor != nil: // see executor.go
+		if err := b.execute(r.cfg.ToolExecutor); err != nil {
+			return nil, err
+		}
 	case len(given) == 0 && len(b.slots) == 1:
 		b.run(0)
 	case len(given) == 0:
