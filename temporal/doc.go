@@ -1,0 +1,2 @@
+// Package temporal runs prompt functions as Temporal workflows.
+package temporal
