@@ -115,25 +115,47 @@ type ToolOptions struct {
 // returns an error for an agent without a name, prompt or model, or a
 // name given twice.
 func Register(w worker.Registry, agents ...Agent) error {
+	reg, err := newRegistry(agents)
+	if err != nil {
+		return err
+	}
+	w.RegisterWorkflowWithOptions(reg.run, workflow.RegisterOptions{Name: WorkflowName})
+	w.RegisterActivityWithOptions(reg.generate, activity.RegisterOptions{Name: ActivityGenerate})
+	w.RegisterActivityWithOptions(reg.tool, activity.RegisterOptions{Name: ActivityTool})
+	return nil
+}
+
+func newRegistry(agents []Agent) (*registry, error) {
 	reg := &registry{agents: make(map[string]*Agent, len(agents))}
 	for i := range agents {
 		a := &agents[i]
 		switch {
 		case a.Name == "":
-			return fmt.Errorf("temporal: agent %d has no name", i)
+			return nil, fmt.Errorf("temporal: agent %d has no name", i)
 		case a.Prompt == nil:
-			return fmt.Errorf("temporal: agent %q has no prompt function", a.Name)
+			return nil, fmt.Errorf("temporal: agent %q has no prompt function", a.Name)
 		case a.Model == nil:
-			return fmt.Errorf("temporal: agent %q has no model", a.Name)
+			return nil, fmt.Errorf("temporal: agent %q has no model", a.Name)
 		}
 		if _, dup := reg.agents[a.Name]; dup {
-			return fmt.Errorf("temporal: agent %q is registered twice", a.Name)
+			return nil, fmt.Errorf("temporal: agent %q is registered twice", a.Name)
 		}
 		reg.agents[a.Name] = a
 	}
+	return reg, nil
+}
+
+// RegisterWorkflow registers the agent workflow only, for agents, with a
+// registry that takes workflows alone, such as a worker.WorkflowReplayer:
+// replaying histories runs no activity.
+func RegisterWorkflow(w interface {
+	RegisterWorkflowWithOptions(w any, options workflow.RegisterOptions)
+}, agents ...Agent) error {
+	reg, err := newRegistry(agents)
+	if err != nil {
+		return err
+	}
 	w.RegisterWorkflowWithOptions(reg.run, workflow.RegisterOptions{Name: WorkflowName})
-	w.RegisterActivityWithOptions(reg.generate, activity.RegisterOptions{Name: ActivityGenerate})
-	w.RegisterActivityWithOptions(reg.tool, activity.RegisterOptions{Name: ActivityTool})
 	return nil
 }
 

@@ -45,8 +45,8 @@ type tools struct {
 	delay  time.Duration // how long slow's first run takes
 	// chargeDelay is how long charge takes before it bills.
 	chargeDelay time.Duration
-	mu     sync.Mutex
-	calls  map[string]int // runs by tool
+	mu          sync.Mutex
+	calls       map[string]int // runs by tool
 }
 
 func (t *tools) count(name string) {
@@ -112,13 +112,19 @@ func (t *tools) agent(p *prompt.Prompt) error {
 		return fmt.Sprintf("billed %s", a.Order), nil
 	})
 	prompt.DefTool(p, "slow", "Look a key up, slowly.", func(ctx context.Context, a slowArgs) (string, error) {
+		// Slow the first time only: in this process, or in any process
+		// when they share a marker file.
 		first := t.runs("slow") == 0
+		if t.marker != "" {
+			_, err := os.Stat(t.marker)
+			first = os.IsNotExist(err)
+		}
 		t.count("slow")
 		d := time.Duration(0)
 		if first {
 			d = t.delay
 		}
-		if t.marker != "" {
+		if t.marker != "" && first {
 			if err := os.WriteFile(t.marker, fmt.Appendf(nil, "%d", os.Getpid()), 0o644); err != nil {
 				return "", err
 			}

@@ -59,6 +59,7 @@ func (reg *registry) run(ctx workflow.Context, in Input) (*Result, error) {
 			return nil, temporal.NewNonRetryableApplicationError("temporal: the checkpoint carried across continue-as-new does not decode: "+err.Error(), "CorruptCheckpoint", err)
 		}
 		w.store.cp = cp
+		cfg.SessionID = cp.SessionID // the workflow's id when it started
 		if cp.Done {
 			w.waiting = true
 		} else if w.runner, err = runtime.Resume(bg, model, fn, cfg); err != nil {
