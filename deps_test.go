@@ -24,8 +24,9 @@ var allowed = map[string][]string{
 	"defs":                {},
 	"internal/callsite":   {},
 	"internal/msghash":    {"defs"},
-	"internal/promptrt":   {"defs", "effects"},
-	"effects":             {"state", "defs", "internal/callsite"},
+	"internal/effectsrt":  {},
+	"internal/promptrt":   {"defs", "effects", "internal/callsite", "internal/effectsrt"},
+	"effects":             {"state", "defs", "internal/callsite", "internal/effectsrt"},
 	"prompt":              {"state", "defs", "effects", "internal/callsite", "internal/promptrt", "github.com/google/jsonschema-go"},
 	"session":             {"state", "defs", "effects"},
 	"session/sessiontest": {"state", "defs", "effects", "session"},
@@ -44,6 +45,7 @@ var onlyImportedBy = map[string][]string{
 	"github.com/jackc/pgx/v5":           {"session/postgres"},
 	module + "/snapshots":               {"examples/"},
 	module + "/internal/promptrt":       {"prompt", "runtime"},
+	module + "/internal/effectsrt":      {"effects", "internal/promptrt"},
 	module + "/providers/openai":        {"examples/"},
 	// The OpenTelemetry SDK and exporters: in tests and examples only; the
 	// library uses the API, and users bring their SDK.

@@ -19,4 +19,24 @@
 //   - providers/openai: the model adapter for OpenAI-compatible servers.
 //
 // The import rules between them are checked by TestImportRules.
+//
+// # Errors
+//
+// Callers branch on sentinel errors with [errors.Is] (runtime.ErrMaxSteps,
+// session.ErrNotFound) and inspect typed errors with [errors.As] and their
+// fields (runtime.StepError's Step and Op, prompt.Error's Site): fields are
+// the contract, messages are for people.
+//
+// One rule shapes every message: it says what failed, then why, in lower
+// case without final punctuation, as in "step 3: model: …", "tool "search"
+// panicked at tools.go:12: …" or "effect e1 (registered at agent.go:30)
+// failed at step 2: …". A core package's message (state, defs, effects,
+// effects/builtin, prompt, runtime, session and its stores, tokens) does
+// not start with the package's name: its errors reach the caller through a
+// run, which names the step. Three kinds of message do start with their
+// package's name, because whoever reads them cannot tell where they come
+// from otherwise: panics for programmer errors ("effects: Step.Cleanup
+// called outside a running effect"), the adapters to outside systems
+// ("openai: …", "mcp: …"), and the failures the test helpers report into a
+// *testing.T ("snapshots: …"). TestErrorMessages checks the rule.
 package reprompt

@@ -75,8 +75,8 @@ type named struct {
 	value any
 }
 
-// IsAlways reports whether d is Always (or nil).
-func IsAlways(d Deps) bool {
+// isAlways reports whether d is Always (or nil).
+func isAlways(d Deps) bool {
 	if d == nil {
 		return true
 	}

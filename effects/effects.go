@@ -1,11 +1,3 @@
-// Package effects runs the effects a prompt function registers: it keys them
-// by registration order (or an explicit key), keeps their dependency memory
-// across executions, decides which are due, runs them in two phases (before
-// the model call and after the reply), and collects what they change in the
-// step.
-//
-// Package effects imports only the standard library and the leaf packages
-// state and defs.
 package effects
 
 import (
@@ -16,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/reprompt/reprompt/internal/callsite"
+	"github.com/reprompt/reprompt/internal/effectsrt"
 )
 
 // Func is an effect. It runs when its dependencies say it is due, with the
@@ -86,11 +79,14 @@ type slot struct {
 	pos      int  // position among all registrations of the last execution that registered it
 }
 
-// Manager holds the effects of one prompt. Registration and Run must be
-// called from one goroutine at a time (the one executing the prompt).
+// manager holds the effects of one prompt. Package prompt makes one per
+// Prompt through internal/effectsrt, and the runtime drives it through
+// internal/promptrt: it is not part of this package's API. Registration
+// and Run must be called from one goroutine at a time (the one executing
+// the prompt).
 //
-// The zero Manager is ready to use.
-type Manager struct {
+// The zero manager is ready to use.
+type manager struct {
 	slots []*slot
 	keyed map[string]*slot
 	regs  []registration
@@ -244,8 +240,10 @@ func (e *DuplicateKeyError) Error() string {
 	return fmt.Sprintf("effect key %q registered twice: at %s and at %s", e.Key, e.First, e.Now)
 }
 
+func init() { effectsrt.NewManager = func() any { return new(manager) } }
+
 // Begin starts an execution of the prompt function.
-func (m *Manager) Begin() {
+func (m *manager) Begin() {
 	clear(m.regs)
 	m.regs = m.regs[:0]
 	m.npos = 0
@@ -259,7 +257,7 @@ func (m *Manager) Begin() {
 // Register registers an effect for the current execution. site is the call
 // site with its callers (see callsite.CallerStack); it is how a
 // changed registration order is detected. A misuse is reported by End.
-func (m *Manager) Register(site callsite.Stack, deps Deps, fn Func, opts ...Option) {
+func (m *manager) Register(site callsite.Stack, deps Deps, fn Func, opts ...Option) {
 	r := registration{index: -1, site: site, deps: deps, fn: fn}
 	if len(opts) > 0 {
 		r = withOptions(r, opts)
@@ -316,7 +314,7 @@ func withOptions(r registration, opts []Option) registration {
 // memory dropped. It returns the first misuse seen during the execution
 // (*HookOrderError, *DuplicateKeyError), or the *Error of cleanups that
 // panicked.
-func (m *Manager) End() error {
+func (m *manager) End() error {
 	if err := m.loopError(); err != nil {
 		return err
 	}
@@ -345,7 +343,7 @@ func (m *Manager) End() error {
 // cleanUp runs the cleanups of slots in the order they were last
 // registered, all of them even when some panic, and returns the errors of
 // those that did.
-func (m *Manager) cleanUp(slots []*slot) error {
+func (m *manager) cleanUp(slots []*slot) error {
 	slices.SortStableFunc(slots, func(a, b *slot) int { return a.pos - b.pos })
 	var errs []error
 	for _, s := range slots {
@@ -361,7 +359,7 @@ func (m *Manager) cleanUp(slots []*slot) error {
 // execution, when it registered more than one either time: effects in a
 // loop. (One effect that is registered or not is an effect inside an if,
 // which the position check reports when it matters.)
-func (m *Manager) loopError() error {
+func (m *manager) loopError() error {
 	if m.prevCounts == nil {
 		return nil
 	}
@@ -380,7 +378,7 @@ func (m *Manager) loopError() error {
 
 // runCleanups runs the cleanups of s in the order they were registered. A
 // panic stops them and is returned as an *Error naming the effect.
-func (m *Manager) runCleanups(s *slot) error {
+func (m *manager) runCleanups(s *slot) error {
 	fns := s.cleanups
 	s.cleanups = nil
 	for _, f := range fns {
@@ -404,13 +402,13 @@ func callCleanup(f func()) (pe *panicError) {
 // Run runs, in registration order, the effects of the given phase that are
 // due, and returns those that ran. s is the step they see; Run sets its
 // Phase. The first failing effect stops Run with an *Error.
-func (m *Manager) Run(ctx context.Context, phase Phase, s *Step) ([]Ran, error) {
+func (m *manager) Run(ctx context.Context, phase Phase, s *Step) ([]Ran, error) {
 	return m.run(ctx, phase, s, false)
 }
 
 // RunRecovery runs the BeforeCall effects registered with Recovery, due or
 // not, with s.ContextTooLong set. It reports ok=false when there is none.
-func (m *Manager) RunRecovery(ctx context.Context, s *Step) (ran []Ran, ok bool, err error) {
+func (m *manager) RunRecovery(ctx context.Context, s *Step) (ran []Ran, ok bool, err error) {
 	for i := range m.regs {
 		if m.regs[i].recovery && m.regs[i].phase == BeforeCall {
 			ok = true
@@ -424,7 +422,7 @@ func (m *Manager) RunRecovery(ctx context.Context, s *Step) (ran []Ran, ok bool,
 	return ran, true, err
 }
 
-func (m *Manager) run(ctx context.Context, phase Phase, s *Step, recovery bool) ([]Ran, error) {
+func (m *manager) run(ctx context.Context, phase Phase, s *Step, recovery bool) ([]Ran, error) {
 	var ran []Ran
 	s.Phase = phase
 	for i := range m.regs {
@@ -465,7 +463,7 @@ func (m *Manager) run(ctx context.Context, phase Phase, s *Step, recovery bool) 
 
 // decide reports whether r is due and why, with its encoded dependencies.
 func decide(r *registration) (bool, Reason, []string) {
-	if IsAlways(r.deps) {
+	if isAlways(r.deps) {
 		if !r.slot.ran {
 			return true, Reason{Kind: ReasonFirst}, nil
 		}
@@ -544,7 +542,7 @@ func recovered(v any) *panicError {
 // even when some panic, and returns the *Error of each effect whose cleanup
 // panicked (joined with errors.Join). Cleanups run once: a second Close
 // runs nothing. The runtime calls it when a run ends.
-func (m *Manager) Close() error {
+func (m *manager) Close() error {
 	slots := slices.Clone(m.slots)
 	for _, s := range m.keyed {
 		slots = append(slots, s)
@@ -552,7 +550,7 @@ func (m *Manager) Close() error {
 	return m.cleanUp(slots)
 }
 
-// Memory is the persistent part of a Manager: which effects already ran
+// Memory is the persistent part of the effects of a prompt: which effects already ran
 // and with which dependency values. It is JSON-serializable, so a resumed run
 // does not run again effects whose dependencies did not change.
 type Memory struct {
@@ -567,7 +565,7 @@ type SlotMemory struct {
 }
 
 // Memory returns a copy of the dependency memory.
-func (m *Manager) Memory() Memory {
+func (m *manager) Memory() Memory {
 	var mem Memory
 	for _, s := range m.slots {
 		mem.Slots = append(mem.Slots, SlotMemory{Ran: s.ran, Deps: s.deps})
@@ -583,7 +581,7 @@ func (m *Manager) Memory() Memory {
 
 // Restore replaces the manager's memory with mem. Call sites are not part of
 // the memory: the first execution after Restore records them anew.
-func (m *Manager) Restore(mem Memory) {
+func (m *manager) Restore(mem Memory) {
 	m.prevCounts = nil
 	m.slots = m.slots[:0]
 	for i, sm := range mem.Slots {

@@ -782,32 +782,6 @@ func TestStepCarriesContext(t *testing.T) {
 	}
 }
 
-func ExampleEncode() {
-	a := map[string][]float64{"x": {1, math.NaN()}, "a": {math.Copysign(0, -1)}}
-	b := map[string][]float64{"a": {0}, "x": {1, math.NaN()}}
-	fmt.Println(effects.Encode(a))
-	fmt.Println(effects.Encode(a) == effects.Encode(b))
-	// Output:
-	// {"a": [0], "x": [1, NaN]}
-	// true
-}
-
-func ExampleNamed() {
-	var m effects.Manager
-	for step, count := range []int{1, 1, 2} {
-		m.Begin()
-		m.Register(callsite.CallerStack(0, nil), effects.On(effects.Named("count", count)), nop)
-		_ = m.End()
-		ran, _ := m.Run(context.Background(), effects.BeforeCall, effects.NewStep(step, nil))
-		for _, r := range ran {
-			fmt.Printf("step %d: %s\n", step, r.Reason)
-		}
-	}
-	// Output:
-	// step 0: first run
-	// step 2: count: 1 → 2
-}
-
 // TestHookOrderThroughAHelper registers effects through a helper function,
 // one call of it inside an if: the helper's line is the same for both, but
 // their callers differ, and the change of order is reported.

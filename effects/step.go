@@ -285,7 +285,7 @@ func (s *Step) SetVariable(name string, value any) {
 }
 
 // Cleanup registers fn to run before the current effect runs again, when
-// the effect is no longer registered, and when the run ends (Manager.Close,
+// the effect is no longer registered, and when the run ends (runtime.Runner.Close,
 // called by the runtime's Runner.Close), as the cleanup a React effect
 // returns. Cleanups run effect by effect in registration order, and an
 // effect's cleanups in the order they were registered. A cleanup that

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/reprompt/reprompt/defs"
-	"github.com/reprompt/reprompt/effects"
 	"github.com/reprompt/reprompt/internal/promptrt"
 )
 
@@ -16,9 +15,10 @@ func init() {
 	}
 	promptrt.Forget = func(p any, msgs []defs.Message) { p.(*Prompt).forget(msgs) }
 	promptrt.MarkMessagesSeen = func(p any, ids []string) { p.(*Prompt).markMessagesSeen(ids) }
+	promptrt.MessageID = messageID
 	promptrt.SeenMessages = func(p any) []string { return p.(*Prompt).seenMessages() }
 	promptrt.Registry = func(p any) *defs.Registry { return p.(*Prompt).reg }
-	promptrt.Effects = func(p any) *effects.Manager { return p.(*Prompt).eff }
+	promptrt.Effects = func(p any) promptrt.Manager { return p.(*Prompt).eff }
 	promptrt.WithAgentRunner = func(ctx context.Context, r any) context.Context {
 		return withAgentRunner(ctx, r.(AgentRunner))
 	}

@@ -2,9 +2,10 @@ package prompt
 
 import (
 	"context"
+	"errors"
 
 	"github.com/reprompt/reprompt/defs"
-	"github.com/reprompt/reprompt/effects"
+	"github.com/reprompt/reprompt/internal/promptrt"
 )
 
 // What the runtime reaches through internal/promptrt, for this package's
@@ -15,8 +16,17 @@ func (p *Prompt) Forget(msgs []defs.Message)                        { p.forget(m
 func (p *Prompt) MarkMessagesSeen(ids []string)                     { p.markMessagesSeen(ids) }
 func (p *Prompt) SeenMessages() []string                            { return p.seenMessages() }
 func (p *Prompt) Registry() *defs.Registry                          { return p.reg }
-func (p *Prompt) Effects() *effects.Manager                         { return p.eff }
+func (p *Prompt) Effects() promptrt.Manager                         { return p.eff }
 
 func WithAgentRunner(ctx context.Context, r AgentRunner) context.Context {
 	return withAgentRunner(ctx, r)
+}
+
+// MessageID is messageID: checkpoints written before messages were
+// identified by call site name them so.
+var MessageID = messageID
+
+func IsArgumentsError(err error) bool {
+	var ae *ArgumentsError
+	return errors.As(err, &ae)
 }

@@ -1,29 +1,3 @@
-// Package prompt is what a user writes a prompt against: the Prompt handle
-// passed to a prompt function, and its hooks.
-//
-// A prompt function is executed again before every step of a run, the way a
-// React component renders again: it declares its definitions, reads its state
-// and registers its effects each time. Definitions it stops declaring
-// disappear; state and the dependency memory of effects persist.
-//
-//	func agent(p *prompt.Prompt) error {
-//		count, setCount := prompt.State(p, "count", 0)
-//		p.DefSystem("role", "You count things.")
-//		p.Def("count", strconv.Itoa(count))
-//		prompt.DefTool(p, "increment", "Add one to the count.",
-//			func(ctx context.Context, _ struct{}) (int, error) {
-//				setCount.Update(func(n int) int { return n + 1 })
-//				return count + 1, nil
-//			})
-//		p.Effect(effects.On(count), func(ctx context.Context, s *effects.Step) error {
-//			return nil // runs at step 0 and whenever count changed
-//		})
-//		p.User("Count to three.")
-//		return nil
-//	}
-//
-// Package prompt never imports the runtime; the runtime drives a Prompt
-// through an internal bridge (internal/promptrt).
 package prompt
 
 import (
@@ -37,6 +11,7 @@ import (
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
 	"github.com/reprompt/reprompt/internal/callsite"
+	"github.com/reprompt/reprompt/internal/promptrt"
 	"github.com/reprompt/reprompt/state"
 )
 
@@ -51,7 +26,7 @@ type Func func(p *Prompt) error
 type Prompt struct {
 	reg       *defs.Registry
 	store     *state.Store
-	eff       *effects.Manager
+	eff       promptrt.Manager
 	step      int
 	input     string
 	executing bool
@@ -70,7 +45,7 @@ func New(input string) *Prompt {
 	return &Prompt{
 		reg:      defs.NewRegistry(),
 		store:    state.New(),
-		eff:      &effects.Manager{},
+		eff:      promptrt.NewManager(),
 		input:    input,
 		seen:     make(map[string]struct{}),
 		restored: make(map[string]struct{}),
@@ -202,9 +177,9 @@ func effectSite(err error) string {
 // markMessagesSeen records messages as already added, so that a resumed
 // prompt does not add its declared messages again. It is used by the
 // runtime when it restores a session, with the identities seenMessages
-// returned, and by a sub-agent for its task message (MessageID).
+// returned, and by a sub-agent for its task message (messageID).
 //
-// Identities by role and text (MessageID, and all of those of checkpoints
+// Identities by role and text (messageID, and all of those of checkpoints
 // written before messages were identified by call site) are matched
 // against a declared message whose call site or key was not seen: a resumed
 // run of such a checkpoint, or of a prompt whose lines moved since, does
@@ -349,7 +324,7 @@ func (p *Prompt) defMessage(role defs.Role, text string, opts []MessageOption) {
 	if _, ok := p.seen[id]; ok {
 		return
 	}
-	textID := MessageID(role, text)
+	textID := messageID(role, text)
 	p.seen[id] = struct{}{}
 	if _, ok := p.restored[textID]; ok {
 		return // added before the checkpoint this prompt was restored from
@@ -359,13 +334,13 @@ func (p *Prompt) defMessage(role defs.Role, text string, opts []MessageOption) {
 	p.addedIDs = append(p.addedIDs, [2]string{id, textID})
 }
 
-// MessageID returns the identity of a message by role and text. It is how
+// messageID returns the identity of a message by role and text. It is how
 // checkpoints written before messages were identified by call site name
 // them, and how a sub-agent marks its task message as added (see
 // markMessagesSeen).
-func MessageID(role defs.Role, text string) string { return string(role) + "\x00" + text }
+func messageID(role defs.Role, text string) string { return string(role) + "\x00" + text }
 
-// isTextID reports whether id was made by MessageID.
+// isTextID reports whether id was made by messageID.
 func isTextID(id string) bool {
 	role, _, ok := strings.Cut(id, "\x00")
 	if !ok {
@@ -443,4 +418,4 @@ func withAgentRunner(ctx context.Context, r AgentRunner) context.Context {
 
 // ErrNoAgentRunner is returned by a sub-agent tool called without an
 // AgentRunner in its context.
-var ErrNoAgentRunner = errors.New("prompt: no agent runner in context")
+var ErrNoAgentRunner = errors.New("sub-agent tool called without an agent runner in its context (call it through a runtime.Runner)")

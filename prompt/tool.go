@@ -3,7 +3,6 @@ package prompt
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -264,8 +263,9 @@ func Idempotent() ToolOption { return toolOptionFunc(func(o *toolOptions) { o.id
 
 type callIDKey struct{}
 
-// WithCallID returns a context carrying the id of the tool call being run.
-// The runtime sets it for every tool call.
+// WithCallID returns a context carrying the id of the tool call being run,
+// which CallID returns. The runtime sets it for every tool call; a test
+// that calls a tool's function directly can set it too.
 func WithCallID(ctx context.Context, id string) context.Context {
 	return context.WithValue(ctx, callIDKey{}, id)
 }
@@ -309,10 +309,4 @@ func (p *Prompt) DefAgent(name, description string, fn Func) defs.Handle {
 			return r.RunAgent(ctx, name, fn, args.Task)
 		},
 	}})
-}
-
-// IsArgumentsError reports whether err is an *ArgumentsError.
-func IsArgumentsError(err error) bool {
-	var ae *ArgumentsError
-	return errors.As(err, &ae)
 }

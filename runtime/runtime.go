@@ -1,64 +1,3 @@
-// Package runtime drives a prompt function against a model: the step loop.
-//
-// Before every step the prompt function is executed again; definitions not
-// declared again are removed; the effects that are due run; their changes
-// are applied; the request is rendered, checked and sent; the tools the
-// model asks for are run (several at once when it asks for several) and
-// their results appended in call order; the after-reply effects run. A
-// reply without tool calls ends the run.
-//
-// The loop is offered at three grains: Runner.Next runs one step,
-// Runner.Run runs to completion, Runner.All iterates over the steps.
-//
-// Package runtime has no network code: it consumes the Model interface,
-// implemented by provider adapters and by the scripted model in package
-// snapshots.
-//
-// # Tracing
-//
-// With Config.TracerProvider set, a run makes OpenTelemetry spans named and
-// attributed by the GenAI semantic conventions:
-//
-//	invoke_agent {Config.Name}        the run, from the first step to the last
-//	  reprompt.step                   one per step
-//	    chat {model}                  one per model call (each retry too);
-//	                                  reprompt.summary=true for an effect's
-//	                                  completion (Step.Model, summaries)
-//	    execute_tool {tool}           one per tool call
-//	      invoke_agent {agent}        a sub-agent, under the call that ran it
-//
-// Model calls carry gen_ai.operation.name, gen_ai.provider.name and
-// gen_ai.request.model (from a Model that implements ProviderNamer and
-// ModelNamer), gen_ai.usage.input_tokens, gen_ai.usage.output_tokens,
-// gen_ai.usage.cache_read.input_tokens, gen_ai.response.finish_reasons and
-// gen_ai.response.id; tool calls gen_ai.tool.name and gen_ai.tool.call.id;
-// the run gen_ai.agent.name, gen_ai.conversation.id (Config.SessionID) and
-// the run's usage. Attributes of reprompt's own are under "reprompt.": a
-// step span has reprompt.step, reprompt.input_tokens (the runtime's count),
-// reprompt.prefix_tokens (shared with the previous request: cacheable),
-// reprompt.billed_input, reprompt.disabled, reprompt.reminded,
-// reprompt.committed, reprompt.compactions and reprompt.recovered, and an
-// event per effect that ran (reprompt.effect, with its id, site, phase and
-// reason), per transcript rewrite (reprompt.commit, or reprompt.compaction
-// when the transcript got shorter in tokens) and per retry
-// (reprompt.retry). An error sets the status of its spans to Error,
-// records the error as an exception event and names its type in
-// error.type. Message content (system instructions, messages, tool
-// arguments and results, dependency values in effect reasons) is recorded
-// only with Config.TraceContent. The run's span ends when the run does: a
-// runner abandoned before its last step leaves it open.
-//
-// # Logging
-//
-// With Config.Logger set, a run logs one Info record per step ("step":
-// step, input_tokens, prefix_tokens, billed_input, usage, tool_calls,
-// effects that ran and why, disabled, reminded, duration) and one when it
-// ends ("run ended": totals); a Warn record per model call retried, per
-// compaction ("transcript compacted", with messages and tokens before and
-// after) and per request recovered after the provider found it too long;
-// an Error record per failed step, with error_type; a Debug record per
-// other rewrite of the transcript. A sub-agent's records
-// carry its name as agent.
 package runtime
 
 import (
@@ -184,12 +123,29 @@ func StateOf[T any](res *Result, key string) (T, error) {
 
 // StepError is a step that failed outside the prompt function and the
 // effects (which report *prompt.Error and *effects.Error): the model call,
-// or a request that failed validation and was not sent.
+// rendering the request, a request that failed validation and was not sent,
+// or saving a checkpoint. Op says which, as one of the Op constants.
 type StepError struct {
 	Step int
-	Op   string // "model", "render" or "validate"
+	Op   string // OpModel, OpRender, OpValidate or OpCheckpoint
 	Err  error
 }
+
+// The values of StepError.Op: what part of the step failed.
+const (
+	// OpModel: the model call failed (after the retries Config.Retries
+	// allows); Err is typically a *ModelError.
+	OpModel = "model"
+	// OpRender: the request could not be rendered from the definitions
+	// (a data definition that cannot be encoded, say).
+	OpRender = "render"
+	// OpValidate: the rendered request, or the model's reply, broke a rule
+	// of the wire format and was not sent on (Err is a *RequestError).
+	OpValidate = "validate"
+	// OpCheckpoint: saving the session's checkpoint to Config.Store failed;
+	// the step's work is not durable.
+	OpCheckpoint = "checkpoint"
+)
 
 func (e *StepError) Error() string {
 	return fmt.Sprintf("step %d: %s: %v", e.Step, e.Op, e.Err)
@@ -408,6 +364,13 @@ func (e *PanicError) Error() string {
 	return fmt.Sprintf("step %d: panic at %s: %v", e.Step, e.Site, e.Value)
 }
 
+// Unwrap returns the panic value when it is an error (panic(err)), so that
+// errors.Is and errors.As see through the panic; otherwise nil.
+func (e *PanicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
+}
+
 // Close ends the run: it runs the cleanups the effects registered
 // (effects.Step.Cleanup) that are still pending, in the order the effects
 // were registered, and returns the *effects.Error of each effect whose
@@ -453,7 +416,8 @@ func (r *Runner) next(ctx context.Context) (*Step, error) {
 	reg := promptrt.Registry(r.p)
 	reg.BeginStep()
 
-	// 1–2. Execute the prompt function; reconcile definitions.
+	// Stages 1–2 of "A step" (doc.go): execute the prompt function;
+	// reconcile definitions.
 	added, err := promptrt.Execute(r.p, n, r.fn)
 	if err != nil {
 		return rec, err
@@ -461,7 +425,7 @@ func (r *Runner) next(ctx context.Context) (*Step, error) {
 	r.grow(len(added))
 	r.transcript = append(r.transcript, added...)
 
-	// 3. Effects before the call.
+	// Stage 3: the effects before the call.
 	es := r.effectStep(n, &r.before)
 	ran, err := promptrt.Effects(r.p).Run(ctx, effects.BeforeCall, es)
 	rec.Effects = ran
@@ -469,7 +433,7 @@ func (r *Runner) next(ctx context.Context) (*Step, error) {
 		return rec, err
 	}
 
-	// 4–5. Apply changes, render, check, send.
+	// Stages 4–5: apply their changes, render, check, send.
 	req, err := r.prepare(n, rec, es.Mods())
 	if err != nil {
 		return rec, err
@@ -479,7 +443,7 @@ func (r *Runner) next(ctx context.Context) (*Step, error) {
 		req, reply, err = r.recover(ctx, n, rec, es, err)
 	}
 	if err != nil {
-		return rec, &StepError{Step: n, Op: "model", Err: err}
+		return rec, &StepError{Step: n, Op: OpModel, Err: err}
 	}
 	reply.Message.Role = defs.RoleAssistant
 	r.uniqueCallIDs(&reply.Message, n)
@@ -497,7 +461,7 @@ func (r *Runner) next(ctx context.Context) (*Step, error) {
 		r.offered = append(r.offered, t.Name)
 	}
 	if err := r.savePending(ctx, reply.Message, nil); err != nil {
-		return rec, &StepError{Step: n, Op: "checkpoint", Err: err}
+		return rec, &StepError{Step: n, Op: OpCheckpoint, Err: err}
 	}
 	return r.complete(ctx, rec, req.Tools, nil)
 }
@@ -510,9 +474,9 @@ func (r *Runner) complete(ctx context.Context, rec *Step, offered []ToolSpec, gi
 	n := rec.Number
 	reply := rec.Reply
 
-	// 6. Tools, concurrently, results in call order. The reply joins the
-	// transcript once they are done: until then checkpoints hold it as
-	// pending.
+	// Stage 6: the tools, concurrently, results in call order. The reply
+	// joins the transcript once they are done: until then checkpoints hold
+	// it as pending.
 	calls := reply.Message.ToolCalls
 	stopTool := false
 	if len(calls) > 0 {
@@ -520,6 +484,9 @@ func (r *Runner) complete(ctx context.Context, rec *Step, offered []ToolSpec, gi
 		rec.ToolResults, err = r.runCalls(ctx, reply.Message, offered, given)
 		rec.Agents = r.takeAgentRuns(calls)
 		rec.ToolErrors = r.takeToolErrors()
+		if se, ok := err.(*StepError); ok {
+			se.Step = n // runCalls does not know the step's number
+		}
 		if err != nil {
 			return rec, err
 		}
@@ -537,7 +504,7 @@ func (r *Runner) complete(ctx context.Context, rec *Step, offered []ToolSpec, gi
 		r.lastTool = &rec.ToolResults[len(rec.ToolResults)-1]
 	}
 
-	// After-reply effects.
+	// Stage 7: the effects after the reply.
 	es := r.effectStep(n, &r.after)
 	es.Reply = &reply.Message
 	es.Results = rec.ToolResults
@@ -548,11 +515,12 @@ func (r *Runner) complete(ctx context.Context, rec *Step, offered []ToolSpec, gi
 	}
 	if mods := es.Mods(); mods.Committed {
 		if err := r.commit(mods.Transcript); err != nil {
-			return rec, &StepError{Step: n, Op: "validate", Err: err}
+			return rec, &StepError{Step: n, Op: OpValidate, Err: err}
 		}
 		rec.Committed = true
 	}
 
+	// Stage 8: the record, the checkpoint, and whether the run goes on.
 	rec.State = r.stateSnapshot()
 	r.step++
 	var stepErr error
@@ -566,7 +534,7 @@ func (r *Runner) complete(ctx context.Context, rec *Step, offered []ToolSpec, gi
 		stepErr = fmt.Errorf("%w: %d steps, and the model still called tools", ErrMaxSteps, r.maxSteps())
 	}
 	if err := r.save(ctx, rec.Done, nil); err != nil {
-		return rec, &StepError{Step: n, Op: "checkpoint", Err: err}
+		return rec, &StepError{Step: n, Op: OpCheckpoint, Err: err}
 	}
 	return rec, stepErr
 }
@@ -664,7 +632,7 @@ func (r *Runner) commit(msgs []defs.Message) error {
 func (r *Runner) prepare(n int, rec *Step, mods *effects.Mods) (*Request, error) {
 	if mods.Committed && !sameSlice(mods.Transcript, r.transcript) {
 		if err := r.commit(mods.Transcript); err != nil {
-			return nil, &StepError{Step: n, Op: "validate", Err: err}
+			return nil, &StepError{Step: n, Op: OpValidate, Err: err}
 		}
 		rec.Committed = true
 	}
@@ -677,7 +645,7 @@ func (r *Runner) prepare(n int, rec *Step, mods *effects.Mods) (*Request, error)
 	rec.Disabled = reg.DisabledRefs()
 	rec.Reminded = reg.Reminded()
 	if err := r.valid.check(r.transcript, req.Messages, verbatim); err != nil {
-		return nil, &StepError{Step: n, Op: "validate", Err: err}
+		return nil, &StepError{Step: n, Op: OpValidate, Err: err}
 	}
 	r.ledger.sync(r.transcript)
 	rec.InputTokens, rec.PrefixTokens = r.ledger.requestTokens(req, verbatim)
@@ -770,7 +738,7 @@ func (r *Runner) render(n int, mods *effects.Mods) (req *Request, verbatim int, 
 	reg := promptrt.Registry(r.p)
 	sys, err := r.renderer.system(reg, mods)
 	if err != nil {
-		return nil, 0, &StepError{Step: n, Op: "render", Err: err}
+		return nil, 0, &StepError{Step: n, Op: OpRender, Err: err}
 	}
 	msgs := slices.Clip(r.transcript)
 	verbatim = len(msgs)

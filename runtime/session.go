@@ -16,7 +16,7 @@ import (
 
 // ErrNoStore is returned by Resume when Config.Store or Config.SessionID is
 // not set.
-var ErrNoStore = errors.New("runtime: Resume needs Config.Store and Config.SessionID")
+var ErrNoStore = errors.New("resume: Config.Store and Config.SessionID must be set")
 
 // Resume continues the session cfg.SessionID from its latest checkpoint in
 // cfg.Store: the transcript, state, effect dependency memory (effects whose

@@ -61,7 +61,7 @@ func (r *Runner) runCalls(ctx context.Context, reply defs.Message, offered []Too
 		wg.Wait()
 	}
 	if b.saveErr != nil {
-		return nil, &StepError{Op: "checkpoint", Err: b.saveErr}
+		return nil, &StepError{Op: OpCheckpoint, Err: b.saveErr}
 	}
 	if err := ctx.Err(); err != nil {
 		for _, s := range b.slots[b.committed:] {
@@ -171,10 +171,11 @@ func (r *Runner) runTool(ctx context.Context, c defs.ToolCall, offered []ToolSpe
 		r.noteToolError(c.ID, err)
 		var pe *ToolPanicError
 		var te *ToolTimeoutError
+		var ae *prompt.ArgumentsError
 		if errors.As(err, &pe) {
 			return fail("%s", pe.modelText()) // without the Go source location
 		}
-		if errors.As(err, &te) || prompt.IsArgumentsError(err) {
+		if errors.As(err, &te) || errors.As(err, &ae) {
 			return fail("%v", err) // these name the tool already
 		}
 		return fail("tool %q failed: %v", c.Name, err)
@@ -194,6 +195,12 @@ type ToolPanicError struct {
 
 func (e *ToolPanicError) Error() string {
 	return fmt.Sprintf("tool %q panicked at %s: %v", e.Tool, e.Site, e.Value)
+}
+
+// Unwrap returns the panic value when it is an error, as PanicError's does.
+func (e *ToolPanicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
 }
 
 // modelText is the error text the model gets: no source location, also
@@ -277,7 +284,7 @@ func (r *Runner) RunAgent(ctx context.Context, name string, fn prompt.Func, task
 	sub.agent = name
 	sub.p = prompt.New(task)
 	sub.transcript = []defs.Message{defs.UserMessage(task)}
-	promptrt.MarkMessagesSeen(sub.p, []string{prompt.MessageID(defs.RoleUser, task)})
+	promptrt.MarkMessagesSeen(sub.p, []string{promptrt.MessageID(defs.RoleUser, task)})
 	res, err := sub.Run(ctx)
 	r.recordAgent(prompt.CallID(ctx), name, res.Steps, err)
 	// The sub-agent's model calls count in the parent's usage, cost and

@@ -295,7 +295,7 @@ func (s *Store) MarshalJSON() ([]byte, error) {
 func (s *Store) UnmarshalJSON(data []byte) error {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(data, &raw); err != nil {
-		return fmt.Errorf("state: %w", err)
+		return fmt.Errorf("state store: %w", err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -423,157 +423,236 @@ func headLen(msgs []defs.Message, tokens func([]defs.Message) int, budget int) i
 	return n
 }
 
+// compact shortens the transcript in named steps, each taken only when the
+// ones before it did not shorten it enough:
+//
+//  1. trimOldResults trims the tool results older than the TrimRecent
+//     newest messages;
+//  2. plan chooses the older messages a summary replaces (when there are
+//     none, trimKept trims the remaining tool results instead);
+//  3. summarize writes their summary with the model, or falls back;
+//  4. assemble builds the new transcript: head, summary, kept messages.
+//
+// finish commits the result and reports it to OnCompaction.
 func (c *compactor) compact(ctx context.Context, s *effects.Step, msgs []defs.Message, total, usable int) error {
-	start := time.Now()
-	cfg := &c.cfg
-	fixed := s.Budget.Fixed
-	count := func(m []defs.Message) int { return fixed + s.Budget.Tokens(m) }
-	info := Info{Step: s.Number, Forced: s.ContextTooLong, TokensBefore: total, MessagesBefore: len(msgs)}
+	k := &compaction{s: s, cfg: &c.cfg, out: msgs, total: total, usable: usable, start: time.Now(),
+		target: int(c.cfg.Target * float64(usable)),
+		info:   Info{Step: s.Number, Forced: s.ContextTooLong, TokensBefore: total, MessagesBefore: len(msgs)}}
+	if k.trimOldResults() {
+		return c.finish(k, k.out)
+	}
+	if !k.plan() {
+		if !k.trimKept() {
+			return nil
+		}
+		return c.finish(k, k.out)
+	}
+	strategy, text, err := c.summarize(ctx, k)
+	if err != nil {
+		return err
+	}
+	return c.finish(k, c.assemble(k, strategy, text))
+}
 
-	// Phase 1: trim old tool results.
-	out, trimmed := trimOld(msgs, len(msgs)-cfg.TrimRecent, cfg.MaxResultLength)
-	info.Trimmed = trimmed
+// A compaction is one run of compact: the transcript it starts from and
+// what each of its steps found.
+type compaction struct {
+	s      *effects.Step
+	cfg    *CompactConfig
+	info   Info
+	start  time.Time
+	usable int // the window less the reserve, in tokens
+	target int // the share of usable compaction aims at (Target)
+	// out is the transcript being shortened: the step's transcript itself
+	// (read-only) until a step copies it. total is its tokens, with the
+	// fixed part of the request.
+	out   []defs.Message
+	total int
+	// Found by plan: the previous summary (prev, -1 if none; prevMsg), the
+	// head kept in front (the task, or what preceded the previous summary),
+	// where the body after it starts, the body's older messages (replaced
+	// by the summary) and kept ones, the user message that starts a turn
+	// split by the cut (-1 if none), and the summary's size limit.
+	prev, head, bodyStart int
+	prevMsg               *defs.Message
+	older, kept           []defs.Message
+	turnStart             int
+	summaryMax            int
+}
+
+func (k *compaction) count(m []defs.Message) int { return k.s.Budget.Fixed + k.s.Budget.Tokens(m) }
+
+// trimOldResults trims the tool results older than the TrimRecent newest
+// messages, and reports whether that alone brought the transcript to the
+// target (and the provider did not find the request too long).
+func (k *compaction) trimOldResults() bool {
+	out, trimmed := trimOld(k.out, len(k.out)-k.cfg.TrimRecent, k.cfg.MaxResultLength)
+	k.out, k.info.Trimmed = out, trimmed
 	if trimmed > 0 {
-		total = count(out)
+		k.total = k.count(out)
 	}
-	target := int(cfg.Target * float64(usable))
-	if total <= target && !s.ContextTooLong {
-		info.Strategy = StrategyTrim
-		return c.finish(s, out, total, info, start)
+	if k.total <= k.target && !k.s.ContextTooLong {
+		k.info.Strategy = StrategyTrim
+		return true
 	}
+	return false
+}
 
-	// Phase 2: summarise (or drop) the older messages.
-	prev := summaryIndex(out)
-	head := headLen(out, s.Budget.Tokens, usable/4)
-	if prev >= 0 {
-		head = prev // the summary follows the task kept when it was written
+// plan chooses the older messages a summary replaces: those between the
+// head (the task, or the previous summary) and the most recent messages
+// kept, which get KeepRecentTokens but no more than leaves room for the
+// head and the summary within the target (half the body when the provider
+// found the request too long; at least WindowMessages older messages with
+// StrategyWindow). It reports false when there is nothing older to
+// summarise.
+func (k *compaction) plan() bool {
+	s, cfg, out := k.s, k.cfg, k.out
+	k.prev = summaryIndex(out)
+	k.head = headLen(out, s.Budget.Tokens, k.usable/4)
+	k.bodyStart = k.head
+	if k.prev >= 0 {
+		k.head = k.prev // the summary follows the task kept when it was written
+		k.bodyStart = k.prev + 1
 	}
-	bodyStart := head
-	if prev >= 0 {
-		bodyStart = prev + 1
-	}
-	body := out[bodyStart:]
+	body := out[k.bodyStart:]
 	tok := make([]int, len(body))
 	bodyTokens := 0
 	for i := range body {
 		tok[i] = s.Budget.Tokens(body[i : i+1])
 		bodyTokens += tok[i]
 	}
-	summaryMax := cfg.SummaryMaxTokens
-	if summaryMax <= 0 {
-		summaryMax = max(usable/10, 64)
+	k.summaryMax = cfg.SummaryMaxTokens
+	if k.summaryMax <= 0 {
+		k.summaryMax = max(k.usable/10, 64)
 	}
 	keep := cfg.KeepRecentTokens
 	if keep <= 0 {
-		keep = usable / 4
+		keep = k.usable / 4
 	}
-	room := target - fixed - s.Budget.Tokens(out[:head]) - summaryMax
+	room := k.target - s.Budget.Fixed - s.Budget.Tokens(out[:k.head]) - k.summaryMax
 	keep = min(keep, room)
 	if s.ContextTooLong {
 		keep = min(keep, bodyTokens/2)
 	}
 	cut := cutByTokens(body, tok, keep)
-	strategy := cfg.Strategy
-	if strategy == StrategyWindow {
+	if cfg.Strategy == StrategyWindow {
 		cut = max(cut, cutByCount(body, cfg.WindowMessages))
 	}
 	if cut == 0 {
-		// Nothing older to summarise: what is kept must be shortened.
-		if trimmed == 0 {
-			out = slices.Clone(out) // out is the transcript itself: read-only
-		}
-		if n := trimAll(out[bodyStart:], cfg.MaxResultLength); n > 0 {
-			info.Trimmed += n
-			total = count(out)
-		}
-		info.Strategy = StrategyTrim
-		if info.Trimmed == 0 {
-			return nil
-		}
-		return c.finish(s, out, total, info, start)
+		return false
 	}
-	older, kept := body[:cut], body[cut:]
-	info.Summarized, info.Kept = len(older), len(kept)
-	info.SplitTurn = len(kept) > 0 && kept[0].Role != defs.RoleUser
-	turnStart := -1
-	if info.SplitTurn {
-		turnStart = lastUser(older)
+	k.older, k.kept = body[:cut], body[cut:]
+	k.info.Summarized, k.info.Kept = len(k.older), len(k.kept)
+	k.info.SplitTurn = len(k.kept) > 0 && k.kept[0].Role != defs.RoleUser
+	k.turnStart = -1
+	if k.info.SplitTurn {
+		k.turnStart = lastUser(k.older)
 	}
+	if k.prev >= 0 {
+		k.prevMsg = &out[k.prev]
+	}
+	return true
+}
 
-	var prevMsg *defs.Message
-	if prev >= 0 {
-		prevMsg = &out[prev]
+// trimKept trims every tool result after the head, for when nothing older
+// is left to summarise and what is kept must be shortened; it reports
+// whether anything was trimmed, by this step or by trimOldResults.
+func (k *compaction) trimKept() bool {
+	if k.info.Trimmed == 0 {
+		k.out = slices.Clone(k.out) // out is the transcript itself: read-only
 	}
+	if n := trimAll(k.out[k.bodyStart:], k.cfg.MaxResultLength); n > 0 {
+		k.info.Trimmed += n
+		k.total = k.count(k.out)
+	}
+	k.info.Strategy = StrategyTrim
+	return k.info.Trimmed > 0
+}
+
+// summarize has the model summarise the older messages when the strategy
+// is StrategySummarize, a model is at hand and the breaker is closed. It
+// returns the strategy that applies (Fallback when the model is missing,
+// failed or is cut off by the breaker) and the model's summary ("" unless
+// it wrote one). Only the cancellation of ctx is an error.
+func (c *compactor) summarize(ctx context.Context, k *compaction) (Strategy, string, error) {
+	cfg := k.cfg
+	strategy := cfg.Strategy
 	model := cfg.Model
 	if model == nil {
-		model = s.Model
+		model = k.s.Model
 	}
 	if strategy == StrategySummarize {
 		switch {
 		case model == nil:
 			strategy = cfg.Fallback
 		case c.failures >= cfg.MaxFailures:
-			strategy, info.Err = cfg.Fallback, ErrBreakerOpen
+			strategy, k.info.Err = cfg.Fallback, ErrBreakerOpen
 		}
 	}
-
 	var text string
 	if strategy == StrategySummarize {
-		sys, user := c.request(s, prevMsg, older, info.SplitTurn, turnStart, usable)
+		sys, user := c.request(k.s, k.prevMsg, k.older, k.info.SplitTurn, k.turnStart, k.usable)
 		t, err := model.Complete(ctx, sys, user)
 		if err == nil && strings.TrimSpace(t) == "" {
 			err = errors.New("the model returned an empty summary")
 		}
 		if err != nil {
 			if ctx.Err() != nil {
-				return ctx.Err()
+				return "", "", ctx.Err()
 			}
 			c.setFailures(c.failures + 1)
-			info.Err = err
+			k.info.Err = err
 			strategy = cfg.Fallback
 		} else {
 			c.setFailures(0)
 			text = strings.TrimSpace(t)
 		}
 	}
-	info.Strategy = strategy
-	info.Failures, info.BreakerOpen = c.failures, c.failures >= cfg.MaxFailures
+	k.info.Strategy = strategy
+	k.info.Failures, k.info.BreakerOpen = c.failures, c.failures >= cfg.MaxFailures
+	return strategy, text, nil
+}
 
+// assemble builds the new transcript: the head, then the summary (the
+// model's text, or one made by rule; nothing with StrategyTruncate), then
+// the kept messages, whose tool results are trimmed too as a last resort
+// when the whole still exceeds the usable window.
+func (c *compactor) assemble(k *compaction, strategy Strategy, text string) []defs.Message {
 	var next []defs.Message
 	if strategy == StrategyTruncate {
-		next = make([]defs.Message, 0, bodyStart+len(kept))
-		next = append(next, out[:bodyStart]...)
+		next = make([]defs.Message, 0, k.bodyStart+len(k.kept))
+		next = append(next, k.out[:k.bodyStart]...)
 	} else {
 		if text == "" {
-			text = heuristicSummary(prevMsg, older, info.SplitTurn, turnStart)
+			text = heuristicSummary(k.prevMsg, k.older, k.info.SplitTurn, k.turnStart)
 		}
-		text = clip(text, summaryMax*4)
-		info.Incremental = prevMsg != nil
-		info.SummaryLen = utf8.RuneCountInString(text)
-		sm := c.summaryMessage(prevMsg, text, older, info.SplitTurn)
-		next = make([]defs.Message, 0, head+1+len(kept))
-		next = append(next, out[:head]...)
+		text = clip(text, k.summaryMax*4)
+		k.info.Incremental = k.prevMsg != nil
+		k.info.SummaryLen = utf8.RuneCountInString(text)
+		sm := c.summaryMessage(k.prevMsg, text, k.older, k.info.SplitTurn)
+		next = make([]defs.Message, 0, k.head+1+len(k.kept))
+		next = append(next, k.out[:k.head]...)
 		next = append(next, sm)
 	}
-	next = append(next, kept...)
-	total = count(next)
-	if total > usable {
-		// Last resort: trim the kept tool results too.
-		if n := trimAll(next[len(next)-len(kept):], cfg.MaxResultLength); n > 0 {
-			info.Trimmed += n
-			total = count(next)
+	next = append(next, k.kept...)
+	k.total = k.count(next)
+	if k.total > k.usable {
+		if n := trimAll(next[len(next)-len(k.kept):], k.cfg.MaxResultLength); n > 0 {
+			k.info.Trimmed += n
+			k.total = k.count(next)
 		}
 	}
-	return c.finish(s, next, total, info, start)
+	return next
 }
 
 // finish commits msgs and reports the compaction.
-func (c *compactor) finish(s *effects.Step, msgs []defs.Message, total int, info Info, start time.Time) error {
+func (c *compactor) finish(k *compaction, msgs []defs.Message) error {
+	s, info := k.s, k.info
 	s.CommitMessages(msgs)
 	c.cur.set(msgs)
-	c.tokens = total - s.Budget.Fixed
-	info.TokensAfter, info.MessagesAfter = total, len(msgs)
-	info.Duration = time.Since(start)
+	c.tokens = k.total - s.Budget.Fixed
+	info.TokensAfter, info.MessagesAfter = k.total, len(msgs)
+	info.Duration = time.Since(k.start)
 	if info.Failures == 0 {
 		info.Failures, info.BreakerOpen = c.failures, c.failures >= c.cfg.MaxFailures
 	}

@@ -1,0 +1,115 @@
+// Package prompt is what a prompt is written against: the [Prompt] handle
+// a prompt function receives, and its hooks.
+//
+// A prompt function is executed again before every step of a run, the way a
+// React component renders again: it declares its definitions, reads its
+// state and registers its effects each time.
+//
+//	func agent(p *prompt.Prompt) error {
+//		count, setCount := prompt.State(p, "count", 0)
+//		p.DefSystem("role", "You count things.")
+//		p.Def("count", strconv.Itoa(count))
+//		prompt.DefTool(p, "increment", "Add one to the count.",
+//			func(ctx context.Context, _ struct{}) (int, error) {
+//				setCount.Update(func(n int) int { return n + 1 })
+//				return count + 1, nil
+//			})
+//		p.Effect(effects.On(count), func(ctx context.Context, s *effects.Step) error {
+//			return nil // runs at step 0 and whenever count changed
+//		})
+//		p.User("Count to three.")
+//		return nil
+//	}
+//
+// Package runtime runs it: runtime.Run(ctx, model, agent, runtime.Config{}).
+//
+// # Rules of hooks
+//
+// The methods of [Prompt] and the functions taking one ([State],
+// [DefTool]) are hooks. They follow React's rules:
+//
+//   - call them only while the prompt function executes, on its goroutine:
+//     a hook called from a tool, an effect or another goroutine panics with
+//     a [*MisuseError], which the run turns into a [*Error] naming the call
+//     site;
+//   - register effects unconditionally and in the same order at every
+//     execution, or give them a key (effects.Key): unkeyed effects are
+//     matched by position, and a changed order is an error
+//     (*effects.HookOrderError), not a silent mix-up of their memory;
+//   - a prompt function must be a function of its state and input: no
+//     wall-clock time, random numbers or map iteration order in what it
+//     declares, or golden files and prompt caching both suffer.
+//
+// What hooks return may be used at any time: the setter of [State], the
+// handles of the Def methods, [GetState].
+//
+// # State
+//
+// [State] returns a key's value as of this execution and its setter; the
+// initial value is stored only the first time. Values are typed: the same
+// key read as another type is a misuse. A Set or Update from a tool is
+// recorded in the tool call's own transaction and applied, in call order,
+// when the call finishes, so that a checkpoint holds a tool's result and
+// its state changes together or neither; updaters may run more than once
+// and must be pure. State is saved with every checkpoint as JSON, so its
+// values must survive a JSON round trip. runtime.StateOf reads a value
+// after the run.
+//
+// # Definitions
+//
+// A definition is declared again at every execution; one not declared
+// again disappears from the next request. Each Def method returns a
+// defs.Handle through which an effect may disable it for a step or remind
+// the model of it.
+//
+//   - [Prompt.DefSystem]: a part of the system prompt;
+//   - [Prompt.Def], [Prompt.DefData]: variables, rendered in the system
+//     prompt's <variables> block (the exact format is in package runtime's
+//     documentation, "The system prompt");
+//   - [DefTool], [Prompt.DefSchemaTool]: tools (below);
+//   - [Prompt.DefAgent]: a sub-agent, offered to the model as a tool that
+//     runs another prompt function to completion.
+//
+// Messages are not definitions: [Prompt.User] and [Prompt.DefMessage] add a
+// message to the transcript the first time they are declared, identified by
+// call site (or [MessageKey]), and never again. A message that must join
+// later is appended by an effect (effects.Step.CommitAppend).
+//
+// # Tools
+//
+// [DefTool] derives a tool's JSON Schema from the Go type of its
+// arguments (struct fields with json tags; jsonschema tags describe them)
+// and validates every call against it before the function runs: arguments
+// that do not match give the model an error result ([*ArgumentsError]),
+// and the function is not called. The result is encoded as JSON unless it
+// is a string. A tool's error, panic or timeout is an error result for the
+// model, never the end of the run. Tool names must match
+// ^[a-zA-Z0-9_-]{1,64}$ ([*ToolNameError]), and one name declared twice in
+// an execution is a [*DuplicateToolError]. [CallID] gives a tool its call's
+// id, an idempotency key; [Idempotent] marks a tool safe to run again when
+// a run resumes after a crash.
+//
+// # Effects
+//
+// [Prompt.Effect] registers an effect with its dependencies:
+// effects.On(values...) runs it when one of the values changed since it
+// last ran, effects.Once at the first execution, effects.Always at every
+// step. Its memory of the dependencies is kept across steps and
+// checkpoints. See package effects for what an effect may change.
+//
+// # Errors
+//
+// A prompt function that returns an error, panics or misuses a hook fails
+// the step with a [*Error]: its Site names where (for a panic or a misuse),
+// and it unwraps to the cause ([*MisuseError] for a misuse). Declaration
+// errors are typed: [*ToolNameError], [*DuplicateToolError].
+//
+// # Testing
+//
+// A prompt function is tested with package snapshots: a scripted model
+// answers its requests and every step's request is compared with a golden
+// file, so a change to the prompt shows up as a diff in review.
+//
+// Package prompt never imports the runtime; the runtime drives a Prompt
+// through an internal bridge (internal/promptrt).
+package prompt

@@ -1,0 +1,184 @@
+// Package runtime drives a prompt function against a model: the step loop.
+//
+//	res, err := runtime.Run(ctx, model, agent, runtime.Config{MaxSteps: 20})
+//	if err != nil { ... }
+//	fmt.Println(res.Text)
+//	count, err := runtime.StateOf[int](res, "count")
+//
+// Package runtime has no network code: it consumes the [Model] interface,
+// implemented by provider adapters (providers/openai) and by the scripted
+// model of package snapshots.
+//
+// # A step
+//
+// Every step goes through the same stages, in this order; the code refers
+// to them by number.
+//
+//  1. The prompt function is executed again (see package prompt). Its
+//     state is as the previous step left it; the messages it declares for
+//     the first time join the transcript.
+//  2. Definitions it did not declare again are removed; those it declared
+//     are enabled unless an effect disables them.
+//  3. The effects due before the call run ([effects.BeforeCall]), in
+//     registration order: an effect whose dependencies changed since it
+//     last ran, or that asks to run every step. They may change the step:
+//     disable or remind definitions, limit tools and system parts, set
+//     variables, rewrite or append messages ([effects.Step]).
+//  4. Their changes are applied and the request is rendered (the system
+//     prompt as described under "The system prompt", the tools in
+//     declaration order, the messages) and checked against the rules of
+//     the wire format ([RequestError]).
+//  5. The request is sent ([Model]); a retryable failure is sent again
+//     (Config.Retries), and a request the provider finds too long is sent
+//     once more after the recovery effects ([effects.Recovery]) shortened
+//     it. The reply is checkpointed as pending.
+//  6. The tool calls of the reply run, concurrently when there are several,
+//     each bound to its own state transaction; results are appended in
+//     call order, and each completed call is checkpointed with its state
+//     changes.
+//  7. The effects due after the reply run ([effects.AfterReply]), seeing
+//     the reply and the tool results; a rewrite of the transcript they
+//     commit is checked and kept.
+//  8. The step's [Step] record is completed, a checkpoint is saved, and the
+//     run ends if the reply called no tool, a stop condition holds
+//     (Config.StopWhen, Config.StopTools) or the step limit is reached.
+//
+// # Three grains
+//
+// The loop is offered at three grains, as the tool runner of the Anthropic
+// SDK is: [Runner.Next] runs one step, [Runner.Run] runs to completion and
+// [Runner.All] iterates over the steps with a range-over-func loop. [Run]
+// is New followed by Run. A runner that may be abandoned before the end
+// should be closed ([Runner.Close]) so that the effects' cleanups run.
+//
+// # The system prompt
+//
+// The system prompt is rendered from the enabled definitions, the same way
+// at every step, so that an unchanged prompt gives a byte-identical prefix
+// that a provider's prompt cache can reuse:
+//
+//	<role>
+//	You add numbers.
+//	</role>
+//
+//	<rules>
+//	Answer in one line.
+//	</rules>
+//
+//	<variables>
+//	<count>3</count>
+//	<notes>
+//	first line
+//	second line
+//	</notes>
+//	</variables>
+//
+// System parts (prompt.Prompt.DefSystem) come first, in declaration order,
+// each between an opening and a closing tag named after it, on their own
+// lines, with the text's trailing line breaks removed; parts are separated
+// by one blank line. Then, after one blank line, a single <variables>
+// block holds the variables: those declared (Def, DefData) in declaration
+// order, then those an effect set with effects.Step.SetVariable without
+// declaring them, in the order set. A variable whose text is one line is
+// written on the line of its tags; a longer one between them. A Def's text
+// is written as given, a DefData value as YAML of its JSON form (json tags
+// and omitempty apply, object keys keep their order), and a value set by
+// an effect as its string, or as YAML when it is not a string. Disabled
+// definitions, and parts excluded by effects.Step.LimitSystems, are left
+// out. The system prompt is empty, and no system message is sent, when
+// nothing is enabled.
+//
+// # Errors
+//
+// A run ends with an error when a step cannot complete. What failed
+// decides the type, which errors.As tells apart:
+//
+//   - [*prompt.Error]: the prompt function returned an error or panicked,
+//     or misused a hook ([*prompt.MisuseError]);
+//   - [*effects.Error]: an effect returned an error or panicked (Site names
+//     where it was registered);
+//   - [*StepError]: the model call, rendering, validation or a checkpoint
+//     failed; Op says which ([OpModel], [OpRender], [OpValidate],
+//     [OpCheckpoint]), and Err is the cause, a [*ModelError] for a
+//     provider's failure;
+//   - [*PanicError]: a callback of the run (Config.StopWhen,
+//     Config.OnDelta, a model) panicked;
+//   - [ErrMaxSteps] (wrapped): the step limit was reached while the model
+//     still called tools; [ErrDone]: Next after the end.
+//
+// A tool's failure is not a run's error: the model receives it as an error
+// result (without Go source locations), and the developer finds the Go
+// error in [Step].ToolErrors ([*ToolPanicError], [*ToolTimeoutError],
+// [*prompt.ArgumentsError] or the tool's own). The step record of a failed
+// step is returned with the error, as far as the step got.
+//
+// # Sessions
+//
+// With Config.Store and Config.SessionID, a checkpoint is saved after every
+// step, after every model reply and after every tool result (see package
+// session for what it holds). [Resume] continues a session where it
+// stopped, in another process if need be: a step interrupted after the
+// model's reply runs only the calls whose results were not saved.
+//
+// # Concurrency
+//
+// A [Runner] is not safe for concurrent use: one goroutine drives it. The
+// tool calls of one reply run concurrently, each on its own goroutine, and
+// sub-agents declared with prompt.Prompt.DefAgent run inside them, so a
+// [Model] must be safe for concurrent use when the prompt declares
+// sub-agents. Callbacks (Config.StopWhen, Config.OnDelta) are called on
+// the goroutine that drives the runner.
+//
+// # Testing
+//
+// Package snapshots gives a scripted [Model] and golden step files:
+// snapshots.Run runs a prompt function against a script and compares every
+// step's request with a file under testdata, so a prompt is tested like
+// any other code.
+//
+// # Tracing
+//
+// With Config.TracerProvider set, a run makes OpenTelemetry spans named and
+// attributed by the GenAI semantic conventions:
+//
+//	invoke_agent {Config.Name}        the run, from the first step to the last
+//	  reprompt.step                   one per step
+//	    chat {model}                  one per model call (each retry too);
+//	                                  reprompt.summary=true for an effect's
+//	                                  completion (Step.Model, summaries)
+//	    execute_tool {tool}           one per tool call
+//	      invoke_agent {agent}        a sub-agent, under the call that ran it
+//
+// Model calls carry gen_ai.operation.name, gen_ai.provider.name and
+// gen_ai.request.model (from a Model that implements ProviderNamer and
+// ModelNamer), gen_ai.usage.input_tokens, gen_ai.usage.output_tokens,
+// gen_ai.usage.cache_read.input_tokens, gen_ai.response.finish_reasons and
+// gen_ai.response.id; tool calls gen_ai.tool.name and gen_ai.tool.call.id;
+// the run gen_ai.agent.name, gen_ai.conversation.id (Config.SessionID) and
+// the run's usage. Attributes of reprompt's own are under "reprompt.": a
+// step span has reprompt.step, reprompt.input_tokens (the runtime's count),
+// reprompt.prefix_tokens (shared with the previous request: cacheable),
+// reprompt.billed_input, reprompt.disabled, reprompt.reminded,
+// reprompt.committed, reprompt.compactions and reprompt.recovered, and an
+// event per effect that ran (reprompt.effect, with its id, site, phase and
+// reason), per transcript rewrite (reprompt.commit, or reprompt.compaction
+// when the transcript got shorter in tokens) and per retry
+// (reprompt.retry). An error sets the status of its spans to Error,
+// records the error as an exception event and names its type in
+// error.type. Message content (system instructions, messages, tool
+// arguments and results, dependency values in effect reasons) is recorded
+// only with Config.TraceContent. The run's span ends when the run does: a
+// runner abandoned before its last step leaves it open.
+//
+// # Logging
+//
+// With Config.Logger set, a run logs one Info record per step ("step":
+// step, input_tokens, prefix_tokens, billed_input, usage, tool_calls,
+// effects that ran and why, disabled, reminded, duration) and one when it
+// ends ("run ended": totals); a Warn record per model call retried, per
+// compaction ("transcript compacted", with messages and tokens before and
+// after) and per request recovered after the provider found it too long;
+// an Error record per failed step, with error_type; a Debug record per
+// other rewrite of the transcript. A sub-agent's records
+// carry its name as agent.
+package runtime
