@@ -90,14 +90,14 @@ func TestWorkerProcess(t *testing.T) {
 	c := dial(t, serverAddr(t))
 	w := worker.New(c, queue, worker.Options{})
 	tl := &tools{ledger: filepath.Join(dir, "ledger"), marker: filepath.Join(dir, "marker"), delay: time.Minute}
-	require.NoError(t, rt.Register(w, e2eAgent(tl, e2eSteps)))
+	require.NoError(t, rt.Register(w, e2eAgent(tl, e2eSteps), scaleAgent()))
 	require.NoError(t, w.Start())
 	fmt.Println(readyLine)
 	select {} // until killed
 }
 
 // startWorker starts the test binary again as a worker process.
-func startWorker(t *testing.T, queue, dir string) *exec.Cmd {
+func startWorker(t testing.TB, queue, dir string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run", "^TestWorkerProcess$", "-test.v")
 	cmd.Env = append(os.Environ(), workerEnv+"="+queue, dirEnv+"="+dir)

@@ -8,6 +8,7 @@ require (
 	github.com/google/go-cmp v0.7.0
 	github.com/reprompt/reprompt v0.0.0
 	github.com/stretchr/testify v1.11.1
+	go.temporal.io/api v1.53.0
 	go.temporal.io/sdk v1.37.0
 )
 
@@ -24,10 +25,10 @@ require (
 	github.com/nexus-rpc/sdk-go v0.3.0 // indirect
 	github.com/pmezard/go-difflib v1.0.0 // indirect
 	github.com/robfig/cron v1.2.0 // indirect
+	github.com/sashabaranov/go-openai v1.43.0 // indirect
 	github.com/stretchr/objx v0.5.2 // indirect
 	go.opentelemetry.io/otel v1.45.0 // indirect
 	go.opentelemetry.io/otel/trace v1.45.0 // indirect
-	go.temporal.io/api v1.53.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.6 // indirect
 	golang.org/x/net v0.39.0 // indirect
 	golang.org/x/sync v0.23.0 // indirect

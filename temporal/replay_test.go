@@ -1,12 +1,14 @@
 package temporal_test
 
 import (
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 
 	rt "github.com/reprompt/reprompt/temporal"
@@ -45,7 +47,8 @@ func TestReplayDetectsChangedCommands(t *testing.T) {
 	changed := e2eAgent(tl, e2eSteps)
 	changed.ContinueAfter = 2
 	require.NoError(t, rt.RegisterWorkflow(r, changed))
-	err := r.ReplayWorkflowHistoryFromJSONFile(quiet(), filepath.Join("testdata", "e2e_failover.json"))
+	silent := sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	err := r.ReplayWorkflowHistoryFromJSONFile(silent, filepath.Join("testdata", "e2e_failover.json"))
 	require.Error(t, err)
 	t.Log(err)
 }
