@@ -242,3 +242,17 @@ func RunTool(ctx context.Context, model Model, fn prompt.Func, cfg Config, in To
 	out.Changes = changes
 	return out, nil
 }
+
+// NewAgent returns a runner for fn as the sub-agent name with task, as
+// RunAgent starts one inside a tool call: task is its first message and
+// its prompt's Input, and its requests carry Agent name. It is how a
+// sub-agent runs somewhere else than inside its tool call (the Temporal
+// integration runs it as a child workflow). cfg is used as given.
+func NewAgent(model Model, fn prompt.Func, cfg Config, name, task string) *Runner {
+	sub := New(model, fn, cfg)
+	sub.agent = name
+	sub.p = prompt.New(task)
+	sub.transcript = []defs.Message{defs.UserMessage(task)}
+	promptrt.MarkMessagesSeen(sub.p, []string{promptrt.MessageID(defs.RoleUser, task)})
+	return sub
+}

@@ -280,11 +280,7 @@ func (r *Runner) RunAgent(ctx context.Context, name string, fn prompt.Func, task
 	if cfg.AgentMaxSteps != 0 {
 		cfg.MaxSteps = cfg.AgentMaxSteps
 	}
-	sub := New(r.model, fn, cfg)
-	sub.agent = name
-	sub.p = prompt.New(task)
-	sub.transcript = []defs.Message{defs.UserMessage(task)}
-	promptrt.MarkMessagesSeen(sub.p, []string{promptrt.MessageID(defs.RoleUser, task)})
+	sub := NewAgent(r.model, fn, cfg, name, task)
 	res, err := sub.Run(ctx)
 	r.recordAgent(prompt.CallID(ctx), name, res.Steps, err)
 	// The sub-agent's model calls count in the parent's usage, cost and

@@ -188,6 +188,11 @@ type Input struct {
 	// Message, if not empty, is a user message added at the first step,
 	// as if sent with Send before it.
 	Message string `json:"message,omitempty"`
+	// Task, if not empty, runs the agent as a sub-agent with this task
+	// (runtime.NewAgent): how a tool declared with DefAgent starts a child
+	// workflow. Such a run never continues as new and completes when it
+	// ends.
+	Task string `json:"task,omitempty"`
 	// Idle is how long the workflow waits for a message (Send) once the
 	// run has ended, a reply without tool calls; a message continues the
 	// run, which then ends again at the next such reply. Zero means the

@@ -20,8 +20,14 @@
 //     changes are recorded in call order (runtime.ToolExecutor). A call of
 //     an unknown or disabled tool is answered in workflow code, without an
 //     activity;
-//   - a tool declared with prompt.Prompt.DefAgent runs its sub-agent inside
-//     its tool activity, to completion, against Agent.Model.
+//   - a tool declared with prompt.Prompt.DefAgent runs its sub-agent as a
+//     child workflow when the worker registers an Agent of the same name
+//     (the sub-agent's prompt function, model and configuration: its own
+//     Config.MaxSteps bounds it, and it never continues as new); its model
+//     and tool calls are activities in turn, and its answer is the tool's
+//     result. Its usage is the child's, not added to the parent's as in
+//     process. A sub-agent without such an Agent runs inside its tool's
+//     activity, to completion, against Agent.Model.
 //
 // Every worker of a task queue registers the same agents (Register). A
 // client starts an agent (Start), sends it a user message (Send, the signal

@@ -156,4 +156,3 @@ func scaleRun(b *testing.B, c client.Client, queue string) (int, []time.Duration
 	}
 	return scaleWorkflows * scaleSteps, lat, wall
 }
-

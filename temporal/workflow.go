@@ -2,8 +2,10 @@ package temporal
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -19,6 +21,7 @@ import (
 // code.
 type agentRun struct {
 	ctx      workflow.Context
+	reg      *registry
 	agent    *Agent
 	in       Input
 	store    *latest
@@ -35,7 +38,7 @@ func (reg *registry) run(ctx workflow.Context, in Input) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &agentRun{ctx: ctx, agent: a, in: in, store: &latest{}, inbox: in.Inbox, received: in.Received, steps: in.Steps}
+	w := &agentRun{ctx: ctx, reg: reg, agent: a, in: in, store: &latest{}, inbox: in.Inbox, received: in.Received, steps: in.Steps}
 	if in.Message != "" && in.Checkpoint == nil {
 		w.inbox = append(w.inbox, Inbound{N: w.received, Text: in.Message})
 		w.received++
@@ -65,6 +68,8 @@ func (reg *registry) run(ctx workflow.Context, in Input) (*Result, error) {
 		} else if w.runner, err = runtime.Resume(bg, model, fn, cfg); err != nil {
 			return nil, err
 		}
+	} else if in.Task != "" {
+		w.runner = runtime.NewAgent(model, fn, cfg, a.Name, in.Task)
 	} else {
 		w.runner = runtime.New(model, fn, cfg)
 	}
@@ -72,6 +77,9 @@ func (reg *registry) run(ctx workflow.Context, in Input) (*Result, error) {
 	limit := a.ContinueAfter
 	if limit <= 0 {
 		limit = DefaultContinueAfter
+	}
+	if in.Task != "" {
+		limit, in.Idle = math.MaxInt, 0 // a sub-agent's run: bounded by its step limit
 	}
 	for n := 0; ; {
 		for {
@@ -136,7 +144,7 @@ func (w *agentRun) config() runtime.Config {
 	cfg.Retries, cfg.ModelTimeout, cfg.ToolTimeout = 0, 0, 0
 	cfg.Summarizer = nil // answered in the model activity
 	cfg.OnDelta, cfg.Logger, cfg.TracerProvider = nil, nil, nil
-	cfg.ToolExecutor = &executor{ctx: w.ctx, agent: w.agent}
+	cfg.ToolExecutor = &executor{ctx: w.ctx, agent: w.agent, reg: w.reg}
 	return cfg
 }
 
@@ -256,6 +264,7 @@ func (m *activityModel) Generate(_ context.Context, req *runtime.Request) (*runt
 type executor struct {
 	ctx   workflow.Context
 	agent *Agent
+	reg   *registry
 }
 
 func (x *executor) ExecuteTools(_ context.Context, c *runtime.ToolCalls) error {
@@ -265,11 +274,28 @@ func (x *executor) ExecuteTools(_ context.Context, c *runtime.ToolCalls) error {
 	}
 	offered := c.Offered()
 	futures := make([]workflow.Future, c.Len())
+	children := make([]bool, c.Len()) // sub-agents run as child workflows
 	for _, i := range c.Pending() {
 		call := c.Call(i)
 		tool, declared := c.Tool(i)
 		if !declared || !slices.Contains(offered, call.Name) {
 			c.Run(i) // refused without running anything: no activity
+			continue
+		}
+		if _, registered := x.reg.agents[call.Name]; tool.Agent && registered {
+			var args prompt.AgentArgs
+			raw := call.Arguments
+			if len(raw) == 0 {
+				raw = []byte("{}")
+			}
+			if (tool.Validate != nil && tool.Validate(call.Arguments) != nil) || json.Unmarshal(raw, &args) != nil {
+				c.Run(i) // refused: the usual error result, nothing runs
+				continue
+			}
+			ctx := workflow.WithChildOptions(x.ctx, workflow.ChildWorkflowOptions{
+				WorkflowID: workflow.GetInfo(x.ctx).WorkflowExecution.ID + "/" + call.ID})
+			futures[i] = workflow.ExecuteChildWorkflow(ctx, WorkflowName, Input{Agent: call.Name, Task: args.Task})
+			children[i] = true
 			continue
 		}
 		ctx := workflow.WithActivityOptions(x.ctx, x.options(call.Name, tool))
@@ -280,6 +306,12 @@ func (x *executor) ExecuteTools(_ context.Context, c *runtime.ToolCalls) error {
 	}
 	for _, i := range c.Pending() {
 		if futures[i] == nil {
+			continue
+		}
+		if children[i] {
+			if err := x.finishChild(c, i, futures[i]); err != nil {
+				return err
+			}
 			continue
 		}
 		var out toolOutput
@@ -300,6 +332,18 @@ func (x *executor) ExecuteTools(_ context.Context, c *runtime.ToolCalls) error {
 		}
 	}
 	return nil
+}
+
+// finishChild records the answer of the sub-agent call i ran as a child
+// workflow: its last reply, or the error result RunAgent's failure gives.
+func (x *executor) finishChild(c *runtime.ToolCalls, i int, f workflow.Future) error {
+	name := c.Call(i).Name
+	var res Result
+	if err := f.Get(x.ctx, &res); err != nil {
+		err = fmt.Errorf("sub-agent %q: %w", name, activityCause(err))
+		return c.Finish(i, fmt.Sprintf("error: tool %q failed: %v", name, err), true, nil, err)
+	}
+	return c.Finish(i, res.Text, false, nil, nil)
 }
 
 // options returns the activity options of a call of the tool name.

@@ -63,6 +63,7 @@ func transcriptOf(r *rt.Result) []defs.Message {
 
 func newEnv(t *testing.T, agents ...rt.Agent) *testsuite.TestWorkflowEnvironment {
 	var s testsuite.WorkflowTestSuite
+	s.SetLogger(quiet())
 	env := s.NewTestWorkflowEnvironment()
 	require.NoError(t, rt.Register(env, agents...))
 	return env
