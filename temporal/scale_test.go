@@ -54,7 +54,8 @@ func scaleAgent() rt.Agent {
 
 // BenchmarkScale runs 200 agent workflows of 20 steps each at once against
 // the server at REPROMPT_TEMPORAL_ADDR, with scripted models, on one and on
-// two worker processes, and reports throughput (steps/s) and the step
+// two worker processes (and one workflow alone, for the latency without
+// contention), and reports throughput (steps/s) and the step
 // latency Temporal adds (p50 and p99: the time between the scheduling of a
 // workflow's consecutive model activities, from the server's history,
 // less the time a step takes in process). Run it by hand, once:
@@ -74,17 +75,18 @@ func BenchmarkScale(b *testing.B) {
 	}
 	local := time.Since(start) / (inProcess * scaleSteps)
 
-	for _, workers := range []int{1, 2} {
-		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
+	for _, size := range []struct{ workflows, workers int }{{1, 1}, {scaleWorkflows, 1}, {scaleWorkflows, 2}} {
+		workflows, workers := size.workflows, size.workers
+		b.Run(fmt.Sprintf("workflows=%d/workers=%d", workflows, workers), func(b *testing.B) {
 			for range b.N {
-				queue := fmt.Sprintf("reprompt-scale-%d-%d", workers, time.Now().UnixNano())
+				queue := fmt.Sprintf("reprompt-scale-%d-%d-%d", workflows, workers, time.Now().UnixNano())
 				dir := b.TempDir()
 				var procs []func()
 				for range workers {
 					cmd := startWorker(b, queue, dir)
 					procs = append(procs, func() { _ = cmd.Process.Kill() })
 				}
-				steps, lat, wall := scaleRun(b, c, queue)
+				steps, lat, wall := scaleRun(b, c, queue, workflows)
 				for _, kill := range procs {
 					kill()
 				}
@@ -94,8 +96,8 @@ func BenchmarkScale(b *testing.B) {
 				b.ReportMetric(float64((p(0.5)-local).Microseconds())/1000, "p50-added-ms")
 				b.ReportMetric(float64((p(0.99)-local).Microseconds())/1000, "p99-added-ms")
 				b.ReportMetric(float64(local.Microseconds())/1000, "in-process-step-ms")
-				b.Logf("%d workers: %d steps in %v: %.0f steps/s; step latency p50 %v, p99 %v (in process %v)",
-					workers, steps, wall.Round(time.Millisecond), float64(steps)/wall.Seconds(), p(0.5), p(0.99), local)
+				b.Logf("%d workflows, %d workers: %d steps in %v: %.0f steps/s; step latency p50 %v, p99 %v (in process %v)",
+					workflows, workers, steps, wall.Round(time.Millisecond), float64(steps)/wall.Seconds(), p(0.5), p(0.99), local)
 			}
 		})
 	}
@@ -103,14 +105,14 @@ func BenchmarkScale(b *testing.B) {
 
 // scaleRun starts the workflows at once, waits for them, and returns the
 // steps run, the step latencies and the wall time.
-func scaleRun(b *testing.B, c client.Client, queue string) (int, []time.Duration, time.Duration) {
+func scaleRun(b *testing.B, c client.Client, queue string, workflows int) (int, []time.Duration, time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	start := time.Now()
 	var wg sync.WaitGroup
-	errs := make(chan error, scaleWorkflows)
-	ids := make([]string, scaleWorkflows)
-	for i := range scaleWorkflows {
+	errs := make(chan error, workflows)
+	ids := make([]string, workflows)
+	for i := range workflows {
 		ids[i] = fmt.Sprintf("%s-%d", queue, i)
 		wg.Go(func() {
 			run, err := rt.Start(ctx, c, client.StartWorkflowOptions{ID: ids[i], TaskQueue: queue}, rt.Input{Agent: "counter"})
@@ -154,5 +156,5 @@ func scaleRun(b *testing.B, c client.Client, queue string) (int, []time.Duration
 			prev = at
 		}
 	}
-	return scaleWorkflows * scaleSteps, lat, wall
+	return workflows * scaleSteps, lat, wall
 }
