@@ -53,6 +53,7 @@ func (reg *registry) generate(ctx context.Context, in generateInput) (*reply, er
 	if err != nil {
 		return nil, err
 	}
+	defer heartbeat(ctx)()
 	req := in.Request.request()
 	m := a.Model
 	if req.Purpose == runtime.PurposeSummary && a.Config.Summarizer != nil {

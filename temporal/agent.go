@@ -2,6 +2,7 @@ package temporal
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -48,9 +49,10 @@ const (
 	// DefaultToolTimeout bounds one tool call when neither ToolOptions nor
 	// Agent.Config.ToolTimeout says otherwise.
 	DefaultToolTimeout = 10 * time.Minute
-	// DefaultHeartbeat is the heartbeat timeout of tool activities: a
-	// worker that dies in a tool call is noticed after it. The activity
-	// heartbeats on its own while the tool runs.
+	// DefaultHeartbeat is the heartbeat timeout of model activities and,
+	// unless ToolOptions say otherwise, of tool activities: a worker that
+	// dies in a call is noticed after it. The activity heartbeats on its
+	// own while the call runs.
 	DefaultHeartbeat = 10 * time.Second
 	// DefaultAttempts is how many times an idempotent tool's call, or a
 	// model call, is attempted at most.
@@ -227,7 +229,7 @@ type Result struct {
 	// Transcript is the final transcript.
 	Transcript []Message `json:"transcript"`
 	// State is the state as JSON (state.Store's encoding).
-	State []byte `json:"state"`
+	State json.RawMessage `json:"state"`
 	// Usage sums the usage of every model call.
 	Usage runtime.Usage `json:"usage"`
 }
@@ -242,7 +244,7 @@ type Status struct {
 	// message (Input.Idle).
 	Waiting bool `json:"waiting"`
 	// State is the state as JSON (state.Store's encoding).
-	State []byte `json:"state"`
+	State json.RawMessage `json:"state"`
 	// Steps are the records of the last steps, oldest first.
 	Steps []StepRecord `json:"steps"`
 	// Inbox is the number of messages received and not yet added.

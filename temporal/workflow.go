@@ -250,7 +250,7 @@ func (m *activityModel) Generate(_ context.Context, req *runtime.Request) (*runt
 	if retry == nil {
 		retry = &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumAttempts: DefaultAttempts}
 	}
-	ctx := workflow.WithActivityOptions(m.ctx, workflow.ActivityOptions{StartToCloseTimeout: timeout, RetryPolicy: retry})
+	ctx := workflow.WithActivityOptions(m.ctx, workflow.ActivityOptions{StartToCloseTimeout: timeout, HeartbeatTimeout: DefaultHeartbeat, RetryPolicy: retry})
 	var out reply
 	err := workflow.ExecuteActivity(ctx, ActivityGenerate, generateInput{Agent: m.agent.Name, Request: wireRequest(req)}).Get(ctx, &out)
 	if err != nil {
