@@ -95,7 +95,7 @@ log "starting the Temporal dev server on 127.0.0.1:$port"
 nohup "$cli" server start-dev --headless --ip 127.0.0.1 --port "$port" --http-port "$http" \
 	--metrics-port "$metrics" --log-level warn \
 	--dynamic-config-value frontend.enableUpdateWorkflowExecution=true \
-	--dynamic-config-value frontend.workerVersioningDataAPIs=true \
+	--dynamic-config-value system.enableActivityEagerExecution=true \
 	>"$base/server.log" 2>&1 </dev/null &
 echo $! >"$base/pid"
 

@@ -132,10 +132,10 @@
 // A [ToolExecutor] (Config.ToolExecutor) takes the tool calls of each reply
 // instead: it may run them wherever it likes and report their results and
 // state changes in any order; they are recorded in call order all the
-// same. With one, and with Config.Retries zero (no backoff sleeps), a step
-// starts no goroutine and reads no clock that decides what it does (the
-// clock is read only for Stats.Elapsed), which is what running the loop in
-// a Temporal workflow needs (module github.com/reprompt/reprompt/temporal).
+// same. With one, with Config.Retries zero (no backoff sleeps) and with
+// Config.Now (the clock of Stats.Elapsed), a step starts no goroutine and
+// reads no wall clock, which is what running the loop in a Temporal
+// workflow needs (module github.com/reprompt/reprompt/temporal).
 // [RunTool] runs one call away from its run, by executing the prompt
 // function again for the call's step and state.
 //

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/internal/promptrt"
@@ -255,4 +256,12 @@ func NewAgent(model Model, fn prompt.Func, cfg Config, name, task string) *Runne
 	sub.transcript = []defs.Message{defs.UserMessage(task)}
 	promptrt.MarkMessagesSeen(sub.p, []string{promptrt.MessageID(defs.RoleUser, task)})
 	return sub
+}
+
+// now reads Config.Now, or the wall clock.
+func (r *Runner) now() time.Time {
+	if r.cfg.Now != nil {
+		return r.cfg.Now()
+	}
+	return time.Now()
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/require"
@@ -143,3 +144,20 @@ func TestToolCallsFinishRefusesBadInput(t *testing.T) {
 type executorFunc func(context.Context, *runtime.ToolCalls) error
 
 func (f executorFunc) ExecuteTools(ctx context.Context, c *runtime.ToolCalls) error { return f(ctx, c) }
+
+// Config.Now is the clock of the run's elapsed time.
+func TestConfigNow(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	agent := func(p *prompt.Prompt) error {
+		prompt.DefTool(p, "wait", "Wait a minute.", func(ctx context.Context, a struct{}) (string, error) {
+			now = now.Add(time.Minute)
+			return "waited", nil
+		})
+		return nil
+	}
+	model := snapshots.Script(snapshots.CallTool("wait", struct{}{}), snapshots.CallTool("wait", struct{}{}), snapshots.Text("done"))
+	res, err := runtime.Run(context.Background(), model, agent, runtime.Config{Now: clock})
+	require.NoError(t, err)
+	require.Equal(t, 2*time.Minute, res.Stats.Elapsed)
+}

@@ -316,7 +316,7 @@ func (r *Runner) Next(ctx context.Context) (*Step, error) {
 		return nil, ErrDone
 	}
 	if r.started.IsZero() {
-		r.started = time.Now()
+		r.started = r.now()
 	}
 	ctx = r.observeStep(ctx)
 	s, err := r.step1(ctx)
@@ -397,7 +397,7 @@ func (r *Runner) elapsed() time.Duration {
 	if r.started.IsZero() {
 		return r.elapsed0
 	}
-	return r.elapsed0 + time.Since(r.started)
+	return r.elapsed0 + r.now().Sub(r.started)
 }
 
 func (r *Runner) maxSteps() int {

@@ -72,9 +72,9 @@
 //
 //   - wall time: do not read time.Now in a prompt function or effect to
 //     decide anything; read it in a tool (an activity), or store it in
-//     state from a tool. effects.RunStats.Elapsed (and the max_time of
-//     builtin.Limits) reads the worker's clock: use step or token limits in
-//     workflows;
+//     state from a tool. The run's elapsed time (effects.RunStats.Elapsed,
+//     which the max_time of builtin.Limits reads) is safe: in a workflow
+//     it is measured with workflow.Now (runtime.Config.Now);
 //   - random numbers: draw them in a tool and keep them in state, or seed
 //     a generator from state;
 //   - map iteration: never let the order of a range over a map reach a

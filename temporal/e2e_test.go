@@ -88,12 +88,25 @@ func TestWorkerProcess(t *testing.T) {
 	}
 	dir := os.Getenv(dirEnv)
 	c := dial(t, serverAddr(t))
-	w := worker.New(c, queue, worker.Options{})
+	w := worker.New(c, queue, workerOptions())
 	tl := &tools{ledger: filepath.Join(dir, "ledger"), marker: filepath.Join(dir, "marker"), delay: time.Minute}
 	require.NoError(t, rt.Register(w, e2eAgent(tl, e2eSteps), scaleAgent()))
 	require.NoError(t, w.Start())
 	fmt.Println(readyLine)
 	select {} // until killed
+}
+
+// workerOptions are the options of the worker processes: the SDK's
+// defaults, unless REPROMPT_TEMPORAL_SLOTS=N bounds the workflow tasks a
+// worker holds at once to N (and its activities to 2N). On a small, busy
+// machine a worker that polls more workflow tasks than it can run within
+// their 10-second timeout makes them time out and run again.
+func workerOptions() worker.Options {
+	n, _ := strconv.Atoi(os.Getenv("REPROMPT_TEMPORAL_SLOTS"))
+	if n <= 0 {
+		return worker.Options{}
+	}
+	return worker.Options{MaxConcurrentWorkflowTaskExecutionSize: n, MaxConcurrentActivityExecutionSize: 2 * n}
 }
 
 // startWorker starts the test binary again as a worker process.

@@ -132,6 +132,7 @@ func scaleRun(b *testing.B, c client.Client, queue string, workflows int) (int, 
 		require.NoError(b, err)
 	}
 	var lat []time.Duration
+	timeouts := 0
 	for _, id := range ids {
 		var prev time.Time
 		it := c.GetWorkflowHistory(ctx, id, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
@@ -140,6 +141,9 @@ func scaleRun(b *testing.B, c client.Client, queue string, workflows int) (int, 
 			require.NoError(b, err)
 			var at time.Time
 			switch ev.GetEventType() {
+			case enums.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT:
+				timeouts++
+				continue
 			case enums.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
 				if ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName() != rt.ActivityGenerate {
 					continue
@@ -156,5 +160,6 @@ func scaleRun(b *testing.B, c client.Client, queue string, workflows int) (int, 
 			prev = at
 		}
 	}
+	b.ReportMetric(float64(timeouts), "workflow-task-timeouts")
 	return workflows * scaleSteps, lat, wall
 }

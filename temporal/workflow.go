@@ -144,6 +144,7 @@ func (w *agentRun) config() runtime.Config {
 	cfg.Retries, cfg.ModelTimeout, cfg.ToolTimeout = 0, 0, 0
 	cfg.Summarizer = nil // answered in the model activity
 	cfg.OnDelta, cfg.Logger, cfg.TracerProvider = nil, nil, nil
+	cfg.Now = func() time.Time { return workflow.Now(w.ctx) } // deterministic: Stats.Elapsed, time limits
 	cfg.ToolExecutor = &executor{ctx: w.ctx, agent: w.agent, reg: w.reg}
 	return cfg
 }
