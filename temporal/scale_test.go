@@ -133,14 +133,18 @@ func scaleRun(b *testing.B, c client.Client, queue string, workflows int) (int, 
 	}
 	var lat []time.Duration
 	timeouts := 0
+	var runs []time.Duration // from start to completion, by workflow
 	for _, id := range ids {
-		var prev time.Time
+		var prev, started time.Time
 		it := c.GetWorkflowHistory(ctx, id, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 		for it.HasNext() {
 			ev, err := it.Next()
 			require.NoError(b, err)
 			var at time.Time
 			switch ev.GetEventType() {
+			case enums.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
+				started = ev.GetEventTime().AsTime()
+				continue
 			case enums.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT:
 				timeouts++
 				continue
@@ -151,6 +155,7 @@ func scaleRun(b *testing.B, c client.Client, queue string, workflows int) (int, 
 				at = ev.GetEventTime().AsTime()
 			case enums.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
 				at = ev.GetEventTime().AsTime()
+				runs = append(runs, at.Sub(started))
 			default:
 				continue
 			}
@@ -161,5 +166,8 @@ func scaleRun(b *testing.B, c client.Client, queue string, workflows int) (int, 
 		}
 	}
 	b.ReportMetric(float64(timeouts), "workflow-task-timeouts")
+	slices.Sort(runs)
+	b.ReportMetric(runs[len(runs)/2].Seconds(), "p50-workflow-s")
+	b.ReportMetric(runs[len(runs)-1].Seconds(), "max-workflow-s")
 	return workflows * scaleSteps, lat, wall
 }
