@@ -61,7 +61,9 @@ func scaleAgent() rt.Agent {
 // less the time a step takes in process). Run it by hand, once:
 //
 //	eval "$(bash .ci/temporal.sh)"
-//	cd temporal && go test -run '^$' -bench Scale -benchtime 1x -timeout 30m
+//	cd temporal && REPROMPT_TEMPORAL_SLOTS=4 go test -run '^$' -bench Scale -benchtime 1x -timeout 30m
+//
+// (REPROMPT_TEMPORAL_SLOTS: see workerOptions; the README has the figures.)
 func BenchmarkScale(b *testing.B) {
 	addr := serverAddr(b)
 	c := dial(b, addr)

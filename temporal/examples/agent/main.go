@@ -181,7 +181,7 @@ func demo(ctx context.Context, out io.Writer, c client.Client, id string) error 
 // waitIdle waits until the agent's run has ended at step and it waits for
 // a message.
 func waitIdle(ctx context.Context, c client.Client, id string, step int) error {
-	for range 500 {
+	for range 3000 { // a minute at most
 		st, err := rt.Query(ctx, c, id)
 		if err == nil && st.Waiting && st.Step >= step {
 			return nil
