@@ -2,10 +2,13 @@ package temporal_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/reprompt/reprompt/defs"
@@ -91,4 +94,44 @@ func TestContextTooLongRecovers(t *testing.T) {
 	require.Equal(t, "ok", res.Text)
 	require.Equal(t, 2, m.calls)
 	require.Equal(t, 1, recovered)
+}
+
+// summarizer answers summary requests with a fixed text.
+type summarizer struct{ calls int }
+
+func (s *summarizer) Generate(ctx context.Context, req *runtime.Request) (*runtime.Reply, error) {
+	s.calls++
+	if req.Purpose != runtime.PurposeSummary {
+		return nil, fmt.Errorf("summarizer asked for %q", req.Purpose)
+	}
+	return &runtime.Reply{Message: defs.Message{Role: defs.RoleAssistant, Content: "SUM of " + req.Messages[0].Content}}, nil
+}
+
+// A completion an effect asks for (a summary) is a model activity,
+// answered by Config.Summarizer on the worker.
+func TestSummaryIsAnActivity(t *testing.T) {
+	sum := &summarizer{}
+	agent := func(p *prompt.Prompt) error {
+		summary, setSummary := prompt.State(p, "summary", "")
+		p.Def("summary", summary)
+		p.Effect(effects.Once, func(ctx context.Context, s *effects.Step) error {
+			text, err := s.Model.Complete(ctx, "Summarise.", "the talk")
+			setSummary.Set(text)
+			return err
+		})
+		p.User("hi")
+		return nil
+	}
+	env := newEnv(t, rt.Agent{Name: "a", Prompt: agent, Model: &flaky{}, Config: runtime.Config{Summarizer: sum}})
+	activities := map[string]int{}
+	env.SetOnActivityStartedListener(func(info *activity.Info, ctx context.Context, args converter.EncodedValues) {
+		activities[info.ActivityType.Name]++
+	})
+	env.ExecuteWorkflow(rt.WorkflowName, rt.Input{Agent: "a"})
+	require.NoError(t, env.GetWorkflowError())
+	var res rt.Result
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.JSONEq(t, `{"summary":"SUM of the talk"}`, string(res.State))
+	require.Equal(t, 1, sum.calls)
+	require.Equal(t, map[string]int{rt.ActivityGenerate: 2}, activities, "the summary and the step")
 }
