@@ -100,21 +100,21 @@ func (c *ToolCalls) Run(i int) { c.b.run(i) }
 func (c *ToolCalls) Finish(i int, content string, isError bool, changes map[string]json.RawMessage, toolErr error) error {
 	b := c.b
 	if i < 0 || i >= len(b.slots) {
-		return fmt.Errorf("runtime: Finish: no call %d in a reply of %d", i, len(b.slots))
+		return fmt.Errorf("ToolCalls.Finish: no call %d in a reply of %d calls", i, len(b.slots))
 	}
 	call := b.reply.ToolCalls[i]
 	b.mu.Lock()
 	finished, tx := b.slots[i].finished, b.slots[i].tx
 	b.mu.Unlock()
 	if finished || tx == nil {
-		return fmt.Errorf("runtime: Finish: call %q already has a result", call.ID)
+		return fmt.Errorf("ToolCalls.Finish: call %q already has a result", call.ID)
 	}
 	if len(changes) > 0 {
 		tx.Bind()
 		for _, k := range slices.Sorted(maps.Keys(changes)) {
 			if err := state.SetJSON(b.r.p.Store(), k, changes[k]); err != nil {
 				tx.Unbind()
-				return fmt.Errorf("runtime: Finish: call %q: %w", call.ID, err)
+				return fmt.Errorf("ToolCalls.Finish: call %q: %w", call.ID, err)
 			}
 		}
 		tx.Unbind()

@@ -37,7 +37,7 @@ func (s *Store) Changes(before json.RawMessage) (map[string]json.RawMessage, err
 	var old map[string]json.RawMessage
 	if len(before) > 0 {
 		if err := json.Unmarshal(before, &old); err != nil {
-			return nil, fmt.Errorf("state: %w", err)
+			return nil, fmt.Errorf("the state before the changes: %w", err)
 		}
 	}
 	now, err := s.MarshalJSON()
@@ -46,7 +46,7 @@ func (s *Store) Changes(before json.RawMessage) (map[string]json.RawMessage, err
 	}
 	var cur map[string]json.RawMessage
 	if err := json.Unmarshal(now, &cur); err != nil {
-		return nil, fmt.Errorf("state: %w", err)
+		return nil, fmt.Errorf("the state after the changes: %w", err)
 	}
 	var out map[string]json.RawMessage
 	for k, v := range cur {
