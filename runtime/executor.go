@@ -28,9 +28,13 @@ type ToolExecutor interface {
 	// ExecuteTools runs the calls calls.Pending() names and reports the
 	// result of each, in any order, before it returns. A call it leaves
 	// without a result fails the step. An error it returns fails the step
-	// too (a *StepError with Op "tools").
+	// too (a *StepError with Op OpTools).
 	ExecuteTools(ctx context.Context, calls *ToolCalls) error
 }
+
+// OpTools is the StepError.Op of a step whose ToolExecutor failed: it
+// returned an error, or returned leaving a call without a result.
+const OpTools = "tools"
 
 // ToolCalls is the tool calls of one reply handed to a ToolExecutor. Their
 // results are recorded in call order whatever order they are reported in,
@@ -156,7 +160,7 @@ func (b *callBatch) execute(x ToolExecutor) error {
 				s.tx.Discard()
 			}
 		}
-		return &StepError{Step: b.r.step, Op: "tools", Err: err}
+		return &StepError{Step: b.r.step, Op: OpTools, Err: err}
 	}
 	return nil
 }

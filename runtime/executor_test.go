@@ -120,7 +120,7 @@ func TestToolExecutorWithoutResultFailsTheStep(t *testing.T) {
 	_, err := runtime.Run(context.Background(), tallyModel(), tally, runtime.Config{ToolExecutor: nothing{}})
 	var se *runtime.StepError
 	require.ErrorAs(t, err, &se)
-	require.Equal(t, "tools", se.Op)
+	require.Equal(t, runtime.OpTools, se.Op)
 	require.ErrorContains(t, err, "without a result")
 }
 
