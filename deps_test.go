@@ -36,6 +36,8 @@ var allowed = map[string][]string{
 	"runtime": {"state", "defs", "effects", "prompt", "session", "internal/callsite", "internal/msghash", "internal/promptrt", "go.yaml.in/yaml/v3",
 		// The OpenTelemetry API only (tracing is optional; see Config.TracerProvider).
 		"go.opentelemetry.io/otel/trace", "go.opentelemetry.io/otel/attribute", "go.opentelemetry.io/otel/codes"},
+	// The nested module that runs prompt functions as Temporal workflows.
+	"temporal": {"defs", "prompt", "runtime", "session", "go.temporal.io/sdk"},
 }
 
 // onlyImportedBy restricts who may import a package (non-test files), by
@@ -47,7 +49,9 @@ var onlyImportedBy = map[string][]string{
 	module + "/snapshots":               {"examples/"},
 	module + "/internal/promptrt":       {"prompt", "runtime"},
 	module + "/internal/effectsrt":      {"effects", "internal/promptrt"},
-	module + "/providers/openai":        {"examples/"},
+	module + "/providers/openai":        {"examples/", "temporal/examples/"},
+	// The Temporal SDK: the nested temporal module only.
+	"go.temporal.io": {"temporal"},
 	// The OpenTelemetry SDK and exporters: in tests and examples only; the
 	// library uses the API, and users bring their SDK.
 	"go.opentelemetry.io/otel/sdk":       {"examples/"},

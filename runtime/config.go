@@ -74,6 +74,14 @@ type Config struct {
 	// left to finish on its own (tools should honour ctx). Zero means no
 	// bound.
 	ToolTimeout time.Duration
+	// Now, if set, is the clock of the run's elapsed time (Stats.Elapsed,
+	// which limits on time read): a workflow gives its deterministic clock.
+	// Nil means time.Now.
+	Now func() time.Time
+	// ToolExecutor, if set, runs the tool calls of each reply instead of
+	// the runtime's goroutines (see ToolExecutor): the Temporal integration
+	// runs them as activities. Nil means the runtime runs them itself.
+	ToolExecutor ToolExecutor
 	// Retries is how many times a model call failing with a retryable
 	// *ModelError is sent again by the runtime, with exponential backoff
 	// from RetryBackoff (zero means one second) and jitter. Adapters may

@@ -97,10 +97,10 @@
 //     or misused a hook ([*prompt.MisuseError]);
 //   - [*effects.Error]: an effect returned an error or panicked (Site names
 //     where it was registered);
-//   - [*StepError]: the model call, rendering, validation or a checkpoint
-//     failed; Op says which ([OpModel], [OpRender], [OpValidate],
-//     [OpCheckpoint]), and Err is the cause, a [*ModelError] for a
-//     provider's failure;
+//   - [*StepError]: the model call, rendering, validation, a checkpoint or
+//     a Config.ToolExecutor failed; Op says which ([OpModel], [OpRender],
+//     [OpValidate], [OpCheckpoint], [OpTools]), and Err is the cause, a
+//     [*ModelError] for a provider's failure;
 //   - [*PanicError]: a callback of the run (Config.StopWhen,
 //     Config.OnDelta, a model) panicked;
 //   - [ErrMaxSteps] (wrapped): the step limit was reached while the model
@@ -128,6 +128,16 @@
 // [Model] must be safe for concurrent use when the prompt declares
 // sub-agents. Callbacks (Config.StopWhen, Config.OnDelta) are called on
 // the goroutine that drives the runner.
+//
+// A [ToolExecutor] (Config.ToolExecutor) takes the tool calls of each reply
+// instead: it may run them wherever it likes and report their results and
+// state changes in any order; they are recorded in call order all the
+// same. With one, with Config.Retries zero (no backoff sleeps) and with
+// Config.Now (the clock of Stats.Elapsed), a step starts no goroutine and
+// reads no wall clock, which is what running the loop in a Temporal
+// workflow needs (module github.com/reprompt/reprompt/temporal).
+// [RunTool] runs one call away from its run, by executing the prompt
+// function again for the call's step and state.
 //
 // # Testing
 //

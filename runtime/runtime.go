@@ -146,10 +146,11 @@ func StateOf[T any](res *Result, key string) (T, error) {
 // StepError is a step that failed outside the prompt function and the
 // effects (which report *prompt.Error and *effects.Error): the model call,
 // rendering the request, a request that failed validation and was not sent,
-// or saving a checkpoint. Op says which, as one of the Op constants.
+// saving a checkpoint, or a Config.ToolExecutor. Op says which, as one of
+// the Op constants.
 type StepError struct {
 	Step int
-	Op   string // OpModel, OpRender, OpValidate or OpCheckpoint
+	Op   string // OpModel, OpRender, OpValidate, OpCheckpoint or OpTools
 	Err  error
 }
 
@@ -167,6 +168,9 @@ const (
 	// OpCheckpoint: saving the session's checkpoint to Config.Store failed;
 	// the step's work is not durable.
 	OpCheckpoint = "checkpoint"
+	// OpTools: the Config.ToolExecutor failed: it returned an error, or
+	// returned leaving a call without a result.
+	OpTools = "tools"
 )
 
 func (e *StepError) Error() string {
@@ -359,7 +363,7 @@ func (r *Runner) Next(ctx context.Context) (*Step, error) {
 		return nil, r.awaitingError()
 	}
 	if r.started.IsZero() {
-		r.started = time.Now()
+		r.started = r.now()
 	}
 	ctx = r.observeStep(ctx)
 	s, err := r.step1(ctx)
@@ -440,7 +444,7 @@ func (r *Runner) elapsed() time.Duration {
 	if r.started.IsZero() {
 		return r.elapsed0
 	}
-	return r.elapsed0 + time.Since(r.started)
+	return r.elapsed0 + r.now().Sub(r.started)
 }
 
 func (r *Runner) maxSteps() int {

@@ -49,6 +49,10 @@ func (r *Runner) runCalls(ctx context.Context, reply defs.Message, offered []Too
 		}
 	}
 	switch {
+	case r.cfg.ToolExecutor != nil: // see executor.go
+		if err := b.execute(r.cfg.ToolExecutor); err != nil {
+			return nil, err
+		}
 	case !some && len(b.slots) == 1:
 		b.run(0)
 	case !some:
@@ -287,11 +291,7 @@ func (r *Runner) RunAgent(ctx context.Context, name string, fn prompt.Func, task
 	if cfg.AgentMaxSteps != 0 {
 		cfg.MaxSteps = cfg.AgentMaxSteps
 	}
-	sub := New(r.model, fn, cfg)
-	sub.agent = name
-	sub.p = prompt.New(task)
-	sub.transcript = []defs.Message{defs.UserMessage(task)}
-	promptrt.MarkMessagesSeen(sub.p, []string{promptrt.MessageID(defs.RoleUser, task)})
+	sub := NewAgent(r.model, fn, cfg, name, task)
 	res, err := sub.Run(ctx)
 	if err == nil && len(res.Awaiting) > 0 {
 		// A sub-agent runs inside one tool call: it cannot wait for a

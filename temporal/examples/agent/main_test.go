@@ -1,0 +1,44 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+)
+
+// The demo against the server at REPROMPT_TEMPORAL_ADDR (`eval "$(bash
+// .ci/temporal.sh)"`); without it the test skips, and with
+// REPROMPT_TEMPORAL_REQUIRED=1 it fails instead.
+func TestDemo(t *testing.T) {
+	addr := os.Getenv("REPROMPT_TEMPORAL_ADDR")
+	if addr == "" {
+		if os.Getenv("REPROMPT_TEMPORAL_REQUIRED") == "1" {
+			t.Fatal("REPROMPT_TEMPORAL_ADDR is not set and REPROMPT_TEMPORAL_REQUIRED=1")
+		}
+		t.Skip("REPROMPT_TEMPORAL_ADDR is not set")
+	}
+	c, err := client.Dial(client.Options{HostPort: addr, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var out strings.Builder
+	if err := demo(context.Background(), &out, c, fmt.Sprintf("todo-test-%d", time.Now().UnixNano())); err != nil {
+		t.Fatal(err)
+	}
+	want := `step 4, waiting true, state {"tasks":["Buy milk","Call Bob"]}
+  step 0: add_task → added Buy milk
+  step 1: The list:- Buy milk
+  step 2: add_task → added Call Bob
+  step 3: The list:- Buy milk - Call Bob
+result after 4 steps: The list:- Buy milk - Call Bob
+`
+	if out.String() != want {
+		t.Errorf("demo printed\n%s\nwant\n%s", out.String(), want)
+	}
+}
