@@ -31,6 +31,8 @@ var allowed = map[string][]string{
 	"session/sessiontest": {"state", "defs", "effects", "session"},
 	"tokens":              {"defs", "internal/msghash", "github.com/tiktoken-go/tokenizer"},
 	"effects/builtin":     {"state", "defs", "effects", "prompt", "github.com/expr-lang/expr", "go.yaml.in/yaml/v3"},
+	"internal/viewer":     {"defs", "session"},
+	"cmd/reprompt":        {"internal/viewer", "session", "session/sqlite", "session/postgres"},
 	"runtime": {"state", "defs", "effects", "prompt", "session", "internal/callsite", "internal/msghash", "internal/promptrt", "go.yaml.in/yaml/v3",
 		// The OpenTelemetry API only (tracing is optional; see Config.TracerProvider).
 		"go.opentelemetry.io/otel/trace", "go.opentelemetry.io/otel/attribute", "go.opentelemetry.io/otel/codes"},
@@ -44,6 +46,7 @@ var onlyImportedBy = map[string][]string{
 	"github.com/jackc/pgx/v5":           {"session/postgres"},
 	module + "/snapshots":               {"examples/"},
 	module + "/internal/promptrt":       {"prompt", "runtime"},
+	module + "/internal/viewer":         {"cmd/"},
 	module + "/providers/openai":        {"examples/"},
 	// The OpenTelemetry SDK and exporters: in tests and examples only; the
 	// library uses the API, and users bring their SDK.

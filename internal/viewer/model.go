@@ -91,8 +91,8 @@ type Step struct {
 	State   map[string]string `json:"state,omitempty"`
 	Changes []Change          `json:"changes,omitempty"`
 	// Reply is the model's reply, an index into Run.Messages; -1 if none.
-	Reply  int    `json:"reply"`
-	Finish string `json:"finish,omitempty"`
+	Reply  int        `json:"reply"`
+	Finish string     `json:"finish,omitempty"`
 	Calls  []ToolCall `json:"calls,omitempty"`
 	// InputTokens and PrefixTokens are the runtime's counts (PrefixTokens:
 	// shared with the previous request, cacheable). When the source has no

@@ -142,12 +142,12 @@ func (t *textWriter) step(indent string, s *Step) {
 			dur = fmt.Sprintf(" (%.1f ms)", c.DurationMS)
 		}
 		res := t.short(c.Result)
-		if c.IsError {
+		if c.IsError && !strings.HasPrefix(res, "error") {
 			res = "error: " + res
 		}
 		t.line(indent, "  call %s %s %s%s → %s", c.ID, c.Name, t.short(c.Args), dur, res)
 		if c.Error != "" {
-			t.line(indent, "    Go error: %s", c.Error)
+			t.line(indent, "    Go error: %s", t.short(c.Error))
 		}
 	}
 	for _, a := range s.Agents {
