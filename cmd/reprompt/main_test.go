@@ -90,7 +90,7 @@ func TestShow(t *testing.T) {
 		": first run",
 		"disabled: tool:done",
 		"tools: offered done; withdrawn none", // step 1: done is offered again
-		"state count = 1", // a new key
+		"state count = 1",                     // a new key
 		"state count: 1 → 2",
 		"compaction: 5 → 3 messages", // before step 2's request
 		"  call call_1 add {} (",

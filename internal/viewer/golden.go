@@ -81,6 +81,7 @@ func FromGolden(path string, data []byte) (*Run, error) {
 	if !g.ended {
 		return nil, &FormatError{Path: path, Reason: "no end section: the file is cut short"}
 	}
+	goldenCommits(run.Steps)
 	run.finish()
 	run.Notes = append(run.Notes, "golden files hold no durations, and no counts of tokens: the token chart is empty")
 	return run, nil
@@ -165,6 +166,10 @@ func (g *goldenParser) stepSection(s *section, step *Step, steps []*Step, kind s
 	switch {
 	case kind == "effects":
 		for _, l := range s.lines {
+			if l == "transcript committed" {
+				step.committed = true
+				continue
+			}
 			if m := reEffect.FindStringSubmatch(l); m != nil {
 				step.Effects = append(step.Effects, Effect{ID: m[1], Phase: m[2], Site: m[3], Reason: m[4]})
 			} else {
@@ -402,4 +407,24 @@ func trunc(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// goldenCommits sizes the commits a golden file marks ("transcript
+// committed"): from the transcript the previous step left (its request,
+// reply and results) to this step's request, which is exact for a commit
+// made before the model call.
+func goldenCommits(steps []*Step) {
+	for i, s := range steps {
+		if s.committed {
+			c := Commit{After: len(s.Request)}
+			if i > 0 {
+				p := steps[i-1]
+				c.Before = len(p.Request) + 1 + len(p.Calls)
+			}
+			s.Commits = append(s.Commits, c)
+		}
+		for _, a := range s.Agents {
+			goldenCommits(a.Steps)
+		}
+	}
 }

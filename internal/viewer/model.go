@@ -114,7 +114,8 @@ type Step struct {
 	// Damage says what of the step could not be read, and where.
 	Damage string `json:"damage,omitempty"`
 
-	systemID string // identifies the system prompt; "" if unknown
+	systemID  string // identifies the system prompt; "" if unknown
+	committed bool   // a golden file says the transcript was committed
 }
 
 // Diff is what changed in a request since the previous one.

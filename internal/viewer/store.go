@@ -145,7 +145,9 @@ func (run *Run) stepFrom(s *Step, start, end *session.Checkpoint) {
 	s.Estimated = true
 	var before session.Stats
 	if start != nil {
-		before = start.Stats
+		if start.Pending == nil { // a checkpoint saved in the middle of step 0 counts its usage already
+			before = start.Stats
+		}
 		if end.Generation > start.Generation {
 			s.Commits = append(s.Commits, Commit{Before: len(start.Transcript), After: reqEnd})
 		}
