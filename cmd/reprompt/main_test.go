@@ -110,7 +110,7 @@ func TestView(t *testing.T) {
 	assert.Equal(t, "wrote "+out+" (4 steps)\n", stdout)
 	page, err := os.ReadFile(out)
 	require.NoError(t, err)
-	m := regexp.MustCompile(`(?s)<script id="run-data" type="application/json">(.*?)</script>`).FindSubmatch(page)
+	m := regexp.MustCompile(`(?s)<script id="run-data" type="application/json" data-encoding="json">(.*?)</script>`).FindSubmatch(page)
 	require.NotNil(t, m, "the page embeds the run")
 	var data struct {
 		Title string `json:"title"`
@@ -241,7 +241,7 @@ func TestServe(t *testing.T) {
 		return m != ""
 	}, 10e9, 10e6)
 	page := httpGet(t, url)
-	assert.Contains(t, page, `<script id="run-data" type="application/json">`)
+	assert.Contains(t, page, `<script id="run-data" type="application/json" data-encoding="json">`)
 	assert.Contains(t, page, `"title":"count"`)
 	cancel()
 	assert.Equal(t, 0, <-done)

@@ -45,6 +45,7 @@ import (
 	"hash/maphash"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -71,6 +72,7 @@ func main() {
 	steps := flag.Int("steps", 320, "model calls per session")
 	seed := flag.Uint64("seed", 1, "seed of the simulated model")
 	cached := flag.String("cached", "0.1,0.5", "cached-input prices to bill at, as fractions of the fresh input price, comma-separated")
+	only := flag.String("only", "", "simulate only this strategy (baseline, default, window, heuristic, truncate)")
 	storePath := flag.String("store", "", "SQLite file to save each session in (one per strategy and price, named like \"default-0.1\"), for reprompt view")
 	flag.Parse()
 	if *storePath != "" {
@@ -85,6 +87,11 @@ func main() {
 	prices, err := parsePrices(*cached)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "-cached: %v\n", err)
+		os.Exit(2)
+	}
+	onlyStrategy = *only
+	if *only != "" && !slices.ContainsFunc(strategies(), func(s strategy) bool { return s.name == *only }) {
+		fmt.Fprintf(os.Stderr, "-only: no strategy %q\n", *only)
 		os.Exit(2)
 	}
 	rows, err := run(*steps, *seed, prices)
@@ -148,6 +155,9 @@ func run(steps int, seed uint64, prices []float64) ([]row, error) {
 	var rows []row
 	base := map[float64]float64{}
 	for _, st := range strategies() {
+		if onlyStrategy != "" && st.name != onlyStrategy {
+			continue
+		}
 		var m metrics
 		for i, price := range prices {
 			if i == 0 || st.priced {
@@ -282,8 +292,12 @@ func (m metrics) recall() float64 {
 	return float64(m.recalled) / float64(m.results)
 }
 
-// store, if set (-store), keeps the session of each simulation.
-var store session.Store
+// store, if set (-store), keeps the session of each simulation;
+// onlyStrategy, if set (-only), names the one strategy to simulate.
+var (
+	store        session.Store
+	onlyStrategy string
+)
 
 func simulate(register func(p *prompt.Prompt), steps int, seed uint64, price float64, id string) (metrics, error) {
 	var m metrics

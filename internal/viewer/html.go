@@ -2,10 +2,13 @@ package viewer
 
 import (
 	"bytes"
+	"compress/gzip"
 	_ "embed" // the page's template, style and script
+	"encoding/base64"
 	"encoding/json"
 	"html"
 	"io"
+	"slices"
 	"strings"
 )
 
@@ -25,9 +28,21 @@ var (
 // changes, reply, tool calls, state changes and sub-agents). The page loads
 // nothing else.
 func HTML(w io.Writer, run *Run) error {
-	data, err := json.Marshal(run) // escapes <, > and &: safe inside <script>
+	data, err := json.Marshal(pageOf(run)) // escapes <, > and &: safe inside <script>
 	if err != nil {
 		return err
+	}
+	encoding := "json"
+	if len(data) > compressAbove {
+		// A long run's data, gzipped and in base64: a page a few times
+		// smaller, which the browser reads that much faster.
+		var z bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&z, gzip.BestSpeed)
+		zw.Write(data)
+		if err := zw.Close(); err != nil {
+			return err
+		}
+		data, encoding = []byte(base64.StdEncoding.EncodeToString(z.Bytes())), "gzip-base64"
 	}
 	var b bytes.Buffer
 	b.Grow(len(pageHTML) + len(pageCSS) + len(pageJS) + len(data))
@@ -48,6 +63,8 @@ func HTML(w io.Writer, run *Run) error {
 			b.WriteString(pageCSS)
 		case "{{JS}}":
 			b.WriteString(pageJS)
+		case "{{ENCODING}}":
+			b.WriteString(encoding)
 		case "{{DATA}}":
 			b.Write(data)
 		default:
@@ -57,4 +74,79 @@ func HTML(w io.Writer, run *Run) error {
 	}
 	_, err = w.Write(b.Bytes())
 	return err
+}
+
+// compressAbove is the size of the data above which a page holds it
+// gzipped: below it the data stays readable JSON.
+const compressAbove = 512 << 10
+
+// page is the run as the page reads it: each top-level step's state as the
+// keys it set and removed, not the whole state again (the script rebuilds
+// the state of a step from those of the steps before it), so that a long
+// run whose state holds large values does not repeat them at every step.
+type page struct {
+	*Run
+	Steps []pageStep `json:"steps"`
+}
+
+type pageStep struct {
+	*Step
+	State    *struct{}         `json:"state,omitempty"`   // nil: hides Step.State
+	Changes  *struct{}         `json:"changes,omitempty"` // nil: hides Step.Changes
+	HasState bool              `json:"has_state,omitempty"`
+	Set      map[string]string `json:"set,omitempty"`
+	Del      []string          `json:"del,omitempty"`
+	Calls    []pageCall        `json:"calls,omitempty"`
+}
+
+// pageCall is a tool call whose result, when it is a message of the pool,
+// is given by its index (Res) rather than repeated.
+type pageCall struct {
+	ToolCall
+	Result *string `json:"result,omitempty"` // nil when Res is set: hides ToolCall.Result
+	Res    *int    `json:"res,omitempty"`
+}
+
+func pageOf(run *Run) *page {
+	p := &page{Run: run, Steps: make([]pageStep, len(run.Steps))}
+	var prev map[string]string
+	for i, s := range run.Steps {
+		ps := pageStep{Step: s, HasState: s.State != nil}
+		for _, c := range s.Calls {
+			pc := pageCall{ToolCall: c}
+			if c.resultMsg > 0 {
+				i := c.resultMsg - 1
+				pc.Res = &i
+			} else {
+				pc.Result = &c.Result
+			}
+			ps.Calls = append(ps.Calls, pc)
+		}
+		if s.State == nil {
+			// Unknown (a damaged step): the next step sets its whole state.
+			prev = nil
+			p.Steps[i] = ps
+			continue
+		}
+		if prev == nil {
+			ps.Del = []string{"*"} // start from an empty state
+		}
+		for k, v := range s.State {
+			if old, ok := prev[k]; !ok || old != v {
+				if ps.Set == nil {
+					ps.Set = map[string]string{}
+				}
+				ps.Set[k] = v
+			}
+		}
+		for k := range prev {
+			if _, ok := s.State[k]; !ok {
+				ps.Del = append(ps.Del, k)
+			}
+		}
+		slices.Sort(ps.Del)
+		prev = s.State
+		p.Steps[i] = ps
+	}
+	return p
 }

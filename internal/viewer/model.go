@@ -156,6 +156,8 @@ type ToolCall struct {
 	// Error is the Go error behind an error result, when recorded.
 	Error      string  `json:"error,omitempty"`
 	DurationMS float64 `json:"ms,omitempty"`
+
+	resultMsg int // 1 + the pool index of the result's message; 0 if none
 }
 
 // Commit is one rewrite of the transcript, in messages.

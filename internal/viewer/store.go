@@ -117,15 +117,19 @@ func (run *Run) stepFrom(s *Step, start, end *session.Checkpoint) {
 	if ri >= 0 {
 		reqEnd = ri
 		s.Reply = run.add(fromDefs(tr[ri]))
-		results := map[string]defs.Message{}
-		for _, m := range tr[ri+1:] {
+		results := map[string]int{}
+		for j, m := range tr[ri+1:] {
 			if m.Role == defs.RoleTool {
-				results[m.ToolCallID] = m
+				results[m.ToolCallID] = ri + 1 + j
 			}
 		}
 		for _, c := range tr[ri].ToolCalls {
-			res := results[c.ID]
-			s.Calls = append(s.Calls, ToolCall{ID: c.ID, Name: c.Name, Args: string(c.Arguments), Result: res.Content, IsError: res.IsError})
+			tc := ToolCall{ID: c.ID, Name: c.Name, Args: string(c.Arguments)}
+			if j, ok := results[c.ID]; ok {
+				tc.Result, tc.IsError = tr[j].Content, tr[j].IsError
+				tc.resultMsg = 1 + run.add(fromDefs(tr[j]))
+			}
+			s.Calls = append(s.Calls, tc)
 		}
 	}
 	s.Request = make([]int, reqEnd)

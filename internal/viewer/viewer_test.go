@@ -2,14 +2,19 @@ package viewer_test
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -93,9 +98,7 @@ func TestSourcesAgree(t *testing.T) {
 		assert.Equal(t, messages(s.Request.Messages), pool(fromStore, a.Request), "step %d: request from the store", i)
 		assert.Equal(t, messages(s.Request.Messages), pool(fromGolden, b.Request), "step %d: request from the golden file", i)
 		assert.Equal(t, fromStore.Messages[a.Reply], fromGolden.Messages[b.Reply], "step %d: reply", i)
-		if diff := cmp.Diff(a.Calls, b.Calls, cmp.FilterPath(func(p cmp.Path) bool {
-			return p.Last().String() == ".DurationMS"
-		}, cmp.Ignore())); diff != "" {
+		if diff := cmp.Diff(a.Calls, b.Calls, cmpopts.IgnoreUnexported(viewer.ToolCall{}), cmpopts.IgnoreFields(viewer.ToolCall{}, "DurationMS")); diff != "" {
 			t.Errorf("step %d: calls mismatch (-store +golden):\n%s", i, diff)
 		}
 		assert.Equal(t, a.State, b.State, "step %d: state", i)
@@ -248,4 +251,40 @@ func TestHTML(t *testing.T) {
 	assert.Equal(t, 2, strings.Count(page, "</script>"), "the data cannot close its script element")
 	assert.Contains(t, page, `"title":"\u003c/script\u003e\u003cb\u003e"`)
 	assert.NotContains(t, page, "{{")
+}
+
+// TestHTMLCompressed checks that a long run's data is gzipped in base64,
+// and holds the run.
+func TestHTMLCompressed(t *testing.T) {
+	st := session.NewMemory()
+	_, err := runtime.Run(t.Context(), script(), agent, runtime.Config{Store: st, SessionID: "big"})
+	require.NoError(t, err)
+	run, err := viewer.FromStore(t.Context(), st, "big")
+	require.NoError(t, err)
+	run.Notes = append(run.Notes, strings.Repeat("a long note ", 60000)) // 720 KB
+	var b bytes.Buffer
+	require.NoError(t, viewer.HTML(&b, run))
+	m := regexp.MustCompile(`<script id="run-data" type="application/json" data-encoding="gzip-base64">([^<]*)</script>`).FindSubmatch(b.Bytes())
+	require.NotNil(t, m, "the data is compressed")
+	assert.Less(t, b.Len(), 100_000)
+	z, err := base64.StdEncoding.DecodeString(string(m[1]))
+	require.NoError(t, err)
+	zr, err := gzip.NewReader(bytes.NewReader(z))
+	require.NoError(t, err)
+	var got struct {
+		Title string   `json:"title"`
+		Notes []string `json:"notes"`
+		Steps []struct {
+			N     int               `json:"n"`
+			Set   map[string]string `json:"set"`
+			Calls []struct {
+				Res *int `json:"res"`
+			} `json:"calls"`
+		} `json:"steps"`
+	}
+	require.NoError(t, json.NewDecoder(zr).Decode(&got))
+	assert.Equal(t, "big", got.Title)
+	require.Len(t, got.Steps, 4)
+	assert.Equal(t, map[string]string{"count": "2"}, got.Steps[1].Set, "a step's data holds the keys it changed")
+	require.NotNil(t, got.Steps[0].Calls[0].Res, "a call's result is a message of the pool")
 }

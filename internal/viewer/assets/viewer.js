@@ -1,9 +1,28 @@
 // The step viewer: reads the run embedded in #run-data and renders the
 // token chart, the timeline of steps and the selected step. No framework,
 // no build step. Everything the page shows comes from the embedded JSON.
+// The data is JSON, or for a long run JSON gzipped in base64
+// (data-encoding="gzip-base64"), which the browser inflates itself.
 (function () {
   "use strict";
-  var run = JSON.parse(document.getElementById("run-data").textContent);
+  var t0 = performance.now();
+  var node = document.getElementById("run-data");
+  if (node.getAttribute("data-encoding") !== "gzip-base64") {
+    show(JSON.parse(node.textContent), t0);
+    return;
+  }
+  var bin = atob(node.textContent.trim()), bytes = new Uint8Array(bin.length);
+  for (var i = 0; i < bin.length; i++) { bytes[i] = bin.charCodeAt(i); }
+  new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"))).text().then(function (text) {
+    show(JSON.parse(text), t0);
+  }, function (err) {
+    document.getElementById("detail").textContent = "cannot read the page's data: " + err;
+  });
+})();
+
+function show(run, t0) {
+  "use strict";
+  var tParsed = performance.now();
   var steps = run.steps || [];
   var pool = run.messages || [];
   var selected = -1;
@@ -27,31 +46,33 @@
   function isCommit(s) { return (s.commits || []).length > 0; }
 
   // Chart: input tokens per step, the cached prefix and the new tokens
-  // stacked, commits and compactions marked above the bars.
+  // stacked (one path each, so that a long run costs two elements, not two
+  // a step), commits and compactions marked above the bars.
   function drawChart() {
     var svg = el("chart");
-    var w = svg.clientWidth || 800, h = 130, top = 14, bottom = 4;
+    var w = Math.max(document.documentElement.clientWidth - 32, 200), h = 130, top = 14, bottom = 4;
     var max = 1;
     steps.forEach(function (s) { if (s.input > max) { max = s.input; } });
     var n = Math.max(steps.length, 1), bw = w / n, gap = bw > 4 ? 1 : 0;
-    var scale = (h - top - bottom) / max;
-    var parts = [];
+    var scale = (h - top - bottom) / max, wd = Math.max(bw - gap, 0.5).toFixed(2);
+    var pre = [], fresh = [], commits = [], parts = [];
     steps.forEach(function (s, i) {
-      var x = (i * bw).toFixed(2), wd = Math.max(bw - gap, 0.5).toFixed(2);
-      var prefix = Math.min(s.prefix || 0, s.input || 0), fresh = (s.input || 0) - prefix;
-      var hp = prefix * scale, hn = fresh * scale;
-      var title = "step " + s.n + ": " + (s.input || 0) + " input tokens, " + prefix + " cached prefix, " + fresh + " new";
-      parts.push('<rect class="prefix" data-n="' + i + '" x="' + x + '" y="' + (h - bottom - hp).toFixed(2) + '" width="' + wd + '" height="' + hp.toFixed(2) + '"><title>' + esc(title) + "</title></rect>");
-      parts.push('<rect class="new" data-n="' + i + '" x="' + x + '" y="' + (h - bottom - hp - hn).toFixed(2) + '" width="' + wd + '" height="' + hn.toFixed(2) + '"><title>' + esc(title) + "</title></rect>");
-      if (isCommit(s)) {
-        var cx = (i * bw + bw / 2).toFixed(2);
-        var cls = isCompaction(s) ? "marker compaction" : "marker commit";
-        parts.push('<line class="' + cls + '" data-n="' + i + '" x1="' + cx + '" x2="' + cx + '" y1="0" y2="' + (isCompaction(s) ? h : top - 2) + '"><title>step ' + s.n + (isCompaction(s) ? ": compaction" : ": commit") + "</title></line>");
+      var x = (i * bw).toFixed(2);
+      var prefix = Math.min(s.prefix || 0, s.input || 0), hp = prefix * scale, hn = ((s.input || 0) - prefix) * scale;
+      if (hp > 0) { pre.push("M" + x + " " + (h - bottom - hp).toFixed(2) + "h" + wd + "v" + hp.toFixed(2) + "h-" + wd + "z"); }
+      if (hn > 0) { fresh.push("M" + x + " " + (h - bottom - hp - hn).toFixed(2) + "h" + wd + "v" + hn.toFixed(2) + "h-" + wd + "z"); }
+      var cx = (i * bw + bw / 2).toFixed(2);
+      if (isCompaction(s)) {
+        parts.push('<line class="marker compaction" data-n="' + i + '" x1="' + cx + '" x2="' + cx + '" y1="0" y2="' + h + '"><title>step ' + s.n + ": compaction</title></line>");
+      } else if (isCommit(s)) {
+        commits.push("M" + cx + " 0v" + (top - 2));
       }
     });
-    parts.push('<rect class="cursor" id="cursor" x="-10" y="0" width="' + Math.max(bw, 2).toFixed(2) + '" height="' + h + '" pointer-events="none"></rect>');
     svg.setAttribute("viewBox", "0 0 " + w + " " + h);
-    svg.innerHTML = parts.join("");
+    svg.innerHTML = '<path class="prefix" d="' + pre.join("") + '"></path><path class="new" d="' + fresh.join("") + '"></path>' +
+      '<path class="marker commit" d="' + commits.join("") + '"></path>' + parts.join("") +
+      '<rect class="cursor" id="cursor" x="-10" y="0" width="' + Math.max(bw, 2).toFixed(2) + '" height="' + h + '" pointer-events="none"></rect>';
+    svg.setAttribute("data-bar", bw);
   }
 
   // Timeline: one entry a step.
@@ -136,6 +157,7 @@
     if ((s.calls || []).length) {
       h += '<h3>Tool calls</h3><table class="calls"><tr><th>call</th><th>arguments</th><th>result</th><th>time</th></tr>';
       s.calls.forEach(function (c) {
+        if (c.res != null) { c.result = (pool[c.res] || {}).content; }
         h += '<tr class="call"><td>' + esc(c.id) + "<br><b>" + esc(c.name) + "</b></td><td><pre>" + esc(c.args) + "</pre></td><td>" +
           (c.is_error ? '<b class="damage">error</b>' : "") + "<pre>" + esc(c.result) + "</pre>" +
           (c.error ? '<div class="damage">Go error: ' + esc(c.error) + "</div>" : "") + "</td><td>" + (c.ms ? c.ms.toFixed(1) + " ms" : "") + "</td></tr>";
@@ -164,6 +186,34 @@
     return h;
   }
 
+  // stateAt rebuilds the state after top-level step i from the keys each
+  // step set and removed; before is the state after the step before (null
+  // when unknown).
+  function stateAt(i) {
+    var st = null, prev = null;
+    for (var j = 0; j <= i; j++) {
+      var s = steps[j];
+      if (!s.has_state) { st = null; continue; }
+      prev = st;
+      var del = s.del || [];
+      st = Object.assign({}, del[0] === "*" ? {} : st || {});
+      del.forEach(function (k) { delete st[k]; });
+      Object.keys(s.set || {}).forEach(function (k) { st[k] = s.set[k]; });
+    }
+    return { state: st, before: prev };
+  }
+
+  function changes(before, after) {
+    var out = [];
+    Object.keys(after).sort().forEach(function (k) {
+      if (!before || before[k] !== after[k]) { out.push({ key: k, before: before ? before[k] : undefined, after: after[k] }); }
+    });
+    Object.keys(before || {}).sort().forEach(function (k) {
+      if (!(k in after)) { out.push({ key: k, before: before[k] }); }
+    });
+    return out;
+  }
+
   function agentAt(path) {
     // path: "a0" / "a0s1a2": agent k of the selected step, its step j, …
     var s = steps[selected], a = null, re = /([as])(\d+)/g, m;
@@ -173,22 +223,27 @@
     return a;
   }
 
-  function select(i) {
+  function select(i, quiet) {
     if (i < 0 || i >= steps.length) { return; }
     var tl = el("timeline");
     var old = tl.querySelector("li.selected");
     if (old) { old.classList.remove("selected"); }
     var li = tl.children[i];
     li.classList.add("selected");
-    if (li.scrollIntoViewIfNeeded) { li.scrollIntoViewIfNeeded(false); } else { li.scrollIntoView({ block: "nearest" }); }
+    if (!quiet) { li.scrollIntoView({ block: "nearest" }); }
     selected = i;
     var s = steps[i];
+    if (s.has_state) {
+      var sc = stateAt(i);
+      s.state = sc.state;
+      s.changes = changes(sc.before, sc.state);
+    }
     el("detail").innerHTML = '<div class="nav"><button id="prev">◀ step</button><button id="next">step ▶</button></div>' +
       '<h2 id="step-title">Step ' + s.n + (s.label ? " (" + esc(s.label) + ")" : "") + "</h2>" + stepHTML(s, "");
     el("prev").onclick = function () { select(selected - 1); };
     el("next").onclick = function () { select(selected + 1); };
-    var cur = el("cursor"), bar = el("chart").querySelector('rect.prefix[data-n="' + i + '"]');
-    if (cur && bar) { cur.setAttribute("x", bar.getAttribute("x")); }
+    var cur = el("cursor");
+    if (cur) { cur.setAttribute("x", (i * +el("chart").getAttribute("data-bar")).toFixed(2)); }
     if (location.hash !== "#step-" + s.n) { history.replaceState(null, "", "#step-" + s.n); }
   }
 
@@ -210,8 +265,12 @@
     if (li) { select(+li.getAttribute("data-n")); }
   });
   el("chart").addEventListener("click", function (ev) {
-    var n = ev.target.getAttribute && ev.target.getAttribute("data-n");
-    if (n !== null && n !== undefined) { select(+n); }
+    var r = el("chart").getBoundingClientRect();
+    select(Math.min(steps.length - 1, Math.floor((ev.clientX - r.left) / r.width * steps.length)));
+  });
+  el("chart").addEventListener("mousemove", function (ev) {
+    var r = el("chart").getBoundingClientRect(), s = steps[Math.floor((ev.clientX - r.left) / r.width * steps.length)];
+    if (s) { el("chart").setAttribute("title", "step " + s.n + ": " + (s.input || 0) + " input tokens, " + (s.prefix || 0) + " cached prefix"); }
   });
   document.addEventListener("keydown", function (ev) {
     if (ev.key === "ArrowDown" || ev.key === "j") { select(selected + 1); ev.preventDefault(); }
@@ -220,9 +279,14 @@
   window.addEventListener("resize", function () { drawChart(); if (selected >= 0) { var i = selected; selected = -1; select(i); } });
 
   drawChart();
+  var tChart = performance.now();
   drawTimeline();
+  var tTimeline = performance.now();
   var start = 0, m = /^#step-(\d+)$/.exec(location.hash);
   if (m) { steps.forEach(function (s, i) { if (s.n === +m[1]) { start = i; } }); }
-  if (steps.length) { select(start); } else { el("detail").innerHTML = '<p class="muted">no steps</p>'; }
+  if (steps.length) { select(start, start === 0); } else { el("detail").innerHTML = '<p class="muted">no steps</p>'; }
+  // When the page was ready, in ms since navigation began (for tests).
+  window.repromptViewer = { readyMs: performance.now(), steps: steps.length,
+    scriptMs: t0, parseMs: tParsed - t0, chartMs: tChart - tParsed, timelineMs: tTimeline - tChart };
   document.body.setAttribute("data-ready", "1");
-})();
+}
