@@ -28,24 +28,17 @@ var (
 // changes, reply, tool calls, state changes and sub-agents). The page loads
 // nothing else.
 func HTML(w io.Writer, run *Run) error {
-	data, err := json.Marshal(pageOf(run)) // escapes <, > and &: safe inside <script>
+	pg := pageOf(run)
+	data, enc, err := encodeData(pg)
 	if err != nil {
 		return err
 	}
-	encoding := "json"
-	if len(data) > compressAbove {
-		// A long run's data, gzipped and in base64: a page a few times
-		// smaller, which the browser reads that much faster.
-		var z bytes.Buffer
-		zw, _ := gzip.NewWriterLevel(&z, gzip.BestSpeed)
-		zw.Write(data)
-		if err := zw.Close(); err != nil {
-			return err
-		}
-		data, encoding = []byte(base64.StdEncoding.EncodeToString(z.Bytes())), "gzip-base64"
+	msgs, menc, err := encodeData(run.Messages)
+	if err != nil {
+		return err
 	}
 	var b bytes.Buffer
-	b.Grow(len(pageHTML) + len(pageCSS) + len(pageJS) + len(data))
+	b.Grow(len(pageHTML) + len(pageCSS) + len(pageJS) + len(data) + len(msgs))
 	rest := pageHTML
 	for {
 		i := strings.Index(rest, "{{")
@@ -64,9 +57,13 @@ func HTML(w io.Writer, run *Run) error {
 		case "{{JS}}":
 			b.WriteString(pageJS)
 		case "{{ENCODING}}":
-			b.WriteString(encoding)
+			b.WriteString(enc)
 		case "{{DATA}}":
 			b.Write(data)
+		case "{{MESSAGES_ENCODING}}":
+			b.WriteString(menc)
+		case "{{MESSAGES}}":
+			b.Write(msgs)
 		default:
 			b.WriteString(rest[:j+2])
 		}
@@ -76,17 +73,41 @@ func HTML(w io.Writer, run *Run) error {
 	return err
 }
 
+// encodeData returns v as JSON, or gzipped in base64 when the JSON is
+// larger than compressAbove, and the encoding's name for the page.
+func encodeData(v any) ([]byte, string, error) {
+	data, err := json.Marshal(v) // escapes <, > and &: safe inside <script>
+	if err != nil {
+		return nil, "", err
+	}
+	if len(data) <= compressAbove {
+		return data, "json", nil
+	}
+	// A long run's data, gzipped and in base64: a page several times
+	// smaller, which the browser reads that much faster.
+	var z bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&z, gzip.BestSpeed)
+	zw.Write(data)
+	if err := zw.Close(); err != nil {
+		return nil, "", err
+	}
+	return []byte(base64.StdEncoding.EncodeToString(z.Bytes())), "gzip-base64", nil
+}
+
 // compressAbove is the size of the data above which a page holds it
 // gzipped: below it the data stays readable JSON.
 const compressAbove = 512 << 10
 
-// page is the run as the page reads it: each top-level step's state as the
+// page is the run as the page reads it, without its messages (which the
+// page holds apart, and reads after it drew the timeline), with each
+// top-level step's state as the
 // keys it set and removed, not the whole state again (the script rebuilds
 // the state of a step from those of the steps before it), so that a long
 // run whose state holds large values does not repeat them at every step.
 type page struct {
 	*Run
-	Steps []pageStep `json:"steps"`
+	Messages *struct{}  `json:"messages,omitempty"` // nil: hides Run.Messages
+	Steps    []pageStep `json:"steps"`
 }
 
 type pageStep struct {

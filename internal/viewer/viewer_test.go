@@ -248,7 +248,7 @@ func TestHTML(t *testing.T) {
 	require.NoError(t, viewer.HTML(&b, run))
 	page := b.String()
 	assert.Contains(t, page, "<title>&lt;/script&gt;&lt;b&gt; · reprompt</title>")
-	assert.Equal(t, 2, strings.Count(page, "</script>"), "the data cannot close its script element")
+	assert.Equal(t, 3, strings.Count(page, "</script>"), "the data cannot close its script elements")
 	assert.Contains(t, page, `"title":"\u003c/script\u003e\u003cb\u003e"`)
 	assert.NotContains(t, page, "{{")
 }

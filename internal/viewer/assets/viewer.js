@@ -1,21 +1,26 @@
 // The step viewer: reads the run embedded in #run-data and renders the
 // token chart, the timeline of steps and the selected step. No framework,
 // no build step. Everything the page shows comes from the embedded JSON.
-// The data is JSON, or for a long run JSON gzipped in base64
-// (data-encoding="gzip-base64"), which the browser inflates itself.
+// The data is in two elements, the steps (#run-data) and the messages they
+// refer to (#run-messages), each JSON or, for a long run, JSON gzipped in
+// base64 (data-encoding="gzip-base64") that the browser inflates itself.
+// The timeline is drawn from the steps; the messages are read after it.
 (function () {
   "use strict";
   var t0 = performance.now();
-  var node = document.getElementById("run-data");
-  if (node.getAttribute("data-encoding") !== "gzip-base64") {
-    show(JSON.parse(node.textContent), t0);
-    return;
+  function decode(id) {
+    var node = document.getElementById(id);
+    if (node.getAttribute("data-encoding") !== "gzip-base64") {
+      return Promise.resolve(JSON.parse(node.textContent));
+    }
+    var bin = atob(node.textContent.trim()), bytes = new Uint8Array(bin.length);
+    for (var i = 0; i < bin.length; i++) { bytes[i] = bin.charCodeAt(i); }
+    return new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"))).text().then(JSON.parse);
   }
-  var bin = atob(node.textContent.trim()), bytes = new Uint8Array(bin.length);
-  for (var i = 0; i < bin.length; i++) { bytes[i] = bin.charCodeAt(i); }
-  new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"))).text().then(function (text) {
-    show(JSON.parse(text), t0);
-  }, function (err) {
+  decode("run-data").then(function (run) {
+    var view = show(run, t0);
+    return decode("run-messages").then(view.messages);
+  }).catch(function (err) {
     document.getElementById("detail").textContent = "cannot read the page's data: " + err;
   });
 })();
@@ -24,7 +29,7 @@ function show(run, t0) {
   "use strict";
   var tParsed = performance.now();
   var steps = run.steps || [];
-  var pool = run.messages || [];
+  var pool = null; // the messages, once read
   var selected = -1;
 
   function esc(s) {
@@ -224,7 +229,7 @@ function show(run, t0) {
   }
 
   function select(i, quiet) {
-    if (i < 0 || i >= steps.length) { return; }
+    if (i < 0 || i >= steps.length || !pool) { return; }
     var tl = el("timeline");
     var old = tl.querySelector("li.selected");
     if (old) { old.classList.remove("selected"); }
@@ -282,11 +287,17 @@ function show(run, t0) {
   var tChart = performance.now();
   drawTimeline();
   var tTimeline = performance.now();
-  var start = 0, m = /^#step-(\d+)$/.exec(location.hash);
-  if (m) { steps.forEach(function (s, i) { if (s.n === +m[1]) { start = i; } }); }
-  if (steps.length) { select(start, start === 0); } else { el("detail").innerHTML = '<p class="muted">no steps</p>'; }
-  // When the page was ready, in ms since navigation began (for tests).
+  // When the timeline was drawn, in ms since navigation began (for tests).
   window.repromptViewer = { readyMs: performance.now(), steps: steps.length,
     scriptMs: t0, parseMs: tParsed - t0, chartMs: tChart - tParsed, timelineMs: tTimeline - tChart };
-  document.body.setAttribute("data-ready", "1");
+  return {
+    messages: function (p) {
+      pool = p || [];
+      var start = 0, m = /^#step-(\d+)$/.exec(location.hash);
+      if (m) { steps.forEach(function (s, i) { if (s.n === +m[1]) { start = i; } }); }
+      if (steps.length) { select(start, start === 0); } else { el("detail").innerHTML = '<p class="muted">no steps</p>'; }
+      window.repromptViewer.detailMs = performance.now();
+      document.body.setAttribute("data-ready", "1");
+    }
+  };
 }
