@@ -99,7 +99,10 @@ function show(run, t0) {
   function message(i, cls) {
     var m = pool[i] || {};
     var head = m.role + (m.call_id ? " " + m.call_id : "") + (m.name ? " " + m.name : "") + (m.is_error ? " (error)" : "");
-    var meta = m.meta ? " " + Object.keys(m.meta).sort().map(function (k) { return k + "=" + m.meta[k]; }).join(" ") : "";
+    var meta = m.meta ? " " + Object.keys(m.meta).sort().map(function (k) {
+      var v = String(m.meta[k]);
+      return k + "=" + (v.length > 60 ? v.slice(0, 60) + "…" : v);
+    }).join(" ") : "";
     var body = "";
     if (m.reasoning) { body += '<pre class="muted">' + esc(m.reasoning) + "</pre>"; }
     if (m.content) { body += "<pre>" + esc(m.content) + "</pre>"; }
