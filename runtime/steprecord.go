@@ -1,7 +1,7 @@
 package runtime
 
 import (
-	"hash/fnv"
+	"slices"
 	"strconv"
 	"time"
 
@@ -18,6 +18,14 @@ type stepRecorder struct {
 	commits []session.CommitRecord
 	calls   []time.Duration // by call of the reply, for the step under way
 	record  *session.StepRecord
+	// Reused from step to step: a store encodes the record during Save
+	// and keeps none of it.
+	buf       session.StepRecord
+	callBuf   []session.CallRecord
+	system    string // the last system prompt, and its id
+	systemID  string
+	tools     []ToolSpec // the last request's tools, and their names
+	toolNames []string
 }
 
 // begin starts the record of a step.
@@ -53,9 +61,11 @@ func (sr *stepRecorder) end(rec *Step) {
 	if !sr.on {
 		return
 	}
-	sr.record = recordOf(rec, sr.calls)
+	sr.buf = session.StepRecord{}
+	fillRecord(&sr.buf, rec, sr.calls, sr)
+	sr.record = &sr.buf
 	if len(sr.commits) > 0 {
-		sr.record.Commits = append([]session.CommitRecord(nil), sr.commits...)
+		sr.record.Commits = sr.commits
 	}
 	sr.record.DurationNS = int64(time.Since(sr.start))
 }
@@ -70,7 +80,16 @@ func (sr *stepRecorder) take() *session.StepRecord {
 // recordOf returns the session record of rec; durs are the durations of
 // its calls, by index, where known.
 func recordOf(rec *Step, durs []time.Duration) *session.StepRecord {
-	out := &session.StepRecord{
+	out := &session.StepRecord{}
+	fillRecord(out, rec, durs, nil)
+	return out
+}
+
+// fillRecord sets out to the record of rec. With sr, it reuses sr's
+// buffers and the names and ids of the previous step's tools and system
+// prompt when they did not change.
+func fillRecord(out *session.StepRecord, rec *Step, durs []time.Duration, sr *stepRecorder) {
+	*out = session.StepRecord{
 		Version:      session.RecordVersion,
 		Step:         rec.Number,
 		Effects:      rec.Effects,
@@ -89,23 +108,40 @@ func recordOf(rec *Step, durs []time.Duration) *session.StepRecord {
 		out.Reminded = refStrings(rec.Reminded)
 	}
 	if req := rec.Request; req != nil {
-		if len(req.Tools) > 0 {
+		switch {
+		case len(req.Tools) == 0:
+		case sr != nil && sameToolSlice(sr.tools, req.Tools):
+			out.Tools = sr.toolNames
+		default:
 			out.Tools = make([]string, len(req.Tools))
 			for i, t := range req.Tools {
 				out.Tools[i] = t.Name
 			}
+			if sr != nil {
+				sr.tools, sr.toolNames = req.Tools, out.Tools
+			}
 		}
-		if req.System != "" {
-			h := fnv.New64a()
-			h.Write([]byte(req.System))
-			out.System = strconv.FormatUint(h.Sum64(), 16)
+		switch {
+		case req.System == "":
+		case sr != nil && sr.system == req.System:
+			out.System = sr.systemID
+		default:
+			out.System = systemID(req.System)
+			if sr != nil {
+				sr.system, sr.systemID = req.System, out.System
+			}
 		}
 	}
 	if reply := rec.Reply; reply != nil {
 		out.Usage = session.Usage{InputTokens: reply.Usage.InputTokens, OutputTokens: reply.Usage.OutputTokens, CachedTokens: reply.Usage.CachedTokens}
 		out.Finish = string(reply.FinishReason)
 		if calls := reply.Message.ToolCalls; len(calls) > 0 {
-			out.Calls = make([]session.CallRecord, len(calls))
+			if sr != nil {
+				sr.callBuf = slices.Grow(sr.callBuf[:0], len(calls))[:len(calls)]
+				out.Calls = sr.callBuf
+			} else {
+				out.Calls = make([]session.CallRecord, len(calls))
+			}
 			for i, c := range calls {
 				cr := session.CallRecord{ID: c.ID, Name: c.Name}
 				if i < len(durs) {
@@ -138,5 +174,20 @@ func recordOf(rec *Step, durs []time.Duration) *session.StepRecord {
 		}
 		out.Agents = append(out.Agents, ar)
 	}
-	return out
+}
+
+// sameToolSlice reports whether a and b are the same slice: the renderer
+// reuses the tools of a request while they do not change.
+func sameToolSlice(a, b []ToolSpec) bool {
+	return len(a) == len(b) && len(a) > 0 && &a[0] == &b[0]
+}
+
+// systemID returns the FNV-1a hash of a system prompt, in hex.
+func systemID(s string) string {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= 1099511628211
+	}
+	return strconv.FormatUint(h, 16)
 }
