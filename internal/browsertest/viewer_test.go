@@ -70,7 +70,7 @@ func command(t *testing.T, want int, name string, args ...string) string {
 // sessions builds the command and the examples, and writes the viewer's
 // pages: the default strategy of examples/longsession (320 steps, and
 // 1000), and examples/resumable crashed in step 3 and resumed.
-type pages struct{ long, long1000, resumable string }
+type pages struct{ long, long1000, resumable, agents string }
 
 func makePages(t *testing.T) pages {
 	t.Helper()
@@ -84,10 +84,11 @@ func makePages(t *testing.T) pages {
 	command(t, 0, bin("longsession"), "-only", "default", "-cached", "0.1", "-steps", "1000", "-store", long1000)
 	command(t, 3, bin("resumable"), "-db", res, "-session", "demo", "-crash-at", "3")
 	command(t, 0, bin("resumable"), "-db", res, "-session", "demo")
-	p := pages{filepath.Join(dir, "long.html"), filepath.Join(dir, "long1000.html"), filepath.Join(dir, "resumable.html")}
+	p := pages{filepath.Join(dir, "long.html"), filepath.Join(dir, "long1000.html"), filepath.Join(dir, "resumable.html"), filepath.Join(dir, "agents.html")}
 	command(t, 0, bin("reprompt"), "--store", "sqlite:"+long, "view", "default-0.1", "-o", p.long)
 	command(t, 0, bin("reprompt"), "--store", "sqlite:"+long1000, "view", "default-0.1", "-o", p.long1000)
 	command(t, 0, bin("reprompt"), "--store", "sqlite:"+res, "view", "demo", "-o", p.resumable)
+	command(t, 0, bin("reprompt"), "view", "snapshots/testdata/TestSubAgentSteps.txtar", "-o", p.agents)
 	return p
 }
 
@@ -212,6 +213,23 @@ func TestViewer(t *testing.T) {
 		)
 		if call := text(`#detail table.calls tr.call`); !strings.Contains(call, "count_words") {
 			t.Errorf("the tool call of step 0 reads %q, want count_words", call)
+		}
+	})
+
+	t.Run("sub-agent", func(t *testing.T) {
+		do(t, ctx, "open a golden file's page", chromedp.Navigate("file://"+p.agents), chromedp.WaitVisible(css(`#step-title`)))
+		if summary := text(`#detail details.agent summary`); !strings.HasPrefix(summary, "sub-agent researcher (call call_1): 2 steps") {
+			t.Errorf("the sub-agent reads %q", summary)
+		}
+		do(t, ctx, "expand the sub-agent in place",
+			chromedp.Click(css(`#detail details.agent summary`)),
+			chromedp.WaitVisible(css(`#detail details.agent .substep table.calls tr.call`)),
+		)
+		if n := count(`#detail details.agent .substep`); n != 2 {
+			t.Errorf("the expanded sub-agent shows %d steps, want 2", n)
+		}
+		if call := text(`#detail details.agent .substep table.calls tr.call`); !strings.Contains(call, "note") {
+			t.Errorf("the sub-agent's first call reads %q, want its note", call)
 		}
 	})
 
