@@ -28,17 +28,16 @@ var (
 // changes, reply, tool calls, state changes and sub-agents). The page loads
 // nothing else.
 func HTML(w io.Writer, run *Run) error {
-	pg := pageOf(run)
-	data, enc, err := encodeData(pg)
+	data, enc, err := encodeData(summaryOf(run))
 	if err != nil {
 		return err
 	}
-	msgs, menc, err := encodeData(run.Messages)
+	detail, denc, err := encodeData(detailOf(run))
 	if err != nil {
 		return err
 	}
 	var b bytes.Buffer
-	b.Grow(len(pageHTML) + len(pageCSS) + len(pageJS) + len(data) + len(msgs))
+	b.Grow(len(pageHTML) + len(pageCSS) + len(pageJS) + len(data) + len(detail))
 	rest := pageHTML
 	for {
 		i := strings.Index(rest, "{{")
@@ -60,10 +59,10 @@ func HTML(w io.Writer, run *Run) error {
 			b.WriteString(enc)
 		case "{{DATA}}":
 			b.Write(data)
-		case "{{MESSAGES_ENCODING}}":
-			b.WriteString(menc)
-		case "{{MESSAGES}}":
-			b.Write(msgs)
+		case "{{DETAIL_ENCODING}}":
+			b.WriteString(denc)
+		case "{{DETAIL}}":
+			b.Write(detail)
 		default:
 			b.WriteString(rest[:j+2])
 		}
@@ -98,16 +97,58 @@ func encodeData(v any) ([]byte, string, error) {
 // gzipped: below it the data stays readable JSON.
 const compressAbove = 512 << 10
 
-// page is the run as the page reads it, without its messages (which the
-// page holds apart, and reads after it drew the timeline), with each
-// top-level step's state as the
-// keys it set and removed, not the whole state again (the script rebuilds
-// the state of a step from those of the steps before it), so that a long
-// run whose state holds large values does not repeat them at every step.
-type page struct {
-	*Run
-	Messages *struct{}  `json:"messages,omitempty"` // nil: hides Run.Messages
+// summary is what the page draws first, before it reads the rest: the
+// run's title and notes, and per step what the chart and the timeline show.
+type summary struct {
+	Title  string        `json:"title"`
+	Source string        `json:"source"`
+	Notes  []string      `json:"notes,omitempty"`
+	Done   bool          `json:"done"`
+	Error  string        `json:"error,omitempty"`
+	Steps  []stepSummary `json:"steps"`
+}
+
+type stepSummary struct {
+	N          int    `json:"n"`
+	Input      int    `json:"input,omitempty"`
+	Prefix     int    `json:"prefix,omitempty"`
+	Commit     bool   `json:"commit,omitempty"`
+	Compaction bool   `json:"compaction,omitempty"`
+	Damage     bool   `json:"damage,omitempty"`
+	What       string `json:"what,omitempty"` // the tools called, "answer", or the step's label
+}
+
+func summaryOf(run *Run) *summary {
+	sm := &summary{Title: run.Title, Source: run.Source, Notes: run.Notes, Done: run.Done, Error: run.Error, Steps: make([]stepSummary, len(run.Steps))}
+	for i, s := range run.Steps {
+		ss := stepSummary{N: s.Number, Input: s.InputTokens, Prefix: s.PrefixTokens, Commit: len(s.Commits) > 0, Compaction: s.Compaction, Damage: s.Damage != ""}
+		switch {
+		case s.Label != "":
+			ss.What = s.Label
+		case len(s.Calls) > 0:
+			names := make([]string, len(s.Calls))
+			for j, c := range s.Calls {
+				names[j] = c.Name
+			}
+			ss.What = strings.Join(names, ", ")
+		case s.Reply >= 0:
+			ss.What = "answer"
+		}
+		sm.Steps[i] = ss
+	}
+	return sm
+}
+
+// detail is what the page reads once it has drawn the timeline: the steps
+// in full and the messages they refer to. Each top-level step's state is
+// given as the keys it set and removed, not the whole state again (the
+// script rebuilds the state of a step from those of the steps before it),
+// so that a long run whose state holds large values does not repeat them
+// at every step; a tool call's result that is a message of the pool is
+// given by its index.
+type detail struct {
 	Steps    []pageStep `json:"steps"`
+	Messages []Message  `json:"messages"`
 }
 
 type pageStep struct {
@@ -128,8 +169,11 @@ type pageCall struct {
 	Res    *int    `json:"res,omitempty"`
 }
 
-func pageOf(run *Run) *page {
-	p := &page{Run: run, Steps: make([]pageStep, len(run.Steps))}
+func detailOf(run *Run) *detail {
+	p := &detail{Messages: run.Messages, Steps: make([]pageStep, len(run.Steps))}
+	if p.Messages == nil {
+		p.Messages = []Message{}
+	}
 	var prev map[string]string
 	for i, s := range run.Steps {
 		ps := pageStep{Step: s, HasState: s.State != nil}

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -253,9 +254,10 @@ func TestHTML(t *testing.T) {
 	assert.NotContains(t, page, "{{")
 }
 
-// TestHTMLCompressed checks that a long run's data is gzipped in base64,
-// and holds the run.
-func TestHTMLCompressed(t *testing.T) {
+// TestHTMLData checks the page's two data elements: what the timeline
+// shows, and the steps in full with their messages, each gzipped in base64
+// when large.
+func TestHTMLData(t *testing.T) {
 	st := session.NewMemory()
 	_, err := runtime.Run(t.Context(), script(), agent, runtime.Config{Store: st, SessionID: "big"})
 	require.NoError(t, err)
@@ -264,16 +266,26 @@ func TestHTMLCompressed(t *testing.T) {
 	run.Notes = append(run.Notes, strings.Repeat("a long note ", 60000)) // 720 KB
 	var b bytes.Buffer
 	require.NoError(t, viewer.HTML(&b, run))
-	m := regexp.MustCompile(`<script id="run-data" type="application/json" data-encoding="gzip-base64">([^<]*)</script>`).FindSubmatch(b.Bytes())
-	require.NotNil(t, m, "the data is compressed")
-	assert.Less(t, b.Len(), 100_000)
-	z, err := base64.StdEncoding.DecodeString(string(m[1]))
-	require.NoError(t, err)
-	zr, err := gzip.NewReader(bytes.NewReader(z))
-	require.NoError(t, err)
-	var got struct {
+	assert.Less(t, b.Len(), 100_000, "compressed")
+
+	var sum struct {
 		Title string   `json:"title"`
 		Notes []string `json:"notes"`
+		Steps []struct {
+			N          int    `json:"n"`
+			Input      int    `json:"input"`
+			Compaction bool   `json:"compaction"`
+			What       string `json:"what"`
+		} `json:"steps"`
+	}
+	pageData(t, b.Bytes(), "run-data", "gzip-base64", &sum)
+	assert.Equal(t, "big", sum.Title)
+	require.Len(t, sum.Steps, 4)
+	assert.Equal(t, "researcher", sum.Steps[2].What)
+	assert.True(t, sum.Steps[2].Compaction)
+	assert.Equal(t, run.Steps[1].InputTokens, sum.Steps[1].Input)
+
+	var det struct {
 		Steps []struct {
 			N     int               `json:"n"`
 			Set   map[string]string `json:"set"`
@@ -281,10 +293,29 @@ func TestHTMLCompressed(t *testing.T) {
 				Res *int `json:"res"`
 			} `json:"calls"`
 		} `json:"steps"`
+		Messages []viewer.Message `json:"messages"`
 	}
-	require.NoError(t, json.NewDecoder(zr).Decode(&got))
-	assert.Equal(t, "big", got.Title)
-	require.Len(t, got.Steps, 4)
-	assert.Equal(t, map[string]string{"count": "2"}, got.Steps[1].Set, "a step's data holds the keys it changed")
-	require.NotNil(t, got.Steps[0].Calls[0].Res, "a call's result is a message of the pool")
+	pageData(t, b.Bytes(), "run-detail", "json", &det)
+	require.Len(t, det.Steps, 4)
+	assert.Equal(t, map[string]string{"count": "2"}, det.Steps[1].Set, "a step's data holds the keys it changed")
+	require.NotNil(t, det.Steps[0].Calls[0].Res, "a call's result is a message of the pool")
+	assert.Equal(t, "1", det.Messages[*det.Steps[0].Calls[0].Res].Content)
+}
+
+// pageData decodes the data element id of a page, checking its encoding.
+func pageData(t *testing.T, page []byte, id, encoding string, v any) {
+	t.Helper()
+	m := regexp.MustCompile(`<script id="` + id + `" type="application/json" data-encoding="([a-z0-9-]+)">([^<]*)</script>`).FindSubmatch(page)
+	require.NotNil(t, m, "the page has no %s", id)
+	require.Equal(t, encoding, string(m[1]), id)
+	data := m[2]
+	if encoding == "gzip-base64" {
+		z, err := base64.StdEncoding.DecodeString(string(data))
+		require.NoError(t, err)
+		zr, err := gzip.NewReader(bytes.NewReader(z))
+		require.NoError(t, err)
+		data, err = io.ReadAll(zr)
+		require.NoError(t, err)
+	}
+	require.NoError(t, json.Unmarshal(data, v))
 }

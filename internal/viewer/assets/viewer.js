@@ -1,10 +1,11 @@
 // The step viewer: reads the run embedded in #run-data and renders the
 // token chart, the timeline of steps and the selected step. No framework,
 // no build step. Everything the page shows comes from the embedded JSON.
-// The data is in two elements, the steps (#run-data) and the messages they
-// refer to (#run-messages), each JSON or, for a long run, JSON gzipped in
-// base64 (data-encoding="gzip-base64") that the browser inflates itself.
-// The timeline is drawn from the steps; the messages are read after it.
+// The data is in two elements, each JSON or, when large, JSON gzipped in
+// base64 (data-encoding="gzip-base64") that the browser inflates itself:
+// #run-data, before this script, with what the chart and the timeline
+// show, drawn at once; #run-detail, after it, with the steps in full and
+// their messages, read once the document is parsed.
 (function () {
   "use strict";
   var t0 = performance.now();
@@ -17,12 +18,14 @@
     for (var i = 0; i < bin.length; i++) { bytes[i] = bin.charCodeAt(i); }
     return new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"))).text().then(JSON.parse);
   }
+  function fail(err) {
+    document.getElementById("detail").textContent = "cannot read the page's data: " + err;
+  }
   decode("run-data").then(function (run) {
     var view = show(run, t0);
-    return decode("run-messages").then(view.messages);
-  }).catch(function (err) {
-    document.getElementById("detail").textContent = "cannot read the page's data: " + err;
-  });
+    var rest = function () { decode("run-detail").then(view.detail).catch(fail); };
+    if (document.readyState === "loading") { document.addEventListener("DOMContentLoaded", rest); } else { rest(); }
+  }).catch(fail);
 })();
 
 function show(run, t0) {
@@ -47,8 +50,11 @@ function show(run, t0) {
   (run.notes || []).forEach(function (n) { notes += "<li>" + esc(n) + "</li>"; });
   el("notes").innerHTML = notes;
 
+  // steps are the summaries (chart, timeline); detail the steps in full,
+  // once read.
+  var detail = null;
   function isCompaction(s) { return !!s.compaction; }
-  function isCommit(s) { return (s.commits || []).length > 0; }
+  function isCommit(s) { return !!s.commit; }
 
   // Chart: input tokens per step, the cached prefix and the new tokens
   // stacked (one path each, so that a long run costs two elements, not two
@@ -88,8 +94,7 @@ function show(run, t0) {
       if (isCompaction(s)) { tags += '<span class="tag compaction">compaction</span>'; }
       else if (isCommit(s)) { tags += '<span class="tag commit">commit</span>'; }
       if (s.damage) { tags += '<span class="tag damage">!</span>'; }
-      var calls = (s.calls || []).map(function (c) { return c.name; }).join(", ");
-      var what = s.label ? s.label : calls ? calls : s.reply >= 0 ? "answer" : "";
+      var what = s.what || "";
       parts.push('<li class="step" data-n="' + i + '"><span class="num">' + s.n + "</span>" + tags +
         ' <span class="calls">' + esc(what) + "</span></li>");
     });
@@ -200,7 +205,7 @@ function show(run, t0) {
   function stateAt(i) {
     var st = null, prev = null;
     for (var j = 0; j <= i; j++) {
-      var s = steps[j];
+      var s = detail[j];
       if (!s.has_state) { st = null; continue; }
       prev = st;
       var del = s.del || [];
@@ -224,7 +229,7 @@ function show(run, t0) {
 
   function agentAt(path) {
     // path: "a0" / "a0s1a2": agent k of the selected step, its step j, …
-    var s = steps[selected], a = null, re = /([as])(\d+)/g, m;
+    var s = detail[selected], a = null, re = /([as])(\d+)/g, m;
     while ((m = re.exec(path))) {
       if (m[1] === "a") { a = s.agents[+m[2]]; } else { s = a.steps[+m[2]]; }
     }
@@ -240,7 +245,7 @@ function show(run, t0) {
     li.classList.add("selected");
     if (!quiet) { li.scrollIntoView({ block: "nearest" }); }
     selected = i;
-    var s = steps[i];
+    var s = detail[i];
     if (s.has_state) {
       var sc = stateAt(i);
       s.state = sc.state;
@@ -294,8 +299,9 @@ function show(run, t0) {
   window.repromptViewer = { readyMs: performance.now(), steps: steps.length,
     scriptMs: t0, parseMs: tParsed - t0, chartMs: tChart - tParsed, timelineMs: tTimeline - tChart };
   return {
-    messages: function (p) {
-      pool = p || [];
+    detail: function (d) {
+      detail = d.steps || [];
+      pool = d.messages || [];
       var start = 0, m = /^#step-(\d+)$/.exec(location.hash);
       if (m) { steps.forEach(function (s, i) { if (s.n === +m[1]) { start = i; } }); }
       if (steps.length) { select(start, start === 0); } else { el("detail").innerHTML = '<p class="muted">no steps</p>'; }
