@@ -207,6 +207,10 @@ func TestViewer(t *testing.T) {
 		if change := text(`#detail table.state tr.change`); !strings.Contains(change, "counts") || !strings.Contains(change, "→") {
 			t.Errorf("the state change of step 2 reads %q, want the counts before → after", change)
 		}
+		do(t, ctx, "step 3, interrupted by the crash and completed by the resume",
+			chromedp.Click(css(`#timeline li.step[data-n="3"]`)),
+			chromedp.WaitVisible(css(`#detail p.resumed`)),
+		)
 		do(t, ctx, "the tool calls of step 0",
 			chromedp.Click(css(`#timeline li.step[data-n="0"]`)),
 			chromedp.WaitVisible(css(`#detail table.calls tr.call`)),

@@ -110,7 +110,11 @@ type Step struct {
 	Summaries  int      `json:"summaries,omitempty"`
 	Agents     []*Agent `json:"agents,omitempty"`
 	DurationMS float64  `json:"ms,omitempty"`
-	Resumed    bool     `json:"resumed,omitempty"`
+	// Resumed reports a step interrupted by a crash after the model's reply
+	// and completed by a resume; Interrupted names its calls that got an
+	// "interrupted" result instead of running.
+	Resumed     bool     `json:"resumed,omitempty"`
+	Interrupted []string `json:"interrupted,omitempty"`
 	// Damage says what of the step could not be read, and where.
 	Damage string `json:"damage,omitempty"`
 

@@ -168,7 +168,7 @@ func (run *Run) applyRecord(s *Step, rec *session.StepRecord) {
 	if s.Tools == nil {
 		s.Tools = []string{}
 	}
-	s.Finish, s.Recovered, s.Summaries, s.Resumed = rec.Finish, rec.Recovered, rec.Summaries, rec.Resumed
+	s.Finish, s.Recovered, s.Summaries, s.Resumed, s.Interrupted = rec.Finish, rec.Recovered, rec.Summaries, rec.Resumed, rec.Interrupted
 	s.DurationMS = ms(rec.DurationNS)
 	for _, e := range rec.Effects {
 		s.Effects = append(s.Effects, Effect{ID: e.ID, Phase: e.Phase.String(), Site: e.Site, Reason: e.Reason.String()})

@@ -121,6 +121,9 @@ func (t *textWriter) step(indent string, s *Step) {
 		}
 		t.line(indent, "%s: %d → %d messages", kind, c.Before, c.After)
 	}
+	if s.Resumed {
+		t.line(indent, "resumed: the run stopped after the model's reply and a resume completed the step; interrupted calls: %s", list(s.Interrupted))
+	}
 	if s.Recovered {
 		t.line(indent, "recovered: the provider found the request too long; sent again after compaction")
 	}

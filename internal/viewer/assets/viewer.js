@@ -160,6 +160,10 @@ function show(run, t0) {
       var comp = c.after < c.before;
       h += '<p class="' + (comp ? "compaction" : "commit") + '">' + (comp ? "compaction" : "commit") + ": the transcript was rewritten, " + c.before + " → " + c.after + " messages</p>";
     });
+    if (s.resumed) {
+      h += '<p class="resumed">resumed: the run stopped after the model\'s reply and a resume completed the step; interrupted calls: ' +
+        esc((s.interrupted || []).join(", ") || "none") + "</p>";
+    }
     if (s.recovered) { h += "<p>recovered: the provider found the request too long; it was sent again after compaction</p>"; }
     if (s.summaries) { h += "<p>" + s.summaries + " summary request(s)</p>"; }
     h += "</div>";
