@@ -33,6 +33,8 @@ var allowed = map[string][]string{
 	"session/sessiontest": {"state", "defs", "effects", "session"},
 	"tokens":              {"defs", "internal/msghash", "github.com/tiktoken-go/tokenizer"},
 	"effects/builtin":     {"state", "defs", "effects", "prompt", "internal/modelcaps", "github.com/expr-lang/expr", "go.yaml.in/yaml/v3"},
+	"internal/viewer":     {"defs", "session"},
+	"cmd/reprompt":        {"internal/viewer", "session", "session/sqlite", "session/postgres"},
 	"runtime": {"state", "defs", "effects", "prompt", "session", "internal/callsite", "internal/msghash", "internal/promptrt", "go.yaml.in/yaml/v3",
 		// The OpenTelemetry API only (tracing is optional; see Config.TracerProvider).
 		"go.opentelemetry.io/otel/trace", "go.opentelemetry.io/otel/attribute", "go.opentelemetry.io/otel/codes"},
@@ -51,7 +53,8 @@ var onlyImportedBy = map[string][]string{
 	module + "/internal/effectsrt":      {"effects", "internal/promptrt"},
 	module + "/providers/openai":        {"examples/", "temporal/examples/"},
 	// The Temporal SDK: the nested temporal module only.
-	"go.temporal.io": {"temporal"},
+	"go.temporal.io":            {"temporal"},
+	module + "/internal/viewer": {"cmd/"},
 	// The OpenTelemetry SDK and exporters: in tests and examples only; the
 	// library uses the API, and users bring their SDK.
 	"go.opentelemetry.io/otel/sdk":       {"examples/"},

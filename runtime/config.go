@@ -93,7 +93,8 @@ type Config struct {
 	// every step, after every model reply and after every tool result, so
 	// that Resume can continue the run after a crash. New starts a new
 	// session (saving fails if SessionID already exists); Resume continues
-	// one.
+	// one. The checkpoint that ends a step carries the step's record
+	// (session.StepRecord), which cmd/reprompt shows.
 	Store     session.Store
 	SessionID string
 

@@ -223,6 +223,7 @@ type Runner struct {
 	summaries []*Summary
 	toolErrMu sync.Mutex // guards toolErrs
 	toolErrs  map[string]error
+	recorder  stepRecorder // the session record of the step under way (see steprecord.go)
 
 	// The steps effects see, one per phase, reused from step to step: a
 	// Step is valid only during the call of the effect it is passed to.
@@ -366,6 +367,7 @@ func (r *Runner) Next(ctx context.Context) (*Step, error) {
 		r.started = r.now()
 	}
 	ctx = r.observeStep(ctx)
+	r.recorder.begin(r)
 	s, err := r.step1(ctx)
 	r.observeStepEnd(ctx, s, err)
 	if err != nil {
@@ -592,6 +594,7 @@ func (r *Runner) complete(ctx context.Context, rec *Step, offered []ToolSpec, gi
 		rec.Done = true
 		stepErr = fmt.Errorf("%w: %d steps, and the model still called tools", ErrMaxSteps, r.maxSteps())
 	}
+	r.recorder.end(rec)
 	if err := r.save(ctx, rec.Done, nil); err != nil {
 		return rec, &StepError{Step: n, Op: OpCheckpoint, Err: err}
 	}
@@ -680,6 +683,7 @@ func (r *Runner) commit(msgs []defs.Message) error {
 		return err
 	}
 	r.observeCommit(msgs)
+	r.recorder.commit(len(r.transcript), len(msgs))
 	r.transcript = slices.Clip(msgs)
 	r.appended = false
 	r.valid.reset()

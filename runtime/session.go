@@ -124,6 +124,9 @@ func (r *Runner) save(ctx context.Context, done bool, pending *session.Pending) 
 	if err != nil {
 		return err
 	}
+	if pending == nil {
+		cp.Record = r.recorder.take() // set at the end of a step only
+	}
 	if r.generation > r.savedGen {
 		// A rewrite since the last save: one new generation, sharing with
 		// the saved transcript the messages before the first changed one,

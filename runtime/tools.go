@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/internal/callsite"
@@ -79,6 +80,7 @@ func (r *Runner) runCalls(ctx context.Context, reply defs.Message, offered []Too
 		}
 		return nil, err
 	}
+	r.recorder.noteCalls(b.slots)
 	results := make([]defs.ToolResult, len(b.slots))
 	for i := range b.slots {
 		results[i] = b.slots[i].res
@@ -103,14 +105,17 @@ type callSlot struct {
 	res      defs.ToolResult
 	tx       *state.Tx // nil for a result given by a checkpoint
 	finished bool
-	held     bool // awaiting approval: no result
+	held     bool          // awaiting approval: no result
+	dur      time.Duration // how long the call ran; 0 if it did not run here
 }
 
 // run runs call i, on the calling goroutine, and records its result.
 func (b *callBatch) run(i int) {
 	r, c, tx := b.r, b.reply.ToolCalls[i], b.slots[i].tx
 	tctx, span := r.observeTool(b.ctx, c)
+	start := time.Now()
 	res := r.runTool(tctx, c, b.offered, tx)
+	dur := time.Since(start)
 	r.observeToolEnd(span, res)
 	if b.ctx.Err() != nil && res.IsError {
 		tx.Discard() // cancelled: on resume it counts as not completed
@@ -119,7 +124,7 @@ func (b *callBatch) run(i int) {
 	tx.Close()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.slots[i].res, b.slots[i].finished = res, true
+	b.slots[i].res, b.slots[i].finished, b.slots[i].dur = res, true, dur
 	b.advance()
 }
 

@@ -9,7 +9,11 @@
 // step, the transcript, the state values as JSON, the effects' dependency
 // memory, the identities of the declared messages already added, a step
 // interrupted between the model's reply and the end of its tool calls, the
-// limits used so far, and the opaque data of built-in effects.
+// limits used so far, and the opaque data of built-in effects. The checkpoint
+// that ends a step also holds the record of that step (StepRecord: effects
+// and why, tokens, tool calls and their durations, commits), for tools that
+// show a run; resuming does not need it, and heads saved without one load
+// as before.
 //
 // # Storage layout
 //

@@ -29,6 +29,7 @@ type head struct {
 	Stats        Stats                      `json:"stats"`
 	Extra        map[string]json.RawMessage `json:"extra,omitempty"`
 	Done         bool                       `json:"done,omitempty"`
+	Record       *StepRecord                `json:"record,omitempty"`
 }
 
 // Head is a decoded checkpoint head: the checkpoint without its messages,
@@ -75,6 +76,7 @@ func encodeHead(cp *Checkpoint, root int) ([]byte, error) {
 		Stats:        cp.Stats,
 		Extra:        cp.Extra,
 		Done:         cp.Done,
+		Record:       cp.Record,
 	}
 	if root != cp.Generation {
 		h.Root = &root
@@ -161,6 +163,7 @@ func DecodeHead(data []byte) (*Head, error) {
 			Stats:        h.Stats,
 			Extra:        h.Extra,
 			Done:         h.Done,
+			Record:       h.Record,
 		},
 		Messages: h.Messages,
 		Root:     root,

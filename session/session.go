@@ -77,6 +77,11 @@ type Checkpoint struct {
 	Extra map[string]json.RawMessage
 	// Done reports that the run ended.
 	Done bool
+	// Record, if not nil, is the record of the step that just ended: the
+	// runtime sets it on the checkpoint it saves at the end of a step, for
+	// tools that show a run (see StepRecord). Nil in every other
+	// checkpoint, and in those saved before records existed.
+	Record *StepRecord
 }
 
 // Pending is a step whose reply arrived and whose tool calls had not all

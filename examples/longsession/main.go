@@ -45,6 +45,7 @@ import (
 	"hash/maphash"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -54,6 +55,8 @@ import (
 	"github.com/reprompt/reprompt/effects/builtin"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
+	"github.com/reprompt/reprompt/session"
+	"github.com/reprompt/reprompt/session/sqlite"
 	"github.com/reprompt/reprompt/tokens"
 )
 
@@ -69,10 +72,26 @@ func main() {
 	steps := flag.Int("steps", 320, "model calls per session")
 	seed := flag.Uint64("seed", 1, "seed of the simulated model")
 	cached := flag.String("cached", "0.1,0.5", "cached-input prices to bill at, as fractions of the fresh input price, comma-separated")
+	only := flag.String("only", "", "simulate only this strategy (baseline, default, window, heuristic, truncate)")
+	storePath := flag.String("store", "", "SQLite file to save each session in (one per strategy and price, named like \"default-0.1\"), for reprompt view")
 	flag.Parse()
+	if *storePath != "" {
+		st, err := sqlite.Open(*storePath)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "-store: %v\n", err)
+			os.Exit(2)
+		}
+		defer st.Close()
+		store = st
+	}
 	prices, err := parsePrices(*cached)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "-cached: %v\n", err)
+		os.Exit(2)
+	}
+	onlyStrategy = *only
+	if *only != "" && !slices.ContainsFunc(strategies(), func(s strategy) bool { return s.name == *only }) {
+		fmt.Fprintf(os.Stderr, "-only: no strategy %q\n", *only)
 		os.Exit(2)
 	}
 	rows, err := run(*steps, *seed, prices)
@@ -136,11 +155,15 @@ func run(steps int, seed uint64, prices []float64) ([]row, error) {
 	var rows []row
 	base := map[float64]float64{}
 	for _, st := range strategies() {
+		if onlyStrategy != "" && st.name != onlyStrategy {
+			continue
+		}
 		var m metrics
 		for i, price := range prices {
 			if i == 0 || st.priced {
 				var err error
-				if m, err = simulate(st.register(price), steps, seed, price); err != nil {
+				id := fmt.Sprintf("%s-%g", st.name, price)
+				if m, err = simulate(st.register(price), steps, seed, price, id); err != nil {
 					return nil, fmt.Errorf("%s (seed %d, cached %g): %w", st.name, seed, price, err)
 				}
 			}
@@ -269,7 +292,14 @@ func (m metrics) recall() float64 {
 	return float64(m.recalled) / float64(m.results)
 }
 
-func simulate(register func(p *prompt.Prompt), steps int, seed uint64, price float64) (metrics, error) {
+// store, if set (-store), keeps the session of each simulation;
+// onlyStrategy, if set (-only), names the one strategy to simulate.
+var (
+	store        session.Store
+	onlyStrategy string
+)
+
+func simulate(register func(p *prompt.Prompt), steps int, seed uint64, price float64, id string) (metrics, error) {
 	var m metrics
 	sim := newSim(steps, seed)
 	agent := func(p *prompt.Prompt) error {
@@ -278,6 +308,12 @@ func simulate(register func(p *prompt.Prompt), steps int, seed uint64, price flo
 		return nil
 	}
 	cfg := runtime.Config{MaxSteps: steps + 10, Window: window, Reserve: reserve, Counter: sim.counter, CachedInputFraction: price}
+	if store != nil {
+		cfg.Store, cfg.SessionID = store, id
+		if err := store.Delete(context.Background(), id); err != nil {
+			return m, err
+		}
+	}
 	r := runtime.New(sim, agent, cfg)
 	unseen := map[string]string{}
 	for rec, err := range r.All(context.Background()) {

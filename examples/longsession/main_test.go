@@ -79,12 +79,12 @@ func TestRecallCountsForgetting(t *testing.T) {
 			p.Effect(effects.Always, trim, effects.InPhase(effects.AfterReply), effects.Key("eager"))
 		}
 	}
-	m, err := simulate(eager(0.1), 40, 1, 0.1)
+	m, err := simulate(eager(0.1), 40, 1, 0.1, "eager")
 	require.NoError(t, err)
 	require.NotZero(t, m.results)
 	assert.Less(t, m.recall(), 0.5, "results trimmed before any request: recall %.3f", m.recall())
 
-	m, err = simulate(func(*prompt.Prompt) {}, 40, 1, 0.1)
+	m, err = simulate(func(*prompt.Prompt) {}, 40, 1, 0.1, "none")
 	require.NoError(t, err)
 	assert.Equal(t, 1.0, m.recall())
 }

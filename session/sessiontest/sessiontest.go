@@ -176,6 +176,7 @@ func Run(t *testing.T, newStore func(t *testing.T) session.Store, opts ...Option
 		{"Concurrent", testConcurrent},
 		{"ListDelete", testListDelete},
 		{"Canceled", testCanceled},
+		{"StepRecords", testStepRecords},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -219,6 +220,19 @@ func Fixture(id string, n int) *session.Checkpoint {
 		},
 		Stats: session.Stats{Steps: 3, InputTokens: 1200, OutputTokens: 340, CachedTokens: 800, Cost: 0.0123456789, ElapsedNS: 1_500_000_000},
 		Extra: map[string]json.RawMessage{"summary": json.RawMessage(`{"text":"so far","upto":4}`)},
+		Record: &session.StepRecord{
+			Version: session.RecordVersion, Step: 2,
+			Effects: []effects.Ran{{ID: "#0", Site: "agent.go:12", Phase: effects.BeforeCall, Reason: effects.Reason{
+				Kind: effects.ReasonChanged, Changes: []effects.Change{{Index: 0, Name: "count", From: "1", To: "2"}}}}},
+			Disabled: []string{"tool:write"}, Reminded: []string{"variable:tasks"}, Tools: []string{"read", "lookup"},
+			System: "5f1d", InputTokens: 410, PrefixTokens: 380, BilledInput: 68,
+			Usage: session.Usage{InputTokens: 400, OutputTokens: 12, CachedTokens: 256}, Finish: "tool_calls",
+			Calls:   []session.CallRecord{{ID: "call-1", Name: "lookup", DurationNS: 1200, Error: "boom"}},
+			Commits: []session.CommitRecord{{Before: 40, After: 12}}, Recovered: true, Summaries: 1,
+			Agents: []session.AgentRecord{{CallID: "call-1", Name: "helper", Error: "failed",
+				Steps: []session.StepRecord{{Version: session.RecordVersion, Reply: "done", Calls: []session.CallRecord{{ID: "a", Name: "b"}}}}}},
+			DurationNS: 5_000_000, Resumed: true, Interrupted: []string{"call-2"},
+		},
 	}
 	cp.Transcript = Messages(0, n)
 	return cp
@@ -1051,5 +1065,36 @@ func testApprovals(t *testing.T, st session.Store) {
 		if _, ok := errors.AsType[*session.InvalidError](err); !ok {
 			t.Errorf("Save with approvals %s: %v, want a *session.InvalidError", b.name, err)
 		}
+	}
+}
+
+// testStepRecords checks that the record of each step is kept with the
+// checkpoint that ends it, and that checkpoints without one load without.
+func testStepRecords(t *testing.T, st session.Store) {
+	const id = "records"
+	cp := &session.Checkpoint{SessionID: id, Transcript: Messages(0, 1)}
+	save(t, st, cp) // the start of step 0: no record
+	for step := range 3 {
+		cp.Transcript = append(cp.Transcript, Messages(len(cp.Transcript), 3)...)
+		cp.Pending = &session.Pending{Reply: defs.Message{Role: defs.RoleAssistant, Content: "mid-step"}}
+		cp.Record = nil
+		save(t, st, cp) // mid-step: no record
+		cp.Pending = nil
+		cp.Step = step + 1
+		cp.Record = &session.StepRecord{Version: session.RecordVersion, Step: step, InputTokens: 100 * (step + 1),
+			Calls: []session.CallRecord{{ID: fmt.Sprint("call-", step), Name: "lookup", DurationNS: int64(step + 1)}}}
+		save(t, st, cp)
+	}
+	if got := atStep(t, st, id, 0).Record; got != nil {
+		t.Fatalf("AtStep(0).Record = %+v, want nil: the first checkpoint has none", got)
+	}
+	for step := range 3 {
+		got := atStep(t, st, id, step+1).Record
+		if got == nil || got.Step != step || got.InputTokens != 100*(step+1) || len(got.Calls) != 1 || got.Calls[0].DurationNS != int64(step+1) {
+			t.Fatalf("AtStep(%d).Record = %+v, want the record of step %d", step+1, got, step)
+		}
+	}
+	if got := latest(t, st, id).Record; got == nil || got.Step != 2 {
+		t.Fatalf("Latest().Record = %+v, want the record of step 2", got)
 	}
 }

@@ -1,0 +1,380 @@
+// Command reprompt shows what a run did, from a session store, a golden
+// step file (package snapshots' format) or a recording, and rewinds stored
+// sessions.
+//
+//	go install github.com/reprompt/reprompt/cmd/reprompt@latest
+//
+// Usage:
+//
+//	reprompt --store STORE sessions                  list the sessions: id, steps, last update, status
+//	reprompt [--store STORE] show SESSION|FILE       the steps as text, each with the diff of its request
+//	reprompt [--store STORE] view SESSION|FILE       one self-contained HTML page (-o FILE; --serve to serve it on localhost)
+//	reprompt --store STORE rewind SESSION --to STEP  rewind a stored session to the start of STEP
+//
+// STORE is sqlite:PATH (a file made by session/sqlite) or a PostgreSQL URL
+// (postgres://…); the default is $REPROMPT_STORE. Without a store, SESSION|FILE
+// must be a file: a golden step file or a recording.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/reprompt/reprompt/internal/viewer"
+	"github.com/reprompt/reprompt/session"
+	"github.com/reprompt/reprompt/session/postgres"
+	"github.com/reprompt/reprompt/session/sqlite"
+)
+
+const usage = `usage:
+  reprompt --store STORE sessions                  list the sessions: id, steps, last update, status
+  reprompt [--store STORE] show SESSION|FILE       the steps as text, each with the diff of its request
+  reprompt [--store STORE] view SESSION|FILE       one self-contained HTML page (-o FILE, or --serve [--addr ADDR])
+  reprompt --store STORE rewind SESSION --to STEP  rewind a stored session to the start of STEP
+
+STORE is sqlite:PATH or postgres://… (default $REPROMPT_STORE). Without a
+store, SESSION|FILE is a file: a golden step file or a recording.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// usageError is a command line that cannot be run: exit status 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+// run runs the command line args and returns the exit status: 0, 1 for
+// an error, 2 for a bad command line.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	err := dispatch(ctx, args, stdout, stderr)
+	var ue *usageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "reprompt: %v\n\n%s", err, usage)
+		return 2
+	default:
+		fmt.Fprintf(stderr, "reprompt: %v\n", err)
+		return 1
+	}
+}
+
+// options are the flags of every command; each command uses its own.
+type options struct {
+	store  string
+	out    string
+	serve  bool
+	addr   string
+	to     int
+	width  int
+	toSet  bool
+	fs     *flag.FlagSet
+	params []string
+}
+
+func parse(args []string) (*options, error) {
+	o := &options{store: os.Getenv("REPROMPT_STORE"), to: -1}
+	fs := flag.NewFlagSet("reprompt", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&o.store, "store", o.store, "session store: sqlite:PATH or postgres://…")
+	fs.StringVar(&o.out, "o", "", "view: the HTML file to write (default SESSION.html)")
+	fs.BoolVar(&o.serve, "serve", false, "view: serve the page on localhost instead of writing it")
+	fs.StringVar(&o.addr, "addr", "127.0.0.1:0", "view --serve: the address to listen on")
+	fs.IntVar(&o.to, "to", -1, "rewind: the step to rewind to")
+	fs.IntVar(&o.width, "width", 160, "show: the most characters of a message shown (negative: all)")
+	o.fs = fs
+	// Flags may come before or after the positional arguments.
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, &usageError{err.Error()}
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		o.params = append(o.params, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "to" {
+			o.toSet = true
+		}
+	})
+	return o, nil
+}
+
+func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o, err := parse(args)
+	if err != nil {
+		return err
+	}
+	if len(o.params) == 0 {
+		return &usageError{"no command"}
+	}
+	cmd, params := o.params[0], o.params[1:]
+	switch cmd {
+	case "sessions":
+		if len(params) != 0 {
+			return &usageError{"sessions takes no argument"}
+		}
+		st, done, err := openStore(ctx, o.store)
+		if err != nil {
+			return err
+		}
+		defer done()
+		return listSessions(ctx, st, stdout)
+	case "show", "view":
+		if len(params) != 1 {
+			return &usageError{cmd + " takes one SESSION or FILE"}
+		}
+		if cmd == "show" {
+			r, err := load(ctx, o, params[0])
+			if r != nil {
+				if werr := viewer.Text(stdout, r, viewer.TextOptions{Width: o.width}); werr != nil {
+					return werr
+				}
+			}
+			return err
+		}
+		if o.serve {
+			return serve(ctx, o, params[0], stdout)
+		}
+		r, err := load(ctx, o, params[0])
+		if r == nil {
+			return err
+		}
+		out := o.out
+		if out == "" {
+			out = safeName(r.Title) + ".html"
+		}
+		if werr := writeHTML(out, r); werr != nil {
+			return werr
+		}
+		fmt.Fprintf(stdout, "wrote %s (%d steps)\n", out, len(r.Steps))
+		return err
+	case "rewind":
+		if len(params) != 1 || !o.toSet || o.to < 0 {
+			return &usageError{"rewind takes one SESSION and --to STEP (≥ 0)"}
+		}
+		st, done, err := openStore(ctx, o.store)
+		if err != nil {
+			return err
+		}
+		defer done()
+		return rewind(ctx, st, params[0], o.to, stdout)
+	case "help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	return &usageError{fmt.Sprintf("unknown command %q", cmd)}
+}
+
+// load reads what arg names: a file when there is one at that path,
+// otherwise a session of the store. A damaged session comes back with what
+// could be read and a *viewer.DamageError.
+func load(ctx context.Context, o *options, arg string) (*viewer.Run, error) {
+	if fi, err := os.Stat(arg); err == nil && !fi.IsDir() {
+		return viewer.FromFile(arg)
+	}
+	if o.store == "" {
+		return nil, fmt.Errorf("%s: no such file, and no --store (or $REPROMPT_STORE) to find a session of that id in", arg)
+	}
+	st, done, err := openStore(ctx, o.store)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	r, err := viewer.FromStore(ctx, st, arg)
+	if errors.Is(err, session.ErrNotFound) {
+		return nil, unknownSession(ctx, st, arg, o.store)
+	}
+	if r != nil {
+		r.Source = "session store " + o.store
+	}
+	return r, err
+}
+
+// unknownSession says that id is not in the store, and which sessions are.
+func unknownSession(ctx context.Context, st session.Store, id, store string) error {
+	infos, err := st.List(ctx)
+	if err != nil || len(infos) == 0 {
+		return fmt.Errorf("unknown session %q: the store %s holds no session", id, store)
+	}
+	var ids []string
+	for i, in := range infos {
+		if i == 10 {
+			ids = append(ids, fmt.Sprintf("and %d more", len(infos)-10))
+			break
+		}
+		ids = append(ids, in.ID)
+	}
+	return fmt.Errorf("unknown session %q in %s (sessions: %s)", id, store, strings.Join(ids, ", "))
+}
+
+// StoreError reports a store that could not be opened or reached.
+type StoreError struct {
+	Store string
+	Err   error
+}
+
+func (e *StoreError) Error() string {
+	return fmt.Sprintf("store %s cannot be reached: %v", e.Store, e.Err)
+}
+func (e *StoreError) Unwrap() error { return e.Err }
+
+// openStore opens a store named sqlite:PATH or postgres://…; done closes
+// it. A SQLite file must exist: reading a session never creates a store.
+func openStore(ctx context.Context, spec string) (session.Store, func(), error) {
+	switch {
+	case spec == "":
+		return nil, nil, &usageError{"no store: give --store sqlite:PATH or --store postgres://… (or set $REPROMPT_STORE)"}
+	case strings.HasPrefix(spec, "sqlite:"):
+		path := strings.TrimPrefix(spec, "sqlite:")
+		if _, err := os.Stat(path); err != nil {
+			return nil, nil, &StoreError{spec, err}
+		}
+		st, err := sqlite.Open(path)
+		if err != nil {
+			return nil, nil, &StoreError{spec, err}
+		}
+		return st, func() { _ = st.Close() }, nil
+	case strings.HasPrefix(spec, "postgres://"), strings.HasPrefix(spec, "postgresql://"):
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		st, err := postgres.Open(cctx, spec)
+		if err != nil {
+			return nil, nil, &StoreError{redact(spec), err}
+		}
+		return st, func() { st.Close() }, nil
+	}
+	return nil, nil, &usageError{fmt.Sprintf("store %q: want sqlite:PATH or postgres://…", spec)}
+}
+
+// redact hides the password of a URL.
+func redact(spec string) string {
+	return regexp.MustCompile(`//([^:/@]*):[^@]*@`).ReplaceAllString(spec, "//$1:***@")
+}
+
+func listSessions(ctx context.Context, st session.Store, w io.Writer) error {
+	infos, err := st.List(ctx)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SESSION\tSTEPS\tUPDATED\tSTATUS")
+	for _, in := range infos {
+		status := "done"
+		if !in.Done {
+			status = "stopped"
+			cp, err := st.Latest(ctx, in.ID)
+			switch {
+			case err != nil:
+				status = "damaged: " + err.Error()
+			case cp.Pending != nil:
+				status = fmt.Sprintf("interrupted in step %d", cp.Step)
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", in.ID, in.Step, in.Updated.Local().Format(time.DateTime), status)
+	}
+	return tw.Flush()
+}
+
+func rewind(ctx context.Context, st session.Store, id string, step int, w io.Writer) error {
+	info, err := st.Stat(ctx, id)
+	if err != nil {
+		if errors.Is(err, session.ErrNotFound) {
+			return fmt.Errorf("unknown session %q", id)
+		}
+		return err
+	}
+	cp, err := session.Rewind(ctx, st, id, step)
+	if err != nil {
+		return fmt.Errorf("rewind %q to step %d (the session is at step %d): %w", id, step, info.Step, err)
+	}
+	if err := st.Save(ctx, cp); err != nil {
+		return fmt.Errorf("rewind %q to step %d: %w", id, step, err)
+	}
+	fmt.Fprintf(w, "session %q rewound to the start of step %d (was at step %d); runtime.Resume continues from there\n", id, cp.Step, info.Step)
+	return nil
+}
+
+func writeHTML(path string, r *viewer.Run) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := viewer.HTML(f, r); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// serve serves the page of arg on localhost, read anew at each request, until
+// ctx is done.
+func serve(ctx context.Context, o *options, arg string, stdout io.Writer) error {
+	if _, err := load(ctx, o, arg); err != nil {
+		var de *viewer.DamageError
+		if !errors.As(err, &de) {
+			return err
+		}
+	}
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.URL.Path != "/" {
+			http.NotFound(w, req)
+			return
+		}
+		r, err := load(req.Context(), o, arg)
+		if r == nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_ = viewer.HTML(w, r)
+	}), ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(stdout, "serving %s on http://%s/ (Ctrl-C to stop)\n", arg, ln.Addr())
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// safeName makes a file name of a session id.
+func safeName(s string) string {
+	s = filepath.Base(s)
+	for _, ext := range []string{".txtar", ".json"} {
+		s = strings.TrimSuffix(s, ext)
+	}
+	return strings.Map(func(r rune) rune {
+		if r == '/' || r == '\\' || r == ':' || r < ' ' {
+			return '_'
+		}
+		return r
+	}, s)
+}

@@ -1,0 +1,13 @@
+// Package browsertest opens the step viewer of cmd/reprompt in a real
+// browser: headless Chromium, driven by chromedp. It is a module of its own
+// so that chromedp stays out of the module's dependencies; its tests build
+// the command and the examples of the parent module.
+//
+// The tests skip when no Chromium is found (REPROMPT_CHROMIUM, or chromium
+// on the PATH), unless REPROMPT_BROWSER_REQUIRED is set: then they fail.
+//
+//	cd internal/browsertest && go test ./...
+//
+// With REPROMPT_UPDATE=1 (never on CI) the test writes its screenshot of
+// the viewer to docs/viewer.png of the parent module.
+package browsertest

@@ -1,0 +1,295 @@
+package browsertest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"image"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// root is the parent module's directory.
+const root = "../.."
+
+func envOn(name string) bool {
+	switch strings.ToLower(os.Getenv(name)) {
+	case "", "0", "false", "no", "off":
+		return false
+	}
+	return true
+}
+
+// chromium returns the browser to drive, skipping (or failing, with
+// REPROMPT_BROWSER_REQUIRED) when there is none.
+func chromium(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("REPROMPT_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if envOn("REPROMPT_BROWSER_REQUIRED") {
+		t.Fatal("no Chromium found (REPROMPT_CHROMIUM, or chromium on the PATH), and REPROMPT_BROWSER_REQUIRED is set")
+	}
+	t.Skip("no Chromium found (REPROMPT_CHROMIUM, or chromium on the PATH); set REPROMPT_BROWSER_REQUIRED=1 to fail instead")
+	return ""
+}
+
+// command runs name with args in the parent module and returns its output;
+// a status other than want fails the test.
+func command(t *testing.T, want int, name string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("%s %v: %v", name, args, err)
+	}
+	if code != want {
+		t.Fatalf("%s %v: exit status %d, want %d:\n%s", name, args, code, want, out)
+	}
+	return string(out)
+}
+
+// sessions builds the command and the examples, and writes the viewer's
+// pages: the default strategy of examples/longsession (320 steps, and
+// 1000), and examples/resumable crashed in step 3 and resumed.
+type pages struct{ long, long1000, resumable, agents string }
+
+func makePages(t *testing.T) pages {
+	t.Helper()
+	dir := t.TempDir()
+	for _, pkg := range []string{"cmd/reprompt", "examples/longsession", "examples/resumable"} {
+		command(t, 0, "go", "build", "-o", filepath.Join(dir, filepath.Base(pkg)), "./"+pkg)
+	}
+	bin := func(name string) string { return filepath.Join(dir, name) }
+	long, long1000, res := filepath.Join(dir, "long.db"), filepath.Join(dir, "long1000.db"), filepath.Join(dir, "resumable.db")
+	command(t, 0, bin("longsession"), "-only", "default", "-cached", "0.1", "-store", long)
+	command(t, 0, bin("longsession"), "-only", "default", "-cached", "0.1", "-steps", "1000", "-store", long1000)
+	command(t, 3, bin("resumable"), "-db", res, "-session", "demo", "-crash-at", "3")
+	command(t, 0, bin("resumable"), "-db", res, "-session", "demo")
+	p := pages{filepath.Join(dir, "long.html"), filepath.Join(dir, "long1000.html"), filepath.Join(dir, "resumable.html"), filepath.Join(dir, "agents.html")}
+	command(t, 0, bin("reprompt"), "--store", "sqlite:"+long, "view", "default-0.1", "-o", p.long)
+	command(t, 0, bin("reprompt"), "--store", "sqlite:"+long1000, "view", "default-0.1", "-o", p.long1000)
+	command(t, 0, bin("reprompt"), "--store", "sqlite:"+res, "view", "demo", "-o", p.resumable)
+	command(t, 0, bin("reprompt"), "view", "snapshots/testdata/TestSubAgentSteps.txtar", "-o", p.agents)
+	return p
+}
+
+// browser starts a headless Chromium and returns a context for a tab of
+// 1400×900.
+func browser(t *testing.T, path string) context.Context {
+	t.Helper()
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(path),
+		chromedp.Flag("headless", true),
+		chromedp.Flag("no-sandbox", true),
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1400, 900),
+	}
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelB := chromedp.NewContext(actx)
+	t.Cleanup(func() { cancelB(); cancelA() })
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1400, 900)); err != nil {
+		t.Fatalf("start Chromium (%s): %v", path, err)
+	}
+	return ctx
+}
+
+// actionTimeout bounds each step of a test in the browser.
+const actionTimeout = 30 * time.Second
+
+// do runs actions in the tab of ctx; an error fails the test.
+func do(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, actionTimeout)
+	defer cancel()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// get runs one action that returns a value.
+func get[T any](t *testing.T, ctx context.Context, what string, a chromedp.Action[T]) T {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, actionTimeout)
+	defer cancel()
+	v, err := chromedp.Run(ctx, a)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	return v
+}
+
+func TestViewer(t *testing.T) {
+	path := chromium(t)
+	p := makePages(t)
+	ctx := browser(t, path)
+	css := func(s string) chromedp.CSS { return chromedp.CSS(s) }
+	count := func(sel string) int {
+		return get(t, ctx, "count "+sel, chromedp.Evaluate[int](`document.querySelectorAll(`+strconv.Quote(sel)+`).length`))
+	}
+	text := func(sel string) string { return get(t, ctx, "the text of "+sel, chromedp.Text(css(sel))) }
+
+	t.Run("longsession", func(t *testing.T) {
+		do(t, ctx, "open the page", chromedp.Navigate("file://"+p.long), chromedp.WaitVisible(css(`#timeline li.step`)))
+		if n := count(`#timeline li.step`); n != 320 {
+			t.Errorf("the timeline has %d steps, want 320", n)
+		}
+		if count(`#chart line.marker.compaction`) == 0 {
+			t.Error("the chart marks no compaction")
+		}
+		do(t, ctx, "an effect's reason", chromedp.WaitVisible(css(`#detail table.effects td.reason`)))
+		if reason := text(`#detail table.effects td.reason`); reason != "first run" {
+			t.Errorf("the first effect of step 0 ran for %q, want %q", reason, "first run")
+		}
+		do(t, ctx, "click the first compaction in the timeline",
+			chromedp.WaitVisible(css(`#timeline li.step .tag.compaction`)),
+			chromedp.Click(css(`#timeline li.step:has(.tag.compaction)`)),
+			chromedp.WaitVisible(css(`#detail p.compaction`)),
+		)
+		title := text(`#step-title`)
+		if !strings.HasPrefix(title, "Step ") || title == "Step 0" {
+			t.Errorf("after the click the detail shows %q", title)
+		}
+		if commit := text(`#detail p.compaction`); !strings.HasPrefix(commit, "compaction: the transcript was rewritten, ") {
+			t.Errorf("the compaction step says %q", commit)
+		}
+		do(t, ctx, "the next step, by the button", chromedp.Click(chromedp.ID("next")))
+		if next := text(`#step-title`); next == title {
+			t.Errorf("the next button left the page on %q", title)
+		}
+		do(t, ctx, "back to the compaction", chromedp.Click(chromedp.ID("prev")), chromedp.WaitVisible(css(`#detail p.compaction`)))
+		shot := get(t, ctx, "screenshot", chromedp.CaptureScreenshot())
+		checkNotBlank(t, shot)
+		if envOn("REPROMPT_UPDATE") && !envOn("CI") {
+			if err := os.WriteFile(filepath.Join(root, "docs", "viewer.png"), shot, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			t.Log("wrote docs/viewer.png")
+		}
+	})
+
+	t.Run("resumable", func(t *testing.T) {
+		do(t, ctx, "open the page", chromedp.Navigate("file://"+p.resumable), chromedp.WaitVisible(css(`#timeline li.step`)))
+		if n := count(`#timeline li.step`); n < 4 {
+			t.Errorf("the timeline has %d steps, want the run's (at least 4)", n)
+		}
+		do(t, ctx, "click step 2",
+			chromedp.Click(css(`#timeline li.step[data-n="2"]`)),
+			chromedp.WaitVisible(css(`#detail table.state tr.change`)),
+		)
+		if title := text(`#step-title`); title != "Step 2" {
+			t.Errorf("after the click the detail shows %q, want Step 2", title)
+		}
+		if change := text(`#detail table.state tr.change`); !strings.Contains(change, "counts") || !strings.Contains(change, "→") {
+			t.Errorf("the state change of step 2 reads %q, want the counts before → after", change)
+		}
+		do(t, ctx, "step 3, interrupted by the crash and completed by the resume",
+			chromedp.Click(css(`#timeline li.step[data-n="3"]`)),
+			chromedp.WaitVisible(css(`#detail p.resumed`)),
+		)
+		do(t, ctx, "the tool calls of step 0",
+			chromedp.Click(css(`#timeline li.step[data-n="0"]`)),
+			chromedp.WaitVisible(css(`#detail table.calls tr.call`)),
+		)
+		if call := text(`#detail table.calls tr.call`); !strings.Contains(call, "count_words") {
+			t.Errorf("the tool call of step 0 reads %q, want count_words", call)
+		}
+	})
+
+	t.Run("sub-agent", func(t *testing.T) {
+		do(t, ctx, "open a golden file's page", chromedp.Navigate("file://"+p.agents), chromedp.WaitVisible(css(`#step-title`)))
+		if summary := text(`#detail details.agent summary`); !strings.HasPrefix(summary, "sub-agent researcher (call call_1): 2 steps") {
+			t.Errorf("the sub-agent reads %q", summary)
+		}
+		do(t, ctx, "expand the sub-agent in place",
+			chromedp.Click(css(`#detail details.agent summary`)),
+			chromedp.WaitVisible(css(`#detail details.agent .substep table.calls tr.call`)),
+		)
+		if n := count(`#detail details.agent .substep`); n != 2 {
+			t.Errorf("the expanded sub-agent shows %d steps, want 2", n)
+		}
+		if call := text(`#detail details.agent .substep table.calls tr.call`); !strings.Contains(call, "note") {
+			t.Errorf("the sub-agent's first call reads %q, want its note", call)
+		}
+	})
+
+	t.Run("1000 steps", func(t *testing.T) {
+		start := time.Now()
+		do(t, ctx, "open the page", chromedp.Navigate("file://"+p.long1000), chromedp.WaitVisible(css(`#timeline li.step`)))
+		wall := time.Since(start)
+		do(t, ctx, "the first step's detail", chromedp.WaitVisible(css(`#step-title`)))
+		readyMS := get(t, ctx, "the page's timing", chromedp.Evaluate[float64](`window.repromptViewer.readyMs`))
+		scriptMS := get(t, ctx, "the page's timing", chromedp.Evaluate[float64](`window.repromptViewer.scriptMs`))
+		detailMS := get(t, ctx, "the page's timing", chromedp.Evaluate[float64](`window.repromptViewer.detailMs`))
+		if n := count(`#timeline li.step`); n != 1000 {
+			t.Errorf("the timeline has %d steps, want 1000", n)
+		}
+		fi, err := os.Stat(p.long1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("1000 steps (%.1f MB page): timeline rendered %.0f ms after navigation began (page's clock; the script started at %.0f ms, once the page was read; the first step's detail, after the messages were read, at %.0f ms); %v from Navigate to the timeline visible (test's clock, with the protocol's round trips)",
+			float64(fi.Size())/1e6, readyMS, scriptMS, detailMS, wall.Round(time.Millisecond))
+		if readyMS > 1000 {
+			t.Errorf("the 1000-step page was ready %.0f ms after navigation, want under 1000", readyMS)
+		}
+	})
+}
+
+// checkNotBlank fails unless the screenshot's pixels vary: a page that did
+// not render is one colour.
+func checkNotBlank(t *testing.T, shot []byte) {
+	t.Helper()
+	img, err := png.Decode(bytes.NewReader(shot))
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	b := img.Bounds()
+	var n, sum, sum2 float64
+	for y := b.Min.Y; y < b.Max.Y; y += 3 {
+		for x := b.Min.X; x < b.Max.X; x += 3 {
+			l := luma(img, x, y)
+			n++
+			sum += l
+			sum2 += l * l
+		}
+	}
+	mean := sum / n
+	variance := sum2/n - mean*mean
+	t.Logf("screenshot %dx%d: luminance mean %.1f, variance %.1f", b.Dx(), b.Dy(), mean, variance)
+	if b.Dx() < 1000 || b.Dy() < 600 {
+		t.Errorf("screenshot is %dx%d, want the 1400x900 window", b.Dx(), b.Dy())
+	}
+	if variance < 200 {
+		t.Errorf("screenshot looks blank: luminance variance %.1f", variance)
+	}
+}
+
+func luma(img image.Image, x, y int) float64 {
+	r, g, b, _ := img.At(x, y).RGBA()
+	return (0.299*float64(r) + 0.587*float64(g) + 0.114*float64(b)) / 257
+}

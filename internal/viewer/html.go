@@ -1,0 +1,217 @@
+package viewer
+
+import (
+	"bytes"
+	"compress/gzip"
+	_ "embed" // the page's template, style and script
+	"encoding/base64"
+	"encoding/json"
+	"html"
+	"io"
+	"slices"
+	"strings"
+)
+
+var (
+	//go:embed assets/viewer.html
+	pageHTML string
+	//go:embed assets/viewer.css
+	pageCSS string
+	//go:embed assets/viewer.js
+	pageJS string
+)
+
+// HTML writes run as one self-contained HTML page: the run as JSON, and
+// the style and script that render it (a chart of input tokens per step,
+// split into cached prefix and new tokens, with commits and compactions
+// marked; a timeline of the steps; the selected step's effects, request
+// changes, reply, tool calls, state changes and sub-agents). The page loads
+// nothing else.
+func HTML(w io.Writer, run *Run) error {
+	data, enc, err := encodeData(summaryOf(run))
+	if err != nil {
+		return err
+	}
+	detail, denc, err := encodeData(detailOf(run))
+	if err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	b.Grow(len(pageHTML) + len(pageCSS) + len(pageJS) + len(data) + len(detail))
+	rest := pageHTML
+	for {
+		i := strings.Index(rest, "{{")
+		if i < 0 {
+			b.WriteString(rest)
+			break
+		}
+		b.WriteString(rest[:i])
+		rest = rest[i:]
+		j := strings.Index(rest, "}}")
+		switch rest[:j+2] {
+		case "{{TITLE}}":
+			b.WriteString(html.EscapeString(run.Title))
+		case "{{CSS}}":
+			b.WriteString(pageCSS)
+		case "{{JS}}":
+			b.WriteString(pageJS)
+		case "{{ENCODING}}":
+			b.WriteString(enc)
+		case "{{DATA}}":
+			b.Write(data)
+		case "{{DETAIL_ENCODING}}":
+			b.WriteString(denc)
+		case "{{DETAIL}}":
+			b.Write(detail)
+		default:
+			b.WriteString(rest[:j+2])
+		}
+		rest = rest[j+2:]
+	}
+	_, err = w.Write(b.Bytes())
+	return err
+}
+
+// encodeData returns v as JSON, or gzipped in base64 when the JSON is
+// larger than compressAbove, and the encoding's name for the page.
+func encodeData(v any) ([]byte, string, error) {
+	data, err := json.Marshal(v) // escapes <, > and &: safe inside <script>
+	if err != nil {
+		return nil, "", err
+	}
+	if len(data) <= compressAbove {
+		return data, "json", nil
+	}
+	// A long run's data, gzipped and in base64: a page several times
+	// smaller, which the browser reads that much faster.
+	var z bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&z, gzip.BestSpeed)
+	zw.Write(data)
+	if err := zw.Close(); err != nil {
+		return nil, "", err
+	}
+	return []byte(base64.StdEncoding.EncodeToString(z.Bytes())), "gzip-base64", nil
+}
+
+// compressAbove is the size of the data above which a page holds it
+// gzipped: below it the data stays readable JSON.
+const compressAbove = 512 << 10
+
+// summary is what the page draws first, before it reads the rest: the
+// run's title and notes, and per step what the chart and the timeline show.
+type summary struct {
+	Title  string        `json:"title"`
+	Source string        `json:"source"`
+	Notes  []string      `json:"notes,omitempty"`
+	Done   bool          `json:"done"`
+	Error  string        `json:"error,omitempty"`
+	Steps  []stepSummary `json:"steps"`
+}
+
+type stepSummary struct {
+	N          int    `json:"n"`
+	Input      int    `json:"input,omitempty"`
+	Prefix     int    `json:"prefix,omitempty"`
+	Commit     bool   `json:"commit,omitempty"`
+	Compaction bool   `json:"compaction,omitempty"`
+	Damage     bool   `json:"damage,omitempty"`
+	What       string `json:"what,omitempty"` // the tools called, "answer", or the step's label
+}
+
+func summaryOf(run *Run) *summary {
+	sm := &summary{Title: run.Title, Source: run.Source, Notes: run.Notes, Done: run.Done, Error: run.Error, Steps: make([]stepSummary, len(run.Steps))}
+	for i, s := range run.Steps {
+		ss := stepSummary{N: s.Number, Input: s.InputTokens, Prefix: s.PrefixTokens, Commit: len(s.Commits) > 0, Compaction: s.Compaction, Damage: s.Damage != ""}
+		switch {
+		case s.Label != "":
+			ss.What = s.Label
+		case len(s.Calls) > 0:
+			names := make([]string, len(s.Calls))
+			for j, c := range s.Calls {
+				names[j] = c.Name
+			}
+			ss.What = strings.Join(names, ", ")
+		case s.Reply >= 0:
+			ss.What = "answer"
+		}
+		sm.Steps[i] = ss
+	}
+	return sm
+}
+
+// detail is what the page reads once it has drawn the timeline: the steps
+// in full and the messages they refer to. Each top-level step's state is
+// given as the keys it set and removed, not the whole state again (the
+// script rebuilds the state of a step from those of the steps before it),
+// so that a long run whose state holds large values does not repeat them
+// at every step; a tool call's result that is a message of the pool is
+// given by its index.
+type detail struct {
+	Steps    []pageStep `json:"steps"`
+	Messages []Message  `json:"messages"`
+}
+
+type pageStep struct {
+	*Step
+	State    *struct{}         `json:"state,omitempty"`   // nil: hides Step.State
+	Changes  *struct{}         `json:"changes,omitempty"` // nil: hides Step.Changes
+	HasState bool              `json:"has_state,omitempty"`
+	Set      map[string]string `json:"set,omitempty"`
+	Del      []string          `json:"del,omitempty"`
+	Calls    []pageCall        `json:"calls,omitempty"`
+}
+
+// pageCall is a tool call whose result, when it is a message of the pool,
+// is given by its index (Res) rather than repeated.
+type pageCall struct {
+	ToolCall
+	Result *string `json:"result,omitempty"` // nil when Res is set: hides ToolCall.Result
+	Res    *int    `json:"res,omitempty"`
+}
+
+func detailOf(run *Run) *detail {
+	p := &detail{Messages: run.Messages, Steps: make([]pageStep, len(run.Steps))}
+	if p.Messages == nil {
+		p.Messages = []Message{}
+	}
+	var prev map[string]string
+	for i, s := range run.Steps {
+		ps := pageStep{Step: s, HasState: s.State != nil}
+		for _, c := range s.Calls {
+			pc := pageCall{ToolCall: c}
+			if c.resultMsg > 0 {
+				i := c.resultMsg - 1
+				pc.Res = &i
+			} else {
+				pc.Result = &c.Result
+			}
+			ps.Calls = append(ps.Calls, pc)
+		}
+		if s.State == nil {
+			// Unknown (a damaged step): the next step sets its whole state.
+			prev = nil
+			p.Steps[i] = ps
+			continue
+		}
+		if prev == nil {
+			ps.Del = []string{"*"} // start from an empty state
+		}
+		for k, v := range s.State {
+			if old, ok := prev[k]; !ok || old != v {
+				if ps.Set == nil {
+					ps.Set = map[string]string{}
+				}
+				ps.Set[k] = v
+			}
+		}
+		for k := range prev {
+			if _, ok := s.State[k]; !ok {
+				ps.Del = append(ps.Del, k)
+			}
+		}
+		slices.Sort(ps.Del)
+		prev = s.State
+		p.Steps[i] = ps
+	}
+	return p
+}

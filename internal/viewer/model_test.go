@@ -1,0 +1,46 @@
+package viewer
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestDiff compares requests: a shared prefix, then messages added,
+// removed, and rewritten (a trimmed tool result, the same call).
+func TestDiff(t *testing.T) {
+	run := newRun("t", "test")
+	user := run.add(Message{Role: "user", Content: "go"})
+	call := run.add(Message{Role: "assistant", Calls: []Call{{ID: "c1", Name: "read"}}})
+	full := run.add(Message{Role: "tool", CallID: "c1", Name: "read", Content: "a long result"})
+	trimmed := run.add(Message{Role: "tool", CallID: "c1", Name: "read", Content: "a lo… (trimmed)", Meta: map[string]string{"trimmed": "13"}})
+	answer := run.add(Message{Role: "assistant", Content: "done"})
+	summary := run.add(Message{Role: "user", Content: "<summary>…</summary>"})
+	if again := run.add(Message{Role: "user", Content: "go"}); again != user {
+		t.Fatalf("the same message twice got pool indices %d and %d", user, again)
+	}
+	for _, tt := range []struct {
+		name      string
+		prev, cur []int
+		want      Diff
+	}{
+		{"appended", []int{user}, []int{user, call, full}, Diff{Shared: 1, Added: []int{call, full}}},
+		{"trimmed", []int{user, call, full}, []int{user, call, trimmed, answer}, Diff{Shared: 2, Added: []int{answer}, Rewritten: [][2]int{{full, trimmed}}}},
+		{"compacted", []int{user, call, full, answer}, []int{user, summary}, Diff{Shared: 1, Added: []int{summary}, Removed: []int{call, full, answer}}},
+		{"same", []int{user, call}, []int{user, call}, Diff{Shared: 2}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, run.diff(tt.prev, tt.cur)); diff != "" {
+				t.Errorf("diff mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestStateChanges(t *testing.T) {
+	got := stateChanges(map[string]string{"a": "1", "b": "2", "gone": "x"}, map[string]string{"a": "1", "b": "3", "new": "[]"})
+	want := []Change{{Key: "b", Before: "2", After: "3"}, {Key: "new", After: "[]"}, {Key: "gone", Before: "x"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("changes mismatch (-want +got):\n%s", diff)
+	}
+}

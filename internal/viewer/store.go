@@ -1,0 +1,229 @@
+package viewer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/session"
+)
+
+// DamageError reports checkpoints of a session that could not be read.
+// The Run returned with it holds every step that could.
+type DamageError struct {
+	ID string
+	// Places say, one each, which checkpoint is damaged and how.
+	Places []string
+}
+
+func (e *DamageError) Error() string {
+	return fmt.Sprintf("session %q is damaged: %s", e.ID, strings.Join(e.Places, "; "))
+}
+
+// FromStore reads session id from st: the checkpoint that ends each step
+// (session.Store.AtStep) and, when the run stopped in the middle of a step,
+// the latest one. An unknown session is the store's *session.NotFoundError.
+// A checkpoint that cannot be read (*session.CorruptError, a later version)
+// leaves its step marked damaged: the Run then comes back with a
+// *DamageError naming every damaged checkpoint.
+func FromStore(ctx context.Context, st session.Store, id string) (*Run, error) {
+	info, err := st.Stat(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	run := newRun(id, "session store")
+	run.Done = info.Done
+	dmg := &DamageError{ID: id}
+	load := func(step int) *session.Checkpoint {
+		cp, err := st.AtStep(ctx, id, step)
+		switch {
+		case err == nil:
+			return cp
+		case errors.Is(err, session.ErrNotFound):
+			return nil
+		case ctx.Err() != nil:
+			return nil
+		}
+		dmg.Places = append(dmg.Places, fmt.Sprintf("checkpoint at step %d: %v", step, err))
+		return nil
+	}
+	start := load(0)
+	if start != nil && start.Pending == nil && info.Step == 0 {
+		start = nil // only the start: no step ran
+	}
+	for n := range info.Step {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		end := load(n + 1)
+		s := &Step{Number: n, Reply: -1}
+		if end == nil || end.Pending != nil {
+			s.Damage = fmt.Sprintf("the checkpoint that ends step %d could not be read", n)
+			if end != nil {
+				s.Damage = fmt.Sprintf("no checkpoint ends step %d", n)
+			}
+		} else {
+			run.stepFrom(s, start, end)
+		}
+		run.Steps = append(run.Steps, s)
+		start = end
+	}
+	if !info.Done {
+		latest, err := st.Latest(ctx, id)
+		switch {
+		case err != nil:
+			dmg.Places = append(dmg.Places, fmt.Sprintf("latest checkpoint (seq %d): %v", info.Seq, err))
+		case latest.Pending != nil:
+			s := &Step{Number: latest.Step, Reply: -1, Damage: "interrupted: the run stopped after the model's reply, before its tool calls all completed"}
+			run.pendingStep(s, latest)
+			run.Steps = append(run.Steps, s)
+		}
+	}
+	run.finish()
+	if len(dmg.Places) > 0 {
+		run.Notes = append(run.Notes, dmg.Places...)
+		return run, dmg
+	}
+	if len(run.Steps) > 0 && !recorded(run.Steps) {
+		run.Notes = append(run.Notes, "the checkpoints hold no step records (saved by an older runtime): effects, disables and tool durations are unknown; tokens are the provider's usage")
+	}
+	return run, nil
+}
+
+func recorded(steps []*Step) bool {
+	for _, s := range steps {
+		if len(s.Effects) > 0 || !s.Estimated {
+			return true
+		}
+	}
+	return false
+}
+
+// stepFrom fills s from the checkpoints before (start, nil if unknown) and
+// after it (end).
+func (run *Run) stepFrom(s *Step, start, end *session.Checkpoint) {
+	tr := end.Transcript
+	ri := -1
+	for i := len(tr) - 1; i >= 0; i-- {
+		if tr[i].Role == defs.RoleAssistant {
+			ri = i
+			break
+		}
+	}
+	reqEnd := len(tr)
+	if ri >= 0 {
+		reqEnd = ri
+		s.Reply = run.add(fromDefs(tr[ri]))
+		results := map[string]int{}
+		for j, m := range tr[ri+1:] {
+			if m.Role == defs.RoleTool {
+				results[m.ToolCallID] = ri + 1 + j
+			}
+		}
+		for _, c := range tr[ri].ToolCalls {
+			tc := ToolCall{ID: c.ID, Name: c.Name, Args: string(c.Arguments)}
+			if j, ok := results[c.ID]; ok {
+				tc.Result, tc.IsError = tr[j].Content, tr[j].IsError
+				tc.resultMsg = 1 + run.add(fromDefs(tr[j]))
+			}
+			s.Calls = append(s.Calls, tc)
+		}
+	}
+	s.Request = make([]int, reqEnd)
+	for i, m := range tr[:reqEnd] {
+		s.Request[i] = run.add(fromDefs(m))
+	}
+	if st, err := stateOf(end.State); err == nil {
+		s.State = st
+	} else {
+		s.Damage = err.Error()
+	}
+	if rec := end.Record; rec != nil && rec.Step == s.Number {
+		run.applyRecord(s, rec)
+		return
+	}
+	// No record: what the checkpoints tell.
+	s.Estimated = true
+	var before session.Stats
+	if start != nil {
+		if start.Pending == nil { // a checkpoint saved in the middle of step 0 counts its usage already
+			before = start.Stats
+		}
+		if end.Generation > start.Generation {
+			s.Commits = append(s.Commits, Commit{Before: len(start.Transcript), After: reqEnd})
+		}
+	}
+	s.InputTokens = end.Stats.InputTokens - before.InputTokens
+	s.PrefixTokens = end.Stats.CachedTokens - before.CachedTokens
+	s.OutputTokens = end.Stats.OutputTokens - before.OutputTokens
+}
+
+// applyRecord fills s from the runtime's record of it.
+func (run *Run) applyRecord(s *Step, rec *session.StepRecord) {
+	s.InputTokens, s.PrefixTokens, s.OutputTokens = rec.InputTokens, rec.PrefixTokens, rec.Usage.OutputTokens
+	s.Disabled, s.Reminded, s.Tools = rec.Disabled, rec.Reminded, rec.Tools
+	if s.Tools == nil {
+		s.Tools = []string{}
+	}
+	s.Finish, s.Recovered, s.Summaries, s.Resumed, s.Interrupted = rec.Finish, rec.Recovered, rec.Summaries, rec.Resumed, rec.Interrupted
+	s.DurationMS = ms(rec.DurationNS)
+	for _, e := range rec.Effects {
+		s.Effects = append(s.Effects, Effect{ID: e.ID, Phase: e.Phase.String(), Site: e.Site, Reason: e.Reason.String()})
+	}
+	for _, c := range rec.Commits {
+		s.Commits = append(s.Commits, Commit(c))
+	}
+	for i := range s.Calls {
+		for _, c := range rec.Calls {
+			if c.ID == s.Calls[i].ID {
+				s.Calls[i].DurationMS, s.Calls[i].Error = ms(c.DurationNS), c.Error
+			}
+		}
+	}
+	s.systemID = rec.System
+	for _, a := range rec.Agents {
+		ag := &Agent{Name: a.Name, CallID: a.CallID, Error: a.Error}
+		for _, sr := range a.Steps {
+			sub := &Step{Number: sr.Step, Reply: -1}
+			if sr.Reply != "" || len(sr.Calls) > 0 {
+				m := Message{Role: "assistant", Content: sr.Reply}
+				for _, c := range sr.Calls {
+					m.Calls = append(m.Calls, Call{ID: c.ID, Name: c.Name})
+					sub.Calls = append(sub.Calls, ToolCall{ID: c.ID, Name: c.Name, Error: c.Error, DurationMS: ms(c.DurationNS)})
+				}
+				sub.Reply = run.add(m)
+			}
+			run.applyRecord(sub, &sr)
+			ag.Steps = append(ag.Steps, sub)
+		}
+		s.Agents = append(s.Agents, ag)
+	}
+}
+
+// pendingStep fills s from a checkpoint saved in the middle of its step.
+func (run *Run) pendingStep(s *Step, cp *session.Checkpoint) {
+	s.Request = make([]int, len(cp.Transcript))
+	for i, m := range cp.Transcript {
+		s.Request[i] = run.add(fromDefs(m))
+	}
+	p := cp.Pending
+	s.Reply = run.add(fromDefs(p.Reply))
+	for _, c := range p.Reply.ToolCalls {
+		tc := ToolCall{ID: c.ID, Name: c.Name, Args: string(c.Arguments), Result: "(no result: the call had not completed)"}
+		for _, r := range p.Results {
+			if r.CallID == c.ID {
+				tc.Result, tc.IsError = r.Content, r.IsError
+			}
+		}
+		s.Calls = append(s.Calls, tc)
+	}
+	if st, err := stateOf(cp.State); err == nil {
+		s.State = st
+	}
+	s.Estimated = true
+}
+
+func ms(ns int64) float64 { return float64(time.Duration(ns).Microseconds()) / 1000 }

@@ -1,0 +1,206 @@
+package viewer
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// TextOptions configure Text.
+type TextOptions struct {
+	// Width is the most characters of a message or result shown on its
+	// line; zero means 160, a negative value no limit.
+	Width int
+}
+
+// Text writes run as text, one screen per step: a rule with the step's
+// number and tokens, then the effects that ran and why, the diff of its
+// request against the previous step's (messages added, removed and
+// rewritten; tools offered and withdrawn; the system prompt), disables and
+// reminders, commits, the reply and its tool calls with their results, and
+// the state changes. Sub-agents follow their step, indented.
+func Text(w io.Writer, run *Run, opts TextOptions) error {
+	bw := bufio.NewWriter(w)
+	t := &textWriter{w: bw, run: run, width: opts.Width}
+	if t.width == 0 {
+		t.width = 160
+	}
+	fmt.Fprintf(bw, "%s (%s): %d steps", run.Title, run.Source, len(run.Steps))
+	if run.Done {
+		bw.WriteString(", done")
+	}
+	bw.WriteString("\n")
+	if run.Error != "" {
+		fmt.Fprintf(bw, "error: %s\n", run.Error)
+	}
+	for _, n := range run.Notes {
+		fmt.Fprintf(bw, "note: %s\n", n)
+	}
+	for _, s := range run.Steps {
+		t.step("", s)
+	}
+	return bw.Flush()
+}
+
+type textWriter struct {
+	w     *bufio.Writer
+	run   *Run
+	width int
+}
+
+func (t *textWriter) line(indent, format string, args ...any) {
+	t.w.WriteString(indent)
+	fmt.Fprintf(t.w, format, args...)
+	t.w.WriteString("\n")
+}
+
+func (t *textWriter) short(s string) string {
+	s = strings.ReplaceAll(s, "\n", `\n`)
+	if t.width > 0 && len(s) > t.width {
+		return s[:t.width] + "…"
+	}
+	return s
+}
+
+func (t *textWriter) step(indent string, s *Step) {
+	head := fmt.Sprintf("step %d", s.Number)
+	if s.Label != "" {
+		head += " (" + s.Label + ")"
+	}
+	if s.InputTokens > 0 {
+		est := ""
+		if s.Estimated {
+			est = ", provider's count"
+		}
+		head += fmt.Sprintf(" · input %d tokens (cached prefix %d, new %d%s)", s.InputTokens, s.PrefixTokens, s.InputTokens-s.PrefixTokens, est)
+	}
+	if s.OutputTokens > 0 {
+		head += fmt.Sprintf(" · output %d", s.OutputTokens)
+	}
+	if s.DurationMS > 0 {
+		head += fmt.Sprintf(" · %.1f ms", s.DurationMS)
+	}
+	t.line(indent, "── %s %s", head, strings.Repeat("─", max(0, 72-len(head))))
+	if s.Damage != "" {
+		t.line(indent, "! %s", s.Damage)
+	}
+	for _, e := range s.Effects {
+		t.line(indent, "effect %s %s %s: %s", e.ID, e.Phase, e.Site, e.Reason)
+	}
+	if s.Request != nil {
+		d := s.Diff
+		t.line(indent, "request: %d messages; %d as before, %d added, %d removed, %d rewritten", len(s.Request), d.Shared, len(d.Added), len(d.Removed), len(d.Rewritten))
+		for _, i := range d.Added {
+			t.line(indent, "  + %s", t.message(i))
+		}
+		for _, i := range d.Removed {
+			t.line(indent, "  - %s", t.message(i))
+		}
+		for _, p := range d.Rewritten {
+			t.line(indent, "  ~ %s", t.message(p[0]))
+			t.line(indent, "    → %s", t.message(p[1]))
+		}
+	}
+	if s.SystemChanged {
+		t.line(indent, "system prompt changed")
+	}
+	if len(s.ToolsOn) > 0 || len(s.ToolsOff) > 0 {
+		t.line(indent, "tools: offered %s; withdrawn %s", list(s.ToolsOn), list(s.ToolsOff))
+	}
+	if len(s.Disabled) > 0 {
+		t.line(indent, "disabled: %s", strings.Join(s.Disabled, ", "))
+	}
+	if len(s.Reminded) > 0 {
+		t.line(indent, "reminded: %s", strings.Join(s.Reminded, ", "))
+	}
+	for _, c := range s.Commits {
+		kind := "commit"
+		if c.After < c.Before {
+			kind = "compaction"
+		}
+		t.line(indent, "%s: %d → %d messages", kind, c.Before, c.After)
+	}
+	if s.Resumed {
+		t.line(indent, "resumed: the run stopped after the model's reply and a resume completed the step; interrupted calls: %s", list(s.Interrupted))
+	}
+	if s.Recovered {
+		t.line(indent, "recovered: the provider found the request too long; sent again after compaction")
+	}
+	for _, n := range s.Notes {
+		t.line(indent, "%s", t.short(n))
+	}
+	if s.Reply >= 0 {
+		m := t.run.Messages[s.Reply]
+		fin := ""
+		if s.Finish != "" {
+			fin = " (" + s.Finish + ")"
+		}
+		if m.Content != "" || len(s.Calls) == 0 {
+			t.line(indent, "reply%s: %s", fin, t.short(m.Content))
+		} else {
+			t.line(indent, "reply%s:", fin)
+		}
+	}
+	for _, c := range s.Calls {
+		dur := ""
+		if c.DurationMS > 0 {
+			dur = fmt.Sprintf(" (%.1f ms)", c.DurationMS)
+		}
+		res := t.short(c.Result)
+		if c.IsError && !strings.HasPrefix(res, "error") {
+			res = "error: " + res
+		}
+		t.line(indent, "  call %s %s %s%s → %s", c.ID, c.Name, t.short(c.Args), dur, res)
+		if c.Error != "" {
+			t.line(indent, "    Go error: %s", t.short(c.Error))
+		}
+	}
+	for _, a := range s.Agents {
+		errs := ""
+		if a.Error != "" {
+			errs = ", failed: " + a.Error
+		}
+		t.line(indent, "  sub-agent %s (call %s): %d steps%s", a.Name, a.CallID, len(a.Steps), errs)
+		for _, sub := range a.Steps {
+			t.step(indent+"    ", sub)
+		}
+	}
+	for _, c := range s.Changes {
+		switch {
+		case c.Before == "":
+			t.line(indent, "state %s = %s", c.Key, t.short(c.After))
+		case c.After == "":
+			t.line(indent, "state %s removed (was %s)", c.Key, t.short(c.Before))
+		default:
+			t.line(indent, "state %s: %s → %s", c.Key, t.short(c.Before), t.short(c.After))
+		}
+	}
+}
+
+// message is one line for message i of the pool.
+func (t *textWriter) message(i int) string {
+	m := t.run.Messages[i]
+	head := m.Role
+	if m.CallID != "" {
+		head += " " + m.CallID
+	}
+	if m.Name != "" {
+		head += " " + m.Name
+	}
+	if m.IsError {
+		head += " (error)"
+	}
+	body := m.Content
+	for _, c := range m.Calls {
+		body += fmt.Sprintf(" [call %s %s %s]", c.ID, c.Name, c.Args)
+	}
+	return head + ": " + t.short(strings.TrimSpace(body))
+}
+
+func list(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ", ")
+}

@@ -1,0 +1,187 @@
+package runtime
+
+import (
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/reprompt/reprompt/session"
+)
+
+// stepRecorder gathers, for a run with a store, what the record of the step
+// under way needs beyond its Step (see session.StepRecord): when it began,
+// the rewrites of the transcript and how long the tool calls ran. It does
+// nothing for a run without a store.
+type stepRecorder struct {
+	on      bool
+	start   time.Time
+	commits []session.CommitRecord
+	calls   []time.Duration // by call of the reply, for the step under way
+	record  *session.StepRecord
+	// Reused from step to step: a store encodes the record during Save
+	// and keeps none of it.
+	buf       session.StepRecord
+	callBuf   []session.CallRecord
+	system    string // the last system prompt, and its id
+	systemID  string
+	tools     []ToolSpec // the last request's tools, and their names
+	toolNames []string
+}
+
+// begin starts the record of a step.
+func (sr *stepRecorder) begin(r *Runner) {
+	sr.on = r.cfg.Store != nil
+	if !sr.on {
+		return
+	}
+	sr.start = time.Now()
+	sr.commits = sr.commits[:0]
+	sr.calls = sr.calls[:0]
+}
+
+// commit notes a rewrite of the transcript from before to after messages.
+func (sr *stepRecorder) commit(before, after int) {
+	if sr.on {
+		sr.commits = append(sr.commits, session.CommitRecord{Before: before, After: after})
+	}
+}
+
+// noteCalls notes how long each call of a reply ran.
+func (sr *stepRecorder) noteCalls(slots []callSlot) {
+	if !sr.on {
+		return
+	}
+	for _, s := range slots {
+		sr.calls = append(sr.calls, s.dur)
+	}
+}
+
+// end makes the record of rec for the checkpoint that ends the step.
+func (sr *stepRecorder) end(rec *Step) {
+	if !sr.on {
+		return
+	}
+	sr.buf = session.StepRecord{}
+	fillRecord(&sr.buf, rec, sr.calls, sr)
+	sr.record = &sr.buf
+	if len(sr.commits) > 0 {
+		sr.record.Commits = sr.commits
+	}
+	sr.record.DurationNS = int64(time.Since(sr.start))
+}
+
+// take returns the record made by end, once.
+func (sr *stepRecorder) take() *session.StepRecord {
+	rec := sr.record
+	sr.record = nil
+	return rec
+}
+
+// recordOf returns the session record of rec; durs are the durations of
+// its calls, by index, where known.
+func recordOf(rec *Step, durs []time.Duration) *session.StepRecord {
+	out := &session.StepRecord{}
+	fillRecord(out, rec, durs, nil)
+	return out
+}
+
+// fillRecord sets out to the record of rec. With sr, it reuses sr's
+// buffers and the names and ids of the previous step's tools and system
+// prompt when they did not change.
+func fillRecord(out *session.StepRecord, rec *Step, durs []time.Duration, sr *stepRecorder) {
+	*out = session.StepRecord{
+		Version:      session.RecordVersion,
+		Step:         rec.Number,
+		Effects:      rec.Effects,
+		InputTokens:  rec.InputTokens,
+		PrefixTokens: rec.PrefixTokens,
+		BilledInput:  rec.BilledInput,
+		Recovered:    rec.Recovered,
+		Summaries:    len(rec.Summaries),
+		Resumed:      rec.Resumed,
+		Interrupted:  rec.Interrupted,
+	}
+	if len(rec.Disabled) > 0 {
+		out.Disabled = refStrings(rec.Disabled)
+	}
+	if len(rec.Reminded) > 0 {
+		out.Reminded = refStrings(rec.Reminded)
+	}
+	if req := rec.Request; req != nil {
+		switch {
+		case len(req.Tools) == 0:
+		case sr != nil && sameToolSlice(sr.tools, req.Tools):
+			out.Tools = sr.toolNames
+		default:
+			out.Tools = make([]string, len(req.Tools))
+			for i, t := range req.Tools {
+				out.Tools[i] = t.Name
+			}
+			if sr != nil {
+				sr.tools, sr.toolNames = req.Tools, out.Tools
+			}
+		}
+		switch {
+		case req.System == "":
+		case sr != nil && sr.system == req.System:
+			out.System = sr.systemID
+		default:
+			out.System = systemID(req.System)
+			if sr != nil {
+				sr.system, sr.systemID = req.System, out.System
+			}
+		}
+	}
+	if reply := rec.Reply; reply != nil {
+		out.Usage = session.Usage{InputTokens: reply.Usage.InputTokens, OutputTokens: reply.Usage.OutputTokens, CachedTokens: reply.Usage.CachedTokens}
+		out.Finish = string(reply.FinishReason)
+		if calls := reply.Message.ToolCalls; len(calls) > 0 {
+			if sr != nil {
+				sr.callBuf = slices.Grow(sr.callBuf[:0], len(calls))[:len(calls)]
+				out.Calls = sr.callBuf
+			} else {
+				out.Calls = make([]session.CallRecord, len(calls))
+			}
+			for i, c := range calls {
+				cr := session.CallRecord{ID: c.ID, Name: c.Name}
+				if i < len(durs) {
+					cr.DurationNS = int64(durs[i])
+				}
+				if err := rec.ToolErrors[c.ID]; err != nil {
+					cr.Error = err.Error()
+				}
+				out.Calls[i] = cr
+			}
+		}
+	}
+	for _, a := range rec.Agents {
+		ar := session.AgentRecord{CallID: a.CallID, Name: a.Name}
+		if a.Err != nil {
+			ar.Error = a.Err.Error()
+		}
+		for _, s := range a.Steps {
+			if s == nil {
+				continue
+			}
+			sub := recordOf(s, nil)
+			if s.Reply != nil {
+				sub.Reply = s.Reply.Message.Content
+			}
+			if s.Committed {
+				sub.Commits = []session.CommitRecord{{}} // a rewrite of unknown size
+			}
+			ar.Steps = append(ar.Steps, *sub)
+		}
+		out.Agents = append(out.Agents, ar)
+	}
+}
+
+// systemID returns the FNV-1a hash of a system prompt, in hex.
+func systemID(s string) string {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= 1099511628211
+	}
+	return strconv.FormatUint(h, 16)
+}
