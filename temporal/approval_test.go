@@ -62,15 +62,30 @@ var payDecisions = map[string]rt.Decision{
 	"c1_0": {CallID: "c1_0", Approve: true},
 }
 
-// localPay runs payer in process, deciding with Approve and Deny.
-func localPay(t *testing.T) (*runtime.Result, map[string]any, *tools) {
+// localPay runs payer in process, deciding with Approve and Deny. When
+// messages are given, the prompt function declares them from the first
+// pause on, as a workflow adds the messages sent while it is paused.
+func localPay(t *testing.T, messages ...string) (*runtime.Result, map[string]any, *tools) {
 	t.Helper()
 	tl := &tools{}
-	r := runtime.New(payModel(), payer(tl), runtime.Config{})
+	paused := false
+	fn := func(p *prompt.Prompt) error {
+		if err := payer(tl)(p); err != nil {
+			return err
+		}
+		for _, m := range messages {
+			if paused {
+				p.User(m)
+			}
+		}
+		return nil
+	}
+	r := runtime.New(payModel(), fn, runtime.Config{})
 	ctx := context.Background()
 	res, err := r.Run(ctx)
 	require.NoError(t, err)
 	for len(res.Awaiting) > 0 {
+		paused = true
 		for _, a := range res.Awaiting {
 			d := payDecisions[a.CallID]
 			if d.Approve {
@@ -299,4 +314,55 @@ func wrap(msgs []defs.Message) []rt.Message {
 		out[i] = rt.Message{Message: m}
 	}
 	return out
+}
+
+// A message sent while the run is paused is kept, and added at the step
+// after the paused one, as in process; the step records show the pause and
+// the decisions that completed it.
+func TestMessageDuringPause(t *testing.T) {
+	want, wantState, _ := localPay(t, "Also pay o4.")
+
+	tl := &tools{}
+	env := newEnv(t, rt.Agent{Name: "payer", Prompt: payer(tl), Model: payModel()})
+	var during, after *rt.Status
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(rt.SignalMessage, "Also pay o4.")
+	}, time.Minute)
+	env.RegisterDelayedCallback(func() {
+		during = queryStatus(t, env)
+		update(env, "u1", payDecisions["c0_0"])
+		update(env, "u2", payDecisions["c0_2"])
+	}, 2*time.Minute)
+	env.RegisterDelayedCallback(func() {
+		after = queryStatus(t, env)
+		update(env, "u3", payDecisions["c1_0"])
+	}, 3*time.Minute)
+	env.ExecuteWorkflow(rt.WorkflowName, rt.Input{Agent: "payer"})
+	require.NoError(t, env.GetWorkflowError())
+	var got rt.Result
+	require.NoError(t, env.GetWorkflowResult(&got))
+
+	require.Equal(t, 1, during.Inbox, "kept while paused")
+	require.Equal(t, []string{"c0_0", "c0_2"}, ids(during.Awaiting))
+	require.Equal(t, 0, after.Inbox, "added at step 1")
+	require.Equal(t, []string{"c1_0"}, ids(after.Awaiting))
+	require.Len(t, after.Steps, 3)
+	require.Equal(t, []string{"c0_0", "c0_2"}, after.Steps[0].Awaiting)
+	require.Equal(t, 0, after.Steps[1].Number, "the record completing step 0")
+	require.Equal(t, []rt.Decision{{CallID: "c0_0", Approve: true}, {CallID: "c0_2", Reason: "Not o2."}}, after.Steps[1].Decisions)
+	require.Equal(t, []string{"c1_0"}, after.Steps[2].Awaiting)
+
+	if d := cmp.Diff(want.Transcript, transcriptOf(&got)); d != "" {
+		t.Errorf("transcript mismatch (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(wantState, decodeState(t, got.State)); d != "" {
+		t.Errorf("state mismatch (-want +got):\n%s", d)
+	}
+	var users []string
+	for _, m := range got.Transcript {
+		if m.Role == defs.RoleUser {
+			users = append(users, m.Content)
+		}
+	}
+	require.Equal(t, []string{"Stock up and bill the orders.", "Also pay o4."}, users)
 }
