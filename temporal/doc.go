@@ -54,8 +54,9 @@
 // The decisions are in the session checkpoint (Pending.Approvals), so a
 // pause, and the decisions already made, survive continue-as-new. A
 // sub-agent's child workflow cannot pause (its parent waits on one tool
-// call): as in process, it fails with a *runtime.SubAgentApprovalError
-// and the parent's call gets an error result.
+// call): it fails (an application error of type SubAgentApprovalError,
+// with the text of the *runtime.SubAgentApprovalError), and the parent's
+// call gets the error result it gets in process.
 //
 // # Tools in activities
 //

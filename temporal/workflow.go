@@ -374,7 +374,11 @@ func (x *executor) finishChild(c *runtime.ToolCalls, i int, f workflow.Future) e
 	name := c.Call(i).Name
 	var res Result
 	if err := f.Get(x.ctx, &res); err != nil {
-		err = fmt.Errorf("sub-agent %q: %w", name, activityCause(err))
+		cause := activityCause(err)
+		if ae, ok := errors.AsType[*temporal.ApplicationError](cause); ok && ae.Type() == "SubAgentApprovalError" {
+			cause = errors.New(ae.Message()) // the text of the error in process
+		}
+		err = fmt.Errorf("sub-agent %q: %w", name, cause)
 		return c.Finish(i, fmt.Sprintf("error: tool %q failed: %v", name, err), true, nil, err)
 	}
 	return c.Finish(i, res.Text, false, nil, nil)
