@@ -17,7 +17,7 @@ import (
 )
 
 // Names of the workflow, its activities, signal and query, as a worker
-// registers them and a client addresses them.
+// registers them and a client addresses them (the update is UpdateDecide).
 const (
 	// WorkflowName is the agent workflow: input Input, result *Result.
 	WorkflowName = "reprompt.Agent"
@@ -251,6 +251,9 @@ type Status struct {
 	Inbox int `json:"inbox"`
 	// Transcript is the number of messages in the transcript.
 	Transcript int `json:"transcript"`
+	// Awaiting are the tool calls the paused run awaits a decision on
+	// (Decide), in call order; empty unless paused.
+	Awaiting []Approval `json:"awaiting,omitempty"`
 }
 
 // StepRecord is a step as Status reports it.
@@ -262,6 +265,10 @@ type StepRecord struct {
 	InputTokens int           `json:"input_tokens"`
 	Usage       runtime.Usage `json:"usage"`
 	Done        bool          `json:"done,omitempty"`
+	// Awaiting are the ids of the calls the step paused for; a later
+	// record of the same Number completes it, with the Decisions taken.
+	Awaiting  []string   `json:"awaiting,omitempty"`
+	Decisions []Decision `json:"decisions,omitempty"`
 }
 
 // ToolResult is a tool result in a StepRecord.

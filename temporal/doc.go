@@ -31,8 +31,32 @@
 //
 // Every worker of a task queue registers the same agents (Register). A
 // client starts an agent (Start), sends it a user message (Send, the signal
-// SignalMessage) and reads its state and last steps (Query, the query
-// QueryStatus).
+// SignalMessage), reads its state and last steps (Query, the query
+// QueryStatus) and answers its tool approvals (Decide, the update
+// UpdateDecide).
+//
+// # Tool approval
+//
+// A call of a tool declared prompt.NeedsApproval (or NeedsApprovalIf, when
+// it says so) pauses the run as in process (runtime.Runner.Approve): the
+// other calls of the reply run, and the workflow waits, with workflow.Await
+// and for as long as it takes, until every held call is decided. Meanwhile
+// Status.Awaiting lists the calls (step, call id, tool, arguments) and
+// messages sent are kept for the step after the paused one. Decide sends
+// the update UpdateDecide, whose handler approves or denies the call in
+// workflow code; once every call is decided the step completes: approved
+// calls run as activities (at most once, unless idempotent), denied ones
+// give the model the reason, all results in call order. The update's
+// validator refuses a call id that does not await a decision (unknown, or
+// decided already) before the update is written to the history, so that a
+// wrong id leaves the workflow untouched; Decide returns that refusal as
+// the *runtime.ApprovalError it is (ErrUnknownCall, ErrAlreadyDecided).
+// The decisions are in the session checkpoint (Pending.Approvals), so a
+// pause, and the decisions already made, survive continue-as-new. A
+// sub-agent's child workflow cannot pause (its parent waits on one tool
+// call): it fails (an application error of type SubAgentApprovalError,
+// with the text of the *runtime.SubAgentApprovalError), and the parent's
+// call gets the error result it gets in process.
 //
 // # Tools in activities
 //

@@ -32,9 +32,9 @@ func TestReplay(t *testing.T) {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			r := worker.NewWorkflowReplayer()
 			tl := &tools{}
-			require.NoError(t, rt.RegisterWorkflow(r, e2eAgent(tl, e2eSteps), signalAgent(tl)))
+			require.NoError(t, rt.RegisterWorkflow(r, e2eAgent(tl, e2eSteps), signalAgent(tl), decideAgent(tl)))
 			require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(quiet(), f))
-			require.Zero(t, tl.runs("stock")+tl.runs("charge")+tl.runs("slow"), "replay ran a tool")
+			require.Zero(t, tl.runs("stock")+tl.runs("charge")+tl.runs("slow")+tl.runs("pay"), "replay ran a tool")
 		})
 	}
 }

@@ -30,6 +30,7 @@ type agentRun struct {
 	received int
 	steps    []StepRecord // the last ones
 	waiting  bool
+	stepping bool // runner.Next runs: no decision is taken (approval.go)
 }
 
 // run is the workflow function.
@@ -44,6 +45,9 @@ func (reg *registry) run(ctx workflow.Context, in Input) (*Result, error) {
 		w.received++
 	}
 	if err := workflow.SetQueryHandler(ctx, QueryStatus, w.status); err != nil {
+		return nil, err
+	}
+	if err := w.setUpdateHandler(); err != nil {
 		return nil, err
 	}
 	signals := workflow.GetSignalChannel(ctx, SignalMessage)
@@ -118,10 +122,27 @@ func (reg *registry) run(ctx workflow.Context, in Input) (*Result, error) {
 			w.waiting = false
 		}
 		if n >= limit || workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
-			return nil, w.continueAsNew()
+			return nil, w.continueAsNew() // a paused step's checkpoint holds its approvals
+		}
+		if w.paused() {
+			// Tool calls await decisions (UpdateDecide): wait for them all,
+			// receiving messages meanwhile (added after the paused step).
+			if err := workflow.Await(ctx, func() bool {
+				return !w.paused() || signals.Len() > 0 || workflow.GetInfo(ctx).GetContinueAsNewSuggested()
+			}); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		adding := len(w.inbox)
+		if cp := w.store.cp; cp != nil && cp.Pending != nil {
+			// The step completes a paused one: its execution adds no
+			// message (they belong to the next step).
+			adding = 0
+		}
+		w.stepping = true
 		s, err := w.runner.Next(bg)
+		w.stepping = false
 		if s != nil {
 			w.record(s)
 		}
@@ -130,6 +151,12 @@ func (reg *registry) run(ctx workflow.Context, in Input) (*Result, error) {
 		}
 		w.inbox = slices.Delete(w.inbox, 0, adding) // the step's execution added them
 		n++
+		if len(s.Awaiting) > 0 && in.Task != "" {
+			// A sub-agent runs inside one tool call of its parent: it
+			// cannot wait for a decision (as runtime.Runner.RunAgent).
+			err := errors.Join(&runtime.SubAgentApprovalError{Agent: a.Name, Call: s.Awaiting[0]}, w.runner.Close())
+			return nil, temporal.NewNonRetryableApplicationError(err.Error(), "SubAgentApprovalError", nil)
+		}
 		if s.Done {
 			w.waiting = true
 		}
@@ -165,6 +192,12 @@ func (w *agentRun) wrap(fn prompt.Func) prompt.Func {
 
 func (w *agentRun) record(s *runtime.Step) {
 	rec := StepRecord{Number: s.Number, InputTokens: s.InputTokens, Done: s.Done}
+	for _, a := range s.Awaiting {
+		rec.Awaiting = append(rec.Awaiting, a.CallID)
+	}
+	for _, d := range s.Decisions {
+		rec.Decisions = append(rec.Decisions, Decision{CallID: d.CallID, Approve: d.Approved, Reason: d.Reason})
+	}
 	if s.Reply != nil {
 		rec.Reply = Message{s.Reply.Message}
 		rec.Usage = s.Reply.Usage
@@ -186,7 +219,7 @@ func (w *agentRun) record(s *runtime.Step) {
 }
 
 func (w *agentRun) status() (*Status, error) {
-	st := &Status{Agent: w.agent.Name, Waiting: w.waiting, Steps: w.steps, Inbox: len(w.inbox)}
+	st := &Status{Agent: w.agent.Name, Waiting: w.waiting, Steps: w.steps, Inbox: len(w.inbox), Awaiting: w.awaiting()}
 	if cp := w.store.cp; cp != nil {
 		st.Step, st.State, st.Transcript = cp.Step, cp.State, len(cp.Transcript)
 	}
@@ -341,7 +374,11 @@ func (x *executor) finishChild(c *runtime.ToolCalls, i int, f workflow.Future) e
 	name := c.Call(i).Name
 	var res Result
 	if err := f.Get(x.ctx, &res); err != nil {
-		err = fmt.Errorf("sub-agent %q: %w", name, activityCause(err))
+		cause := activityCause(err)
+		if ae, ok := errors.AsType[*temporal.ApplicationError](cause); ok && ae.Type() == "SubAgentApprovalError" {
+			cause = errors.New(ae.Message()) // the text of the error in process
+		}
+		err = fmt.Errorf("sub-agent %q: %w", name, cause)
 		return c.Finish(i, fmt.Sprintf("error: tool %q failed: %v", name, err), true, nil, err)
 	}
 	return c.Finish(i, res.Text, false, nil, nil)

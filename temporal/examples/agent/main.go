@@ -1,5 +1,6 @@
 // Command agent runs a to-do agent as a Temporal workflow: start workers,
-// start the agent, send it messages, read its state. It needs a Temporal
+// start the agent, send it messages, read its state, approve or deny the
+// removal of a task (a tool that needs approval). It needs a Temporal
 // server (`temporal server start-dev`, or `eval "$(bash .ci/temporal.sh)"`
 // from the repository's root).
 //
@@ -7,10 +8,14 @@
 //	go run ./examples/agent start -id todo         # the agent, waiting an hour for messages
 //	go run ./examples/agent send -id todo "Buy milk"
 //	go run ./examples/agent status -id todo        # its state and last steps
+//	go run ./examples/agent send -id todo "Remove Buy milk"
+//	go run ./examples/agent status -id todo        # awaiting: call_3 remove_task {"task":"Buy milk"}
+//	go run ./examples/agent approve -id todo call_3   # or: deny -id todo call_3 "Keep it."
 //	go run ./examples/agent demo                   # all of it in one process
 //
 // The model is a rule-based stand-in that works offline: it adds each new
-// user message as a task, then answers with the list. With OPENAI_API_KEY
+// user message as a task ("Remove X" asks to remove X), then answers with
+// the list. With OPENAI_API_KEY
 // or OPENAI_BASE_URL set, the workers use a real model (providers/openai).
 package main
 
@@ -21,6 +26,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -50,6 +56,15 @@ func todo(p *prompt.Prompt) error {
 		setTasks.Update(func(l []string) []string { return append(append([]string(nil), l...), a.Task) })
 		return "added " + a.Task, nil
 	}, prompt.Idempotent())
+	prompt.DefTool(p, "remove_task", "Remove a task from the list.", func(ctx context.Context, a addArgs) (string, error) {
+		if !slices.Contains(tasks, a.Task) {
+			return "", fmt.Errorf("no task %q", a.Task)
+		}
+		setTasks.Update(func(l []string) []string {
+			return slices.DeleteFunc(slices.Clone(l), func(t string) bool { return t == a.Task })
+		})
+		return "removed " + a.Task, nil
+	}, prompt.NeedsApproval()) // a person decides: approve or deny
 	return nil
 }
 
@@ -58,11 +73,14 @@ func todo(p *prompt.Prompt) error {
 type rules struct{}
 
 func (rules) Generate(ctx context.Context, req *runtime.Request) (*runtime.Reply, error) {
-	last := req.Messages[len(req.Messages)-1]
-	if last.Role == defs.RoleUser {
-		args := fmt.Sprintf(`{"task":%q}`, last.Content)
+	if n := len(req.Messages); n > 0 && req.Messages[n-1].Role == defs.RoleUser { // none before the first message
+		tool, task := "add_task", req.Messages[n-1].Content
+		if rest, ok := strings.CutPrefix(task, "Remove "); ok {
+			tool, task = "remove_task", rest
+		}
+		args := fmt.Sprintf(`{"task":%q}`, task)
 		return &runtime.Reply{Message: defs.Message{Role: defs.RoleAssistant, ToolCalls: []defs.ToolCall{
-			{ID: fmt.Sprintf("call_%d", req.Step), Name: "add_task", Arguments: []byte(args)}}}}, nil
+			{ID: fmt.Sprintf("call_%d", req.Step), Name: tool, Arguments: []byte(args)}}}}, nil
 	}
 	list, _, _ := strings.Cut(req.System[strings.Index(req.System, "<tasks>")+len("<tasks>"):], "</tasks>")
 	return &runtime.Reply{Message: defs.Message{Role: defs.RoleAssistant, Content: "The list:" + strings.Join(strings.Fields(list), " ")}}, nil
@@ -81,7 +99,7 @@ func agent() rt.Agent {
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: agent worker|start|send|status|demo [-addr host:port] [-id id] [text]")
+		fmt.Fprintln(os.Stderr, "usage: agent worker|start|send|status|approve|deny|demo [-addr host:port] [-id id] [text | call-id [reason]]")
 		os.Exit(2)
 	}
 	cmd := os.Args[1]
@@ -107,6 +125,12 @@ func main() {
 		err = rt.Send(ctx, c, *id, strings.Join(fs.Args(), " "))
 	case "status":
 		err = printStatus(ctx, os.Stdout, c, *id)
+	case "approve", "deny":
+		if fs.NArg() == 0 {
+			err = fmt.Errorf("%s: which call? (status lists those awaiting a decision)", cmd)
+			break
+		}
+		err = rt.Decide(ctx, c, *id, fs.Arg(0), cmd == "approve", strings.Join(fs.Args()[1:], " "))
 	case "demo":
 		err = demo(ctx, os.Stdout, c, fmt.Sprintf("todo-demo-%d", time.Now().UnixNano()))
 	default:
@@ -131,7 +155,20 @@ func printStatus(ctx context.Context, out io.Writer, c client.Client, id string)
 		return err
 	}
 	fmt.Fprintf(out, "step %d, waiting %t, state %s\n", st.Step, st.Waiting, st.State)
+	for _, a := range st.Awaiting {
+		fmt.Fprintf(out, "awaiting: %s %s %s\n", a.CallID, a.Tool, a.Arguments)
+	}
 	for _, s := range st.Steps {
+		if len(s.Awaiting) > 0 {
+			fmt.Fprintf(out, "  step %d: paused for %s\n", s.Number, strings.Join(s.Awaiting, ", "))
+		}
+		for _, d := range s.Decisions {
+			if d.Approve {
+				fmt.Fprintf(out, "  step %d: %s approved\n", s.Number, d.CallID)
+			} else {
+				fmt.Fprintf(out, "  step %d: %s denied: %s\n", s.Number, d.CallID, d.Reason)
+			}
+		}
 		for _, r := range s.ToolResults {
 			fmt.Fprintf(out, "  step %d: %s → %s\n", s.Number, r.Name, r.Content)
 		}
@@ -143,7 +180,8 @@ func printStatus(ctx context.Context, out io.Writer, c client.Client, id string)
 }
 
 // demo starts a worker, an agent that waits a second for messages, sends
-// it two, prints its status and its result.
+// it two, asks it to remove one and approves the removal, prints its
+// status and its result.
 func demo(ctx context.Context, out io.Writer, c client.Client, id string) error {
 	q := queue + "-" + id
 	w := worker.New(c, q, worker.Options{})
@@ -165,6 +203,22 @@ func demo(ctx context.Context, out io.Writer, c client.Client, id string) error 
 		return err
 	}
 	if err := waitIdle(ctx, c, id, 4); err != nil {
+		return err
+	}
+	if err := rt.Send(ctx, c, id, "Remove Buy milk"); err != nil {
+		return err
+	}
+	call, err := waitAwaiting(ctx, c, id)
+	if err != nil {
+		return err
+	}
+	if err := printStatus(ctx, out, c, id); err != nil {
+		return err
+	}
+	if err := rt.Decide(ctx, c, id, call, true, ""); err != nil {
+		return err
+	}
+	if err := waitIdle(ctx, c, id, 6); err != nil {
 		return err
 	}
 	if err := printStatus(ctx, out, c, id); err != nil {
@@ -189,6 +243,19 @@ func waitIdle(ctx context.Context, c client.Client, id string, step int) error {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return fmt.Errorf("agent %s did not finish its run", id)
+}
+
+// waitAwaiting waits until the agent's run pauses for a decision, and
+// returns the id of the call it awaits one on.
+func waitAwaiting(ctx context.Context, c client.Client, id string) (string, error) {
+	for range 3000 { // a minute at most
+		st, err := rt.Query(ctx, c, id)
+		if err == nil && len(st.Awaiting) > 0 {
+			return st.Awaiting[0].CallID, nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return "", fmt.Errorf("agent %s did not pause for a decision", id)
 }
 
 func quiet() sdklog.Logger {

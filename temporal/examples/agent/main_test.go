@@ -31,12 +31,23 @@ func TestDemo(t *testing.T) {
 	if err := demo(context.Background(), &out, c, fmt.Sprintf("todo-test-%d", time.Now().UnixNano())); err != nil {
 		t.Fatal(err)
 	}
-	want := `step 4, waiting true, state {"tasks":["Buy milk","Call Bob"]}
+	want := `step 4, waiting false, state {"tasks":["Buy milk","Call Bob"]}
+awaiting: call_4 remove_task {"task":"Buy milk"}
   step 0: add_task → added Buy milk
   step 1: The list:- Buy milk
   step 2: add_task → added Call Bob
   step 3: The list:- Buy milk - Call Bob
-result after 4 steps: The list:- Buy milk - Call Bob
+  step 4: paused for call_4
+step 6, waiting true, state {"tasks":["Call Bob"]}
+  step 0: add_task → added Buy milk
+  step 1: The list:- Buy milk
+  step 2: add_task → added Call Bob
+  step 3: The list:- Buy milk - Call Bob
+  step 4: paused for call_4
+  step 4: call_4 approved
+  step 4: remove_task → removed Buy milk
+  step 5: The list:- Call Bob
+result after 6 steps: The list:- Call Bob
 `
 	if out.String() != want {
 		t.Errorf("demo printed\n%s\nwant\n%s", out.String(), want)
