@@ -6,6 +6,7 @@ import (
 	"go/token"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -28,12 +29,13 @@ var corePackages = []string{
 // colon; anywhere, a panic with a literal message (a programmer error) does.
 func TestErrorMessages(t *testing.T) {
 	fset := token.NewFileSet()
+	names := append(slices.Clone(corePackages), "reprompt", "snapshots", "sessiontest", "openai", "mcp")
 	prefixed := func(s string) (string, bool) {
 		name, _, ok := strings.Cut(s, ": ")
 		if !ok || strings.ContainsAny(name, " \"%") {
 			return "", false
 		}
-		for _, p := range append(corePackages, "reprompt", "snapshots", "sessiontest", "openai", "mcp") {
+		for _, p := range names {
 			if name == filepath.Base(p) {
 				return name, true
 			}

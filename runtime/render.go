@@ -150,9 +150,11 @@ func (c *yamlCache) render(name string, v any) (string, error) {
 	if c.m == nil {
 		c.m = make(map[string]yamlEntry)
 	}
-	if se, hit := sharedYAML.lookup(name, v); hit {
-		c.m[name] = se
-		return se.text, nil
+	if !ok { // a first render in this run: maybe an earlier run's
+		if se, hit := sharedYAML.lookup(name, v); hit {
+			c.m[name] = se
+			return se.text, nil
+		}
 	}
 	snap, plain := plainCopy(v, 0)
 	var enc string
@@ -168,14 +170,14 @@ func (c *yamlCache) render(name string, v any) (string, error) {
 	}
 	e = yamlEntry{plain: plain, snap: snap, enc: enc, text: text}
 	c.m[name] = e
-	if plain {
+	if plain && !ok { // only first renders are shared: a run's later changes are its own
 		sharedYAML.store(name, e)
 	}
 	return text, nil
 }
 
-// sharedYAML keeps, across the runs of the process, the YAML of the last
-// plain value rendered under each name (at most maxSharedYAML names): the
+// sharedYAML keeps, across the runs of the process, the YAML of the plain
+// value a run rendered first under each name (at most maxSharedYAML names): the
 // runs of one agent declare the same data (a configuration, a profile),
 // and a new run would otherwise encode it again at its first step. A plain
 // entry's snapshot is a private deep copy, never modified, so runs share

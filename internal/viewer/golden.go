@@ -169,11 +169,11 @@ func (g *goldenParser) section(s *section) error {
 }
 
 func (g *goldenParser) stepSection(s *section, step *Step, steps []*Step, kind string) error {
-	// The previous step is the last one that sent a request: the record
-	// that completes a paused step sent none.
+	// The previous step is the last one that sent a request, as for the
+	// formatter: the record that completes a paused step sent none.
 	var prev *Step
 	for i := len(steps) - 2; i >= 0; i-- {
-		if steps[i].Request != nil || steps[i].Label != "decided" {
+		if steps[i].Request != nil {
 			prev = steps[i]
 			break
 		}
