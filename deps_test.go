@@ -25,6 +25,7 @@ var allowed = map[string][]string{
 	"internal/callsite":   {},
 	"internal/msghash":    {"defs"},
 	"internal/effectsrt":  {},
+	"internal/scenario":   {"prompt", "effects"},
 	"internal/modelcaps":  {},
 	"internal/promptrt":   {"defs", "effects", "internal/callsite", "internal/effectsrt"},
 	"effects":             {"state", "defs", "internal/callsite", "internal/effectsrt"},
@@ -51,7 +52,9 @@ var onlyImportedBy = map[string][]string{
 	module + "/snapshots":               {"examples/"},
 	module + "/internal/promptrt":       {"prompt", "runtime"},
 	module + "/internal/effectsrt":      {"effects", "internal/promptrt"},
-	module + "/providers/openai":        {"examples/", "temporal/examples/"},
+	// Benchmark prompts: tests only.
+	module + "/internal/scenario": {},
+	module + "/providers/openai":  {"examples/", "temporal/examples/"},
 	// The Temporal SDK: the nested temporal module only.
 	"go.temporal.io":            {"temporal"},
 	module + "/internal/viewer": {"cmd/"},

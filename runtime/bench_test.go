@@ -4,77 +4,16 @@ import (
 	"context"
 	"fmt"
 	goruntime "runtime"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/reprompt/reprompt/effects"
-	"github.com/reprompt/reprompt/prompt"
+	"github.com/reprompt/reprompt/internal/scenario"
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/snapshots"
 )
 
-// Scenario S1: the per-step cost of the runtime itself, which must not grow
-// with the length of the history.
-var (
-	s1Role  = strings.Repeat("You are a careful assistant that counts. ", 5)[:200]
-	s1Rules = strings.Repeat("Call increment once per turn, never twice. ", 5)[:200]
-	s1Style = strings.Repeat("Answer briefly and in plain words please. ", 5)[:200]
-	s1Var   = strings.Repeat("value-", 9)[:50]
-)
-
-type phaseArgs struct {
-	Phase string `json:"phase"`
-}
-
-type echoArgs struct {
-	Text string `json:"text"`
-}
-
-func scenarioS1(p *prompt.Prompt) error {
-	p.DefSystem("role", s1Role)
-	p.DefSystem("rules", s1Rules)
-	p.DefSystem("style", s1Style)
-	for i := range 5 {
-		p.Def("var"+strconv.Itoa(i), s1Var)
-	}
-	p.DefData("config", map[string]any{
-		"name": "s1", "mode": "bench", "retries": 3, "verbose": false, "weights": []float64{0.5, 1.5, 2.5},
-	})
-	count, setCount := prompt.State(p, "count", 0)
-	phase, setPhase := prompt.State(p, "phase", "start")
-	prompt.DefTool(p, "increment", "Add one to the count and return it.",
-		func(ctx context.Context, _ struct{}) (int, error) {
-			setCount.Set(count + 1)
-			return count + 1, nil
-		})
-	prompt.DefTool(p, "setPhase", "Set the phase.",
-		func(ctx context.Context, a phaseArgs) (string, error) {
-			setPhase.Set(a.Phase)
-			return "ok", nil
-		})
-	prompt.DefTool(p, "noop", "Do nothing.",
-		func(ctx context.Context, _ struct{}) (string, error) { return "", nil })
-	echo := prompt.DefTool(p, "echo", "Repeat the text.",
-		func(ctx context.Context, a echoArgs) (string, error) { return a.Text, nil })
-	var seen int
-	p.Effect(effects.Always, func(ctx context.Context, s *effects.Step) error {
-		seen = len(s.Messages())
-		return nil
-	})
-	p.Effect(effects.Once, func(ctx context.Context, s *effects.Step) error { return nil })
-	p.Effect(effects.On(count), func(ctx context.Context, s *effects.Step) error { return nil })
-	p.Effect(effects.On(phase), func(ctx context.Context, s *effects.Step) error {
-		if phase == "done" {
-			echo.Disable()
-		}
-		return nil
-	})
-	_ = seen
-	p.User("Count as far as you can.")
-	return nil
-}
+// scenarioS1 is scenario S1 (package internal/scenario).
+var scenarioS1 = scenario.S1
 
 func s1Script(steps int) []snapshots.Reply {
 	usage := &runtime.Usage{InputTokens: 400, OutputTokens: 10}

@@ -464,3 +464,7 @@ func testTraceRetries(t *testing.T) {
 		t.Errorf("reprompt.backoff = %q, want between half a second and a second (the default backoff, with jitter)", backoff)
 	}
 }
+
+type echoArgs struct {
+	Text string `json:"text"`
+}
