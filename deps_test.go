@@ -20,7 +20,7 @@ const module = "github.com/reprompt/reprompt"
 // always allowed. A package missing here may import anything but the
 // packages that restrict who imports them (see onlyImportedBy).
 var allowed = map[string][]string{
-	"state":               {},
+	"state":               {"internal/callsite"},
 	"defs":                {},
 	"internal/callsite":   {},
 	"internal/msghash":    {"defs"},

@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"strconv"
 	"sync/atomic"
+
+	"github.com/reprompt/reprompt/internal/callsite"
 )
 
 // Tx collects the state changes made by one goroutine so that they can be
@@ -120,10 +122,17 @@ var framePC atomic.Uintptr
 var runFramedEntry = runtime.FuncForPC(reflect.ValueOf(runFramed).Pointer()).Entry()
 
 // inRun reports whether the calling goroutine is inside runFramed: in the
-// call of f of a Run.
+// call of f of a Run. Once framePC is known, a walk of the frame pointers
+// finds it (see callsite.OnStack); where that walk cannot tell, and to
+// learn framePC, runtime.Callers reads the stack.
 func inRun() bool {
-	var pcs [64]uintptr
 	known := framePC.Load()
+	if known != 0 {
+		if found, ok := callsite.OnStack(known); ok {
+			return found
+		}
+	}
+	var pcs [64]uintptr
 	// The frame is usually a few frames up (Set, the tool's code, the
 	// tool's wrapper): walk 8 frames first, then the rest 64 at a time.
 	for skip, size := 3, 8; ; skip, size = skip+size, len(pcs) {
