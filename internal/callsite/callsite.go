@@ -4,10 +4,12 @@ package callsite
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // Site is a place in source code. The zero Site is unknown.
@@ -97,9 +99,13 @@ func Panic() Site {
 // places differ. It is comparable; the zero Stack is unknown.
 type Stack struct{ id string }
 
+// stacks caches CallerStack's results. The map is never changed once
+// stored: a miss, rare once every call site has been seen, stores a copy
+// with one more entry, so that a hit takes no lock (a read lock's atomic
+// add cost more than the rest of a hit).
 var (
-	stacksMu sync.RWMutex
-	stacks   = map[stackKey]Stack{} // a plain map: sync.Map would box the key
+	stacksMu sync.Mutex // serialises the misses
+	stacks   atomic.Pointer[map[stackKey]Stack]
 )
 
 // stackKey is what CallerStack caches a Stack by: the return addresses of
@@ -134,20 +140,27 @@ func CallerStack(skip int, boundary func(function string) bool) Stack {
 	if !k.physical {
 		runtime.Callers(skip+2, k.pcs[:4])
 	}
-	stacksMu.RLock()
-	st, ok := stacks[k]
-	stacksMu.RUnlock()
-	if ok {
-		return st
+	if m := stacks.Load(); m != nil {
+		if st, ok := (*m)[k]; ok {
+			return st
+		}
 	}
 	drop := 0 // logical frames to skip
 	if k.physical {
 		drop = skip
 	}
-	st = Stack{id: stackID(k.pcs, drop, boundary)}
+	st := Stack{id: stackID(k.pcs, drop, boundary)}
 	stacksMu.Lock()
-	stacks[k] = st
-	stacksMu.Unlock()
+	defer stacksMu.Unlock()
+	old := stacks.Load()
+	var m map[stackKey]Stack
+	if old != nil {
+		m = maps.Clone(*old)
+	} else {
+		m = make(map[stackKey]Stack, 1)
+	}
+	m[k] = st
+	stacks.Store(&m)
 	return st
 }
 
