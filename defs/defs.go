@@ -328,38 +328,47 @@ func (c Collection) Handle(name string) (Handle, bool) {
 
 // All iterates over the definitions in declaration order. It does not hold
 // a lock while it yields, so the loop body may use the registry.
-func (c Collection) All() iter.Seq[Def] {
+func (c Collection) All() iter.Seq[Def] { return c.iter(false) }
+
+// Enabled iterates over the definitions not disabled in the current step.
+func (c Collection) Enabled() iter.Seq[Def] { return c.iter(true) }
+
+// iter iterates over the definitions of c's kind, leaving out the disabled
+// ones if enabled is true, without holding the lock while it yields.
+func (c Collection) iter(enabled bool) iter.Seq[Def] {
 	return func(yield func(Def) bool) {
 		if c.r == nil {
 			return
 		}
 		for i := 0; ; i++ {
-			c.r.mu.RLock()
-			if i >= len(c.r.entries) {
-				c.r.mu.RUnlock()
+			d, next, ok := c.r.next(i, c.kind, enabled)
+			if !ok || !yield(d) {
 				return
 			}
-			d := c.r.entries[i].def
-			c.r.mu.RUnlock()
-			if d.Kind == c.kind && !yield(d) {
-				return
-			}
+			i = next
 		}
 	}
 }
 
-// Enabled iterates over the definitions not disabled in the current step.
-func (c Collection) Enabled() iter.Seq[Def] {
-	return func(yield func(Def) bool) {
-		for d := range c.All() {
-			if c.r.Disabled(d.Kind, d.Name) {
+// next returns the first definition of kind at index i or after it, and
+// its index, leaving out the disabled ones if enabled is true: one read
+// lock for a definition yielded, not one for every entry passed.
+func (r *Registry) next(i int, kind Kind, enabled bool) (Def, int, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for ; i < len(r.entries); i++ {
+		d := &r.entries[i].def
+		if d.Kind != kind {
+			continue
+		}
+		if enabled && len(r.disabled) > 0 {
+			if _, off := r.disabled[key{kind, d.Name}]; off {
 				continue
 			}
-			if !yield(d) {
-				return
-			}
 		}
+		return *d, i, true
 	}
+	return Def{}, i, false
 }
 
 // Filter returns the definitions for which keep reports true. The caller owns
