@@ -159,6 +159,13 @@ type script struct {
 }
 
 func (s *script) add(replies []Reply) {
+	n := 0
+	for _, r := range replies {
+		if !r.Summary {
+			n++
+		}
+	}
+	s.replies = slices.Grow(s.replies, n) // one array, not a doubling per append
 	for _, r := range replies {
 		if r.Summary {
 			s.summaries = append(s.summaries, r)
@@ -390,7 +397,11 @@ func (m *Model) Generate(ctx context.Context, req *runtime.Request) (*runtime.Re
 		}
 		id := c.ID
 		if id == "" {
-			id = idPrefix + strconv.Itoa(*counter)
+			var buf [32]byte // one allocation for the id, not two
+			id = string(strconv.AppendInt(append(buf[:0], idPrefix...), int64(*counter), 10))
+		}
+		if msg.ToolCalls == nil {
+			msg.ToolCalls = make([]defs.ToolCall, 0, len(sr.Calls))
 		}
 		msg.ToolCalls = append(msg.ToolCalls, defs.ToolCall{ID: id, Name: c.Name, Arguments: args})
 		out += len(c.Name) + len(args)
