@@ -275,14 +275,16 @@ type callIDKey struct{}
 // which CallID returns. The runtime sets it for every tool call; a test
 // that calls a tool's function directly can set it too.
 func WithCallID(ctx context.Context, id string) context.Context {
-	return context.WithValue(ctx, callIDKey{}, id)
+	return &callCtx{Context: ctx, id: id}
 }
 
 // CallID returns the id of the tool call being run, or "". A tool can use
 // it as an idempotency key.
 func CallID(ctx context.Context) string {
-	id, _ := ctx.Value(callIDKey{}).(string)
-	return id
+	if c, ok := ctx.Value(callIDKey{}).(*callCtx); ok {
+		return c.id
+	}
+	return ""
 }
 
 // AgentArgs are the arguments of a sub-agent tool.

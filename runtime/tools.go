@@ -29,7 +29,12 @@ import (
 // not hold. A call cut short by the cancellation of ctx is not recorded as
 // completed, and its changes are dropped.
 func (r *Runner) runCalls(ctx context.Context, reply defs.Message, offered []ToolSpec, given map[string]defs.ToolResult, held map[string]bool) ([]defs.ToolResult, error) {
-	b := &callBatch{r: r, ctx: promptrt.WithAgentRunner(ctx, r), reply: reply, offered: offered, slots: make([]callSlot, len(reply.ToolCalls))}
+	b := &callBatch{r: r, ctx: ctx, reply: reply, offered: offered, slots: make([]callSlot, len(reply.ToolCalls))}
+	if r.cfg.ToolExecutor != nil {
+		// The executor's context carries the runner, for the sub-agent
+		// tools it may call itself; runTool sets it for the calls it runs.
+		b.ctx = promptrt.WithAgentRunner(ctx, r)
+	}
 	store := r.p.Store()
 	var todo []int
 	some := len(given) > 0 || len(held) > 0 // not every call runs
@@ -91,7 +96,7 @@ func (r *Runner) runCalls(ctx context.Context, reply defs.Message, offered []Too
 // callBatch is the tool calls of one reply under way.
 type callBatch struct {
 	r       *Runner
-	ctx     context.Context // carries the runner, for sub-agents
+	ctx     context.Context // with a ToolExecutor, carries the runner, for sub-agents
 	reply   defs.Message
 	offered []ToolSpec
 	slots   []callSlot // by call
@@ -182,7 +187,7 @@ func (r *Runner) runTool(ctx context.Context, c defs.ToolCall, offered []ToolSpe
 	} else if len(c.Arguments) > 0 && !json.Valid(c.Arguments) {
 		return fail("the arguments of tool %q are not valid JSON", c.Name)
 	}
-	out, err := r.callTool(prompt.WithCallID(ctx, c.ID), def.Tool, c.Arguments, tx)
+	out, err := r.callTool(promptrt.WithToolCall(ctx, r, c.ID), def.Tool, c.Arguments, tx)
 	r.observeToolError(ctx, err)
 	if err != nil {
 		r.noteToolError(c.ID, err)
