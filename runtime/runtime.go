@@ -213,6 +213,7 @@ type Runner struct {
 	approvals  []session.Approval  // the calls of the step under way that need approval (approval.go)
 	offered    []string            // tools offered by the request of the step under way
 	callIDs    map[string]struct{} // tool call ids used so far (see uniqueCallIDs)
+	batch      *callBatch          // kept for the next reply's calls (see newBatch)
 	saveMu     sync.Mutex
 	usageMu    sync.Mutex // guards usage and stats
 	obs        *observer  // tracing and logging (see observe.go); nil without them
