@@ -150,7 +150,7 @@ func Set[T any](s *Store, key string, v T) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if tx != nil {
-		tx.record(key, func(*entry) (*entry, error) { return e, nil }, nil, e)
+		tx.record(key, nil, nil, e) // no apply: e whatever the key holds
 		return
 	}
 	s.vals[key] = e
