@@ -292,6 +292,21 @@ func MessageKey(key string) MessageOption {
 	return messageOptionFunc(func(o *messageOptions) { o.key = key })
 }
 
+// messageKey returns the key opts give a message, or "". (A function of
+// its own: the options take the address of what they change, which moves
+// it to the heap, and a message declared without options need not pay for
+// it.)
+func messageKey(opts []MessageOption) string {
+	if len(opts) == 0 {
+		return ""
+	}
+	var o messageOptions
+	for _, opt := range opts {
+		opt.applyMessage(&o)
+	}
+	return o.key
+}
+
 // msgKey is the identity of a declared message by call site: the site and
 // how many messages it declared before in the same execution.
 type msgKey struct {
@@ -301,13 +316,9 @@ type msgKey struct {
 
 // defMessage declares a message for the user's function two frames up.
 func (p *Prompt) defMessage(role defs.Role, text string, opts []MessageOption) {
-	var o messageOptions
-	for _, opt := range opts {
-		opt.applyMessage(&o)
-	}
 	var id string
-	if o.key != "" {
-		id = "key:" + o.key
+	if key := messageKey(opts); key != "" {
+		id = "key:" + key
 	} else {
 		site := callsite.CallerStack(3, inPrompt)
 		if p.msgSites == nil {
