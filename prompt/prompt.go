@@ -37,6 +37,7 @@ type Prompt struct {
 	msgSites  map[callsite.Stack]int    // declared messages per call site in the current execution
 	msgIDs    map[msgKey]string         // identities by call site, made once
 	tools     map[string]callsite.Stack // tools declared by the current execution
+	lastTools map[string]lastTool       // tools declared by DefTool and DefSchemaTool, as last declared (see sameTool)
 	output    *defs.Output              // the typed answer the current execution declared (DefOutput)
 }
 
@@ -152,6 +153,7 @@ func (p *Prompt) execute(step int, fn Func) (added []defs.Message, err error) {
 		return nil, &Error{Step: step, Err: ferr}
 	}
 	p.reg.Reconcile()
+	p.forgetUndeclaredTools()
 	if eerr := p.eff.End(); eerr != nil {
 		return nil, &Error{Step: step, Site: effectSite(eerr), Err: eerr}
 	}
