@@ -61,3 +61,22 @@ func TestOnAllocatesOnce(t *testing.T) {
 		assert.Equal(t, 1.0, allocs, "On with %d values", n+1)
 	}
 }
+
+// The effects a Run returns are the caller's: later runs do not change
+// them.
+func TestRanNotChangedByLaterRuns(t *testing.T) {
+	var m effects.Manager
+	var all [][]effects.Ran
+	var copies [][]effects.Ran
+	for step := range 4 {
+		ran := execute(t, &m, step, func() {
+			register(&m, effects.Always, nop)
+			register(&m, effects.On(step), nop)
+			register(&m, effects.On(step/2), nop)
+		})
+		all = append(all, ran)
+		copies = append(copies, append([]effects.Ran(nil), ran...))
+	}
+	assert.Equal(t, copies, all)
+	assert.Len(t, all[3], 2, "at step 3: the always effect and On(step)")
+}

@@ -65,6 +65,14 @@ func TestStepRecordsNotChangedLater(t *testing.T) {
 		require.NoError(t, err)
 		steps = append(steps, s)
 		atYield = append(atYield, encodeStep(t, s))
+		require.NotEmpty(t, s.Effects, "step %d: the always effect runs", s.Number)
+		for _, e := range s.Effects {
+			require.True(t, e.ID != "" && e.Site != "" && e.Reason.Kind != 0, "step %d: effect record %+v", s.Number, e)
+		}
+		require.Len(t, s.ToolResults, len(s.Reply.Message.ToolCalls))
+		for i, tr := range s.ToolResults {
+			require.Equal(t, s.Reply.Message.ToolCalls[i].ID, tr.CallID)
+		}
 	}
 	require.Len(t, steps, len(replies))
 	for i, s := range steps {
