@@ -427,6 +427,7 @@ func (m *manager) run(ctx context.Context, phase Phase, s *Step, recovery bool) 
 	// The effects that ran are collected in m.ran, kept from run to run,
 	// and returned in a slice of their own of the right size.
 	ran := m.ran[:0]
+	m.ran = nil // a run started by an effect of this one would have its own
 	defer func() { clear(ran); m.ran = ran[:0] }()
 	spare := 0 // room left for the after-reply effects, which the runtime appends
 	s.Phase = phase

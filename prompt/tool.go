@@ -283,6 +283,9 @@ type callIDKey struct{}
 // which CallID returns. The runtime sets it for every tool call; a test
 // that calls a tool's function directly can set it too.
 func WithCallID(ctx context.Context, id string) context.Context {
+	if ctx == nil {
+		panic("cannot create context from nil parent") // as context.WithValue
+	}
 	return &callCtx{Context: ctx, id: id}
 }
 
