@@ -38,6 +38,7 @@ type Prompt struct {
 	msgIDs    map[msgKey]string         // identities by call site, made once
 	tools     map[string]callsite.Stack // tools declared by the current execution
 	lastTools map[string]lastTool       // tools declared by DefTool and DefSchemaTool, as last declared (see sameTool)
+	toolsKept int                       // entries of lastTools the current execution declared
 	output    *defs.Output              // the typed answer the current execution declared (DefOutput)
 }
 
@@ -130,6 +131,7 @@ func (p *Prompt) execute(step int, fn Func) (added []defs.Message, err error) {
 	p.addedIDs = p.addedIDs[:0]
 	clear(p.msgSites)
 	clear(p.tools)
+	p.toolsKept = 0
 	p.output = nil
 	p.reg.BeginExecution()
 	p.eff.Begin()

@@ -43,6 +43,7 @@ func (p *Prompt) sameTool(name, description string, ts *toolSchema, o toolOption
 	if t.Description != description || t.Idempotent != o.idempotent || funcID(t.NeedsApproval) != funcID(o.approval) {
 		return nil
 	}
+	p.toolsKept++
 	return t
 }
 
@@ -53,12 +54,16 @@ func (p *Prompt) keepTool(name string, t *defs.Tool, ts *toolSchema, fn unsafe.P
 		p.lastTools = make(map[string]lastTool)
 	}
 	p.lastTools[name] = lastTool{tool: t, ts: ts, fn: fn}
+	p.toolsKept++
 }
 
 // forgetUndeclaredTools drops the tools the execution that just ended did
 // not declare, so that their functions, and what those capture, are not
 // kept alive.
 func (p *Prompt) forgetUndeclaredTools() {
+	if len(p.lastTools) <= p.toolsKept {
+		return // all of them were declared
+	}
 	for name := range p.lastTools {
 		if _, ok := p.tools[name]; !ok {
 			delete(p.lastTools, name)

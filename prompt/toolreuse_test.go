@@ -142,3 +142,30 @@ func TestToolDeclaredAgainAllocatesNothing(t *testing.T) {
 	})
 	assert.Equal(t, 0.0, allocs)
 }
+
+// A tool replaced by another at one execution is made anew when declared
+// again, while the tools declared throughout are kept.
+func TestToolSwappedOutIsForgotten(t *testing.T) {
+	p := prompt.New("")
+	names := [][]string{{"a", "b"}, {"a", "c"}, {"a", "b"}}
+	var got []map[string]*defs.Tool
+	for step, decl := range names {
+		_, err := p.Execute(step, func(p *prompt.Prompt) error {
+			for _, n := range decl {
+				prompt.DefTool(p, n, "d", staticTool)
+			}
+			return nil
+		})
+		require.NoError(t, err)
+		m := map[string]*defs.Tool{}
+		for _, n := range decl {
+			d, ok := p.Registry().Lookup(defs.KindTool, n)
+			require.True(t, ok)
+			m[n] = d.Tool
+		}
+		got = append(got, m)
+	}
+	assert.Same(t, got[0]["a"], got[1]["a"])
+	assert.Same(t, got[1]["a"], got[2]["a"])
+	assert.NotSame(t, got[0]["b"], got[2]["b"], "b was not declared at step 1")
+}
