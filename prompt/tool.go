@@ -284,7 +284,7 @@ type callIDKey struct{}
 // that calls a tool's function directly can set it too.
 func WithCallID(ctx context.Context, id string) context.Context {
 	if ctx == nil {
-		panic("cannot create context from nil parent") // as context.WithValue
+		panic("prompt.WithCallID: nil parent context") // as context.WithValue panics
 	}
 	return &callCtx{Context: ctx, id: id}
 }
