@@ -74,6 +74,9 @@ func (l *list3) values() (bool, []any) { return true, l[:] }
 func (l *list4) values() (bool, []any) { return true, l[:] }
 
 // On returns a dependency list of values. On() with no values is Once.
+// The list is On's own copy: a slice passed as On(vals...) may be reused
+// once On returns (the values in it are compared as they are when the
+// effect runs, see Deps).
 func On(values ...any) Deps {
 	switch len(values) {
 	case 0:
