@@ -582,6 +582,9 @@ type SlotMemory struct {
 // Memory returns a copy of the dependency memory.
 func (m *manager) Memory() Memory {
 	var mem Memory
+	if len(m.slots) > 0 {
+		mem.Slots = make([]SlotMemory, 0, len(m.slots))
+	}
 	for _, s := range m.slots {
 		mem.Slots = append(mem.Slots, SlotMemory{Ran: s.ran, Deps: s.deps})
 	}
