@@ -32,6 +32,7 @@ type Prompt struct {
 	executing bool
 	seen      map[string]struct{}       // identities of declared messages added so far
 	restored  map[string]struct{}       // role+text identities restored by markMessagesSeen
+	seenList  []string                  // seenMessages' last result, nil once seen or restored changed
 	added     []defs.Message            // messages added by the current execution
 	addedIDs  [][2]string               // their identities: by site or key, by role and text
 	msgSites  map[callsite.Stack]int    // declared messages per call site in the current execution
@@ -191,6 +192,7 @@ func effectSite(err error) string {
 // run of such a checkpoint, or of a prompt whose lines moved since, does
 // not add again a message it already holds.
 func (p *Prompt) markMessagesSeen(ids []string) {
+	p.seenList = nil
 	for _, id := range ids {
 		if isTextID(id) {
 			p.restored[id] = struct{}{}
@@ -205,6 +207,7 @@ func (p *Prompt) markMessagesSeen(ids []string) {
 // execution added, as execute returned them. The runtime uses it when it
 // re-executes a prompt function only to complete an interrupted step.
 func (p *Prompt) forget(msgs []defs.Message) {
+	p.seenList = nil
 	for i, a := range p.added {
 		for _, m := range msgs {
 			if a.Identical(m) {
@@ -218,8 +221,12 @@ func (p *Prompt) forget(msgs []defs.Message) {
 
 // seenMessages returns the identities of the declared messages added so
 // far, sorted: by call site or key, and by role and text (see
-// markMessagesSeen).
+// markMessagesSeen). The slice is shared by the calls made while no
+// message is added (every checkpoint of a run saves it): read-only.
 func (p *Prompt) seenMessages() []string {
+	if p.seenList != nil {
+		return p.seenList
+	}
 	out := make([]string, 0, len(p.seen)+len(p.restored))
 	for id := range p.seen {
 		out = append(out, id)
@@ -230,7 +237,8 @@ func (p *Prompt) seenMessages() []string {
 		}
 	}
 	slices.Sort(out)
-	return out
+	p.seenList = slices.Clip(out)
+	return p.seenList
 }
 
 // Def declares a string variable, rendered in the system prompt's
@@ -342,6 +350,7 @@ func (p *Prompt) defMessage(role defs.Role, text string, opts []MessageOption) {
 		return
 	}
 	textID := messageID(role, text)
+	p.seenList = nil
 	p.seen[id] = struct{}{}
 	if _, ok := p.restored[textID]; ok {
 		return // added before the checkpoint this prompt was restored from
