@@ -309,6 +309,7 @@ func (s *Store) MarshalJSON() ([]byte, error) {
 				return nil, fmt.Errorf("state %q is not serializable: %w", k.key, err)
 			}
 			k.e, k.raw, k.enc = e, e.typ == nil, enc
+			k.keep = k.raw || fixedJSON(e.typ)
 		}
 		n += len(k.json) + len(k.enc) + 2
 	}
@@ -322,7 +323,7 @@ func (s *Store) MarshalJSON() ([]byte, error) {
 		out = append(out, k.json...)
 		out = append(out, ':')
 		out = append(out, k.enc...)
-		if !k.raw && !fixedJSON(k.e.typ) {
+		if !k.keep {
 			k.e, k.enc = nil, nil // encoded again next time: it may change
 		}
 	}
@@ -330,16 +331,17 @@ func (s *Store) MarshalJSON() ([]byte, error) {
 }
 
 // jsonKey is a key, its JSON and the JSON of its value, enc, made from the
-// entry e (raw when e held only raw JSON then). enc is kept when e cannot
-// have changed since: entries are replaced, not modified, when their key
-// is set, but for the first typed read of a raw one (which a different
-// raw tells), and the value of a type holding no references (see
-// fixedJSON) cannot change.
+// entry e (raw when e held only raw JSON then). enc is kept (keep) when e
+// cannot change: entries are replaced, not modified, when their key is
+// set, but for the first typed read of a raw one (which a different raw
+// tells), and the value of a type holding no references (see fixedJSON)
+// cannot change either.
 type jsonKey struct {
 	key  string
 	json []byte
 	e    *entry
 	raw  bool
+	keep bool
 	enc  []byte
 }
 
