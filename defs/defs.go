@@ -118,6 +118,11 @@ type Registry struct {
 	gen      uint64
 	disabled map[key]struct{}
 	reminded []key
+	// cursor is the position after the last definition re-declared in
+	// place: a prompt declares its definitions in the same order at every
+	// execution, so the next declaration is usually the entry at cursor,
+	// found without hashing its name.
+	cursor int
 }
 
 // NewRegistry returns an empty registry.
@@ -130,6 +135,7 @@ func NewRegistry() *Registry {
 func (r *Registry) BeginExecution() {
 	r.mu.Lock()
 	r.gen++
+	r.cursor = 0
 	r.mu.Unlock()
 }
 
@@ -146,7 +152,12 @@ func (r *Registry) BeginStep() {
 func (r *Registry) Declare(d Def) Handle {
 	k := key{d.Kind, d.Name}
 	r.mu.Lock()
-	if e, ok := r.index[k]; ok {
+	if c := r.cursor; c < len(r.entries) && r.entries[c].def.Kind == d.Kind && r.entries[c].def.Name == d.Name {
+		e := r.entries[c] // the index holds it too
+		e.def = d
+		e.gen = r.gen
+		r.cursor++
+	} else if e, ok := r.index[k]; ok {
 		e.def = d
 		e.gen = r.gen
 	} else {
@@ -175,6 +186,7 @@ func (r *Registry) Reconcile() []Def {
 	}
 	clear(r.entries[len(kept):])
 	r.entries = kept
+	r.cursor = 0
 	return removed
 }
 
@@ -328,32 +340,34 @@ func (c Collection) Handle(name string) (Handle, bool) {
 
 // All iterates over the definitions in declaration order. It does not hold
 // a lock while it yields, so the loop body may use the registry.
-func (c Collection) All() iter.Seq[Def] { return c.iter(false) }
+func (c Collection) All() iter.Seq[Def] {
+	return c.each(false)
+}
 
 // Enabled iterates over the definitions not disabled in the current step.
-func (c Collection) Enabled() iter.Seq[Def] { return c.iter(true) }
+func (c Collection) Enabled() iter.Seq[Def] {
+	return c.each(true)
+}
 
-// iter iterates over the definitions of c's kind, leaving out the disabled
-// ones if enabled is true, without holding the lock while it yields.
-func (c Collection) iter(enabled bool) iter.Seq[Def] {
+func (c Collection) each(enabled bool) iter.Seq[Def] {
 	return func(yield func(Def) bool) {
 		if c.r == nil {
 			return
 		}
 		for i := 0; ; i++ {
-			d, next, ok := c.r.next(i, c.kind, enabled)
+			d, at, ok := c.r.next(c.kind, i, enabled)
 			if !ok || !yield(d) {
 				return
 			}
-			i = next
+			i = at
 		}
 	}
 }
 
-// next returns the first definition of kind at index i or after it, and
-// its index, leaving out the disabled ones if enabled is true: one read
-// lock for a definition yielded, not one for every entry passed.
-func (r *Registry) next(i int, kind Kind, enabled bool) (Def, int, bool) {
+// next returns the first definition of kind at position i or after it, not
+// disabled if enabled is set, and its position. It takes the lock once for
+// the definitions it skips and the one it returns.
+func (r *Registry) next(kind Kind, i int, enabled bool) (Def, int, bool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	for ; i < len(r.entries); i++ {
@@ -362,7 +376,7 @@ func (r *Registry) next(i int, kind Kind, enabled bool) (Def, int, bool) {
 			continue
 		}
 		if enabled && len(r.disabled) > 0 {
-			if _, off := r.disabled[key{kind, d.Name}]; off {
+			if _, off := r.disabled[key{d.Kind, d.Name}]; off {
 				continue
 			}
 		}

@@ -53,17 +53,44 @@ func (c Cadence) String() string {
 	return "Always"
 }
 
-// list is the dependency list On returns.
+// list is the dependency list On returns for more than four values.
 type list []any
 
 func (l list) values() (bool, []any) { return true, l }
 
+// The lists of one to four values are arrays held by pointer: On copies
+// its values into one allocation, and its variadic slice, which does not
+// escape, costs none.
+type (
+	list1 [1]any
+	list2 [2]any
+	list3 [3]any
+	list4 [4]any
+)
+
+func (l *list1) values() (bool, []any) { return true, l[:] }
+func (l *list2) values() (bool, []any) { return true, l[:] }
+func (l *list3) values() (bool, []any) { return true, l[:] }
+func (l *list4) values() (bool, []any) { return true, l[:] }
+
 // On returns a dependency list of values. On() with no values is Once.
+// The list is On's own copy: a slice passed as On(vals...) may be reused
+// once On returns (the values in it are compared as they are when the
+// effect runs, see Deps).
 func On(values ...any) Deps {
-	if len(values) == 0 {
+	switch len(values) {
+	case 0:
 		return Once
+	case 1:
+		return &list1{values[0]}
+	case 2:
+		return &list2{values[0], values[1]}
+	case 3:
+		return &list3{values[0], values[1], values[2]}
+	case 4:
+		return &list4{values[0], values[1], values[2], values[3]}
 	}
-	return list(values)
+	return list(slices.Clone(values))
 }
 
 // Named labels a dependency value so that the reason an effect ran names it:

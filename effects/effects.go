@@ -90,6 +90,7 @@ type manager struct {
 	slots []*slot
 	keyed map[string]*slot
 	regs  []registration
+	ran   []Ran // the effects a run ran, kept for the next run (see run)
 	npos  int
 	err   error
 	step  int // the step of the last Run, named by cleanup errors
@@ -423,11 +424,19 @@ func (m *manager) RunRecovery(ctx context.Context, s *Step) (ran []Ran, ok bool,
 }
 
 func (m *manager) run(ctx context.Context, phase Phase, s *Step, recovery bool) ([]Ran, error) {
-	var ran []Ran
+	// The effects that ran are collected in m.ran, kept from run to run,
+	// and returned in a slice of their own of the right size.
+	ran := m.ran[:0]
+	m.ran = nil // a run started by an effect of this one would have its own
+	defer func() { clear(ran); m.ran = ran[:0] }()
+	spare := 0 // room left for the after-reply effects, which the runtime appends
 	s.Phase = phase
 	for i := range m.regs {
 		r := &m.regs[i]
 		if r.phase != phase || (recovery && !r.recovery) {
+			if phase == BeforeCall && !recovery && r.phase == AfterReply {
+				spare++
+			}
 			continue
 		}
 		due, reason, enc := decide(r)
@@ -439,26 +448,32 @@ func (m *manager) run(ctx context.Context, phase Phase, s *Step, recovery bool) 
 		}
 		m.step = s.Number
 		if err := m.runCleanups(r.slot); err != nil {
-			return ran, err
+			return ranCopy(ran, 0), err
 		}
 		site := r.site.Name()
 		s.current = r.slot
 		err := call(ctx, r.fn, s)
 		s.current = nil
 		r.slot.ran, r.slot.deps = true, enc
-		if ran == nil {
-			ran = make([]Ran, 0, len(m.regs)-i) // at most the effects left
-		}
 		ran = append(ran, Ran{ID: r.slot.id, Site: site, Phase: phase, Reason: reason})
 		if err != nil {
 			ee := &Error{ID: r.slot.id, Site: site, Step: s.Number, Phase: phase, Err: err}
 			if p, ok := err.(*panicError); ok {
 				ee.PanicSite, ee.Err = p.site, p.err
 			}
-			return ran, ee
+			return ranCopy(ran, 0), ee
 		}
 	}
-	return ran, nil
+	return ranCopy(ran, spare), nil
+}
+
+// ranCopy returns a copy of ran with room for spare more, or nil when ran
+// is empty.
+func ranCopy(ran []Ran, spare int) []Ran {
+	if len(ran) == 0 {
+		return nil
+	}
+	return append(make([]Ran, 0, len(ran)+spare), ran...)
 }
 
 // decide reports whether r is due and why, with its encoded dependencies.
@@ -567,6 +582,9 @@ type SlotMemory struct {
 // Memory returns a copy of the dependency memory.
 func (m *manager) Memory() Memory {
 	var mem Memory
+	if len(m.slots) > 0 {
+		mem.Slots = make([]SlotMemory, 0, len(m.slots))
+	}
 	for _, s := range m.slots {
 		mem.Slots = append(mem.Slots, SlotMemory{Ran: s.ran, Deps: s.deps})
 	}

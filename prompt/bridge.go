@@ -23,4 +23,7 @@ func init() {
 	promptrt.WithAgentRunner = func(ctx context.Context, r any) context.Context {
 		return withAgentRunner(ctx, r.(AgentRunner))
 	}
+	promptrt.WithToolCall = func(ctx context.Context, r any, id string) context.Context {
+		return withToolCall(ctx, r.(AgentRunner), id)
+	}
 }

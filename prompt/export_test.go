@@ -30,3 +30,7 @@ func IsArgumentsError(err error) bool {
 	var ae *ArgumentsError
 	return errors.As(err, &ae)
 }
+
+func WithToolCall(ctx context.Context, r AgentRunner, id string) context.Context {
+	return withToolCall(ctx, r, id)
+}

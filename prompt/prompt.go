@@ -32,11 +32,14 @@ type Prompt struct {
 	executing bool
 	seen      map[string]struct{}       // identities of declared messages added so far
 	restored  map[string]struct{}       // role+text identities restored by markMessagesSeen
+	seenList  []string                  // seenMessages' last result, nil once seen or restored changed
 	added     []defs.Message            // messages added by the current execution
 	addedIDs  [][2]string               // their identities: by site or key, by role and text
 	msgSites  map[callsite.Stack]int    // declared messages per call site in the current execution
 	msgIDs    map[msgKey]string         // identities by call site, made once
 	tools     map[string]callsite.Stack // tools declared by the current execution
+	lastTools map[string]lastTool       // tools declared by DefTool and DefSchemaTool, as last declared (see sameTool)
+	toolsKept int                       // entries of lastTools the current execution declared
 	output    *defs.Output              // the typed answer the current execution declared (DefOutput)
 }
 
@@ -129,6 +132,7 @@ func (p *Prompt) execute(step int, fn Func) (added []defs.Message, err error) {
 	p.addedIDs = p.addedIDs[:0]
 	clear(p.msgSites)
 	clear(p.tools)
+	p.toolsKept = 0
 	p.output = nil
 	p.reg.BeginExecution()
 	p.eff.Begin()
@@ -152,6 +156,7 @@ func (p *Prompt) execute(step int, fn Func) (added []defs.Message, err error) {
 		return nil, &Error{Step: step, Err: ferr}
 	}
 	p.reg.Reconcile()
+	p.forgetUndeclaredTools()
 	if eerr := p.eff.End(); eerr != nil {
 		return nil, &Error{Step: step, Site: effectSite(eerr), Err: eerr}
 	}
@@ -187,6 +192,7 @@ func effectSite(err error) string {
 // run of such a checkpoint, or of a prompt whose lines moved since, does
 // not add again a message it already holds.
 func (p *Prompt) markMessagesSeen(ids []string) {
+	p.seenList = nil
 	for _, id := range ids {
 		if isTextID(id) {
 			p.restored[id] = struct{}{}
@@ -201,6 +207,7 @@ func (p *Prompt) markMessagesSeen(ids []string) {
 // execution added, as execute returned them. The runtime uses it when it
 // re-executes a prompt function only to complete an interrupted step.
 func (p *Prompt) forget(msgs []defs.Message) {
+	p.seenList = nil
 	for i, a := range p.added {
 		for _, m := range msgs {
 			if a.Identical(m) {
@@ -214,8 +221,12 @@ func (p *Prompt) forget(msgs []defs.Message) {
 
 // seenMessages returns the identities of the declared messages added so
 // far, sorted: by call site or key, and by role and text (see
-// markMessagesSeen).
+// markMessagesSeen). The slice is shared by the calls made while no
+// message is added (every checkpoint of a run saves it): read-only.
 func (p *Prompt) seenMessages() []string {
+	if p.seenList != nil {
+		return p.seenList
+	}
 	out := make([]string, 0, len(p.seen)+len(p.restored))
 	for id := range p.seen {
 		out = append(out, id)
@@ -226,7 +237,8 @@ func (p *Prompt) seenMessages() []string {
 		}
 	}
 	slices.Sort(out)
-	return out
+	p.seenList = slices.Clip(out)
+	return p.seenList
 }
 
 // Def declares a string variable, rendered in the system prompt's
@@ -292,6 +304,21 @@ func MessageKey(key string) MessageOption {
 	return messageOptionFunc(func(o *messageOptions) { o.key = key })
 }
 
+// messageKey returns the key opts give a message, or "". (A function of
+// its own: the options take the address of what they change, which moves
+// it to the heap, and a message declared without options need not pay for
+// it.)
+func messageKey(opts []MessageOption) string {
+	if len(opts) == 0 {
+		return ""
+	}
+	var o messageOptions
+	for _, opt := range opts {
+		opt.applyMessage(&o)
+	}
+	return o.key
+}
+
 // msgKey is the identity of a declared message by call site: the site and
 // how many messages it declared before in the same execution.
 type msgKey struct {
@@ -301,13 +328,9 @@ type msgKey struct {
 
 // defMessage declares a message for the user's function two frames up.
 func (p *Prompt) defMessage(role defs.Role, text string, opts []MessageOption) {
-	var o messageOptions
-	for _, opt := range opts {
-		opt.applyMessage(&o)
-	}
 	var id string
-	if o.key != "" {
-		id = "key:" + o.key
+	if key := messageKey(opts); key != "" {
+		id = "key:" + key
 	} else {
 		site := callsite.CallerStack(3, inPrompt)
 		if p.msgSites == nil {
@@ -327,6 +350,7 @@ func (p *Prompt) defMessage(role defs.Role, text string, opts []MessageOption) {
 		return
 	}
 	textID := messageID(role, text)
+	p.seenList = nil
 	p.seen[id] = struct{}{}
 	if _, ok := p.restored[textID]; ok {
 		return // added before the checkpoint this prompt was restored from

@@ -52,7 +52,11 @@ func (p *Prompt) DefSchemaTool(name, description string, schema json.RawMessage,
 	if ts.err != nil {
 		misuse("DefSchemaTool "+name, ts.err, 1)
 	}
-	return p.declareTool(name, description, ts, opts, func(ctx context.Context, raw json.RawMessage) (string, error) {
+	o, id := toolOpts(opts), funcID(fn)
+	if t := p.sameTool(name, description, ts, o, id); t != nil {
+		return p.reg.Declare(defs.Def{Kind: defs.KindTool, Name: name, Tool: t})
+	}
+	return p.declareTool(name, description, ts, o, id, func(ctx context.Context, raw json.RawMessage) (string, error) {
 		return fn(ctx, orEmpty(raw))
 	})
 }

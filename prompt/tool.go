@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -171,7 +172,11 @@ func DefTool[A, R any](p *Prompt, name, description string, fn func(ctx context.
 	if err := checkApprovalType(opts, reflect.TypeFor[A]()); err != nil {
 		misuse("DefTool "+name, err, 1)
 	}
-	return p.declareTool(name, description, ts, opts, func(ctx context.Context, raw json.RawMessage) (string, error) {
+	o, id := toolOpts(opts), funcID(fn)
+	if t := p.sameTool(name, description, ts, o, id); t != nil {
+		return p.reg.Declare(defs.Def{Kind: defs.KindTool, Name: name, Tool: t})
+	}
+	return p.declareTool(name, description, ts, o, id, func(ctx context.Context, raw json.RawMessage) (string, error) {
 		var args A
 		if !ts.noFields || !ts.known(raw) { // a valid object decodes into no fields as nothing
 			if err := json.Unmarshal(orEmpty(raw), &args); err != nil {
@@ -186,10 +191,11 @@ func DefTool[A, R any](p *Prompt, name, description string, fn func(ctx context.
 	})
 }
 
-// declareTool declares a tool whose arguments ts describes and validates.
-func (p *Prompt) declareTool(name, description string, ts *toolSchema, opts []ToolOption, call defs.ToolFunc) defs.Handle {
-	o := toolOpts(opts)
-	return p.reg.Declare(defs.Def{Kind: defs.KindTool, Name: name, Tool: &defs.Tool{
+// declareTool declares a tool whose arguments ts describes and validates,
+// and which runs call, the wrapper of the user's function fn (see
+// sameTool).
+func (p *Prompt) declareTool(name, description string, ts *toolSchema, o toolOptions, fn unsafe.Pointer, call defs.ToolFunc) defs.Handle {
+	t := &defs.Tool{
 		Name:          name,
 		Description:   description,
 		Idempotent:    o.idempotent,
@@ -197,7 +203,9 @@ func (p *Prompt) declareTool(name, description string, ts *toolSchema, opts []To
 		Schema:        ts.raw,
 		Validate:      ts.validator(name),
 		Call:          call,
-	}})
+	}
+	p.keepTool(name, t, ts, fn)
+	return p.reg.Declare(defs.Def{Kind: defs.KindTool, Name: name, Tool: t})
 }
 
 func orEmpty(raw json.RawMessage) json.RawMessage {
@@ -275,14 +283,19 @@ type callIDKey struct{}
 // which CallID returns. The runtime sets it for every tool call; a test
 // that calls a tool's function directly can set it too.
 func WithCallID(ctx context.Context, id string) context.Context {
-	return context.WithValue(ctx, callIDKey{}, id)
+	if ctx == nil {
+		panic("prompt.WithCallID: nil parent context") // as context.WithValue panics
+	}
+	return &callCtx{Context: ctx, id: id}
 }
 
 // CallID returns the id of the tool call being run, or "". A tool can use
 // it as an idempotency key.
 func CallID(ctx context.Context) string {
-	id, _ := ctx.Value(callIDKey{}).(string)
-	return id
+	if c, ok := ctx.Value(callIDKey{}).(*callCtx); ok {
+		return c.id
+	}
+	return ""
 }
 
 // AgentArgs are the arguments of a sub-agent tool.
@@ -305,6 +318,7 @@ func (p *Prompt) DefAgent(name, description string, fn Func, opts ...ToolOption)
 		misuse("DefAgent "+name, err, 1)
 	}
 	o := toolOpts(opts)
+	delete(p.lastTools, name) // a sub-agent's tool is made anew (see sameTool)
 	return p.reg.Declare(defs.Def{Kind: defs.KindTool, Name: name, Tool: &defs.Tool{
 		Name:          name,
 		Description:   description,

@@ -78,9 +78,9 @@ func benchSteps(b *testing.B, steps int, run func() (*runtime.Result, error)) {
 }
 
 // maxS1Allocs is the most allocations a step of S1 may make at 1000 steps
-// (the target of issue 9). A step makes about 57, of which about 13 are the
-// prompt function's own (its closures, map literal and dependency lists)
-// and 3 the scripted model's.
+// (the target of issue 9). A step makes about 37.5, of which about 11 are
+// the prompt function's own (its closures, map literal and boxed values)
+// and 1.5 the scripted model's.
 const maxS1Allocs = 60
 
 // TestScenarioS1PerStepCostFlat checks the allocation side of the S1 target

@@ -230,7 +230,7 @@ func RunTool(ctx context.Context, model Model, fn prompt.Func, cfg Config, in To
 		offered[i] = ToolSpec{Name: name}
 	}
 	tx := store.Begin()
-	res := r.runTool(promptrt.WithAgentRunner(ctx, r), in.Call, offered, tx)
+	res := r.runTool(ctx, in.Call, offered, tx) // it gives the call the runner
 	tx.Close()
 	out := &ToolOutcome{Content: res.Content, IsError: res.IsError, Err: r.takeToolErrors()[in.Call.ID]}
 	if err := tx.Commit(); err != nil {

@@ -213,6 +213,8 @@ type Runner struct {
 	approvals  []session.Approval  // the calls of the step under way that need approval (approval.go)
 	offered    []string            // tools offered by the request of the step under way
 	callIDs    map[string]struct{} // tool call ids used so far (see uniqueCallIDs)
+	batch      *callBatch          // kept for the next reply's calls (see newBatch)
+	spareReq   *Request            // where render puts the step's first request, allocated with its record
 	saveMu     sync.Mutex
 	usageMu    sync.Mutex // guards usage and stats
 	obs        *observer  // tracing and logging (see observe.go); nil without them
@@ -456,12 +458,21 @@ func (r *Runner) maxSteps() int {
 	return r.cfg.MaxSteps
 }
 
+// stepRequest is a step's record and its first request, allocated
+// together.
+type stepRequest struct {
+	step Step
+	req  Request
+}
+
 func (r *Runner) next(ctx context.Context) (*Step, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	n := r.step
-	rec := &Step{Number: n}
+	sr := &stepRequest{step: Step{Number: n}}
+	rec := &sr.step
+	r.spareReq = &sr.req // for the step's first request (see render)
 	reg := promptrt.Registry(r.p)
 	reg.BeginStep()
 
@@ -811,7 +822,12 @@ func (r *Runner) render(n int, mods *effects.Mods) (req *Request, verbatim int, 
 	if refs := reg.Reminded(); len(refs) > 0 {
 		msgs = append(msgs, reminderMessage(refs)) // msgs is clipped: this copies
 	}
-	req = &Request{System: sys, Messages: msgs, Tools: r.renderer.tools(reg, mods), Agent: r.agent, Step: n}
+	req = r.spareReq
+	r.spareReq = nil
+	if req == nil {
+		req = new(Request)
+	}
+	*req = Request{System: sys, Messages: msgs, Tools: r.renderer.tools(reg, mods), Agent: r.agent, Step: n}
 	if err := r.renderOutput(req); err != nil {
 		return nil, 0, &StepError{Step: n, Op: OpRender, Err: err}
 	}

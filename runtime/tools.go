@@ -29,7 +29,8 @@ import (
 // not hold. A call cut short by the cancellation of ctx is not recorded as
 // completed, and its changes are dropped.
 func (r *Runner) runCalls(ctx context.Context, reply defs.Message, offered []ToolSpec, given map[string]defs.ToolResult, held map[string]bool) ([]defs.ToolResult, error) {
-	b := &callBatch{r: r, ctx: promptrt.WithAgentRunner(ctx, r), reply: reply, offered: offered, slots: make([]callSlot, len(reply.ToolCalls))}
+	b := r.newBatch(ctx, reply, offered)
+	defer r.endBatch(b)
 	store := r.p.Store()
 	var todo []int
 	some := len(given) > 0 || len(held) > 0 // not every call runs
@@ -88,10 +89,47 @@ func (r *Runner) runCalls(ctx context.Context, reply defs.Message, offered []Too
 	return results, nil
 }
 
+// newBatch returns the batch of the calls of reply. Without a
+// ToolExecutor, the runner's batch and its slots are reused from reply to
+// reply (see endBatch): nothing outside runCalls keeps them. An executor
+// gets a batch of its own, as a ToolCalls it kept by mistake would use it
+// after ExecuteTools.
+func (r *Runner) newBatch(ctx context.Context, reply defs.Message, offered []ToolSpec) *callBatch {
+	n := len(reply.ToolCalls)
+	if r.cfg.ToolExecutor != nil {
+		// The executor's context carries the runner, for the sub-agent
+		// tools it may call itself; runTool sets it for the calls it runs.
+		return &callBatch{r: r, ctx: promptrt.WithAgentRunner(ctx, r), reply: reply, offered: offered, slots: make([]callSlot, n)}
+	}
+	b := r.batch
+	r.batch = nil // a batch under way is not reused
+	if b == nil {
+		b = &callBatch{}
+	}
+	slots := b.slots
+	if cap(slots) < n {
+		slots = make([]callSlot, n)
+	}
+	b.r, b.ctx, b.reply, b.offered, b.slots = r, ctx, reply, offered, slots[:n]
+	return b
+}
+
+// endBatch keeps b, once runCalls is done with it, for the next reply,
+// without what it refers to.
+func (r *Runner) endBatch(b *callBatch) {
+	if r.cfg.ToolExecutor != nil {
+		return
+	}
+	clear(b.slots)
+	b.ctx, b.reply, b.offered, b.slots = nil, defs.Message{}, nil, b.slots[:0]
+	b.committed, b.saveErr = 0, nil
+	r.batch = b
+}
+
 // callBatch is the tool calls of one reply under way.
 type callBatch struct {
 	r       *Runner
-	ctx     context.Context // carries the runner, for sub-agents
+	ctx     context.Context // with a ToolExecutor, carries the runner, for sub-agents
 	reply   defs.Message
 	offered []ToolSpec
 	slots   []callSlot // by call
@@ -182,7 +220,7 @@ func (r *Runner) runTool(ctx context.Context, c defs.ToolCall, offered []ToolSpe
 	} else if len(c.Arguments) > 0 && !json.Valid(c.Arguments) {
 		return fail("the arguments of tool %q are not valid JSON", c.Name)
 	}
-	out, err := r.callTool(prompt.WithCallID(ctx, c.ID), def.Tool, c.Arguments, tx)
+	out, err := r.callTool(promptrt.WithToolCall(ctx, r, c.ID), def.Tool, c.Arguments, tx)
 	r.observeToolError(ctx, err)
 	if err != nil {
 		r.noteToolError(c.ID, err)

@@ -159,6 +159,13 @@ type script struct {
 }
 
 func (s *script) add(replies []Reply) {
+	n := 0
+	for _, r := range replies {
+		if !r.Summary {
+			n++
+		}
+	}
+	s.replies = slices.Grow(s.replies, n) // one array, not a doubling per append
 	for _, r := range replies {
 		if r.Summary {
 			s.summaries = append(s.summaries, r)
@@ -380,7 +387,14 @@ func (m *Model) Generate(ctx context.Context, req *runtime.Request) (*runtime.Re
 	if req.Purpose == runtime.PurposeSummary && len(sr.Calls) > 0 {
 		return nil, fail(&ScriptError{Err: ErrBadSummary, Hint: fmt.Sprintf("the reply calls %s", sr.Calls[0].Name)})
 	}
+	// A reply with one call, the most common, is one allocation with its
+	// call.
+	var reply *runtime.Reply
 	msg := defs.Message{Role: defs.RoleAssistant, Content: sr.Text, Reasoning: sr.Reasoning}
+	if len(sr.Calls) == 1 {
+		rc := new(replyWithCall)
+		reply, msg.ToolCalls = &rc.reply, rc.call[:0]
+	}
 	out := len(sr.Text)
 	for _, c := range sr.Calls {
 		*counter++
@@ -390,12 +404,19 @@ func (m *Model) Generate(ctx context.Context, req *runtime.Request) (*runtime.Re
 		}
 		id := c.ID
 		if id == "" {
-			id = idPrefix + strconv.Itoa(*counter)
+			var buf [32]byte // one allocation for the id, not two
+			id = string(strconv.AppendInt(append(buf[:0], idPrefix...), int64(*counter), 10))
+		}
+		if msg.ToolCalls == nil {
+			msg.ToolCalls = make([]defs.ToolCall, 0, len(sr.Calls))
 		}
 		msg.ToolCalls = append(msg.ToolCalls, defs.ToolCall{ID: id, Name: c.Name, Arguments: args})
 		out += len(c.Name) + len(args)
 	}
-	reply := &runtime.Reply{Message: msg, FinishReason: runtime.FinishStop, Refusal: sr.Refusal}
+	if reply == nil {
+		reply = new(runtime.Reply)
+	}
+	*reply = runtime.Reply{Message: msg, FinishReason: runtime.FinishStop, Refusal: sr.Refusal}
 	if len(msg.ToolCalls) > 0 {
 		reply.FinishReason = runtime.FinishToolCalls
 	}
@@ -431,6 +452,12 @@ func (m *Model) Stream(ctx context.Context, req *runtime.Request, onDelta func(r
 		onDelta(runtime.Delta{ToolCall: &runtime.ToolCallDelta{Index: i, ID: c.ID, Name: c.Name, Arguments: string(c.Arguments)}})
 	}
 	return reply, nil
+}
+
+// replyWithCall is a reply and the array of its one tool call.
+type replyWithCall struct {
+	reply runtime.Reply
+	call  [1]defs.ToolCall
 }
 
 func encodeArgs(a any) (json.RawMessage, error) {

@@ -7,6 +7,7 @@
 package state
 
 import (
+	"encoding"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -32,6 +33,10 @@ type Store struct {
 	// framed is the transaction of the Run found by its frame (see Tx.Run),
 	// or nil; it counts in bound.
 	framed *Tx
+	// keys are the keys in sorted order, as MarshalJSON last wrote them;
+	// stale when their number is not that of vals (keys are never deleted,
+	// but by UnmarshalJSON, which clears them).
+	keys []jsonKey
 }
 
 type entry struct {
@@ -150,7 +155,7 @@ func Set[T any](s *Store, key string, v T) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if tx != nil {
-		tx.record(key, func(*entry) (*entry, error) { return e, nil }, nil, e)
+		tx.record(key, nil, nil, e) // no apply: e whatever the key holds
 		return
 	}
 	s.vals[key] = e
@@ -275,22 +280,125 @@ func (s *Store) Snapshot() map[string]any {
 // must still not modify the previous value in place: values handed out by
 // State and Get are shared, and a map or slice changed in place would be
 // changed for every holder.
+//
+// It writes what encoding/json writes for a map[string]json.RawMessage of
+// the values' JSON, byte for byte (keys sorted and escaped as it escapes
+// them, values compact), without encoding again the keys, nor the values
+// that cannot have changed since the last call (see jsonKey): a run with a
+// session store calls it at every checkpoint.
 func (s *Store) MarshalJSON() ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	raw := make(map[string]json.RawMessage, len(s.vals))
-	for k, e := range s.vals {
-		if e.typ == nil && e.raw != nil {
-			raw[k] = e.raw
-			continue
+	if len(s.keys) != len(s.vals) {
+		s.keys = s.keys[:0]
+		for _, k := range slices.Sorted(maps.Keys(s.vals)) {
+			kj, err := json.Marshal(k)
+			if err != nil {
+				return nil, err // a string always encodes
+			}
+			s.keys = append(s.keys, jsonKey{key: k, json: kj})
 		}
-		b, err := json.Marshal(e.v)
-		if err != nil {
-			return nil, fmt.Errorf("state %q is not serializable: %w", k, err)
-		}
-		raw[k] = b
 	}
-	return json.Marshal(raw)
+	n := 2
+	for i := range s.keys {
+		k := &s.keys[i]
+		e := s.vals[k.key]
+		if k.e != e || k.raw != (e.typ == nil) {
+			enc, err := e.json()
+			if err != nil {
+				return nil, fmt.Errorf("state %q is not serializable: %w", k.key, err)
+			}
+			k.e, k.raw, k.enc = e, e.typ == nil, enc
+			k.keep = k.raw || fixedJSON(e.typ)
+		}
+		n += len(k.json) + len(k.enc) + 2
+	}
+	out := make([]byte, 0, n)
+	out = append(out, '{')
+	for i := range s.keys {
+		k := &s.keys[i]
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, k.json...)
+		out = append(out, ':')
+		out = append(out, k.enc...)
+		if !k.keep {
+			k.e, k.enc = nil, nil // encoded again next time: it may change
+		}
+	}
+	return append(out, '}'), nil
+}
+
+// jsonKey is a key, its JSON and the JSON of its value, enc, made from the
+// entry e (raw when e held only raw JSON then). enc is kept (keep) when e
+// cannot change: entries are replaced, not modified, when their key is
+// set, but for the first typed read of a raw one (which a different raw
+// tells), and the value of a type holding no references (see fixedJSON)
+// cannot change either.
+type jsonKey struct {
+	key  string
+	json []byte
+	e    *entry
+	raw  bool
+	keep bool
+	enc  []byte
+}
+
+// json returns e's value as MarshalJSON writes it: raw as encoding/json
+// writes a json.RawMessage (compact, HTML characters escaped), the value
+// as json.Marshal writes it.
+func (e *entry) json() ([]byte, error) {
+	if e.typ == nil && e.raw != nil {
+		return json.Marshal(e.raw)
+	}
+	return json.Marshal(e.v)
+}
+
+var fixedTypes sync.Map // reflect.Type → bool
+
+// fixedJSON reports whether the JSON of a value of type t depends on the
+// value alone, which a stored value cannot change: a boolean, number or
+// string, or an array or struct of those, without a JSON or text encoding
+// of its own.
+func fixedJSON(t reflect.Type) bool {
+	if t == nil {
+		return false
+	}
+	if v, ok := fixedTypes.Load(t); ok {
+		return v.(bool)
+	}
+	fixed := fixedKind(t, 0)
+	fixedTypes.Store(t, fixed)
+	return fixed
+}
+
+var (
+	jsonMarshaler = reflect.TypeFor[json.Marshaler]()
+	textMarshaler = reflect.TypeFor[encoding.TextMarshaler]()
+)
+
+func fixedKind(t reflect.Type, depth int) bool {
+	if depth > 8 || t.Implements(jsonMarshaler) || t.Implements(textMarshaler) ||
+		reflect.PointerTo(t).Implements(jsonMarshaler) || reflect.PointerTo(t).Implements(textMarshaler) {
+		return false
+	}
+	switch t.Kind() {
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64, reflect.String:
+		return true
+	case reflect.Array:
+		return fixedKind(t.Elem(), depth+1)
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if !fixedKind(t.Field(i).Type, depth+1) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // UnmarshalJSON replaces the store's contents with the object in data. Each
@@ -306,6 +414,7 @@ func (s *Store) UnmarshalJSON(data []byte) error {
 		s.vals = make(map[string]*entry, len(raw))
 	}
 	clear(s.vals)
+	s.keys = nil
 	for k, r := range raw {
 		s.vals[k] = &entry{raw: r}
 	}

@@ -30,11 +30,13 @@ type Tx struct {
 	ops    []op
 	closed bool
 	g      uint64 // the goroutine bound to it, or 0
+	// op0 holds the first change, as a call of a tool often makes one.
+	op0 [1]op
 }
 
 // op is one recorded change: apply makes the new entry from the previous
 // one; out is what it made from in when it was recorded, reused at commit
-// if the key still holds in.
+// if the key still holds in. A nil apply (a Set) makes out from any entry.
 type op struct {
 	key     string
 	apply   func(prev *entry) (*entry, error)
@@ -44,7 +46,7 @@ type op struct {
 // on returns the entry o makes from prev, running apply again only if prev
 // is not the entry o was recorded on.
 func (o *op) on(prev *entry) (*entry, error) {
-	if prev == o.in {
+	if prev == o.in || o.apply == nil {
 		return o.out, nil
 	}
 	return o.apply(prev)
@@ -204,14 +206,14 @@ func (tx *Tx) Commit() error {
 		s.vals[o.key] = e
 		s.version++
 	}
-	tx.ops, tx.closed = nil, true
+	tx.ops, tx.op0, tx.closed = nil, [1]op{}, true
 	return first
 }
 
 // Discard drops the recorded changes and closes tx.
 func (tx *Tx) Discard() {
 	tx.s.mu.Lock()
-	tx.ops, tx.closed = nil, true
+	tx.ops, tx.op0, tx.closed = nil, [1]op{}, true
 	tx.s.mu.Unlock()
 }
 
@@ -243,6 +245,9 @@ func (s *Store) current() *Tx {
 // record adds a change. It must be called with s.mu held.
 func (tx *Tx) record(key string, apply func(*entry) (*entry, error), in, out *entry) {
 	if !tx.closed {
+		if tx.ops == nil {
+			tx.ops = tx.op0[:0]
+		}
 		tx.ops = append(tx.ops, op{key: key, apply: apply, in: in, out: out})
 	}
 }

@@ -217,3 +217,48 @@ func TestRunUnbindsOnPanic(t *testing.T) {
 	assert.Equal(t, 1, v)
 	assert.Equal(t, 0, tx.Len())
 }
+
+// A Set recorded in a transaction replaces the key at Commit, whatever it
+// holds then, and is seen by the bound goroutine before.
+func TestTxSetWinsAtCommit(t *testing.T) {
+	s := state.New()
+	state.Set(s, "n", 1)
+	tx := s.Begin()
+	_, err := tx.Run(func(context.Context, json.RawMessage) (string, error) {
+		state.Set(s, "n", 7)
+		got, err := state.Get[int](s, "n")
+		assert.NoError(t, err)
+		assert.Equal(t, 7, got)
+		return "", nil
+	}, context.Background(), nil)
+	require.NoError(t, err)
+	state.Set(s, "n", 100)
+	require.NoError(t, tx.Commit())
+	got, err := state.Get[int](s, "n")
+	require.NoError(t, err)
+	assert.Equal(t, 7, got)
+	assert.Equal(t, 0, tx.Len())
+}
+
+// A tool call's transaction with one Set costs the Tx and the new entry:
+// the change is held in the Tx, and a Set records no function.
+func TestTxOneSetAllocations(t *testing.T) {
+	s := state.New()
+	state.Set(s, "n", 1)
+	f := func(context.Context, json.RawMessage) (string, error) {
+		state.Set(s, "n", 2) // a small int: boxing it does not allocate
+		return "", nil
+	}
+	ctx := context.Background()
+	n := testing.AllocsPerRun(100, func() {
+		tx := s.Begin()
+		if _, err := tx.Run(f, ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		tx.Close()
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	assert.LessOrEqual(t, n, 2.0)
+}

@@ -63,4 +63,7 @@ var (
 	// WithAgentRunner returns a context carrying r, a prompt.AgentRunner,
 	// for the sub-agent tools DefAgent declares.
 	WithAgentRunner func(ctx context.Context, r any) context.Context
+	// WithToolCall returns a context carrying r, a prompt.AgentRunner, and
+	// the id of the tool call being run (prompt.CallID), in one value.
+	WithToolCall func(ctx context.Context, r any, id string) context.Context
 )

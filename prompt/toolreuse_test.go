@@ -1,0 +1,171 @@
+package prompt_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/prompt"
+)
+
+func staticTool(context.Context, struct{}) (string, error) { return "static", nil }
+
+// toolsOf executes fn as steps 0..n-1 of one prompt and returns the tool
+// named name as each execution declared it.
+func toolsOf(t *testing.T, n int, name string, fn func(p *prompt.Prompt, step int)) []*defs.Tool {
+	t.Helper()
+	p := prompt.New("")
+	var out []*defs.Tool
+	for step := range n {
+		_, err := p.Execute(step, func(p *prompt.Prompt) error { fn(p, step); return nil })
+		require.NoError(t, err)
+		d, ok := p.Registry().Lookup(defs.KindTool, name)
+		if !ok {
+			out = append(out, nil)
+			continue
+		}
+		out = append(out, d.Tool)
+	}
+	return out
+}
+
+func callTool(t *testing.T, tool *defs.Tool) string {
+	t.Helper()
+	out, err := tool.Call(context.Background(), json.RawMessage(`{}`))
+	require.NoError(t, err)
+	return out
+}
+
+// A tool declared again with the same function value, name, description,
+// schema and options is the same *defs.Tool; any difference makes a new
+// one, which runs the function given at that execution.
+func TestToolDeclaredAgainUnchangedIsReused(t *testing.T) {
+	kept := func(context.Context, struct{}) (string, error) { return "kept", nil }
+	tests := []struct {
+		name string
+		decl func(p *prompt.Prompt, step int)
+		same []bool // whether step i's tool is step i-1's
+		want []string
+	}{
+		{"package-level function", func(p *prompt.Prompt, _ int) {
+			prompt.DefTool(p, "t", "d", staticTool)
+		}, []bool{true, true}, []string{"static", "static", "static"}},
+		{"closure made once", func(p *prompt.Prompt, _ int) {
+			prompt.DefTool(p, "t", "d", kept)
+		}, []bool{true, true}, []string{"kept", "kept", "kept"}},
+		{"closure capturing nothing", func(p *prompt.Prompt, _ int) {
+			prompt.DefTool(p, "t", "d", func(context.Context, struct{}) (string, error) { return "lit", nil })
+		}, []bool{true, true}, []string{"lit", "lit", "lit"}},
+		{"closure capturing the step", func(p *prompt.Prompt, step int) {
+			prompt.DefTool(p, "t", "d", func(context.Context, struct{}) (int, error) { return step, nil })
+		}, []bool{false, false}, []string{"0", "1", "2"}},
+		{"description changes", func(p *prompt.Prompt, step int) {
+			prompt.DefTool(p, "t", []string{"a", "a", "b"}[step], staticTool)
+		}, []bool{true, false}, []string{"static", "static", "static"}},
+		{"idempotent at one step", func(p *prompt.Prompt, step int) {
+			var opts []prompt.ToolOption
+			if step == 1 {
+				opts = append(opts, prompt.Idempotent())
+			}
+			prompt.DefTool(p, "t", "d", staticTool, opts...)
+		}, []bool{false, false}, []string{"static", "static", "static"}},
+		{"needs approval", func(p *prompt.Prompt, _ int) {
+			prompt.DefTool(p, "t", "d", staticTool, prompt.NeedsApproval())
+		}, []bool{true, true}, []string{"static", "static", "static"}},
+		{"needs approval if", func(p *prompt.Prompt, _ int) {
+			prompt.DefTool(p, "t", "d", staticTool, prompt.NeedsApprovalIf(func(struct{}) bool { return true }))
+		}, []bool{false, false}, []string{"static", "static", "static"}},
+		{"schema tool", func(p *prompt.Prompt, _ int) {
+			p.DefSchemaTool("t", "d", json.RawMessage(`{"type":"object"}`), func(context.Context, json.RawMessage) (string, error) { return "schema", nil })
+		}, []bool{true, true}, []string{"schema", "schema", "schema"}},
+		{"schema tool then typed tool", func(p *prompt.Prompt, step int) {
+			if step == 1 {
+				prompt.DefTool(p, "t", "d", staticTool)
+				return
+			}
+			p.DefSchemaTool("t", "d", json.RawMessage(`{"type":"object"}`), func(context.Context, json.RawMessage) (string, error) { return "schema", nil })
+		}, []bool{false, false}, []string{"schema", "static", "schema"}},
+		{"agent in between", func(p *prompt.Prompt, step int) {
+			if step == 1 {
+				p.DefAgent("t", "d", func(*prompt.Prompt) error { return nil })
+				return
+			}
+			prompt.DefTool(p, "t", "d", staticTool)
+		}, []bool{false, false}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tools := toolsOf(t, 3, "t", tt.decl)
+			for i, same := range tt.same {
+				assert.Equal(t, same, tools[i] == tools[i+1], "step %d's tool is step %d's", i+1, i)
+			}
+			for i, want := range tt.want {
+				assert.Equal(t, want, callTool(t, tools[i]), "step %d", i)
+			}
+		})
+	}
+}
+
+// A tool not declared at one execution is made anew when declared again.
+func TestToolDeclaredAfterAGapIsNew(t *testing.T) {
+	tools := toolsOf(t, 3, "t", func(p *prompt.Prompt, step int) {
+		if step != 1 {
+			prompt.DefTool(p, "t", "d", staticTool)
+		}
+	})
+	require.NotNil(t, tools[0])
+	assert.Nil(t, tools[1])
+	require.NotNil(t, tools[2])
+	assert.NotSame(t, tools[0], tools[2])
+	assert.Equal(t, "static", callTool(t, tools[2]))
+}
+
+// Declaring an unchanged tool again allocates nothing.
+func TestToolDeclaredAgainAllocatesNothing(t *testing.T) {
+	p := prompt.New("")
+	fn := func(p *prompt.Prompt) error {
+		prompt.DefTool(p, "t", "d", staticTool)
+		return nil
+	}
+	_, err := p.Execute(0, fn)
+	require.NoError(t, err)
+	step := 1
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, err := p.Execute(step, fn); err != nil {
+			t.Fatal(err)
+		}
+		step++
+	})
+	assert.Equal(t, 0.0, allocs)
+}
+
+// A tool replaced by another at one execution is made anew when declared
+// again, while the tools declared throughout are kept.
+func TestToolSwappedOutIsForgotten(t *testing.T) {
+	p := prompt.New("")
+	names := [][]string{{"a", "b"}, {"a", "c"}, {"a", "b"}}
+	var got []map[string]*defs.Tool
+	for step, decl := range names {
+		_, err := p.Execute(step, func(p *prompt.Prompt) error {
+			for _, n := range decl {
+				prompt.DefTool(p, n, "d", staticTool)
+			}
+			return nil
+		})
+		require.NoError(t, err)
+		m := map[string]*defs.Tool{}
+		for _, n := range decl {
+			d, ok := p.Registry().Lookup(defs.KindTool, n)
+			require.True(t, ok)
+			m[n] = d.Tool
+		}
+		got = append(got, m)
+	}
+	assert.Same(t, got[0]["a"], got[1]["a"])
+	assert.Same(t, got[1]["a"], got[2]["a"])
+	assert.NotSame(t, got[0]["b"], got[2]["b"], "b was not declared at step 1")
+}
