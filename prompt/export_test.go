@@ -3,6 +3,7 @@ package prompt
 import (
 	"context"
 	"errors"
+	"reflect"
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/internal/promptrt"
@@ -34,3 +35,8 @@ func IsArgumentsError(err error) bool {
 func WithToolCall(ctx context.Context, r AgentRunner, id string) context.Context {
 	return withToolCall(ctx, r, id)
 }
+
+// ToolOptionFields is the number of fields of toolOptions: sameTool
+// compares each option that makes a tool different, and a new one must be
+// compared there too.
+var ToolOptionFields = reflect.TypeFor[toolOptions]().NumField()

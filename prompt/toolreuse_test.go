@@ -169,3 +169,10 @@ func TestToolSwappedOutIsForgotten(t *testing.T) {
 	assert.Same(t, got[1]["a"], got[2]["a"])
 	assert.NotSame(t, got[0]["b"], got[2]["b"], "b was not declared at step 1")
 }
+
+// TestToolReuseComparesEveryOption fails when toolOptions gains a field:
+// sameTool must then compare it, or a tool declared again with only that
+// option changed would keep the old one.
+func TestToolReuseComparesEveryOption(t *testing.T) {
+	assert.Equal(t, 3, prompt.ToolOptionFields, "compare the new option in sameTool (prompt/toolreuse.go), then update this count")
+}
