@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"fmt"
+	"iter"
 	"slices"
 	"sync"
 	"time"
@@ -47,7 +48,10 @@ func NewMemory() *Memory {
 	return &Memory{sessions: make(map[string]*memSession), now: time.Now}
 }
 
-var _ Store = (*Memory)(nil)
+var (
+	_ Store      = (*Memory)(nil)
+	_ StepReader = (*Memory)(nil)
+)
 
 // Save implements Store.
 func (m *Memory) Save(ctx context.Context, cp *Checkpoint) error {
@@ -121,6 +125,83 @@ func (m *Memory) AtStep(ctx context.Context, id string, step int) (*Checkpoint, 
 		return nil, &NotFoundError{ID: id, Step: step, AtStep: true}
 	}
 	return s.load(id, seqs[len(seqs)-1])
+}
+
+// AtSteps implements StepReader.
+func (m *Memory) AtSteps(ctx context.Context, id string, first, last int) iter.Seq2[*Checkpoint, error] {
+	return func(yield func(*Checkpoint, error) bool) {
+		if first > last {
+			return
+		}
+		if err := ctx.Err(); err != nil {
+			yield(nil, err)
+			return
+		}
+		steps, err := m.atSteps(id, first, last)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		for cp, err := range steps {
+			if ctx.Err() != nil {
+				yield(nil, ctx.Err())
+				return
+			}
+			if !yield(cp, err) {
+				return
+			}
+		}
+	}
+}
+
+func (m *Memory) atSteps(id string, first, last int) (iter.Seq2[*Checkpoint, error], error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.sessions[id]
+	h := &StepHeads{ID: id, First: first, Last: last, Known: s != nil}
+	if s == nil {
+		return LoadSteps(h, nil)
+	}
+	for step := range s.steps(first, last) {
+		seqs := s.byStep[step]
+		if len(seqs) == 0 {
+			seqs = s.pending[step]
+		}
+		seq := seqs[len(seqs)-1]
+		h.Heads = append(h.Heads, StepHead{Step: step, Seq: seq, Head: s.heads[seq-1].data})
+	}
+	return LoadSteps(h, func(root, gen, n int) ([]GenerationRow, error) {
+		var out []GenerationRow
+		for g, stored := range s.msgs {
+			if g < root || g > gen {
+				continue
+			}
+			for i, d := range stored.rows {
+				if stored.first+i >= n {
+					break
+				}
+				if d != nil {
+					out = append(out, GenerationRow{Generation: g, Row: Row{Index: stored.first + i, Data: d}})
+				}
+			}
+		}
+		return out, nil
+	})
+}
+
+// steps yields, in order, the steps from first to last that have a
+// checkpoint.
+func (s *memSession) steps(first, last int) iter.Seq[int] {
+	var steps []int
+	for _, byStep := range []map[int][]int64{s.byStep, s.pending} {
+		for step, seqs := range byStep {
+			if first <= step && step <= last && len(seqs) > 0 {
+				steps = append(steps, step)
+			}
+		}
+	}
+	slices.Sort(steps)
+	return slices.Values(slices.Compact(steps))
 }
 
 func (s *memSession) load(id string, seq int64) (*Checkpoint, error) {

@@ -1,0 +1,297 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"slices"
+	"sort"
+
+	"github.com/reprompt/reprompt/defs"
+)
+
+// StepReader is implemented by a Store that reads the checkpoints of many
+// steps of a session in one pass, at about the cost of the session's own
+// size: each stored head and message row is read and decoded at most once,
+// however many checkpoints share it, where calling AtStep for each step
+// reads every checkpoint's whole transcript again. Memory and the stores
+// of packages session/sqlite and session/postgres implement it; AtSteps
+// (the function) uses it when a store does, and AtStep otherwise.
+type StepReader interface {
+	// AtSteps yields, for each step from first to last in order, what
+	// AtStep(ctx, id, step) returns: the i-th pair is that of step
+	// first+i, a checkpoint, or a *NotFoundError for a step without one, or
+	// the *CorruptError or *VersionError of a damaged checkpoint (the same
+	// error AtStep returns, and the other steps still load). Nothing is
+	// yielded when first > last. The checkpoints are read from one
+	// snapshot of the store.
+	//
+	// The sequence ends before last only after a pair whose error concerns
+	// the whole read: the *NotFoundError of an unknown session, ctx's
+	// error, or a failure of the store.
+	//
+	// The transcripts of the checkpoints yielded share their messages
+	// (those of one generation's lineage are one array): the caller may
+	// keep and read them all, but must copy a message or a transcript
+	// before modifying it. Appending to a transcript does not modify
+	// another's.
+	AtSteps(ctx context.Context, id string, first, last int) iter.Seq2[*Checkpoint, error]
+}
+
+// AtSteps yields, for each step of session id from first to last in
+// order, what st.AtStep(ctx, id, step) returns, as StepReader.AtSteps
+// does: through st's own AtSteps when st is a StepReader, else by calling
+// AtStep for each step, ending after an unknown session's *NotFoundError
+// or once ctx is done.
+func AtSteps(ctx context.Context, st Store, id string, first, last int) iter.Seq2[*Checkpoint, error] {
+	if sr, ok := st.(StepReader); ok {
+		return sr.AtSteps(ctx, id, first, last)
+	}
+	return func(yield func(*Checkpoint, error) bool) {
+		if first > last {
+			return
+		}
+		for step := first; ; step++ {
+			cp, err := st.AtStep(ctx, id, step)
+			if !yield(cp, err) || step == last {
+				return
+			}
+			if nf, ok := errors.AsType[*NotFoundError](err); (ok && !nf.AtStep) || (err != nil && ctx.Err() != nil) {
+				return
+			}
+		}
+	}
+}
+
+// StepHeads is what a store found to answer StepReader.AtSteps, for
+// LoadSteps: the head that AtStep would load for each step from First to
+// Last that has a checkpoint.
+type StepHeads struct {
+	// ID names the session.
+	ID string
+	// First and Last are the steps asked for.
+	First, Last int
+	// Known reports that the store knows the session: a step without a
+	// head is then a *NotFoundError with AtStep set, as AtStep reports it,
+	// and otherwise the session's *NotFoundError. When Known is false and
+	// Heads is empty, the sequence is that error alone.
+	Known bool
+	// Heads are the heads found, ordered by Step, at most one a step.
+	Heads []StepHead
+}
+
+// StepHead is a stored head that AtStep would load for Step: the one filed
+// under (session, Seq).
+type StepHead struct {
+	Step int
+	Seq  int64
+	Head []byte
+}
+
+// GenerationRow is a stored message row and the generation it is stored
+// under.
+type GenerationRow struct {
+	Generation int
+	Row
+}
+
+// LoadSteps decodes the checkpoints of h as Load decodes each one,
+// reading their messages once for all of them, for a store's
+// StepReader.AtSteps. It decodes every head, then calls rows at most once,
+// before it returns, with the lowest root, the highest generation and the
+// largest message count that the decoded heads name; rows returns every
+// stored row of the session whose generation is in [root, generation] and
+// whose index is below count, each once with its generation, in any order
+// (an error it returns is returned as is). count is read from storage and
+// may be damaged (10^15): rows must not allocate in proportion to it.
+//
+// The sequence returned yields, for each step from h.First to h.Last,
+// the checkpoint or the error that Load returns for its head, or the
+// *NotFoundError of a step without head (see StepHeads.Known). It holds
+// what it needs: the store may end its read before ranging over it. It
+// decodes each message row when the first checkpoint that holds it is
+// yielded, and the transcripts share their messages (see
+// StepReader.AtSteps). It may be ranged over once.
+func LoadSteps(h *StepHeads, rows func(root, generation, count int) ([]GenerationRow, error)) (iter.Seq2[*Checkpoint, error], error) {
+	b := &batch{id: h.ID, need: map[[2]int]int{}, lineages: map[[2]int]*lineage{}, decoded: map[[2]int]decoded{}}
+	heads := make([]*Head, len(h.Heads))
+	errs := make([]error, len(h.Heads))
+	root, gen, count := -1, -1, 0
+	for i, sh := range h.Heads {
+		hd, err := decodeFiled(h.ID, sh.Seq, sh.Head)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		heads[i] = hd
+		if hd.Messages == 0 {
+			continue
+		}
+		key := [2]int{hd.Root, hd.Checkpoint.Generation}
+		b.need[key] = max(b.need[key], hd.Messages)
+		if root < 0 || hd.Root < root {
+			root = hd.Root
+		}
+		gen, count = max(gen, hd.Checkpoint.Generation), max(count, hd.Messages)
+	}
+	if count > 0 {
+		stored, err := rows(root, gen, count)
+		if err != nil {
+			return nil, err
+		}
+		b.index(stored)
+	}
+	return func(yield func(*Checkpoint, error) bool) {
+		if !h.Known && len(h.Heads) == 0 {
+			if h.First <= h.Last {
+				yield(nil, &NotFoundError{ID: h.ID})
+			}
+			return
+		}
+		if h.First > h.Last {
+			return
+		}
+		next := 0
+		for step := h.First; ; step++ {
+			for next < len(h.Heads) && h.Heads[next].Step < step {
+				next++
+			}
+			var (
+				cp  *Checkpoint
+				err error
+			)
+			switch {
+			case next < len(h.Heads) && h.Heads[next].Step == step:
+				cp, err = b.load(h.Heads[next].Seq, heads[next], errs[next])
+			case h.Known:
+				err = &NotFoundError{ID: h.ID, Step: step, AtStep: true}
+			default:
+				err = &NotFoundError{ID: h.ID}
+			}
+			if !yield(cp, err) || step == h.Last {
+				return
+			}
+		}
+	}, nil
+}
+
+// batch holds the message rows read for LoadSteps and what was decoded of
+// them.
+type batch struct {
+	id    string
+	byGen map[int][]Row // by generation, in index order
+	gens  []int         // the generations of byGen, in order
+	// need is, by lineage (root, generation), the largest message count of
+	// its heads.
+	need     map[[2]int]int
+	lineages map[[2]int]*lineage
+	decoded  map[[2]int]decoded // by (generation, index)
+}
+
+// lineage is the transcript of the largest checkpoint of a lineage, as
+// its stored rows: rows[i], of generation gens[i], is the row of index
+// rows[i].Index with the highest generation of the lineage (missing
+// indexes are left out); msgs are the decoded rows[:len(msgs)], and bad,
+// if not -1, the first row that does not decode, with badErr.
+type lineage struct {
+	rows   []Row
+	gens   []int
+	msgs   []defs.Message
+	bad    int
+	badErr error
+}
+
+type decoded struct {
+	m   defs.Message
+	err error
+}
+
+func (b *batch) index(stored []GenerationRow) {
+	b.byGen = map[int][]Row{}
+	for _, r := range stored {
+		b.byGen[r.Generation] = append(b.byGen[r.Generation], r.Row)
+	}
+	for g, rs := range b.byGen {
+		slices.SortFunc(rs, func(a, b Row) int { return a.Index - b.Index })
+		b.gens = append(b.gens, g)
+	}
+	slices.Sort(b.gens)
+}
+
+// load returns the checkpoint of head h filed under seq, or err, the error
+// decoding it.
+func (b *batch) load(seq int64, h *Head, err error) (*Checkpoint, error) {
+	if err != nil {
+		return nil, err
+	}
+	h2 := *h // the checkpoint yielded is the caller's
+	h = &h2
+	l := b.lineage(h.Root, h.Checkpoint.Generation)
+	n := h.Messages
+	rs := l.rows[:sort.Search(len(l.rows), func(i int) bool { return l.rows[i].Index >= n })]
+	return h.load(b.id, seq, rs, func(rs []Row) ([]defs.Message, int, error) {
+		n := len(rs)
+		for len(l.msgs) < n && l.bad < 0 {
+			i := len(l.msgs)
+			d, ok := b.decoded[[2]int{l.gens[i], rs[i].Index}]
+			if !ok {
+				d.m, d.err = DecodeMessage(rs[i].Data)
+				b.decoded[[2]int{l.gens[i], rs[i].Index}] = d
+			}
+			if d.err != nil {
+				l.bad, l.badErr = i, d.err
+				break
+			}
+			l.msgs = append(l.msgs, d.m)
+		}
+		if l.bad >= 0 && l.bad < n {
+			return nil, l.bad, l.badErr
+		}
+		if n == 0 {
+			return []defs.Message{}, 0, nil // as Load returns it
+		}
+		return l.msgs[:n:n], 0, nil
+	})
+}
+
+// lineage returns the rows of lineage (root, gen) up to the largest count
+// of its heads: each index from the highest generation in [root, gen] that
+// stores it.
+func (b *batch) lineage(root, gen int) *lineage {
+	key := [2]int{root, gen}
+	if l := b.lineages[key]; l != nil {
+		return l
+	}
+	gens := b.gens[sort.SearchInts(b.gens, root):sort.SearchInts(b.gens, gen+1)]
+	// The count comes from a head, which may be damaged: allocate only for
+	// the indexes stored.
+	n := 0
+	for _, g := range gens {
+		if rs := b.byGen[g]; len(rs) > 0 {
+			n = max(n, rs[len(rs)-1].Index+1)
+		}
+	}
+	n = min(n, b.need[key])
+	from := make([]int, n) // generation+1 of each index's row; 0: none
+	data := make([][]byte, n)
+	for k := len(gens) - 1; k >= 0; k-- {
+		for _, r := range b.byGen[gens[k]] {
+			if r.Index >= n {
+				break
+			}
+			if r.Index >= 0 && from[r.Index] == 0 {
+				from[r.Index], data[r.Index] = gens[k]+1, r.Data
+			}
+		}
+	}
+	l := &lineage{bad: -1}
+	for i, g := range from {
+		if g > 0 {
+			l.rows = append(l.rows, Row{Index: i, Data: data[i]})
+			l.gens = append(l.gens, g-1)
+		}
+	}
+	l.msgs = make([]defs.Message, 0, len(l.rows))
+	b.lineages[key] = l
+	return l
+}
