@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"strings"
 	"time"
 
@@ -24,7 +25,7 @@ func (e *DamageError) Error() string {
 }
 
 // FromStore reads session id from st: the checkpoint that ends each step
-// (session.Store.AtStep) and, when the run stopped in the middle of a step,
+// (session.Store.AtStep, all in one pass through session.AtSteps) and, when the run stopped in the middle of a step,
 // the latest one. An unknown session is the store's *session.NotFoundError.
 // A checkpoint that cannot be read (*session.CorruptError, a later version)
 // leaves its step marked damaged: the Run then comes back with a
@@ -37,8 +38,16 @@ func FromStore(ctx context.Context, st session.Store, id string) (*Run, error) {
 	run := newRun(id, "session store")
 	run.Done = info.Done
 	dmg := &DamageError{ID: id}
+	// The checkpoints of steps 0 to info.Step, in one pass when the store
+	// can (session.StepReader); a step the pass did not reach (it ended on
+	// an error) is read by itself.
+	next, stop := iter.Pull2(session.AtSteps(ctx, st, id, 0, info.Step))
+	defer stop()
 	load := func(step int) *session.Checkpoint {
-		cp, err := st.AtStep(ctx, id, step)
+		cp, err, ok := next()
+		if !ok {
+			cp, err = st.AtStep(ctx, id, step)
+		}
 		switch {
 		case err == nil:
 			return cp
