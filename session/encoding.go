@@ -94,24 +94,38 @@ func encodeHead(cp *Checkpoint, root int) ([]byte, error) {
 // version, a negative count, no session id) is an error that stores report
 // as a *CorruptError.
 func DecodeHead(data []byte) (*Head, error) {
-	var probe struct {
-		Version *int `json:"version"`
+	// The version is checked before the fields are: a head of a later
+	// version that does not decode is a *VersionError. The head is decoded
+	// once, with its version; only a head that does not decode is read
+	// again, for its version and then for the error.
+	var d struct {
+		head
+		Version *int `json:"version"` // shadows head.Version
 	}
-	if err := json.Unmarshal(data, &probe); err != nil {
-		return nil, fmt.Errorf("head: %w", err)
+	err := json.Unmarshal(data, &d)
+	if err != nil {
+		var probe struct {
+			Version *int `json:"version"`
+		}
+		if perr := json.Unmarshal(data, &probe); perr != nil {
+			return nil, fmt.Errorf("head: %w", perr)
+		}
+		d.Version = probe.Version
 	}
 	switch {
-	case probe.Version == nil:
+	case d.Version == nil:
 		return nil, errors.New("head: no version")
-	case *probe.Version > Version:
-		return nil, &VersionError{Got: *probe.Version, Max: Version}
-	case *probe.Version < 1:
-		return nil, fmt.Errorf("head: invalid version %d", *probe.Version)
-	}
-	var h head
-	if err := json.Unmarshal(data, &h); err != nil {
+	case *d.Version > Version:
+		return nil, &VersionError{Got: *d.Version, Max: Version}
+	case *d.Version < 1:
+		return nil, fmt.Errorf("head: invalid version %d", *d.Version)
+	case err != nil:
+		var h head
+		err = json.Unmarshal(data, &h) // the error as decoding a head words it
 		return nil, fmt.Errorf("head: %w", err)
 	}
+	h := d.head
+	h.Version = *d.Version
 	switch {
 	case h.SessionID == "":
 		return nil, errors.New("head: no session id")

@@ -113,7 +113,7 @@ type GenerationRow struct {
 // yielded, and the transcripts share their messages (see
 // StepReader.AtSteps). It may be ranged over once.
 func LoadSteps(h *StepHeads, rows func(root, generation, count int) ([]GenerationRow, error)) (iter.Seq2[*Checkpoint, error], error) {
-	b := &batch{id: h.ID, need: map[[2]int]int{}, lineages: map[[2]int]*lineage{}, decoded: map[[2]int]decoded{}}
+	b := &batch{id: h.ID, need: map[[2]int]int{}, lineages: map[[2]int]*lineage{}, cursors: map[int]*cursor{}, decoded: map[[2]int]decoded{}}
 	heads := make([]*Head, len(h.Heads))
 	errs := make([]error, len(h.Heads))
 	root, gen, count := -1, -1, 0
@@ -185,20 +185,46 @@ type batch struct {
 	// its heads.
 	need     map[[2]int]int
 	lineages map[[2]int]*lineage
+	cursors  map[int]*cursor    // by root
 	decoded  map[[2]int]decoded // by (generation, index)
 }
 
+// cursor resolves the rows of the lineages of one root, one generation
+// after the other: the checkpoints of a session come in the order of their
+// generations, and each generation only adds to the rows of the one
+// before it.
+type cursor struct {
+	next int // the index in batch.gens of the next generation to apply
+	gen  int // the generation applied last
+	// rows[i], of generation gens[i], is the row of index i of the
+	// highest generation applied: every index from 0 up to the first
+	// missing one. later holds the rows past it, by index.
+	rows     []Row
+	gens     []int
+	later    map[int]genRow
+	negative bool // a row of a negative index: a damaged store
+}
+
+type genRow struct {
+	gen  int
+	data []byte
+}
+
 // lineage is the transcript of the largest checkpoint of a lineage, as
-// its stored rows: rows[i], of generation gens[i], is the row of index
-// rows[i].Index with the highest generation of the lineage (missing
-// indexes are left out); msgs are the decoded rows[:len(msgs)], and bad,
-// if not -1, the first row that does not decode, with badErr.
+// its stored rows: rows[i], of generation gens[i], is the row of index i
+// with the highest generation of the lineage, from 0 up to the first
+// missing index or the largest count of its heads; after is the smallest
+// index stored past a missing one (-1 if none), and negative reports a row
+// of a negative index. msgs are the decoded rows[:len(msgs)], and bad, if
+// not -1, the first row that does not decode, with badErr.
 type lineage struct {
-	rows   []Row
-	gens   []int
-	msgs   []defs.Message
-	bad    int
-	badErr error
+	rows     []Row
+	gens     []int
+	after    int
+	negative bool
+	msgs     []defs.Message
+	bad      int
+	badErr   error
 }
 
 type decoded struct {
@@ -227,16 +253,29 @@ func (b *batch) load(seq int64, h *Head, err error) (*Checkpoint, error) {
 	h2 := *h // the checkpoint yielded is the caller's
 	h = &h2
 	l := b.lineage(h.Root, h.Checkpoint.Generation)
-	n := h.Messages
-	rs := l.rows[:sort.Search(len(l.rows), func(i int) bool { return l.rows[i].Index >= n })]
+	// The rows that Load's rows function returns for h, as far as they
+	// matter to it: those below the first missing index, then the one past
+	// it, if any.
+	var rs []Row
+	switch n := h.Messages; {
+	case n > 0 && l.negative:
+		rs = []Row{{Index: -1}}
+	case n <= len(l.rows):
+		rs = l.rows[:n]
+	case l.after >= 0 && l.after < n:
+		rs = append(l.rows[:len(l.rows):len(l.rows)], Row{Index: l.after})
+	default:
+		rs = l.rows
+	}
 	return h.load(b.id, seq, rs, func(rs []Row) ([]defs.Message, int, error) {
 		n := len(rs)
 		for len(l.msgs) < n && l.bad < 0 {
 			i := len(l.msgs)
-			d, ok := b.decoded[[2]int{l.gens[i], rs[i].Index}]
+			key := [2]int{l.gens[i], i}
+			d, ok := b.decoded[key]
 			if !ok {
 				d.m, d.err = DecodeMessage(rs[i].Data)
-				b.decoded[[2]int{l.gens[i], rs[i].Index}] = d
+				b.decoded[key] = d
 			}
 			if d.err != nil {
 				l.bad, l.badErr = i, d.err
@@ -262,36 +301,54 @@ func (b *batch) lineage(root, gen int) *lineage {
 	if l := b.lineages[key]; l != nil {
 		return l
 	}
-	gens := b.gens[sort.SearchInts(b.gens, root):sort.SearchInts(b.gens, gen+1)]
-	// The count comes from a head, which may be damaged: allocate only for
-	// the indexes stored.
-	n := 0
-	for _, g := range gens {
-		if rs := b.byGen[g]; len(rs) > 0 {
-			n = max(n, rs[len(rs)-1].Index+1)
-		}
+	c := b.cursors[root]
+	if c == nil || c.gen > gen { // the first, or an earlier generation: start over
+		c = &cursor{next: sort.SearchInts(b.gens, root), gen: root - 1}
+		b.cursors[root] = c
 	}
-	n = min(n, b.need[key])
-	from := make([]int, n) // generation+1 of each index's row; 0: none
-	data := make([][]byte, n)
-	for k := len(gens) - 1; k >= 0; k-- {
-		for _, r := range b.byGen[gens[k]] {
-			if r.Index >= n {
-				break
-			}
-			if r.Index >= 0 && from[r.Index] == 0 {
-				from[r.Index], data[r.Index] = gens[k]+1, r.Data
+	for ; c.next < len(b.gens) && b.gens[c.next] <= gen; c.next++ {
+		c.apply(b.gens[c.next], b.byGen[b.gens[c.next]])
+	}
+	c.gen = gen
+	n := min(len(c.rows), b.need[key])
+	l := &lineage{rows: slices.Clone(c.rows[:n]), gens: slices.Clone(c.gens[:n]), after: -1, negative: c.negative, bad: -1}
+	if n == len(c.rows) {
+		for i := range c.later {
+			if l.after < 0 || i < l.after {
+				l.after = i
 			}
 		}
 	}
-	l := &lineage{bad: -1}
-	for i, g := range from {
-		if g > 0 {
-			l.rows = append(l.rows, Row{Index: i, Data: data[i]})
-			l.gens = append(l.gens, g-1)
-		}
-	}
-	l.msgs = make([]defs.Message, 0, len(l.rows))
+	l.msgs = make([]defs.Message, 0, n)
 	b.lineages[key] = l
 	return l
+}
+
+// apply adds the rows of generation gen, in index order, to c.
+func (c *cursor) apply(gen int, rows []Row) {
+	for _, r := range rows {
+		switch {
+		case r.Index < 0:
+			c.negative = true
+		case r.Index < len(c.rows):
+			c.rows[r.Index], c.gens[r.Index] = r, gen
+		case r.Index == len(c.rows):
+			c.rows, c.gens = append(c.rows, r), append(c.gens, gen)
+			delete(c.later, r.Index) // an earlier generation's
+		default:
+			if c.later == nil {
+				c.later = map[int]genRow{}
+			}
+			c.later[r.Index] = genRow{gen, r.Data}
+		}
+	}
+	for {
+		r, ok := c.later[len(c.rows)]
+		if !ok {
+			return
+		}
+		delete(c.later, len(c.rows))
+		c.rows = append(c.rows, Row{Index: len(c.rows), Data: r.data})
+		c.gens = append(c.gens, r.gen)
+	}
 }

@@ -385,6 +385,9 @@ func stateOf(data json.RawMessage) (map[string]string, error) {
 }
 
 func compactJSON(v []byte) string {
+	if !bytes.ContainsAny(v, " \t\r\n") {
+		return string(v) // compact already: no whitespace, even in strings
+	}
 	var b bytes.Buffer
 	if err := json.Compact(&b, v); err != nil {
 		return string(v)
