@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"iter"
+	"runtime"
 	"slices"
 	"sort"
+	"sync"
+	"sync/atomic"
 
 	"github.com/reprompt/reprompt/defs"
 )
@@ -108,23 +111,20 @@ type GenerationRow struct {
 // The sequence returned yields, for each step from h.First to h.Last,
 // the checkpoint or the error that Load returns for its head, or the
 // *NotFoundError of a step without head (see StepHeads.Known). It holds
-// what it needs: the store may end its read before ranging over it. It
-// decodes each message row when the first checkpoint that holds it is
-// yielded, and the transcripts share their messages (see
-// StepReader.AtSteps). It may be ranged over once.
+// what it needs: the store may end its read before ranging over it.
+// LoadSteps decodes the heads and the rows on every processor
+// (GOMAXPROCS), each once; the transcripts yielded share their messages
+// (see StepReader.AtSteps). The sequence may be ranged over once.
 func LoadSteps(h *StepHeads, rows func(root, generation, count int) ([]GenerationRow, error)) (iter.Seq2[*Checkpoint, error], error) {
 	b := &batch{id: h.ID, need: map[[2]int]int{}, lineages: map[[2]int]*lineage{}, cursors: map[int]*cursor{}, decoded: map[[2]int]decoded{}}
 	heads := make([]*Head, len(h.Heads))
 	errs := make([]error, len(h.Heads))
 	root, gen, count := -1, -1, 0
-	for i, sh := range h.Heads {
-		hd, err := decodeFiled(h.ID, sh.Seq, sh.Head)
-		if err != nil {
-			errs[i] = err
-			continue
-		}
-		heads[i] = hd
-		if hd.Messages == 0 {
+	parallel(len(h.Heads), func(i int) {
+		heads[i], errs[i] = decodeFiled(h.ID, h.Heads[i].Seq, h.Heads[i].Head)
+	})
+	for _, hd := range heads {
+		if hd == nil || hd.Messages == 0 {
 			continue
 		}
 		key := [2]int{hd.Root, hd.Checkpoint.Generation}
@@ -140,6 +140,17 @@ func LoadSteps(h *StepHeads, rows func(root, generation, count int) ([]Generatio
 			return nil, err
 		}
 		b.index(stored)
+		// Every row read is decoded, on every processor: each belongs to a
+		// checkpoint, but for those past a damaged count or in generations
+		// between lineages. A row that does not decode is reported only by
+		// the checkpoints that hold it.
+		ds := make([]decoded, len(stored))
+		parallel(len(stored), func(i int) {
+			ds[i].m, ds[i].err = DecodeMessage(stored[i].Data)
+		})
+		for i, r := range stored {
+			b.decoded[[2]int{r.Generation, r.Index}] = ds[i]
+		}
 	}
 	return func(yield func(*Checkpoint, error) bool) {
 		if !h.Known && len(h.Heads) == 0 {
@@ -173,6 +184,37 @@ func LoadSteps(h *StepHeads, rows func(root, generation, count int) ([]Generatio
 			}
 		}
 	}, nil
+}
+
+// parallel calls f(i) for each i from 0 to n-1, on up to GOMAXPROCS
+// goroutines.
+func parallel(n int, f func(i int)) {
+	const chunk = 32
+	workers := min(runtime.GOMAXPROCS(0), (n+chunk-1)/chunk)
+	if workers <= 1 {
+		for i := range n {
+			f(i)
+		}
+		return
+	}
+	var (
+		next atomic.Int64
+		wg   sync.WaitGroup
+	)
+	for range workers {
+		wg.Go(func() {
+			for {
+				start := int(next.Add(chunk)) - chunk
+				if start >= n {
+					return
+				}
+				for i := start; i < min(start+chunk, n); i++ {
+					f(i)
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // batch holds the message rows read for LoadSteps and what was decoded of
@@ -271,12 +313,7 @@ func (b *batch) load(seq int64, h *Head, err error) (*Checkpoint, error) {
 		n := len(rs)
 		for len(l.msgs) < n && l.bad < 0 {
 			i := len(l.msgs)
-			key := [2]int{l.gens[i], i}
-			d, ok := b.decoded[key]
-			if !ok {
-				d.m, d.err = DecodeMessage(rs[i].Data)
-				b.decoded[key] = d
-			}
+			d := b.decoded[[2]int{l.gens[i], i}] // decoded by LoadSteps
 			if d.err != nil {
 				l.bad, l.badErr = i, d.err
 				break

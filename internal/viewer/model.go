@@ -41,6 +41,7 @@ type Run struct {
 
 	index map[uint64][]int // message hash → pool indices
 	seed  maphash.Seed
+	memo  transcriptMemo // FromStore's
 }
 
 // Message is one message of a request, a reply or a transcript.
