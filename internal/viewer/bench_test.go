@@ -4,14 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
 	"github.com/reprompt/reprompt/internal/viewer"
 	"github.com/reprompt/reprompt/session"
+	"github.com/reprompt/reprompt/session/postgres"
 	"github.com/reprompt/reprompt/session/sqlite"
 )
 
@@ -21,7 +24,7 @@ import (
 // steps of three the tool result before the last is trimmed (a new
 // generation sharing all but the last messages, Base), every 25th step
 // compacts the transcript to a summary and the last 6 messages (a new
-// root), and the state grows a list of the files touched.
+// generation), and the state holds the last 100 files touched.
 func longSession(b *testing.B, st session.Store, id string, steps int) {
 	ctx := context.Background()
 	save := func(cp *session.Checkpoint) {
@@ -30,7 +33,7 @@ func longSession(b *testing.B, st session.Store, id string, steps int) {
 		}
 		cp.Base = 0
 	}
-	body := strings.Repeat("func f() { return g(x) } // line of a file\n", 12)
+	body := strings.Repeat("func f() { return g(x) } // line of a file\n", 36)
 	cp := &session.Checkpoint{SessionID: id, Transcript: []defs.Message{
 		defs.UserMessage("The tests in internal/ fail since the last refactoring. Find out why and fix them."),
 	}}
@@ -39,6 +42,7 @@ func longSession(b *testing.B, st session.Store, id string, steps int) {
 	for step := range steps {
 		file := fmt.Sprintf("internal/pkg%d/file%d.go", step%7, step%41)
 		files = append(files, file)
+		files = files[max(0, len(files)-100):] // the last 100
 		state, _ := json.Marshal(map[string]any{"modified": files, "step": step})
 		cp.State = state
 		call := defs.ToolCall{ID: fmt.Sprint("call-", step), Name: "read_file", Arguments: json.RawMessage(fmt.Sprintf(`{"path":%q}`, file))}
@@ -83,17 +87,39 @@ func longSession(b *testing.B, st session.Store, id string, steps int) {
 	save(cp)
 }
 
-// BenchmarkFromStore reads a 1,000-step session of SQLite
-// (longSession) in one pass (session.StepReader) and one step at a time
-// (AtStep for each step, as stores without AtSteps are read).
+// BenchmarkFromStore reads a 1,000-step session (longSession) of SQLite,
+// and of PostgreSQL when REPROMPT_PG_URL names a server, in one pass
+// (session.StepReader) and one step at a time (AtStep for each step, as
+// stores without AtSteps are read).
 func BenchmarkFromStore(b *testing.B) {
-	st, err := sqlite.Open(filepath.Join(b.TempDir(), "long.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
 	const steps = 1000
-	longSession(b, st, "long", steps)
+	b.Run("sqlite", func(b *testing.B) {
+		st, err := sqlite.Open(filepath.Join(b.TempDir(), "long.db"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer st.Close()
+		longSession(b, st, "long", steps)
+		benchmarkFromStore(b, st, "long", steps)
+	})
+	b.Run("postgres", func(b *testing.B) {
+		url := os.Getenv("REPROMPT_PG_URL")
+		if url == "" {
+			b.Skip("REPROMPT_PG_URL is not set: no PostgreSQL (source .ci/postgres.sh to start one)")
+		}
+		st, err := postgres.Open(context.Background(), url)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer st.Close()
+		id := fmt.Sprintf("viewer-bench-%d", time.Now().UnixNano())
+		defer st.Delete(context.Background(), id)
+		longSession(b, st, id, steps)
+		benchmarkFromStore(b, st, id, steps)
+	})
+}
+
+func benchmarkFromStore(b *testing.B, st session.Store, id string, steps int) {
 	for _, bb := range []struct {
 		name string
 		st   session.Store
@@ -104,7 +130,7 @@ func BenchmarkFromStore(b *testing.B) {
 		b.Run(bb.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				run, err := viewer.FromStore(context.Background(), bb.st, "long")
+				run, err := viewer.FromStore(context.Background(), bb.st, id)
 				if err != nil {
 					b.Fatal(err)
 				}

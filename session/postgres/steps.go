@@ -50,13 +50,21 @@ func (s *Store) atSteps(ctx context.Context, id string, first, last int) (iter.S
 			return fmt.Errorf("session/postgres: load session %q: %w", id, err)
 		}
 		// Each step's head as AtStep picks it: the last without pending,
-		// else the last. Only the chosen rows' heads are read.
-		rows, err := tx.Query(ctx, `SELECT c.step, c.seq, c.head FROM reprompt_checkpoints c
-			JOIN (SELECT DISTINCT ON (step) step, seq FROM reprompt_checkpoints
-				WHERE session = $1 AND step BETWEEN $2 AND $3
-				ORDER BY step, pending, seq DESC) pick ON c.seq = pick.seq
-			WHERE c.session = $1
-			ORDER BY c.step`, id, first, last)
+		// else the last. The seqs first, from the index alone, then only
+		// their heads, by primary key: a plan that does not depend on the
+		// tables' statistics.
+		rows, err := tx.Query(ctx, `SELECT DISTINCT ON (step) seq FROM reprompt_checkpoints
+			WHERE session = $1 AND step BETWEEN $2 AND $3
+			ORDER BY step, pending, seq DESC`, id, first, last)
+		if err != nil {
+			return fmt.Errorf("session/postgres: load session %q: %w", id, err)
+		}
+		seqs, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return fmt.Errorf("session/postgres: load session %q: %w", id, err)
+		}
+		rows, err = tx.Query(ctx, `SELECT step, seq, head FROM reprompt_checkpoints
+			WHERE session = $1 AND seq = ANY($2) ORDER BY step`, id, seqs)
 		if err != nil {
 			return fmt.Errorf("session/postgres: load session %q: %w", id, err)
 		}
