@@ -114,32 +114,39 @@ type GenerationRow struct {
 // what it needs: the store may end its read before ranging over it.
 // LoadSteps decodes the heads and the rows on every processor
 // (GOMAXPROCS), each once; the transcripts yielded share their messages
-// (see StepReader.AtSteps). The sequence may be ranged over once.
+// (see StepReader.AtSteps). The sequence may be ranged over once: a
+// second range yields nothing.
 func LoadSteps(h *StepHeads, rows func(root, generation, count int) ([]GenerationRow, error)) (iter.Seq2[*Checkpoint, error], error) {
 	b := &batch{id: h.ID, need: map[[2]int]int{}, lineages: map[[2]int]*lineage{}, cursors: map[int]*cursor{}, decoded: map[[2]int]decoded{}}
-	heads := make([]*Head, len(h.Heads))
-	errs := make([]error, len(h.Heads))
-	root, gen, count := -1, -1, 0
+	// The heads decoded, without the stored ones: those are not kept.
+	type found struct {
+		step int
+		seq  int64
+		head *Head
+		err  error
+	}
+	heads := make([]found, len(h.Heads))
 	parallel(len(h.Heads), func(i int) {
-		heads[i], errs[i] = decodeFiled(h.ID, h.Heads[i].Seq, h.Heads[i].Head)
+		sh := &h.Heads[i]
+		heads[i] = found{step: sh.Step, seq: sh.Seq}
+		heads[i].head, heads[i].err = decodeFiled(h.ID, sh.Seq, sh.Head)
 	})
-	for _, hd := range heads {
-		if hd == nil || hd.Messages == 0 {
-			continue
+	root, gen, count := -1, -1, 0
+	for _, f := range heads {
+		if hd := f.head; hd != nil && hd.Messages > 0 {
+			key := [2]int{hd.Root, hd.Checkpoint.Generation}
+			b.need[key] = max(b.need[key], hd.Messages)
+			if root < 0 || hd.Root < root {
+				root = hd.Root
+			}
+			gen, count = max(gen, hd.Checkpoint.Generation), max(count, hd.Messages)
 		}
-		key := [2]int{hd.Root, hd.Checkpoint.Generation}
-		b.need[key] = max(b.need[key], hd.Messages)
-		if root < 0 || hd.Root < root {
-			root = hd.Root
-		}
-		gen, count = max(gen, hd.Checkpoint.Generation), max(count, hd.Messages)
 	}
 	if count > 0 {
 		stored, err := rows(root, gen, count)
 		if err != nil {
 			return nil, err
 		}
-		b.index(stored)
 		// Every row read is decoded, on every processor: each belongs to a
 		// checkpoint, but for those past a damaged count or in generations
 		// between lineages. A row that does not decode is reported only by
@@ -151,20 +158,27 @@ func LoadSteps(h *StepHeads, rows func(root, generation, count int) ([]Generatio
 		for i, r := range stored {
 			b.decoded[[2]int{r.Generation, r.Index}] = ds[i]
 		}
+		b.index(stored) // the rows' indexes, without their data
 	}
+	id, first, last, known := h.ID, h.First, h.Last, h.Known
+	used := false
 	return func(yield func(*Checkpoint, error) bool) {
-		if !h.Known && len(h.Heads) == 0 {
-			if h.First <= h.Last {
-				yield(nil, &NotFoundError{ID: h.ID})
+		if used {
+			return
+		}
+		used = true
+		if !known && len(heads) == 0 {
+			if first <= last {
+				yield(nil, &NotFoundError{ID: id})
 			}
 			return
 		}
-		if h.First > h.Last {
+		if first > last {
 			return
 		}
 		next := 0
-		for step := h.First; ; step++ {
-			for next < len(h.Heads) && h.Heads[next].Step < step {
+		for step := first; ; step++ {
+			for next < len(heads) && heads[next].step < step {
 				next++
 			}
 			var (
@@ -172,14 +186,16 @@ func LoadSteps(h *StepHeads, rows func(root, generation, count int) ([]Generatio
 				err error
 			)
 			switch {
-			case next < len(h.Heads) && h.Heads[next].Step == step:
-				cp, err = b.load(h.Heads[next].Seq, heads[next], errs[next])
-			case h.Known:
-				err = &NotFoundError{ID: h.ID, Step: step, AtStep: true}
+			case next < len(heads) && heads[next].step == step:
+				f := &heads[next]
+				cp, err = b.load(f.seq, f.head, f.err)
+				f.head = nil // yielded: the caller's
+			case known:
+				err = &NotFoundError{ID: id, Step: step, AtStep: true}
 			default:
-				err = &NotFoundError{ID: h.ID}
+				err = &NotFoundError{ID: id}
 			}
-			if !yield(cp, err) || step == h.Last {
+			if !yield(cp, err) || step == last {
 				return
 			}
 		}
@@ -217,8 +233,8 @@ func parallel(n int, f func(i int)) {
 	wg.Wait()
 }
 
-// batch holds the message rows read for LoadSteps and what was decoded of
-// them.
+// batch holds the message rows read for LoadSteps, decoded. Its rows
+// (Row values) hold only their index: the messages are in decoded.
 type batch struct {
 	id    string
 	byGen map[int][]Row // by generation, in index order
@@ -243,13 +259,8 @@ type cursor struct {
 	// missing one. later holds the rows past it, by index.
 	rows     []Row
 	gens     []int
-	later    map[int]genRow
-	negative bool // a row of a negative index: a damaged store
-}
-
-type genRow struct {
-	gen  int
-	data []byte
+	later    map[int]int // index → generation
+	negative bool        // a row of a negative index: a damaged store
 }
 
 // lineage is the transcript of the largest checkpoint of a lineage, as
@@ -277,7 +288,7 @@ type decoded struct {
 func (b *batch) index(stored []GenerationRow) {
 	b.byGen = map[int][]Row{}
 	for _, r := range stored {
-		b.byGen[r.Generation] = append(b.byGen[r.Generation], r.Row)
+		b.byGen[r.Generation] = append(b.byGen[r.Generation], Row{Index: r.Index})
 	}
 	for g, rs := range b.byGen {
 		slices.SortFunc(rs, func(a, b Row) int { return a.Index - b.Index })
@@ -292,8 +303,6 @@ func (b *batch) load(seq int64, h *Head, err error) (*Checkpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	h2 := *h // the checkpoint yielded is the caller's
-	h = &h2
 	l := b.lineage(h.Root, h.Checkpoint.Generation)
 	// The rows that Load's rows function returns for h, as far as they
 	// matter to it: those below the first missing index, then the one past
@@ -374,18 +383,18 @@ func (c *cursor) apply(gen int, rows []Row) {
 			delete(c.later, r.Index) // an earlier generation's
 		default:
 			if c.later == nil {
-				c.later = map[int]genRow{}
+				c.later = map[int]int{}
 			}
-			c.later[r.Index] = genRow{gen, r.Data}
+			c.later[r.Index] = gen
 		}
 	}
 	for {
-		r, ok := c.later[len(c.rows)]
+		g, ok := c.later[len(c.rows)]
 		if !ok {
 			return
 		}
 		delete(c.later, len(c.rows))
-		c.rows = append(c.rows, Row{Index: len(c.rows), Data: r.data})
-		c.gens = append(c.gens, r.gen)
+		c.rows = append(c.rows, Row{Index: len(c.rows)})
+		c.gens = append(c.gens, g)
 	}
 }
