@@ -129,29 +129,9 @@ func (m *Memory) AtStep(ctx context.Context, id string, step int) (*Checkpoint, 
 
 // AtSteps implements StepReader.
 func (m *Memory) AtSteps(ctx context.Context, id string, first, last int) iter.Seq2[*Checkpoint, error] {
-	return func(yield func(*Checkpoint, error) bool) {
-		if first > last {
-			return
-		}
-		if err := ctx.Err(); err != nil {
-			yield(nil, err)
-			return
-		}
-		steps, err := m.atSteps(id, first, last)
-		if err != nil {
-			yield(nil, err)
-			return
-		}
-		for cp, err := range steps {
-			if ctx.Err() != nil {
-				yield(nil, ctx.Err())
-				return
-			}
-			if !yield(cp, err) {
-				return
-			}
-		}
-	}
+	return ReadSteps(ctx, first, last, func() (iter.Seq2[*Checkpoint, error], error) {
+		return m.atSteps(id, first, last)
+	})
 }
 
 func (m *Memory) atSteps(id string, first, last int) (iter.Seq2[*Checkpoint, error], error) {

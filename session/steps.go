@@ -66,6 +66,38 @@ func AtSteps(ctx context.Context, st Store, id string, first, last int) iter.Seq
 	}
 }
 
+// ReadSteps returns the sequence of a store's StepReader.AtSteps for the
+// steps from first to last: when ranged over, it calls read, which reads
+// what it needs in one snapshot of the store and returns the sequence of
+// its checkpoints (LoadSteps'), and yields its pairs. It yields nothing
+// when first > last, read's error alone when read fails, and ends with
+// ctx's error once ctx is done. Each range calls read again.
+func ReadSteps(ctx context.Context, first, last int, read func() (iter.Seq2[*Checkpoint, error], error)) iter.Seq2[*Checkpoint, error] {
+	return func(yield func(*Checkpoint, error) bool) {
+		if first > last {
+			return
+		}
+		if err := ctx.Err(); err != nil {
+			yield(nil, err)
+			return
+		}
+		steps, err := read()
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		for cp, err := range steps {
+			if err := ctx.Err(); err != nil {
+				yield(nil, err)
+				return
+			}
+			if !yield(cp, err) {
+				return
+			}
+		}
+	}
+}
+
 // StepHeads is what a store found to answer StepReader.AtSteps, for
 // LoadSteps: the head that AtStep would load for each step from First to
 // Last that has a checkpoint.

@@ -16,25 +16,9 @@ var _ session.StepReader = (*Store)(nil)
 // query selects the head of each step as AtStep does, and one reads the
 // message rows of the generations they need, each once.
 func (s *Store) AtSteps(ctx context.Context, id string, first, last int) iter.Seq2[*session.Checkpoint, error] {
-	return func(yield func(*session.Checkpoint, error) bool) {
-		if first > last {
-			return
-		}
-		steps, err := s.atSteps(ctx, id, first, last)
-		if err != nil {
-			yield(nil, err)
-			return
-		}
-		for cp, err := range steps {
-			if ctx.Err() != nil {
-				yield(nil, ctx.Err())
-				return
-			}
-			if !yield(cp, err) {
-				return
-			}
-		}
-	}
+	return session.ReadSteps(ctx, first, last, func() (iter.Seq2[*session.Checkpoint, error], error) {
+		return s.atSteps(ctx, id, first, last)
+	})
 }
 
 func (s *Store) atSteps(ctx context.Context, id string, first, last int) (iter.Seq2[*session.Checkpoint, error], error) {
