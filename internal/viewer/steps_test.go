@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"iter"
 	"os"
@@ -226,4 +227,49 @@ func damaged(t *testing.T, st session.Store, id string, exec func(q string, args
 	assert.Contains(t, places, "checkpoint at step 4: ")
 	assert.Contains(t, places, "is corrupt: head: unexpected end of JSON input")
 	assert.Contains(t, places, "is corrupt: message ")
+}
+
+// failingPass is a store whose one-pass read fails after its first
+// steps, as a database connection lost in the middle would.
+type failingPass struct {
+	session.Store
+	after int
+}
+
+func (f failingPass) AtSteps(ctx context.Context, id string, first, last int) iter.Seq2[*session.Checkpoint, error] {
+	return func(yield func(*session.Checkpoint, error) bool) {
+		n := 0
+		for cp, err := range f.Store.(session.StepReader).AtSteps(ctx, id, first, last) {
+			if n == f.after {
+				yield(nil, errors.New("connection lost"))
+				return
+			}
+			if !yield(cp, err) {
+				return
+			}
+			n++
+		}
+	}
+}
+
+// TestOnePassFails checks that when the one-pass read ends early on an
+// error, the step it was reading is named damaged and the steps after it
+// are read one at a time.
+func TestOnePassFails(t *testing.T) {
+	st := session.NewMemory()
+	_, err := runtime.Run(t.Context(), script(), agent, runtime.Config{Store: st, SessionID: "s"})
+	require.NoError(t, err)
+	want, err := viewer.FromStore(t.Context(), st, "s")
+	require.NoError(t, err)
+	run, err := viewer.FromStore(t.Context(), failingPass{Store: st, after: 2}, "s")
+	dmg, ok := err.(*viewer.DamageError)
+	require.True(t, ok, "%v", err)
+	assert.Equal(t, []string{"checkpoint at step 2: connection lost"}, dmg.Places)
+	require.Len(t, run.Steps, len(want.Steps))
+	assert.NotEmpty(t, run.Steps[1].Damage, "step 1 ends at the checkpoint that could not be read")
+	for _, i := range []int{0, 2, 3} {
+		assert.Empty(t, run.Steps[i].Damage, "step %d", i)
+		assert.Equal(t, pool(want, want.Steps[i].Request), pool(run, run.Steps[i].Request), "step %d", i)
+		assert.Equal(t, want.Messages[want.Steps[i].Reply], run.Messages[run.Steps[i].Reply], "step %d", i)
+	}
 }
