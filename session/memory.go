@@ -135,12 +135,24 @@ func (m *Memory) AtSteps(ctx context.Context, id string, first, last int) iter.S
 }
 
 func (m *Memory) atSteps(id string, first, last int) (iter.Seq2[*Checkpoint, error], error) {
+	h, rows := m.stepHeads(id, first, last)
+	// Decoded outside the lock: what a Save stored is never changed.
+	return LoadSteps(h, func(root, gen, n int) ([]GenerationRow, error) {
+		return slices.DeleteFunc(rows, func(r GenerationRow) bool {
+			return r.Generation < root || r.Generation > gen || r.Index >= n
+		}), nil
+	})
+}
+
+// stepHeads returns the heads of session id's steps from first to last,
+// as AtStep picks them, and every message row of the session.
+func (m *Memory) stepHeads(id string, first, last int) (*StepHeads, []GenerationRow) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s := m.sessions[id]
 	h := &StepHeads{ID: id, First: first, Last: last, Known: s != nil}
 	if s == nil {
-		return LoadSteps(h, nil)
+		return h, nil
 	}
 	for step := range s.steps(first, last) {
 		seqs := s.byStep[step]
@@ -150,23 +162,15 @@ func (m *Memory) atSteps(id string, first, last int) (iter.Seq2[*Checkpoint, err
 		seq := seqs[len(seqs)-1]
 		h.Heads = append(h.Heads, StepHead{Step: step, Seq: seq, Head: s.heads[seq-1].data})
 	}
-	return LoadSteps(h, func(root, gen, n int) ([]GenerationRow, error) {
-		var out []GenerationRow
-		for g, stored := range s.msgs {
-			if g < root || g > gen {
-				continue
-			}
-			for i, d := range stored.rows {
-				if stored.first+i >= n {
-					break
-				}
-				if d != nil {
-					out = append(out, GenerationRow{Generation: g, Row: Row{Index: stored.first + i, Data: d}})
-				}
+	var rows []GenerationRow
+	for g, stored := range s.msgs {
+		for i, d := range stored.rows {
+			if d != nil {
+				rows = append(rows, GenerationRow{Generation: g, Row: Row{Index: stored.first + i, Data: d}})
 			}
 		}
-		return out, nil
-	})
+	}
+	return h, rows
 }
 
 // steps yields, in order, the steps from first to last that have a
