@@ -73,8 +73,20 @@
 // "raw_arguments" field beside their usual form (see EncodeMessage).
 //
 // The encoding is exported (EncodeHead, DecodeHead, EncodeMessage,
-// DecodeMessage, Load) so that every Store shares it. Package sessiontest
-// checks a Store against these rules.
+// DecodeMessage, Load, LoadSteps) so that every Store shares it. Package
+// sessiontest checks a Store against these rules.
+//
+// # Reading every step
+//
+// Calling AtStep for each step of a long session reads each checkpoint's
+// whole transcript again: a cost of its steps times its length. A Store
+// that is also a StepReader (Memory and the stores of session/sqlite and
+// session/postgres are) reads the checkpoints of a range of steps in one
+// pass, each stored head and message row once, the checkpoints of one
+// lineage sharing their messages; LoadSteps does the decoding for it, with
+// Load's checks. AtSteps reads through a StepReader when the store is one,
+// and through AtStep otherwise; either way it yields exactly what AtStep
+// returns for each step, damage included.
 //
 // # Rewinding
 //

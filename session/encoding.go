@@ -94,24 +94,38 @@ func encodeHead(cp *Checkpoint, root int) ([]byte, error) {
 // version, a negative count, no session id) is an error that stores report
 // as a *CorruptError.
 func DecodeHead(data []byte) (*Head, error) {
-	var probe struct {
-		Version *int `json:"version"`
+	// The version is checked before the fields are: a head of a later
+	// version that does not decode is a *VersionError. The head is decoded
+	// once, with its version; only a head that does not decode is read
+	// again, for its version and then for the error.
+	var d struct {
+		head
+		Version *int `json:"version"` // shadows head.Version
 	}
-	if err := json.Unmarshal(data, &probe); err != nil {
-		return nil, fmt.Errorf("head: %w", err)
+	err := json.Unmarshal(data, &d)
+	if err != nil {
+		var probe struct {
+			Version *int `json:"version"`
+		}
+		if perr := json.Unmarshal(data, &probe); perr != nil {
+			return nil, fmt.Errorf("head: %w", perr)
+		}
+		d.Version = probe.Version
 	}
 	switch {
-	case probe.Version == nil:
+	case d.Version == nil:
 		return nil, errors.New("head: no version")
-	case *probe.Version > Version:
-		return nil, &VersionError{Got: *probe.Version, Max: Version}
-	case *probe.Version < 1:
-		return nil, fmt.Errorf("head: invalid version %d", *probe.Version)
-	}
-	var h head
-	if err := json.Unmarshal(data, &h); err != nil {
+	case *d.Version > Version:
+		return nil, &VersionError{Got: *d.Version, Max: Version}
+	case *d.Version < 1:
+		return nil, fmt.Errorf("head: invalid version %d", *d.Version)
+	case err != nil:
+		var h head
+		err = json.Unmarshal(data, &h) // the error as decoding a head words it
 		return nil, fmt.Errorf("head: %w", err)
 	}
+	h := d.head
+	h.Version = *d.Version
 	switch {
 	case h.SessionID == "":
 		return nil, errors.New("head: no session id")
@@ -370,6 +384,20 @@ type Row struct {
 // seq, and fewer rows than the head names are reported as a *CorruptError;
 // a head from a later version as a *VersionError.
 func Load(id string, seq int64, data []byte, rows func(root, generation, count int) ([]Row, error)) (*Checkpoint, error) {
+	h, err := decodeFiled(id, seq, data)
+	if err != nil {
+		return nil, err
+	}
+	rs, err := rows(h.Root, h.Checkpoint.Generation, h.Messages)
+	if err != nil {
+		return nil, err
+	}
+	return h.load(id, seq, rs, decodeRows)
+}
+
+// decodeFiled decodes the head filed under session id and seq, as Load
+// reports its errors.
+func decodeFiled(id string, seq int64, data []byte) (*Head, error) {
 	h, err := DecodeHead(data)
 	if err != nil {
 		if ve, ok := errors.AsType[*VersionError](err); ok {
@@ -378,17 +406,22 @@ func Load(id string, seq int64, data []byte, rows func(root, generation, count i
 		}
 		return nil, &CorruptError{ID: id, Seq: seq, Err: err}
 	}
+	if cp := &h.Checkpoint; cp.SessionID != id || cp.Seq != seq {
+		return nil, &CorruptError{ID: id, Seq: seq, Err: fmt.Errorf("head of session %q seq %d filed as session %q seq %d", cp.SessionID, cp.Seq, id, seq)}
+	}
+	return h, nil
+}
+
+// load checks rs, the rows found for h in index order (see Load), and
+// returns h's checkpoint with the transcript that transcript makes of
+// them: rs holds exactly the rows of indexes 0 to h.Messages-1 when it is
+// called. transcript returns the messages, or the index of the first row
+// that does not decode and why.
+func (h *Head) load(id string, seq int64, rs []Row, transcript func(rs []Row) ([]defs.Message, int, error)) (*Checkpoint, error) {
 	corrupt := func(format string, args ...any) error {
 		return &CorruptError{ID: id, Seq: seq, Err: fmt.Errorf(format, args...)}
 	}
 	cp := &h.Checkpoint
-	if cp.SessionID != id || cp.Seq != seq {
-		return nil, corrupt("head of session %q seq %d filed as session %q seq %d", cp.SessionID, cp.Seq, id, seq)
-	}
-	rs, err := rows(h.Root, cp.Generation, h.Messages)
-	if err != nil {
-		return nil, err
-	}
 	if len(rs) > h.Messages {
 		rs = rs[:h.Messages]
 	}
@@ -401,13 +434,24 @@ func Load(id string, seq int64, data []byte, rows func(root, generation, count i
 	if len(rs) < h.Messages {
 		return nil, corrupt("head names %d messages of generation %d, %d are stored", h.Messages, cp.Generation, len(rs))
 	}
-	cp.Transcript = make([]defs.Message, len(rs))
+	tr, bad, err := transcript(rs)
+	if err != nil {
+		return nil, corrupt("message %d of generation %d: %w", bad, cp.Generation, err)
+	}
+	cp.Transcript = tr
+	return cp, nil
+}
+
+// decodeRows decodes each of rs.
+func decodeRows(rs []Row) ([]defs.Message, int, error) {
+	tr := make([]defs.Message, len(rs))
 	for i, r := range rs {
-		if cp.Transcript[i], err = DecodeMessage(r.Data); err != nil {
-			return nil, corrupt("message %d of generation %d: %w", i, cp.Generation, err)
+		var err error
+		if tr[i], err = DecodeMessage(r.Data); err != nil {
+			return nil, i, err
 		}
 	}
-	return cp, nil
+	return tr, 0, nil
 }
 
 // Tip is what a store keeps about a session's latest checkpoint to plan the

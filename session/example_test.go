@@ -72,3 +72,32 @@ func ExampleRewind() {
 	fmt.Println(latest.Generation, latest.Transcript[1].Content, "|", old.Transcript[1].Content)
 	// Output: 1 another m2 | m2
 }
+
+// AtSteps reads the checkpoint of every step of a session in one pass
+// when the store can (a session.StepReader, as Memory is), and step by
+// step with AtStep otherwise: a step without a checkpoint is its
+// *NotFoundError, and the other steps still come.
+func ExampleAtSteps() {
+	ctx := context.Background()
+	st := session.NewMemory()
+	cp := &session.Checkpoint{SessionID: "s"}
+	for _, step := range []int{1, 2, 4} {
+		cp.Step = step
+		cp.Transcript = append(cp.Transcript, defs.UserMessage(fmt.Sprint("m", step)))
+		st.Save(ctx, cp)
+	}
+	step := 1
+	for cp, err := range session.AtSteps(ctx, st, "s", 1, 4) {
+		if err != nil {
+			fmt.Println(step, errors.Is(err, session.ErrNotFound))
+		} else {
+			fmt.Println(step, len(cp.Transcript), "messages")
+		}
+		step++
+	}
+	// Output:
+	// 1 1 messages
+	// 2 2 messages
+	// 3 true
+	// 4 3 messages
+}

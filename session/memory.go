@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"fmt"
+	"iter"
 	"slices"
 	"sync"
 	"time"
@@ -47,7 +48,10 @@ func NewMemory() *Memory {
 	return &Memory{sessions: make(map[string]*memSession), now: time.Now}
 }
 
-var _ Store = (*Memory)(nil)
+var (
+	_ Store      = (*Memory)(nil)
+	_ StepReader = (*Memory)(nil)
+)
 
 // Save implements Store.
 func (m *Memory) Save(ctx context.Context, cp *Checkpoint) error {
@@ -121,6 +125,67 @@ func (m *Memory) AtStep(ctx context.Context, id string, step int) (*Checkpoint, 
 		return nil, &NotFoundError{ID: id, Step: step, AtStep: true}
 	}
 	return s.load(id, seqs[len(seqs)-1])
+}
+
+// AtSteps implements StepReader.
+func (m *Memory) AtSteps(ctx context.Context, id string, first, last int) iter.Seq2[*Checkpoint, error] {
+	return ReadSteps(ctx, first, last, func() (iter.Seq2[*Checkpoint, error], error) {
+		return m.atSteps(id, first, last)
+	})
+}
+
+func (m *Memory) atSteps(id string, first, last int) (iter.Seq2[*Checkpoint, error], error) {
+	h, rows := m.stepHeads(id, first, last)
+	// Decoded outside the lock: what a Save stored is never changed.
+	return LoadSteps(h, func(root, gen, n int) ([]GenerationRow, error) {
+		return slices.DeleteFunc(rows, func(r GenerationRow) bool {
+			return r.Generation < root || r.Generation > gen || r.Index >= n
+		}), nil
+	})
+}
+
+// stepHeads returns the heads of session id's steps from first to last,
+// as AtStep picks them, and every message row of the session.
+func (m *Memory) stepHeads(id string, first, last int) (*StepHeads, []GenerationRow) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.sessions[id]
+	h := &StepHeads{ID: id, First: first, Last: last, Known: s != nil}
+	if s == nil {
+		return h, nil
+	}
+	for step := range s.steps(first, last) {
+		seqs := s.byStep[step]
+		if len(seqs) == 0 {
+			seqs = s.pending[step]
+		}
+		seq := seqs[len(seqs)-1]
+		h.Heads = append(h.Heads, StepHead{Step: step, Seq: seq, Head: s.heads[seq-1].data})
+	}
+	var rows []GenerationRow
+	for g, stored := range s.msgs {
+		for i, d := range stored.rows {
+			if d != nil {
+				rows = append(rows, GenerationRow{Generation: g, Row: Row{Index: stored.first + i, Data: d}})
+			}
+		}
+	}
+	return h, rows
+}
+
+// steps yields, in order, the steps from first to last that have a
+// checkpoint.
+func (s *memSession) steps(first, last int) iter.Seq[int] {
+	var steps []int
+	for _, byStep := range []map[int][]int64{s.byStep, s.pending} {
+		for step, seqs := range byStep {
+			if first <= step && step <= last && len(seqs) > 0 {
+				steps = append(steps, step)
+			}
+		}
+	}
+	slices.Sort(steps)
+	return slices.Values(slices.Compact(steps))
 }
 
 func (s *memSession) load(id string, seq int64) (*Checkpoint, error) {

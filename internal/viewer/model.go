@@ -41,6 +41,7 @@ type Run struct {
 
 	index map[uint64][]int // message hash → pool indices
 	seed  maphash.Seed
+	memo  transcriptMemo // FromStore's
 }
 
 // Message is one message of a request, a reply or a transcript.
@@ -385,6 +386,9 @@ func stateOf(data json.RawMessage) (map[string]string, error) {
 }
 
 func compactJSON(v []byte) string {
+	if !bytes.ContainsAny(v, " \t\r\n") {
+		return string(v) // compact already: no whitespace, even in strings
+	}
 	var b bytes.Buffer
 	if err := json.Compact(&b, v); err != nil {
 		return string(v)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"strings"
 	"time"
 
@@ -24,7 +25,7 @@ func (e *DamageError) Error() string {
 }
 
 // FromStore reads session id from st: the checkpoint that ends each step
-// (session.Store.AtStep) and, when the run stopped in the middle of a step,
+// (session.Store.AtStep, all in one pass through session.AtSteps) and, when the run stopped in the middle of a step,
 // the latest one. An unknown session is the store's *session.NotFoundError.
 // A checkpoint that cannot be read (*session.CorruptError, a later version)
 // leaves its step marked damaged: the Run then comes back with a
@@ -37,8 +38,16 @@ func FromStore(ctx context.Context, st session.Store, id string) (*Run, error) {
 	run := newRun(id, "session store")
 	run.Done = info.Done
 	dmg := &DamageError{ID: id}
+	// The checkpoints of steps 0 to info.Step, in one pass when the store
+	// can (session.StepReader); a step the pass did not reach (it ended on
+	// an error) is read by itself.
+	next, stop := iter.Pull2(session.AtSteps(ctx, st, id, 0, info.Step))
+	defer stop()
 	load := func(step int) *session.Checkpoint {
-		cp, err := st.AtStep(ctx, id, step)
+		cp, err, ok := next()
+		if !ok {
+			cp, err = st.AtStep(ctx, id, step)
+		}
 		switch {
 		case err == nil:
 			return cp
@@ -106,6 +115,7 @@ func recorded(steps []*Step) bool {
 // after it (end).
 func (run *Run) stepFrom(s *Step, start, end *session.Checkpoint) {
 	tr := end.Transcript
+	at := run.memo.next(run, tr)
 	ri := -1
 	for i := len(tr) - 1; i >= 0; i-- {
 		if tr[i].Role == defs.RoleAssistant {
@@ -116,7 +126,7 @@ func (run *Run) stepFrom(s *Step, start, end *session.Checkpoint) {
 	reqEnd := len(tr)
 	if ri >= 0 {
 		reqEnd = ri
-		s.Reply = run.add(fromDefs(tr[ri]))
+		s.Reply = at(ri)
 		results := map[string]int{}
 		for j, m := range tr[ri+1:] {
 			if m.Role == defs.RoleTool {
@@ -127,14 +137,14 @@ func (run *Run) stepFrom(s *Step, start, end *session.Checkpoint) {
 			tc := ToolCall{ID: c.ID, Name: c.Name, Args: string(c.Arguments)}
 			if j, ok := results[c.ID]; ok {
 				tc.Result, tc.IsError = tr[j].Content, tr[j].IsError
-				tc.resultMsg = 1 + run.add(fromDefs(tr[j]))
+				tc.resultMsg = 1 + at(j)
 			}
 			s.Calls = append(s.Calls, tc)
 		}
 	}
 	s.Request = make([]int, reqEnd)
-	for i, m := range tr[:reqEnd] {
-		s.Request[i] = run.add(fromDefs(m))
+	for i := range tr[:reqEnd] {
+		s.Request[i] = at(i)
 	}
 	if st, err := stateOf(end.State); err == nil {
 		s.State = st
@@ -159,6 +169,37 @@ func (run *Run) stepFrom(s *Step, start, end *session.Checkpoint) {
 	s.InputTokens = end.Stats.InputTokens - before.InputTokens
 	s.PrefixTokens = end.Stats.CachedTokens - before.CachedTokens
 	s.OutputTokens = end.Stats.OutputTokens - before.OutputTokens
+}
+
+// transcriptMemo remembers the pool index of each message of the
+// transcript of the previous step read from a store, so that a message
+// that the next transcript holds at the same place is not hashed again:
+// checkpoints read in one pass (session.StepReader) share their messages,
+// and comparing shared strings costs no more than comparing pointers.
+type transcriptMemo struct {
+	tr  []defs.Message
+	idx []int // pool index of tr[i]; -1: not added
+}
+
+// next makes tr the transcript remembered and returns the pool index of
+// its message i, added if new, as Run.add returns it.
+func (m *transcriptMemo) next(run *Run, tr []defs.Message) func(i int) int {
+	prevTr, prevIdx := m.tr, m.idx
+	idx := make([]int, len(tr))
+	for i := range idx {
+		idx[i] = -1
+	}
+	m.tr, m.idx = tr, idx
+	return func(i int) int {
+		switch {
+		case idx[i] >= 0:
+		case i < len(prevTr) && prevIdx[i] >= 0 && tr[i].Identical(prevTr[i]):
+			idx[i] = prevIdx[i]
+		default:
+			idx[i] = run.add(fromDefs(tr[i]))
+		}
+		return idx[i]
+	}
 }
 
 // applyRecord fills s from the runtime's record of it.

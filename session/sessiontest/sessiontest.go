@@ -19,6 +19,11 @@
 // head rewritten) passes WithDamage, and Run then checks that every damage
 // is reported as a typed error, never as a panic or a wrong checkpoint.
 //
+// A store that implements session.StepReader has its AtSteps checked
+// against AtStep, step by step, on sessions with generations, rewinds,
+// pending and damaged checkpoints; for a store without it, session.AtSteps
+// (which then calls AtStep) is checked the same way.
+//
 // A store that implements RowCounter has its row count checked too: a
 // session whose every save is a new generation rewriting only its last
 // messages (Checkpoint.Base) must store rows in proportion to its length.
@@ -177,6 +182,7 @@ func Run(t *testing.T, newStore func(t *testing.T) session.Store, opts ...Option
 		{"ListDelete", testListDelete},
 		{"Canceled", testCanceled},
 		{"StepRecords", testStepRecords},
+		{"AtSteps", testAtSteps},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -960,6 +966,7 @@ func testCorrupt(t *testing.T, st session.Store, damage func(*testing.T, session
 	save(t, st, other)
 
 	damage(t, st, "victim", d)
+	sameSteps(t, st, "victim", -1, 3)
 
 	var err error
 	func() {
@@ -1005,6 +1012,7 @@ func testCorrupt(t *testing.T, st session.Store, damage func(*testing.T, session
 	rw.Transcript = append(rw.Transcript, Messages(5, 1)...)
 	save(t, st, rw)
 	same(t, "the checkpoint saved after a rewind past damage", rw, latest(t, st, "victim"))
+	sameSteps(t, st, "victim", 0, 4)
 }
 
 // testApprovals checks a step paused for approvals: the awaiting calls,
@@ -1096,5 +1104,169 @@ func testStepRecords(t *testing.T, st session.Store) {
 	}
 	if got := latest(t, st, id).Record; got == nil || got.Step != 2 {
 		t.Fatalf("Latest().Record = %+v, want the record of step 2", got)
+	}
+}
+
+// sameSteps fails the test unless session.AtSteps yields, for each step of
+// session id from first to last, exactly what AtStep returns.
+func sameSteps(t *testing.T, st session.Store, id string, first, last int) {
+	t.Helper()
+	ctx := context.Background()
+	step := first
+	for got, gotErr := range session.AtSteps(ctx, st, id, first, last) {
+		if step > last {
+			t.Fatalf("AtSteps(%q, %d, %d) yielded more than %d steps", id, first, last, last-first+1)
+		}
+		want, wantErr := st.AtStep(ctx, id, step)
+		switch {
+		case wantErr != nil || gotErr != nil:
+			if !reflect.DeepEqual(wantErr, gotErr) {
+				t.Fatalf("AtSteps(%q, %d, %d), step %d: error %#v (%v), AtStep's %#v (%v)", id, first, last, step, gotErr, gotErr, wantErr, wantErr)
+			}
+			if got != nil {
+				t.Fatalf("AtSteps(%q, %d, %d), step %d: a checkpoint beside the error %v", id, first, last, step, gotErr)
+			}
+		case !reflect.DeepEqual(want, got):
+			wb, _ := json.MarshalIndent(want, "", " ")
+			gb, _ := json.MarshalIndent(got, "", " ")
+			t.Fatalf("AtSteps(%q, %d, %d), step %d: checkpoint mismatch with AtStep's: %s", id, first, last, step, firstDiff(string(wb), string(gb)))
+		}
+		step++
+	}
+	if step != last+1 {
+		t.Fatalf("AtSteps(%q, %d, %d) ended after %d steps, want %d", id, first, last, step-first, last-first+1)
+	}
+}
+
+// testAtSteps checks StepReader.AtSteps (through session.AtSteps) against
+// AtStep on a session with generations sharing rows, compactions, pending
+// checkpoints, a step without checkpoint and a rewind, then its edges: an
+// unknown session, a canceled context, a loop that stops early, and
+// transcripts that share messages.
+func testAtSteps(t *testing.T, st session.Store) {
+	ctx := context.Background()
+	if _, ok := st.(session.StepReader); !ok {
+		t.Log("the store does not implement session.StepReader: session.AtSteps calls AtStep")
+	}
+	const id = "steps"
+	cp := &session.Checkpoint{SessionID: id, State: json.RawMessage(`{"step":0}`)}
+	save(t, st, cp) // step 0, no messages
+	reply := Fixture("x", 1).Pending.Reply
+	for step := 1; step <= 30; step++ {
+		prev := len(cp.Transcript)
+		if step%4 == 2 { // the step's reply, before its tool calls
+			cp.Pending = &session.Pending{Reply: reply}
+			save(t, st, cp)
+			cp.Pending = nil
+		}
+		switch {
+		case step%10 == 0: // compaction: a new root
+			cp.Transcript = rewriteTail(cp.Transcript[:prev/2], prev/2, 1, step)
+			cp.Generation++
+			cp.Base = 0
+		case step%3 == 0 && prev > 2: // rewrite the tail
+			cp.Transcript = rewriteTail(cp.Transcript, 2, 3, step)
+			cp.Generation++
+			cp.Base = prev - 2
+		default:
+			cp.Transcript = append(cp.Transcript, Messages(prev, 3)...)
+			cp.Base = 0
+		}
+		cp.Step = step
+		if step == 17 {
+			cp.Step = 18 // no checkpoint at step 17
+		}
+		cp.State = json.RawMessage(fmt.Sprintf(`{"step":%d}`, step))
+		cp.Record = &session.StepRecord{Version: session.RecordVersion, Step: step - 1}
+		if step == 23 { // interrupted: only pending checkpoints
+			cp.Pending, cp.Record = &session.Pending{Reply: reply}, nil
+		}
+		save(t, st, cp)
+		cp.Pending, cp.Base = nil, 0
+	}
+	sameSteps(t, st, id, -2, 33)
+	rw, err := session.Rewind(ctx, st, id, 12)
+	if err != nil {
+		t.Fatalf("Rewind: %v", err)
+	}
+	for step := 13; step <= 15; step++ {
+		prev := len(rw.Transcript)
+		rw.Step = step
+		if step == 14 {
+			rw.Transcript = rewriteTail(rw.Transcript, 2, 1, 100+step)
+			rw.Generation++
+			rw.Base = prev - 2
+		} else {
+			rw.Transcript = append(rw.Transcript, defs.UserMessage(fmt.Sprint("branch ", step)))
+		}
+		save(t, st, rw)
+		rw.Base = 0
+	}
+	sameSteps(t, st, id, 0, 30)
+	sameSteps(t, st, id, 14, 14)
+	sameSteps(t, st, id, 20, 40)
+	for range session.AtSteps(ctx, st, id, 5, 4) {
+		t.Fatal("AtSteps(5, 4) yielded a step")
+	}
+
+	// The transcripts may share messages, but appending to one does not
+	// change another.
+	var cps []*session.Checkpoint
+	for cp, err := range session.AtSteps(ctx, st, id, 1, 4) {
+		if err != nil {
+			t.Fatalf("AtSteps(1, 4): %v", err)
+		}
+		cps = append(cps, cp)
+	}
+	for _, cp := range cps {
+		cp.Transcript = append(cp.Transcript, defs.UserMessage("appended"))
+	}
+	for i, cp := range cps {
+		want := atStep(t, st, id, 1+i)
+		want.Transcript = append(want.Transcript, defs.UserMessage("appended"))
+		if !reflect.DeepEqual(want, cp) {
+			t.Fatalf("AtSteps(1, 4), step %d, after appending to each transcript: not AtStep's checkpoint plus the message appended", 1+i)
+		}
+	}
+
+	// A loop that stops early.
+	n := 0
+	for range session.AtSteps(ctx, st, id, 0, 30) {
+		n++
+		if n == 3 {
+			break
+		}
+	}
+
+	// An unknown session: its *NotFoundError, for every step yielded.
+	n = 0
+	for cp, err := range session.AtSteps(ctx, st, "nope", 0, 5) {
+		n++
+		if cp != nil {
+			t.Fatal("AtSteps of an unknown session yielded a checkpoint")
+		}
+		isNotFound(t, err, "nope")
+		if nf, _ := errors.AsType[*session.NotFoundError](err); nf.AtStep {
+			t.Fatalf("AtSteps of an unknown session: %#v, want the session's error, not a step's", nf)
+		}
+	}
+	if n == 0 {
+		t.Fatal("AtSteps of an unknown session yielded nothing")
+	}
+
+	// A canceled context ends the sequence with its error.
+	canceled, cancel := context.WithCancel(ctx)
+	cancel()
+	var last error
+	n = 0
+	for cp, err := range session.AtSteps(canceled, st, id, 0, 30) {
+		n++
+		if err == nil && cp == nil {
+			t.Fatal("AtSteps with a canceled context yielded neither a checkpoint nor an error")
+		}
+		last = err
+	}
+	if n == 0 || n > 31 || !errors.Is(last, context.Canceled) {
+		t.Fatalf("AtSteps with a canceled context: %d pairs, the last error %v; want it to end with context.Canceled", n, last)
 	}
 }
