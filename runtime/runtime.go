@@ -690,14 +690,17 @@ func sameSlice(a, b []defs.Message) bool {
 
 // commit replaces the transcript with msgs after checking it.
 func (r *Runner) commit(msgs []defs.Message) error {
-	if err := ValidateMessages(msgs); err != nil {
+	keep, err := r.valid.checkCommit(r.transcript, msgs)
+	if err != nil {
 		return err
 	}
 	r.observeCommit(msgs)
 	r.recorder.commit(len(r.transcript), len(msgs))
 	r.transcript = slices.Clip(msgs)
 	r.appended = false
-	r.valid.reset()
+	if !keep {
+		r.valid.reset()
+	}
 	r.generation++
 	return nil
 }

@@ -143,6 +143,44 @@ func (v *validator) end(msgs []defs.Message, at int, o *overlay) error {
 	return answered(msgs, v.open, v.pending, at)
 }
 
+// checkCommit checks msgs, which are to replace the transcript old, and
+// reports whether v's state, that of old[:v.n], is also that of msgs[:v.n]:
+// true when the two agree there in everything v looks at (roles, tool call
+// ids and the ids results answer), as when an effect trims the content of
+// old tool results. Then only msgs[v.n:] is examined, and v is left as it
+// was; otherwise msgs is checked whole, as ValidateMessages does, and v
+// must be reset. Either way the error is ValidateMessages'.
+func (v *validator) checkCommit(old, msgs []defs.Message) (keep bool, err error) {
+	k := v.n
+	if k == 0 || v.pending == nil || k > len(msgs) || k > len(old) || !sameShape(old[:k], msgs[:k]) {
+		return false, ValidateMessages(msgs)
+	}
+	o := &overlay{open: v.open, pending: maps.Clone(v.pending), seen: map[string]int{}}
+	if err := v.feed(msgs, k, o); err != nil {
+		return false, err
+	}
+	return true, v.end(msgs, len(msgs), o)
+}
+
+// sameShape reports whether a and b agree in what the validator examines.
+func sameShape(a, b []defs.Message) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := &a[i], &b[i]
+		if x.Role != y.Role || x.ToolCallID != y.ToolCallID || len(x.ToolCalls) != len(y.ToolCalls) {
+			return false
+		}
+		for j := range x.ToolCalls {
+			if x.ToolCalls[j].ID != y.ToolCalls[j].ID {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // check checks a request whose first verbatim messages are the transcript
 // (all of it, or none when an effect replaced the messages), feeding the
 // transcript's new messages into v first. Only new messages and the

@@ -865,7 +865,10 @@ func (c *compactor) request(s *effects.Step, prev *defs.Message, older []defs.Me
 			continue
 		}
 		p := renderMessage(&older[i])
-		t := countText(p)
+		t := renderedTokens(s, older[i:i+1], countText)
+		if t < 0 {
+			t = countText(p)
+		}
 		if t > left {
 			break
 		}
@@ -889,6 +892,50 @@ func (c *compactor) request(s *effects.Step, prev *defs.Message, older []defs.Me
 	}
 	b.WriteString("</conversation>")
 	return c.cfg.SystemPrompt, b.String()
+}
+
+// renderedTokens bounds the tokens of renderMessage(&m[0]) without
+// counting its text: the message's own count, which the runtime keeps from
+// counting the transcript, bounds its rendered content (clipped or not,
+// with the message's framing to spare), and the header and the call
+// markers are counted apart; headers repeat, so their counts are kept too.
+// Counting the rendered text itself would count every summarised message a
+// second time. It returns -1 for a message rendered from something else
+// than its content (an earlier summary) or clipped by more than a quarter,
+// which must be counted as rendered.
+func renderedTokens(s *effects.Step, m []defs.Message, countText func(string) int) int {
+	// A content clipped by much makes the message's own count a loose
+	// bound: such a message is counted as rendered.
+	loose := func(text string, limit int) bool { return len(text) > limit+limit/4 }
+	var header string
+	switch m[0].Role {
+	case defs.RoleTool:
+		if loose(m[0].Content, 2000) {
+			return -1
+		}
+		kind := "result"
+		if m[0].IsError {
+			kind = "error"
+		}
+		header = "[tool " + kind + ": " + m[0].Name + "]\n"
+	case defs.RoleAssistant:
+		if loose(m[0].Content, 4000) {
+			return -1
+		}
+		for _, c := range m[0].ToolCalls {
+			if loose(string(c.Arguments), 500) {
+				return -1
+			}
+		}
+		header = "[assistant]\n"
+	default:
+		if m[0].Meta[MetaSummary] != "" || loose(m[0].Content, 4000) {
+			return -1
+		}
+		header = "[" + string(m[0].Role) + "]\n"
+	}
+	const perCall = 4 // "→ call ", a space and a newline
+	return s.Budget.Tokens(m) + countText(header) + perCall*len(m[0].ToolCalls) + 2
 }
 
 // renderMessage renders one message for the summariser; long contents are
