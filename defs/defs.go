@@ -112,7 +112,7 @@ type entry struct {
 // was sent (by a tool or an AfterReply effect) they have none. To act on the
 // next step, set state and disable from the prompt function or an effect.
 type Registry struct {
-	mu       sync.RWMutex
+	mu       sync.Mutex // not a RWMutex: declarations, made at every execution, outnumber concurrent reads, and its write lock costs twice the atomics
 	entries  []*entry
 	index    map[key]*entry
 	gen      uint64
@@ -192,9 +192,9 @@ func (r *Registry) Reconcile() []Def {
 
 // Lookup returns the definition of the given kind and name, if declared.
 func (r *Registry) Lookup(kind Kind, name string) (Def, bool) {
-	r.mu.RLock()
+	r.mu.Lock()
 	e, ok := r.index[key{kind, name}]
-	r.mu.RUnlock()
+	r.mu.Unlock()
 	if !ok {
 		return Def{}, false
 	}
@@ -219,9 +219,9 @@ func (r *Registry) Disable(kind Kind, name string) {
 
 // Disabled reports whether the definition is disabled for the current step.
 func (r *Registry) Disabled(kind Kind, name string) bool {
-	r.mu.RLock()
+	r.mu.Lock()
 	_, ok := r.disabled[key{kind, name}]
-	r.mu.RUnlock()
+	r.mu.Unlock()
 	return ok
 }
 
@@ -248,8 +248,8 @@ func (f Ref) String() string { return f.Kind.String() + ":" + f.Name }
 // Reminded returns the definitions reminded in the current step, in the order
 // they were first reminded. The caller owns the returned slice.
 func (r *Registry) Reminded() []Ref {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if len(r.reminded) == 0 {
 		return nil
 	}
@@ -264,8 +264,8 @@ func (r *Registry) Reminded() []Ref {
 // declaration order (disabled names that are not declared come last, sorted).
 // The caller owns the returned slice.
 func (r *Registry) DisabledRefs() []Ref {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if len(r.disabled) == 0 {
 		return nil
 	}
@@ -368,8 +368,8 @@ func (c Collection) each(enabled bool) iter.Seq[Def] {
 // disabled if enabled is set, and its position. It takes the lock once for
 // the definitions it skips and the one it returns.
 func (r *Registry) next(kind Kind, i int, enabled bool) (Def, int, bool) {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	for ; i < len(r.entries); i++ {
 		d := &r.entries[i].def
 		if d.Kind != kind {
@@ -411,8 +411,8 @@ func (c Collection) Len() int {
 	if c.r == nil {
 		return 0
 	}
-	c.r.mu.RLock()
-	defer c.r.mu.RUnlock()
+	c.r.mu.Lock()
+	defer c.r.mu.Unlock()
 	n := 0
 	for _, e := range c.r.entries {
 		if e.def.Kind == c.kind {

@@ -639,12 +639,14 @@ func (r *Runner) uniqueCallIDs(m *defs.Message, step int) {
 			id = fmt.Sprintf("call_%d_%d", step, i)
 		}
 		for k := 2; ; k++ {
-			if _, taken := r.callIDs[id]; !taken {
+			// One hash of id when it is new, the usual case: the map
+			// grows by one unless id was taken.
+			n := len(r.callIDs)
+			if r.callIDs[id] = struct{}{}; len(r.callIDs) > n {
 				break
 			}
 			id = fmt.Sprintf("%s_%d", cmp.Or(c.ID, fmt.Sprintf("call_%d_%d", step, i)), k)
 		}
-		r.callIDs[id] = struct{}{}
 		if id != c.ID {
 			if !copied {
 				m.ToolCalls, copied = slices.Clone(m.ToolCalls), true
