@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"strconv"
 	"sync"
@@ -28,28 +29,36 @@ type toolSchema struct {
 	// validating them again is the costliest part of a call.
 	valid atomic.Pointer[string]
 	// validators holds the Validate function of each tool name using the
-	// schema, made once rather than at every declaration.
-	mu         sync.RWMutex
-	validators map[string]func(json.RawMessage) error
+	// schema, made once rather than at every declaration. The map is never
+	// changed once stored (a new name stores a copy), so that the lookup
+	// every declaration makes takes no lock: schemas are shared by every
+	// prompt of the process.
+	mu         sync.Mutex // serialises the stores
+	validators atomic.Pointer[map[string]func(json.RawMessage) error]
 }
 
 // validator returns the Validate function of the tool name.
 func (ts *toolSchema) validator(name string) func(json.RawMessage) error {
-	ts.mu.RLock()
-	f := ts.validators[name]
-	ts.mu.RUnlock()
-	if f != nil {
-		return f
+	if m := ts.validators.Load(); m != nil {
+		if f := (*m)[name]; f != nil {
+			return f
+		}
 	}
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
-	if f = ts.validators[name]; f == nil {
-		f = func(raw json.RawMessage) error { return validate(name, ts, raw) }
-		if ts.validators == nil {
-			ts.validators = make(map[string]func(json.RawMessage) error)
+	old := ts.validators.Load()
+	if old != nil {
+		if f := (*old)[name]; f != nil {
+			return f
 		}
-		ts.validators[name] = f
 	}
+	m := make(map[string]func(json.RawMessage) error, 1)
+	if old != nil {
+		m = maps.Clone(*old)
+	}
+	f := func(raw json.RawMessage) error { return validate(name, ts, raw) }
+	m[name] = f
+	ts.validators.Store(&m)
 	return f
 }
 
