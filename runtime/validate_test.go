@@ -92,24 +92,7 @@ func FuzzValidateMessages(f *testing.F) {
 	f.Add("r1 u a")
 	f.Add("a c1 c1 r1")
 	f.Fuzz(func(t *testing.T, script string) {
-		// Build a conversation from tokens: u (user), a (assistant), cN (a
-		// call in the last assistant message), rN (a result), x (bad role).
-		var msgs []defs.Message
-		for _, tok := range strings.Fields(script) {
-			switch {
-			case tok == "u":
-				msgs = append(msgs, user("u"))
-			case tok == "a":
-				msgs = append(msgs, assistant("a"))
-			case tok == "x":
-				msgs = append(msgs, defs.Message{Role: "x"})
-			case strings.HasPrefix(tok, "c") && len(msgs) > 0 && msgs[len(msgs)-1].Role == defs.RoleAssistant:
-				last := &msgs[len(msgs)-1]
-				last.ToolCalls = append(last.ToolCalls, defs.ToolCall{ID: tok[1:], Name: "t"})
-			case strings.HasPrefix(tok, "r"):
-				msgs = append(msgs, result(tok[1:]))
-			}
-		}
+		msgs := runtime.ScriptMessages(script)
 		err := runtime.ValidateMessages(msgs) // must not panic
 		var re *runtime.RequestError
 		if err != nil && (!errors.As(err, &re) || re.Index < 0 || re.Index >= len(msgs)) {
