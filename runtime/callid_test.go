@@ -9,9 +9,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/effects"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/session"
+	"github.com/reprompt/reprompt/snapshots"
 )
 
 // sloppyModel reuses "call_0" on every turn, repeats it within a reply and
@@ -94,3 +96,37 @@ func (s latestStore) Latest(ctx context.Context, id string) (*session.Checkpoint
 }
 
 func (s latestStore) Save(ctx context.Context, cp *session.Checkpoint) error { return nil }
+
+// TestCallIDsUniqueAfterACommit checks a call id that an effect's commit
+// brought into the transcript after the runner had seen the run's first
+// calls: a reply reusing it gets a suffix, as it would for an id of the
+// model's own, instead of failing the next step's validation.
+func TestCallIDsUniqueAfterACommit(t *testing.T) {
+	ctx := context.Background()
+	model := snapshots.Script(
+		snapshots.Reply{Calls: []snapshots.Call{{ID: "a", Name: "inc"}}},
+		snapshots.Reply{Calls: []snapshots.Call{{ID: "seed", Name: "inc"}}},
+		snapshots.Reply{Text: "done"},
+	)
+	fn := func(p *prompt.Prompt) error {
+		if err := callCounting(p); err != nil {
+			return err
+		}
+		p.Effect(effects.Always, func(ctx context.Context, s *effects.Step) error {
+			if s.Number == 1 {
+				s.CommitAppend(
+					defs.Message{Role: defs.RoleAssistant, ToolCalls: []defs.ToolCall{{ID: "seed", Name: "inc", Arguments: json.RawMessage(`{}`)}}},
+					defs.Message{Role: defs.RoleTool, ToolCallID: "seed", Name: "inc", Content: "seeded"},
+				)
+			}
+			return nil
+		})
+		return nil
+	}
+	res, err := runtime.Run(ctx, model, fn, runtime.Config{})
+	require.NoError(t, err)
+	require.NoError(t, runtime.ValidateMessages(res.Transcript))
+	require.Len(t, res.Steps, 3)
+	require.Len(t, res.Steps[1].ToolResults, 1)
+	assert.Equal(t, "seed_2", res.Steps[1].ToolResults[0].CallID)
+}

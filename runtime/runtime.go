@@ -696,6 +696,20 @@ func (r *Runner) commit(msgs []defs.Message) error {
 	if err != nil {
 		return err
 	}
+	if r.callIDs != nil {
+		// The ids a commit brings in are used too (see uniqueCallIDs); a
+		// kept validator state means msgs[:r.valid.n] has the ids the
+		// transcript had there.
+		from := 0
+		if keep {
+			from = r.valid.n
+		}
+		for _, m := range msgs[from:] {
+			for _, c := range m.ToolCalls {
+				r.callIDs[c.ID] = struct{}{}
+			}
+		}
+	}
 	r.observeCommit(msgs)
 	r.recorder.commit(len(r.transcript), len(msgs))
 	r.transcript = slices.Clip(msgs)
