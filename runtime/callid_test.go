@@ -130,3 +130,32 @@ func TestCallIDsUniqueAfterACommit(t *testing.T) {
 	require.Len(t, res.Steps[1].ToolResults, 1)
 	assert.Equal(t, "seed_2", res.Steps[1].ToolResults[0].CallID)
 }
+
+// TestCallIDsStayUsedAfterACommitDropsThem checks that the id of a call a
+// commit took out of the transcript (as a compaction does) is not given
+// again: a reply reusing it gets a suffix.
+func TestCallIDsStayUsedAfterACommitDropsThem(t *testing.T) {
+	ctx := context.Background()
+	model := snapshots.Script(
+		snapshots.Reply{Calls: []snapshots.Call{{ID: "a", Name: "inc"}}},
+		snapshots.Reply{Calls: []snapshots.Call{{ID: "a", Name: "inc"}}},
+		snapshots.Reply{Text: "done"},
+	)
+	fn := func(p *prompt.Prompt) error {
+		if err := callCounting(p); err != nil {
+			return err
+		}
+		p.Effect(effects.Always, func(ctx context.Context, s *effects.Step) error {
+			if s.Number == 1 {
+				s.CommitMessages([]defs.Message{defs.UserMessage("count, again")})
+			}
+			return nil
+		})
+		return nil
+	}
+	res, err := runtime.Run(ctx, model, fn, runtime.Config{})
+	require.NoError(t, err)
+	require.Len(t, res.Steps, 3)
+	require.Len(t, res.Steps[1].ToolResults, 1)
+	assert.Equal(t, "a_2", res.Steps[1].ToolResults[0].CallID)
+}

@@ -212,7 +212,7 @@ type Runner struct {
 	restored   bool                // pending comes from a checkpoint (Resume)
 	approvals  []session.Approval  // the calls of the step under way that need approval (approval.go)
 	offered    []string            // tools offered by the request of the step under way
-	callIDs    map[string]struct{} // tool call ids used so far (see uniqueCallIDs)
+	retired    map[string]struct{} // call ids of messages commits took out of the transcript (see uniqueCallIDs)
 	batch      *callBatch          // kept for the next reply's calls (see newBatch)
 	spareReq   *Request            // where render puts the step's first request, allocated with its record
 	saveMu     sync.Mutex
@@ -624,27 +624,42 @@ func (r *Runner) uniqueCallIDs(m *defs.Message, step int) {
 	if len(m.ToolCalls) == 0 {
 		return
 	}
-	if r.callIDs == nil {
-		r.callIDs = make(map[string]struct{})
-		for _, msg := range r.transcript {
-			for _, c := range msg.ToolCalls {
-				r.callIDs[c.ID] = struct{}{}
-			}
-		}
+	// The ids used so far: those of the transcript, which the validator
+	// holds for the messages it has read (all of them once the request
+	// was checked), those commits took out of it, and those of m's calls
+	// before the one at hand.
+	read := r.valid.n
+	if r.valid.seen == nil {
+		read = 0
 	}
 	copied := false
+	taken := func(id string, i int) bool {
+		if _, ok := r.valid.seen[id]; ok && read > 0 {
+			return true
+		}
+		if _, ok := r.retired[id]; ok {
+			return true
+		}
+		for _, msg := range r.transcript[read:] {
+			for _, c := range msg.ToolCalls {
+				if c.ID == id {
+					return true
+				}
+			}
+		}
+		for _, c := range m.ToolCalls[:i] {
+			if c.ID == id {
+				return true
+			}
+		}
+		return false
+	}
 	for i, c := range m.ToolCalls {
 		id := c.ID
 		if id == "" {
 			id = fmt.Sprintf("call_%d_%d", step, i)
 		}
-		for k := 2; ; k++ {
-			// One hash of id when it is new, the usual case: the map
-			// grows by one unless id was taken.
-			n := len(r.callIDs)
-			if r.callIDs[id] = struct{}{}; len(r.callIDs) > n {
-				break
-			}
+		for k := 2; taken(id, i); k++ {
 			id = fmt.Sprintf("%s_%d", cmp.Or(c.ID, fmt.Sprintf("call_%d_%d", step, i)), k)
 		}
 		if id != c.ID {
@@ -696,18 +711,19 @@ func (r *Runner) commit(msgs []defs.Message) error {
 	if err != nil {
 		return err
 	}
-	if r.callIDs != nil {
-		// The ids a commit brings in are used too (see uniqueCallIDs); a
-		// kept validator state means msgs[:r.valid.n] has the ids the
-		// transcript had there.
-		from := 0
-		if keep {
-			from = r.valid.n
-		}
-		for _, m := range msgs[from:] {
-			for _, c := range m.ToolCalls {
-				r.callIDs[c.ID] = struct{}{}
+	// The call ids msgs drops stay used (see uniqueCallIDs): all the
+	// transcript's when the validator forgets them, else those of the
+	// messages it has not read.
+	gone := r.transcript
+	if keep {
+		gone = gone[r.valid.n:]
+	}
+	for _, m := range gone {
+		for _, c := range m.ToolCalls {
+			if r.retired == nil {
+				r.retired = make(map[string]struct{})
 			}
+			r.retired[c.ID] = struct{}{}
 		}
 	}
 	r.observeCommit(msgs)
