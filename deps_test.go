@@ -23,6 +23,7 @@ var allowed = map[string][]string{
 	"state":               {"internal/callsite"},
 	"defs":                {},
 	"internal/callsite":   {},
+	"internal/pgtest":     {},
 	"internal/msghash":    {"defs"},
 	"internal/effectsrt":  {},
 	"internal/scenario":   {"prompt", "effects"},

@@ -1,14 +1,12 @@
 package main
 
 import (
-	"crypto/rand"
-	"encoding/hex"
-	"os"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/reprompt/reprompt/internal/pgtest"
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/session/postgres"
 	"github.com/reprompt/reprompt/snapshots"
@@ -17,19 +15,11 @@ import (
 // TestPostgresStore reads a session from the PostgreSQL server of
 // REPROMPT_PG_URL (.ci/postgres.sh): listed, shown, rewound.
 func TestPostgresStore(t *testing.T) {
-	url := os.Getenv("REPROMPT_PG_URL")
-	if url == "" {
-		if os.Getenv("REPROMPT_PG_REQUIRED") != "" {
-			t.Fatal("REPROMPT_PG_REQUIRED is set but REPROMPT_PG_URL is not: .ci/postgres.sh did not provide a server")
-		}
-		t.Skip("REPROMPT_PG_URL is not set: no PostgreSQL to test against (source .ci/postgres.sh to start one)")
-	}
+	url := pgtest.URL(t)
 	st, err := postgres.Open(t.Context(), url)
 	require.NoError(t, err)
 	defer st.Close()
-	b := make([]byte, 6)
-	rand.Read(b)
-	id := "cmd-reprompt-" + hex.EncodeToString(b)
+	id := pgtest.Name("cmd-reprompt-")
 	t.Cleanup(func() { _ = st.Delete(t.Context(), id) })
 	model := snapshots.Script(snapshots.CallTool("add", nil), snapshots.Text("One."))
 	_, err = runtime.Run(t.Context(), model, agent, runtime.Config{Store: st, SessionID: id})

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
+	"github.com/reprompt/reprompt/internal/pgtest"
 	"github.com/reprompt/reprompt/internal/viewer"
 	"github.com/reprompt/reprompt/session"
 	"github.com/reprompt/reprompt/session/postgres"
@@ -103,10 +103,7 @@ func BenchmarkFromStore(b *testing.B) {
 		benchmarkFromStore(b, st, "long", steps)
 	})
 	b.Run("postgres", func(b *testing.B) {
-		url := os.Getenv("REPROMPT_PG_URL")
-		if url == "" {
-			b.Skip("REPROMPT_PG_URL is not set: no PostgreSQL (source .ci/postgres.sh to start one)")
-		}
+		url := pgtest.URL(b)
 		st, err := postgres.Open(context.Background(), url)
 		if err != nil {
 			b.Fatal(err)

@@ -3,13 +3,10 @@ package viewer_test
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"iter"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -20,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/internal/pgtest"
 	"github.com/reprompt/reprompt/internal/viewer"
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/session"
@@ -166,19 +164,11 @@ func TestOnePassSameView(t *testing.T) {
 			"UPDATE checkpoints SET head = ? WHERE session = ? AND seq = ?")
 	})
 	t.Run("postgres", func(t *testing.T) {
-		url := os.Getenv("REPROMPT_PG_URL")
-		if url == "" {
-			if os.Getenv("REPROMPT_PG_REQUIRED") != "" {
-				t.Fatal("REPROMPT_PG_REQUIRED is set but REPROMPT_PG_URL is not: .ci/postgres.sh did not provide a server")
-			}
-			t.Skip("REPROMPT_PG_URL is not set: no PostgreSQL to test against (source .ci/postgres.sh to start one)")
-		}
+		url := pgtest.URL(t)
 		st, err := postgres.Open(t.Context(), url)
 		require.NoError(t, err)
 		defer st.Close()
-		b := make([]byte, 6)
-		rand.Read(b)
-		prefix := "viewer-" + hex.EncodeToString(b) + "-"
+		prefix := pgtest.Name("viewer-") + "-"
 		ids := viewSessions(t, st, prefix)
 		t.Cleanup(func() {
 			for _, id := range ids {

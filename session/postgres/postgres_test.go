@@ -2,8 +2,6 @@ package postgres_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"os"
 	"slices"
@@ -18,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/internal/pgtest"
 	"github.com/reprompt/reprompt/session"
 	"github.com/reprompt/reprompt/session/postgres"
 	"github.com/reprompt/reprompt/session/sessiontest"
@@ -35,17 +34,9 @@ func newPool(t testing.TB) *pgxpool.Pool {
 // newSchema is newPool, and also returns the schema's name.
 func newSchema(t testing.TB) (*pgxpool.Pool, string) {
 	t.Helper()
-	url := os.Getenv("REPROMPT_PG_URL")
-	if url == "" {
-		if os.Getenv("REPROMPT_PG_REQUIRED") != "" {
-			t.Fatal("REPROMPT_PG_REQUIRED is set but REPROMPT_PG_URL is not: .ci/postgres.sh did not provide a server")
-		}
-		t.Skip("REPROMPT_PG_URL is not set: no PostgreSQL to test against (source .ci/postgres.sh to start one)")
-	}
+	url := pgtest.URL(t)
 	ctx := context.Background()
-	b := make([]byte, 6)
-	rand.Read(b)
-	name := "reprompt_test_" + hex.EncodeToString(b)
+	name := pgtest.Name("reprompt_test_")
 	admin, err := pgx.Connect(ctx, url)
 	if err != nil {
 		t.Fatalf("connect to REPROMPT_PG_URL: %v", err)
