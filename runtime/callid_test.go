@@ -97,65 +97,54 @@ func (s latestStore) Latest(ctx context.Context, id string) (*session.Checkpoint
 
 func (s latestStore) Save(ctx context.Context, cp *session.Checkpoint) error { return nil }
 
-// TestCallIDsUniqueAfterACommit checks a call id that an effect's commit
-// brought into the transcript after the runner had seen the run's first
-// calls: a reply reusing it gets a suffix, as it would for an id of the
-// model's own, instead of failing the next step's validation.
-func TestCallIDsUniqueAfterACommit(t *testing.T) {
-	ctx := context.Background()
-	model := snapshots.Script(
-		snapshots.Reply{Calls: []snapshots.Call{{ID: "a", Name: "inc"}}},
-		snapshots.Reply{Calls: []snapshots.Call{{ID: "seed", Name: "inc"}}},
-		snapshots.Reply{Text: "done"},
-	)
-	fn := func(p *prompt.Prompt) error {
-		if err := callCounting(p); err != nil {
-			return err
-		}
-		p.Effect(effects.Always, func(ctx context.Context, s *effects.Step) error {
-			if s.Number == 1 {
-				s.CommitAppend(
-					defs.Message{Role: defs.RoleAssistant, ToolCalls: []defs.ToolCall{{ID: "seed", Name: "inc", Arguments: json.RawMessage(`{}`)}}},
-					defs.Message{Role: defs.RoleTool, ToolCallID: "seed", Name: "inc", Content: "seeded"},
-				)
+// TestCallIDsUniqueAcrossCommits checks the ids an effect's commit at step
+// 1 changes, after the runner has seen the run's first calls: an id the
+// commit brings in and an id it takes out (as a compaction does) are both
+// used, and a reply at step 1 reusing one gets a suffix, as it would for
+// an id of the model's own, instead of failing the next step's validation.
+func TestCallIDsUniqueAcrossCommits(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		reused string // the id of the reply at step 1
+		commit func(s *effects.Step)
+	}{{
+		name:   "brought in",
+		reused: "seed",
+		commit: func(s *effects.Step) {
+			s.CommitAppend(
+				defs.Message{Role: defs.RoleAssistant, ToolCalls: []defs.ToolCall{{ID: "seed", Name: "inc", Arguments: json.RawMessage(`{}`)}}},
+				defs.Message{Role: defs.RoleTool, ToolCallID: "seed", Name: "inc", Content: "seeded"},
+			)
+		},
+	}, {
+		name:   "taken out",
+		reused: "a",
+		commit: func(s *effects.Step) { s.CommitMessages([]defs.Message{defs.UserMessage("count, again")}) },
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			model := snapshots.Script(
+				snapshots.Reply{Calls: []snapshots.Call{{ID: "a", Name: "inc"}}},
+				snapshots.Reply{Calls: []snapshots.Call{{ID: tc.reused, Name: "inc"}}},
+				snapshots.Reply{Text: "done"},
+			)
+			fn := func(p *prompt.Prompt) error {
+				if err := callCounting(p); err != nil {
+					return err
+				}
+				p.Effect(effects.Always, func(ctx context.Context, s *effects.Step) error {
+					if s.Number == 1 {
+						tc.commit(s)
+					}
+					return nil
+				})
+				return nil
 			}
-			return nil
+			res, err := runtime.Run(t.Context(), model, fn, runtime.Config{})
+			require.NoError(t, err)
+			require.NoError(t, runtime.ValidateMessages(res.Transcript))
+			require.Len(t, res.Steps, 3)
+			require.Len(t, res.Steps[1].ToolResults, 1)
+			assert.Equal(t, tc.reused+"_2", res.Steps[1].ToolResults[0].CallID)
 		})
-		return nil
 	}
-	res, err := runtime.Run(ctx, model, fn, runtime.Config{})
-	require.NoError(t, err)
-	require.NoError(t, runtime.ValidateMessages(res.Transcript))
-	require.Len(t, res.Steps, 3)
-	require.Len(t, res.Steps[1].ToolResults, 1)
-	assert.Equal(t, "seed_2", res.Steps[1].ToolResults[0].CallID)
-}
-
-// TestCallIDsStayUsedAfterACommitDropsThem checks that the id of a call a
-// commit took out of the transcript (as a compaction does) is not given
-// again: a reply reusing it gets a suffix.
-func TestCallIDsStayUsedAfterACommitDropsThem(t *testing.T) {
-	ctx := context.Background()
-	model := snapshots.Script(
-		snapshots.Reply{Calls: []snapshots.Call{{ID: "a", Name: "inc"}}},
-		snapshots.Reply{Calls: []snapshots.Call{{ID: "a", Name: "inc"}}},
-		snapshots.Reply{Text: "done"},
-	)
-	fn := func(p *prompt.Prompt) error {
-		if err := callCounting(p); err != nil {
-			return err
-		}
-		p.Effect(effects.Always, func(ctx context.Context, s *effects.Step) error {
-			if s.Number == 1 {
-				s.CommitMessages([]defs.Message{defs.UserMessage("count, again")})
-			}
-			return nil
-		})
-		return nil
-	}
-	res, err := runtime.Run(ctx, model, fn, runtime.Config{})
-	require.NoError(t, err)
-	require.Len(t, res.Steps, 3)
-	require.Len(t, res.Steps[1].ToolResults, 1)
-	assert.Equal(t, "a_2", res.Steps[1].ToolResults[0].CallID)
 }
