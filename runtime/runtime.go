@@ -629,12 +629,9 @@ func (r *Runner) uniqueCallIDs(m *defs.Message, step int) {
 	// was checked), those commits took out of it, and those of m's calls
 	// before the one at hand.
 	read := r.valid.n
-	if r.valid.seen == nil {
-		read = 0
-	}
 	copied := false
 	taken := func(id string, i int) bool {
-		if _, ok := r.valid.seen[id]; ok && read > 0 {
+		if _, ok := r.valid.seen[id]; ok {
 			return true
 		}
 		if _, ok := r.retired[id]; ok {
