@@ -368,8 +368,7 @@ func (c Collection) each(enabled bool) iter.Seq[Def] {
 // disabled if enabled is set, and its position. It takes the lock once for
 // the definitions it skips and the one it returns.
 func (r *Registry) next(kind Kind, i int, enabled bool) (Def, int, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.mu.Lock() // unlocked without defer: nothing here panics, and a deferred call costs a wrapper at every definition
 	for ; i < len(r.entries); i++ {
 		d := &r.entries[i].def
 		if d.Kind != kind {
@@ -380,9 +379,34 @@ func (r *Registry) next(kind Kind, i int, enabled bool) (Def, int, bool) {
 				continue
 			}
 		}
-		return *d, i, true
+		out := *d
+		r.mu.Unlock()
+		return out, i, true
 	}
+	r.mu.Unlock()
 	return Def{}, i, false
+}
+
+// AppendEnabled appends the definitions of kind not disabled in the
+// current step to dst, in declaration order, and returns the extended
+// slice. It takes the lock once, where iterating over a Collection takes
+// it once per definition: it is for code that reads every definition of a
+// kind at every step, as the runtime's renderer does.
+func (r *Registry) AppendEnabled(dst []Def, kind Kind) []Def {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, e := range r.entries {
+		if e.def.Kind != kind {
+			continue
+		}
+		if len(r.disabled) > 0 {
+			if _, off := r.disabled[key{kind, e.def.Name}]; off {
+				continue
+			}
+		}
+		dst = append(dst, e.def)
+	}
+	return dst
 }
 
 // Filter returns the definitions for which keep reports true. The caller owns

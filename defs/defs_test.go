@@ -367,3 +367,36 @@ func TestMessageIdentical(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendEnabledMatchesEnabled checks that AppendEnabled lists what
+// iterating over Collection.Enabled lists, kind by kind, with and without
+// disables, and appends after what dst holds.
+func TestAppendEnabledMatchesEnabled(t *testing.T) {
+	r := defs.NewRegistry()
+	r.Declare(system("role", "r"))
+	r.Declare(variable("a", "1"))
+	r.Declare(system("rules", "x"))
+	r.Declare(variable("b", "2"))
+	r.Declare(defs.Def{Kind: defs.KindTool, Name: "a", Tool: &defs.Tool{Name: "a"}})
+	check := func(stage string) {
+		t.Helper()
+		for _, k := range []defs.Kind{defs.KindSystem, defs.KindVariable, defs.KindTool} {
+			want := []defs.Def{variable("before", "")}
+			for d := range r.Collection(k).Enabled() {
+				want = append(want, d)
+			}
+			got := r.AppendEnabled([]defs.Def{variable("before", "")}, k)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("%s, %s (-Enabled +AppendEnabled):\n%s", stage, k, diff)
+			}
+		}
+	}
+	check("nothing disabled")
+	r.Disable(defs.KindSystem, "role")
+	r.Disable(defs.KindVariable, "b")
+	r.Disable(defs.KindTool, "b") // not a tool: disables nothing
+	check("some disabled")
+	if got := r.AppendEnabled(nil, defs.KindSystem); len(got) != 1 || got[0].Name != "rules" {
+		t.Errorf("enabled systems %v, want rules only", got)
+	}
+}

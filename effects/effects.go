@@ -94,9 +94,11 @@ type manager struct {
 	npos  int
 	err   error
 	step  int // the step of the last Run, named by cleanup errors
-	// Unkeyed registrations per call site, in this execution and the
-	// last one that ended without error (nil after Restore).
-	counts, prevCounts map[callsite.Stack]int
+	// The call sites of the unkeyed registrations, in order, in this
+	// execution and in the last one that ended without error (hasPrev is
+	// false after Restore).
+	sites, prevSites []callsite.Stack
+	hasPrev          bool
 }
 
 // ReasonKind says why an effect ran.
@@ -249,7 +251,7 @@ func (m *manager) Begin() {
 	m.regs = m.regs[:0]
 	m.npos = 0
 	m.err = nil
-	clear(m.counts)
+	m.sites = m.sites[:0]
 	for _, s := range m.keyed {
 		s.seen = false
 	}
@@ -280,10 +282,7 @@ func (m *manager) Register(site callsite.Stack, deps Deps, fn Func, opts ...Opti
 	} else {
 		r.index = m.npos
 		m.npos++
-		if m.counts == nil {
-			m.counts = make(map[callsite.Stack]int)
-		}
-		m.counts[site]++
+		m.sites = append(m.sites, site)
 		if r.index < len(m.slots) {
 			s := m.slots[r.index]
 			if !s.site.IsZero() && s.site != site && m.err == nil {
@@ -322,10 +321,7 @@ func (m *manager) End() error {
 	if m.err != nil {
 		return m.err
 	}
-	m.counts, m.prevCounts = m.prevCounts, m.counts
-	if m.counts == nil {
-		m.counts = make(map[callsite.Stack]int)
-	}
+	m.sites, m.prevSites, m.hasPrev = m.prevSites, m.sites, true
 	var gone []*slot
 	for i := m.npos; i < len(m.slots); i++ {
 		gone = append(gone, m.slots[i])
@@ -361,20 +357,30 @@ func (m *manager) cleanUp(slots []*slot) error {
 // loop. (One effect that is registered or not is an effect inside an if,
 // which the position check reports when it matters.)
 func (m *manager) loopError() error {
-	if m.prevCounts == nil {
-		return nil
+	if !m.hasPrev || slices.Equal(m.sites, m.prevSites) {
+		return nil // the same sites in the same order: the same counts
 	}
+	counts, prevCounts := countSites(m.sites), countSites(m.prevSites)
 	for i := range m.regs {
 		r := &m.regs[i]
 		if r.index < 0 || r.site.IsZero() {
 			continue
 		}
-		now, was := m.counts[r.site], m.prevCounts[r.site]
+		now, was := counts[r.site], prevCounts[r.site]
 		if was > 0 && now != was && max(now, was) > 1 {
 			return &HookOrderError{Index: r.index, Was: r.site.String(), Now: r.site.String(), Count: now, PrevCount: was}
 		}
 	}
 	return nil
+}
+
+// countSites counts the registrations of each call site.
+func countSites(sites []callsite.Stack) map[callsite.Stack]int {
+	counts := make(map[callsite.Stack]int, len(sites))
+	for _, s := range sites {
+		counts[s]++
+	}
+	return counts
 }
 
 // runCleanups runs the cleanups of s in the order they were registered. A
@@ -600,7 +606,7 @@ func (m *manager) Memory() Memory {
 // Restore replaces the manager's memory with mem. Call sites are not part of
 // the memory: the first execution after Restore records them anew.
 func (m *manager) Restore(mem Memory) {
-	m.prevCounts = nil
+	m.hasPrev = false
 	m.slots = m.slots[:0]
 	for i, sm := range mem.Slots {
 		m.slots = append(m.slots, &slot{id: fmt.Sprintf("#%d", i), ran: sm.Ran, deps: sm.Deps})

@@ -30,17 +30,19 @@ type Prompt struct {
 	step      int
 	input     string
 	executing bool
-	seen      map[string]struct{}       // identities of declared messages added so far
-	restored  map[string]struct{}       // role+text identities restored by markMessagesSeen
-	seenList  []string                  // seenMessages' last result, nil once seen or restored changed
-	added     []defs.Message            // messages added by the current execution
-	addedIDs  [][2]string               // their identities: by site or key, by role and text
-	msgSites  map[callsite.Stack]int    // declared messages per call site in the current execution
-	msgIDs    map[msgKey]string         // identities by call site, made once
-	tools     map[string]callsite.Stack // tools declared by the current execution
-	lastTools map[string]lastTool       // tools declared by DefTool and DefSchemaTool, as last declared (see sameTool)
-	toolsKept int                       // entries of lastTools the current execution declared
-	output    *defs.Output              // the typed answer the current execution declared (DefOutput)
+	seen      map[string]struct{}        // identities of declared messages added so far
+	restored  map[string]struct{}        // role+text identities restored by markMessagesSeen
+	seenList  []string                   // seenMessages' last result, nil once seen or restored changed
+	added     []defs.Message             // messages added by the current execution
+	addedIDs  [][2]string                // their identities: by site or key, by role and text
+	msgSites  map[callsite.Stack]int     // declared messages per call site in the current execution
+	msgIDs    map[msgKey]string          // identities by call site, made once
+	tools     map[string]callsite.Frames // tools declared by the current execution, with where (named only for an error)
+	effSites  siteMemo                   // the call sites of Effect, by position
+	msgMemo   siteMemo                   // the call sites of declared messages, by position
+	lastTools map[string]lastTool        // tools declared by DefTool and DefSchemaTool, as last declared (see sameTool)
+	toolsKept int                        // entries of lastTools the current execution declared
+	output    *defs.Output               // the typed answer the current execution declared (DefOutput)
 }
 
 // New returns a Prompt with empty definitions, state and effects. input is
@@ -132,6 +134,8 @@ func (p *Prompt) execute(step int, fn Func) (added []defs.Message, err error) {
 	p.addedIDs = p.addedIDs[:0]
 	clear(p.msgSites)
 	clear(p.tools)
+	p.effSites.begin()
+	p.msgMemo.begin()
 	p.toolsKept = 0
 	p.output = nil
 	p.reg.BeginExecution()
@@ -332,7 +336,7 @@ func (p *Prompt) defMessage(role defs.Role, text string, opts []MessageOption) {
 	if key := messageKey(opts); key != "" {
 		id = "key:" + key
 	} else {
-		site := callsite.CallerStack(3, inPrompt)
+		site := p.msgMemo.stack(callsite.CallerFrames(3))
 		if p.msgSites == nil {
 			p.msgSites = make(map[callsite.Stack]int)
 			p.msgIDs = make(map[msgKey]string)
@@ -399,7 +403,42 @@ func inPrompt(function string) bool {
 // memory.
 func (p *Prompt) Effect(deps effects.Deps, fn effects.Func, opts ...effects.Option) {
 	p.check("Effect")
-	p.eff.Register(callsite.CallerStack(1, inPrompt), deps, fn, opts...)
+	p.eff.Register(p.effSites.stack(callsite.CallerFrames(1)), deps, fn, opts...)
+}
+
+// siteMemo names the call sites of one hook by their position in the
+// execution: a prompt function makes its calls in the same order at every
+// execution, so the frames a call reads are usually those read at the
+// same position last time, and comparing them costs less than the cache
+// lookup of Frames.Stack.
+type siteMemo struct {
+	last []siteName
+	n    int // calls in this execution
+}
+
+type siteName struct {
+	frames callsite.Frames
+	stack  callsite.Stack
+}
+
+// begin starts an execution.
+func (m *siteMemo) begin() { m.n = 0 }
+
+// stack returns the Stack of f, a call of the hook read from a prompt
+// function: Stacks stop at the frames of this package.
+func (m *siteMemo) stack(f callsite.Frames) callsite.Stack {
+	i := m.n
+	m.n++
+	if i < len(m.last) && m.last[i].frames == f {
+		return m.last[i].stack
+	}
+	st := f.Stack(inPrompt)
+	if i < len(m.last) {
+		m.last[i] = siteName{f, st}
+	} else {
+		m.last = append(m.last, siteName{f, st})
+	}
+	return st
 }
 
 // State returns the value of key as of this execution and its setter. The

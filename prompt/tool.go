@@ -145,13 +145,13 @@ func (p *Prompt) checkTool(hook, name string) {
 	if !ValidToolName(name) {
 		misuse(hook, &ToolNameError{Name: name}, 2)
 	}
-	site := callsite.CallerStack(2, inPrompt)
+	site := callsite.CallerFrames(2)
 	if first, ok := p.tools[name]; ok {
 		panic(&MisuseError{Hook: hook, Site: callsite.Caller(2).String(),
-			Err: &DuplicateToolError{Name: name, First: first.String(), Now: site.String()}})
+			Err: &DuplicateToolError{Name: name, First: first.Stack(inPrompt).String(), Now: site.Stack(inPrompt).String()}})
 	}
 	if p.tools == nil {
-		p.tools = make(map[string]callsite.Stack)
+		p.tools = make(map[string]callsite.Frames)
 	}
 	p.tools[name] = site
 }

@@ -20,34 +20,57 @@ import (
 // renderer renders system prompts and tool lists, keeping what it rendered
 // last: a prompt re-declares the same definitions at nearly every step, and
 // a step whose system prompt or tool list is unchanged reuses the previous
-// string or slice instead of allocating new ones.
+// string or slice instead of building new ones.
 type renderer struct {
 	yaml  yamlCache
 	buf   []byte
 	sys   string     // the system prompt rendered last
+	parts []sysPart  // what sys was rendered from
+	spare []sysPart  // the parts of the render under way
+	defs  []defs.Def // the definitions read, reused from render to render
 	specs []ToolSpec // the tool list rendered last (shared with requests: never modified)
+}
+
+// read returns the enabled definitions of kind, in rd.defs: valid until
+// the next read.
+func (rd *renderer) read(reg *defs.Registry, kind defs.Kind) []defs.Def {
+	clear(rd.defs) // holds no definition longer than a render
+	rd.defs = reg.AppendEnabled(rd.defs[:0], kind)
+	return rd.defs
+}
+
+// sysPart is a system part or a variable as the system prompt shows it.
+type sysPart struct {
+	name, text string
+	variable   bool
 }
 
 // system renders the enabled system parts in declaration order, then a
 // <variables> block of the enabled variables. It returns "" when nothing is
 // enabled.
 func (rd *renderer) system(reg *defs.Registry, mods *effects.Mods) (string, error) {
+	parts, err := rd.systemParts(reg, mods)
+	if err != nil {
+		return "", err
+	}
+	if rd.parts != nil && slices.Equal(parts, rd.parts) {
+		rd.spare = parts[:0]
+		return rd.sys, nil
+	}
 	b := rd.buf[:0]
-	for d := range reg.Collection(defs.KindSystem).Enabled() {
-		if mods.Systems != nil && !slices.Contains(mods.Systems, d.Name) {
+	vars := 0
+	for _, p := range parts {
+		if !p.variable {
+			if len(b) > 0 {
+				b = append(b, "\n\n"...)
+			}
+			b = openTag(b, p.name)
+			b = append(b, '\n')
+			b = append(b, strings.TrimRight(p.text, "\n")...)
+			b = append(b, '\n')
+			b = closeTag(b, p.name)
 			continue
 		}
-		if len(b) > 0 {
-			b = append(b, "\n\n"...)
-		}
-		b = openTag(b, d.Name)
-		b = append(b, '\n')
-		b = append(b, strings.TrimRight(d.Text, "\n")...)
-		b = append(b, '\n')
-		b = closeTag(b, d.Name)
-	}
-	vars := 0
-	writeVar := func(name string, text string) {
 		if vars == 0 {
 			if len(b) > 0 {
 				b = append(b, "\n\n"...)
@@ -55,17 +78,41 @@ func (rd *renderer) system(reg *defs.Registry, mods *effects.Mods) (string, erro
 			b = append(b, "<variables>\n"...)
 		}
 		vars++
-		b = openTag(b, name)
-		multiline := strings.Contains(text, "\n")
+		b = openTag(b, p.name)
+		multiline := strings.Contains(p.text, "\n")
 		if multiline {
 			b = append(b, '\n')
 		}
-		b = append(b, text...)
+		b = append(b, p.text...)
 		if multiline {
 			b = append(b, '\n')
 		}
-		b = closeTag(b, name)
+		b = closeTag(b, p.name)
 		b = append(b, '\n')
+	}
+	if vars > 0 {
+		b = append(b, "</variables>"...)
+	}
+	rd.buf = b
+	if string(b) != rd.sys {
+		rd.sys = string(b)
+	}
+	rd.parts, rd.spare = parts, rd.parts[:0]
+	return rd.sys, nil
+}
+
+// systemParts lists what the system prompt shows, in order: the enabled
+// system parts, then the enabled variables with their texts, then the
+// variables mods set that are not declared. It fills rd.spare.
+func (rd *renderer) systemParts(reg *defs.Registry, mods *effects.Mods) ([]sysPart, error) {
+	parts := rd.spare[:0]
+	ds := rd.read(reg, defs.KindSystem)
+	for i := range ds {
+		d := &ds[i]
+		if mods.Systems != nil && !slices.Contains(mods.Systems, d.Name) {
+			continue
+		}
+		parts = append(parts, sysPart{name: d.Name, text: d.Text})
 	}
 	overridden := func(name string) (any, bool) {
 		for _, v := range mods.Variables {
@@ -75,7 +122,9 @@ func (rd *renderer) system(reg *defs.Registry, mods *effects.Mods) (string, erro
 		}
 		return nil, false
 	}
-	for d := range reg.Collection(defs.KindVariable).Enabled() {
+	ds = rd.read(reg, defs.KindVariable)
+	for i := range ds {
+		d := &ds[i]
 		var text string
 		var err error
 		if v, ok := overridden(d.Name); ok {
@@ -86,9 +135,9 @@ func (rd *renderer) system(reg *defs.Registry, mods *effects.Mods) (string, erro
 			text = d.Text
 		}
 		if err != nil {
-			return "", err
+			return nil, err
 		}
-		writeVar(d.Name, text)
+		parts = append(parts, sysPart{name: d.Name, text: text, variable: true})
 	}
 	for _, v := range mods.Variables {
 		if _, declared := reg.Lookup(defs.KindVariable, v.Name); declared {
@@ -96,18 +145,12 @@ func (rd *renderer) system(reg *defs.Registry, mods *effects.Mods) (string, erro
 		}
 		text, err := valueText(v.Name, v.Value)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
-		writeVar(v.Name, text)
+		parts = append(parts, sysPart{name: v.Name, text: text, variable: true})
 	}
-	if vars > 0 {
-		b = append(b, "</variables>"...)
-	}
-	rd.buf = b
-	if string(b) != rd.sys {
-		rd.sys = string(b)
-	}
-	return rd.sys, nil
+	rd.spare = parts
+	return parts, nil
 }
 
 func openTag(b []byte, name string) []byte {
@@ -470,7 +513,9 @@ func (rd *renderer) tools(reg *defs.Registry, mods *effects.Mods) []ToolSpec {
 	prev := rd.specs
 	var out []ToolSpec
 	n := 0 // tools so far; out is nil while they match prev
-	for d := range reg.Collection(defs.KindTool).Enabled() {
+	ds := rd.read(reg, defs.KindTool)
+	for i := range ds {
+		d := &ds[i]
 		if mods.Tools != nil && !slices.Contains(mods.Tools, d.Name) {
 			continue
 		}

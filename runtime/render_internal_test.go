@@ -4,6 +4,9 @@ import (
 	"math"
 	"testing"
 
+	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/effects"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -105,4 +108,62 @@ func TestSharedYAMLAcrossRuns(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, got, "2.5")
 	assert.NotEqual(t, want, got)
+}
+
+// TestSystemRenderMatchesAFreshRender checks that a renderer that kept the
+// system prompt of earlier steps renders, at every step of a sequence of
+// changes, what a new renderer renders: an unchanged prompt is reused, and
+// every kind of change is seen.
+func TestSystemRenderMatchesAFreshRender(t *testing.T) {
+	data := map[string]any{"count": 1}
+	steps := []struct {
+		name    string
+		declare func(reg *defs.Registry)
+		mods    effects.Mods
+	}{
+		{name: "first", declare: func(*defs.Registry) {}},
+		{name: "unchanged", declare: func(*defs.Registry) {}},
+		{name: "text changed", declare: func(reg *defs.Registry) {
+			reg.Declare(defs.Def{Kind: defs.KindSystem, Name: "role", Text: "You count, carefully."})
+		}},
+		{name: "system part disabled", declare: func(reg *defs.Registry) { reg.Disable(defs.KindSystem, "rules") }},
+		{name: "systems filtered", declare: func(*defs.Registry) {}, mods: effects.Mods{Systems: []string{"rules"}}},
+		{name: "variable overridden", declare: func(*defs.Registry) {}, mods: effects.Mods{Variables: []effects.Variable{{Name: "user", Value: "Bo"}}}},
+		{name: "variable added by mods", declare: func(*defs.Registry) {}, mods: effects.Mods{Variables: []effects.Variable{{Name: "extra", Value: 3}}}},
+		{name: "variable multiline", declare: func(reg *defs.Registry) {
+			reg.Declare(defs.Def{Kind: defs.KindVariable, Name: "user", Text: "Ada\nLovelace"})
+		}},
+		{name: "data changed in place", declare: func(*defs.Registry) { data["count"] = 2 }},
+		{name: "variable disabled", declare: func(reg *defs.Registry) { reg.Disable(defs.KindVariable, "user") }},
+		{name: "all disabled", declare: func(reg *defs.Registry) {
+			for _, n := range []string{"role", "rules"} {
+				reg.Disable(defs.KindSystem, n)
+			}
+			for _, n := range []string{"user", "config"} {
+				reg.Disable(defs.KindVariable, n)
+			}
+		}},
+		{name: "back to the start", declare: func(*defs.Registry) { data["count"] = 1 }},
+	}
+	var kept renderer
+	var prev string
+	for i, st := range steps {
+		reg := defs.NewRegistry()
+		reg.Declare(defs.Def{Kind: defs.KindSystem, Name: "role", Text: "You count."})
+		reg.Declare(defs.Def{Kind: defs.KindSystem, Name: "rules", Text: "Once a turn.\n"})
+		reg.Declare(defs.Def{Kind: defs.KindVariable, Name: "user", Text: "Ada"})
+		reg.Declare(defs.Def{Kind: defs.KindVariable, Name: "config", Data: data, IsData: true})
+		st.declare(reg)
+		var fresh renderer
+		want, err := fresh.system(reg, &st.mods)
+		require.NoError(t, err, st.name)
+		got, err := kept.system(reg, &st.mods)
+		require.NoError(t, err, st.name)
+		assert.Equal(t, want, got, st.name)
+		if i > 0 && st.name != "unchanged" {
+			assert.NotEqual(t, prev, got, "%s: the step's change is not in the prompt", st.name)
+		}
+		prev = got
+	}
+	assert.Equal(t, "<role>\nYou count.\n</role>\n\n<rules>\nOnce a turn.\n</rules>\n\n<variables>\n<user>Ada</user>\n<config>count: 1</config>\n</variables>", prev)
 }
