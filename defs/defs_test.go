@@ -400,3 +400,52 @@ func TestAppendEnabledMatchesEnabled(t *testing.T) {
 		t.Errorf("enabled systems %v, want rules only", got)
 	}
 }
+
+// TestDeclareWhileOthersRead checks, under the race detector, executions
+// that declare definitions again (unchanged, changed, new and dropped)
+// while other goroutines read and disable them, and that each execution
+// leaves the definitions it declared, with their values.
+func TestDeclareWhileOthersRead(t *testing.T) {
+	r := defs.NewRegistry()
+	ta := tool("a")
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				for d := range r.Collection(defs.KindVariable).All() {
+					_ = d.Text
+				}
+				r.Disable(defs.KindTool, "a")
+				_, _ = r.Lookup(defs.KindVariable, "v")
+			}
+		})
+	}
+	for i := range 300 {
+		r.BeginExecution()
+		r.Declare(system("role", "same"))
+		r.Declare(variable("v", fmt.Sprint(i%3))) // changes at most steps
+		r.Declare(ta)
+		if i%2 == 0 {
+			r.Declare(variable("sometimes", "x"))
+		}
+		r.Reconcile()
+		want := []string{"v"}
+		if i%2 == 0 {
+			want = append(want, "sometimes")
+		}
+		if got := r.Collection(defs.KindVariable).Names(); !slices.Equal(got, want) {
+			t.Fatalf("execution %d: variables %v, want %v", i, got, want)
+		}
+		if d, _ := r.Lookup(defs.KindVariable, "v"); d.Text != fmt.Sprint(i%3) {
+			t.Fatalf("execution %d: v is %q, want %q", i, d.Text, fmt.Sprint(i%3))
+		}
+	}
+	close(done)
+	wg.Wait()
+}
