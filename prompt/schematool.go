@@ -56,7 +56,7 @@ func (p *Prompt) DefSchemaTool(name, description string, schema json.RawMessage,
 	if t := p.sameTool(name, description, ts, o, id); t != nil {
 		return p.reg.Declare(defs.Def{Kind: defs.KindTool, Name: name, Tool: t})
 	}
-	return p.declareTool(name, description, ts, o, id, func(ctx context.Context, raw json.RawMessage) (string, error) {
+	return p.declareTool(name, description, ts, nil, o, id, func(ctx context.Context, raw json.RawMessage) (string, error) {
 		return fn(ctx, orEmpty(raw))
 	})
 }

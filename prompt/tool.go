@@ -174,18 +174,23 @@ func (p *Prompt) checkTool(hook, name string) {
 func DefTool[A, R any](p *Prompt, name, description string, fn func(ctx context.Context, args A) (R, error), opts ...ToolOption) defs.Handle {
 	p.check("DefTool")
 	p.checkTool("DefTool", name)
-	ts := schemaFor(reflect.TypeFor[A]())
+	typ := reflect.TypeFor[A]()
+	last, hasLast := p.lastTools[name]
+	ts := last.ts // the schema of the last declaration, when made for A (saves the cache's lookup)
+	if !hasLast || last.typ != typ {
+		ts = schemaFor(typ)
+	}
 	if ts.err != nil {
 		misuse("DefTool "+name, ts.err, 1)
 	}
-	if err := checkApprovalType(opts, reflect.TypeFor[A]()); err != nil {
+	if err := checkApprovalType(opts, typ); err != nil {
 		misuse("DefTool "+name, err, 1)
 	}
 	o, id := toolOpts(opts), funcID(fn)
-	if t := p.sameTool(name, description, ts, o, id); t != nil {
+	if t := p.sameAsLast(last, hasLast, description, ts, o, id); t != nil {
 		return p.reg.Declare(defs.Def{Kind: defs.KindTool, Name: name, Tool: t})
 	}
-	return p.declareTool(name, description, ts, o, id, func(ctx context.Context, raw json.RawMessage) (string, error) {
+	return p.declareTool(name, description, ts, typ, o, id, func(ctx context.Context, raw json.RawMessage) (string, error) {
 		var args A
 		if !ts.noFields || !ts.known(raw) { // a valid object decodes into no fields as nothing
 			if err := json.Unmarshal(orEmpty(raw), &args); err != nil {
@@ -203,7 +208,7 @@ func DefTool[A, R any](p *Prompt, name, description string, fn func(ctx context.
 // declareTool declares a tool whose arguments ts describes and validates,
 // and which runs call, the wrapper of the user's function fn (see
 // sameTool).
-func (p *Prompt) declareTool(name, description string, ts *toolSchema, o toolOptions, fn unsafe.Pointer, call defs.ToolFunc) defs.Handle {
+func (p *Prompt) declareTool(name, description string, ts *toolSchema, typ reflect.Type, o toolOptions, fn unsafe.Pointer, call defs.ToolFunc) defs.Handle {
 	t := &defs.Tool{
 		Name:          name,
 		Description:   description,
@@ -213,7 +218,7 @@ func (p *Prompt) declareTool(name, description string, ts *toolSchema, o toolOpt
 		Validate:      ts.validator(name),
 		Call:          call,
 	}
-	p.keepTool(name, t, ts, fn)
+	p.keepTool(name, t, ts, typ, fn)
 	return p.reg.Declare(defs.Def{Kind: defs.KindTool, Name: name, Tool: t})
 }
 

@@ -1,6 +1,7 @@
 package prompt
 
 import (
+	"reflect"
 	"unsafe"
 
 	"github.com/reprompt/reprompt/defs"
@@ -20,6 +21,7 @@ import (
 type lastTool struct {
 	tool *defs.Tool
 	ts   *toolSchema
+	typ  reflect.Type // DefTool's argument type, which ts was made for; nil for DefSchemaTool
 	fn   unsafe.Pointer
 }
 
@@ -36,6 +38,11 @@ func funcID[F any](f F) unsafe.Pointer {
 // is the one these arguments would make, or nil.
 func (p *Prompt) sameTool(name, description string, ts *toolSchema, o toolOptions, fn unsafe.Pointer) *defs.Tool {
 	last, ok := p.lastTools[name]
+	return p.sameAsLast(last, ok, description, ts, o, fn)
+}
+
+// sameAsLast is sameTool for the entry of lastTools already looked up.
+func (p *Prompt) sameAsLast(last lastTool, ok bool, description string, ts *toolSchema, o toolOptions, fn unsafe.Pointer) *defs.Tool {
 	if !ok || last.fn != fn || last.ts != ts {
 		return nil
 	}
@@ -49,11 +56,11 @@ func (p *Prompt) sameTool(name, description string, ts *toolSchema, o toolOption
 
 // keepTool records t, declared under name with the function fn, for the
 // next execution.
-func (p *Prompt) keepTool(name string, t *defs.Tool, ts *toolSchema, fn unsafe.Pointer) {
+func (p *Prompt) keepTool(name string, t *defs.Tool, ts *toolSchema, typ reflect.Type, fn unsafe.Pointer) {
 	if p.lastTools == nil {
 		p.lastTools = make(map[string]lastTool)
 	}
-	p.lastTools[name] = lastTool{tool: t, ts: ts, fn: fn}
+	p.lastTools[name] = lastTool{tool: t, ts: ts, typ: typ, fn: fn}
 	p.toolsKept++
 }
 

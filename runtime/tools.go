@@ -151,9 +151,15 @@ type callSlot struct {
 func (b *callBatch) run(i int) {
 	r, c, tx := b.r, b.reply.ToolCalls[i], b.slots[i].tx
 	tctx, span := r.observeTool(b.ctx, c)
-	start := time.Now()
+	var start time.Time
+	if r.recorder.on { // only a step record keeps how long a call ran
+		start = time.Now()
+	}
 	res := r.runTool(tctx, c, b.offered, tx)
-	dur := time.Since(start)
+	var dur time.Duration
+	if r.recorder.on {
+		dur = time.Since(start)
+	}
 	r.observeToolEnd(span, res)
 	if b.ctx.Err() != nil && res.IsError {
 		tx.Discard() // cancelled: on resume it counts as not completed
