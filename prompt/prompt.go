@@ -24,25 +24,25 @@ type Func func(p *Prompt) error
 // an effect panics with a *MisuseError. The Setter returned by State and the
 // handles returned by the Def methods may be used at any time.
 type Prompt struct {
-	reg       *defs.Registry
-	store     *state.Store
-	eff       promptrt.Manager
-	step      int
-	input     string
-	executing bool
-	seen      map[string]struct{}        // identities of declared messages added so far
-	restored  map[string]struct{}        // role+text identities restored by markMessagesSeen
-	seenList  []string                   // seenMessages' last result, nil once seen or restored changed
-	added     []defs.Message             // messages added by the current execution
-	addedIDs  [][2]string                // their identities: by site or key, by role and text
-	msgSites  map[callsite.Stack]int     // declared messages per call site in the current execution
-	msgIDs    map[msgKey]string          // identities by call site, made once
-	tools     map[string]callsite.Frames // tools declared by the current execution, with where (named only for an error)
-	effSites  siteMemo                   // the call sites of Effect, by position
-	msgMemo   siteMemo                   // the call sites of declared messages, by position
-	lastTools map[string]lastTool        // tools declared by DefTool and DefSchemaTool, as last declared (see sameTool)
-	toolsKept int                        // entries of lastTools the current execution declared
-	output    *defs.Output               // the typed answer the current execution declared (DefOutput)
+	reg           *defs.Registry
+	store         *state.Store
+	eff           promptrt.Manager
+	step          int
+	input         string
+	executing     bool
+	seen          map[string]struct{}    // identities of declared messages added so far
+	restored      map[string]struct{}    // role+text identities restored by markMessagesSeen
+	seenList      []string               // seenMessages' last result, nil once seen or restored changed
+	added         []defs.Message         // messages added by the current execution
+	addedIDs      [][2]string            // their identities: by site or key, by role and text
+	msgSites      map[callsite.Stack]int // declared messages per call site in the current execution
+	msgIDs        map[msgKey]string      // identities by call site, made once
+	tools         map[string]*toolEntry  // tool names by the last execution that declared them (see toolEntry)
+	execs         int                    // executions begun
+	toolsDeclared int                    // tool names the current execution declared
+	effSites      siteMemo               // the call sites of Effect, by position
+	msgMemo       siteMemo               // the call sites of declared messages, by position
+	output        *defs.Output           // the typed answer the current execution declared (DefOutput)
 }
 
 // New returns a Prompt with empty definitions, state and effects. input is
@@ -133,10 +133,10 @@ func (p *Prompt) execute(step int, fn Func) (added []defs.Message, err error) {
 	p.added = p.added[:0]
 	p.addedIDs = p.addedIDs[:0]
 	clear(p.msgSites)
-	clear(p.tools)
+	p.execs++
+	p.toolsDeclared = 0
 	p.effSites.begin()
 	p.msgMemo.begin()
-	p.toolsKept = 0
 	p.output = nil
 	p.reg.BeginExecution()
 	p.eff.Begin()

@@ -47,16 +47,16 @@ func resolveGiven(raw json.RawMessage) *toolSchema {
 // schema is not valid JSON, not of type object, or cannot be resolved.
 func (p *Prompt) DefSchemaTool(name, description string, schema json.RawMessage, fn func(ctx context.Context, args json.RawMessage) (string, error), opts ...ToolOption) defs.Handle {
 	p.check("DefSchemaTool")
-	p.checkTool("DefSchemaTool", name)
+	e := p.checkTool("DefSchemaTool", name)
 	ts := resolveGiven(schema)
 	if ts.err != nil {
 		misuse("DefSchemaTool "+name, ts.err, 1)
 	}
 	o, id := toolOpts(opts), funcID(fn)
-	if t := p.sameTool(name, description, ts, o, id); t != nil {
+	if t := e.last.same(description, ts, o, id); t != nil {
 		return p.reg.Declare(defs.Def{Kind: defs.KindTool, Name: name, Tool: t})
 	}
-	return p.declareTool(name, description, ts, nil, o, id, func(ctx context.Context, raw json.RawMessage) (string, error) {
+	return p.declareTool(e, name, description, ts, nil, o, id, func(ctx context.Context, raw json.RawMessage) (string, error) {
 		return fn(ctx, orEmpty(raw))
 	})
 }

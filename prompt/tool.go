@@ -140,20 +140,27 @@ func ValidToolName(name string) bool {
 
 // checkTool panics with a *MisuseError naming the caller of hook (DefTool
 // or DefAgent) when name is not a valid tool name or was already declared
-// in this execution.
-func (p *Prompt) checkTool(hook, name string) {
+// in this execution. It returns the name's entry, marked as declared.
+func (p *Prompt) checkTool(hook, name string) *toolEntry {
 	if !ValidToolName(name) {
 		misuse(hook, &ToolNameError{Name: name}, 2)
 	}
 	site := callsite.CallerFrames(2)
-	if first, ok := p.tools[name]; ok {
+	e := p.tools[name]
+	switch {
+	case e != nil && e.exec == p.execs:
 		panic(&MisuseError{Hook: hook, Site: callsite.Caller(2).String(),
-			Err: &DuplicateToolError{Name: name, First: first.Stack(inPrompt).String(), Now: site.Stack(inPrompt).String()}})
+			Err: &DuplicateToolError{Name: name, First: e.frames.Stack(inPrompt).String(), Now: site.Stack(inPrompt).String()}})
+	case e == nil:
+		if p.tools == nil {
+			p.tools = make(map[string]*toolEntry)
+		}
+		e = new(toolEntry)
+		p.tools[name] = e
 	}
-	if p.tools == nil {
-		p.tools = make(map[string]callsite.Frames)
-	}
-	p.tools[name] = site
+	e.exec, e.frames = p.execs, site
+	p.toolsDeclared++
+	return e
 }
 
 // DefTool declares a tool the model may call. The JSON Schema of its
@@ -173,11 +180,10 @@ func (p *Prompt) checkTool(hook, name string) {
 // Schema of type object.
 func DefTool[A, R any](p *Prompt, name, description string, fn func(ctx context.Context, args A) (R, error), opts ...ToolOption) defs.Handle {
 	p.check("DefTool")
-	p.checkTool("DefTool", name)
+	e := p.checkTool("DefTool", name)
 	typ := reflect.TypeFor[A]()
-	last, hasLast := p.lastTools[name]
-	ts := last.ts // the schema of the last declaration, when made for A (saves the cache's lookup)
-	if !hasLast || last.typ != typ {
+	ts := e.last.ts // the schema of the last declaration, when made for A (saves the cache's lookup)
+	if ts == nil || e.last.typ != typ {
 		ts = schemaFor(typ)
 	}
 	if ts.err != nil {
@@ -187,10 +193,10 @@ func DefTool[A, R any](p *Prompt, name, description string, fn func(ctx context.
 		misuse("DefTool "+name, err, 1)
 	}
 	o, id := toolOpts(opts), funcID(fn)
-	if t := p.sameAsLast(last, hasLast, description, ts, o, id); t != nil {
+	if t := e.last.same(description, ts, o, id); t != nil {
 		return p.reg.Declare(defs.Def{Kind: defs.KindTool, Name: name, Tool: t})
 	}
-	return p.declareTool(name, description, ts, typ, o, id, func(ctx context.Context, raw json.RawMessage) (string, error) {
+	return p.declareTool(e, name, description, ts, typ, o, id, func(ctx context.Context, raw json.RawMessage) (string, error) {
 		var args A
 		if !ts.noFields || !ts.known(raw) { // a valid object decodes into no fields as nothing
 			if err := json.Unmarshal(orEmpty(raw), &args); err != nil {
@@ -208,7 +214,7 @@ func DefTool[A, R any](p *Prompt, name, description string, fn func(ctx context.
 // declareTool declares a tool whose arguments ts describes and validates,
 // and which runs call, the wrapper of the user's function fn (see
 // sameTool).
-func (p *Prompt) declareTool(name, description string, ts *toolSchema, typ reflect.Type, o toolOptions, fn unsafe.Pointer, call defs.ToolFunc) defs.Handle {
+func (p *Prompt) declareTool(e *toolEntry, name, description string, ts *toolSchema, typ reflect.Type, o toolOptions, fn unsafe.Pointer, call defs.ToolFunc) defs.Handle {
 	t := &defs.Tool{
 		Name:          name,
 		Description:   description,
@@ -218,7 +224,7 @@ func (p *Prompt) declareTool(name, description string, ts *toolSchema, typ refle
 		Validate:      ts.validator(name),
 		Call:          call,
 	}
-	p.keepTool(name, t, ts, typ, fn)
+	e.last = lastTool{tool: t, ts: ts, typ: typ, fn: fn}
 	return p.reg.Declare(defs.Def{Kind: defs.KindTool, Name: name, Tool: t})
 }
 
@@ -326,13 +332,13 @@ type AgentArgs struct {
 // before the sub-agent starts (NeedsApprovalIf takes a func(AgentArgs) bool).
 func (p *Prompt) DefAgent(name, description string, fn Func, opts ...ToolOption) defs.Handle {
 	p.check("DefAgent")
-	p.checkTool("DefAgent", name)
+	e := p.checkTool("DefAgent", name)
 	ts := schemaFor(reflect.TypeFor[AgentArgs]())
 	if err := checkApprovalType(opts, reflect.TypeFor[AgentArgs]()); err != nil {
 		misuse("DefAgent "+name, err, 1)
 	}
 	o := toolOpts(opts)
-	delete(p.lastTools, name) // a sub-agent's tool is made anew (see sameTool)
+	e.last = lastTool{} // a sub-agent's tool is made anew (see toolEntry)
 	return p.reg.Declare(defs.Def{Kind: defs.KindTool, Name: name, Tool: &defs.Tool{
 		Name:          name,
 		Description:   description,

@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/internal/callsite"
 )
 
 // A prompt declares its tools at every execution. A tool declared with the
@@ -15,6 +16,17 @@ import (
 // declared again instead of a new one and a new wrapper of the function.
 // A closure made anew at every execution (one that captures a state value)
 // is a new function value, and makes a new tool.
+
+// toolEntry is what a prompt keeps of a tool name: which execution
+// declared it last and from where (for the duplicate check), and the tool
+// DefTool or DefSchemaTool made for it (for reuse; zero after DefAgent,
+// whose tool is made anew at every execution). One map lookup per
+// declaration finds both.
+type toolEntry struct {
+	exec   int             // the execution that declared the name last (Prompt.execs)
+	frames callsite.Frames // where it did
+	last   lastTool
+}
 
 // lastTool is a tool as the last execution declared it, with the identity
 // of the function it wraps.
@@ -28,52 +40,35 @@ type lastTool struct {
 // funcID returns the identity of the function value f: the closure object
 // it refers to, which holds its code and its captured variables. Two
 // function values with the same identity are the same function. The
-// closure of a tool kept in lastTools stays alive, so a new closure cannot
-// take its address while its identity is compared.
+// closure of a tool kept in a toolEntry stays alive, so a new closure
+// cannot take its address while its identity is compared.
 func funcID[F any](f F) unsafe.Pointer {
 	return *(*unsafe.Pointer)(unsafe.Pointer(&f))
 }
 
-// sameTool returns the tool the last execution declared under name if it
-// is the one these arguments would make, or nil.
-func (p *Prompt) sameTool(name, description string, ts *toolSchema, o toolOptions, fn unsafe.Pointer) *defs.Tool {
-	last, ok := p.lastTools[name]
-	return p.sameAsLast(last, ok, description, ts, o, fn)
-}
-
-// sameAsLast is sameTool for the entry of lastTools already looked up.
-func (p *Prompt) sameAsLast(last lastTool, ok bool, description string, ts *toolSchema, o toolOptions, fn unsafe.Pointer) *defs.Tool {
-	if !ok || last.fn != fn || last.ts != ts {
+// same returns the tool the last execution declared under the entry's
+// name if it is the one these arguments would make, or nil.
+func (last *lastTool) same(description string, ts *toolSchema, o toolOptions, fn unsafe.Pointer) *defs.Tool {
+	t := last.tool
+	if t == nil || last.fn != fn || last.ts != ts {
 		return nil
 	}
-	t := last.tool
 	if t.Description != description || t.Idempotent != o.idempotent || funcID(t.NeedsApproval) != funcID(o.approval) {
 		return nil
 	}
-	p.toolsKept++
 	return t
-}
-
-// keepTool records t, declared under name with the function fn, for the
-// next execution.
-func (p *Prompt) keepTool(name string, t *defs.Tool, ts *toolSchema, typ reflect.Type, fn unsafe.Pointer) {
-	if p.lastTools == nil {
-		p.lastTools = make(map[string]lastTool)
-	}
-	p.lastTools[name] = lastTool{tool: t, ts: ts, typ: typ, fn: fn}
-	p.toolsKept++
 }
 
 // forgetUndeclaredTools drops the tools the execution that just ended did
 // not declare, so that their functions, and what those capture, are not
 // kept alive.
 func (p *Prompt) forgetUndeclaredTools() {
-	if len(p.lastTools) <= p.toolsKept {
+	if len(p.tools) <= p.toolsDeclared {
 		return // all of them were declared
 	}
-	for name := range p.lastTools {
-		if _, ok := p.tools[name]; !ok {
-			delete(p.lastTools, name)
+	for name, e := range p.tools {
+		if e.exec != p.execs {
+			delete(p.tools, name)
 		}
 	}
 }
