@@ -27,16 +27,7 @@ type renderer struct {
 	sys   string     // the system prompt rendered last
 	parts []sysPart  // what sys was rendered from
 	spare []sysPart  // the parts of the render under way
-	defs  []defs.Def // the definitions read, reused from render to render
 	specs []ToolSpec // the tool list rendered last (shared with requests: never modified)
-}
-
-// read returns the enabled definitions of kind, in rd.defs: valid until
-// the next read.
-func (rd *renderer) read(reg *defs.Registry, kind defs.Kind) []defs.Def {
-	clear(rd.defs) // holds no definition longer than a render
-	rd.defs = reg.AppendEnabled(rd.defs[:0], kind)
-	return rd.defs
 }
 
 // sysPart is a system part or a variable as the system prompt shows it.
@@ -106,7 +97,8 @@ func (rd *renderer) system(reg *defs.Registry, mods *effects.Mods) (string, erro
 // variables mods set that are not declared. It fills rd.spare.
 func (rd *renderer) systemParts(reg *defs.Registry, mods *effects.Mods) ([]sysPart, error) {
 	parts := rd.spare[:0]
-	ds := rd.read(reg, defs.KindSystem)
+	var buf [16]defs.Def // on the stack: copying definitions there needs no write barriers
+	ds := reg.AppendEnabled(buf[:0], defs.KindSystem)
 	for i := range ds {
 		d := &ds[i]
 		if mods.Systems != nil && !slices.Contains(mods.Systems, d.Name) {
@@ -122,7 +114,7 @@ func (rd *renderer) systemParts(reg *defs.Registry, mods *effects.Mods) ([]sysPa
 		}
 		return nil, false
 	}
-	ds = rd.read(reg, defs.KindVariable)
+	ds = reg.AppendEnabled(buf[:0], defs.KindVariable)
 	for i := range ds {
 		d := &ds[i]
 		var text string
@@ -512,8 +504,9 @@ func oldBool(s string) bool {
 func (rd *renderer) tools(reg *defs.Registry, mods *effects.Mods) []ToolSpec {
 	prev := rd.specs
 	var out []ToolSpec
-	n := 0 // tools so far; out is nil while they match prev
-	ds := rd.read(reg, defs.KindTool)
+	n := 0               // tools so far; out is nil while they match prev
+	var buf [16]defs.Def // on the stack, as in systemParts
+	ds := reg.AppendEnabled(buf[:0], defs.KindTool)
 	for i := range ds {
 		d := &ds[i]
 		if mods.Tools != nil && !slices.Contains(mods.Tools, d.Name) {
