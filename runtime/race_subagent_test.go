@@ -1,0 +1,85 @@
+package runtime_test
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/prompt"
+	"github.com/reprompt/reprompt/runtime"
+	"github.com/reprompt/reprompt/snapshots"
+)
+
+// Two sub-agents run in parallel tool calls of the parent, and the tools of
+// each, run in parallel too, change the parent's state through a setter
+// the sub-agent's prompt function closed over. Each change belongs to the
+// parent's call that ran the sub-agent: the parent's state gets the
+// changes in call order (those of A, then those of B), whatever the
+// timing. Before the fix, the changes of the sub-agent whose parent call
+// was bound by goroutine id were recorded in the transaction of the other
+// call (the one found by its frame on the stack), so the order depended on
+// timing.
+func TestParallelSubAgentsChangeParentStateInCallOrder(t *testing.T) {
+	for range 10 {
+		parallelSubAgentsOnce(t)
+		if t.Failed() {
+			return
+		}
+	}
+}
+
+func parallelSubAgentsOnce(t *testing.T) {
+	// All four sub-agent tool calls wait for each other, so that both
+	// parent calls are under way when they change the parent's state.
+	var arrived sync.WaitGroup
+	arrived.Add(4)
+	parent := func(p *prompt.Prompt) error {
+		_, setLog := prompt.State(p, "log", []string{})
+		p.DefAgent("worker", "Work.", func(sp *prompt.Prompt) error {
+			task := sp.Input()
+			prompt.DefTool(sp, "work", "Work.", func(context.Context, noArgs) (string, error) {
+				arrived.Done()
+				waitTimeout(t, &arrived)
+				setLog.Update(func(l []string) []string { return append(slices.Clone(l), task) })
+				return "worked", nil
+			})
+			return nil
+		})
+		p.User("go")
+		return nil
+	}
+	sub := snapshots.Reply{Func: func(req *runtime.Request) snapshots.Reply {
+		if last := req.Messages[len(req.Messages)-1]; last.Role == defs.RoleTool {
+			return snapshots.Text("done")
+		}
+		return snapshots.CallTools(snapshots.Call{Name: "work"}, snapshots.Call{Name: "work"})
+	}}
+	m := snapshots.Script(
+		snapshots.CallTools(
+			snapshots.Call{Name: "worker", Args: prompt.AgentArgs{Task: "A"}},
+			snapshots.Call{Name: "worker", Args: prompt.AgentArgs{Task: "B"}},
+		),
+		sub, sub, sub, sub,
+		snapshots.Text("all done"),
+	)
+	res := run(t, m, parent, runtime.Config{})
+	if diff := cmp.Diff([]string{"A", "A", "B", "B"}, res.Steps[0].State["log"]); diff != "" {
+		t.Errorf("parent state mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// waitTimeout waits for wg, failing t if it takes more than 10 seconds.
+func waitTimeout(t *testing.T, wg *sync.WaitGroup) {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Error("the tool calls did not all start")
+	}
+}
