@@ -144,6 +144,7 @@ type callSlot struct {
 	tx       *state.Tx // nil for a result given by a checkpoint
 	finished bool
 	held     bool          // awaiting approval: no result
+	claimed  bool          // ToolCalls.Finish is recording its result (see executor.go)
 	dur      time.Duration // how long the call ran; 0 if it did not run here
 }
 
