@@ -83,3 +83,60 @@ func waitTimeout(t *testing.T, wg *sync.WaitGroup) {
 		t.Error("the tool calls did not all start")
 	}
 }
+
+type lookupArgs struct {
+	Key string `json:"key"`
+}
+
+// Runs in parallel goroutines, each with parallel sub-agents, share the
+// process-wide caches (tool schemas and validators, the YAML of data,
+// call sites): under -race, nothing they share is written unguarded.
+func TestParallelRunsShareCaches(t *testing.T) {
+	worker := func(p *prompt.Prompt) error {
+		p.DefData("config", map[string]any{"mode": "fast", "tags": []any{"a", "b"}})
+		prompt.DefTool(p, "lookup", "Look up.", func(_ context.Context, a lookupArgs) (string, error) {
+			return "value of " + a.Key, nil
+		})
+		return nil
+	}
+	parent := func(p *prompt.Prompt) error {
+		p.DefData("config", map[string]any{"mode": "fast", "tags": []any{"a", "b"}})
+		p.DefAgent("worker", "Work.", worker)
+		prompt.DefTool(p, "lookup", "Look up.", func(_ context.Context, a lookupArgs) (string, error) {
+			return "value of " + a.Key, nil
+		})
+		p.User("go")
+		return nil
+	}
+	sub := snapshots.Reply{Func: func(req *runtime.Request) snapshots.Reply {
+		if last := req.Messages[len(req.Messages)-1]; last.Role == defs.RoleTool {
+			return snapshots.Text("done")
+		}
+		return snapshots.CallTools(snapshots.Call{Name: "lookup", Args: lookupArgs{"x"}}, snapshots.Call{Name: "lookup", Args: lookupArgs{"y"}})
+	}}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			m := snapshots.Script(
+				snapshots.CallTools(
+					snapshots.Call{Name: "worker", Args: prompt.AgentArgs{Task: "A"}},
+					snapshots.Call{Name: "lookup", Args: lookupArgs{"z"}},
+					snapshots.Call{Name: "worker", Args: prompt.AgentArgs{Task: "B"}},
+				),
+				sub, sub, sub, sub,
+				snapshots.Text("all done"),
+			)
+			res, err := runtime.Run(context.Background(), m, parent, runtime.Config{})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			for _, r := range res.Steps[0].ToolResults {
+				if r.IsError {
+					t.Errorf("result %+v is an error", r)
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
