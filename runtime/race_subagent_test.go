@@ -25,19 +25,33 @@ import (
 // call (the one found by its frame on the stack), so the order depended on
 // timing.
 func TestParallelSubAgentsChangeParentStateInCallOrder(t *testing.T) {
-	for range 10 {
-		parallelSubAgentsOnce(t)
-		if t.Failed() {
-			return
+	t.Run("parallel calls", func(t *testing.T) {
+		for range 10 {
+			parallelSubAgentsOnce(t, 2, runtime.Config{})
+			if t.Failed() {
+				return
+			}
 		}
-	}
+	})
+	// With a tool timeout, even a sub-agent's single call runs on a
+	// goroutine of its own.
+	t.Run("single calls with a timeout", func(t *testing.T) {
+		for range 10 {
+			parallelSubAgentsOnce(t, 1, runtime.Config{ToolTimeout: time.Minute})
+			if t.Failed() {
+				return
+			}
+		}
+	})
 }
 
-func parallelSubAgentsOnce(t *testing.T) {
-	// All four sub-agent tool calls wait for each other, so that both
+// parallelSubAgentsOnce runs two sub-agents in parallel calls, each making
+// calls calls of its tool at once.
+func parallelSubAgentsOnce(t *testing.T, calls int, cfg runtime.Config) {
+	// All the sub-agents' tool calls wait for each other, so that both
 	// parent calls are under way when they change the parent's state.
 	var arrived sync.WaitGroup
-	arrived.Add(4)
+	arrived.Add(2 * calls)
 	parent := func(p *prompt.Prompt) error {
 		_, setLog := prompt.State(p, "log", []string{})
 		p.DefAgent("worker", "Work.", func(sp *prompt.Prompt) error {
@@ -57,7 +71,7 @@ func parallelSubAgentsOnce(t *testing.T) {
 		if last := req.Messages[len(req.Messages)-1]; last.Role == defs.RoleTool {
 			return snapshots.Text("done")
 		}
-		return snapshots.CallTools(snapshots.Call{Name: "work"}, snapshots.Call{Name: "work"})
+		return snapshots.CallTools(slices.Repeat([]snapshots.Call{{Name: "work"}}, calls)...)
 	}}
 	m := snapshots.Script(
 		snapshots.CallTools(
@@ -67,8 +81,9 @@ func parallelSubAgentsOnce(t *testing.T) {
 		sub, sub, sub, sub,
 		snapshots.Text("all done"),
 	)
-	res := run(t, m, parent, runtime.Config{})
-	if diff := cmp.Diff([]string{"A", "A", "B", "B"}, res.Steps[0].State["log"]); diff != "" {
+	res := run(t, m, parent, cfg)
+	want := append(slices.Repeat([]string{"A"}, calls), slices.Repeat([]string{"B"}, calls)...)
+	if diff := cmp.Diff(want, res.Steps[0].State["log"]); diff != "" {
 		t.Errorf("parent state mismatch (-want +got):\n%s", diff)
 	}
 }
