@@ -119,7 +119,7 @@ func misuse(hook string, err error, skip int) {
 }
 
 func (p *Prompt) check(hook string) {
-	if !p.executing {
+	if !onExecution() || !p.executing { // the stack first: another goroutine must not read executing (see hookgoroutine.go)
 		misuse(hook, errOutside, 2)
 	}
 }
@@ -156,7 +156,7 @@ func (p *Prompt) execute(step int, fn Func) (added []defs.Message, err error) {
 			err = &Error{Step: step, Site: callsite.Panic().String(), Panicked: true, Err: perr}
 		}
 	}()
-	if ferr := fn(p); ferr != nil {
+	if ferr := callFn(fn, p); ferr != nil {
 		return nil, &Error{Step: step, Err: ferr}
 	}
 	p.reg.Reconcile()

@@ -104,7 +104,9 @@ func (c *ToolCalls) Finish(i int, content string, isError bool, changes map[stri
 	}
 	call := b.reply.ToolCalls[i]
 	b.mu.Lock()
-	finished, tx := b.slots[i].finished, b.slots[i].tx
+	s := &b.slots[i]
+	finished, tx := s.finished || s.claimed, s.tx
+	s.claimed = true // a concurrent Finish of the same call fails, and records nothing
 	b.mu.Unlock()
 	if finished || tx == nil {
 		return fmt.Errorf("ToolCalls.Finish: call %q already has a result", call.ID)
@@ -114,6 +116,9 @@ func (c *ToolCalls) Finish(i int, content string, isError bool, changes map[stri
 		for _, k := range slices.Sorted(maps.Keys(changes)) {
 			if err := state.SetJSON(b.r.p.Store(), k, changes[k]); err != nil {
 				tx.Unbind()
+				b.mu.Lock()
+				s.claimed = false // not recorded: it may be finished again
+				b.mu.Unlock()
 				return fmt.Errorf("ToolCalls.Finish: call %q: %w", call.ID, err)
 			}
 		}

@@ -219,7 +219,8 @@ type Runner struct {
 	usageMu    sync.Mutex // guards usage and stats
 	obs        *observer  // tracing and logging (see observe.go); nil without them
 	// Records for the step under way (see record.go).
-	agent     string // the sub-agent this runner runs; "" for a top run
+	agent     string   // the sub-agent this runner runs; "" for a top run
+	outer     *outerTx // for a sub-agent, the transactions of the calls that run it (see calltx.go)
 	recMu     sync.Mutex
 	agentRuns []*AgentRun
 	summaries []*Summary

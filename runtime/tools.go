@@ -144,6 +144,7 @@ type callSlot struct {
 	tx       *state.Tx // nil for a result given by a checkpoint
 	finished bool
 	held     bool          // awaiting approval: no result
+	claimed  bool          // ToolCalls.Finish is recording its result (see executor.go)
 	dur      time.Duration // how long the call ran; 0 if it did not run here
 }
 
@@ -226,7 +227,11 @@ func (r *Runner) runTool(ctx context.Context, c defs.ToolCall, offered []ToolSpe
 	} else if len(c.Arguments) > 0 && !json.Valid(c.Arguments) {
 		return fail("the arguments of tool %q are not valid JSON", c.Name)
 	}
-	out, err := r.callTool(promptrt.WithToolCall(ctx, r, c.ID), def.Tool, c.Arguments, tx)
+	tctx := promptrt.WithToolCall(ctx, r, c.ID)
+	if def.Tool.Agent {
+		tctx = r.withOuterTx(tctx, tx) // for the sub-agent's tools (see calltx.go)
+	}
+	out, err := r.callTool(tctx, def.Tool, c.Arguments, tx)
 	r.observeToolError(ctx, err)
 	if err != nil {
 		r.noteToolError(c.ID, err)
@@ -286,7 +291,7 @@ func (e *ToolTimeoutError) Error() string {
 
 func (r *Runner) callTool(ctx context.Context, t *defs.Tool, args []byte, tx *state.Tx) (string, error) {
 	if r.cfg.ToolTimeout <= 0 {
-		return safeCall(ctx, t, args, tx)
+		return safeCall(ctx, t, args, tx, r.outer)
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.ToolTimeout)
 	defer cancel()
@@ -296,7 +301,7 @@ func (r *Runner) callTool(ctx context.Context, t *defs.Tool, args []byte, tx *st
 	}
 	ch := make(chan result, 1)
 	go func() {
-		out, err := safeCall(ctx, t, args, tx)
+		out, err := safeCall(ctx, t, args, tx, r.outer)
 		ch <- result{out, err}
 	}()
 	select {
@@ -310,18 +315,23 @@ func (r *Runner) callTool(ctx context.Context, t *defs.Tool, args []byte, tx *st
 	}
 }
 
-// safeCall calls t on the calling goroutine, bound to tx if set, turning a
-// panic into a *ToolPanicError.
-func safeCall(ctx context.Context, t *defs.Tool, args []byte, tx *state.Tx) (out string, err error) {
+// safeCall calls t on the calling goroutine, bound to tx if set and to the
+// transactions of outer (a sub-agent's), turning a panic into a
+// *ToolPanicError.
+func safeCall(ctx context.Context, t *defs.Tool, args []byte, tx *state.Tx, outer *outerTx) (out string, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = &ToolPanicError{Tool: t.Name, Site: callsite.Panic().String(), Value: v}
 		}
 	}()
-	if tx != nil {
-		return tx.Run(t.Call, ctx, args)
+	call := t.Call
+	if outer != nil {
+		call = withOuter(call, outer)
 	}
-	return t.Call(ctx, args)
+	if tx != nil {
+		return tx.Run(call, ctx, args)
+	}
+	return call(ctx, args)
 }
 
 // RunAgent runs a sub-agent to completion with the same model and
@@ -341,6 +351,7 @@ func (r *Runner) RunAgent(ctx context.Context, name string, fn prompt.Func, task
 		cfg.MaxSteps = cfg.AgentMaxSteps
 	}
 	sub := NewAgent(r.model, fn, cfg, name, task)
+	sub.outer = outerTxOf(ctx)
 	res, err := sub.Run(ctx)
 	if err == nil && len(res.Awaiting) > 0 {
 		// A sub-agent runs inside one tool call: it cannot wait for a

@@ -80,9 +80,14 @@ func (tx *Tx) Bind() {
 // frame of Run on the stack instead of reading the goroutine's id, which
 // costs microseconds. One Run per store is found that way at a time; a Run
 // that starts while another is under way on the same store is bound by
-// goroutine id, as Bind does. A goroutine f starts that is itself under a
-// Run, of any store (the tool calls of a sub-agent that f runs), counts as
-// under this one too: its changes to this store are recorded in tx.
+// goroutine id, as Bind does. Unlike Bind, Run may bind one transaction to
+// several goroutines at once: the runtime runs each tool call of a
+// sub-agent under the transaction of the parent's call too, so that the
+// sub-agent's changes to the parent's state are recorded in the parent
+// call's transaction. A goroutine f starts that is itself under a Run, of
+// any store, and is bound to no transaction of this store, counts as under
+// the Run found by its frame: its changes to this store are recorded in
+// that Run's transaction.
 func (tx *Tx) Run(f func(context.Context, json.RawMessage) (string, error), ctx context.Context, args json.RawMessage) (string, error) {
 	s := tx.s
 	s.mu.Lock()
@@ -93,8 +98,28 @@ func (tx *Tx) Run(f func(context.Context, json.RawMessage) (string, error), ctx 
 	}
 	s.mu.Unlock()
 	if !byFrame {
-		tx.Bind()
-		defer tx.Unbind()
+		// Bound by id, but not through Bind, which binds one goroutine at
+		// a time: the tool calls of a sub-agent run their parent call's
+		// transaction on goroutines of their own, concurrently.
+		id := goid()
+		s.mu.Lock()
+		if s.txs == nil {
+			s.txs = make(map[uint64]*Tx)
+		}
+		prev := s.txs[id]
+		s.txs[id] = tx
+		s.bound.Add(1)
+		s.mu.Unlock()
+		defer func() {
+			s.mu.Lock()
+			if prev != nil {
+				s.txs[id] = prev
+			} else {
+				delete(s.txs, id)
+			}
+			s.bound.Add(-1)
+			s.mu.Unlock()
+		}()
 		return runFramed(f, ctx, args)
 	}
 	defer func() {
