@@ -28,8 +28,9 @@ type Config struct {
 	// ErrMaxSteps. No other stop condition overrides it, and it overrides
 	// none.
 	MaxSteps int
-	// StopWhen, if set, is called after every step; returning true ends the
-	// run normally.
+	// StopWhen, if set, is called after every step of the run (not of its
+	// sub-agents, which run inside tool calls); returning true ends the run
+	// normally.
 	StopWhen func(last *Step) bool
 	// StopTools names tools that end the run once one of them ran without
 	// error; the model is not called again.

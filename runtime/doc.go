@@ -122,12 +122,14 @@
 //
 // # Concurrency
 //
-// A [Runner] is not safe for concurrent use: one goroutine drives it. The
+// A [Runner] is not safe for concurrent use: one goroutine drives it
+// ([Runner.Stats] excepted, for progress reports). The
 // tool calls of one reply run concurrently, each on its own goroutine, and
 // sub-agents declared with prompt.Prompt.DefAgent run inside them, so a
 // [Model] must be safe for concurrent use when the prompt declares
 // sub-agents. Callbacks (Config.StopWhen, Config.OnDelta) are called on
-// the goroutine that drives the runner.
+// the goroutine that drives the runner, for its own steps: not for those
+// of its sub-agents.
 //
 // A [ToolExecutor] (Config.ToolExecutor) takes the tool calls of each reply
 // instead: it may run them wherever it likes and report their results and

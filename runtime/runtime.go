@@ -287,12 +287,14 @@ func (r *Runner) Transcript() []defs.Message { return slices.Clip(r.transcript) 
 // StepNumber returns the number of the next step.
 func (r *Runner) StepNumber() int { return r.step }
 
-// Stats returns the run's totals so far.
+// Stats returns the run's totals so far. It may be called from another
+// goroutine while the run goes on (a progress report), unlike the
+// runner's other methods.
 func (r *Runner) Stats() effects.RunStats {
 	r.usageMu.Lock()
-	s := r.stats
+	s, started := r.stats, r.started
 	r.usageMu.Unlock()
-	s.Elapsed = r.elapsed()
+	s.Elapsed = r.elapsedSince(started)
 	return s
 }
 
@@ -367,7 +369,10 @@ func (r *Runner) Next(ctx context.Context) (*Step, error) {
 		return nil, r.awaitingError()
 	}
 	if r.started.IsZero() {
-		r.started = r.now()
+		now := r.now()
+		r.usageMu.Lock() // Stats reads it from any goroutine
+		r.started = now
+		r.usageMu.Unlock()
 	}
 	ctx = r.observeStep(ctx)
 	r.recorder.begin(r)
@@ -445,11 +450,15 @@ func (r *Runner) Close() error {
 	return promptrt.Effects(r.p).Close()
 }
 
-func (r *Runner) elapsed() time.Duration {
-	if r.started.IsZero() {
+func (r *Runner) elapsed() time.Duration { return r.elapsedSince(r.started) }
+
+// elapsedSince returns the run's elapsed time for a run that started (in
+// this process) at started. elapsed0 is set before the run starts.
+func (r *Runner) elapsedSince(started time.Time) time.Duration {
+	if started.IsZero() {
 		return r.elapsed0
 	}
-	return r.elapsed0 + r.now().Sub(r.started)
+	return r.elapsed0 + r.now().Sub(started)
 }
 
 func (r *Runner) maxSteps() int {

@@ -341,7 +341,10 @@ func safeCall(ctx context.Context, t *defs.Tool, args []byte, tx *state.Tx, oute
 // prompt.AgentRunner.
 func (r *Runner) RunAgent(ctx context.Context, name string, fn prompt.Func, task string) (string, error) {
 	cfg := r.cfg
-	cfg.OnDelta = nil
+	// The run's callbacks are the parent's: they are called on the goroutine
+	// that drives it (see the package doc), and a sub-agent runs in a tool
+	// call's goroutine, in parallel with others.
+	cfg.OnDelta, cfg.StopWhen = nil, nil
 	// A sub-agent runs inside one tool call of the parent, whose checkpoints
 	// record its answer: it must not write checkpoints into the parent's
 	// session.
