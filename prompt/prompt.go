@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
@@ -30,6 +31,7 @@ type Prompt struct {
 	step          int
 	input         string
 	executing     bool
+	execG         atomic.Uintptr         // callsite.G() of the goroutine executing the prompt function; 0 outside executions
 	seen          map[string]struct{}    // identities of declared messages added so far
 	restored      map[string]struct{}    // role+text identities restored by markMessagesSeen
 	seenList      []string               // seenMessages' last result, nil once seen or restored changed
@@ -119,6 +121,14 @@ func misuse(hook string, err error, skip int) {
 }
 
 func (p *Prompt) check(hook string) {
+	if g := callsite.G(); g != 0 {
+		// The goroutine executing the prompt function, if any, by its
+		// identity: one load and a comparison.
+		if g != p.execG.Load() {
+			misuse(hook, errOutside, 2)
+		}
+		return
+	}
 	if !onExecution() || !p.executing { // the stack first: another goroutine must not read executing (see hookgoroutine.go)
 		misuse(hook, errOutside, 2)
 	}
@@ -141,8 +151,10 @@ func (p *Prompt) execute(step int, fn Func) (added []defs.Message, err error) {
 	p.reg.BeginExecution()
 	p.eff.Begin()
 	p.executing = true
+	p.execG.Store(callsite.G())
 	defer func() {
 		p.executing = false
+		p.execG.Store(0)
 		if v := recover(); v != nil {
 			var me *MisuseError
 			if e, ok := v.(error); ok && errors.As(e, &me) {

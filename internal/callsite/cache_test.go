@@ -72,3 +72,32 @@ func TestCallerFramesCompareByPlace(t *testing.T) {
 	assert.Equal(t, st, fs[2].Stack(nil), "named twice")
 	assert.NotEqual(t, st, other.Stack(nil))
 }
+
+// TestGIdentifiesGoroutines checks G where the frame walk exists: stable
+// on a goroutine across stack growth, different on goroutines alive at
+// once; and 0 elsewhere.
+func TestGIdentifiesGoroutines(t *testing.T) {
+	g := G()
+	if !haveWalk {
+		assert.Zero(t, g)
+		return
+	}
+	require.NotZero(t, g, "the check at first use turned G off")
+	assert.Equal(t, g, growStack(200, G), "after the stack grew")
+	const n = 8
+	ids := make(chan uintptr, n)
+	release := make(chan struct{})
+	for range n {
+		go func() {
+			ids <- G()
+			<-release // alive until every id is read
+		}()
+	}
+	seen := map[uintptr]bool{g: true}
+	for range n {
+		id := <-ids
+		assert.False(t, seen[id], "two live goroutines share %#x", id)
+		seen[id] = true
+	}
+	close(release)
+}

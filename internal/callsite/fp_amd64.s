@@ -78,3 +78,13 @@ finddone:
 	MOVQ	AX, status+16(FP)
 	MOVQ	R8, last+24(FP)
 	RET
+
+// func getg() uintptr
+//
+// The calling goroutine's g, which the runtime keeps in thread-local
+// storage: an identity of the goroutine while it lives.
+TEXT ·getg(SB), NOSPLIT|NOFRAME, $0-8
+	MOVQ	TLS, CX
+	MOVQ	0(CX)(TLS*1), AX
+	MOVQ	AX, ret+0(FP)
+	RET

@@ -77,3 +77,12 @@ finddone:
 	MOVD	R4, status+16(FP)
 	MOVD	R5, last+24(FP)
 	RET
+
+// func getg() uintptr
+//
+// The calling goroutine's g, which the runtime keeps in register g (R28):
+// an identity of the goroutine while it lives.
+TEXT ·getg(SB), NOSPLIT|NOFRAME, $0-8
+	MOVD	g, R0
+	MOVD	R0, ret+0(FP)
+	RET

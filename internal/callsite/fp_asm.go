@@ -18,3 +18,6 @@ func walk(pcs []uintptr) (n int, status int)
 // and reports statusFound, or statusEnd with the outermost frame's return
 // address, or statusBad (also when limit frames were walked).
 func find(pc uintptr, limit int) (status int, last uintptr)
+
+// getg returns the calling goroutine's g (see G).
+func getg() uintptr

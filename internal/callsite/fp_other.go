@@ -9,3 +9,5 @@ const haveWalk = false
 func walk(pcs []uintptr) (n int, status int) { return 0, statusBad }
 
 func find(pc uintptr, limit int) (status int, last uintptr) { return statusBad, 0 }
+
+func getg() uintptr { return 0 }
