@@ -450,8 +450,6 @@ func (r *Runner) Close() error {
 	return promptrt.Effects(r.p).Close()
 }
 
-func (r *Runner) elapsed() time.Duration { return r.elapsedSince(r.started) }
-
 // elapsedSince returns the run's elapsed time for a run that started (in
 // this process) at started. elapsed0 is set before the run starts.
 func (r *Runner) elapsedSince(started time.Time) time.Duration {
