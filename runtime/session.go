@@ -67,6 +67,11 @@ func (r *Runner) restore(cp *session.Checkpoint) error {
 	if err := ValidateMessages(cp.Transcript); err != nil {
 		return corrupt(fmt.Errorf("transcript: %w", err))
 	}
+	if cp.Pending != nil {
+		if err := checkPendingReply(cp.Transcript, cp.Pending.Reply); err != nil {
+			return corrupt(fmt.Errorf("pending reply: %w", err))
+		}
+	}
 	if err := r.restoreRetired(cp); err != nil {
 		return corrupt(err)
 	}
