@@ -27,7 +27,7 @@ func TestResumeDamagedPendingReply(t *testing.T) {
 		{Role: defs.RoleTool, ToolCallID: "c1", Name: "a", Content: "1"},
 	}
 	for name, reply := range map[string]defs.Message{
-		"not an assistant message": {Role: defs.RoleUser, ToolCalls: []defs.ToolCall{{ID: "c2", Name: "a", Arguments: args}}},
+		"not an assistant message":    {Role: defs.RoleUser, ToolCalls: []defs.ToolCall{{ID: "c2", Name: "a", Arguments: args}}},
 		"a call id of the transcript": {Role: defs.RoleAssistant, ToolCalls: []defs.ToolCall{{ID: "c1", Name: "a", Arguments: args}}},
 		"a call id twice": {Role: defs.RoleAssistant, ToolCalls: []defs.ToolCall{
 			{ID: "c2", Name: "a", Arguments: args}, {ID: "c2", Name: "b", Arguments: args}}},
