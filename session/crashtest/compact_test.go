@@ -22,7 +22,10 @@ const compactEnv = "REPROMPT_CRASHTEST_COMPACT"
 
 // compactModel makes the calls of model at each step, numbered by the
 // request's step (the transcript is compacted: counting its messages would
-// not tell the step), and answers after the last.
+// not tell the step), and answers after the last. Its calls have the same
+// ids at every step, as servers that number the calls of a reply send
+// them: the runtime gives them ids unique in the run, which the ledger
+// takes as idempotency keys, also across a compaction and a resume.
 type compactModel struct{}
 
 func (compactModel) Generate(ctx context.Context, req *runtime.Request) (*runtime.Reply, error) {
@@ -32,8 +35,8 @@ func (compactModel) Generate(ctx context.Context, req *runtime.Request) (*runtim
 		return &runtime.Reply{Message: defs.AssistantMessage(fmt.Sprintf("done after %d steps", k)), Usage: usage}, nil
 	}
 	return &runtime.Reply{Message: defs.Message{Role: defs.RoleAssistant, Content: fmt.Sprint("step ", k), ToolCalls: []defs.ToolCall{
-		{ID: fmt.Sprintf("s%d-a", k), Name: "add", Arguments: json.RawMessage(fmt.Sprintf(`{"n":%d}`, k))},
-		{ID: fmt.Sprintf("s%d-b", k), Name: "add", Arguments: json.RawMessage(fmt.Sprintf(`{"n":%d}`, 100+k))},
+		{ID: "call_0", Name: "add", Arguments: json.RawMessage(fmt.Sprintf(`{"n":%d}`, k))},
+		{ID: "call_1", Name: "add", Arguments: json.RawMessage(fmt.Sprintf(`{"n":%d}`, 100+k))},
 	}}, Usage: usage}, nil
 }
 
