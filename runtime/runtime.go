@@ -204,21 +204,22 @@ type Runner struct {
 	prefix    func(int) int
 	completer effects.Completer
 	// Sessions (see session.go).
-	seq         int64
-	generation  int            // incremented by every rewrite of the transcript
-	savedGen    int            // generation of the last checkpoint saved
-	saved       []defs.Message // transcript of the last checkpoint saved
-	pending     *session.Pending
-	restored    bool                // pending comes from a checkpoint (Resume)
-	approvals   []session.Approval  // the calls of the step under way that need approval (approval.go)
-	offered     []string            // tools offered by the request of the step under way
-	retired     map[string]struct{} // call ids of messages commits took out of the transcript (see uniqueCallIDs)
-	retiredJSON json.RawMessage     // retired as checkpoints keep it; nil until needed (see callids.go)
-	batch       *callBatch          // kept for the next reply's calls (see newBatch)
-	spareReq    *Request            // where render puts the step's first request, allocated with its record
-	saveMu      sync.Mutex
-	usageMu     sync.Mutex // guards usage and stats
-	obs         *observer  // tracing and logging (see observe.go); nil without them
+	seq        int64
+	generation int            // incremented by every rewrite of the transcript
+	savedGen   int            // generation of the last checkpoint saved
+	saved      []defs.Message // transcript of the last checkpoint saved
+	pending    *session.Pending
+	restored   bool                // pending comes from a checkpoint (Resume)
+	approvals  []session.Approval  // the calls of the step under way that need approval (approval.go)
+	offered    []string            // tools offered by the request of the step under way
+	retired    map[string]struct{} // call ids of messages commits took out of the transcript (see uniqueCallIDs)
+	batch      *callBatch          // kept for the next reply's calls (see newBatch)
+	spareReq   *Request            // where render puts the step's first request, allocated with its record
+	saveMu     sync.Mutex
+	usageMu    sync.Mutex // guards usage and stats
+	obs        *observer  // tracing and logging (see observe.go); nil without them
+	// The retired call ids as checkpoints keep them; nil until needed (see callids.go).
+	retiredJSON json.RawMessage
 	// Records for the step under way (see record.go).
 	agent     string   // the sub-agent this runner runs; "" for a top run
 	outer     *outerTx // for a sub-agent, the transactions of the calls that run it (see calltx.go)
