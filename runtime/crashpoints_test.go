@@ -175,7 +175,7 @@ func (goExecutor) ExecuteTools(ctx context.Context, calls *runtime.ToolCalls) er
 func killAtEverySave(t *testing.T, x runtime.ToolExecutor) {
 	ctx := context.Background()
 	cfg := func(st session.Store) runtime.Config {
-		return runtime.Config{Store: st, SessionID: "mixed", ToolTimeout: 20 * time.Millisecond, ToolExecutor: x}
+		return runtime.Config{Store: st, SessionID: "mixed", ToolTimeout: 50 * time.Millisecond, ToolExecutor: x}
 	}
 	count := &killingStore{Store: session.NewMemory()}
 	var plain invocations

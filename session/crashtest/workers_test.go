@@ -156,14 +156,19 @@ func TestTwoWorkersResumeOneSession(t *testing.T) {
 				}
 				out := make([]result, 2)
 				var wg sync.WaitGroup
+				// Both load the same checkpoint before either runs.
+				var loaded sync.WaitGroup
+				loaded.Add(2)
 				for w := range 2 {
 					st := open(t)
 					wg.Go(func() {
 						r, err := runtime.Resume(ctx, bm, fn, runtime.Config{Store: st, SessionID: id, MaxSteps: steps + 5})
+						loaded.Done()
 						if err != nil {
 							out[w].err = err
 							return
 						}
+						loaded.Wait()
 						out[w].res, out[w].err = r.Run(ctx)
 					})
 				}
