@@ -218,6 +218,8 @@ type Runner struct {
 	saveMu     sync.Mutex
 	usageMu    sync.Mutex // guards usage and stats
 	obs        *observer  // tracing and logging (see observe.go); nil without them
+	// The retired call ids as checkpoints keep them; nil until needed (see callids.go).
+	retiredJSON json.RawMessage
 	// Records for the step under way (see record.go).
 	agent     string   // the sub-agent this runner runs; "" for a top run
 	outer     *outerTx // for a sub-agent, the transactions of the calls that run it (see calltx.go)
@@ -716,21 +718,13 @@ func (r *Runner) commit(msgs []defs.Message) error {
 	if err != nil {
 		return err
 	}
-	// The call ids msgs drops stay used (see uniqueCallIDs): all the
-	// transcript's when the validator forgets them, else those of the
-	// messages it has not read.
-	gone := r.transcript
+	// The call ids msgs drops stay used (see uniqueCallIDs, callids.go).
+	// When the validator keeps its state, msgs keeps the ids it read.
+	gone, kept := r.transcript, msgs
 	if keep {
-		gone = gone[r.valid.n:]
+		gone, kept = gone[r.valid.n:], kept[r.valid.n:]
 	}
-	for _, m := range gone {
-		for _, c := range m.ToolCalls {
-			if r.retired == nil {
-				r.retired = make(map[string]struct{})
-			}
-			r.retired[c.ID] = struct{}{}
-		}
-	}
+	r.retire(gone, kept)
 	r.observeCommit(msgs)
 	r.recorder.commit(len(r.transcript), len(msgs))
 	r.transcript = slices.Clip(msgs)

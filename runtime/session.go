@@ -67,6 +67,14 @@ func (r *Runner) restore(cp *session.Checkpoint) error {
 	if err := ValidateMessages(cp.Transcript); err != nil {
 		return corrupt(fmt.Errorf("transcript: %w", err))
 	}
+	if cp.Pending != nil {
+		if err := checkPendingReply(cp.Transcript, cp.Pending.Reply); err != nil {
+			return corrupt(fmt.Errorf("pending reply: %w", err))
+		}
+	}
+	if err := r.restoreRetired(cp); err != nil {
+		return corrupt(err)
+	}
 	promptrt.Effects(r.p).Restore(cp.Effects)
 	promptrt.MarkMessagesSeen(r.p, cp.SeenMessages)
 	r.transcript = cp.Transcript
@@ -94,6 +102,10 @@ func (r *Runner) checkpoint(done bool, pending *session.Pending) (*session.Check
 	if err != nil {
 		return nil, err
 	}
+	extra, err := r.retiredExtra()
+	if err != nil {
+		return nil, err
+	}
 	s := r.Stats()
 	return &session.Checkpoint{
 		SessionID:    r.cfg.SessionID,
@@ -107,7 +119,8 @@ func (r *Runner) checkpoint(done bool, pending *session.Pending) (*session.Check
 		Pending:      pending,
 		Stats: session.Stats{Steps: s.Steps, InputTokens: s.InputTokens, OutputTokens: s.OutputTokens,
 			CachedTokens: s.CachedTokens, Cost: s.Cost, ElapsedNS: int64(s.Elapsed)},
-		Done: done,
+		Extra: extra,
+		Done:  done,
 	}, nil
 }
 

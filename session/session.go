@@ -72,8 +72,8 @@ type Checkpoint struct {
 	Pending *Pending
 	// Stats are the limits used so far.
 	Stats Stats
-	// Extra holds opaque data of built-in effects (summaries, breakers),
-	// by name.
+	// Extra holds opaque data of built-in effects (summaries, breakers)
+	// and of the runtime (runtime.RetiredCallIDsKey), by name.
 	Extra map[string]json.RawMessage
 	// Done reports that the run ended.
 	Done bool

@@ -241,9 +241,14 @@ func child(dir string) error {
 	if cp, err := st.Latest(ctx, sessionID); err == nil && cp.Done {
 		return nil // finished before the last kill struck
 	}
-	r, err := runtime.Resume(ctx, model{mark}, agent(l, mark), cfg)
+	var md runtime.Model = model{mark}
+	fn := agent(l, mark)
+	if os.Getenv(compactEnv) != "" { // compact_test.go
+		md, fn = compactModel{}, compactAgent(l)
+	}
+	r, err := runtime.Resume(ctx, md, fn, cfg)
 	if errors.Is(err, session.ErrNotFound) {
-		r, err = runtime.New(model{mark}, agent(l, mark), cfg), nil
+		r, err = runtime.New(md, fn, cfg), nil
 	}
 	if err != nil {
 		return err
