@@ -275,6 +275,9 @@ func convertReply(resp *sdk.ChatCompletionResponse, raw []byte) (*runtime.Reply,
 	if choice == nil {
 		return nil, fmt.Errorf("response %q has no choices", resp.ID)
 	}
+	if choice.FinishReason == finishError {
+		return nil, ErrReplyFailed
+	}
 	msg := defs.Message{
 		Role:      defs.RoleAssistant,
 		Content:   choice.Message.Content,

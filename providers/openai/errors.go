@@ -61,6 +61,10 @@ func classify(ctx context.Context, err error) *runtime.ModelError {
 		return &runtime.ModelError{Message: err.Error(), Err: err}
 	}
 
+	if errors.Is(err, ErrReplyFailed) {
+		return &runtime.ModelError{Message: err.Error(), Retryable: true, Err: err}
+	}
+
 	if tl, ok := errors.AsType[*ReplyTooLargeError](err); ok {
 		return &runtime.ModelError{Message: tl.Error(), Err: err}
 	}
@@ -120,7 +124,7 @@ func classify(ctx context.Context, err error) *runtime.ModelError {
 			e.Retryable = retryableStatus(e.StatusCode)
 		default:
 			// An error event inside a stream carries no status.
-			e.Retryable = apiErr.Type == "server_error" || code == "rate_limit_exceeded" || apiErr.Type == "overloaded_error"
+			e.Retryable = apiErr.Type == "server_error" || code == "server_error" || code == "rate_limit_exceeded" || apiErr.Type == "overloaded_error"
 		}
 		if e.StatusCode == http.StatusTooManyRequests || e.StatusCode >= 500 {
 			e.ContextTooLong = false

@@ -101,6 +101,9 @@ func (m *Model) Generate(ctx context.Context, req *runtime.Request) (*runtime.Re
 		if err != nil {
 			return nil, false, err
 		}
+		if err := replyError(ex.raw, ex.status); err != nil {
+			return nil, false, err
+		}
 		reply, err := convertReply(&resp, ex.raw)
 		return reply, false, err
 	})
@@ -243,6 +246,9 @@ func (m *Model) streamOnce(ctx context.Context, ex *exchange, onDelta func(runti
 			// an error.
 			return nil, delivered, streamEventError(ex)
 		}
+		if err := replyError(raw, ex.status); err != nil {
+			return nil, delivered, err
+		}
 		var chunk sdk.ChatCompletionStreamResponse
 		if err := json.Unmarshal(raw, &chunk); err != nil {
 			return nil, delivered, fmt.Errorf("openai: a stream event is not a chunk (%w): %s", err, bodyText(raw))
@@ -257,6 +263,9 @@ func (m *Model) streamOnce(ctx context.Context, ex *exchange, onDelta func(runti
 	}
 	if !acc.finished {
 		return nil, delivered, ErrStreamCut
+	}
+	if acc.finish == finishError {
+		return nil, delivered, ErrReplyFailed
 	}
 	return acc.reply(), delivered, nil
 }

@@ -1,0 +1,154 @@
+package openai
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/reprompt/reprompt/runtime"
+)
+
+// oddServer answers every request with status 200, Content-Type ct and
+// body as is, and counts the requests.
+func oddServer(t *testing.T, ct, body string) (Config, *int) {
+	t.Helper()
+	hits := new(int)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		*hits++
+		w.Header().Set("Content-Type", ct)
+		w.WriteHeader(http.StatusOK)
+		fmt.Fprint(w, body)
+	}))
+	t.Cleanup(srv.Close)
+	return Config{BaseURL: srv.URL + "/v1", Model: "m", MaxRetries: -1}, hits
+}
+
+func sseData(payloads ...string) string {
+	var s string
+	for _, p := range payloads {
+		s += "data: " + p + "\n\n"
+	}
+	return s
+}
+
+// callOdd sends one request, streamed or not, with a deadline, and returns
+// the reply, the *runtime.ModelError and the deltas delivered.
+func callOdd(t *testing.T, cfg Config, stream bool) (*runtime.Reply, *runtime.ModelError, []runtime.Delta) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	m := New(cfg)
+	var deltas []runtime.Delta
+	var rep *runtime.Reply
+	var err error
+	if stream {
+		rep, err = m.Stream(ctx, userRequest("hi"), func(d runtime.Delta) { deltas = append(deltas, d) })
+	} else {
+		rep, err = m.Generate(ctx, userRequest("hi"))
+	}
+	if err == nil {
+		return rep, nil, deltas
+	}
+	me, ok := errors.AsType[*runtime.ModelError](err)
+	require.True(t, ok, "error %T is not a *runtime.ModelError: %v", err, err)
+	return rep, me, deltas
+}
+
+// TestErrorInsideSuccessfulReply has servers report a failure inside a 200
+// reply: OpenRouter's mid-stream error chunk (an "error" beside the
+// choices, finish_reason "error"), an error chunk whose "error" is not the
+// first key (go-openai only sees those that start with it), a proxy's 200
+// {"error":…} body, and finish_reason "error" alone. None may become a
+// reply: the partial text must not join the transcript, and the error must
+// carry the server's message.
+func TestErrorInsideSuccessfulReply(t *testing.T) {
+	half := `{"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"half a repl"}}]}`
+	tests := []struct {
+		name      string
+		stream    bool
+		ct, body  string
+		retryable bool
+		status    int
+		message   string
+	}{
+		{
+			name: "OpenRouter mid-stream error chunk", stream: true, ct: "text/event-stream",
+			body: sseData(half,
+				`{"id":"x","object":"chat.completion.chunk","provider":"openai","error":{"code":"server_error","message":"Provider disconnected unexpectedly"},"choices":[{"index":0,"delta":{"content":""},"finish_reason":"error"}]}`,
+				"[DONE]"),
+			retryable: true, message: "Provider disconnected unexpectedly",
+		},
+		{
+			name: "error chunk with a numeric code", stream: true, ct: "text/event-stream",
+			body:      sseData(half, `{"id":"x","error":{"code":502,"message":"upstream went away"},"choices":[]}`, "[DONE]"),
+			retryable: true, status: 502, message: "upstream went away",
+		},
+		{
+			name: "error chunk naming a client error", stream: true, ct: "text/event-stream",
+			body:    sseData(half, `{"id":"x","error":{"code":400,"message":"bad tool schema"}}`, "[DONE]"),
+			status:  400,
+			message: "bad tool schema",
+		},
+		{
+			name: "finish_reason error alone, streamed", stream: true, ct: "text/event-stream",
+			body:      sseData(half, `{"id":"x","choices":[{"index":0,"delta":{},"finish_reason":"error"}]}`, "[DONE]"),
+			retryable: true, message: `finish_reason "error"`,
+		},
+		{
+			name: "200 with an OpenAI-shaped error", ct: "application/json",
+			body:    `{"error":{"message":"The model xyz does not exist","type":"invalid_request_error","code":"model_not_found"}}`,
+			message: "The model xyz does not exist",
+		},
+		{
+			name: "200 with a string error", ct: "application/json",
+			body:    `{"error":"upstream overloaded"}`,
+			message: "upstream overloaded",
+		},
+		{
+			name: "200 with an error and a status", ct: "application/json",
+			body:      `{"error":{"message":"try again","code":503}}`,
+			retryable: true, status: 503, message: "try again",
+		},
+		{
+			name: "finish_reason error alone", ct: "application/json",
+			body:      `{"id":"x","choices":[{"index":0,"message":{"role":"assistant","content":"half a repl"},"finish_reason":"error"}]}`,
+			retryable: true, message: `finish_reason "error"`,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, _ := oddServer(t, tc.ct, tc.body)
+			rep, me, _ := callOdd(t, cfg, tc.stream)
+			require.NotNil(t, me, "a failed reply was returned as a reply: %+v", rep)
+			assert.Nil(t, rep)
+			assert.Contains(t, me.Message, tc.message)
+			assert.Equal(t, tc.retryable, me.Retryable, "Retryable")
+			assert.Equal(t, tc.status, me.StatusCode, "StatusCode")
+		})
+	}
+}
+
+// TestNullErrorIsNoError checks that a reply or chunk with "error": null
+// (some servers always send the field) is a normal reply.
+func TestNullErrorIsNoError(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		body := `{"id":"x","error":null,"choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}`
+		ct := "application/json"
+		if stream {
+			body = sseData(`{"id":"x","error":null,"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":"stop"}]}`, "[DONE]")
+			ct = "text/event-stream"
+		}
+		cfg, _ := oddServer(t, ct, body)
+		rep, me, _ := callOdd(t, cfg, stream)
+		require.Nil(t, me)
+		assert.Equal(t, "hi", rep.Message.Content)
+		assert.Equal(t, runtime.FinishStop, rep.FinishReason)
+	}
+}

@@ -1,0 +1,61 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	sdk "github.com/sashabaranov/go-openai"
+)
+
+// ErrReplyFailed is wrapped by the *runtime.ModelError returned when a
+// server ends a reply with finish_reason "error" (OpenRouter does when the
+// upstream provider fails mid-reply) without saying more. The partial reply
+// is dropped. Such an error is retryable.
+var ErrReplyFailed = errors.New(`openai: the server ended the reply with finish_reason "error"`)
+
+var errorKey = []byte(`"error"`)
+
+// replyError returns the error a successful (2xx) response body or stream
+// chunk carries at its top level, or nil: some proxies answer 200 with
+// {"error":…}, and OpenRouter sends a chunk with an "error" beside its
+// choices when the upstream provider fails mid-stream. An error object in
+// OpenAI's shape becomes an *openai.APIError whose status is the one it
+// names (0 when none); any other becomes an *openai.RequestError carrying
+// the payload, as go-openai reports a failed response.
+func replyError(raw []byte, status int) error {
+	if !bytes.Contains(raw, errorKey) {
+		return nil
+	}
+	var top struct {
+		Error json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(raw, &top) != nil {
+		return nil
+	}
+	payload := bytes.TrimSpace(top.Error)
+	if len(payload) == 0 || string(payload) == "null" || string(payload) == `""` || string(payload) == "{}" {
+		return nil
+	}
+	if payload[0] == '{' {
+		var api sdk.APIError
+		if json.Unmarshal(payload, &api) == nil && api.Message != "" {
+			api.HTTPStatusCode = statusInBody(raw)
+			if api.HTTPStatusCode != 0 {
+				api.HTTPStatus = fmt.Sprintf("%d %s", api.HTTPStatusCode, http.StatusText(api.HTTPStatusCode))
+			}
+			return &api
+		}
+	}
+	return &sdk.RequestError{
+		HTTPStatus:     fmt.Sprintf("%d %s", status, http.StatusText(status)),
+		HTTPStatusCode: status,
+		Err:            errors.New("openai: the server sent an error in a successful response"),
+		Body:           bytes.Clone(raw),
+	}
+}
+
+// finishError is the finish_reason OpenRouter gives a reply that failed.
+const finishError sdk.FinishReason = "error"
