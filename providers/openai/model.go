@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -52,6 +53,12 @@ func New(cfg Config) *Model {
 	sc.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
 	sc.OrgID = cfg.Organization
 	sc.HTTPClient = doer{client: cfg.HTTPClient}
+	if cfg.MaxReplyBytes > 0 {
+		// go-openai fails a stream after 300 lines without data in a row;
+		// SSE comments sent as keepalives while a model thinks are such
+		// lines. MaxReplyBytes bounds them instead.
+		sc.EmptyMessagesLimit = math.MaxUint
+	}
 	return &Model{cfg: cfg, client: sdk.NewClientWithConfig(sc), redact: redactor{secret: cfg.APIKey}}
 }
 

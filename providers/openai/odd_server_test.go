@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -151,4 +153,35 @@ func TestNullErrorIsNoError(t *testing.T) {
 		assert.Equal(t, "hi", rep.Message.Content)
 		assert.Equal(t, runtime.FinishStop, rep.FinishReason)
 	}
+}
+
+// TestStreamKeepalives has a server send SSE comments while the model
+// thinks, as sse-starlette and OpenRouter do: they are not an error
+// (go-openai fails a stream after 300 lines without data), and a server
+// that sends nothing else is stopped by MaxReplyBytes.
+func TestStreamKeepalives(t *testing.T) {
+	var body strings.Builder
+	for range 1000 {
+		body.WriteString(": ping - 2026-11-23 16:00:00\r\n\r\n")
+	}
+	body.WriteString(sseData(`{"id":"x","choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":"stop"}]}`, "[DONE]"))
+	cfg, _ := oddServer(t, "text/event-stream", body.String())
+	rep, me, _ := callOdd(t, cfg, true)
+	require.Nil(t, me)
+	assert.Equal(t, "hi", rep.Message.Content)
+
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for r.Context().Err() == nil {
+			if _, err := io.WriteString(w, ": keepalive\n\n"); err != nil {
+				return
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	_, me, _ = callOdd(t, Config{BaseURL: srv.URL + "/v1", Model: "m", MaxRetries: -1, MaxReplyBytes: 1 << 20}, true)
+	require.NotNil(t, me)
+	tl, ok := errors.AsType[*ReplyTooLargeError](me)
+	require.True(t, ok, "want a *ReplyTooLargeError, got %v", me)
+	assert.True(t, tl.Streamed)
 }
