@@ -268,6 +268,9 @@ func (m *Model) streamOnce(ctx context.Context, ex *exchange, onDelta func(runti
 	if err := ctx.Err(); err != nil {
 		return nil, delivered, err
 	}
+	if ex.whole {
+		return wholeReply(ex, onDelta)
+	}
 	if !acc.finished {
 		return nil, delivered, ErrStreamCut
 	}

@@ -185,3 +185,52 @@ func TestStreamKeepalives(t *testing.T) {
 	require.True(t, ok, "want a *ReplyTooLargeError, got %v", me)
 	assert.True(t, tl.Streamed)
 }
+
+// TestStreamAnsweredWithWholeReply has servers ignore "stream": true. A
+// whole JSON reply is taken as the reply (its parts delivered as deltas),
+// an error in it is the error, and a stream labelled with another
+// Content-Type is still read as a stream. Before, each was an ErrStreamCut,
+// retried MaxRetries times and then reported as a cut stream.
+func TestStreamAnsweredWithWholeReply(t *testing.T) {
+	whole := `{"id":"w1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"Paris.","reasoning_content":"Easy.",` +
+		`"tool_calls":[{"id":"c1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]},"finish_reason":"tool_calls"}],` +
+		`"usage":{"prompt_tokens":10,"completion_tokens":3}}`
+	t.Run("whole reply", func(t *testing.T) {
+		cfg, hits := oddServer(t, "application/json", "\n  "+whole)
+		rep, me, deltas := callOdd(t, cfg, true)
+		require.Nil(t, me)
+		assert.Equal(t, 1, *hits)
+		assert.Equal(t, "Paris.", rep.Message.Content)
+		assert.Equal(t, "Easy.", rep.Message.Reasoning)
+		require.Len(t, rep.Message.ToolCalls, 1)
+		assert.Equal(t, "c1", rep.Message.ToolCalls[0].ID)
+		assert.JSONEq(t, `{"city":"Paris"}`, string(rep.Message.ToolCalls[0].Arguments))
+		assert.Equal(t, runtime.FinishToolCalls, rep.FinishReason)
+		assert.Equal(t, runtime.Usage{InputTokens: 10, OutputTokens: 3}, rep.Usage)
+		assert.Equal(t, []runtime.Delta{
+			{Content: "Paris.", Reasoning: "Easy."},
+			{ToolCall: &runtime.ToolCallDelta{Index: 0, ID: "c1", Name: "get_weather", Arguments: `{"city":"Paris"}`}},
+		}, deltas)
+	})
+	t.Run("whole error", func(t *testing.T) {
+		cfg, _ := oddServer(t, "application/json", `{"error":{"message":"streaming is not supported","type":"invalid_request_error"}}`)
+		rep, me, _ := callOdd(t, cfg, true)
+		require.NotNil(t, me, "reply %+v", rep)
+		assert.Contains(t, me.Message, "streaming is not supported")
+		assert.False(t, me.Retryable)
+	})
+	t.Run("whole reply too large", func(t *testing.T) {
+		cfg, _ := oddServer(t, "application/json", `{"id":"w1","choices":[{"index":0,"message":{"content":"`+strings.Repeat("x", 4096)+`"},"finish_reason":"stop"}]}`)
+		cfg.MaxReplyBytes = 1024
+		_, me, _ := callOdd(t, cfg, true)
+		require.NotNil(t, me)
+		_, ok := errors.AsType[*ReplyTooLargeError](me)
+		assert.True(t, ok, "want a *ReplyTooLargeError, got %v", me)
+	})
+	t.Run("stream labelled as JSON", func(t *testing.T) {
+		cfg, _ := oddServer(t, "application/json", sseData(`{"id":"x","choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":"stop"}]}`, "[DONE]"))
+		rep, me, _ := callOdd(t, cfg, true)
+		require.Nil(t, me)
+		assert.Equal(t, "hi", rep.Message.Content)
+	})
+}

@@ -8,6 +8,8 @@ import (
 	"net/http"
 
 	sdk "github.com/sashabaranov/go-openai"
+
+	"github.com/reprompt/reprompt/runtime"
 )
 
 // ErrReplyFailed is wrapped by the *runtime.ModelError returned when a
@@ -59,3 +61,30 @@ func replyError(raw []byte, status int) error {
 
 // finishError is the finish_reason OpenRouter gives a reply that failed.
 const finishError sdk.FinishReason = "error"
+
+// wholeReply reads the whole JSON reply a server sent to a stream request
+// (it ignored "stream": true), and delivers its parts as deltas.
+func wholeReply(ex *exchange, onDelta func(runtime.Delta)) (*runtime.Reply, bool, error) {
+	if err := replyError(ex.raw, ex.status); err != nil {
+		return nil, false, err
+	}
+	var resp sdk.ChatCompletionResponse
+	if err := json.Unmarshal(ex.raw, &resp); err != nil {
+		return nil, false, fmt.Errorf("openai: the server answered a stream request with JSON that is not a reply (%w): %s", err, bodyText(ex.raw))
+	}
+	reply, err := convertReply(&resp, ex.raw)
+	if err != nil {
+		return nil, false, err
+	}
+	msg := reply.Message
+	delivered := false
+	if msg.Content != "" || msg.Reasoning != "" {
+		delivered = true
+		onDelta(runtime.Delta{Content: msg.Content, Reasoning: msg.Reasoning})
+	}
+	for i, c := range msg.ToolCalls {
+		delivered = true
+		onDelta(runtime.Delta{ToolCall: &runtime.ToolCallDelta{Index: i, ID: c.ID, Name: c.Name, Arguments: argumentsText(c.Arguments)}})
+	}
+	return reply, delivered, nil
+}
