@@ -234,3 +234,35 @@ func TestStreamAnsweredWithWholeReply(t *testing.T) {
 		assert.Equal(t, "hi", rep.Message.Content)
 	})
 }
+
+// TestUsageOutOfRange has servers report negative token counts and cached
+// or reasoning tokens beyond their totals. Counts below zero would lower
+// the run's usage and cost and let it evade its budgets: they become 0,
+// and a part never exceeds its total.
+func TestUsageOutOfRange(t *testing.T) {
+	tests := []struct {
+		name  string
+		usage string
+		want  runtime.Usage
+	}{
+		{"negative", `{"prompt_tokens":-5,"completion_tokens":-1,"prompt_tokens_details":{"cached_tokens":-3},"completion_tokens_details":{"reasoning_tokens":-2}}`, runtime.Usage{}},
+		{"parts beyond totals", `{"prompt_tokens":10,"completion_tokens":4,"prompt_tokens_details":{"cached_tokens":50},"completion_tokens_details":{"reasoning_tokens":9}}`, runtime.Usage{InputTokens: 10, OutputTokens: 4, CachedTokens: 10, ReasoningTokens: 4}},
+		{"sound", `{"prompt_tokens":10,"completion_tokens":4,"prompt_tokens_details":{"cached_tokens":8},"completion_tokens_details":{"reasoning_tokens":2}}`, runtime.Usage{InputTokens: 10, OutputTokens: 4, CachedTokens: 8, ReasoningTokens: 2}},
+	}
+	for _, tc := range tests {
+		for _, stream := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s stream=%v", tc.name, stream), func(t *testing.T) {
+				body := `{"id":"x","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":` + tc.usage + `}`
+				ct := "application/json"
+				if stream {
+					body = sseData(`{"id":"x","choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":"stop"}]}`, `{"id":"x","choices":[],"usage":`+tc.usage+`}`, "[DONE]")
+					ct = "text/event-stream"
+				}
+				cfg, _ := oddServer(t, ct, body)
+				rep, me, _ := callOdd(t, cfg, stream)
+				require.Nil(t, me)
+				assert.Equal(t, tc.want, rep.Usage)
+			})
+		}
+	}
+}
