@@ -106,6 +106,11 @@ func (m *Model) Generate(ctx context.Context, req *runtime.Request) (*runtime.Re
 	return m.withRetries(ctx, body, func(ctx context.Context, ex *exchange) (*runtime.Reply, bool, error) {
 		resp, err := m.client.CreateChatCompletion(ctx, sdk.ChatCompletionRequest{Model: m.cfg.Model})
 		if err != nil {
+			if ex.raw != nil && ctx.Err() == nil {
+				// The body arrived whole (ex.raw) but go-openai could not
+				// decode it.
+				return nil, false, undecodable(ex, err)
+			}
 			return nil, false, err
 		}
 		if err := replyError(ex.raw, ex.status); err != nil {

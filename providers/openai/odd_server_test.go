@@ -266,3 +266,39 @@ func TestUsageOutOfRange(t *testing.T) {
 		}
 	}
 }
+
+// TestUndecodableReply has servers answer 200 with a body that is not a
+// reply. The error says so and shows the body; an empty body (a proxy
+// that dropped it) is retried.
+func TestUndecodableReply(t *testing.T) {
+	tests := []struct {
+		name, ct, body string
+		retryable      bool
+		message        []string
+	}{
+		{"empty", "application/json", "", true, []string{"empty body"}},
+		{"blank", "application/json", " \n", true, []string{"empty body"}},
+		{"HTML", "text/html", "<html><body>Please log in</body></html>", false, []string{"not a chat completion", "Please log in"}},
+		{"JSON array", "application/json", "[1,2]", false, []string{"not a chat completion", "[1,2]"}},
+		{"arguments as an object", "application/json", `{"id":"x","choices":[{"index":0,"message":{"role":"assistant","tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":{"x":1}}}]},"finish_reason":"tool_calls"}]}`,
+			false, []string{"not a chat completion", "arguments", `"arguments":{"x":1}`}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, hits := oddServer(t, tc.ct, tc.body)
+			cfg.MaxRetries = 1
+			cfg.Sleep = func(context.Context, time.Duration) error { return nil }
+			rep, me, _ := callOdd(t, cfg, false)
+			require.NotNil(t, me, "reply %+v", rep)
+			for _, s := range tc.message {
+				assert.Contains(t, me.Message, s)
+			}
+			assert.Equal(t, tc.retryable, me.Retryable, "Retryable")
+			want := 1
+			if tc.retryable {
+				want = 2
+			}
+			assert.Equal(t, want, *hits, "requests")
+		})
+	}
+}

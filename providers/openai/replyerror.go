@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 
 	sdk "github.com/sashabaranov/go-openai"
@@ -87,4 +88,13 @@ func wholeReply(ex *exchange, onDelta func(runtime.Delta)) (*runtime.Reply, bool
 		onDelta(runtime.Delta{ToolCall: &runtime.ToolCallDelta{Index: i, ID: c.ID, Name: c.Name, Arguments: argumentsText(c.Arguments)}})
 	}
 	return reply, delivered, nil
+}
+
+// undecodable is the error for a 2xx body go-openai could not decode: it
+// shows the body, and an empty one (a proxy that lost it) is retryable.
+func undecodable(ex *exchange, err error) error {
+	if len(bytes.TrimSpace(ex.raw)) == 0 {
+		return fmt.Errorf("openai: the server answered %d %s with an empty body: %w", ex.status, http.StatusText(ex.status), io.ErrUnexpectedEOF)
+	}
+	return fmt.Errorf("openai: the body of the %d reply is not a chat completion (%w): %s", ex.status, err, bodyText(ex.raw))
 }
