@@ -224,7 +224,7 @@ func retryableTransport(err error) bool {
 
 // contextTooLong recognises the ways servers say a request does not fit the
 // model's context window: OpenAI's code, llama.cpp's error type, and the
-// messages of vLLM, Ollama and others.
+// messages of vLLM, Ollama, xAI, Gemini, TGI and others.
 func contextTooLong(code, typ, msg string) bool {
 	switch code {
 	case "context_length_exceeded", "string_above_max_length":
@@ -245,6 +245,9 @@ func contextTooLong(code, typ, msg string) bool {
 		"prompt is too long",
 		"too many tokens",
 		"input is too long",
+		"maximum prompt length",                // xAI
+		"input token count",                    // Gemini: "The input token count (N) exceeds the maximum…"
+		"tokens + `max_new_tokens` must be <=", // Hugging Face TGI
 	} {
 		if strings.Contains(m, s) {
 			return true

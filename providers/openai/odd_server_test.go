@@ -302,3 +302,43 @@ func TestUndecodableReply(t *testing.T) {
 		})
 	}
 }
+
+// TestContextTooLongShapes sends the context-window errors of servers in
+// the shapes they use, and checks ContextTooLong is set (and the error is
+// not retried) for each, and not for errors that merely mention tokens.
+func TestContextTooLongShapes(t *testing.T) {
+	tests := []struct {
+		name   string
+		status int
+		body   string
+		want   bool
+	}{
+		{"xAI", 400, `{"code":"Client specified an invalid argument","error":"This model's maximum prompt length is 131072 but the request contains 136973 tokens."}`, true},
+		{"Gemini OpenAI compatibility", 400, `[{"error":{"code":400,"message":"The input token count (1200293) exceeds the maximum number of tokens allowed (1048576).","status":"INVALID_ARGUMENT"}}]`, true},
+		{"Gemini object", 400, `{"error":{"code":400,"message":"The input token count (132478) exceeds the maximum number of tokens allowed (131072).","status":"INVALID_ARGUMENT"}}`, true},
+		{"TGI", 422, `{"error":"Input validation error: ` + "`inputs` tokens + `max_new_tokens` must be <= 8192. Given: 6204 `inputs` tokens and 2047 `max_new_tokens`" + `","error_type":"validation"}`, true},
+		{"vLLM", 400, `{"object":"error","message":"This model's maximum context length is 4096 tokens. However, you requested 5000 tokens.","type":"BadRequestError","param":null,"code":400}`, true},
+		{"Anthropic compatibility", 400, `{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 202128 tokens > 200000 maximum"}}`, true},
+		{"rate limit on tokens is not context", 429, `{"error":{"message":"Request too large for model on tokens per minute (TPM): Limit 6000, Requested 14810","type":"tokens","code":"rate_limit_exceeded"}}`, false},
+		{"max_tokens too large is not context", 400, `{"error":{"message":"max_tokens is too large: 100000. This model supports at most 16384 completion tokens.","type":"invalid_request_error","param":"max_tokens","code":"invalid_value"}}`, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(tc.status)
+				io.WriteString(w, tc.body)
+			}))
+			t.Cleanup(srv.Close)
+			for _, stream := range []bool{false, true} {
+				_, me, _ := callOdd(t, Config{BaseURL: srv.URL + "/v1", Model: "m", MaxRetries: -1}, stream)
+				require.NotNil(t, me)
+				assert.Equal(t, tc.want, me.ContextTooLong, "ContextTooLong (stream=%v): %s", stream, me.Message)
+				assert.Equal(t, tc.status, me.StatusCode)
+				if tc.want {
+					assert.False(t, me.Retryable)
+				}
+			}
+		})
+	}
+}
