@@ -273,6 +273,11 @@ func (m *Model) streamOnce(ctx context.Context, ex *exchange, onDelta func(runti
 	if err := ctx.Err(); err != nil {
 		return nil, delivered, err
 	}
+	if ex.tap != nil && ex.tap.errEvent != nil {
+		// The stream ended after an error event go-openai could not
+		// decode.
+		return nil, delivered, streamEventError(ex)
+	}
 	if ex.whole {
 		return wholeReply(ex, onDelta)
 	}

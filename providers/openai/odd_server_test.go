@@ -342,3 +342,34 @@ func TestContextTooLongShapes(t *testing.T) {
 		})
 	}
 }
+
+// TestStreamErrorEventThenStall has a server send an error event and then
+// keep the connection open without the blank line that ends the event.
+// go-openai waits for that line; the call must end at once with the
+// event's error, not at the deadline.
+func TestStreamErrorEventThenStall(t *testing.T) {
+	for name, event := range map[string]string{
+		"OpenAI-shaped": `{"error":{"message":"boom","type":"server_error"}}`,
+		"string":        `{"error":"Service Unavailable"}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body)
+				w.Header().Set("Content-Type", "text/event-stream")
+				io.WriteString(w, sseData(`{"id":"x","choices":[{"index":0,"delta":{"content":"half"}}]}`)+"data: "+event+"\n")
+				w.(http.Flusher).Flush()
+				select {
+				case <-r.Context().Done():
+				case <-time.After(10 * time.Second):
+				}
+			}))
+			t.Cleanup(srv.Close)
+			start := time.Now()
+			rep, me, _ := callOdd(t, Config{BaseURL: srv.URL + "/v1", Model: "m", MaxRetries: -1}, true)
+			require.NotNil(t, me, "reply %+v", rep)
+			assert.Less(t, time.Since(start), 2*time.Second, "the call waited for the deadline")
+			assert.NotErrorIs(t, me, context.DeadlineExceeded)
+			assert.True(t, me.Retryable, "a server error is retryable: %v", me)
+		})
+	}
+}

@@ -160,7 +160,7 @@ const maxEventLine = 64 << 10
 // fails with a *ReplyTooLargeError once more than limit bytes arrived
 // (limit <= 0: no bound), and keeps the first error event of the stream
 // ("data: {"error":…}"), which go-openai drops when its "error" is not an
-// object.
+// object, and ends there.
 type streamTap struct {
 	r     io.ReadCloser
 	limit int64
@@ -195,6 +195,11 @@ func (t *streamTap) Read(p []byte) (int, error) {
 	n, err := t.r.Read(p)
 	t.n += int64(n)
 	t.scan(p[:n])
+	if t.errEvent != nil && err == nil {
+		// An error event ends the stream: go-openai waits for the line
+		// after it, which a server may never send.
+		t.err = io.EOF
+	}
 	return n, err
 }
 
