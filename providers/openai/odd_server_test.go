@@ -373,3 +373,86 @@ func TestStreamErrorEventThenStall(t *testing.T) {
 		})
 	}
 }
+
+// TestOddStreamsFoundSound pins what odd streams already assemble to (a
+// review found these sound): the reply, or a retryable ErrStreamCut when
+// the reply is incomplete.
+func TestOddStreamsFoundSound(t *testing.T) {
+	tc := func(index int, id, name, args string) string {
+		s := fmt.Sprintf(`{"index":%d,"function":{"arguments":%q`, index, args)
+		if name != "" {
+			s += fmt.Sprintf(`,"name":%q`, name)
+		}
+		s += "}"
+		if id != "" {
+			s += fmt.Sprintf(`,"id":%q,"type":"function"`, id)
+		}
+		return fmt.Sprintf(`{"id":"x","choices":[{"index":0,"delta":{"tool_calls":[%s}]}}]}`, s)
+	}
+	text := func(s string) string {
+		return fmt.Sprintf(`{"id":"x","choices":[{"index":0,"delta":{"content":%q}}]}`, s)
+	}
+	finish := func(r string) string {
+		return fmt.Sprintf(`{"id":"x","choices":[{"index":0,"delta":{},"finish_reason":%q}]}`, r)
+	}
+	usage := func(in, out int) string {
+		return fmt.Sprintf(`{"id":"x","choices":[],"usage":{"prompt_tokens":%d,"completion_tokens":%d}}`, in, out)
+	}
+	type call struct{ id, name, args string }
+	tests := []struct {
+		name    string
+		body    string
+		content string
+		calls   []call
+		usage   runtime.Usage
+		cut     bool
+	}{
+		{name: "indexes skip and go backwards",
+			body:  sseData(tc(2, "c2", "b", `{"y":`), tc(0, "c0", "a", `{"x":`), tc(2, "", "", `2}`), tc(0, "", "", `1}`), finish("tool_calls"), "[DONE]"),
+			calls: []call{{"c0", "a", `{"x":1}`}, {"c2", "b", `{"y":2}`}}},
+		{name: "id and name in a later chunk",
+			body:  sseData(tc(0, "", "", `{"x":`), tc(0, "c0", "a", `1}`), finish("tool_calls"), "[DONE]"),
+			calls: []call{{"c0", "a", `{"x":1}`}}},
+		{name: "arguments split inside an escape and a multibyte character",
+			body:  sseData(tc(0, "c0", "a", `{"s":"a\`), tc(0, "", "", `"é`), tc(0, "", "", `"}`), finish("tool_calls"), "[DONE]"),
+			calls: []call{{"c0", "a", `{"s":"a\"é"}`}}},
+		{name: "usage in several chunks: the last counts",
+			body:    sseData(text("hi"), usage(1, 1), finish("stop"), usage(10, 2), "[DONE]"),
+			content: "hi", usage: runtime.Usage{InputTokens: 10, OutputTokens: 2}},
+		{name: "chunks after [DONE] are ignored",
+			body:    sseData(text("hi"), finish("stop"), "[DONE]", text(" more"), finish("length")),
+			content: "hi"},
+		{name: "no [DONE] after finish_reason",
+			body:    sseData(text("hi"), finish("stop")),
+			content: "hi"},
+		{name: "CRLF line ends and comments",
+			body:    strings.ReplaceAll(": hello\n\n"+sseData(text("hi"), finish("stop"), "[DONE]"), "\n", "\r\n"),
+			content: "hi"},
+		{name: "data: without a space",
+			body:    "data:" + text("hi") + "\n\ndata:" + finish("stop") + "\n\ndata:[DONE]\n\n",
+			content: "hi"},
+		{name: "[DONE] in the middle of a call", body: sseData(tc(0, "c0", "a", `{"x":`), "[DONE]"), cut: true},
+		{name: "end without [DONE] or finish_reason", body: sseData(text("half")), cut: true},
+		{name: "empty stream", body: "", cut: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, _ := oddServer(t, "text/event-stream", tt.body)
+			rep, me, _ := callOdd(t, cfg, true)
+			if tt.cut {
+				require.NotNil(t, me, "reply %+v", rep)
+				assert.ErrorIs(t, me, ErrStreamCut)
+				assert.True(t, me.Retryable)
+				return
+			}
+			require.Nil(t, me)
+			assert.Equal(t, tt.content, rep.Message.Content)
+			var got []call
+			for _, c := range rep.Message.ToolCalls {
+				got = append(got, call{c.ID, c.Name, string(c.Arguments)})
+			}
+			assert.Equal(t, tt.calls, got)
+			assert.Equal(t, tt.usage, rep.Usage)
+		})
+	}
+}
