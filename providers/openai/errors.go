@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"strconv"
@@ -265,7 +266,7 @@ func retryAfter(h http.Header, now time.Time) time.Duration {
 	}
 	if v := h.Get("Retry-After-Ms"); v != "" {
 		if ms, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil && ms > 0 {
-			return time.Duration(ms * float64(time.Millisecond))
+			return durationOf(ms, time.Millisecond)
 		}
 	}
 	v := strings.TrimSpace(h.Get("Retry-After"))
@@ -273,10 +274,10 @@ func retryAfter(h http.Header, now time.Time) time.Duration {
 		return 0
 	}
 	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		if s <= 0 {
+		if !(s > 0) { // NaN too
 			return 0
 		}
-		return time.Duration(s * float64(time.Second))
+		return durationOf(s, time.Second)
 	}
 	if t, err := http.ParseTime(v); err == nil {
 		if d := t.Sub(now); d > 0 {
@@ -284,4 +285,13 @@ func retryAfter(h http.Header, now time.Time) time.Duration {
 		}
 	}
 	return 0
+}
+
+// durationOf returns n units, n > 0, saturated at the longest Duration: a
+// float beyond it converts to a negative number.
+func durationOf(n float64, unit time.Duration) time.Duration {
+	if d := n * float64(unit); d < float64(math.MaxInt64) {
+		return time.Duration(d)
+	}
+	return math.MaxInt64
 }

@@ -456,3 +456,44 @@ func TestOddStreamsFoundSound(t *testing.T) {
 		})
 	}
 }
+
+// TestRetryAfterOutOfRange has a 429 ask for a wait too long for a
+// time.Duration ("1e12" seconds, "Inf"): the conversion overflowed to a
+// negative delay, taken for no Retry-After, and the request was retried at
+// once. Such a wait is longer than RetryMaxDelay: no retry. "NaN" is
+// ignored.
+func TestRetryAfterOutOfRange(t *testing.T) {
+	tests := []struct {
+		name, header, value string
+		wantHits            int
+	}{
+		{"seconds beyond a Duration", "Retry-After", "1e12", 1},
+		{"infinite seconds", "Retry-After", "Inf", 1},
+		{"milliseconds beyond a Duration", "Retry-After-Ms", "1e300", 1},
+		{"NaN is no header", "Retry-After", "NaN", 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			hits := 0
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				hits++
+				w.Header().Set(tc.header, tc.value)
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusTooManyRequests)
+				io.WriteString(w, `{"error":{"message":"slow down","type":"requests","code":"rate_limit_exceeded"}}`)
+			}))
+			t.Cleanup(srv.Close)
+			var sleeps []time.Duration
+			cfg := Config{BaseURL: srv.URL + "/v1", Model: "m", MaxRetries: 1, Sleep: func(_ context.Context, d time.Duration) error {
+				sleeps = append(sleeps, d)
+				return nil
+			}}
+			_, me, _ := callOdd(t, cfg, false)
+			require.NotNil(t, me)
+			assert.Equal(t, tc.wantHits, hits, "requests")
+			for _, d := range sleeps {
+				assert.Greater(t, d, time.Duration(0))
+			}
+		})
+	}
+}
