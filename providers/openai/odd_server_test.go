@@ -497,3 +497,32 @@ func TestRetryAfterOutOfRange(t *testing.T) {
 		})
 	}
 }
+
+// TestSecretNeverInOddReplies checks that the API key, echoed by a server
+// in the odd replies above, appears nowhere in the error chain.
+func TestSecretNeverInOddReplies(t *testing.T) {
+	echo := "Bearer " + secretKey
+	tests := []struct {
+		name, ct, body string
+		stream         bool
+	}{
+		{"200 with an error", "application/json", `{"error":{"message":"bad key ` + echo + `","type":"invalid_request_error"}}`, false},
+		{"200 with a string error", "application/json", `{"error":"bad key ` + echo + `"}`, false},
+		{"200 HTML", "text/html", "<html>Authorization: " + echo + "</html>", false},
+		{"error chunk", "text/event-stream", sseData(`{"id":"x","error":{"message":"bad key `+echo+`","code":401}}`), true},
+		{"whole reply to a stream", "application/json", `{"error":{"message":"bad key ` + echo + `"}}`, true},
+		{"stream event not a chunk", "text/event-stream", "data: Authorization: " + echo + "\n\n", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, _ := oddServer(t, tc.ct, tc.body)
+			cfg.APIKey = secretKey
+			_, me, _ := callOdd(t, cfg, tc.stream)
+			require.NotNil(t, me)
+			assert.Contains(t, me.Message, Redacted)
+			for _, s := range errorChainTexts(me) {
+				assert.NotContains(t, s, secretKey)
+			}
+		})
+	}
+}
