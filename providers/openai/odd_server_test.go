@@ -1,6 +1,8 @@
 package openai
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -509,7 +511,7 @@ func TestSecretNeverInOddReplies(t *testing.T) {
 		{"200 with an error", "application/json", `{"error":{"message":"bad key ` + echo + `","type":"invalid_request_error"}}`, false},
 		{"200 with a string error", "application/json", `{"error":"bad key ` + echo + `"}`, false},
 		{"200 HTML", "text/html", "<html>Authorization: " + echo + "</html>", false},
-		{"error chunk", "text/event-stream", sseData(`{"id":"x","error":{"message":"bad key `+echo+`","code":401}}`), true},
+		{"error chunk", "text/event-stream", sseData(`{"id":"x","error":{"message":"bad key ` + echo + `","code":401}}`), true},
 		{"whole reply to a stream", "application/json", `{"error":{"message":"bad key ` + echo + `"}}`, true},
 		{"stream event not a chunk", "text/event-stream", "data: Authorization: " + echo + "\n\n", true},
 	}
@@ -524,5 +526,56 @@ func TestSecretNeverInOddReplies(t *testing.T) {
 				assert.NotContains(t, s, secretKey)
 			}
 		})
+	}
+}
+
+// TestGzipReplies pins what a gzip Content-Encoding gives (found sound):
+// a body that is not gzip fails naming gzip, not retried; a truncated one
+// is retried as a cut body; and MaxReplyBytes bounds the decompressed
+// bytes, so a small compressed body cannot expand without bound.
+func TestGzipReplies(t *testing.T) {
+	gz := func(b []byte) []byte {
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		zw.Write(b)
+		zw.Close()
+		return buf.Bytes()
+	}
+	ok := []byte(`{"id":"x","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}`)
+	bomb := gz(append([]byte(`{"id":"x","choices":[{"index":0,"message":{"role":"assistant","content":"`), make([]byte, 8<<20)...))
+	tests := []struct {
+		name      string
+		body      []byte
+		message   string
+		retryable bool
+		tooLarge  bool
+	}{
+		{name: "good", body: gz(ok)},
+		{name: "not gzip", body: ok, message: "gzip"},
+		{name: "truncated", body: gz(ok)[:20], message: "unexpected EOF", retryable: true},
+		{name: "bomb", body: bomb, tooLarge: true},
+	}
+	for _, tc := range tests {
+		for _, stream := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s stream=%v", tc.name, stream), func(t *testing.T) {
+				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					w.Header().Set("Content-Encoding", "gzip")
+					w.Header().Set("Content-Type", "application/json")
+					w.Write(tc.body)
+				}))
+				t.Cleanup(srv.Close)
+				rep, me, _ := callOdd(t, Config{BaseURL: srv.URL + "/v1", Model: "m", MaxRetries: -1, MaxReplyBytes: 1 << 20}, stream)
+				if tc.message == "" && !tc.tooLarge {
+					require.Nil(t, me)
+					assert.Equal(t, "hi", rep.Message.Content)
+					return
+				}
+				require.NotNil(t, me)
+				assert.Contains(t, me.Message, tc.message)
+				assert.Equal(t, tc.retryable, me.Retryable)
+				_, isTooLarge := errors.AsType[*ReplyTooLargeError](me)
+				assert.Equal(t, tc.tooLarge, isTooLarge)
+			})
+		}
 	}
 }
