@@ -279,6 +279,15 @@ func convertReply(resp *sdk.ChatCompletionResponse, raw []byte) (*runtime.Reply,
 	if choice == nil {
 		return nil, fmt.Errorf("response %q has no choices", resp.ID)
 	}
+	if len(choice.Message.MultiContent) > 0 && choice.Message.Content == "" {
+		// The content is an array of parts, which go-openai keeps apart.
+		if flat, ok := flattenContentParts(raw); ok {
+			var again sdk.ChatCompletionResponse
+			if json.Unmarshal(flat, &again) == nil {
+				return convertReply(&again, flat)
+			}
+		}
+	}
 	if choice.FinishReason == finishError {
 		return nil, ErrReplyFailed
 	}

@@ -263,7 +263,11 @@ func (m *Model) streamOnce(ctx context.Context, ex *exchange, onDelta func(runti
 		}
 		var chunk sdk.ChatCompletionStreamResponse
 		if err := json.Unmarshal(raw, &chunk); err != nil {
-			return nil, delivered, fmt.Errorf("openai: a stream event is not a chunk (%w): %s", err, bodyText(raw))
+			flat, ok := flattenContentParts(raw)
+			if !ok || json.Unmarshal(flat, &chunk) != nil {
+				return nil, delivered, fmt.Errorf("openai: a stream event is not a chunk (%w): %s", err, bodyText(raw))
+			}
+			raw = flat
 		}
 		for _, d := range acc.add(&chunk, extraReasoning(raw)) {
 			delivered = true

@@ -579,3 +579,32 @@ func TestGzipReplies(t *testing.T) {
 		}
 	}
 }
+
+// TestContentAsParts has servers send a message content as an array of
+// parts, as Mistral's reasoning models do (text parts, and thinking parts
+// holding text parts). Before, a reply's text was dropped without an error
+// (go-openai keeps parts apart from Content) and a streamed chunk failed to
+// decode.
+func TestContentAsParts(t *testing.T) {
+	parts := `[{"type":"thinking","thinking":[{"type":"text","text":"Let me see. "},{"type":"text","text":"Paris."}]},{"type":"text","text":"The capital "},{"type":"text","text":"is Paris."}]`
+	t.Run("reply", func(t *testing.T) {
+		cfg, _ := oddServer(t, "application/json", `{"id":"x","choices":[{"index":0,"message":{"role":"assistant","content":`+parts+`},"finish_reason":"stop"}]}`)
+		rep, me, _ := callOdd(t, cfg, false)
+		require.Nil(t, me)
+		assert.Equal(t, "The capital is Paris.", rep.Message.Content)
+		assert.Equal(t, "Let me see. Paris.", rep.Message.Reasoning)
+		assert.Equal(t, runtime.FinishStop, rep.FinishReason)
+	})
+	t.Run("stream", func(t *testing.T) {
+		cfg, _ := oddServer(t, "text/event-stream", sseData(
+			`{"id":"x","choices":[{"index":0,"delta":{"role":"assistant","content":[{"type":"thinking","thinking":[{"type":"text","text":"Let me see."}]}]}}]}`,
+			`{"id":"x","choices":[{"index":0,"delta":{"content":[{"type":"text","text":"Paris"}]}}]}`,
+			`{"id":"x","choices":[{"index":0,"delta":{"content":"."},"finish_reason":"stop"}]}`,
+			"[DONE]"))
+		rep, me, deltas := callOdd(t, cfg, true)
+		require.Nil(t, me)
+		assert.Equal(t, "Paris.", rep.Message.Content)
+		assert.Equal(t, "Let me see.", rep.Message.Reasoning)
+		assert.Equal(t, []runtime.Delta{{Reasoning: "Let me see."}, {Content: "Paris"}, {Content: "."}}, deltas)
+	})
+}
