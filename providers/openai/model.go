@@ -109,6 +109,14 @@ func (m *Model) Generate(ctx context.Context, req *runtime.Request) (*runtime.Re
 			if ex.raw != nil && ctx.Err() == nil {
 				// The body arrived whole (ex.raw) but go-openai could not
 				// decode it.
+				if err := replyError(ex.raw, ex.status); err != nil {
+					return nil, false, err
+				}
+				var again sdk.ChatCompletionResponse
+				if flat, ok := flattenContentParts(ex.raw); ok && json.Unmarshal(flat, &again) == nil {
+					reply, err := convertReply(&again, flat)
+					return reply, false, err
+				}
 				return nil, false, undecodable(ex, err)
 			}
 			return nil, false, err
@@ -263,6 +271,7 @@ func (m *Model) streamOnce(ctx context.Context, ex *exchange, onDelta func(runti
 		}
 		var chunk sdk.ChatCompletionStreamResponse
 		if err := json.Unmarshal(raw, &chunk); err != nil {
+			chunk = sdk.ChatCompletionStreamResponse{}
 			flat, ok := flattenContentParts(raw)
 			if !ok || json.Unmarshal(flat, &chunk) != nil {
 				return nil, delivered, fmt.Errorf("openai: a stream event is not a chunk (%w): %s", err, bodyText(raw))

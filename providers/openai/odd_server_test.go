@@ -282,8 +282,8 @@ func TestUndecodableReply(t *testing.T) {
 		{"blank", "application/json", " \n", true, []string{"empty body"}},
 		{"HTML", "text/html", "<html><body>Please log in</body></html>", false, []string{"not a chat completion", "Please log in"}},
 		{"JSON array", "application/json", "[1,2]", false, []string{"not a chat completion", "[1,2]"}},
-		{"arguments as an object", "application/json", `{"id":"x","choices":[{"index":0,"message":{"role":"assistant","tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":{"x":1}}}]},"finish_reason":"tool_calls"}]}`,
-			false, []string{"not a chat completion", "arguments", `"arguments":{"x":1}`}},
+		{"arguments as a number", "application/json", `{"id":"x","choices":[{"index":0,"message":{"role":"assistant","tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":12}}]},"finish_reason":"tool_calls"}]}`,
+			false, []string{"not a chat completion", "arguments", `"arguments":12`}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -607,4 +607,38 @@ func TestContentAsParts(t *testing.T) {
 		assert.Equal(t, "Let me see.", rep.Message.Reasoning)
 		assert.Equal(t, []runtime.Delta{{Reasoning: "Let me see."}, {Content: "Paris"}, {Content: "."}}, deltas)
 	})
+}
+
+// TestArgumentsAsJSON has servers send tool call arguments as a JSON object
+// or array instead of a string holding it. Before, the whole reply failed
+// to decode (not retried) and the stream chunk too; now the JSON is taken
+// as the arguments' text.
+func TestArgumentsAsJSON(t *testing.T) {
+	call := func(args string) string {
+		return `[{"id":"c1","type":"function","function":{"name":"get_weather","arguments":` + args + `}}]`
+	}
+	for _, args := range []string{`{"city":"Paris","days":[1,2]}`, `[1,2]`} {
+		reply := `{"id":"x","choices":[{"index":0,"message":{"role":"assistant","tool_calls":` + call(args) + `},"finish_reason":"tool_calls"}]}`
+		tests := []struct {
+			name, ct, body string
+			stream         bool
+		}{
+			{"reply", "application/json", reply, false},
+			{"whole reply to a stream", "application/json", reply, true},
+			{"stream", "text/event-stream", sseData(`{"id":"x","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"get_weather","arguments":`+args+`}}]}}]}`,
+				`{"id":"x","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`, "[DONE]"), true},
+		}
+		for _, tc := range tests {
+			t.Run(tc.name+" "+args, func(t *testing.T) {
+				cfg, _ := oddServer(t, tc.ct, tc.body)
+				rep, me, _ := callOdd(t, cfg, tc.stream)
+				require.Nil(t, me)
+				require.Len(t, rep.Message.ToolCalls, 1)
+				c := rep.Message.ToolCalls[0]
+				assert.Equal(t, "c1", c.ID)
+				assert.Equal(t, "get_weather", c.Name)
+				assert.JSONEq(t, args, string(c.Arguments))
+			})
+		}
+	}
 }

@@ -35,12 +35,10 @@ func partsText(parts []contentPart) (text, thinking string) {
 // message or delta "content" that is an array of parts, which go-openai
 // cannot decode in a stream and keeps apart from Content otherwise: the
 // content becomes the text of its text parts, and the text of its thinking
-// parts becomes "reasoning" (read by extraReasoning). It reports whether
-// it changed anything.
+// parts becomes "reasoning" (read by extraReasoning). Tool call arguments
+// sent as a JSON object or array instead of a string become that JSON's
+// text. It reports whether it changed anything.
 func flattenContentParts(raw []byte) ([]byte, bool) {
-	if !bytes.Contains(raw, []byte(`"content"`)) {
-		return raw, false
-	}
 	var doc map[string]json.RawMessage
 	if json.Unmarshal(raw, &doc) != nil {
 		return raw, false
@@ -56,21 +54,20 @@ func flattenContentParts(raw []byte) ([]byte, bool) {
 			if json.Unmarshal(ch[key], &m) != nil || m == nil {
 				continue
 			}
-			c := bytes.TrimSpace(m["content"])
-			if len(c) == 0 || c[0] != '[' {
-				continue
-			}
+			edited := stringifyArguments(m)
 			var parts []contentPart
-			if json.Unmarshal(c, &parts) != nil {
-				continue
+			if c := bytes.TrimSpace(m["content"]); len(c) > 0 && c[0] == '[' && json.Unmarshal(c, &parts) == nil {
+				text, thinking := partsText(parts)
+				m["content"], _ = json.Marshal(text)
+				if _, ok := m["reasoning"]; !ok && thinking != "" {
+					m["reasoning"], _ = json.Marshal(thinking)
+				}
+				edited = true
 			}
-			text, thinking := partsText(parts)
-			m["content"], _ = json.Marshal(text)
-			if _, ok := m["reasoning"]; !ok && thinking != "" {
-				m["reasoning"], _ = json.Marshal(thinking)
+			if edited {
+				ch[key], _ = json.Marshal(m)
+				changed = true
 			}
-			ch[key], _ = json.Marshal(m)
-			changed = true
 		}
 	}
 	if !changed {
@@ -82,4 +79,32 @@ func flattenContentParts(raw []byte) ([]byte, bool) {
 		return raw, false
 	}
 	return out, true
+}
+
+// stringifyArguments turns the tool call arguments of message m that are a
+// JSON object or array into strings holding that JSON, and reports
+// whether it changed any.
+func stringifyArguments(m map[string]json.RawMessage) bool {
+	var calls []map[string]json.RawMessage
+	if json.Unmarshal(m["tool_calls"], &calls) != nil {
+		return false
+	}
+	changed := false
+	for _, c := range calls {
+		var fn map[string]json.RawMessage
+		if json.Unmarshal(c["function"], &fn) != nil || fn == nil {
+			continue
+		}
+		a := bytes.TrimSpace(fn["arguments"])
+		if len(a) == 0 || (a[0] != '{' && a[0] != '[') {
+			continue
+		}
+		fn["arguments"], _ = json.Marshal(string(a))
+		c["function"], _ = json.Marshal(fn)
+		changed = true
+	}
+	if changed {
+		m["tool_calls"], _ = json.Marshal(calls)
+	}
+	return changed
 }

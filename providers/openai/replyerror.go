@@ -69,11 +69,17 @@ func wholeReply(ex *exchange, onDelta func(runtime.Delta)) (*runtime.Reply, bool
 	if err := replyError(ex.raw, ex.status); err != nil {
 		return nil, false, err
 	}
+	raw := ex.raw
 	var resp sdk.ChatCompletionResponse
-	if err := json.Unmarshal(ex.raw, &resp); err != nil {
-		return nil, false, fmt.Errorf("openai: the server answered a stream request with JSON that is not a reply (%w): %s", err, bodyText(ex.raw))
+	if err := json.Unmarshal(raw, &resp); err != nil {
+		resp = sdk.ChatCompletionResponse{}
+		flat, ok := flattenContentParts(raw)
+		if !ok || json.Unmarshal(flat, &resp) != nil {
+			return nil, false, fmt.Errorf("openai: the server answered a stream request with JSON that is not a reply (%w): %s", err, bodyText(raw))
+		}
+		raw = flat
 	}
-	reply, err := convertReply(&resp, ex.raw)
+	reply, err := convertReply(&resp, raw)
 	if err != nil {
 		return nil, false, err
 	}
