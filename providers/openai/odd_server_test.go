@@ -642,3 +642,46 @@ func TestArgumentsAsJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestStallEndsAtDeadline pins (found sound) that a server that stalls,
+// before its headers or in the middle of a stream, holds a call no longer
+// than its context allows, and that the error unwraps to the context's.
+func TestStallEndsAtDeadline(t *testing.T) {
+	for name, h := range map[string]func(w http.ResponseWriter, r *http.Request){
+		"before the headers": func(w http.ResponseWriter, r *http.Request) {},
+		"mid-stream": func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, ": hi\n\n")
+			w.(http.Flusher).Flush()
+		},
+	} {
+		for _, stream := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s stream=%v", name, stream), func(t *testing.T) {
+				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					io.Copy(io.Discard, r.Body)
+					h(w, r)
+					select {
+					case <-r.Context().Done():
+					case <-time.After(10 * time.Second):
+					}
+				}))
+				t.Cleanup(srv.Close)
+				ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+				defer cancel()
+				m := New(Config{BaseURL: srv.URL + "/v1", Model: "m"})
+				start := time.Now()
+				var err error
+				if stream {
+					_, err = m.Stream(ctx, userRequest("hi"), nil)
+				} else {
+					_, err = m.Generate(ctx, userRequest("hi"))
+				}
+				assert.Less(t, time.Since(start), 2*time.Second)
+				require.ErrorIs(t, err, context.DeadlineExceeded)
+				me, ok := errors.AsType[*runtime.ModelError](err)
+				require.True(t, ok)
+				assert.False(t, me.Retryable)
+			})
+		}
+	}
+}
