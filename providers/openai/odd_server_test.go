@@ -229,6 +229,12 @@ func TestStreamAnsweredWithWholeReply(t *testing.T) {
 		_, ok := errors.AsType[*ReplyTooLargeError](me)
 		assert.True(t, ok, "want a *ReplyTooLargeError, got %v", me)
 	})
+	t.Run("whole reply labelled as a stream", func(t *testing.T) {
+		cfg, _ := oddServer(t, "text/event-stream", whole)
+		rep, me, _ := callOdd(t, cfg, true)
+		require.Nil(t, me)
+		assert.Equal(t, "Paris.", rep.Message.Content)
+	})
 	t.Run("stream labelled as JSON", func(t *testing.T) {
 		cfg, _ := oddServer(t, "application/json", sseData(`{"id":"x","choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":"stop"}]}`, "[DONE]"))
 		rep, me, _ := callOdd(t, cfg, true)
@@ -649,6 +655,11 @@ func TestArgumentsAsJSON(t *testing.T) {
 func TestStallEndsAtDeadline(t *testing.T) {
 	for name, h := range map[string]func(w http.ResponseWriter, r *http.Request){
 		"before the headers": func(w http.ResponseWriter, r *http.Request) {},
+		"after the headers": func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(http.StatusOK)
+			w.(http.Flusher).Flush()
+		},
 		"mid-stream": func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/event-stream")
 			io.WriteString(w, ": hi\n\n")

@@ -84,18 +84,16 @@ func (d doer) Do(req *http.Request) (*http.Response, error) {
 	}
 	var body io.Reader = resp.Body
 	if strings.Contains(req.Header.Get("Accept"), "text/event-stream") {
-		if !strings.Contains(resp.Header.Get("Content-Type"), "text/event-stream") {
-			// A server that ignored "stream": true answers with a whole
-			// JSON reply, which streamOnce reads from ex.raw; go-openai
-			// gets an empty stream. A stream under another label begins
-			// with a field name, never with "{".
-			br := bufio.NewReader(resp.Body)
-			if firstNonSpace(br) == '{' {
-				ex.whole = true
-				body = br
-			} else {
-				resp.Body = readCloser{Reader: br, Closer: resp.Body}
-			}
+		// A server that ignored "stream": true answers with a whole JSON
+		// reply (whatever its Content-Type says), which streamOnce reads
+		// from ex.raw; go-openai gets an empty stream. A stream begins with
+		// a field name or a comment, never with "{".
+		br := bufio.NewReader(resp.Body)
+		if firstNonSpace(br) == '{' {
+			ex.whole = true
+			body = br
+		} else {
+			resp.Body = readCloser{Reader: br, Closer: resp.Body}
 		}
 		if !ex.whole {
 			ex.tap = &streamTap{r: resp.Body, limit: ex.maxReply}
