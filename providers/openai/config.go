@@ -138,6 +138,9 @@ type Config struct {
 	// it). A reply that would exceed it fails with a *ReplyTooLargeError,
 	// which is not retried, and the connection is closed. If 0,
 	// DefaultMaxReplyBytes is used; a negative value removes the bound.
+	// SSE comments (keepalives) count towards it; without a bound, a
+	// stream fails after 300 lines in a row without data, as go-openai
+	// decides.
 	MaxReplyBytes int64
 
 	// Rand is the source of retry jitter. If nil, the math/rand/v2

@@ -217,13 +217,17 @@ func finishReason(r sdk.FinishReason, hasToolCalls bool) runtime.FinishReason {
 	}
 }
 
+// convertUsage maps the SDK's usage. A count below zero, which a buggy
+// server may send, becomes 0 (it would lower the run's usage and cost),
+// and the cached and reasoning parts never exceed their totals, as
+// runtime.Usage documents them.
 func convertUsage(u sdk.Usage) runtime.Usage {
-	out := runtime.Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens}
+	out := runtime.Usage{InputTokens: max(u.PromptTokens, 0), OutputTokens: max(u.CompletionTokens, 0)}
 	if u.PromptTokensDetails != nil {
-		out.CachedTokens = u.PromptTokensDetails.CachedTokens
+		out.CachedTokens = min(max(u.PromptTokensDetails.CachedTokens, 0), out.InputTokens)
 	}
 	if u.CompletionTokensDetails != nil {
-		out.ReasoningTokens = u.CompletionTokensDetails.ReasoningTokens
+		out.ReasoningTokens = min(max(u.CompletionTokensDetails.ReasoningTokens, 0), out.OutputTokens)
 	}
 	return out
 }
@@ -274,6 +278,18 @@ func convertReply(resp *sdk.ChatCompletionResponse, raw []byte) (*runtime.Reply,
 	}
 	if choice == nil {
 		return nil, fmt.Errorf("response %q has no choices", resp.ID)
+	}
+	if len(choice.Message.MultiContent) > 0 && choice.Message.Content == "" {
+		// The content is an array of parts, which go-openai keeps apart.
+		if flat, ok := flattenContentParts(raw); ok {
+			var again sdk.ChatCompletionResponse
+			if json.Unmarshal(flat, &again) == nil {
+				return convertReply(&again, flat)
+			}
+		}
+	}
+	if choice.FinishReason == finishError {
+		return nil, ErrReplyFailed
 	}
 	msg := defs.Message{
 		Role:      defs.RoleAssistant,

@@ -57,6 +57,12 @@
 // event inside a stream that began with 200 takes the status its body names
 // (a "status" or "code" number, or an "error" that is a status text). A 404
 // whose body is not OpenAI's says to check that BaseURL ends in /v1.
+// A failure reported inside a successful reply is an error too, and the
+// partial reply is dropped: a 200 body whose top level is {"error":…}, a
+// stream chunk with an "error" beside its choices (OpenRouter's mid-stream
+// failure), and finish_reason "error" (ErrReplyFailed, retryable). A
+// server that ignores "stream": true and answers a whole JSON reply is
+// read as such by Stream, which delivers its parts as deltas.
 //
 // Config.MaxReplyBytes (32 MiB by default) bounds every response body,
 // streamed or not; past it the call fails with a *ReplyTooLargeError.

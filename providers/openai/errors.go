@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"strconv"
@@ -59,6 +60,10 @@ func classify(ctx context.Context, err error) *runtime.ModelError {
 			err = fmt.Errorf("%w (%v)", ctx.Err(), err)
 		}
 		return &runtime.ModelError{Message: err.Error(), Err: err}
+	}
+
+	if errors.Is(err, ErrReplyFailed) {
+		return &runtime.ModelError{Message: err.Error(), Retryable: true, Err: err}
 	}
 
 	if tl, ok := errors.AsType[*ReplyTooLargeError](err); ok {
@@ -120,7 +125,7 @@ func classify(ctx context.Context, err error) *runtime.ModelError {
 			e.Retryable = retryableStatus(e.StatusCode)
 		default:
 			// An error event inside a stream carries no status.
-			e.Retryable = apiErr.Type == "server_error" || code == "rate_limit_exceeded" || apiErr.Type == "overloaded_error"
+			e.Retryable = apiErr.Type == "server_error" || code == "server_error" || code == "rate_limit_exceeded" || apiErr.Type == "overloaded_error"
 		}
 		if e.StatusCode == http.StatusTooManyRequests || e.StatusCode >= 500 {
 			e.ContextTooLong = false
@@ -220,7 +225,7 @@ func retryableTransport(err error) bool {
 
 // contextTooLong recognises the ways servers say a request does not fit the
 // model's context window: OpenAI's code, llama.cpp's error type, and the
-// messages of vLLM, Ollama and others.
+// messages of vLLM, Ollama, xAI, Gemini, TGI and others.
 func contextTooLong(code, typ, msg string) bool {
 	switch code {
 	case "context_length_exceeded", "string_above_max_length":
@@ -241,6 +246,9 @@ func contextTooLong(code, typ, msg string) bool {
 		"prompt is too long",
 		"too many tokens",
 		"input is too long",
+		"maximum prompt length",                // xAI
+		"input token count",                    // Gemini: "The input token count (N) exceeds the maximum…"
+		"tokens + `max_new_tokens` must be <=", // Hugging Face TGI
 	} {
 		if strings.Contains(m, s) {
 			return true
@@ -258,7 +266,7 @@ func retryAfter(h http.Header, now time.Time) time.Duration {
 	}
 	if v := h.Get("Retry-After-Ms"); v != "" {
 		if ms, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil && ms > 0 {
-			return time.Duration(ms * float64(time.Millisecond))
+			return durationOf(ms, time.Millisecond)
 		}
 	}
 	v := strings.TrimSpace(h.Get("Retry-After"))
@@ -266,10 +274,10 @@ func retryAfter(h http.Header, now time.Time) time.Duration {
 		return 0
 	}
 	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		if s <= 0 {
+		if !(s > 0) { // NaN too
 			return 0
 		}
-		return time.Duration(s * float64(time.Second))
+		return durationOf(s, time.Second)
 	}
 	if t, err := http.ParseTime(v); err == nil {
 		if d := t.Sub(now); d > 0 {
@@ -277,4 +285,13 @@ func retryAfter(h http.Header, now time.Time) time.Duration {
 		}
 	}
 	return 0
+}
+
+// durationOf returns n units, n > 0, saturated at the longest Duration: a
+// float beyond it converts to a negative number.
+func durationOf(n float64, unit time.Duration) time.Duration {
+	if d := n * float64(unit); d < float64(math.MaxInt64) {
+		return time.Duration(d)
+	}
+	return math.MaxInt64
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -52,6 +53,12 @@ func New(cfg Config) *Model {
 	sc.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
 	sc.OrgID = cfg.Organization
 	sc.HTTPClient = doer{client: cfg.HTTPClient}
+	if cfg.MaxReplyBytes > 0 {
+		// go-openai fails a stream after 300 lines without data in a row;
+		// SSE comments sent as keepalives while a model thinks are such
+		// lines. MaxReplyBytes bounds them instead.
+		sc.EmptyMessagesLimit = math.MaxUint
+	}
 	return &Model{cfg: cfg, client: sdk.NewClientWithConfig(sc), redact: redactor{secret: cfg.APIKey}}
 }
 
@@ -99,6 +106,22 @@ func (m *Model) Generate(ctx context.Context, req *runtime.Request) (*runtime.Re
 	return m.withRetries(ctx, body, func(ctx context.Context, ex *exchange) (*runtime.Reply, bool, error) {
 		resp, err := m.client.CreateChatCompletion(ctx, sdk.ChatCompletionRequest{Model: m.cfg.Model})
 		if err != nil {
+			if ex.raw != nil && ctx.Err() == nil {
+				// The body arrived whole (ex.raw) but go-openai could not
+				// decode it.
+				if err := replyError(ex.raw, ex.status); err != nil {
+					return nil, false, err
+				}
+				var again sdk.ChatCompletionResponse
+				if flat, ok := flattenContentParts(ex.raw); ok && json.Unmarshal(flat, &again) == nil {
+					reply, err := convertReply(&again, flat)
+					return reply, false, err
+				}
+				return nil, false, undecodable(ex, err)
+			}
+			return nil, false, err
+		}
+		if err := replyError(ex.raw, ex.status); err != nil {
 			return nil, false, err
 		}
 		reply, err := convertReply(&resp, ex.raw)
@@ -243,9 +266,17 @@ func (m *Model) streamOnce(ctx context.Context, ex *exchange, onDelta func(runti
 			// an error.
 			return nil, delivered, streamEventError(ex)
 		}
+		if err := replyError(raw, ex.status); err != nil {
+			return nil, delivered, err
+		}
 		var chunk sdk.ChatCompletionStreamResponse
 		if err := json.Unmarshal(raw, &chunk); err != nil {
-			return nil, delivered, fmt.Errorf("openai: a stream event is not a chunk (%w): %s", err, bodyText(raw))
+			chunk = sdk.ChatCompletionStreamResponse{}
+			flat, ok := flattenContentParts(raw)
+			if !ok || json.Unmarshal(flat, &chunk) != nil {
+				return nil, delivered, fmt.Errorf("openai: a stream event is not a chunk (%w): %s", err, bodyText(raw))
+			}
+			raw = flat
 		}
 		for _, d := range acc.add(&chunk, extraReasoning(raw)) {
 			delivered = true
@@ -255,8 +286,19 @@ func (m *Model) streamOnce(ctx context.Context, ex *exchange, onDelta func(runti
 	if err := ctx.Err(); err != nil {
 		return nil, delivered, err
 	}
+	if ex.tap != nil && ex.tap.errEvent != nil {
+		// The stream ended after an error event go-openai could not
+		// decode.
+		return nil, delivered, streamEventError(ex)
+	}
+	if ex.whole {
+		return wholeReply(ex, onDelta)
+	}
 	if !acc.finished {
 		return nil, delivered, ErrStreamCut
+	}
+	if acc.finish == finishError {
+		return nil, delivered, ErrReplyFailed
 	}
 	return acc.reply(), delivered, nil
 }

@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -27,7 +28,8 @@ type exchange struct {
 
 	status  int
 	header  http.Header
-	raw     []byte     // a non-streamed 2xx body
+	raw     []byte     // a non-streamed 2xx body, or a whole reply to a stream request
+	whole   bool       // a stream request was answered with a whole JSON reply (in raw)
 	errBody []byte     // the body of a failed response, cut at maxErrorBody
 	tap     *streamTap // a streamed 2xx body
 }
@@ -80,34 +82,73 @@ func (d doer) Do(req *http.Request) (*http.Response, error) {
 		resp.Body = io.NopCloser(bytes.NewReader(data))
 		return resp, nil
 	}
+	var body io.Reader = resp.Body
 	if strings.Contains(req.Header.Get("Accept"), "text/event-stream") {
-		ex.tap = &streamTap{r: resp.Body, limit: ex.maxReply}
-		resp.Body = ex.tap
-		return resp, nil
+		// A server that ignored "stream": true answers with a whole JSON
+		// reply (whatever its Content-Type says), which streamOnce reads
+		// from ex.raw; go-openai gets an empty stream. A stream begins with
+		// a field name or a comment, never with "{".
+		br := bufio.NewReader(resp.Body)
+		if firstNonSpace(br) == '{' {
+			ex.whole = true
+			body = br
+		} else {
+			resp.Body = readCloser{Reader: br, Closer: resp.Body}
+		}
+		if !ex.whole {
+			ex.tap = &streamTap{r: resp.Body, limit: ex.maxReply}
+			resp.Body = ex.tap
+			return resp, nil
+		}
 	}
 	var raw []byte
 	var rerr error
 	if n := resp.ContentLength; n >= 0 && (ex.maxReply <= 0 || n <= ex.maxReply) {
 		// The transport reads no more than the announced length.
 		raw = make([]byte, n)
-		_, rerr = io.ReadFull(resp.Body, raw)
+		_, rerr = io.ReadFull(body, raw)
 	} else {
-		var r io.Reader = resp.Body
 		if ex.maxReply > 0 {
-			r = io.LimitReader(resp.Body, ex.maxReply+1)
+			body = io.LimitReader(body, ex.maxReply+1)
 		}
-		raw, rerr = io.ReadAll(r)
+		raw, rerr = io.ReadAll(body)
 	}
 	resp.Body.Close()
 	if rerr != nil {
 		return nil, rerr
 	}
 	if ex.maxReply > 0 && int64(len(raw)) > ex.maxReply {
-		return nil, &ReplyTooLargeError{Limit: ex.maxReply}
+		return nil, &ReplyTooLargeError{Limit: ex.maxReply, Streamed: ex.whole}
 	}
 	ex.raw = raw
+	if ex.whole {
+		raw = nil
+	}
 	resp.Body = io.NopCloser(bytes.NewReader(raw))
 	return resp, nil
+}
+
+// firstNonSpace returns the first byte of r that is not white space,
+// without consuming it, or 0 when r ends or fails first or only white
+// space fills its buffer.
+func firstNonSpace(r *bufio.Reader) byte {
+	for i := 1; i <= r.Size(); i++ {
+		b, err := r.Peek(i)
+		if err != nil {
+			return 0
+		}
+		switch c := b[i-1]; c {
+		case ' ', '\t', '\r', '\n':
+		default:
+			return c
+		}
+	}
+	return 0
+}
+
+type readCloser struct {
+	io.Reader
+	io.Closer
 }
 
 // maxEventLine bounds the error event a streamTap keeps.
@@ -117,7 +158,7 @@ const maxEventLine = 64 << 10
 // fails with a *ReplyTooLargeError once more than limit bytes arrived
 // (limit <= 0: no bound), and keeps the first error event of the stream
 // ("data: {"error":…}"), which go-openai drops when its "error" is not an
-// object.
+// object, and ends there.
 type streamTap struct {
 	r     io.ReadCloser
 	limit int64
@@ -152,6 +193,11 @@ func (t *streamTap) Read(p []byte) (int, error) {
 	n, err := t.r.Read(p)
 	t.n += int64(n)
 	t.scan(p[:n])
+	if t.errEvent != nil && err == nil {
+		// An error event ends the stream: go-openai waits for the line
+		// after it, which a server may never send.
+		t.err = io.EOF
+	}
 	return n, err
 }
 
