@@ -40,3 +40,34 @@ func TestHookFromAnotherGoroutineDuringExecution(t *testing.T) {
 		t.Error("the other goroutine's declaration was made")
 	}
 }
+
+// Step may be read from a goroutine a tool left running while the next
+// executions go on (under -race: no unguarded read).
+func TestStepReadFromAnotherGoroutine(t *testing.T) {
+	p := prompt.New("")
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				if s := p.Step(); s < 0 || s > 100 {
+					t.Errorf("step %d", s)
+				}
+			}
+		}
+	}()
+	for step := range 100 {
+		if _, err := p.Execute(step, func(*prompt.Prompt) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	<-done
+	if p.Step() != 99 {
+		t.Errorf("Step() = %d after step 99", p.Step())
+	}
+}

@@ -28,7 +28,7 @@ type Prompt struct {
 	reg           *defs.Registry
 	store         *state.Store
 	eff           promptrt.Manager
-	step          int
+	step          atomic.Int64 // read by Step from any goroutine (a tool's, still running)
 	input         string
 	executing     bool
 	execG         atomic.Uintptr         // callsite.G() of the goroutine executing the prompt function; 0 outside executions
@@ -64,7 +64,7 @@ func New(input string) *Prompt {
 func (p *Prompt) Store() *state.Store { return p.store }
 
 // Step returns the number of the step being prepared, from 0.
-func (p *Prompt) Step() int { return p.step }
+func (p *Prompt) Step() int { return int(p.step.Load()) }
 
 // Input returns the task given to a sub-agent, or "" for a top-level prompt.
 func (p *Prompt) Input() string { return p.input }
@@ -139,7 +139,7 @@ func (p *Prompt) check(hook string) {
 // the messages the execution declared for the first time, for the caller to
 // append to the transcript. A failure is an *Error.
 func (p *Prompt) execute(step int, fn Func) (added []defs.Message, err error) {
-	p.step = step
+	p.step.Store(int64(step))
 	p.added = p.added[:0]
 	p.addedIDs = p.addedIDs[:0]
 	clear(p.msgSites)
