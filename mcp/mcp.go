@@ -42,6 +42,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -104,7 +105,7 @@ type Server struct {
 	mu     sync.Mutex
 	cs     *sdk.ClientSession
 	closed bool
-	tools  []*sdk.Tool // listed tools; nil: list them at the next use
+	tools  []listedTool // listed tools; nil: list them at the next use
 	// stale is set by the server's notifications: list the tools (or read
 	// the resources) again at the next use.
 	staleTools atomic.Bool
@@ -331,15 +332,35 @@ func (s *Server) Tools(p *prompt.Prompt, opts ...ToolsOption) (map[string]defs.H
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]defs.Handle, len(tools))
+	type decl struct {
+		t      listedTool
+		remote string
+	}
+	var decls []decl
+	byName := map[string]string{} // declared name → remote name
 	for _, t := range tools {
 		if cfg.only != nil && !cfg.only[t.Name] {
 			continue
 		}
-		schema, err := json.Marshal(t.InputSchema)
-		if err != nil {
-			return nil, fmt.Errorf("mcp: server %s: tool %q: input schema: %w", s.name, t.Name, err)
+		if t.Name == "" {
+			return nil, fmt.Errorf("mcp: server %s: a tool has an empty name", s.name)
 		}
+		name := toolName(cfg.prefix, t.Name)
+		if other, ok := byName[name]; ok {
+			if other == t.Name {
+				return nil, fmt.Errorf("mcp: server %s: tool %q is listed twice", s.name, t.Name)
+			}
+			return nil, fmt.Errorf("mcp: server %s: tools %q and %q are both declared as %q (leave one out with mcp.Only)", s.name, other, t.Name, name)
+		}
+		if t.err != nil {
+			return nil, &SchemaError{Server: s.name, Tool: t.Name, Err: t.err}
+		}
+		byName[name] = t.Name
+		decls = append(decls, decl{t, name})
+	}
+	out := make(map[string]defs.Handle, len(decls))
+	for _, d := range decls {
+		t := d.t
 		var topts []prompt.ToolOption
 		if cfg.idem[t.Name] {
 			topts = append(topts, prompt.Idempotent())
@@ -347,15 +368,48 @@ func (s *Server) Tools(p *prompt.Prompt, opts ...ToolsOption) (map[string]defs.H
 		if cfg.approveAll || cfg.approve[t.Name] {
 			topts = append(topts, prompt.NeedsApproval())
 		}
-		name, remote := toolName(cfg.prefix, t.Name), t.Name
-		out[name] = p.DefSchemaTool(name, t.Description, schema, func(ctx context.Context, args json.RawMessage) (string, error) {
+		name, remote := d.remote, t.Name
+		out[name] = p.DefSchemaTool(name, t.Description, t.schema, func(ctx context.Context, args json.RawMessage) (string, error) {
 			return s.call(ctx, remote, args)
 		}, topts...)
 	}
 	return out, nil
 }
 
-func (s *Server) listTools() ([]*sdk.Tool, error) {
+// listedTool is a tool as the server listed it, with its input schema
+// checked once per listing rather than at every step.
+type listedTool struct {
+	*sdk.Tool
+	schema json.RawMessage // {"type":"object"} when the server gave none
+	err    error           // why schema cannot be used
+}
+
+func newListedTool(t *sdk.Tool) listedTool {
+	lt := listedTool{Tool: t, schema: json.RawMessage(`{"type":"object"}`)}
+	if t.InputSchema == nil {
+		return lt // no arguments
+	}
+	b, err := json.Marshal(t.InputSchema)
+	if err != nil {
+		lt.err = err
+		return lt
+	}
+	lt.schema = b
+	var js jsonschema.Schema
+	switch err := json.Unmarshal(b, &js); {
+	case err != nil:
+		lt.err = fmt.Errorf("not a JSON Schema: %w", err)
+	case js.Type != "object":
+		lt.err = fmt.Errorf("the type must be \"object\", not %q", js.Type)
+	default:
+		if _, err := js.Resolve(nil); err != nil {
+			lt.err = err
+		}
+	}
+	return lt
+}
+
+func (s *Server) listTools() ([]listedTool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.tools != nil && !s.staleTools.Load() {
@@ -384,18 +438,37 @@ func (s *Server) listTools() ([]*sdk.Tool, error) {
 	}
 }
 
+// maxTools bounds how many tools one listing may hold: a server whose
+// pages never end is an error, not a growing list.
+const maxTools = 10000
+
 // list lists the tools of the server on cs, every page.
-func (s *Server) list(ctx context.Context, cs *sdk.ClientSession) ([]*sdk.Tool, error) {
+func (s *Server) list(ctx context.Context, cs *sdk.ClientSession) ([]listedTool, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.ConnectTimeout)
 	defer cancel()
-	tools := []*sdk.Tool{}
-	for t, err := range cs.Tools(ctx, nil) {
+	tools := []listedTool{}
+	seen := map[string]bool{}
+	params := &sdk.ListToolsParams{}
+	for {
+		res, err := cs.ListTools(ctx, params)
 		if err != nil {
 			return nil, err
 		}
-		tools = append(tools, t)
+		for _, t := range res.Tools {
+			tools = append(tools, newListedTool(t))
+		}
+		if len(tools) > maxTools {
+			return nil, fmt.Errorf("more than %d tools", maxTools)
+		}
+		if res.NextCursor == "" {
+			return tools, nil
+		}
+		if seen[res.NextCursor] {
+			return nil, fmt.Errorf("the server handed out the page cursor %q twice", res.NextCursor)
+		}
+		seen[res.NextCursor] = true
+		params = &sdk.ListToolsParams{Cursor: res.NextCursor}
 	}
-	return tools, nil
 }
 
 // ToolError is an error the server reported for a tool call. The model
@@ -451,6 +524,9 @@ func (s *Server) call(ctx context.Context, tool string, args json.RawMessage) (s
 	}
 	text := contentText(res.Content, res.StructuredContent)
 	if res.IsError {
+		if text == "" {
+			text = fmt.Sprintf("MCP server %s reported an error without a message", s.name)
+		}
 		return "", &ToolError{Server: s.name, Tool: tool, Text: text}
 	}
 	return text, nil
@@ -543,3 +619,18 @@ func (s *Server) read(uri string) (resource, error) {
 	s.resources[uri] = r
 	return r, nil
 }
+
+// SchemaError is a tool whose input schema, as the server lists it, cannot
+// be used: not a JSON Schema of type object, or one whose references do
+// not resolve. Leave the tool out with Only to use the server's others.
+type SchemaError struct {
+	Server string
+	Tool   string
+	Err    error
+}
+
+func (e *SchemaError) Error() string {
+	return fmt.Sprintf("mcp: server %s: tool %q: input schema: %v (leave the tool out with mcp.Only)", e.Server, e.Tool, e.Err)
+}
+
+func (e *SchemaError) Unwrap() error { return e.Err }

@@ -1,0 +1,218 @@
+package mcp_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/reprompt/reprompt/mcp"
+	"github.com/reprompt/reprompt/prompt"
+	"github.com/reprompt/reprompt/runtime"
+	"github.com/reprompt/reprompt/snapshots"
+)
+
+// rawRequest is a JSON-RPC message a raw server receives.
+type rawRequest struct {
+	ID     json.RawMessage `json:"id,omitempty"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params,omitempty"`
+}
+
+// rawConn is the server side of a raw connection: send writes one line as
+// is (a JSON-RPC message, or garbage).
+type rawConn struct {
+	mu sync.Mutex
+	w  io.WriteCloser
+}
+
+func (c *rawConn) send(line string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, _ = io.WriteString(c.w, line+"\n")
+}
+
+// result answers the request id with result (JSON).
+func (c *rawConn) result(id json.RawMessage, result string) {
+	c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":%s}`, id, result))
+}
+
+// rawServer is an MCP server written by hand, to misbehave as servers
+// written by others may: it answers the handshake itself (the legacy
+// initialize, tools with listChanged) and passes every other request to
+// handle, which answers (or not) through the connection. Each connection
+// gets a fresh handler goroutine.
+func rawServer(t *testing.T, name string, handle func(c *rawConn, req rawRequest), opts mcp.Options) *mcp.Server {
+	t.Helper()
+	opts.Name = name
+	s := mcp.New(mcp.SDKTransport(name, func() sdk.Transport {
+		cr, sw := io.Pipe() // server → client
+		sr, cw := io.Pipe() // client → server
+		c := &rawConn{w: sw}
+		go func() {
+			defer sw.Close()
+			sc := bufio.NewScanner(sr)
+			sc.Buffer(nil, 1<<24)
+			for sc.Scan() {
+				var req rawRequest
+				if json.Unmarshal(sc.Bytes(), &req) != nil || req.Method == "" {
+					continue // a response to a request of the server, or garbage
+				}
+				switch req.Method {
+				case "server/discover":
+					c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`, req.ID))
+				case "initialize":
+					c.result(req.ID, `{"protocolVersion":"2025-06-18","capabilities":{"tools":{"listChanged":true}},"serverInfo":{"name":"raw","version":"1"}}`)
+				case "notifications/initialized", "notifications/cancelled":
+				case "ping":
+					c.result(req.ID, `{}`)
+				default:
+					go handle(c, req)
+				}
+			}
+		}()
+		return &sdk.IOTransport{Reader: cr, Writer: cw}
+	}), opts)
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// listing answers tools/list with tools (a JSON array) and tools/call with
+// call.
+func listing(tools string, call func(c *rawConn, req rawRequest)) func(c *rawConn, req rawRequest) {
+	return func(c *rawConn, req rawRequest) {
+		switch req.Method {
+		case "tools/list":
+			c.result(req.ID, `{"tools":`+tools+`}`)
+		case "tools/call":
+			if call != nil {
+				call(c, req)
+			}
+		default:
+			c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`, req.ID))
+		}
+	}
+}
+
+// runTools runs fn (declaring the server's tools) against the scripted
+// replies, and returns the run's result and error.
+func runTools(t *testing.T, s *mcp.Server, replies ...snapshots.Reply) (*runtime.Result, error) {
+	t.Helper()
+	fn := func(p *prompt.Prompt) error {
+		if _, err := s.Tools(p); err != nil {
+			return err
+		}
+		p.User("Go.")
+		return nil
+	}
+	return runtime.Run(t.Context(), snapshots.Script(replies...), fn, runtime.Config{})
+}
+
+// A tool without an inputSchema (the spec requires one; some servers omit
+// it) takes no arguments: it is declared with an empty object schema.
+func TestToolWithoutSchema(t *testing.T) {
+	s := rawServer(t, "raw", listing(`[{"name":"ping_it","description":"Pings."}]`, func(c *rawConn, req rawRequest) {
+		c.result(req.ID, `{"content":[{"type":"text","text":"pong"}]}`)
+	}), mcp.Options{})
+	res, err := runTools(t, s, snapshots.CallTool("ping_it", struct{}{}), snapshots.Text("ok"))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"ping_it"}, toolNames(res.Steps[0].Request))
+	r := res.Steps[0].ToolResults[0]
+	assert.False(t, r.IsError, r.Content)
+	assert.Equal(t, "pong", r.Content)
+}
+
+// A tool whose inputSchema cannot be used is a run error naming the server
+// and the tool, not a misuse panic pointing into this package.
+func TestToolWithBadSchema(t *testing.T) {
+	for name, schema := range map[string]string{
+		"not an object":   `"a string"`,
+		"not type object": `{"type":"string"}`,
+		"dangling ref":    `{"type":"object","properties":{"x":{"$ref":"#/$defs/missing"}}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := rawServer(t, "odd", listing(`[{"name":"good","inputSchema":{"type":"object"}},{"name":"bad","inputSchema":`+schema+`}]`, nil), mcp.Options{})
+			_, err := runTools(t, s, snapshots.Text("never"))
+			var se *mcp.SchemaError
+			require.ErrorAs(t, err, &se)
+			assert.Equal(t, "odd", se.Server)
+			assert.Equal(t, "bad", se.Tool)
+			assert.Contains(t, err.Error(), `mcp: server odd: tool "bad": input schema`)
+
+			// Left out with Only, the server's other tools are usable.
+			fn := func(p *prompt.Prompt) error {
+				_, err := s.Tools(p, mcp.Only("good"))
+				p.User("Go.")
+				return err
+			}
+			res, err := runtime.Run(t.Context(), snapshots.Script(snapshots.Text("ok")), fn, runtime.Config{})
+			require.NoError(t, err)
+			assert.Equal(t, []string{"good"}, toolNames(res.Steps[0].Request))
+		})
+	}
+}
+
+// Two tools of one server whose declared names are the same once made
+// valid (or cut to 64 bytes), and a tool with an empty name: run errors
+// naming the server and the tools.
+func TestToolNameCollision(t *testing.T) {
+	long := strings.Repeat("y", 70) // a name longer than 64 bytes
+	for name, c := range map[string]struct{ tools, want string }{
+		"sanitized": {`[{"name":"a.b","inputSchema":{"type":"object"}},{"name":"a_b","inputSchema":{"type":"object"}}]`,
+			`mcp: server odd: tools "a.b" and "a_b" are both declared as "a_b"`},
+		"cut": {`[{"name":"` + long + `1","inputSchema":{"type":"object"}},{"name":"` + long + `2","inputSchema":{"type":"object"}}]`,
+			`are both declared as`},
+		"duplicate": {`[{"name":"a","inputSchema":{"type":"object"}},{"name":"a","inputSchema":{"type":"object"}}]`,
+			`mcp: server odd: tool "a" is listed twice`},
+		"empty": {`[{"name":"","inputSchema":{"type":"object"}}]`,
+			`mcp: server odd: a tool has an empty name`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := rawServer(t, "odd", listing(c.tools, nil), mcp.Options{})
+			_, err := runTools(t, s, snapshots.Text("never"))
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), c.want)
+			var pe *prompt.MisuseError
+			assert.False(t, errors.As(err, &pe), "not a misuse of the prompt API: %v", err)
+		})
+	}
+}
+
+// A tool error reported without any content is an error result that says
+// so, not an empty one.
+func TestToolErrorWithoutContent(t *testing.T) {
+	s := rawServer(t, "odd", listing(`[{"name":"t","inputSchema":{"type":"object"}}]`, func(c *rawConn, req rawRequest) {
+		c.result(req.ID, `{"content":[],"isError":true}`)
+	}), mcp.Options{})
+	res, err := runTools(t, s, snapshots.CallTool("t", struct{}{}), snapshots.Text("ok"))
+	require.NoError(t, err)
+	r := res.Steps[0].ToolResults[0]
+	assert.True(t, r.IsError)
+	assert.Contains(t, r.Content, `failed: MCP server odd reported an error without a message`)
+}
+
+// A server whose tools/list pages never end (it hands back the same
+// cursor) fails promptly with a *ConnectError, not after filling memory
+// until ConnectTimeout.
+func TestToolListCursorLoop(t *testing.T) {
+	s := rawServer(t, "odd", func(c *rawConn, req rawRequest) {
+		if req.Method == "tools/list" {
+			c.result(req.ID, `{"tools":[{"name":"t","inputSchema":{"type":"object"}}],"nextCursor":"again"}`)
+		}
+	}, mcp.Options{MaxConnects: 1})
+	start := time.Now()
+	_, err := runTools(t, s, snapshots.Text("never"))
+	var ce *mcp.ConnectError
+	require.ErrorAs(t, err, &ce)
+	assert.Contains(t, err.Error(), "listing tools")
+	assert.Less(t, time.Since(start), 5*time.Second)
+}
