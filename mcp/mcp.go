@@ -109,7 +109,11 @@ type Server struct {
 	// stale is set by the server's notifications: list the tools (or read
 	// the resources) again at the next use.
 	staleTools atomic.Bool
-	resources  map[string]resource // by URI
+	// rmu guards resources, alone: the server's notifications take it, and
+	// must never wait for mu, which is held while a session closes (and
+	// closing waits for the notifications being handled).
+	rmu       sync.Mutex
+	resources map[string]resource // by URI
 }
 
 type resource struct {
@@ -231,8 +235,8 @@ func (s *Server) drop(cs *sdk.ClientSession) {
 }
 
 func (s *Server) staleResources(uri string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.rmu.Lock()
+	defer s.rmu.Unlock()
 	for u, r := range s.resources {
 		if uri == "" || u == uri {
 			r.stale = true
@@ -587,7 +591,10 @@ func (s *Server) Resource(p *prompt.Prompt, name, uri string) (defs.Handle, erro
 func (s *Server) read(uri string) (resource, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if r, ok := s.resources[uri]; ok && !r.stale {
+	s.rmu.Lock()
+	r, ok := s.resources[uri]
+	s.rmu.Unlock()
+	if ok && !r.stale {
 		return r, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.ConnectTimeout+s.opts.CallTimeout)
@@ -603,7 +610,7 @@ func (s *Server) read(uri string) (resource, error) {
 	if err != nil {
 		return resource{}, fmt.Errorf("mcp: server %s: reading resource %s: %w", s.name, uri, err)
 	}
-	var r resource
+	r = resource{}
 	var texts []string
 	for _, c := range res.Contents {
 		if r.mime == "" {
@@ -616,7 +623,9 @@ func (s *Server) read(uri string) (resource, error) {
 		}
 	}
 	r.text = strings.Join(texts, "\n")
+	s.rmu.Lock()
 	s.resources[uri] = r
+	s.rmu.Unlock()
 	return r, nil
 }
 

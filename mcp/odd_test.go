@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -52,9 +53,17 @@ func (c *rawConn) result(id json.RawMessage, result string) {
 // handle, which answers (or not) through the connection. Each connection
 // gets a fresh handler goroutine.
 func rawServer(t *testing.T, name string, handle func(c *rawConn, req rawRequest), opts mcp.Options) *mcp.Server {
+	s, _ := countedRawServer(t, name, handle, opts)
+	return s
+}
+
+// countedRawServer is rawServer that also counts the connections made.
+func countedRawServer(t *testing.T, name string, handle func(c *rawConn, req rawRequest), opts mcp.Options) (*mcp.Server, *atomic.Int32) {
 	t.Helper()
 	opts.Name = name
+	var conns atomic.Int32
 	s := mcp.New(mcp.SDKTransport(name, func() sdk.Transport {
+		conns.Add(1)
 		cr, sw := io.Pipe() // server → client
 		sr, cw := io.Pipe() // client → server
 		c := &rawConn{w: sw}
@@ -71,7 +80,7 @@ func rawServer(t *testing.T, name string, handle func(c *rawConn, req rawRequest
 				case "server/discover":
 					c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`, req.ID))
 				case "initialize":
-					c.result(req.ID, `{"protocolVersion":"2025-06-18","capabilities":{"tools":{"listChanged":true}},"serverInfo":{"name":"raw","version":"1"}}`)
+					c.result(req.ID, `{"protocolVersion":"2025-06-18","capabilities":{"tools":{"listChanged":true},"resources":{"listChanged":true}},"serverInfo":{"name":"raw","version":"1"}}`)
 				case "notifications/initialized", "notifications/cancelled":
 				case "ping":
 					c.result(req.ID, `{}`)
@@ -83,7 +92,7 @@ func rawServer(t *testing.T, name string, handle func(c *rawConn, req rawRequest
 		return &sdk.IOTransport{Reader: cr, Writer: cw}
 	}), opts)
 	t.Cleanup(func() { _ = s.Close() })
-	return s
+	return s, &conns
 }
 
 // listing answers tools/list with tools (a JSON array) and tools/call with
@@ -215,4 +224,81 @@ func TestToolListCursorLoop(t *testing.T) {
 	require.ErrorAs(t, err, &ce)
 	assert.Contains(t, err.Error(), "listing tools")
 	assert.Less(t, time.Since(start), 5*time.Second)
+}
+
+// A call the runtime gives up on (its ToolTimeout, shorter than
+// CallTimeout) is an error result, promptly, and the connection is kept:
+// a stdio server is not killed, and its state lost, because one call was
+// slow.
+func TestToolTimeoutKeepsConnection(t *testing.T) {
+	s, conns := countedRawServer(t, "odd", listing(`[{"name":"slow","inputSchema":{"type":"object"}},{"name":"fast","inputSchema":{"type":"object"}}]`,
+		func(c *rawConn, req rawRequest) {
+			if strings.Contains(string(req.Params), `"fast"`) {
+				c.result(req.ID, `{"content":[{"type":"text","text":"done"}]}`)
+			} // slow: never answers
+		}), mcp.Options{})
+	fn := func(p *prompt.Prompt) error {
+		_, err := s.Tools(p)
+		p.User("Go.")
+		return err
+	}
+	start := time.Now()
+	res, err := runtime.Run(t.Context(), snapshots.Script(
+		snapshots.CallTool("slow", struct{}{}),
+		snapshots.CallTool("fast", struct{}{}),
+		snapshots.Text("ok"),
+	), fn, runtime.Config{ToolTimeout: 100 * time.Millisecond})
+	require.NoError(t, err)
+	assert.Less(t, time.Since(start), 5*time.Second)
+	slow := res.Steps[0].ToolResults[0]
+	assert.True(t, slow.IsError)
+	assert.Contains(t, slow.Content, "did not finish within 100ms")
+	fast := res.Steps[1].ToolResults[0]
+	assert.False(t, fast.IsError, fast.Content)
+	assert.Equal(t, "done", fast.Content)
+	assert.Equal(t, int32(1), conns.Load(), "one connection: the slow call did not drop it")
+}
+
+// A server that sends notifications about its resources before and after
+// it answers a read: the read answers at once, and Close, while the
+// notifications are still handled, returns (it used to hold the lock the
+// handlers wait for while waiting for them).
+func TestNotificationDuringResourceRead(t *testing.T) {
+	s := rawServer(t, "odd", func(c *rawConn, req rawRequest) {
+		switch req.Method {
+		case "resources/read":
+			c.send(`{"jsonrpc":"2.0","method":"notifications/resources/list_changed"}`)
+			c.send(`{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"note://a"}}`)
+			time.Sleep(50 * time.Millisecond) // the notifications are handled first
+			c.result(req.ID, `{"contents":[{"uri":"note://a","mimeType":"text/plain","text":"hello"}]}`)
+			for range 200 { // still notifying while the client closes
+				c.send(`{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"note://a"}}`)
+			}
+		default:
+			c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`, req.ID))
+		}
+	}, mcp.Options{CallTimeout: 2 * time.Second, ConnectTimeout: 2 * time.Second})
+	fn := func(p *prompt.Prompt) error {
+		if _, err := s.Resource(p, "a", "note://a"); err != nil {
+			return err
+		}
+		if _, err := s.Resource(p, "b", "note://a"); err != nil { // read again: the first read is stale already
+			return err
+		}
+		p.User("Go.")
+		return nil
+	}
+	start := time.Now()
+	res, err := runtime.Run(t.Context(), snapshots.Script(snapshots.Text("ok")), fn, runtime.Config{})
+	require.NoError(t, err)
+	assert.Less(t, time.Since(start), time.Second)
+	assert.Contains(t, res.Steps[0].Request.System, "<a>hello</a>")
+
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+	select {
+	case <-closed:
+	case <-time.After(3 * time.Second):
+		t.Fatal("Close deadlocked with the handler of a notification")
+	}
 }
