@@ -499,6 +499,9 @@ func (e *CallError) Error() string {
 
 func (e *CallError) Unwrap() error { return e.Err }
 
+// errCallTimeout is the cause of a call's context when CallTimeout passed.
+var errCallTimeout = errors.New("mcp: call timeout")
+
 func (s *Server) call(ctx context.Context, tool string, args json.RawMessage) (string, error) {
 	s.mu.Lock()
 	cs, err := s.session(ctx)
@@ -506,14 +509,19 @@ func (s *Server) call(ctx context.Context, tool string, args json.RawMessage) (s
 	if err != nil {
 		return "", err
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.opts.CallTimeout)
+	ctx, cancel := context.WithTimeoutCause(ctx, s.opts.CallTimeout, errCallTimeout)
 	defer cancel()
 	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
 	if err != nil {
 		var wire *jsonrpc.Error
 		switch {
-		case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		case errors.Is(context.Cause(ctx), errCallTimeout):
 			err = fmt.Errorf("no answer within %s", s.opts.CallTimeout)
+		case ctx.Err() != nil:
+			// The caller gave up (the run was cancelled, or its own
+			// deadline passed): the connection is fine, keep it (a
+			// command's process, and its state, with it).
+			err = context.Cause(ctx)
 		case errors.As(err, &wire):
 			// The server answered with an error: the connection is fine.
 		default:

@@ -2,6 +2,7 @@ package mcp_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -301,4 +302,33 @@ func TestNotificationDuringResourceRead(t *testing.T) {
 	case <-time.After(3 * time.Second):
 		t.Fatal("Close deadlocked with the handler of a notification")
 	}
+}
+
+// A run cancelled during a call ends the call at once, and the connection
+// is kept for the next run: a stdio server is not killed, and its state
+// lost, because a caller gave up.
+func TestCancelledCallKeepsConnection(t *testing.T) {
+	s, conns := countedRawServer(t, "odd", listing(`[{"name":"slow","inputSchema":{"type":"object"}},{"name":"fast","inputSchema":{"type":"object"}}]`,
+		func(c *rawConn, req rawRequest) {
+			if strings.Contains(string(req.Params), `"fast"`) {
+				c.result(req.ID, `{"content":[{"type":"text","text":"done"}]}`)
+			} // slow: never answers
+		}), mcp.Options{})
+	fn := func(p *prompt.Prompt) error {
+		_, err := s.Tools(p)
+		p.User("Go.")
+		return err
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	time.AfterFunc(200*time.Millisecond, cancel)
+	start := time.Now()
+	_, _ = runtime.Run(ctx, snapshots.Script(snapshots.CallTool("slow", struct{}{}), snapshots.Text("never")), fn, runtime.Config{})
+	assert.Less(t, time.Since(start), 5*time.Second)
+
+	res, err := runtime.Run(t.Context(), snapshots.Script(snapshots.CallTool("fast", struct{}{}), snapshots.Text("ok")), fn, runtime.Config{})
+	require.NoError(t, err)
+	fast := res.Steps[0].ToolResults[0]
+	assert.False(t, fast.IsError, fast.Content)
+	assert.Equal(t, int32(1), conns.Load(), "one connection: the cancelled call did not drop it")
 }
