@@ -35,12 +35,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os/exec"
 	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -68,8 +71,45 @@ func Command(name string, args ...string) Transport {
 // endpoint url.
 func HTTP(url string) Transport {
 	return Transport{name: url, connect: func() sdk.Transport {
-		return &sdk.StreamableClientTransport{Endpoint: url}
+		return &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: limitJSON{http.DefaultTransport}}}
 	}}
+}
+
+// maxMessage bounds one message read from a server: the MCP SDK bounds a
+// line of stdio and an event of a stream at 16 MiB, but reads a JSON
+// response body whole.
+const maxMessage = 16 << 20
+
+// limitJSON bounds the JSON response bodies of an HTTP transport at
+// maxMessage bytes (a longer one fails as it is read).
+type limitJSON struct{ next http.RoundTripper }
+
+func (l limitJSON) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := l.next.RoundTrip(req)
+	if err == nil && strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		resp.Body = &limitedBody{ReadCloser: resp.Body, left: maxMessage}
+	}
+	return resp, err
+}
+
+type limitedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.left < 0 {
+		return 0, fmt.Errorf("the server's response is more than %d bytes", maxMessage)
+	}
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	if b.left < 0 {
+		return 0, fmt.Errorf("the server's response is more than %d bytes", maxMessage)
+	}
+	return n, err
 }
 
 // SDKTransport returns a transport made by connect, which is called for
@@ -93,6 +133,12 @@ type Options struct {
 	// MaxConnects is how many attempts one use makes to connect before it
 	// fails with a *ConnectError. If zero, 3.
 	MaxConnects int
+	// MaxResultBytes bounds the text of one tool result: longer text is
+	// cut, at a UTF-8 boundary, with a note saying how many bytes were
+	// left out, so that one call does not flood the model's context. If
+	// zero, 1 MiB; if negative, no bound. (Whatever it is, one message from
+	// the server is bounded at 16 MiB when read.)
+	MaxResultBytes int
 }
 
 // Server is an MCP server whose tools and resources prompt functions
@@ -132,6 +178,9 @@ func New(t Transport, opts Options) *Server {
 	}
 	if opts.MaxConnects <= 0 {
 		opts.MaxConnects = 3
+	}
+	if opts.MaxResultBytes == 0 {
+		opts.MaxResultBytes = 1 << 20
 	}
 	name := opts.Name
 	if name == "" {
@@ -534,7 +583,7 @@ func (s *Server) call(ctx context.Context, tool string, args json.RawMessage) (s
 		}
 		return "", &CallError{Server: s.name, Tool: tool, Err: err}
 	}
-	text := contentText(res.Content, res.StructuredContent)
+	text := cut(contentText(res.Content, res.StructuredContent), s.opts.MaxResultBytes)
 	if res.IsError {
 		if text == "" {
 			text = fmt.Sprintf("MCP server %s reported an error without a message", s.name)
@@ -542,6 +591,19 @@ func (s *Server) call(ctx context.Context, tool string, args json.RawMessage) (s
 		return "", &ToolError{Server: s.name, Tool: tool, Text: text}
 	}
 	return text, nil
+}
+
+// cut returns text cut to at most max bytes, at a UTF-8 boundary, with a
+// note of what was left out; text as is when max is negative.
+func cut(text string, max int) string {
+	if max < 0 || len(text) <= max {
+		return text
+	}
+	n := max
+	for n > 0 && !utf8.RuneStart(text[n]) {
+		n--
+	}
+	return fmt.Sprintf("%s\n[cut: %d more bytes of the result were left out]", text[:n], len(text)-n)
 }
 
 // contentText renders a tool result's content as the text the model reads:

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -331,4 +333,57 @@ func TestCancelledCallKeepsConnection(t *testing.T) {
 	fast := res.Steps[0].ToolResults[0]
 	assert.False(t, fast.IsError, fast.Content)
 	assert.Equal(t, int32(1), conns.Load(), "one connection: the cancelled call did not drop it")
+}
+
+// A huge text result is cut to MaxResultBytes, at a rune boundary, with a
+// note saying how much was left out: the model's context is not flooded.
+func TestHugeResultIsCut(t *testing.T) {
+	huge := strings.Repeat("é", 600_000) // 1.2 MB
+	s := rawServer(t, "odd", listing(`[{"name":"dump","inputSchema":{"type":"object"}}]`, func(c *rawConn, req rawRequest) {
+		c.result(req.ID, `{"content":[{"type":"text","text":"`+huge+`"}]}`)
+	}), mcp.Options{MaxResultBytes: 1001})
+	res, err := runTools(t, s, snapshots.CallTool("dump", struct{}{}), snapshots.Text("ok"))
+	require.NoError(t, err)
+	r := res.Steps[0].ToolResults[0]
+	assert.False(t, r.IsError)
+	assert.True(t, strings.HasPrefix(r.Content, strings.Repeat("é", 500)+"\n[cut: 1199000 more bytes of the result were left out]"), "%.1200s", r.Content)
+	assert.Less(t, len(r.Content), 1100)
+}
+
+// Over streamable HTTP, a JSON response body larger than the bound is a
+// lost call, not read whole into memory.
+func TestHugeHTTPResponse(t *testing.T) {
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req rawRequest
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		w.Header().Set("Content-Type", "application/json")
+		switch req.Method {
+		case "server/discover":
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`, req.ID)
+		case "initialize":
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"raw","version":"1"}}}`, req.ID)
+		case "tools/list":
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"dump","inputSchema":{"type":"object"}}]}}`, req.ID)
+		case "tools/call":
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"`, req.ID)
+			chunk := strings.Repeat("x", 1<<20)
+			for range 40 { // 40 MB, more than the 16 MiB bound
+				if _, err := io.WriteString(w, chunk); err != nil {
+					return
+				}
+			}
+			fmt.Fprint(w, `"}]}}`)
+		default:
+			w.WriteHeader(http.StatusAccepted)
+		}
+	}))
+	defer hs.Close()
+	s := mcp.New(mcp.HTTP(hs.URL), mcp.Options{Name: "odd"})
+	defer s.Close()
+	res, err := runTools(t, s, snapshots.CallTool("dump", struct{}{}), snapshots.Text("ok"))
+	require.NoError(t, err)
+	r := res.Steps[0].ToolResults[0]
+	assert.True(t, r.IsError)
+	assert.Contains(t, r.Content, `MCP server odd did not answer the call of "dump"`)
+	assert.Contains(t, r.Content, "more than 16777216 bytes")
 }
