@@ -249,6 +249,9 @@ func (s *Server) session(ctx context.Context) (*sdk.ClientSession, error) {
 		})
 		cctx, cancel := context.WithTimeout(ctx, s.opts.ConnectTimeout)
 		cs, err := client.Connect(cctx, s.t.connect(), nil)
+		if err != nil && cctx.Err() != nil && ctx.Err() == nil {
+			err = fmt.Errorf("no answer to the handshake within %s: %w", s.opts.ConnectTimeout, err)
+		}
 		cancel()
 		if err == nil {
 			s.cs = cs
@@ -524,8 +527,9 @@ func (s *Server) list(ctx context.Context, cs *sdk.ClientSession) ([]listedTool,
 	}
 }
 
-// ToolError is an error the server reported for a tool call. The model
-// receives its text as an error result.
+// ToolError is an error the server reported for a tool call: a result
+// marked isError, or a JSON-RPC error answering the call (an unknown tool,
+// say). The model receives its text as an error result.
 type ToolError struct {
 	Server string
 	Tool   string
@@ -573,6 +577,7 @@ func (s *Server) call(ctx context.Context, tool string, args json.RawMessage) (s
 			err = context.Cause(ctx)
 		case errors.As(err, &wire):
 			// The server answered with an error: the connection is fine.
+			return "", &ToolError{Server: s.name, Tool: tool, Text: fmt.Sprintf("MCP server %s refused the call: %s", s.name, wire.Message)}
 		default:
 			// The connection failed (it was closed, the process died, the
 			// pipe broke): connect again at the next use.

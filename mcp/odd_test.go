@@ -387,3 +387,80 @@ func TestHugeHTTPResponse(t *testing.T) {
 	assert.Contains(t, r.Content, `MCP server odd did not answer the call of "dump"`)
 	assert.Contains(t, r.Content, "more than 16777216 bytes")
 }
+
+// A server that writes garbage to its output: a line that is not JSON-RPC
+// before its answer.
+func TestGarbageOutput(t *testing.T) {
+	var calls atomic.Int32
+	s, conns := countedRawServer(t, "odd", listing(`[{"name":"t","inputSchema":{"type":"object"}}]`, func(c *rawConn, req rawRequest) {
+		if calls.Add(1) == 1 {
+			c.send(`Debugger listening on ws://127.0.0.1:9229`)
+		}
+		c.result(req.ID, `{"content":[{"type":"text","text":"fine"}]}`)
+	}), mcp.Options{})
+	res, err := runTools(t, s, snapshots.CallTool("t", struct{}{}), snapshots.CallTool("t", struct{}{}), snapshots.Text("ok"))
+	require.NoError(t, err)
+	first := res.Steps[0].ToolResults[0]
+	assert.True(t, first.IsError)
+	assert.Contains(t, first.Content, `MCP server odd did not answer the call of "t"`)
+	assert.Contains(t, first.Content, "invalid character 'D'")
+	second := res.Steps[1].ToolResults[0]
+	assert.False(t, second.IsError, second.Content)
+	assert.Equal(t, "fine", second.Content)
+	assert.Equal(t, int32(2), conns.Load(), "the broken connection was dropped, a new one made")
+}
+
+// A server that exits at start, and one that never answers the handshake:
+// *ConnectError after MaxConnects attempts, promptly.
+func TestServerGoneAtStart(t *testing.T) {
+	for name, serve := range map[string]func(r io.ReadCloser, w io.WriteCloser){
+		"exits":  func(r io.ReadCloser, w io.WriteCloser) { _ = w.Close(); _ = r.Close() },
+		"silent": func(r io.ReadCloser, w io.WriteCloser) { _, _ = io.Copy(io.Discard, r) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := mcp.New(mcp.SDKTransport("gone", func() sdk.Transport {
+				cr, sw := io.Pipe()
+				sr, cw := io.Pipe()
+				go serve(sr, sw)
+				return &sdk.IOTransport{Reader: cr, Writer: cw}
+			}), mcp.Options{MaxConnects: 2, ConnectTimeout: 200 * time.Millisecond})
+			defer s.Close()
+			start := time.Now()
+			_, err := runTools(t, s, snapshots.Text("never"))
+			var ce *mcp.ConnectError
+			require.ErrorAs(t, err, &ce)
+			assert.Equal(t, 2, ce.Tries)
+			assert.Equal(t, "gone", ce.Server)
+			assert.Less(t, time.Since(start), 3*time.Second)
+			if name == "silent" {
+				assert.Contains(t, err.Error(), "no answer to the handshake within 200ms")
+			}
+		})
+	}
+}
+
+// A server that fails to list its tools: *ConnectError naming the listing.
+func TestToolListFails(t *testing.T) {
+	s := rawServer(t, "odd", func(c *rawConn, req rawRequest) {
+		c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32603,"message":"database is down"}}`, req.ID))
+	}, mcp.Options{MaxConnects: 2})
+	_, err := runTools(t, s, snapshots.Text("never"))
+	var ce *mcp.ConnectError
+	require.ErrorAs(t, err, &ce)
+	assert.Contains(t, err.Error(), "mcp: server odd: cannot connect after 2 attempts: listing tools: ")
+	assert.Contains(t, err.Error(), "database is down")
+}
+
+// A call the server refuses with a JSON-RPC error (a tool it no longer
+// has, say): an error result with the server's message.
+func TestCallRefused(t *testing.T) {
+	s, conns := countedRawServer(t, "odd", listing(`[{"name":"t","inputSchema":{"type":"object"}}]`, func(c *rawConn, req rawRequest) {
+		c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32602,"message":"unknown tool \"t\""}}`, req.ID))
+	}), mcp.Options{})
+	res, err := runTools(t, s, snapshots.CallTool("t", struct{}{}), snapshots.Text("ok"))
+	require.NoError(t, err)
+	r := res.Steps[0].ToolResults[0]
+	assert.True(t, r.IsError)
+	assert.Equal(t, `error: tool "t" failed: MCP server odd refused the call: unknown tool "t"`, r.Content)
+	assert.Equal(t, int32(1), conns.Load(), "an answer: the connection is kept")
+}
