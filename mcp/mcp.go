@@ -148,6 +148,10 @@ type Server struct {
 	opts Options
 	name string
 
+	// life ends at Close, and with it the calls still waiting.
+	life    context.Context
+	endLife context.CancelCauseFunc
+
 	mu     sync.Mutex
 	cs     *sdk.ClientSession
 	closed bool
@@ -186,12 +190,14 @@ func New(t Transport, opts Options) *Server {
 	if name == "" {
 		name = t.name
 	}
-	return &Server{t: t, opts: opts, name: name, resources: map[string]resource{}}
+	life, end := context.WithCancelCause(context.Background())
+	return &Server{t: t, opts: opts, name: name, life: life, endLife: end, resources: map[string]resource{}}
 }
 
 // Close closes the connection (a command's process is asked to exit).
 // The Server cannot be used afterwards.
 func (s *Server) Close() error {
+	s.endLife(ErrClosed) // calls waiting for an answer end now, and release the session
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
@@ -468,6 +474,9 @@ func newListedTool(t *sdk.Tool) listedTool {
 func (s *Server) listTools() ([]listedTool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
 	if s.tools != nil && !s.staleTools.Load() {
 		return s.tools, nil
 	}
@@ -562,6 +571,9 @@ func (s *Server) call(ctx context.Context, tool string, args json.RawMessage) (s
 	if err != nil {
 		return "", err
 	}
+	ctx, closed := context.WithCancelCause(ctx)
+	defer closed(nil)
+	defer context.AfterFunc(s.life, func() { closed(ErrClosed) })()
 	ctx, cancel := context.WithTimeoutCause(ctx, s.opts.CallTimeout, errCallTimeout)
 	defer cancel()
 	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
@@ -666,6 +678,9 @@ func (s *Server) Resource(p *prompt.Prompt, name, uri string) (defs.Handle, erro
 func (s *Server) read(uri string) (resource, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return resource{}, ErrClosed
+	}
 	s.rmu.Lock()
 	r, ok := s.resources[uri]
 	s.rmu.Unlock()

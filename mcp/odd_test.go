@@ -464,3 +464,79 @@ func TestCallRefused(t *testing.T) {
 	assert.Equal(t, `error: tool "t" failed: MCP server odd refused the call: unknown tool "t"`, r.Content)
 	assert.Equal(t, int32(1), conns.Load(), "an answer: the connection is kept")
 }
+
+// Two servers with a tool of the same name, declared without prefixes: a
+// run error naming both declarations (Prefix tells them apart).
+func TestToolNameCollidesAcrossServers(t *testing.T) {
+	a := rawServer(t, "a", listing(`[{"name":"search","inputSchema":{"type":"object"}}]`, nil), mcp.Options{})
+	b := rawServer(t, "b", listing(`[{"name":"search","inputSchema":{"type":"object"}}]`, nil), mcp.Options{})
+	fn := func(p *prompt.Prompt) error {
+		if _, err := a.Tools(p); err != nil {
+			return err
+		}
+		_, err := b.Tools(p)
+		p.User("Go.")
+		return err
+	}
+	_, err := runtime.Run(t.Context(), snapshots.Script(snapshots.Text("never")), fn, runtime.Config{})
+	var de *prompt.DuplicateToolError
+	require.ErrorAs(t, err, &de)
+	assert.Equal(t, "search", de.Name)
+	assert.Contains(t, de.First, "odd_test.go")
+	assert.Contains(t, de.Now, "odd_test.go")
+
+	fn = func(p *prompt.Prompt) error {
+		if _, err := a.Tools(p, mcp.Prefix("a_")); err != nil {
+			return err
+		}
+		_, err := b.Tools(p, mcp.Prefix("b_"))
+		p.User("Go.")
+		return err
+	}
+	res, err := runtime.Run(t.Context(), snapshots.Script(snapshots.Text("ok")), fn, runtime.Config{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a_search", "b_search"}, toolNames(res.Steps[0].Request))
+}
+
+// Content the model cannot read as text (an image, audio, a blob, a link)
+// is described in a line each, not dropped or sent as base64.
+func TestNonTextContent(t *testing.T) {
+	s := rawServer(t, "odd", listing(`[{"name":"t","inputSchema":{"type":"object"}}]`, func(c *rawConn, req rawRequest) {
+		c.result(req.ID, `{"content":[
+			{"type":"text","text":"here:"},
+			{"type":"image","mimeType":"image/png","data":"AAECAw=="},
+			{"type":"audio","mimeType":"audio/wav","data":"AAE="},
+			{"type":"resource","resource":{"uri":"file:///a.bin","mimeType":"application/octet-stream","blob":"AAECAwQ="}},
+			{"type":"resource","resource":{"uri":"file:///a.txt","mimeType":"text/plain","text":"inline"}},
+			{"type":"resource_link","uri":"file:///b.txt","name":"b"}]}`)
+	}), mcp.Options{})
+	res, err := runTools(t, s, snapshots.CallTool("t", struct{}{}), snapshots.Text("ok"))
+	require.NoError(t, err)
+	r := res.Steps[0].ToolResults[0]
+	assert.False(t, r.IsError, r.Content)
+	assert.Equal(t, "here:\n[image, image/png, 4 bytes]\n[audio, audio/wav, 2 bytes]\n"+
+		"[resource file:///a.bin, application/octet-stream, 5 bytes]\ninline\n[resource link b: file:///b.txt]", r.Content)
+}
+
+// The Server closed while a call waits for its answer: the call ends at
+// once with an error result, and later uses fail with ErrClosed.
+func TestCloseDuringCall(t *testing.T) {
+	s := rawServer(t, "odd", listing(`[{"name":"slow","inputSchema":{"type":"object"}}]`, nil), mcp.Options{})
+	fn := func(p *prompt.Prompt) error {
+		_, err := s.Tools(p)
+		p.User("Go.")
+		return err
+	}
+	r := runtime.New(snapshots.Script(snapshots.CallTool("slow", struct{}{}), snapshots.Text("ok")), fn, runtime.Config{})
+	defer r.Close()
+	time.AfterFunc(200*time.Millisecond, func() { _ = s.Close() })
+	start := time.Now()
+	step, err := r.Next(t.Context())
+	require.NoError(t, err)
+	assert.Less(t, time.Since(start), 5*time.Second)
+	require.Len(t, step.ToolResults, 1)
+	assert.True(t, step.ToolResults[0].IsError)
+	assert.Contains(t, step.ToolResults[0].Content, `MCP server odd did not answer the call of "slow"`)
+	_, err = r.Next(t.Context())
+	assert.ErrorIs(t, err, mcp.ErrClosed)
+}
