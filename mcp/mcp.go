@@ -24,7 +24,11 @@
 // are validated against it before the call is sent (see
 // prompt.DefSchemaTool). A tool error reported by the server, a call that
 // does not answer within Options.CallTimeout and a connection lost during
-// the call are error results for the model, not run errors.
+// the call are error results for the model, not run errors. A tool without
+// an input schema takes no arguments; one whose schema cannot be used is a
+// *SchemaError, and tools whose declared names would collide are an error
+// naming both, unless Only leaves them out. A result's text is cut to
+// Options.MaxResultBytes.
 //
 // Package mcp is its own Go module, so that users of reprompt's core do not
 // download the MCP SDK.
