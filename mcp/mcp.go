@@ -484,10 +484,13 @@ func (s *Server) listTools() ([]listedTool, error) {
 	if s.tools != nil && !s.staleTools.Load() {
 		return s.tools, nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.opts.ConnectTimeout*time.Duration(s.opts.MaxConnects+1))
+	ctx, cancel := context.WithTimeout(s.life, s.opts.ConnectTimeout*time.Duration(s.opts.MaxConnects+1))
 	defer cancel()
 	for try := 1; ; try++ {
 		cs, err := s.session(ctx)
+		if s.life.Err() != nil {
+			return nil, ErrClosed
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -501,6 +504,9 @@ func (s *Server) listTools() ([]listedTool, error) {
 			s.cs = nil
 		}
 		_ = cs.Close()
+		if s.life.Err() != nil {
+			return nil, ErrClosed
+		}
 		if try >= s.opts.MaxConnects {
 			return nil, &ConnectError{Server: s.name, Tries: try, Err: fmt.Errorf("listing tools: %w", err)}
 		}
@@ -569,15 +575,15 @@ func (e *CallError) Unwrap() error { return e.Err }
 var errCallTimeout = errors.New("mcp: call timeout")
 
 func (s *Server) call(ctx context.Context, tool string, args json.RawMessage) (string, error) {
+	ctx, closed := context.WithCancelCause(ctx)
+	defer closed(nil)
+	defer context.AfterFunc(s.life, func() { closed(ErrClosed) })()
 	s.mu.Lock()
 	cs, err := s.session(ctx)
 	s.mu.Unlock()
 	if err != nil {
 		return "", err
 	}
-	ctx, closed := context.WithCancelCause(ctx)
-	defer closed(nil)
-	defer context.AfterFunc(s.life, func() { closed(ErrClosed) })()
 	ctx, cancel := context.WithTimeoutCause(ctx, s.opts.CallTimeout, errCallTimeout)
 	defer cancel()
 	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
@@ -691,7 +697,7 @@ func (s *Server) read(uri string) (resource, error) {
 	if ok && !r.stale {
 		return r, nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.opts.ConnectTimeout+s.opts.CallTimeout)
+	ctx, cancel := context.WithTimeout(s.life, s.opts.ConnectTimeout+s.opts.CallTimeout)
 	defer cancel()
 	cs, err := s.session(ctx)
 	if err != nil {

@@ -540,3 +540,14 @@ func TestCloseDuringCall(t *testing.T) {
 	_, err = r.Next(t.Context())
 	assert.ErrorIs(t, err, mcp.ErrClosed)
 }
+
+// The Server closed while it waits for its tool list: the listing ends at
+// once with ErrClosed, and Close does not wait for ConnectTimeout.
+func TestCloseDuringListing(t *testing.T) {
+	s := rawServer(t, "odd", func(c *rawConn, req rawRequest) {}, mcp.Options{}) // never lists
+	time.AfterFunc(200*time.Millisecond, func() { _ = s.Close() })
+	start := time.Now()
+	_, err := runTools(t, s, snapshots.Text("never"))
+	assert.ErrorIs(t, err, mcp.ErrClosed)
+	assert.Less(t, time.Since(start), 5*time.Second)
+}
