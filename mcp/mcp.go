@@ -168,6 +168,9 @@ type Server struct {
 	// closing waits for the notifications being handled).
 	rmu       sync.Mutex
 	resources map[string]resource // by URI
+	// notes counts the resource notifications, so that a read during
+	// which one came stores its result as stale.
+	notes uint64
 }
 
 type resource struct {
@@ -299,6 +302,7 @@ func (s *Server) drop(cs *sdk.ClientSession) {
 func (s *Server) staleResources(uri string) {
 	s.rmu.Lock()
 	defer s.rmu.Unlock()
+	s.notes++
 	for u, r := range s.resources {
 		if uri == "" || u == uri {
 			r.stale = true
@@ -693,6 +697,7 @@ func (s *Server) read(uri string) (resource, error) {
 	}
 	s.rmu.Lock()
 	r, ok := s.resources[uri]
+	notes := s.notes
 	s.rmu.Unlock()
 	if ok && !r.stale {
 		return r, nil
@@ -724,6 +729,7 @@ func (s *Server) read(uri string) (resource, error) {
 	}
 	r.text = strings.Join(texts, "\n")
 	s.rmu.Lock()
+	r.stale = s.notes != notes // it may have changed during the read: read it again at the next use
 	s.resources[uri] = r
 	s.rmu.Unlock()
 	return r, nil

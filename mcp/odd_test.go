@@ -551,3 +551,36 @@ func TestCloseDuringListing(t *testing.T) {
 	assert.ErrorIs(t, err, mcp.ErrClosed)
 	assert.Less(t, time.Since(start), 5*time.Second)
 }
+
+// A resource the server says changed while it is being read is read again
+// at the next use: the notification is not lost because the read had not
+// stored its result yet.
+func TestResourceUpdatedDuringRead(t *testing.T) {
+	var reads atomic.Int32
+	s := rawServer(t, "odd", func(c *rawConn, req rawRequest) {
+		switch req.Method {
+		case "resources/read":
+			n := reads.Add(1)
+			if n == 1 {
+				c.send(`{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"note://a"}}`)
+				time.Sleep(50 * time.Millisecond) // the notification is handled during the read
+			}
+			c.result(req.ID, fmt.Sprintf(`{"contents":[{"uri":"note://a","mimeType":"text/plain","text":"v%d"}]}`, n))
+		default:
+			c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`, req.ID))
+		}
+	}, mcp.Options{})
+	fn := func(p *prompt.Prompt) error {
+		_, err := s.Resource(p, "a", "note://a")
+		p.User("Go.")
+		return err
+	}
+	r := runtime.New(snapshots.Script(snapshots.CallTool("none", struct{}{}), snapshots.Text("ok")), fn, runtime.Config{})
+	defer r.Close()
+	step, err := r.Next(t.Context())
+	require.NoError(t, err)
+	assert.Contains(t, step.Request.System, "<a>v1</a>")
+	step, err = r.Next(t.Context())
+	require.NoError(t, err)
+	assert.Contains(t, step.Request.System, "<a>v2</a>", "read again")
+}
