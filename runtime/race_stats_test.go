@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/snapshots"
@@ -77,21 +76,7 @@ func TestStopWhenIsNotCalledForSubAgents(t *testing.T) {
 		p.User("go")
 		return nil
 	}
-	sub := snapshots.Reply{Func: func(req *runtime.Request) snapshots.Reply {
-		if last := req.Messages[len(req.Messages)-1]; last.Role == defs.RoleTool {
-			return snapshots.Text("done")
-		}
-		return snapshots.CallTools(snapshots.Call{Name: "work"})
-	}}
-	m := snapshots.Script(
-		snapshots.CallTools(
-			snapshots.Call{Name: "worker", Args: prompt.AgentArgs{Task: "A"}},
-			snapshots.Call{Name: "worker", Args: prompt.AgentArgs{Task: "B"}},
-		),
-		sub, sub, sub, sub,
-		snapshots.Text("all done"),
-	)
-	res := run(t, m, parent, cfg)
+	res := run(t, twoWorkersScript(1), parent, cfg)
 	require.Len(t, res.Steps, 2)
 	require.Len(t, res.Steps[0].Agents, 2, "both sub-agents ran")
 	// Once: the last step ends the run by its text before StopWhen is asked.

@@ -67,13 +67,24 @@ func parallelSubAgentsOnce(t *testing.T, calls int, cfg runtime.Config) {
 		p.User("go")
 		return nil
 	}
+	res := run(t, twoWorkersScript(calls), parent, cfg)
+	want := append(slices.Repeat([]string{"A"}, calls), slices.Repeat([]string{"B"}, calls)...)
+	if diff := cmp.Diff(want, res.Steps[0].State["log"]); diff != "" {
+		t.Errorf("parent state mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// twoWorkersScript answers a parent that calls the sub-agent "worker"
+// twice in parallel (tasks A and B), each instance calling its tool "work"
+// calls times at once and then answering.
+func twoWorkersScript(calls int) *snapshots.Model {
 	sub := snapshots.Reply{Func: func(req *runtime.Request) snapshots.Reply {
 		if last := req.Messages[len(req.Messages)-1]; last.Role == defs.RoleTool {
 			return snapshots.Text("done")
 		}
 		return snapshots.CallTools(slices.Repeat([]snapshots.Call{{Name: "work"}}, calls)...)
 	}}
-	m := snapshots.Script(
+	return snapshots.Script(
 		snapshots.CallTools(
 			snapshots.Call{Name: "worker", Args: prompt.AgentArgs{Task: "A"}},
 			snapshots.Call{Name: "worker", Args: prompt.AgentArgs{Task: "B"}},
@@ -81,11 +92,6 @@ func parallelSubAgentsOnce(t *testing.T, calls int, cfg runtime.Config) {
 		sub, sub, sub, sub,
 		snapshots.Text("all done"),
 	)
-	res := run(t, m, parent, cfg)
-	want := append(slices.Repeat([]string{"A"}, calls), slices.Repeat([]string{"B"}, calls)...)
-	if diff := cmp.Diff(want, res.Steps[0].State["log"]); diff != "" {
-		t.Errorf("parent state mismatch (-want +got):\n%s", diff)
-	}
 }
 
 // waitTimeout waits for wg, failing t if it takes more than 10 seconds.
