@@ -20,7 +20,7 @@ const module = "github.com/reprompt/reprompt"
 // always allowed. A package missing here may import anything but the
 // packages that restrict who imports them (see onlyImportedBy).
 var allowed = map[string][]string{
-	"state":               {"internal/callsite"},
+	"state":               {},
 	"defs":                {},
 	"internal/callsite":   {},
 	"internal/pgtest":     {},
@@ -28,7 +28,7 @@ var allowed = map[string][]string{
 	"internal/effectsrt":  {},
 	"internal/scenario":   {"prompt", "effects"},
 	"internal/modelcaps":  {},
-	"internal/promptrt":   {"defs", "effects", "internal/callsite", "internal/effectsrt"},
+	"internal/promptrt":   {"defs", "effects", "internal/effectsrt"},
 	"effects":             {"state", "defs", "internal/callsite", "internal/effectsrt"},
 	"prompt":              {"state", "defs", "effects", "internal/callsite", "internal/promptrt", "github.com/google/jsonschema-go"},
 	"session":             {"state", "defs", "effects"},

@@ -59,9 +59,9 @@ func Recovery() Option { return optionFunc(func(r *registration) { r.recovery = 
 
 type registration struct {
 	recovery bool
-	index    int    // position among unkeyed registrations, -1 when keyed
-	key      string // explicit key, or ""
-	site     callsite.Stack
+	index    int     // position among unkeyed registrations, -1 when keyed
+	key      string  // explicit key, or ""
+	pc       uintptr // where it was registered (see callsite.CallerPC)
 	phase    Phase
 	deps     Deps
 	fn       Func
@@ -71,7 +71,7 @@ type registration struct {
 // slot is the memory of one effect across executions.
 type slot struct {
 	id       string
-	site     callsite.Stack
+	pc       uintptr // where it was registered last; 0 after Restore
 	ran      bool
 	deps     []string
 	cleanups []func()
@@ -97,7 +97,7 @@ type manager struct {
 	// The call sites of the unkeyed registrations, in order, in this
 	// execution and in the last one that ended without error (hasPrev is
 	// false after Restore).
-	sites, prevSites []callsite.Stack
+	sites, prevSites []uintptr
 	hasPrev          bool
 }
 
@@ -257,11 +257,14 @@ func (m *manager) Begin() {
 	}
 }
 
-// Register registers an effect for the current execution. site is the call
-// site with its callers (see callsite.CallerStack); it is how a
-// changed registration order is detected. A misuse is reported by End.
-func (m *manager) Register(site callsite.Stack, deps Deps, fn Func, opts ...Option) {
-	r := registration{index: -1, site: site, deps: deps, fn: fn}
+// Register registers an effect for the current execution. pc is the
+// program counter of its call site (callsite.CallerPC): effects are
+// identified by their position or key, and pc only tells a changed
+// registration order and names the sites in errors. A misuse is reported
+// by End.
+func (m *manager) Register(pc uintptr, deps Deps, fn Func, opts ...Option) {
+	site := pc
+	r := registration{index: -1, pc: pc, deps: deps, fn: fn}
 	if len(opts) > 0 {
 		r = withOptions(r, opts)
 	}
@@ -272,12 +275,12 @@ func (m *manager) Register(site callsite.Stack, deps Deps, fn Func, opts ...Opti
 		s, ok := m.keyed[r.key]
 		switch {
 		case !ok:
-			s = &slot{id: "key:" + r.key, site: site}
+			s = &slot{id: "key:" + r.key, pc: site}
 			m.keyed[r.key] = s
 		case s.seen && m.err == nil:
-			m.err = &DuplicateKeyError{Key: r.key, First: s.site.String(), Now: site.String()}
+			m.err = &DuplicateKeyError{Key: r.key, First: callsite.Name(s.pc), Now: callsite.Name(site)}
 		}
-		s.seen, s.site = true, site
+		s.seen, s.pc = true, site
 		r.slot = s
 	} else {
 		r.index = m.npos
@@ -285,13 +288,13 @@ func (m *manager) Register(site callsite.Stack, deps Deps, fn Func, opts ...Opti
 		m.sites = append(m.sites, site)
 		if r.index < len(m.slots) {
 			s := m.slots[r.index]
-			if !s.site.IsZero() && s.site != site && m.err == nil {
-				m.err = &HookOrderError{Index: r.index, Was: s.site.String(), Now: site.String()}
+			if s.pc != 0 && s.pc != site && m.err == nil {
+				m.err = &HookOrderError{Index: r.index, Was: callsite.Name(s.pc), Now: callsite.Name(site)}
 			}
-			s.site = site
+			s.pc = site
 			r.slot = s
 		} else {
-			r.slot = &slot{id: fmt.Sprintf("#%d", r.index), site: site}
+			r.slot = &slot{id: fmt.Sprintf("#%d", r.index), pc: site}
 			m.slots = append(m.slots, r.slot)
 		}
 	}
@@ -363,20 +366,21 @@ func (m *manager) loopError() error {
 	counts, prevCounts := countSites(m.sites), countSites(m.prevSites)
 	for i := range m.regs {
 		r := &m.regs[i]
-		if r.index < 0 || r.site.IsZero() {
+		if r.index < 0 || r.pc == 0 {
 			continue
 		}
-		now, was := counts[r.site], prevCounts[r.site]
+		now, was := counts[r.pc], prevCounts[r.pc]
 		if was > 0 && now != was && max(now, was) > 1 {
-			return &HookOrderError{Index: r.index, Was: r.site.String(), Now: r.site.String(), Count: now, PrevCount: was}
+			name := callsite.Name(r.pc)
+			return &HookOrderError{Index: r.index, Was: name, Now: name, Count: now, PrevCount: was}
 		}
 	}
 	return nil
 }
 
 // countSites counts the registrations of each call site.
-func countSites(sites []callsite.Stack) map[callsite.Stack]int {
-	counts := make(map[callsite.Stack]int, len(sites))
+func countSites(sites []uintptr) map[uintptr]int {
+	counts := make(map[uintptr]int, len(sites))
 	for _, s := range sites {
 		counts[s]++
 	}
@@ -390,7 +394,7 @@ func (m *manager) runCleanups(s *slot) error {
 	s.cleanups = nil
 	for _, f := range fns {
 		if err := callCleanup(f); err != nil {
-			return &Error{ID: s.id, Site: s.site.Name(), Step: m.step, Cleanup: true, PanicSite: err.site, Err: err.err}
+			return &Error{ID: s.id, Site: callsite.Name(s.pc), Step: m.step, Cleanup: true, PanicSite: err.site, Err: err.err}
 		}
 	}
 	return nil
@@ -456,7 +460,7 @@ func (m *manager) run(ctx context.Context, phase Phase, s *Step, recovery bool) 
 		if err := m.runCleanups(r.slot); err != nil {
 			return ranCopy(ran, 0), err
 		}
-		site := r.site.Name()
+		site := callsite.Name(r.pc)
 		s.current = r.slot
 		err := call(ctx, r.fn, s)
 		s.current = nil

@@ -23,7 +23,7 @@ func ExampleNamed() {
 	var m effects.Manager
 	for step, count := range []int{1, 1, 2} {
 		m.Begin()
-		m.Register(callsite.CallerStack(0, nil), effects.On(effects.Named("count", count)), nop)
+		m.Register(callsite.CallerPC(0), effects.On(effects.Named("count", count)), nop)
 		_ = m.End()
 		ran, _ := m.Run(context.Background(), effects.BeforeCall, effects.NewStep(step, nil))
 		for _, r := range ran {

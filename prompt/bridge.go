@@ -10,8 +10,8 @@ import (
 // The runtime drives a Prompt through these; they are not part of the API a
 // prompt author uses.
 func init() {
-	promptrt.Execute = func(p any, step int, fn any) ([]defs.Message, error) {
-		return p.(*Prompt).execute(step, fn.(Func))
+	promptrt.Execute = func(ctx context.Context, p any, step int, fn any) ([]defs.Message, error) {
+		return p.(*Prompt).execute(ctx, step, fn.(Func))
 	}
 	promptrt.Forget = func(p any, msgs []defs.Message) { p.(*Prompt).forget(msgs) }
 	promptrt.MarkMessagesSeen = func(p any, ids []string) { p.(*Prompt).markMessagesSeen(ids) }

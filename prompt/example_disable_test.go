@@ -24,8 +24,8 @@ func Example_keepToolDisabled() {
 		failures, setFailures := prompt.State(p, "failures", 0)
 		locked, setLocked := prompt.State(p, "search_locked", false)
 		search := prompt.DefTool(p, "search", "Search the web.",
-			func(context.Context, struct{}) (string, error) {
-				setFailures.Update(func(n int) int { return n + 1 })
+			func(ctx context.Context, _ struct{}) (string, error) {
+				setFailures.Update(ctx, func(n int) int { return n + 1 })
 				return "", errors.New("search is down")
 			})
 		prompt.DefTool(p, "note", "Write a note.",
@@ -37,9 +37,9 @@ func Example_keepToolDisabled() {
 		}
 		// Made when the failures change: from the next step on through
 		// state, at this step directly.
-		p.Effect(effects.On(failures), func(_ context.Context, s *effects.Step) error {
+		p.Effect(effects.On(failures), func(ctx context.Context, s *effects.Step) error {
 			if failures >= 2 && !locked {
-				setLocked.Set(true)
+				setLocked.Set(ctx, true)
 				search.Disable()
 			}
 			return nil

@@ -11,8 +11,8 @@ func ExampleState() {
 	fn := func(p *prompt.Prompt) error {
 		count, setCount := prompt.State(p, "count", 0)
 		fmt.Println("execution sees", count)
-		setCount.Update(func(n int) int { return n + 1 })
-		live, _ := prompt.GetState[int](p, "count")
+		setCount.Update(p.Context(), func(n int) int { return n + 1 })
+		live, _ := prompt.GetState[int](p.Context(), p, "count")
 		fmt.Println("live value", live)
 		return nil
 	}

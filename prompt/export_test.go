@@ -12,12 +12,14 @@ import (
 // What the runtime reaches through internal/promptrt, for this package's
 // tests.
 
-func (p *Prompt) Execute(step int, fn Func) ([]defs.Message, error) { return p.execute(step, fn) }
-func (p *Prompt) Forget(msgs []defs.Message)                        { p.forget(msgs) }
-func (p *Prompt) MarkMessagesSeen(ids []string)                     { p.markMessagesSeen(ids) }
-func (p *Prompt) SeenMessages() []string                            { return p.seenMessages() }
-func (p *Prompt) Registry() *defs.Registry                          { return p.reg }
-func (p *Prompt) Effects() promptrt.Manager                         { return p.eff }
+func (p *Prompt) Execute(step int, fn Func) ([]defs.Message, error) {
+	return p.execute(context.Background(), step, fn)
+}
+func (p *Prompt) Forget(msgs []defs.Message)    { p.forget(msgs) }
+func (p *Prompt) MarkMessagesSeen(ids []string) { p.markMessagesSeen(ids) }
+func (p *Prompt) SeenMessages() []string        { return p.seenMessages() }
+func (p *Prompt) Registry() *defs.Registry      { return p.reg }
+func (p *Prompt) Effects() promptrt.Manager     { return p.eff }
 
 func WithAgentRunner(ctx context.Context, r AgentRunner) context.Context {
 	return withAgentRunner(ctx, r)

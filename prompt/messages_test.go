@@ -33,7 +33,7 @@ func TestMessageFromStateIsAddedOnce(t *testing.T) {
 	got := executeAll(t, p, 3, func(p *prompt.Prompt) error {
 		count, setCount := prompt.State(p, "count", 0)
 		p.User(fmt.Sprintf("Count: %d", count))
-		setCount.Set(count + 1)
+		setCount.Set(p.Context(), count+1)
 		return nil
 	})
 	want := [][]defs.Message{{defs.UserMessage("Count: 0")}, {}, {}}

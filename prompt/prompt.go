@@ -30,21 +30,20 @@ type Prompt struct {
 	eff           promptrt.Manager
 	step          atomic.Int64 // read by Step from any goroutine (a tool's, still running)
 	input         string
-	executing     bool
-	execG         atomic.Uintptr         // callsite.G() of the goroutine executing the prompt function; 0 outside executions
-	seen          map[string]struct{}    // identities of declared messages added so far
-	restored      map[string]struct{}    // role+text identities restored by markMessagesSeen
-	seenList      []string               // seenMessages' last result, nil once seen or restored changed
-	added         []defs.Message         // messages added by the current execution
-	addedIDs      [][2]string            // their identities: by site or key, by role and text
-	msgSites      map[callsite.Stack]int // declared messages per call site in the current execution
-	msgIDs        map[msgKey]string      // identities by call site, made once
-	tools         map[string]*toolEntry  // tool names by the last execution that declared them (see toolEntry)
-	execs         int                    // executions begun
-	toolsDeclared int                    // tool names the current execution declared
-	effSites      siteMemo               // the call sites of Effect, by position
-	msgMemo       siteMemo               // the call sites of declared messages, by position
-	output        *defs.Output           // the typed answer the current execution declared (DefOutput)
+	executing     atomic.Bool           // an execution is under way (read by hooks called from any goroutine)
+	ctx           context.Context       // the context of the execution under way
+	seen          map[string]struct{}   // identities of declared messages added so far
+	restored      map[string]struct{}   // role+text identities restored by markMessagesSeen
+	seenList      []string              // seenMessages' last result, nil once seen or restored changed
+	added         []defs.Message        // messages added by the current execution
+	addedIDs      [][2]string           // their identities: by position or key, by role and text
+	msgPCs        []uintptr             // the call sites of the unkeyed messages, by position, at the last execution
+	msgN          int                   // unkeyed messages declared by the current execution
+	msgErr        error                 // the first *MessageOrderError of the current execution
+	tools         map[string]*toolEntry // tool names by the last execution that declared them (see toolEntry)
+	execs         int                   // executions begun
+	toolsDeclared int                   // tool names the current execution declared
+	output        *defs.Output          // the typed answer the current execution declared (DefOutput)
 }
 
 // New returns a Prompt with empty definitions, state and effects. input is
@@ -120,41 +119,44 @@ func misuse(hook string, err error, skip int) {
 	panic(&MisuseError{Hook: hook, Site: callsite.Caller(skip + 1).String(), Err: err})
 }
 
+// check panics with a *MisuseError when no execution is under way. A hook
+// called from a tool or an effect is always caught: they run between
+// executions. A goroutine that the prompt function starts and that calls
+// hooks while the execution is still under way is not (nothing tells it from
+// the prompt function's own goroutine); the rules of hooks forbid it.
 func (p *Prompt) check(hook string) {
-	if g := callsite.G(); g != 0 {
-		// The goroutine executing the prompt function, if any, by its
-		// identity: one load and a comparison.
-		if g != p.execG.Load() {
-			misuse(hook, errOutside, 2)
-		}
-		return
-	}
-	if !onExecution() || !p.executing { // the stack first: another goroutine must not read executing (see hookgoroutine.go)
+	if !p.executing.Load() {
 		misuse(hook, errOutside, 2)
 	}
+}
+
+// Context returns the context of the execution under way: the run's, or,
+// for a sub-agent, that of the parent's tool call that runs it. It is what
+// the prompt function passes to a setter (see State). It is a hook.
+func (p *Prompt) Context() context.Context {
+	p.check("Context")
+	return p.ctx
 }
 
 // execute runs fn as execution number step: it re-declares definitions,
 // reconciles the ones not declared again, and collects effects. It returns
 // the messages the execution declared for the first time, for the caller to
 // append to the transcript. A failure is an *Error.
-func (p *Prompt) execute(step int, fn Func) (added []defs.Message, err error) {
+func (p *Prompt) execute(ctx context.Context, step int, fn Func) (added []defs.Message, err error) {
 	p.step.Store(int64(step))
 	p.added = p.added[:0]
 	p.addedIDs = p.addedIDs[:0]
-	clear(p.msgSites)
+	p.msgN, p.msgErr = 0, nil
 	p.execs++
 	p.toolsDeclared = 0
-	p.effSites.begin()
-	p.msgMemo.begin()
 	p.output = nil
 	p.reg.BeginExecution()
 	p.eff.Begin()
-	p.executing = true
-	p.execG.Store(callsite.G())
+	p.ctx = ctx
+	p.executing.Store(true)
 	defer func() {
-		p.executing = false
-		p.execG.Store(0)
+		p.executing.Store(false)
+		p.ctx = nil
 		if v := recover(); v != nil {
 			var me *MisuseError
 			if e, ok := v.(error); ok && errors.As(e, &me) {
@@ -168,8 +170,11 @@ func (p *Prompt) execute(step int, fn Func) (added []defs.Message, err error) {
 			err = &Error{Step: step, Site: callsite.Panic().String(), Panicked: true, Err: perr}
 		}
 	}()
-	if ferr := callFn(fn, p); ferr != nil {
+	if ferr := fn(p); ferr != nil {
 		return nil, &Error{Step: step, Err: ferr}
+	}
+	if me, ok := p.msgErr.(*MessageOrderError); ok {
+		return nil, &Error{Step: step, Site: me.Now, Err: me}
 	}
 	p.reg.Reconcile()
 	p.forgetUndeclaredTools()
@@ -202,11 +207,12 @@ func effectSite(err error) string {
 // runtime when it restores a session, with the identities seenMessages
 // returned, and by a sub-agent for its task message (messageID).
 //
-// Identities by role and text (messageID, and all of those of checkpoints
-// written before messages were identified by call site) are matched
-// against a declared message whose call site or key was not seen: a resumed
-// run of such a checkpoint, or of a prompt whose lines moved since, does
-// not add again a message it already holds.
+// Identities by role and text (messageID, saved beside every position or
+// key, and all of those of checkpoints written before messages were
+// identified by position) are matched against a declared message whose
+// position or key was not seen: a resumed run of such a checkpoint does not
+// add again a message it already holds. (Identities by call site, which
+// older checkpoints hold too, match nothing and are kept as they are.)
 func (p *Prompt) markMessagesSeen(ids []string) {
 	p.seenList = nil
 	for _, id := range ids {
@@ -236,7 +242,7 @@ func (p *Prompt) forget(msgs []defs.Message) {
 }
 
 // seenMessages returns the identities of the declared messages added so
-// far, sorted: by call site or key, and by role and text (see
+// far, sorted: by position or key, and by role and text (see
 // markMessagesSeen). The slice is shared by the calls made while no
 // message is added (every checkpoint of a run saves it): read-only.
 func (p *Prompt) seenMessages() []string {
@@ -285,13 +291,20 @@ func (p *Prompt) DefSystem(name, text string) defs.Handle {
 }
 
 // DefMessage adds a message to the transcript the first time it is
-// declared, and never again. A declared message is identified by its call
-// site (with the callers up to the prompt function, and how many messages
-// that site declared before in this execution, so a loop declares one
-// message per item), or by MessageKey when given — not by its text. So
-// p.User(fmt.Sprintf("Count: %d", count)) adds "Count: 0" once, at the
-// first execution, and nothing when count changes: the text of a declared
-// message is read only when it is added.
+// declared, and never again. A declared message is identified as React
+// identifies hooks: by its position among the prompt's unkeyed messages in
+// the execution (the first p.User is message #0, the next #1, and a loop
+// declares one per item), or by MessageKey when given — never by its text
+// or its place in the source, so a resumed run finds its messages after the
+// code moved. So p.User(fmt.Sprintf("Count: %d", count)) adds "Count: 0"
+// once, at the first execution, and nothing when count changes: the text
+// of a declared message is read only when it is added.
+//
+// Declare unkeyed messages unconditionally and in the same order at every
+// execution, appending only (a loop over a list that grows is fine): a
+// position taken by another call site than at the previous execution fails
+// the step with a *MessageOrderError naming both. A message declared only
+// sometimes, or before others that move, takes a MessageKey.
 //
 // A message that must join the transcript later, because something
 // changed, is added by an effect: s.CommitAppend(defs.UserMessage(text))
@@ -312,8 +325,8 @@ type messageOptionFunc func(*messageOptions)
 
 func (f messageOptionFunc) applyMessage(o *messageOptions) { f(o) }
 
-// MessageKey identifies a declared message by key instead of its call
-// site: a message with a key is added once per prompt, wherever and however
+// MessageKey identifies a declared message by key instead of its
+// position: a message with a key is added once per prompt, wherever and however
 // often it is declared, and keeps its identity when the code around it
 // moves. Keys must be unique among a prompt's messages.
 func MessageKey(key string) MessageOption {
@@ -335,11 +348,37 @@ func messageKey(opts []MessageOption) string {
 	return o.key
 }
 
-// msgKey is the identity of a declared message by call site: the site and
-// how many messages it declared before in the same execution.
-type msgKey struct {
-	site callsite.Stack
-	n    int
+// MessageOrderError reports an unkeyed message declared at a position
+// where another call site declared one at the previous execution (a message
+// inside an if, or after a loop whose list changed): matching them by
+// position would take one for the other. The fix is MessageKey.
+type MessageOrderError struct {
+	Index int    // the position among the unkeyed messages
+	Was   string // the call site at this position at the previous execution
+	Now   string // the call site declaring at this position now
+}
+
+func (e *MessageOrderError) Error() string {
+	return fmt.Sprintf("message #%d is declared at %s, but at %s on the previous execution: "+
+		"unkeyed messages are identified by position; declare them unconditionally, appending only, or give them prompt.MessageKey",
+		e.Index, e.Now, e.Was)
+}
+
+// positionIDs are the identities of the first unkeyed messages by
+// position, made once: a declaration costs no allocation.
+var positionIDs = func() []string {
+	ids := make([]string, 64)
+	for i := range ids {
+		ids[i] = "#" + strconv.Itoa(i)
+	}
+	return ids
+}()
+
+func positionID(i int) string {
+	if i < len(positionIDs) {
+		return positionIDs[i]
+	}
+	return "#" + strconv.Itoa(i)
 }
 
 // defMessage declares a message for the user's function two frames up.
@@ -348,19 +387,18 @@ func (p *Prompt) defMessage(role defs.Role, text string, opts []MessageOption) {
 	if key := messageKey(opts); key != "" {
 		id = "key:" + key
 	} else {
-		site := p.msgMemo.stack(callsite.CallerFrames(3))
-		if p.msgSites == nil {
-			p.msgSites = make(map[callsite.Stack]int)
-			p.msgIDs = make(map[msgKey]string)
+		i := p.msgN
+		p.msgN++
+		pc := callsite.CallerPC(2)
+		if i < len(p.msgPCs) {
+			if was := p.msgPCs[i]; was != 0 && was != pc && p.msgErr == nil {
+				p.msgErr = &MessageOrderError{Index: i, Was: callsite.Name(was), Now: callsite.Name(pc)}
+			}
+			p.msgPCs[i] = pc
+		} else {
+			p.msgPCs = append(p.msgPCs, pc)
 		}
-		n := p.msgSites[site]
-		p.msgSites[site] = n + 1
-		k := msgKey{site, n}
-		var ok bool
-		if id, ok = p.msgIDs[k]; !ok {
-			id = "site:" + site.String() + "#" + strconv.Itoa(n)
-			p.msgIDs[k] = id
-		}
+		id = positionID(i)
 	}
 	if _, ok := p.seen[id]; ok {
 		return
@@ -377,7 +415,7 @@ func (p *Prompt) defMessage(role defs.Role, text string, opts []MessageOption) {
 }
 
 // messageID returns the identity of a message by role and text. It is how
-// checkpoints written before messages were identified by call site name
+// checkpoints written before messages were identified by position name
 // them, and how a sub-agent marks its task message as added (see
 // markMessagesSeen).
 func messageID(role defs.Role, text string) string { return string(role) + "\x00" + text }
@@ -401,13 +439,6 @@ func (p *Prompt) User(text string, opts ...MessageOption) {
 	p.defMessage(defs.RoleUser, text, opts)
 }
 
-// inPrompt reports whether a function belongs to this package: the frames
-// above a prompt function (execute and its callers) are not part of an
-// effect's call site.
-func inPrompt(function string) bool {
-	return strings.HasPrefix(function, "github.com/reprompt/reprompt/prompt.")
-}
-
 // Effect registers an effect for this execution. deps decides when it runs
 // (effects.Always, effects.Once, effects.On(values...)); effects are
 // identified by their registration order unless effects.Key is given, and a
@@ -415,42 +446,7 @@ func inPrompt(function string) bool {
 // memory.
 func (p *Prompt) Effect(deps effects.Deps, fn effects.Func, opts ...effects.Option) {
 	p.check("Effect")
-	p.eff.Register(p.effSites.stack(callsite.CallerFrames(1)), deps, fn, opts...)
-}
-
-// siteMemo names the call sites of one hook by their position in the
-// execution: a prompt function makes its calls in the same order at every
-// execution, so the frames a call reads are usually those read at the
-// same position last time, and comparing them costs less than the cache
-// lookup of Frames.Stack.
-type siteMemo struct {
-	last []siteName
-	n    int // calls in this execution
-}
-
-type siteName struct {
-	frames callsite.Frames
-	stack  callsite.Stack
-}
-
-// begin starts an execution.
-func (m *siteMemo) begin() { m.n = 0 }
-
-// stack returns the Stack of f, a call of the hook read from a prompt
-// function: Stacks stop at the frames of this package.
-func (m *siteMemo) stack(f callsite.Frames) callsite.Stack {
-	i := m.n
-	m.n++
-	if i < len(m.last) && m.last[i].frames == f {
-		return m.last[i].stack
-	}
-	st := f.Stack(inPrompt)
-	if i < len(m.last) {
-		m.last[i] = siteName{f, st}
-	} else {
-		m.last = append(m.last, siteName{f, st})
-	}
-	return st
+	p.eff.Register(callsite.CallerPC(1), deps, fn, opts...)
 }
 
 // State returns the value of key as of this execution and its setter. The
@@ -467,10 +463,11 @@ func State[T any](p *Prompt, key string, initial T) (T, state.Setter[T]) {
 }
 
 // GetState returns the live value of key: a value set since this execution
-// is visible at once. It may be called at any time, from tools and effects
-// too. The error is a *state.TypeError or *state.NotFoundError.
-func GetState[T any](p *Prompt, key string) (T, error) {
-	return state.Get[T](p.store, key)
+// is visible at once, and so are the changes of the tool call whose context
+// ctx is. It may be called at any time, from tools and effects too. The
+// error is a *state.TypeError or *state.NotFoundError.
+func GetState[T any](ctx context.Context, p *Prompt, key string) (T, error) {
+	return state.Get[T](ctx, p.store, key)
 }
 
 // AgentRunner runs sub-agents. The runtime puts one in the context of every

@@ -103,8 +103,8 @@ func TestHooksOutsideExecutionPanicWithCallerSite(t *testing.T) {
 		_, _ = p.Execute(1, func(p *prompt.Prompt) error { _, s = prompt.State(p, "n", 1); return nil })
 		return s
 	}()
-	set.Set(5)
-	if n, err := prompt.GetState[int](p, "n"); err != nil || n != 5 {
+	set.Set(context.Background(), 5)
+	if n, err := prompt.GetState[int](context.Background(), p, "n"); err != nil || n != 5 {
 		t.Errorf("GetState = %d, %v; want 5", n, err)
 	}
 }
@@ -203,18 +203,18 @@ func TestStateAcrossExecutions(t *testing.T) {
 		if _, err := p.Execute(step, fn); err != nil {
 			t.Fatal(err)
 		}
-		setter.Update(func(n int) int { return n + 1 })
-		if live, _ := prompt.GetState[int](p, "n"); live != seen[len(seen)-1]+1 {
+		setter.Update(context.Background(), func(n int) int { return n + 1 })
+		if live, _ := prompt.GetState[int](context.Background(), p, "n"); live != seen[len(seen)-1]+1 {
 			t.Errorf("GetState = %d right after the update, want %d", live, seen[len(seen)-1]+1)
 		}
 	}
 	if diff := cmp.Diff([]int{10, 11, 12}, seen); diff != "" {
 		t.Errorf("values seen mismatch (-want +got):\n%s", diff)
 	}
-	if _, err := prompt.GetState[string](p, "n"); err == nil {
+	if _, err := prompt.GetState[string](context.Background(), p, "n"); err == nil {
 		t.Error("GetState with the wrong type returned no error")
 	}
-	if _, err := prompt.GetState[int](p, "missing"); err == nil {
+	if _, err := prompt.GetState[int](context.Background(), p, "missing"); err == nil {
 		t.Error("GetState of a missing key returned no error")
 	}
 }

@@ -145,12 +145,13 @@ func (p *Prompt) checkTool(hook, name string) *toolEntry {
 	if !ValidToolName(name) {
 		misuse(hook, &ToolNameError{Name: name}, 2)
 	}
-	site := callsite.CallerFrames(2)
+	pc := callsite.CallerPC(2)
 	e := p.tools[name]
 	switch {
 	case e != nil && e.exec == p.execs:
-		panic(&MisuseError{Hook: hook, Site: callsite.Caller(2).String(),
-			Err: &DuplicateToolError{Name: name, First: e.frames.Stack(inPrompt).String(), Now: site.Stack(inPrompt).String()}})
+		now := callsite.Name(pc)
+		panic(&MisuseError{Hook: hook, Site: now,
+			Err: &DuplicateToolError{Name: name, First: callsite.Name(e.pc), Now: now}})
 	case e == nil:
 		if p.tools == nil {
 			p.tools = make(map[string]*toolEntry)
@@ -158,7 +159,7 @@ func (p *Prompt) checkTool(hook, name string) *toolEntry {
 		e = new(toolEntry)
 		p.tools[name] = e
 	}
-	e.exec, e.frames = p.execs, site
+	e.exec, e.pc = p.execs, pc
 	p.toolsDeclared++
 	return e
 }

@@ -5,7 +5,6 @@ import (
 	"unsafe"
 
 	"github.com/reprompt/reprompt/defs"
-	"github.com/reprompt/reprompt/internal/callsite"
 )
 
 // A prompt declares its tools at every execution. A tool declared with the
@@ -23,9 +22,9 @@ import (
 // whose tool is made anew at every execution). One map lookup per
 // declaration finds both.
 type toolEntry struct {
-	exec   int             // the execution that declared the name last (Prompt.execs)
-	frames callsite.Frames // where it did
-	last   lastTool
+	exec int     // the execution that declared the name last (Prompt.execs)
+	pc   uintptr // where it did (callsite.CallerPC)
+	last lastTool
 }
 
 // lastTool is a tool as the last execution declared it, with the identity

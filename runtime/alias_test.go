@@ -29,11 +29,11 @@ func aliasPrompt(p *prompt.Prompt) error {
 	p.DefSystem("role", "You count.")
 	p.Def("count", string(rune('a'+count%26)))
 	prompt.DefTool(p, "inc", "Add one.", func(ctx context.Context, _ struct{}) (int, error) {
-		setCount.Update(func(n int) int { return n + 1 })
+		setCount.Update(ctx, func(n int) int { return n + 1 })
 		return count + 1, nil
 	})
 	prompt.DefTool(p, "note", "Keep a note ("+string(rune('a'+len(notes)%26))+").", func(ctx context.Context, a noteArgs) (string, error) {
-		setNotes.Update(func(ns []string) []string { return append(ns[:len(ns):len(ns)], a.Text) })
+		setNotes.Update(ctx, func(ns []string) []string { return append(ns[:len(ns):len(ns)], a.Text) })
 		return "noted " + prompt.CallID(ctx), nil
 	}, prompt.Idempotent())
 	p.Effect(effects.Always, func(ctx context.Context, s *effects.Step) error { return nil })

@@ -48,7 +48,7 @@ func (b *bank) fn(p *prompt.Prompt) error {
 	}
 	prompt.DefTool(p, "transfer", "Send money.", func(ctx context.Context, a transferArgs) (string, error) {
 		b.transferRuns.Add(1)
-		setBalance.Update(func(v int) int { return v - a.Amount })
+		setBalance.Update(ctx, func(v int) int { return v - a.Amount })
 		return fmt.Sprintf("sent %d to %s", a.Amount, a.To), nil
 	}, opts...)
 	prompt.DefTool(p, "close", "Close the account.", func(ctx context.Context, _ struct{}) (string, error) {

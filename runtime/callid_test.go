@@ -37,7 +37,7 @@ func (m *sloppyModel) Generate(ctx context.Context, req *runtime.Request) (*runt
 func callCounting(p *prompt.Prompt) error {
 	_, set := prompt.State(p, "n", 0)
 	prompt.DefTool(p, "inc", "Add one.", func(ctx context.Context, _ struct{}) (string, error) {
-		set.Update(func(n int) int { return n + 1 })
+		set.Update(ctx, func(n int) int { return n + 1 })
 		return prompt.CallID(ctx), nil
 	})
 	p.User("count")

@@ -44,7 +44,7 @@ func compacting(p *prompt.Prompt) error {
 	p.Def("k", fmt.Sprint(k))
 	p.User("go")
 	prompt.DefTool(p, "tick", "tick", func(ctx context.Context, _ struct{}) (string, error) {
-		setK.Update(func(k int) int { return k + 1 })
+		setK.Update(ctx, func(k int) int { return k + 1 })
 		return "ticked " + prompt.CallID(ctx), nil
 	}, prompt.Idempotent())
 	p.Effect(effects.Always, func(ctx context.Context, s *effects.Step) error {
@@ -61,7 +61,7 @@ func compacting(p *prompt.Prompt) error {
 		first := msgs[0]
 		first.Content = fmt.Sprintf("go (compacted %d times)", compactions+1)
 		s.CommitMessages(append([]defs.Message{first}, msgs[last:]...))
-		setCompactions.Set(compactions + 1)
+		setCompactions.Set(ctx, compactions+1)
 		return nil
 	}, effects.Key("compact"))
 	p.Effect(effects.Always, func(ctx context.Context, s *effects.Step) error {

@@ -78,12 +78,12 @@ func (v *invocations) fn(p *prompt.Prompt) error {
 	}, prompt.Idempotent())
 	prompt.DefTool(p, "inc", "inc", func(ctx context.Context, _ struct{}) (string, error) {
 		v.add(ctx)
-		setN.Update(func(n int) int { return n + 1 })
+		setN.Update(ctx, func(n int) int { return n + 1 })
 		return "ok", nil
 	})
 	prompt.DefTool(p, "pay", "pay", func(ctx context.Context, _ struct{}) (string, error) {
 		v.add(ctx)
-		setPaid.Update(func(n int) int { return n + 10 })
+		setPaid.Update(ctx, func(n int) int { return n + 10 })
 		return "ok", nil
 	}, prompt.NeedsApproval())
 	prompt.DefTool(p, "fail", "fail", func(ctx context.Context, _ struct{}) (string, error) {

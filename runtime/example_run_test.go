@@ -17,8 +17,8 @@ func ExampleRun() {
 		count, setCount := prompt.State(p, "count", 0)
 		p.DefSystem("role", "You count.")
 		p.Def("count", strconv.Itoa(count))
-		prompt.DefTool(p, "increment", "Add one.", func(context.Context, struct{}) (int, error) {
-			setCount.Update(func(n int) int { return n + 1 })
+		prompt.DefTool(p, "increment", "Add one.", func(ctx context.Context, _ struct{}) (int, error) {
+			setCount.Update(ctx, func(n int) int { return n + 1 })
 			return count + 1, nil
 		})
 		p.Effect(effects.On(effects.Named("count", count)), func(_ context.Context, s *effects.Step) error {

@@ -111,18 +111,24 @@ func (c *ToolCalls) Finish(i int, content string, isError bool, changes map[stri
 	if finished || tx == nil {
 		return fmt.Errorf("ToolCalls.Finish: call %q already has a result", call.ID)
 	}
+	for k, v := range changes { // all or nothing: check them all before recording any
+		if !json.Valid(v) {
+			b.mu.Lock()
+			s.claimed = false // not recorded: it may be finished again
+			b.mu.Unlock()
+			return fmt.Errorf("ToolCalls.Finish: call %q: state %q: the value is not valid JSON", call.ID, k)
+		}
+	}
 	if len(changes) > 0 {
-		tx.Bind()
+		txctx := state.ContextWithTx(context.Background(), tx)
 		for _, k := range slices.Sorted(maps.Keys(changes)) {
-			if err := state.SetJSON(b.r.p.Store(), k, changes[k]); err != nil {
-				tx.Unbind()
+			if err := state.SetJSON(txctx, b.r.p.Store(), k, changes[k]); err != nil {
 				b.mu.Lock()
 				s.claimed = false // not recorded: it may be finished again
 				b.mu.Unlock()
 				return fmt.Errorf("ToolCalls.Finish: call %q: %w", call.ID, err)
 			}
 		}
-		tx.Unbind()
 	}
 	tx.Close()
 	if toolErr != nil {
@@ -226,7 +232,7 @@ func RunTool(ctx context.Context, model Model, fn prompt.Func, cfg Config, in To
 		}
 	}
 	promptrt.Registry(r.p).BeginStep()
-	if _, err := promptrt.Execute(r.p, in.Step, fn); err != nil {
+	if _, err := promptrt.Execute(ctx, r.p, in.Step, fn); err != nil {
 		return nil, err
 	}
 	defer r.Close()

@@ -64,8 +64,8 @@ func tally(p *prompt.Prompt) error {
 		if a.N < 0 {
 			return "", fmt.Errorf("negative n %d", a.N)
 		}
-		setters[a.Key].Set(a.N)
-		setTotal.Set(total + a.N) // one call per step changes total
+		setters[a.Key].Set(ctx, a.N)
+		setTotal.Set(ctx, total+a.N) // one call per step changes total
 		return fmt.Sprintf("%s=%d (total was %d)", a.Key, a.N, total), nil
 	})
 	p.User("Put things.")

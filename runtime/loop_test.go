@@ -100,8 +100,8 @@ func counter(executions *atomic.Int32) prompt.Func {
 		count, setCount := prompt.State(p, "count", 0)
 		p.DefSystem("role", "You count.")
 		p.Def("count", strconv.Itoa(count))
-		prompt.DefTool(p, "add", "Add n to the count.", func(_ context.Context, a amountArgs) (string, error) {
-			setCount.Update(func(c int) int { return c + a.N })
+		prompt.DefTool(p, "add", "Add n to the count.", func(ctx context.Context, a amountArgs) (string, error) {
+			setCount.Update(ctx, func(c int) int { return c + a.N })
 			return "ok", nil
 		})
 		p.User("Count.")
@@ -383,7 +383,7 @@ func TestThreeGrainsAgree(t *testing.T) {
 	if diff := cmp.Diff(transcriptOf(res.Transcript), transcriptOf(r.Transcript())); diff != "" {
 		t.Errorf("transcripts disagree (-run +next):\n%s", diff)
 	}
-	if n, _ := prompt.GetState[int](r.Prompt(), "count"); n != 6 {
+	if n, _ := prompt.GetState[int](context.Background(), r.Prompt(), "count"); n != 6 {
 		t.Errorf("count after the run = %d, want 6", n)
 	}
 }
@@ -437,10 +437,10 @@ func TestStateVisibility(t *testing.T) {
 	var toolSaw []string
 	fn := func(p *prompt.Prompt) error {
 		count, setCount := prompt.State(p, "count", 0)
-		prompt.DefTool(p, "bump", "Bump.", func(context.Context, noArgs) (string, error) {
-			setCount.Set(count + 10)
-			setCount.Update(func(n int) int { return n + 1 })
-			live, err := prompt.GetState[int](p, "count")
+		prompt.DefTool(p, "bump", "Bump.", func(ctx context.Context, _ noArgs) (string, error) {
+			setCount.Set(ctx, count+10)
+			setCount.Update(ctx, func(n int) int { return n + 1 })
+			live, err := prompt.GetState[int](ctx, p, "count")
 			if err != nil {
 				return "", err
 			}
@@ -480,9 +480,9 @@ func TestEffectClosureSeesSnapshotOfItsExecution(t *testing.T) {
 	var got []string
 	fn := func(p *prompt.Prompt) error {
 		n, set := prompt.State(p, "n", 0)
-		p.Effect(effects.Always, func(context.Context, *effects.Step) error {
-			set.Set(n + 1)
-			live, _ := prompt.GetState[int](p, "n")
+		p.Effect(effects.Always, func(ctx context.Context, _ *effects.Step) error {
+			set.Set(ctx, n+1)
+			live, _ := prompt.GetState[int](ctx, p, "n")
 			got = append(got, fmt.Sprintf("%d/%d", n, live))
 			return nil
 		})
@@ -902,7 +902,7 @@ func TestSettingStateDoesNotTriggerAStep(t *testing.T) {
 	}
 	// Between steps, state set from outside is seen by the next execution
 	// only; nothing runs on its own.
-	state.Set(r.Prompt().Store(), "count", 40)
+	state.Set(context.Background(), r.Prompt().Store(), "count", 40)
 	if len(m.Requests()) != 1 || r.StepNumber() != 1 {
 		t.Fatalf("setting state ran something: %d requests, next step %d", len(m.Requests()), r.StepNumber())
 	}

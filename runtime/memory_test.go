@@ -100,7 +100,7 @@ func TestRetainedHeapPerStep(t *testing.T) {
 func TestStepStateSharedWhileUnchanged(t *testing.T) {
 	fn := func(p *prompt.Prompt) error {
 		n, setN := prompt.State(p, "n", 0)
-		prompt.DefTool(p, "bump", "d", func(context.Context, struct{}) (int, error) { setN.Set(n + 1); return n + 1, nil })
+		prompt.DefTool(p, "bump", "d", func(ctx context.Context, _ struct{}) (int, error) { setN.Set(ctx, n+1); return n + 1, nil })
 		prompt.DefTool(p, "look", "d", func(context.Context, struct{}) (int, error) { return n, nil })
 		p.User("go")
 		return nil

@@ -30,8 +30,8 @@ func countingBody(p *prompt.Prompt, text func(count int) string) error {
 	count, setCount := prompt.State(p, "count", 0)
 	p.DefSystem("role", "You count.")
 	p.User(text(count)) // added once, at the first execution
-	prompt.DefTool(p, "add", "Add one.", func(context.Context, struct{}) (string, error) {
-		setCount.Update(func(c int) int { return c + 1 })
+	prompt.DefTool(p, "add", "Add one.", func(ctx context.Context, _ struct{}) (string, error) {
+		setCount.Update(ctx, func(c int) int { return c + 1 })
 		return "ok", nil
 	})
 	p.Effect(effects.On(count == 2), func(_ context.Context, s *effects.Step) error {
@@ -74,15 +74,16 @@ func TestMessagesFromStateDoNotPileUp(t *testing.T) {
 	require.Contains(t, transcriptOf(last.Messages), "user: Two reached: stop counting.")
 }
 
-// legacyStore saves checkpoints as versions before call-site identities
-// wrote them: seen messages by role and text only.
+// legacyStore saves checkpoints as versions before position (and, before
+// that, call-site) identities wrote them: seen messages by role and text
+// only.
 type legacyStore struct{ session.Store }
 
 func (s legacyStore) Save(ctx context.Context, cp *session.Checkpoint) error {
 	all := cp.SeenMessages
 	var legacy []string
 	for _, id := range all {
-		if !strings.HasPrefix(id, "site:") && !strings.HasPrefix(id, "key:") {
+		if !strings.HasPrefix(id, "#") && !strings.HasPrefix(id, "key:") {
 			legacy = append(legacy, id)
 		}
 	}
@@ -101,7 +102,7 @@ func constantPrompt(p *prompt.Prompt) error {
 }
 
 // A session resumes without adding its declared messages again, whether
-// its checkpoints name them by call site or (written by an older version)
+// its checkpoints name them by position or (written by an older version)
 // by role and text only.
 func TestResumeDoesNotAddMessagesAgain(t *testing.T) {
 	ctx := context.Background()
@@ -111,7 +112,7 @@ func TestResumeDoesNotAddMessagesAgain(t *testing.T) {
 		fn     prompt.Func
 		want   []string
 	}{
-		{"call sites", false, countingPrompt, wantCountingTranscript},
+		{"positions", false, countingPrompt, wantCountingTranscript},
 		{"legacy ids", true, constantPrompt, append([]string{"assistant: I will count."}, wantCountingTranscript...)},
 	}
 	for _, tt := range tests {
@@ -130,8 +131,11 @@ func TestResumeDoesNotAddMessagesAgain(t *testing.T) {
 				}
 				cp, err := store.Latest(ctx, "s")
 				require.NoError(t, err)
-				hasSite := slices.ContainsFunc(cp.SeenMessages, func(id string) bool { return strings.HasPrefix(id, "site:") })
-				require.Equal(t, !tt.legacy, hasSite, "seen messages %q", cp.SeenMessages)
+				hasPos := slices.ContainsFunc(cp.SeenMessages, func(id string) bool { return strings.HasPrefix(id, "#") })
+				require.Equal(t, !tt.legacy, hasPos, "seen messages %q", cp.SeenMessages)
+				for _, id := range cp.SeenMessages {
+					require.NotContains(t, id, ".go:", "no source location in a checkpoint")
+				}
 				r2, err := runtime.Resume(ctx, m, tt.fn, cfg)
 				require.NoError(t, err)
 				res, err := r2.Run(ctx)

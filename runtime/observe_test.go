@@ -327,7 +327,7 @@ func TestTraceContentIsOptIn(t *testing.T) {
 	changing := func(p *prompt.Prompt) error {
 		n, setN := prompt.State(p, "n", 0)
 		prompt.DefTool(p, "bump", "Bump.", func(ctx context.Context, a echoArgs) (string, error) {
-			setN.Set(n + 1)
+			setN.Set(ctx, n+1)
 			return "bumped " + a.Text, nil
 		})
 		p.Effect(effects.On(effects.Named("n", n)), func(ctx context.Context, s *effects.Step) error { return nil })

@@ -29,7 +29,7 @@ type summary struct {
 func summarizer(p *prompt.Prompt) error {
 	looked, setLooked := prompt.State(p, "looked", false)
 	prompt.DefTool(p, "lookup", "Look something up.", func(ctx context.Context, _ struct{}) (string, error) {
-		setLooked.Set(true)
+		setLooked.Set(ctx, true)
 		return "facts", nil
 	})
 	if looked {

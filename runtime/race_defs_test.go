@@ -38,7 +38,7 @@ func TestToolGoroutinesOutliveTheirCalls(t *testing.T) {
 		}
 		var h defs.Handle
 		h = prompt.DefTool(p, "spawn", "Spawn.", func(ctx context.Context, _ noArgs) (string, error) {
-			setN.Update(func(n int) int { return n + 1 })
+			setN.Update(ctx, func(n int) int { return n + 1 })
 			tools := tools
 			wg.Go(func() {
 				for !stop.Load() {
@@ -49,8 +49,10 @@ func TestToolGoroutinesOutliveTheirCalls(t *testing.T) {
 					}
 					_ = tools.Len()
 					_, _ = tools.Get("spawn")
-					_, _ = state.Get[int](p.Store(), "n")
-					setN.Set(7)
+					_, _ = state.Get[int](ctx, p.Store(), "n")
+					// With the call's context: recorded while the call
+					// runs, dropped after (see state.Tx).
+					_ = state.Set(ctx, p.Store(), "n", 7)
 				}
 			})
 			return "spawned", nil

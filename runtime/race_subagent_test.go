@@ -56,10 +56,10 @@ func parallelSubAgentsOnce(t *testing.T, calls int, cfg runtime.Config) {
 		_, setLog := prompt.State(p, "log", []string{})
 		p.DefAgent("worker", "Work.", func(sp *prompt.Prompt) error {
 			task := sp.Input()
-			prompt.DefTool(sp, "work", "Work.", func(context.Context, noArgs) (string, error) {
+			prompt.DefTool(sp, "work", "Work.", func(ctx context.Context, _ noArgs) (string, error) {
 				arrived.Done()
 				waitTimeout(t, &arrived)
-				setLog.Update(func(l []string) []string { return append(slices.Clone(l), task) })
+				setLog.Update(ctx, func(l []string) []string { return append(slices.Clone(l), task) })
 				return "worked", nil
 			})
 			return nil

@@ -186,8 +186,8 @@ func TestPromptCacheDiscipline(t *testing.T) {
 		p.User("Do the job.")
 		// State that changes at every step but that nothing rendered depends on.
 		_, set := prompt.State(p, "calls", 0)
-		p.Effect(effects.Always, func(context.Context, *effects.Step) error {
-			set.Update(func(n int) int { return n + 1 })
+		p.Effect(effects.Always, func(ctx context.Context, _ *effects.Step) error {
+			set.Update(ctx, func(n int) int { return n + 1 })
 			return nil
 		})
 		return nil

@@ -140,7 +140,7 @@ func StateOf[T any](res *Result, key string) (T, error) {
 		var zero T
 		return zero, &state.NotFoundError{Key: key}
 	}
-	return state.Get[T](res.store, key)
+	return state.Get[T](context.Background(), res.store, key)
 }
 
 // StepError is a step that failed outside the prompt function and the
@@ -221,8 +221,7 @@ type Runner struct {
 	// The retired call ids as checkpoints keep them; nil until needed (see callids.go).
 	retiredJSON json.RawMessage
 	// Records for the step under way (see record.go).
-	agent     string   // the sub-agent this runner runs; "" for a top run
-	outer     *outerTx // for a sub-agent, the transactions of the calls that run it (see calltx.go)
+	agent     string // the sub-agent this runner runs; "" for a top run
 	recMu     sync.Mutex
 	agentRuns []*AgentRun
 	summaries []*Summary
@@ -488,7 +487,7 @@ func (r *Runner) next(ctx context.Context) (*Step, error) {
 
 	// Stages 1–2 of "A step" (doc.go): execute the prompt function;
 	// reconcile definitions.
-	added, err := promptrt.Execute(r.p, n, r.fn)
+	added, err := promptrt.Execute(ctx, r.p, n, r.fn)
 	if err != nil {
 		return rec, err
 	}

@@ -191,7 +191,7 @@ func (r *Runner) resumePending(ctx context.Context) (*Step, error) {
 	// Executed again to declare the tools and effects; messages it
 	// declares for the first time (the state changed since) belong to the
 	// next step, as in a run that was not interrupted.
-	added, err := promptrt.Execute(r.p, n, r.fn)
+	added, err := promptrt.Execute(ctx, r.p, n, r.fn)
 	if err != nil {
 		return rec, err
 	}

@@ -32,7 +32,7 @@ func (rp *resumable) fn(p *prompt.Prompt) error {
 	p.Def("n", fmt.Sprint(n))
 	prompt.DefTool(p, "a", "add one", func(ctx context.Context, _ struct{}) (int, error) {
 		rp.aRuns.Add(1)
-		setN.Update(func(v int) int { return v + 1 })
+		setN.Update(ctx, func(v int) int { return v + 1 })
 		return n + 1, nil
 	})
 	prompt.DefTool(p, "b", "look up", func(ctx context.Context, _ struct{}) (string, error) {
@@ -103,7 +103,7 @@ func TestResumeAfterModelFailureMatchesUninterruptedRun(t *testing.T) {
 	if diff := cmp.Diff(want.Transcript, got.Transcript); diff != "" {
 		t.Errorf("transcript mismatch (-want +got):\n%s", diff)
 	}
-	if n, _ := prompt.GetState[int](r.Prompt(), "n"); n != 2 {
+	if n, _ := prompt.GetState[int](context.Background(), r.Prompt(), "n"); n != 2 {
 		t.Errorf("state n = %d, want 2", n)
 	}
 	if got := rp.onceRuns.Load(); got != 1 {
@@ -190,7 +190,7 @@ func TestResumeInterruptedToolCalls(t *testing.T) {
 	if saved != nil {
 		wantN = 2
 	}
-	if n, _ := prompt.GetState[int](r.Prompt(), "n"); n != wantN {
+	if n, _ := prompt.GetState[int](context.Background(), r.Prompt(), "n"); n != wantN {
 		t.Errorf("state n = %d after the resumed step, want %d", n, wantN)
 	}
 	res, err := r.Run(ctx)
@@ -221,7 +221,7 @@ func TestResumePendingKeepsMessagesDeclaredLater(t *testing.T) {
 	fn := func(p *prompt.Prompt) error {
 		phase, setPhase := prompt.State(p, "phase", 1)
 		prompt.DefTool(p, "advance", "go to phase two", func(ctx context.Context, _ struct{}) (string, error) {
-			setPhase.Set(2)
+			setPhase.Set(ctx, 2)
 			return "advanced", nil
 		})
 		p.User("phase one")

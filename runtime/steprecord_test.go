@@ -24,7 +24,7 @@ func TestStepRecords(t *testing.T) {
 		n, setN := prompt.State(p, "n", 0)
 		p.DefSystem("role", "You add.")
 		prompt.DefTool(p, "add", "add one", func(ctx context.Context, _ struct{}) (int, error) {
-			setN.Set(n + 1)
+			setN.Set(ctx, n+1)
 			return n + 1, nil
 		})
 		fail := prompt.DefTool(p, "fail", "fails", func(ctx context.Context, _ struct{}) (string, error) {

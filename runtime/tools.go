@@ -227,11 +227,15 @@ func (r *Runner) runTool(ctx context.Context, c defs.ToolCall, offered []ToolSpe
 	} else if len(c.Arguments) > 0 && !json.Valid(c.Arguments) {
 		return fail("the arguments of tool %q are not valid JSON", c.Name)
 	}
+	// The call's context carries its id, the runner of the sub-agents it
+	// may start, and its transaction: the state changes made with it (by
+	// the tool, by goroutines it starts, by a sub-agent it runs and that
+	// sub-agent's tools) are recorded in tx (see state.Tx).
 	tctx := promptrt.WithToolCall(ctx, r, c.ID)
-	if def.Tool.Agent {
-		tctx = r.withOuterTx(tctx, tx) // for the sub-agent's tools (see calltx.go)
+	if tx != nil {
+		tctx = state.ContextWithTx(tctx, tx)
 	}
-	out, err := r.callTool(tctx, def.Tool, c.Arguments, tx)
+	out, err := r.callTool(tctx, def.Tool, c.Arguments)
 	r.observeToolError(ctx, err)
 	if err != nil {
 		r.noteToolError(c.ID, err)
@@ -289,9 +293,9 @@ func (e *ToolTimeoutError) Error() string {
 	return fmt.Sprintf("tool %q did not finish within %s", e.Tool, e.Timeout)
 }
 
-func (r *Runner) callTool(ctx context.Context, t *defs.Tool, args []byte, tx *state.Tx) (string, error) {
+func (r *Runner) callTool(ctx context.Context, t *defs.Tool, args []byte) (string, error) {
 	if r.cfg.ToolTimeout <= 0 {
-		return safeCall(ctx, t, args, tx, r.outer)
+		return safeCall(ctx, t, args)
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.ToolTimeout)
 	defer cancel()
@@ -301,7 +305,7 @@ func (r *Runner) callTool(ctx context.Context, t *defs.Tool, args []byte, tx *st
 	}
 	ch := make(chan result, 1)
 	go func() {
-		out, err := safeCall(ctx, t, args, tx, r.outer)
+		out, err := safeCall(ctx, t, args)
 		ch <- result{out, err}
 	}()
 	select {
@@ -315,23 +319,15 @@ func (r *Runner) callTool(ctx context.Context, t *defs.Tool, args []byte, tx *st
 	}
 }
 
-// safeCall calls t on the calling goroutine, bound to tx if set and to the
-// transactions of outer (a sub-agent's), turning a panic into a
+// safeCall calls t on the calling goroutine, turning a panic into a
 // *ToolPanicError.
-func safeCall(ctx context.Context, t *defs.Tool, args []byte, tx *state.Tx, outer *outerTx) (out string, err error) {
+func safeCall(ctx context.Context, t *defs.Tool, args []byte) (out string, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = &ToolPanicError{Tool: t.Name, Site: callsite.Panic().String(), Value: v}
 		}
 	}()
-	call := t.Call
-	if outer != nil {
-		call = withOuter(call, outer)
-	}
-	if tx != nil {
-		return tx.Run(call, ctx, args)
-	}
-	return call(ctx, args)
+	return t.Call(ctx, args)
 }
 
 // RunAgent runs a sub-agent to completion with the same model and
@@ -354,7 +350,6 @@ func (r *Runner) RunAgent(ctx context.Context, name string, fn prompt.Func, task
 		cfg.MaxSteps = cfg.AgentMaxSteps
 	}
 	sub := NewAgent(r.model, fn, cfg, name, task)
-	sub.outer = outerTxOf(ctx)
 	res, err := sub.Run(ctx)
 	if err == nil && len(res.Awaiting) > 0 {
 		// A sub-agent runs inside one tool call: it cannot wait for a

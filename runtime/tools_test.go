@@ -243,8 +243,8 @@ func TestDeclaredMessagesDoNotPileUp(t *testing.T) {
 func TestToolDeclaredAtLaterStepWorks(t *testing.T) {
 	fn := func(p *prompt.Prompt) error {
 		unlocked, setUnlocked := prompt.State(p, "unlocked", false)
-		prompt.DefTool(p, "unlock", "Unlock.", func(context.Context, noArgs) (string, error) {
-			setUnlocked.Set(true)
+		prompt.DefTool(p, "unlock", "Unlock.", func(ctx context.Context, _ noArgs) (string, error) {
+			setUnlocked.Set(ctx, true)
 			return "unlocked", nil
 		})
 		if unlocked {
@@ -432,8 +432,8 @@ func TestSubAgent(t *testing.T) {
 		notes, setNotes := prompt.State(p, "notes", 0)
 		p.DefSystem("role", "You research.")
 		p.Def("notes", fmt.Sprint(notes))
-		prompt.DefTool(p, "note", "Take a note.", func(context.Context, noArgs) (string, error) {
-			setNotes.Update(func(n int) int { return n + 1 })
+		prompt.DefTool(p, "note", "Take a note.", func(ctx context.Context, _ noArgs) (string, error) {
+			setNotes.Update(ctx, func(n int) int { return n + 1 })
 			return "noted", nil
 		})
 		p.Effect(effects.Once, func(context.Context, *effects.Step) error { subEffectRuns.Add(1); return nil })
@@ -535,15 +535,15 @@ func TestSubAgentUnderSessionStore(t *testing.T) {
 func TestParallelSubAgentsAndStateUpdates(t *testing.T) {
 	worker := func(p *prompt.Prompt) error {
 		n, set := prompt.State(p, "n", 0) // the sub-agent's own state
-		set.Set(n + 1)
+		set.Set(p.Context(), n+1)
 		p.DefSystem("role", "You work on: "+p.Input())
 		return nil
 	}
 	parent := func(p *prompt.Prompt) error {
 		_, setDone := prompt.State(p, "done", 0)
 		p.DefAgent("worker", "Work.", worker)
-		prompt.DefTool(p, "tick", "Tick.", func(context.Context, noArgs) (string, error) {
-			setDone.Update(func(n int) int { return n + 1 }) // applied to the live value
+		prompt.DefTool(p, "tick", "Tick.", func(ctx context.Context, _ noArgs) (string, error) {
+			setDone.Update(ctx, func(n int) int { return n + 1 }) // applied to the live value
 			return "tick", nil
 		})
 		p.User("go")

@@ -35,12 +35,12 @@ func shopping(p *prompt.Prompt) error {
 	p.Def("last", last)
 	prompt.DefTool(p, "add", "Add an item to the list.", func(ctx context.Context, a itemArgs) (bool, error) {
 		time.Sleep(time.Duration(rand.N(3)) * time.Millisecond)
-		setList.Update(func(l []string) []string { return append(slices.Clone(l), a.Item) })
-		setLast.Set(a.Item)
+		setList.Update(ctx, func(l []string) []string { return append(slices.Clone(l), a.Item) })
+		setLast.Set(ctx, a.Item)
 		time.Sleep(time.Duration(rand.N(2)) * time.Millisecond)
 		// A live read sees the call's own change (and those of the calls
 		// before it that finished: which ones depends on timing).
-		l, err := prompt.GetState[[]string](p, "list")
+		l, err := prompt.GetState[[]string](ctx, p, "list")
 		return slices.Contains(l, a.Item), err
 	})
 	p.User("Buy cheese, milk and bread.")

@@ -28,7 +28,7 @@ func researcher(p *prompt.Prompt) error {
 	p.DefSystem("role", "You research: "+p.Input())
 	p.Def("notes", fmt.Sprint(notes))
 	prompt.DefTool(p, "note", "Take a note.", func(ctx context.Context, a noteArgs) (string, error) {
-		setNotes.Update(func(n int) int { return n + 1 })
+		setNotes.Update(ctx, func(n int) int { return n + 1 })
 		return "noted: " + a.Text, nil
 	})
 	return nil

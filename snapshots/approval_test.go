@@ -23,7 +23,7 @@ func payer(p *prompt.Prompt) error {
 	p.DefSystem("role", "You pay the bills.")
 	p.Def("paid", fmt.Sprint(paid))
 	prompt.DefTool(p, "pay", "Pay someone.", func(ctx context.Context, a payArgs) (string, error) {
-		setPaid.Update(func(v int) int { return v + a.Amount })
+		setPaid.Update(ctx, func(v int) int { return v + a.Amount })
 		return fmt.Sprintf("paid %d to %s", a.Amount, a.To), nil
 	}, prompt.NeedsApprovalIf(func(a payArgs) bool { return a.Amount > 100 }))
 	p.Effect(effects.On(paid), func(ctx context.Context, s *effects.Step) error { return nil }, effects.InPhase(effects.AfterReply))

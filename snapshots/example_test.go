@@ -21,7 +21,7 @@ func greeter(p *prompt.Prompt) error {
 		func(ctx context.Context, a struct {
 			Name string `json:"name"`
 		}) (string, error) {
-			setName.Set(a.Name)
+			setName.Set(ctx, a.Name)
 			return "ok", nil
 		})
 	p.User("I am Ada.")

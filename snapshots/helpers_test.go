@@ -32,7 +32,7 @@ func counter(role string) prompt.Func {
 		countVar := p.Def("count", strconv.Itoa(count))
 		add := prompt.DefTool(p, "add", "Add n to the count.",
 			func(ctx context.Context, a addArgs) (string, error) {
-				setCount.Update(func(c int) int { return c + a.N })
+				setCount.Update(ctx, func(c int) int { return c + a.N })
 				return fmt.Sprintf("added %d", a.N), nil
 			})
 		p.Effect(effects.On(effects.Named("count", count)), func(ctx context.Context, s *effects.Step) error {

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 )
@@ -8,15 +9,19 @@ import (
 // SetJSON stores the JSON value raw under key, whatever the key held
 // before; a typed read decodes it, as it decodes values restored from a
 // checkpoint. It is how state changes made elsewhere (a tool call run in
-// another process) are applied. Called from a goroutine bound to a
-// transaction, it records the change in the transaction instead. It
-// returns an error, naming the key, when raw is not valid JSON.
-func SetJSON(s *Store, key string, raw json.RawMessage) error {
+// another process) are applied. When ctx carries a transaction of s, it
+// records the change in the transaction instead. It returns an error,
+// naming the key, when raw is not valid JSON, and a *ContextError as Set
+// does.
+func SetJSON(ctx context.Context, s *Store, key string, raw json.RawMessage) error {
 	if !json.Valid(raw) {
 		return fmt.Errorf("state %q: the value is not valid JSON", key)
 	}
+	tx, err := s.target(ctx, "SetJSON", key)
+	if err != nil {
+		return err
+	}
 	e := &entry{raw: append(json.RawMessage(nil), raw...)}
-	tx := s.current()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if tx != nil {

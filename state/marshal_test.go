@@ -52,25 +52,25 @@ func TestMarshalJSONAsEncodingJSON(t *testing.T) {
 		assert.Equal(t, string(got), string(again), when+", twice")
 	}
 	check("empty")
-	state.Set(s, "n", 12345)
-	state.Set(s, "neg", -7)
-	state.Set(s, "f", 1.5)
-	state.Set(s, "html <&>", "a <b> & \u2028 é \xff")
-	state.Set(s, "ok", true)
-	state.Set(s, "plain", plain{Name: "<x>", Pair: [2]int8{1, -2}, skip: [3]uint8{1}})
-	state.Set(s, "arr", [3]string{"a", "", "c"})
-	state.Set(s, "u", uint16(9))
+	state.Set(bg, s, "n", 12345)
+	state.Set(bg, s, "neg", -7)
+	state.Set(bg, s, "f", 1.5)
+	state.Set(bg, s, "html <&>", "a <b> & \u2028 é \xff")
+	state.Set(bg, s, "ok", true)
+	state.Set(bg, s, "plain", plain{Name: "<x>", Pair: [2]int8{1, -2}, skip: [3]uint8{1}})
+	state.Set(bg, s, "arr", [3]string{"a", "", "c"})
+	state.Set(bg, s, "u", uint16(9))
 	check("typed values")
 	m := map[string]int{"b": 2, "a": 1}
-	state.Set(s, "map", m)
+	state.Set(bg, s, "map", m)
 	sl := []string{"x"}
-	state.Set(s, "slice", sl)
+	state.Set(bg, s, "slice", sl)
 	p := &plain{Name: "p"}
-	state.Set(s, "ptr", p)
-	state.Set(s, "when", time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-	state.Set(s, "level", level(1))
+	state.Set(bg, s, "ptr", p)
+	state.Set(bg, s, "when", time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	state.Set(bg, s, "level", level(1))
 	var tick, calls atomic.Int64
-	state.Set(s, "tick", ticking{&tick, &calls})
+	state.Set(bg, s, "tick", ticking{&tick, &calls})
 	check("values with references and encodings of their own")
 	m["c"], sl[0], p.Name = 3, "y", "q" // changed in place, which a prompt must not do
 	tick.Store(5)
@@ -79,8 +79,8 @@ func TestMarshalJSONAsEncodingJSON(t *testing.T) {
 	_, err := s.MarshalJSON()
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), calls.Load(), "a value's MarshalJSON is called once")
-	state.Set(s, "n", 7)
-	state.Set(s, "new key", "v")
+	state.Set(bg, s, "n", 7)
+	state.Set(bg, s, "new key", "v")
 	check("a value set again and a new key")
 
 	raw := `{"b" : [1, 2.50, "<&>"], "a":{"z":1, "y" : null}, "n": 1.50, "s":"\u00e9"}`
@@ -89,16 +89,16 @@ func TestMarshalJSONAsEncodingJSON(t *testing.T) {
 	s = r
 	check("restored values")
 	var f float64
-	f, err = state.Get[float64](s, "n") // decoded: written again from the value
+	f, err = state.Get[float64](bg, s, "n") // decoded: written again from the value
 	require.NoError(t, err)
 	assert.Equal(t, 1.5, f)
 	check("a restored value read")
-	require.NoError(t, state.SetJSON(s, "j", json.RawMessage(` { "k" : "<v>" } `)))
+	require.NoError(t, state.SetJSON(bg, s, "j", json.RawMessage(` { "k" : "<v>" } `)))
 	check("a value set as JSON")
 	require.NoError(t, s.UnmarshalJSON([]byte(`{"c":1,"d":2,"e":3,"f":4}`))) // as many keys, others
 	check("restored again with other keys")
 
-	state.Set(s, "bad", math.NaN())
+	state.Set(bg, s, "bad", math.NaN())
 	_, err = s.MarshalJSON()
 	require.ErrorContains(t, err, `state "bad" is not serializable`)
 }
@@ -106,9 +106,9 @@ func TestMarshalJSONAsEncodingJSON(t *testing.T) {
 // A checkpoint's state, unchanged values and keys, costs one allocation.
 func TestMarshalJSONUnchangedAllocatesOnce(t *testing.T) {
 	s := state.New()
-	state.Set(s, "count", 1000)
-	state.Set(s, "phase", "start")
-	state.Set(s, "cfg", plain{Name: "x"})
+	state.Set(bg, s, "count", 1000)
+	state.Set(bg, s, "phase", "start")
+	state.Set(bg, s, "cfg", plain{Name: "x"})
 	_, err := s.MarshalJSON()
 	require.NoError(t, err)
 	allocs := testing.AllocsPerRun(100, func() {

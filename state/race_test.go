@@ -1,24 +1,25 @@
 package state_test
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/reprompt/reprompt/state"
 )
 
-// Transactions run on parallel goroutines (one found by its frame, the
-// others by goroutine id), goroutines they start and unbound goroutines
-// set, update and read the store while others encode and copy it, and the
-// transactions are committed or discarded while goroutines bound to them
-// still write: under -race, nothing races, and the committed changes are
-// all there.
+// Transactions used on parallel goroutines, goroutines they start with the
+// call's context (some still writing after their call returned), and
+// goroutines without a transaction that read the store, encode and copy it
+// while the transactions are committed or discarded: under -race, nothing
+// races, the committed changes are all there, and every change made
+// without a transaction while transactions were open was refused.
 func TestStoreUnderConcurrentUse(t *testing.T) {
 	s := state.New()
-	state.Set(s, "count", 0)
+	require.NoError(t, state.Set(bg, s, "count", 0))
 	const calls = 6
 	txs := make([]*state.Tx, calls)
 	for i := range txs {
@@ -34,48 +35,39 @@ func TestStoreUnderConcurrentUse(t *testing.T) {
 					return
 				default:
 				}
-				if _, err := s.MarshalJSON(); err != nil {
-					t.Error(err)
-					return
-				}
+				_, err := s.MarshalJSON()
+				assert.NoError(t, err)
 				_ = s.Snapshot()
 				_, _ = s.Keys(), s.Version()
-				state.Set(s, "free", 1) // unbound: applied at once
+				_, _ = state.Get[int](bg, s, "count")
 			}
 		})
 	}
-	var running sync.WaitGroup
-	var outliving sync.WaitGroup
+	var running, outliving sync.WaitGroup
 	for i, tx := range txs {
 		running.Go(func() {
-			_, _ = tx.Run(func(context.Context, json.RawMessage) (string, error) {
-				key := fmt.Sprintf("call%d", i)
-				for j := range 50 {
-					state.Set(s, key, j)
-					if err := state.Update(s, "count", func(n int) int { return n + 1 }); err != nil {
-						t.Error(err)
-					}
-					if _, err := state.Get[int](s, key); err != nil {
-						t.Error(err)
-					}
+			ctx := state.ContextWithTx(bg, tx)
+			key := fmt.Sprintf("call%d", i)
+			for j := range 50 {
+				assert.NoError(t, state.Set(ctx, s, key, j))
+				assert.NoError(t, state.Update(ctx, s, "count", func(n int) int { return n + 1 }))
+				_, err := state.Get[int](ctx, s, key)
+				assert.NoError(t, err)
+				assert.ErrorAs(t, state.Set(bg, s, "free", 1), new(*state.ContextError), "no transaction: refused while calls run")
+			}
+			outliving.Go(func() { // started by the call, with its context
+				for range 50 {
+					assert.NoError(t, state.Set(ctx, s, "late", 2))
+					_, _ = state.Get[int](ctx, s, "count")
 				}
-				outliving.Go(func() { // started by the call: unbound
-					for range 50 {
-						state.Set(s, "free", 2)
-						_, _ = state.Get[int](s, "count")
-					}
-				})
-				return "", nil
-			}, context.Background(), nil)
+			})
 		})
 	}
 	running.Wait()
 	for i, tx := range txs {
 		if i%2 == 0 {
 			tx.Close()
-			if err := tx.Commit(); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, tx.Commit())
 		} else {
 			tx.Discard()
 		}
@@ -84,17 +76,19 @@ func TestStoreUnderConcurrentUse(t *testing.T) {
 	outliving.Wait()
 	close(stop)
 	readers.Wait()
-	n, err := state.Get[int](s, "count")
-	if err != nil || n != calls/2*50 {
-		t.Errorf("count = %d, %v; want %d (the committed calls' updates only)", n, err, calls/2*50)
-	}
+	n, err := state.Get[int](bg, s, "count")
+	require.NoError(t, err)
+	assert.Equal(t, calls/2*50, n, "the committed calls' updates only")
 	for i := range calls {
-		v, err := state.Get[int](s, fmt.Sprintf("call%d", i))
-		if i%2 == 0 && (err != nil || v != 49) {
-			t.Errorf("call%d = %d, %v; want 49", i, v, err)
-		}
-		if i%2 == 1 && err == nil {
-			t.Errorf("call%d = %d: a discarded call's change was applied", i, v)
+		v, err := state.Get[int](bg, s, fmt.Sprintf("call%d", i))
+		if i%2 == 0 {
+			require.NoError(t, err)
+			assert.Equal(t, 49, v)
+		} else {
+			assert.Error(t, err, "call%d: a discarded call's change was applied", i)
 		}
 	}
+	_, err = state.Get[int](bg, s, "free")
+	assert.Error(t, err, "a change without a transaction was applied while calls ran")
+	require.NoError(t, state.Set(bg, s, "free", 1), "all closed: applied at once")
 }

@@ -7,6 +7,7 @@
 package state
 
 import (
+	"context"
 	"encoding"
 	"encoding/json"
 	"fmt"
@@ -25,14 +26,8 @@ type Store struct {
 	// version counts changes, so a caller can tell cheaply whether anything
 	// changed since it last looked.
 	version uint64
-	// txs are the open transactions by the goroutine they are bound to
-	// (see Tx); bound reports whether there are any, so that stores
-	// without transactions never look up the calling goroutine.
-	txs   map[uint64]*Tx
-	bound atomic.Int32
-	// framed is the transaction of the Run found by its frame (see Tx.Run),
-	// or nil; it counts in bound.
-	framed *Tx
+	// open counts the transactions begun and not yet closed (see Tx).
+	open atomic.Int32
 	// keys are the keys in sorted order, as MarshalJSON last wrote them;
 	// stale when their number is not that of vals (keys are never deleted,
 	// but by UnmarshalJSON, which clears them).
@@ -124,10 +119,10 @@ func Init[T any](s *Store, key string, initial T) (T, error) {
 // Get returns the live value of key as T. It returns a *NotFoundError if the
 // key is not set and a *TypeError if it holds another type.
 //
-// Called from a goroutine bound to a transaction (see Tx), it returns the
-// value with the transaction's own changes applied.
-func Get[T any](s *Store, key string) (T, error) {
-	tx := s.current()
+// When ctx carries a transaction of s (see Tx), it returns the value with
+// the transaction's own changes applied.
+func Get[T any](ctx context.Context, s *Store, key string) (T, error) {
+	tx := s.TxFromContext(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, ok := s.vals[key]
@@ -146,34 +141,44 @@ func Get[T any](s *Store, key string) (T, error) {
 	return typed[T](key, e)
 }
 
-// Set stores v under key, whatever the key held before. Called from a
-// goroutine bound to a transaction, it records the change in the
-// transaction instead.
-func Set[T any](s *Store, key string, v T) {
+// Set stores v under key, whatever the key held before. When ctx carries a
+// transaction of s, it records the change in the transaction instead. It
+// returns a *ContextError, and changes nothing, when s has open
+// transactions and ctx carries none of them (see Tx).
+func Set[T any](ctx context.Context, s *Store, key string, v T) error {
+	tx, err := s.target(ctx, "Set", key)
+	if err != nil {
+		return err
+	}
 	e := &entry{v: v, typ: reflect.TypeFor[T]()}
-	tx := s.current()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if tx != nil {
 		tx.record(key, nil, nil, e) // no apply: e whatever the key holds
-		return
+		return nil
 	}
 	s.vals[key] = e
 	s.version++
+	return nil
 }
 
 // Update applies f to the live value of key and stores the result. Updates
 // apply in call order; f runs with the store locked, so it must not use the
 // store. A key that is not set is updated from T's zero value. It returns a
-// *TypeError if the key holds another type.
+// *TypeError if the key holds another type, and a *ContextError, changing
+// nothing, when s has open transactions and ctx carries none of them.
 //
-// Called from a goroutine bound to a transaction (see Tx), f runs at once
-// on the live value with the transaction's changes, and its result is
+// When ctx carries a transaction of s (see Tx), f runs at once on the live
+// value with the transaction's changes, and its result is
 // recorded; if another transaction changed the key before this one is
 // committed, f runs again on the new value then. So f may run more than
 // once, as React's state updaters may: it must be a pure function of its
 // argument (setting a flag the caller reads afterwards is fine).
-func Update[T any](s *Store, key string, f func(prev T) T) error {
+func Update[T any](ctx context.Context, s *Store, key string, f func(prev T) T) error {
+	tx, err := s.target(ctx, "Update", key)
+	if err != nil {
+		return err
+	}
 	typ := reflect.TypeFor[T]()
 	update := func(e *entry) (*entry, error) {
 		var prev T
@@ -185,7 +190,6 @@ func Update[T any](s *Store, key string, f func(prev T) T) error {
 		}
 		return &entry{v: f(prev), typ: typ}, nil
 	}
-	tx := s.current()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	in := s.vals[key]
@@ -210,6 +214,11 @@ func Update[T any](s *Store, key string, f func(prev T) T) error {
 
 // Setter sets one key of a store. It is what a State hook returns beside the
 // value. The zero Setter panics when used. A Setter is safe for concurrent use.
+//
+// Its methods take the context of the code that calls them: a tool's ctx,
+// an effect's ctx, or the prompt function's (prompt.Prompt.Context). The
+// context is how a change made by a tool call joins the call's transaction
+// (see Tx).
 type Setter[T any] struct {
 	s   *Store
 	key string
@@ -222,17 +231,30 @@ func NewSetter[T any](s *Store, key string) Setter[T] { return Setter[T]{s: s, k
 func (st Setter[T]) Key() string { return st.key }
 
 // Set stores v. The new value is visible at once to Get and to the prompt
-// function at its next execution. Setting state never triggers a step.
-func (st Setter[T]) Set(v T) { Set(st.s, st.key, v) }
-
-// Update stores f(live value). Updates apply in call order, each to the
-// result of the previous one. It panics with a *TypeError if another hook
-// stored a different type under the same key since this setter was made.
-func (st Setter[T]) Update(f func(prev T) T) {
-	if err := Update(st.s, st.key, f); err != nil {
+// function at its next execution; made with a tool call's context, it is
+// applied when the call's changes are (see Tx). Setting state never
+// triggers a step. It panics with a *ContextError if ctx lacks the tool
+// call's transaction while tool calls run: a programmer error, which the
+// runtime reports as the tool's failure.
+func (st Setter[T]) Set(ctx context.Context, v T) {
+	if err := Set(ctx, st.s, st.key, v); err != nil {
 		panic(err)
 	}
 }
+
+// Update stores f(live value). Updates apply in call order, each to the
+// result of the previous one. It panics with a *TypeError if another hook
+// stored a different type under the same key since this setter was made,
+// and with a *ContextError as Set does.
+func (st Setter[T]) Update(ctx context.Context, f func(prev T) T) {
+	if err := Update(ctx, st.s, st.key, f); err != nil {
+		panic(err)
+	}
+}
+
+// Get returns the live value, with the changes of the transaction ctx
+// carries applied (see Tx).
+func (st Setter[T]) Get(ctx context.Context) (T, error) { return Get[T](ctx, st.s, st.key) }
 
 // Version returns a number that changes whenever a value is stored.
 func (s *Store) Version() uint64 {

@@ -1,6 +1,7 @@
 package state_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,7 +20,7 @@ func TestInitStoresOnlyWhenNew(t *testing.T) {
 	if err != nil || got != 10 {
 		t.Fatalf("first Init = %d, %v; want 10, nil", got, err)
 	}
-	state.Set(s, "count", 42)
+	state.Set(bg, s, "count", 42)
 	got, err = state.Init(s, "count", 10)
 	if err != nil || got != 42 {
 		t.Fatalf("second Init = %d, %v; want the stored 42, nil (initial must be ignored)", got, err)
@@ -35,10 +36,10 @@ func TestSetAndUpdateApplyInCallOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	set := state.NewSetter[int](s, "n")
-	set.Set(10)
-	set.Update(func(n int) int { return n + 5 })
-	set.Update(func(n int) int { return n * 2 })
-	got, err := state.Get[int](s, "n")
+	set.Set(bg, 10)
+	set.Update(bg, func(n int) int { return n + 5 })
+	set.Update(bg, func(n int) int { return n * 2 })
+	got, err := state.Get[int](bg, s, "n")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,10 +53,10 @@ func TestSetAndUpdateApplyInCallOrder(t *testing.T) {
 
 func TestUpdateUnsetKeyStartsFromZero(t *testing.T) {
 	s := state.New()
-	if err := state.Update(s, "fresh", func(n int) int { return n + 1 }); err != nil {
+	if err := state.Update(bg, s, "fresh", func(n int) int { return n + 1 }); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := state.Get[int](s, "fresh"); got != 1 {
+	if got, _ := state.Get[int](bg, s, "fresh"); got != 1 {
 		t.Errorf("got %d, want 1", got)
 	}
 }
@@ -63,13 +64,13 @@ func TestUpdateUnsetKeyStartsFromZero(t *testing.T) {
 func TestVersionChangesOnEveryStore(t *testing.T) {
 	s := state.New()
 	v0 := s.Version()
-	state.Set(s, "a", 1)
+	state.Set(bg, s, "a", 1)
 	v1 := s.Version()
-	_, _ = state.Get[int](s, "a")
+	_, _ = state.Get[int](bg, s, "a")
 	if s.Version() != v1 {
 		t.Error("a read changed the version")
 	}
-	if err := state.Update(s, "a", func(n int) int { return n }); err != nil {
+	if err := state.Update(bg, s, "a", func(n int) int { return n }); err != nil {
 		t.Fatal(err)
 	}
 	if !(v0 < v1 && v1 < s.Version()) {
@@ -79,16 +80,16 @@ func TestVersionChangesOnEveryStore(t *testing.T) {
 
 func TestTypeMismatchNamesBothTypes(t *testing.T) {
 	s := state.New()
-	state.Set(s, "count", 3)
+	state.Set(bg, s, "count", 3)
 
 	tests := []struct {
 		name string
 		op   func() error
 	}{
-		{"Get", func() error { _, err := state.Get[string](s, "count"); return err }},
+		{"Get", func() error { _, err := state.Get[string](bg, s, "count"); return err }},
 		{"Init", func() error { _, err := state.Init(s, "count", "x"); return err }},
 		{"Update", func() error {
-			return state.Update(s, "count", func(v string) string { return v })
+			return state.Update(bg, s, "count", func(v string) string { return v })
 		}},
 	}
 	for _, tt := range tests {
@@ -111,14 +112,14 @@ func TestTypeMismatchNamesBothTypes(t *testing.T) {
 			}
 		})
 	}
-	if got, _ := state.Get[int](s, "count"); got != 3 {
+	if got, _ := state.Get[int](bg, s, "count"); got != 3 {
 		t.Errorf("a failed Update changed the value to %d", got)
 	}
 }
 
 func TestSetterUpdatePanicsOnTypeMismatch(t *testing.T) {
 	s := state.New()
-	state.Set(s, "k", "text")
+	state.Set(bg, s, "k", "text")
 	defer func() {
 		v := recover()
 		err, ok := v.(error)
@@ -127,11 +128,11 @@ func TestSetterUpdatePanicsOnTypeMismatch(t *testing.T) {
 			t.Fatalf("panic value = %v, want a *state.TypeError", v)
 		}
 	}()
-	state.NewSetter[int](s, "k").Update(func(n int) int { return n + 1 })
+	state.NewSetter[int](s, "k").Update(bg, func(n int) int { return n + 1 })
 }
 
 func TestGetMissingKey(t *testing.T) {
-	_, err := state.Get[int](state.New(), "nope")
+	_, err := state.Get[int](bg, state.New(), "nope")
 	var nf *state.NotFoundError
 	if !errors.As(err, &nf) || nf.Key != "nope" {
 		t.Fatalf("err = %v, want *state.NotFoundError for %q", err, "nope")
@@ -150,10 +151,10 @@ type profile struct {
 
 func TestJSONRoundTrip(t *testing.T) {
 	s := state.New()
-	state.Set(s, "count", 7)
-	state.Set(s, "name", "ada")
-	state.Set(s, "profile", profile{Name: "ada", Tags: []string{"x", "y"}, Score: map[string]float64{"a": 1.5}})
-	state.Set(s, "ptr", (*int)(nil))
+	state.Set(bg, s, "count", 7)
+	state.Set(bg, s, "name", "ada")
+	state.Set(bg, s, "profile", profile{Name: "ada", Tags: []string{"x", "y"}, Score: map[string]float64{"a": 1.5}})
+	state.Set(bg, s, "ptr", (*int)(nil))
 
 	data, err := json.Marshal(s)
 	if err != nil {
@@ -165,7 +166,7 @@ func TestJSONRoundTrip(t *testing.T) {
 	}
 
 	r := state.New()
-	state.Set(r, "stale", true) // replaced by Unmarshal
+	state.Set(bg, r, "stale", true) // replaced by Unmarshal
 	if err := json.Unmarshal(data, r); err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +186,7 @@ func TestJSONRoundTrip(t *testing.T) {
 	if v, ok := r.Snapshot()["count"].(int); !ok || v != 7 {
 		t.Errorf("Snapshot()[count] = %#v after the first read, want int 7", r.Snapshot()["count"])
 	}
-	p, err := state.Get[profile](r, "profile")
+	p, err := state.Get[profile](bg, r, "profile")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +194,7 @@ func TestJSONRoundTrip(t *testing.T) {
 		t.Errorf("profile mismatch (-want +got):\n%s", diff)
 	}
 	// Once decoded, the key holds the type it was read as.
-	if _, err := state.Get[string](r, "count"); err == nil {
+	if _, err := state.Get[string](bg, r, "count"); err == nil {
 		t.Error("count decoded as int can be read as string")
 	}
 
@@ -211,7 +212,7 @@ func TestRestoredValueOfWrongType(t *testing.T) {
 	if err := json.Unmarshal([]byte(`{"count":"seven"}`), s); err != nil {
 		t.Fatal(err)
 	}
-	_, err := state.Get[int](s, "count")
+	_, err := state.Get[int](bg, s, "count")
 	var te *state.TypeError
 	if !errors.As(err, &te) {
 		t.Fatalf("err = %v, want *state.TypeError", err)
@@ -224,15 +225,15 @@ func TestRestoredValueOfWrongType(t *testing.T) {
 		t.Errorf("TypeError.Err = %v, want the *json.UnmarshalTypeError", te.Err)
 	}
 	// The raw value is kept: it can still be read as the right type.
-	if got, err := state.Get[string](s, "count"); err != nil || got != "seven" {
+	if got, err := state.Get[string](bg, s, "count"); err != nil || got != "seven" {
 		t.Errorf("Get[string] = %q, %v; want seven, nil", got, err)
 	}
 }
 
 func TestMarshalNamesUnserializableKey(t *testing.T) {
 	s := state.New()
-	state.Set(s, "ok", 1)
-	state.Set(s, "bad", make(chan int))
+	state.Set(bg, s, "ok", 1)
+	state.Set(bg, s, "bad", make(chan int))
 	_, err := json.Marshal(s)
 	if err == nil {
 		t.Fatal("a channel was serialized")
@@ -256,20 +257,20 @@ func TestUnmarshalRejectsNonObject(t *testing.T) {
 func TestConcurrentUpdates(t *testing.T) {
 	s := state.New()
 	set := state.NewSetter[int](s, "n")
-	set.Set(0)
+	set.Set(bg, 0)
 	const workers, each = 16, 100
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
 			for range each {
-				set.Update(func(n int) int { return n + 1 })
-				_, _ = state.Get[int](s, "n")
+				set.Update(bg, func(n int) int { return n + 1 })
+				_, _ = state.Get[int](bg, s, "n")
 				_ = s.Snapshot()
 			}
 		})
 	}
 	wg.Wait()
-	if got, _ := state.Get[int](s, "n"); got != workers*each {
+	if got, _ := state.Get[int](bg, s, "n"); got != workers*each {
 		t.Errorf("n = %d after %d concurrent updates", got, workers*each)
 	}
 }
@@ -278,9 +279,9 @@ func ExampleSetter_Update() {
 	s := state.New()
 	count, _ := state.Init(s, "count", 10)
 	set := state.NewSetter[int](s, "count")
-	set.Update(func(n int) int { return n + 5 })
-	set.Update(func(n int) int { return n * 2 })
-	live, _ := state.Get[int](s, "count")
+	set.Update(bg, func(n int) int { return n + 5 })
+	set.Update(bg, func(n int) int { return n * 2 })
+	live, _ := state.Get[int](bg, s, "count")
 	fmt.Println(count, live)
 	// Output: 10 30
 }
@@ -288,7 +289,7 @@ func ExampleSetter_Update() {
 func ExampleStore_UnmarshalJSON() {
 	s := state.New()
 	_ = json.Unmarshal([]byte(`{"todo":["a","b"]}`), s)
-	todo, _ := state.Get[[]string](s, "todo")
+	todo, _ := state.Get[[]string](context.Background(), s, "todo")
 	fmt.Println(todo)
 	// Output: [a b]
 }

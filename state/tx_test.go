@@ -2,7 +2,6 @@ package state_test
 
 import (
 	"context"
-	"encoding/json"
 	"sync"
 	"testing"
 
@@ -12,253 +11,246 @@ import (
 	"github.com/reprompt/reprompt/state"
 )
 
-func TestTxRecordsBoundGoroutineOnly(t *testing.T) {
+// bg is the context of code that runs outside any transaction.
+var bg = context.Background()
+
+func TestTxRecordsChangesMadeWithItsContext(t *testing.T) {
 	s := state.New()
-	state.Set(s, "n", 1)
+	require.NoError(t, state.Set(bg, s, "n", 1))
 	tx := s.Begin()
+	ctx := state.ContextWithTx(bg, tx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		tx.Bind()
-		defer tx.Unbind()
-		state.Set(s, "n", 10)
-		require.NoError(t, state.Update(s, "n", func(n int) int { return n + 5 }))
-		got, err := state.Get[int](s, "n")
+		require.NoError(t, state.Set(ctx, s, "n", 10))
+		require.NoError(t, state.Update(ctx, s, "n", func(n int) int { return n + 5 }))
+		got, err := state.Get[int](ctx, s, "n")
 		assert.NoError(t, err)
-		assert.Equal(t, 15, got, "a bound goroutine reads its own changes")
-		state.Set(s, "new", "x")
-		_, err = state.Get[string](s, "new")
+		assert.Equal(t, 15, got, "a change made with the context reads its own changes")
+		require.NoError(t, state.Set(ctx, s, "new", "x"))
+		_, err = state.Get[string](ctx, s, "new")
 		assert.NoError(t, err, "a key the transaction set is found")
 	}()
 	<-done
-	got, err := state.Get[int](s, "n")
+	got, err := state.Get[int](bg, s, "n")
 	require.NoError(t, err)
 	assert.Equal(t, 1, got, "changes wait for Commit")
-	_, err = state.Get[string](s, "new")
+	_, err = state.Get[string](bg, s, "new")
 	assert.ErrorAs(t, err, new(*state.NotFoundError))
 	assert.Equal(t, 3, tx.Len())
 
-	state.Set(s, "n", 100) // a change made meanwhile by someone else
+	tx.Close()
+	require.NoError(t, state.Set(bg, s, "n", 100)) // a change made meanwhile by someone else
 	require.NoError(t, tx.Commit())
-	got, _ = state.Get[int](s, "n")
+	got, _ = state.Get[int](bg, s, "n")
 	assert.Equal(t, 15, got, "a Set replaces, and the update applies to it")
-	str, err := state.Get[string](s, "new")
+	str, err := state.Get[string](bg, s, "new")
 	require.NoError(t, err)
 	assert.Equal(t, "x", str)
 }
 
 func TestTxUpdatesApplyToLiveValueAtCommit(t *testing.T) {
 	s := state.New()
-	state.Set(s, "n", 0)
+	require.NoError(t, state.Set(bg, s, "n", 0))
 	txs := []*state.Tx{s.Begin(), s.Begin(), s.Begin()}
 	var wg sync.WaitGroup
 	for _, tx := range txs {
 		wg.Go(func() {
-			tx.Bind()
-			defer tx.Unbind()
-			require.NoError(t, state.Update(s, "n", func(n int) int { return n*10 + 1 }))
+			ctx := state.ContextWithTx(bg, tx)
+			require.NoError(t, state.Update(ctx, s, "n", func(n int) int { return n*10 + 1 }))
 		})
 	}
 	wg.Wait()
 	for i := len(txs) - 1; i >= 0; i-- { // commit order decides, not timing
 		require.NoError(t, txs[i].Commit())
 	}
-	got, _ := state.Get[int](s, "n")
+	got, _ := state.Get[int](bg, s, "n")
 	assert.Equal(t, 111, got)
 }
 
 func TestTxDiscardAndClose(t *testing.T) {
 	s := state.New()
-	state.Set(s, "n", 1)
+	require.NoError(t, state.Set(bg, s, "n", 1))
 	tx := s.Begin()
+	ctx := state.ContextWithTx(bg, tx)
 	step := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
-		tx.Bind()
-		defer tx.Unbind()
-		state.Set(s, "n", 2)
+		assert.NoError(t, state.Set(ctx, s, "n", 2))
 		step <- struct{}{}
 		<-step // Close happened: this change is dropped
-		state.Set(s, "n", 3)
+		assert.NoError(t, state.Set(ctx, s, "n", 3))
 	}()
 	<-step
 	tx.Close()
 	step <- struct{}{}
 	<-finished
 	require.NoError(t, tx.Commit())
-	got, _ := state.Get[int](s, "n")
+	got, _ := state.Get[int](bg, s, "n")
 	assert.Equal(t, 2, got, "changes after Close are dropped")
 
 	tx = s.Begin()
-	func() {
-		tx.Bind()
-		defer tx.Unbind()
-		state.Set(s, "n", 9)
-	}()
+	require.NoError(t, state.Set(state.ContextWithTx(bg, tx), s, "n", 9))
 	tx.Discard()
-	got, _ = state.Get[int](s, "n")
+	got, _ = state.Get[int](bg, s, "n")
 	assert.Equal(t, 2, got)
-	state.Set(s, "n", 4) // unbound again: applied at once
-	got, _ = state.Get[int](s, "n")
+	require.NoError(t, state.Set(bg, s, "n", 4)) // no transaction open: applied at once
+	got, _ = state.Get[int](bg, s, "n")
 	assert.Equal(t, 4, got)
 }
 
 func TestTxTypeMismatch(t *testing.T) {
 	s := state.New()
-	state.Set(s, "n", 1)
+	require.NoError(t, state.Set(bg, s, "n", 1))
 	tx := s.Begin()
-	func() {
-		tx.Bind()
-		defer tx.Unbind()
-		err := state.Update(s, "n", func(v string) string { return v })
-		var te *state.TypeError
-		require.ErrorAs(t, err, &te, "a mismatch is reported to the caller at once")
-		assert.Equal(t, "n", te.Key)
-		require.NoError(t, state.Update(s, "n", func(n int) int { return n + 1 }))
-	}()
-	state.Set(s, "n", "now a string")
-	err := tx.Commit()
+	ctx := state.ContextWithTx(bg, tx)
+	err := state.Update(ctx, s, "n", func(v string) string { return v })
 	var te *state.TypeError
+	require.ErrorAs(t, err, &te, "a mismatch is reported to the caller at once")
+	assert.Equal(t, "n", te.Key)
+	require.NoError(t, state.Update(ctx, s, "n", func(n int) int { return n + 1 }))
+	tx.Close()
+	require.NoError(t, state.Set(bg, s, "n", "now a string"))
+	err = tx.Commit()
 	require.ErrorAs(t, err, &te, "an update that no longer fits at commit is reported")
-	got, _ := state.Get[string](s, "n")
+	got, _ := state.Get[string](bg, s, "n")
 	assert.Equal(t, "now a string", got)
 }
 
-func BenchmarkSetUnbound(b *testing.B) {
+// While a transaction is open, a change made with a context that carries
+// none of the store's is refused with a *ContextError, whatever goroutine
+// makes it, and changes nothing; once every transaction is closed, such a
+// change applies at once again.
+func TestChangeWithoutTheCallsContextIsRefused(t *testing.T) {
 	s := state.New()
-	b.ReportAllocs()
-	for i := 0; b.Loop(); i++ {
-		state.Set(s, "n", i)
-	}
-}
-
-func BenchmarkSetBound(b *testing.B) {
-	s := state.New()
+	set := state.NewSetter[int](s, "n")
+	set.Set(bg, 1)
 	tx := s.Begin()
-	tx.Bind()
-	defer tx.Unbind()
-	b.ReportAllocs()
-	for i := 0; b.Loop(); i++ {
-		state.Set(s, "n", i)
-	}
-}
+	ctx := state.ContextWithTx(bg, tx)
 
-// TestRunRecordsTheCallersChangesOnly checks Run, which finds its changes
-// by the frame of the call: the calling goroutine's changes are recorded,
-// also deep in its stack; those of a goroutine it starts, and of others,
-// apply at once; a second Run under way at the same time records its own.
-func TestRunRecordsTheCallersChangesOnly(t *testing.T) {
-	s := state.New()
-	state.Set(s, "a", 0)
-	tx := s.Begin()
-	var deep func(n int)
-	deep = func(n int) {
-		if n == 0 {
-			require.NoError(t, state.Update(s, "a", func(v int) int { return v + 1 }))
-			return
-		}
-		deep(n - 1)
-	}
-	out, err := tx.Run(func(ctx context.Context, args json.RawMessage) (string, error) {
-		state.Set(s, "shallow", "x")
-		deep(200) // past the 64 frames Callers reads at once
-		v, err := state.Get[int](s, "a")
-		require.NoError(t, err)
-		assert.Equal(t, 1, v, "the call sees its own change")
-		done := make(chan struct{})
-		go func() { state.Set(s, "spawned", true); close(done) }()
-		<-done
-		// A second Run at the same time, on another goroutine.
-		other := s.Begin()
-		done2 := make(chan struct{})
-		go func() {
-			_, _ = other.Run(func(context.Context, json.RawMessage) (string, error) {
-				state.Set(s, "other", 2)
-				return "", nil
-			}, ctx, nil)
-			close(done2)
-		}()
-		<-done2
-		assert.Equal(t, 1, other.Len(), "the concurrent Run recorded its own change")
-		other.Discard()
-		return string(args), nil
-	}, context.Background(), json.RawMessage(`"in"`))
+	var ce *state.ContextError
+	err := state.Set(bg, s, "n", 2)
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "n", ce.Key)
+	assert.Equal(t, "Set", ce.Op)
+	assert.ErrorIs(t, err, state.ErrNoTx)
+	assert.EqualError(t, err, `state "n": Set: `+state.ErrNoTx.Error())
+	require.ErrorAs(t, state.Update(bg, s, "n", func(n int) int { return n + 1 }), &ce)
+	assert.Equal(t, "Update", ce.Op)
+	require.ErrorAs(t, state.SetJSON(bg, s, "n", []byte("3")), &ce)
+	assert.Equal(t, "SetJSON", ce.Op)
+	done := make(chan any)
+	go func() {
+		defer func() { done <- recover() }()
+		set.Update(context.TODO(), func(n int) int { return n + 1 }) // another goroutine, another context
+	}()
+	require.IsType(t, &ce, ptr(<-done))
+
+	// A transaction of another store does not count.
+	other := state.New().Begin()
+	require.ErrorAs(t, state.Set(state.ContextWithTx(bg, other), s, "n", 4), &ce)
+
+	// Reads are not refused: they see the live values.
+	got, err := state.Get[int](bg, s, "n")
 	require.NoError(t, err)
-	assert.Equal(t, `"in"`, out)
+	assert.Equal(t, 1, got, "no refused change was applied")
 
-	assert.Equal(t, 2, tx.Len())
-	_, err = state.Get[string](s, "shallow")
-	assert.Error(t, err, "not applied before Commit")
-	v, _ := state.Get[int](s, "a")
-	assert.Equal(t, 0, v)
-	spawned, err := state.Get[bool](s, "spawned")
-	require.NoError(t, err, "a goroutine the call started is not bound")
-	assert.True(t, spawned)
-	_, err = state.Get[int](s, "other")
-	assert.Error(t, err, "the other Run's change was discarded")
-
+	set.Set(ctx, 5) // the call's own context: recorded
+	tx.Close()
+	set.Set(bg, 6) // every transaction closed: applied at once
 	require.NoError(t, tx.Commit())
-	v, _ = state.Get[int](s, "a")
-	assert.Equal(t, 1, v)
+	got, _ = set.Get(bg)
+	assert.Equal(t, 5, got, "the call's change is applied at Commit, after the free one")
 }
 
-// TestRunUnbindsOnPanic checks that a panic in the call leaves the store
-// unbound: a later change applies at once.
-func TestRunUnbindsOnPanic(t *testing.T) {
-	s := state.New()
-	tx := s.Begin()
-	assert.Panics(t, func() {
-		_, _ = tx.Run(func(context.Context, json.RawMessage) (string, error) { panic("boom") }, context.Background(), nil)
+func ptr(v any) any {
+	if ce, ok := v.(*state.ContextError); ok {
+		return &ce
+	}
+	return v
+}
+
+// A context derived from a transaction's, and one carrying transactions of
+// two stores (a sub-agent's tool call: its own store's and its parent
+// call's), record each store's changes in that store's transaction; the
+// innermost transaction of a store counts.
+func TestContextCarriesOneTxPerStore(t *testing.T) {
+	parent, child := state.New(), state.New()
+	ptx, ctx1 := parent.Begin(), state.New().Begin()
+	_ = ctx1
+	pctx := state.ContextWithTx(bg, ptx)
+	ctx, cancel := context.WithCancel(pctx) // derived
+	defer cancel()
+	ctx = context.WithValue(ctx, struct{}{}, 1)
+	ctx2 := state.ContextWithTx(ctx, child.Begin())
+	ctx3tx := child.Begin()
+	ctx3 := state.ContextWithTx(ctx2, ctx3tx)
+
+	require.NoError(t, state.Set(ctx3, parent, "p", 1))
+	require.NoError(t, state.Set(ctx3, child, "c", 2))
+	assert.Equal(t, 1, ptx.Len(), "the parent's change is in the parent call's transaction")
+	assert.Equal(t, 1, ctx3tx.Len(), "the child's change is in the innermost child transaction")
+	assert.Same(t, ptx, parent.TxFromContext(ctx3))
+	assert.Nil(t, parent.TxFromContext(bg))
+	assert.Nil(t, parent.TxFromContext(nil)) //nolint:staticcheck // a nil context reads as no transaction
+}
+
+func BenchmarkSet(b *testing.B) {
+	b.Run("free", func(b *testing.B) {
+		s := state.New()
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			_ = state.Set(bg, s, "n", i)
+		}
 	})
-	state.Set(s, "k", 1)
-	v, err := state.Get[int](s, "k")
-	require.NoError(t, err)
-	assert.Equal(t, 1, v)
-	assert.Equal(t, 0, tx.Len())
+	b.Run("tx", func(b *testing.B) {
+		s := state.New()
+		tx := s.Begin()
+		ctx := state.ContextWithTx(bg, tx)
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			_ = state.Set(ctx, s, "n", i)
+			if tx.Len() > 1000 {
+				tx.Discard()
+				tx = s.Begin()
+				ctx = state.ContextWithTx(bg, tx)
+			}
+		}
+	})
 }
 
 // A Set recorded in a transaction replaces the key at Commit, whatever it
-// holds then, and is seen by the bound goroutine before.
+// holds then, and is seen through the transaction's context before.
 func TestTxSetWinsAtCommit(t *testing.T) {
 	s := state.New()
-	state.Set(s, "n", 1)
+	require.NoError(t, state.Set(bg, s, "n", 1))
 	tx := s.Begin()
-	_, err := tx.Run(func(context.Context, json.RawMessage) (string, error) {
-		state.Set(s, "n", 7)
-		got, err := state.Get[int](s, "n")
-		assert.NoError(t, err)
-		assert.Equal(t, 7, got)
-		return "", nil
-	}, context.Background(), nil)
+	ctx := state.ContextWithTx(bg, tx)
+	require.NoError(t, state.Set(ctx, s, "n", 7))
+	got, err := state.Get[int](ctx, s, "n")
 	require.NoError(t, err)
-	state.Set(s, "n", 100)
+	assert.Equal(t, 7, got)
+	tx.Close()
+	require.NoError(t, state.Set(bg, s, "n", 100))
 	require.NoError(t, tx.Commit())
-	got, err := state.Get[int](s, "n")
+	got, err = state.Get[int](bg, s, "n")
 	require.NoError(t, err)
 	assert.Equal(t, 7, got)
 	assert.Equal(t, 0, tx.Len())
 }
 
-// A tool call's transaction with one Set costs the Tx and the new entry:
-// the change is held in the Tx, and a Set records no function.
+// A tool call's transaction with one Set costs the Tx, its context and the
+// new entry: the change is held in the Tx, and a Set records no function.
 func TestTxOneSetAllocations(t *testing.T) {
 	s := state.New()
-	state.Set(s, "n", 1)
-	f := func(context.Context, json.RawMessage) (string, error) {
-		state.Set(s, "n", 2) // a small int: boxing it does not allocate
-		return "", nil
-	}
-	ctx := context.Background()
+	require.NoError(t, state.Set(bg, s, "n", 1))
 	n := testing.AllocsPerRun(100, func() {
 		tx := s.Begin()
-		if _, err := tx.Run(f, ctx, nil); err != nil {
-			t.Fatal(err)
-		}
+		ctx := state.ContextWithTx(bg, tx)
+		require.NoError(t, state.Set(ctx, s, "n", 2)) // a small int: boxing it does not allocate
 		tx.Close()
-		if err := tx.Commit(); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, tx.Commit())
 	})
-	assert.LessOrEqual(t, n, 2.0)
+	assert.LessOrEqual(t, n, 4.0)
 }

@@ -331,7 +331,7 @@ func (c *compactor) run(ctx context.Context, s *effects.Step) error {
 	defer c.mu.Unlock()
 	msgs := s.Transcript()
 	if !c.loaded {
-		c.load(msgs)
+		c.load(ctx, msgs)
 	}
 	var total int
 	if s.Budget.Prefix != nil {
@@ -368,10 +368,10 @@ func (c *compactor) run(ctx context.Context, s *effects.Step) error {
 }
 
 // load reads the failure count a resumed run left.
-func (c *compactor) load(msgs []defs.Message) {
+func (c *compactor) load(ctx context.Context, msgs []defs.Message) {
 	c.loaded = true
 	if c.cfg.State != nil {
-		if n, err := state.Get[int](c.cfg.State, c.cfg.StateKey); err == nil {
+		if n, err := state.Get[int](ctx, c.cfg.State, c.cfg.StateKey); err == nil {
 			c.failures = max(c.failures, n)
 		}
 	}
@@ -382,11 +382,12 @@ func (c *compactor) load(msgs []defs.Message) {
 	}
 }
 
-func (c *compactor) setFailures(n int) {
+func (c *compactor) setFailures(ctx context.Context, n int) error {
 	c.failures = n
 	if c.cfg.State != nil {
-		state.Set(c.cfg.State, c.cfg.StateKey, n)
+		return state.Set(ctx, c.cfg.State, c.cfg.StateKey, n)
 	}
+	return nil
 }
 
 // summaryIndex returns the index of the summary message (at 0 or 1), or -1.
@@ -600,11 +601,15 @@ func (c *compactor) summarize(ctx context.Context, k *compaction) (Strategy, str
 			if ctx.Err() != nil {
 				return "", "", ctx.Err()
 			}
-			c.setFailures(c.failures + 1)
+			if serr := c.setFailures(ctx, c.failures+1); serr != nil {
+				return "", "", serr
+			}
 			k.info.Err = err
 			strategy = cfg.Fallback
 		} else {
-			c.setFailures(0)
+			if serr := c.setFailures(ctx, 0); serr != nil {
+				return "", "", serr
+			}
 			text = strings.TrimSpace(t)
 		}
 	}

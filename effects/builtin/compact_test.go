@@ -340,7 +340,7 @@ func TestCompactCircuitBreaker(t *testing.T) {
 	if !errors.Is(infos[0].Err, errModelDown) {
 		t.Errorf("first error = %v", infos[0].Err)
 	}
-	if n, _ := state.Get[int](st, builtin.DefaultStateKey); n != 3 {
+	if n, _ := state.Get[int](context.Background(), st, builtin.DefaultStateKey); n != 3 {
 		t.Errorf("state holds %d failures", n)
 	}
 	// A resumed run (a new effect) over the transcript keeps the breaker

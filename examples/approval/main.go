@@ -43,7 +43,7 @@ func agent(p *prompt.Prompt) error {
 	p.DefSystem("role", "You pay the bills with the pay tool, all at once, then report.")
 	p.Def("paid", fmt.Sprint(paid))
 	prompt.DefTool(p, "pay", "Pay someone.", func(ctx context.Context, a payArgs) (string, error) {
-		setPaid.Update(func(v int) int { return v + a.Amount })
+		setPaid.Update(ctx, func(v int) int { return v + a.Amount })
 		return fmt.Sprintf("paid %d to %s", a.Amount, a.To), nil
 	}, prompt.NeedsApprovalIf(func(a payArgs) bool { return a.Amount > 100 }))
 	p.User("Pay the rent (900 to the landlord), the gym (30) and the car (400 to the dealer).")

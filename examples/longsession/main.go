@@ -464,7 +464,7 @@ func (s *sim) declare(p *prompt.Prompt) {
 		return content(a.Path, 0), nil
 	})
 	prompt.DefTool(p, "write_file", "Write a file.", func(ctx context.Context, a writeArgs) (string, error) {
-		setModified.Update(func(m []string) []string { return append(append([]string(nil), m...), a.Path) })
+		setModified.Update(ctx, func(m []string) []string { return append(append([]string(nil), m...), a.Path) })
 		return fmt.Sprintf("wrote %d bytes to %s", len(a.Content), a.Path), nil
 	})
 	prompt.DefTool(p, "run_tests", "Run the test suite.", func(ctx context.Context, _ struct{}) (string, error) {

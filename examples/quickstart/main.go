@@ -64,7 +64,7 @@ func Agent(p *prompt.Prompt) error {
 
 	prompt.DefTool(p, "add_task", "Add a task to the list.",
 		func(ctx context.Context, a taskArgs) (string, error) {
-			setTasks.Update(func(ts []Task) []Task {
+			setTasks.Update(ctx, func(ts []Task) []Task {
 				ts = append(slices.Clone(ts), Task{Title: a.Title})
 				slices.SortFunc(ts, func(a, b Task) int { return strings.Compare(a.Title, b.Title) })
 				return ts
@@ -74,7 +74,7 @@ func Agent(p *prompt.Prompt) error {
 	complete := prompt.DefTool(p, "complete_task", "Mark a task as done.",
 		func(ctx context.Context, a taskArgs) (string, error) {
 			found := false
-			setTasks.Update(func(ts []Task) []Task {
+			setTasks.Update(ctx, func(ts []Task) []Task {
 				i := slices.IndexFunc(ts, func(t Task) bool { return t.Title == a.Title })
 				if i < 0 {
 					return ts
@@ -91,7 +91,7 @@ func Agent(p *prompt.Prompt) error {
 		})
 	prompt.DefTool(p, "note", "Write down a short note for the user.",
 		func(ctx context.Context, a noteArgs) (string, error) {
-			setNotes.Update(func(ns []string) []string { return append(slices.Clone(ns), a.Text) })
+			setNotes.Update(ctx, func(ns []string) []string { return append(slices.Clone(ns), a.Text) })
 			return "noted", nil
 		})
 

@@ -56,7 +56,7 @@ func agent(crashAt int, canCrash *bool) prompt.Func {
 					return 0, fmt.Errorf("no chapter %d", a.Chapter)
 				}
 				n := len(strings.Fields(chapters[a.Chapter-1]))
-				setCounts.Update(func(m map[string]int) map[string]int {
+				setCounts.Update(ctx, func(m map[string]int) map[string]int {
 					out := make(map[string]int, len(m)+1)
 					for k, v := range m {
 						out[k] = v

@@ -10,7 +10,6 @@ import (
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
-	"github.com/reprompt/reprompt/internal/callsite"
 	"github.com/reprompt/reprompt/internal/effectsrt"
 )
 
@@ -24,7 +23,7 @@ type Manager interface {
 	Begin()
 	End() error
 	// Register registers an effect during an execution.
-	Register(site callsite.Stack, deps effects.Deps, fn effects.Func, opts ...effects.Option)
+	Register(pc uintptr, deps effects.Deps, fn effects.Func, opts ...effects.Option)
 	// Run runs the effects of phase that are due, in registration order.
 	Run(ctx context.Context, phase effects.Phase, s *effects.Step) ([]effects.Ran, error)
 	// RunRecovery runs the recovery effects (effects.Recovery) after the
@@ -44,7 +43,7 @@ func NewManager() Manager { return effectsrt.NewManager().(Manager) }
 var (
 	// Execute runs fn as execution number step of p and returns the
 	// messages it declared for the first time.
-	Execute func(p any, step int, fn any) ([]defs.Message, error)
+	Execute func(ctx context.Context, p any, step int, fn any) ([]defs.Message, error)
 	// Forget makes declared messages count as not added yet.
 	Forget func(p any, msgs []defs.Message)
 	// MarkMessagesSeen records declared messages as added, by identity.

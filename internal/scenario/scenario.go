@@ -48,12 +48,12 @@ func S1(p *prompt.Prompt) error {
 	phase, setPhase := prompt.State(p, "phase", "start")
 	prompt.DefTool(p, "increment", "Add one to the count and return it.",
 		func(ctx context.Context, _ struct{}) (int, error) {
-			setCount.Set(count + 1)
+			setCount.Set(ctx, count+1)
 			return count + 1, nil
 		})
 	prompt.DefTool(p, "setPhase", "Set the phase.",
 		func(ctx context.Context, a phaseArgs) (string, error) {
-			setPhase.Set(a.Phase)
+			setPhase.Set(ctx, a.Phase)
 			return "ok", nil
 		})
 	prompt.DefTool(p, "noop", "Do nothing.",

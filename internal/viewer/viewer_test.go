@@ -46,7 +46,7 @@ func agent(p *prompt.Prompt) error {
 	n, setN := prompt.State(p, "count", 0)
 	p.DefSystem("role", "You count.")
 	prompt.DefTool(p, "add", "Add one.", func(ctx context.Context, _ struct{}) (int, error) {
-		setN.Set(n + 1)
+		setN.Set(ctx, n+1)
 		return n + 1, nil
 	})
 	done := prompt.DefTool(p, "done", "Stop.", func(ctx context.Context, _ struct{}) (string, error) { return "ok", nil })

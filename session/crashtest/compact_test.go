@@ -62,7 +62,7 @@ func compactAgent(l *ledger) prompt.Func {
 			first := msgs[0]
 			first.Content = fmt.Sprintf("Add the numbers. (compacted %d times)", compactions+1)
 			s.CommitMessages(append([]defs.Message{first}, msgs[last:]...))
-			setCompactions.Set(compactions + 1)
+			setCompactions.Set(ctx, compactions+1)
 			return nil
 		}, effects.Key("compact"))
 		p.Effect(effects.Always, func(ctx context.Context, s *effects.Step) error {

@@ -182,7 +182,7 @@ func agent(l *ledger, mark bool) prompt.Func {
 			if err != nil {
 				return "", err
 			}
-			setTotal.Update(func(v int) int { return v + args.N })
+			setTotal.Update(ctx, func(v int) int { return v + args.N })
 			if args.N >= 100 {
 				// The second call of a step sleeps after its change: at
 				// every third step the first call finishes meanwhile.
@@ -197,13 +197,13 @@ func agent(l *ledger, mark bool) prompt.Func {
 				if err := appendSync(l.marks, id+"\n"); err != nil {
 					return "", err
 				}
-				setMarked.Update(func(m []string) []string { return append(slices.Clone(m), id) })
+				setMarked.Update(ctx, func(m []string) []string { return append(slices.Clone(m), id) })
 				time.Sleep(2 * time.Millisecond)
 				return "marked", nil
 			})
 		}
 		p.Effect(effects.On(total), func(ctx context.Context, s *effects.Step) error {
-			setChanges.Update(func(v int) int { return v + 1 })
+			setChanges.Update(ctx, func(v int) int { return v + 1 })
 			return nil
 		})
 		p.User("Add the numbers.")

@@ -108,7 +108,7 @@ func countingAgent(l *ledger, runs *sync.Map) prompt.Func {
 			n, _ := runs.LoadOrStore(prompt.CallID(ctx), new(atomic.Int32))
 			n.(*atomic.Int32).Add(1)
 			id := prompt.CallID(ctx)
-			setMarked.Update(func(m []string) []string { return append(append([]string(nil), m...), id) })
+			setMarked.Update(ctx, func(m []string) []string { return append(append([]string(nil), m...), id) })
 			return "marked", nil
 		})
 		return nil
