@@ -22,6 +22,7 @@ const module = "github.com/reprompt/reprompt"
 var allowed = map[string][]string{
 	"state":               {"internal/callsite"},
 	"defs":                {},
+	"llm":                 {"defs"},
 	"internal/callsite":   {},
 	"internal/pgtest":     {},
 	"internal/msghash":    {"defs"},
