@@ -45,6 +45,12 @@ var allowed = map[string][]string{
 	"temporal": {"defs", "prompt", "runtime", "session", "go.temporal.io/sdk"},
 }
 
+// providerImports are the module packages a model adapter (a package under
+// providers/) may import: the model contract (llm, defs) and the table of
+// model capabilities, never the runtime that drives a model. Outside
+// modules (the provider's SDK) are restricted by onlyImportedBy.
+var providerImports = []string{"llm", "defs", "internal/modelcaps"}
+
 // onlyImportedBy restricts who may import a package (non-test files), by
 // path prefix.
 var onlyImportedBy = map[string][]string{
@@ -102,6 +108,10 @@ func TestImportRules(t *testing.T) {
 	for dir, imps := range imports {
 		for imp := range imps {
 			isStd := !strings.Contains(strings.Split(imp, "/")[0], ".")
+			if strings.HasPrefix(dir, "providers/") && strings.HasPrefix(imp, module+"/") &&
+				!slices.Contains(providerImports, strings.TrimPrefix(imp, module+"/")) {
+				t.Errorf("%s imports %s: a provider imports only %v of the module, never runtime", dir, imp, providerImports)
+			}
 			if rules, ok := allowed[dir]; ok && !isStd {
 				rel := strings.TrimPrefix(imp, module+"/")
 				if !slices.Contains(rules, rel) && !slices.ContainsFunc(rules, func(r string) bool {
