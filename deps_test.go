@@ -42,7 +42,7 @@ var allowed = map[string][]string{
 		// The OpenTelemetry API only (tracing is optional; see Config.TracerProvider).
 		"go.opentelemetry.io/otel/trace", "go.opentelemetry.io/otel/attribute", "go.opentelemetry.io/otel/codes"},
 	// The nested module that runs prompt functions as Temporal workflows.
-	"temporal": {"defs", "prompt", "runtime", "session", "go.temporal.io/sdk"},
+	"temporal": {"defs", "llm", "prompt", "runtime", "session", "go.temporal.io/sdk"},
 }
 
 // providerImports are the module packages a model adapter (a package under
