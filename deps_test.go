@@ -22,6 +22,7 @@ const module = "github.com/reprompt/reprompt"
 var allowed = map[string][]string{
 	"state":               {},
 	"defs":                {},
+	"llm":                 {"defs"},
 	"internal/callsite":   {},
 	"internal/pgtest":     {},
 	"internal/msghash":    {"defs"},
@@ -37,12 +38,18 @@ var allowed = map[string][]string{
 	"effects/builtin":     {"state", "defs", "effects", "prompt", "internal/modelcaps", "github.com/expr-lang/expr", "go.yaml.in/yaml/v3"},
 	"internal/viewer":     {"defs", "session"},
 	"cmd/reprompt":        {"internal/viewer", "session", "session/sqlite", "session/postgres"},
-	"runtime": {"state", "defs", "effects", "prompt", "session", "internal/callsite", "internal/msghash", "internal/promptrt", "go.yaml.in/yaml/v3",
+	"runtime": {"state", "defs", "llm", "effects", "prompt", "session", "internal/callsite", "internal/msghash", "internal/promptrt", "go.yaml.in/yaml/v3",
 		// The OpenTelemetry API only (tracing is optional; see Config.TracerProvider).
 		"go.opentelemetry.io/otel/trace", "go.opentelemetry.io/otel/attribute", "go.opentelemetry.io/otel/codes"},
 	// The nested module that runs prompt functions as Temporal workflows.
-	"temporal": {"defs", "prompt", "runtime", "session", "go.temporal.io/sdk"},
+	"temporal": {"defs", "llm", "prompt", "runtime", "session", "go.temporal.io/sdk"},
 }
+
+// providerImports are the module packages a model adapter (a package under
+// providers/) may import: the model contract (llm, defs) and the table of
+// model capabilities, never the runtime that drives a model. Outside
+// modules (the provider's SDK) are restricted by onlyImportedBy.
+var providerImports = []string{"llm", "defs", "internal/modelcaps"}
 
 // onlyImportedBy restricts who may import a package (non-test files), by
 // path prefix.
@@ -101,6 +108,10 @@ func TestImportRules(t *testing.T) {
 	for dir, imps := range imports {
 		for imp := range imps {
 			isStd := !strings.Contains(strings.Split(imp, "/")[0], ".")
+			if strings.HasPrefix(dir, "providers/") && strings.HasPrefix(imp, module+"/") &&
+				!slices.Contains(providerImports, strings.TrimPrefix(imp, module+"/")) {
+				t.Errorf("%s imports %s: a provider imports only %v of the module, never runtime", dir, imp, providerImports)
+			}
 			if rules, ok := allowed[dir]; ok && !isStd {
 				rel := strings.TrimPrefix(imp, module+"/")
 				if !slices.Contains(rules, rel) && !slices.ContainsFunc(rules, func(r string) bool {

@@ -10,11 +10,13 @@
 //
 //   - state: the typed, serializable state store;
 //   - defs: definitions, their handles and collections, message types;
+//   - llm: the model contract (Model, Request, Reply, Usage, ModelError)
+//     that providers implement and the runtime consumes;
 //   - effects: the effects manager (dependency memory, phases, step
 //     modifications);
 //   - prompt: the Prompt handle and hooks a prompt function is written
 //     against;
-//   - runtime: the step loop and the Model interface;
+//   - runtime: the step loop, which drives an llm.Model;
 //   - snapshots: test support (scripted model, golden step files);
 //   - providers/openai: the model adapter for OpenAI-compatible servers.
 //
@@ -31,7 +33,7 @@
 // case without final punctuation, as in "step 3: model: …", "tool "search"
 // panicked at tools.go:12: …" or "effect e1 (registered at agent.go:30)
 // failed at step 2: …". A core package's message (state, defs, effects,
-// effects/builtin, prompt, runtime, session and its stores, tokens) does
+// effects/builtin, llm, prompt, runtime, session and its stores, tokens) does
 // not start with the package's name: its errors reach the caller through a
 // run, which names the step. Three kinds of message do start with their
 // package's name, because whoever reads them cannot tell where they come

@@ -19,7 +19,7 @@ import (
 // adapters to outside systems (providers/openai, the mcp module) and the
 // test helpers reporting into a *testing.T (snapshots) name themselves.
 var corePackages = []string{
-	"state", "defs", "effects", "effects/builtin", "prompt", "runtime", "session",
+	"state", "defs", "llm", "effects", "effects/builtin", "prompt", "runtime", "session",
 	"session/sqlite", "session/postgres", "tokens",
 }
 

@@ -119,7 +119,7 @@ type Completer interface {
 	// "") and one user message, user, with no tools, and returns the text
 	// of the reply. Nothing is added to the transcript; the usage counts in
 	// the run's totals. It honours ctx and the run's retry policy, and
-	// returns the model's error as is (a *runtime.ModelError from the
+	// returns the model's error as is (an *llm.ModelError from the
 	// runtime's). It may be called from an effect only while it runs.
 	Complete(ctx context.Context, system, user string) (string, error)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/mcp"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
@@ -263,7 +264,7 @@ func TestToolListChanged(t *testing.T) {
 	assert.Equal(t, []string{"add", "mul"}, toolNames(step.Request))
 }
 
-func toolNames(req *runtime.Request) []string {
+func toolNames(req *llm.Request) []string {
 	var names []string
 	for _, t := range req.Tools {
 		names = append(names, t.Name)

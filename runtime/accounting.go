@@ -7,6 +7,7 @@ import (
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
 	"github.com/reprompt/reprompt/internal/msghash"
+	"github.com/reprompt/reprompt/llm"
 )
 
 // estimator is the Counter used when Config.Counter is nil: four
@@ -41,17 +42,17 @@ type ledger struct {
 	old    map[uint64]int // hash → count of the transcript before a rewrite, built on demand
 	sys    string         // last system prompt counted
 	sysN   int
-	tools  []ToolSpec // last tool list counted
+	tools  []llm.ToolSpec // last tool list counted
 	toolN  int
-	out    *OutputSpec // last native output counted (see outputTokens)
+	out    *llm.OutputSpec // last native output counted (see outputTokens)
 	outN   int
-	prev   *Request // the previous request, for the shared prefix
-	prevV  int      // its verbatim transcript messages
-	prevE  int      // the transcript epoch it was built from
-	epoch  int      // incremented when the transcript is rewritten
-	exact  bool     // the counter is a real tokenizer
-	memo   bool     // counts are worth caching by content (not the built-in estimate)
-	calib  float64  // scale of an estimate, see observe
+	prev   *llm.Request // the previous request, for the shared prefix
+	prevV  int          // its verbatim transcript messages
+	prevE  int          // the transcript epoch it was built from
+	epoch  int          // incremented when the transcript is rewritten
+	exact  bool         // the counter is a real tokenizer
+	memo   bool         // counts are worth caching by content (not the built-in estimate)
+	calib  float64      // scale of an estimate, see observe
 
 	// The prefix sums and hashes of the transcript before the last
 	// rewrite, reused at the next one: a rewrite reads the old ones while
@@ -277,7 +278,7 @@ func (l *ledger) count(msgs []defs.Message) int {
 
 // fixed returns the count of the system prompt and tool schemas, counting
 // again only what changed.
-func (l *ledger) fixed(system string, tools []ToolSpec) int {
+func (l *ledger) fixed(system string, tools []llm.ToolSpec) int {
 	if system != l.sys || l.sysN == 0 && system != "" {
 		l.sys, l.sysN = system, l.c.Text(system)
 	}
@@ -290,8 +291,8 @@ func (l *ledger) fixed(system string, tools []ToolSpec) int {
 	return l.sysN + l.toolN
 }
 
-func sameTools(a, b []ToolSpec) bool {
-	return slices.EqualFunc(a, b, func(x, y ToolSpec) bool {
+func sameTools(a, b []llm.ToolSpec) bool {
+	return slices.EqualFunc(a, b, func(x, y llm.ToolSpec) bool {
 		return x.Name == y.Name && x.Description == y.Description && string(x.Parameters) == string(y.Parameters)
 	})
 }
@@ -299,7 +300,7 @@ func sameTools(a, b []ToolSpec) bool {
 // requestTokens returns the input tokens of req, whose first verbatim
 // messages are the synced transcript, and the tokens it shares as a prefix
 // with the previous request (what a provider's prompt cache can reuse).
-func (l *ledger) requestTokens(req *Request, verbatim int) (input, shared int) {
+func (l *ledger) requestTokens(req *llm.Request, verbatim int) (input, shared int) {
 	fixed := l.scale(l.fixed(req.System, req.Tools) + l.outputTokens(req.Output))
 	input = fixed + l.prefix(verbatim) + l.count(req.Messages[verbatim:])
 	prev := l.prev

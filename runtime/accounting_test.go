@@ -7,6 +7,7 @@ import (
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/snapshots"
@@ -29,7 +30,7 @@ func (charCounter) Tool(name, description string, parameters json.RawMessage) in
 	return len(name) + len(description) + len(parameters)
 }
 
-func fromScratch(req *runtime.Request) (fixed, total int) {
+func fromScratch(req *llm.Request) (fixed, total int) {
 	var c charCounter
 	fixed = c.Text(req.System)
 	for _, t := range req.Tools {
@@ -152,9 +153,9 @@ func TestEstimatesAreCalibratedByReportedUsage(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			reply := func(calls bool) snapshots.Reply {
-				return snapshots.Reply{Func: func(req *runtime.Request) snapshots.Reply {
+				return snapshots.Reply{Func: func(req *llm.Request) snapshots.Reply {
 					_, raw := fromScratch(req)
-					r := snapshots.Reply{Text: "done", Usage: &runtime.Usage{InputTokens: int(float64(raw) * tc.factor)}}
+					r := snapshots.Reply{Text: "done", Usage: &llm.Usage{InputTokens: int(float64(raw) * tc.factor)}}
 					if calls {
 						r = snapshots.Reply{Calls: []snapshots.Call{{Name: "echo", Args: map[string]string{"text": "hi"}}}, Usage: r.Usage}
 					}

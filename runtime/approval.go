@@ -15,6 +15,7 @@ import (
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/internal/callsite"
 	"github.com/reprompt/reprompt/internal/promptrt"
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/session"
 )
 
@@ -213,7 +214,7 @@ func denial(c defs.ToolCall, reason string) defs.ToolResult {
 // not offered, or with invalid arguments are left to runTool, which
 // refuses them. A decision that fails (an error, a panic) is the call's
 // result, in given.
-func (r *Runner) classify(reply defs.Message, offered []ToolSpec) (given map[string]defs.ToolResult, held map[string]bool) {
+func (r *Runner) classify(reply defs.Message, offered []llm.ToolSpec) (given map[string]defs.ToolResult, held map[string]bool) {
 	r.approvals = nil
 	if len(reply.ToolCalls) == 0 {
 		return nil, nil
@@ -221,7 +222,7 @@ func (r *Runner) classify(reply defs.Message, offered []ToolSpec) (given map[str
 	reg := promptrt.Registry(r.p)
 	for _, c := range reply.ToolCalls {
 		def, ok := reg.Lookup(defs.KindTool, c.Name)
-		if !ok || def.Tool.NeedsApproval == nil || !slices.ContainsFunc(offered, func(t ToolSpec) bool { return t.Name == c.Name }) {
+		if !ok || def.Tool.NeedsApproval == nil || !slices.ContainsFunc(offered, func(t llm.ToolSpec) bool { return t.Name == c.Name }) {
 			continue
 		}
 		if def.Tool.Validate != nil {
@@ -298,7 +299,7 @@ func needsApproval(t *defs.Tool, args json.RawMessage) (need bool, err error) {
 // calls run (their results and state changes are kept, in call order), the
 // step is checkpointed as pending with its approvals, and its record lists
 // the calls awaiting a decision.
-func (r *Runner) pause(ctx context.Context, rec *Step, offered []ToolSpec, given map[string]defs.ToolResult, held map[string]bool) (*Step, error) {
+func (r *Runner) pause(ctx context.Context, rec *Step, offered []llm.ToolSpec, given map[string]defs.ToolResult, held map[string]bool) (*Step, error) {
 	reply := rec.Reply.Message
 	results, err := r.runCalls(ctx, reply, offered, given, held)
 	rec.Agents = r.takeAgentRuns(reply.ToolCalls)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/reprompt/reprompt/internal/scenario"
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/snapshots"
 )
@@ -16,7 +17,7 @@ import (
 var scenarioS1 = scenario.S1
 
 func s1Script(steps int) []snapshots.Reply {
-	usage := &runtime.Usage{InputTokens: 400, OutputTokens: 10}
+	usage := &llm.Usage{InputTokens: 400, OutputTokens: 10}
 	replies := make([]snapshots.Reply, steps)
 	for i := range steps - 1 {
 		replies[i] = snapshots.Reply{Calls: []snapshots.Call{{Name: "increment"}}, Usage: usage}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/session"
@@ -19,11 +20,11 @@ import (
 // as servers that number the calls of each reply do, and then answers.
 type reusingModel struct{}
 
-func (reusingModel) Generate(ctx context.Context, req *runtime.Request) (*runtime.Reply, error) {
+func (reusingModel) Generate(ctx context.Context, req *llm.Request) (*llm.Reply, error) {
 	if req.Step >= 5 {
-		return &runtime.Reply{Message: defs.AssistantMessage("done")}, nil
+		return &llm.Reply{Message: defs.AssistantMessage("done")}, nil
 	}
-	return &runtime.Reply{Message: defs.Message{Role: defs.RoleAssistant,
+	return &llm.Reply{Message: defs.Message{Role: defs.RoleAssistant,
 		ToolCalls: []defs.ToolCall{{ID: "a", Name: "inc", Arguments: json.RawMessage(`{}`)}}}}, nil
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/session"
@@ -21,7 +22,7 @@ import (
 // share one slice of calls, to check that the runtime does not change them.
 type sloppyModel struct{ calls []defs.ToolCall }
 
-func (m *sloppyModel) Generate(ctx context.Context, req *runtime.Request) (*runtime.Reply, error) {
+func (m *sloppyModel) Generate(ctx context.Context, req *llm.Request) (*llm.Reply, error) {
 	turns := 0
 	for _, msg := range req.Messages {
 		if msg.Role == defs.RoleAssistant {
@@ -29,9 +30,9 @@ func (m *sloppyModel) Generate(ctx context.Context, req *runtime.Request) (*runt
 		}
 	}
 	if turns == 3 {
-		return &runtime.Reply{Message: defs.AssistantMessage("done")}, nil
+		return &llm.Reply{Message: defs.AssistantMessage("done")}, nil
 	}
-	return &runtime.Reply{Message: defs.Message{Role: defs.RoleAssistant, ToolCalls: m.calls}}, nil
+	return &llm.Reply{Message: defs.Message{Role: defs.RoleAssistant, ToolCalls: m.calls}}, nil
 }
 
 func callCounting(p *prompt.Prompt) error {

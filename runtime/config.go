@@ -8,15 +8,12 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/session"
 )
 
 // DefaultMaxSteps is the step limit when Config.MaxSteps is zero.
 const DefaultMaxSteps = 100
-
-// DefaultCachedInputFraction is the share of the input price a provider
-// bills for cached prompt tokens when Config.CachedInputFraction is zero.
-const DefaultCachedInputFraction = 0.1
 
 // Config configures a run. The zero Config is valid: at most
 // DefaultMaxSteps steps, no other stop condition, no context window, tokens
@@ -35,18 +32,18 @@ type Config struct {
 	// StopTools names tools that end the run once one of them ran without
 	// error; the model is not called again.
 	StopTools []string
-	// OnDelta, if set and the model is a StreamingModel, receives the reply
+	// OnDelta, if set and the model is an llm.StreamingModel, receives the reply
 	// as it streams.
-	OnDelta func(Delta)
+	OnDelta func(llm.Delta)
 	// AgentMaxSteps is the step limit of sub-agents. Zero means MaxSteps.
 	AgentMaxSteps int
 	// Summarizer, if set, answers the completions effects ask for through
 	// effects.Step.Model (compaction's summaries) instead of the run's
-	// model, for sub-agents too. Its requests have Purpose PurposeSummary;
+	// model, for sub-agents too. Its requests have Purpose llm.PurposeSummary;
 	// each is recorded in Step.Summaries, and none is streamed to OnDelta.
 	// Its usage counts in the run's usage and cost (at Pricing). Nil means
 	// the run's model.
-	Summarizer Model
+	Summarizer llm.Model
 
 	// Window is the model's context window in tokens and Reserve the part
 	// kept for its output; effects see them in Step.Budget. Zero means
@@ -61,10 +58,10 @@ type Config struct {
 	// 0.5 and 2.
 	Counter Counter
 	// Pricing, if set, prices usage into RunStats.Cost.
-	Pricing Pricing
+	Pricing llm.Pricing
 	// CachedInputFraction is the share of the input price billed for
 	// cached tokens, used for Step.BilledInput. Zero means
-	// DefaultCachedInputFraction.
+	// llm.DefaultCachedInputFraction.
 	CachedInputFraction float64
 
 	// ModelTimeout bounds each model call; zero means no bound beyond the
@@ -84,7 +81,7 @@ type Config struct {
 	// runs them as activities. Nil means the runtime runs them itself.
 	ToolExecutor ToolExecutor
 	// Retries is how many times a model call failing with a retryable
-	// *ModelError is sent again by the runtime, with exponential backoff
+	// *llm.ModelError is sent again by the runtime, with exponential backoff
 	// from RetryBackoff (zero means one second) and jitter. Adapters may
 	// retry on their own as well; zero means the runtime does not.
 	Retries      int
@@ -100,11 +97,11 @@ type Config struct {
 	SessionID string
 
 	// OutputMode is how the model is asked for the typed answer a prompt
-	// declares with prompt.DefOutput: OutputNative (a strict
-	// response_format), OutputTool (a final tool whose arguments are the
-	// answer), or OutputAuto, the zero value: OutputNative for a model
-	// that implements NativeOutputModel and says so, OutputTool otherwise.
-	OutputMode OutputMode
+	// declares with prompt.DefOutput: llm.OutputNative (a strict
+	// response_format), llm.OutputTool (a final tool whose arguments are the
+	// answer), or llm.OutputAuto, the zero value: OutputNative for a model
+	// that implements llm.NativeOutputModel and says so, OutputTool otherwise.
+	OutputMode llm.OutputMode
 	// OutputRetries is how many invalid typed answers are sent back to the
 	// model, with the validation error, before the run ends with an
 	// *OutputError. Zero means DefaultOutputRetries; a negative value
@@ -131,11 +128,6 @@ type Config struct {
 	// type (see "Logging" in the package documentation). If nil, nothing is
 	// logged.
 	Logger *slog.Logger
-}
-
-// Pricing is the price of tokens, in US dollars per million.
-type Pricing struct {
-	Input, CachedInput, Output float64
 }
 
 // Counter counts tokens the way a model family's tokenizer does. The

@@ -13,6 +13,7 @@ import (
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/session"
@@ -22,11 +23,11 @@ import (
 // and answers at the seventh; its replies depend only on the step number.
 type stepModel struct{}
 
-func (stepModel) Generate(ctx context.Context, req *runtime.Request) (*runtime.Reply, error) {
+func (stepModel) Generate(ctx context.Context, req *llm.Request) (*llm.Reply, error) {
 	if req.Step >= 6 {
-		return &runtime.Reply{Message: defs.AssistantMessage("done")}, nil
+		return &llm.Reply{Message: defs.AssistantMessage("done")}, nil
 	}
-	return &runtime.Reply{Message: defs.Message{Role: defs.RoleAssistant, Content: fmt.Sprint("step ", req.Step), ToolCalls: []defs.ToolCall{
+	return &llm.Reply{Message: defs.Message{Role: defs.RoleAssistant, Content: fmt.Sprint("step ", req.Step), ToolCalls: []defs.ToolCall{
 		{ID: fmt.Sprintf("s%d-a", req.Step), Name: "tick", Arguments: json.RawMessage(`{}`)},
 		{ID: fmt.Sprintf("s%d-b", req.Step), Name: "tick", Arguments: json.RawMessage(`{}`)},
 	}}}, nil

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/session"
@@ -36,13 +37,13 @@ var mixedCalls = []defs.ToolCall{
 // mixedModel calls mixedCalls at its first step and answers at the next.
 type mixedModel struct{}
 
-func (mixedModel) Generate(ctx context.Context, req *runtime.Request) (*runtime.Reply, error) {
+func (mixedModel) Generate(ctx context.Context, req *llm.Request) (*llm.Reply, error) {
 	for _, m := range req.Messages {
 		if m.Role == defs.RoleAssistant {
-			return &runtime.Reply{Message: defs.AssistantMessage("done")}, nil
+			return &llm.Reply{Message: defs.AssistantMessage("done")}, nil
 		}
 	}
-	return &runtime.Reply{Message: defs.Message{Role: defs.RoleAssistant, ToolCalls: mixedCalls}}, nil
+	return &llm.Reply{Message: defs.Message{Role: defs.RoleAssistant, ToolCalls: mixedCalls}}, nil
 }
 
 // invocations counts the runs of each call id, over every process of a

@@ -5,7 +5,7 @@
 //	fmt.Println(res.Text)
 //	count, err := runtime.StateOf[int](res, "count")
 //
-// Package runtime has no network code: it consumes the [Model] interface,
+// Package runtime has no network code: it consumes the [llm.Model] interface,
 // implemented by provider adapters (providers/openai) and by the scripted
 // model of package snapshots.
 //
@@ -27,8 +27,8 @@
 //  4. Their changes are applied and the request is rendered (the system
 //     prompt as described under "The system prompt", the tools in
 //     declaration order, the messages) and checked against the rules of
-//     the wire format ([RequestError]).
-//  5. The request is sent ([Model]); a retryable failure is sent again
+//     the wire format ([llm.RequestError]).
+//  5. The request is sent ([llm.Model]); a retryable failure is sent again
 //     (Config.Retries), and a request the provider finds too long is sent
 //     once more after the recovery effects ([effects.Recovery]) shortened
 //     it. The reply is checkpointed as pending.
@@ -100,7 +100,7 @@
 //   - [*StepError]: the model call, rendering, validation, a checkpoint or
 //     a Config.ToolExecutor failed; Op says which ([OpModel], [OpRender],
 //     [OpValidate], [OpCheckpoint], [OpTools]), and Err is the cause, a
-//     [*ModelError] for a provider's failure;
+//     [*llm.ModelError] for a provider's failure;
 //   - [*PanicError]: a callback of the run (Config.StopWhen,
 //     Config.OnDelta, a model) panicked;
 //   - [ErrMaxSteps] (wrapped): the step limit was reached while the model
@@ -126,7 +126,7 @@
 // ([Runner.Stats] excepted, for progress reports). The
 // tool calls of one reply run concurrently, each on its own goroutine, and
 // sub-agents declared with prompt.Prompt.DefAgent run inside them, so a
-// [Model] must be safe for concurrent use when the prompt declares
+// [llm.Model] must be safe for concurrent use when the prompt declares
 // sub-agents. Callbacks (Config.StopWhen, Config.OnDelta) are called on
 // the goroutine that drives the runner, for its own steps: not for those
 // of its sub-agents.
@@ -143,7 +143,7 @@
 //
 // # Testing
 //
-// Package snapshots gives a scripted [Model] and golden step files:
+// Package snapshots gives a scripted [llm.Model] and golden step files:
 // snapshots.Run runs a prompt function against a script and compares every
 // step's request with a file under testdata, so a prompt is tested like
 // any other code.
@@ -166,8 +166,8 @@
 //	      invoke_agent {agent}        a sub-agent, under the call that ran it
 //
 // Model calls carry gen_ai.operation.name, gen_ai.provider.name and
-// gen_ai.request.model (from a Model that implements ProviderNamer and
-// ModelNamer), gen_ai.usage.input_tokens, gen_ai.usage.output_tokens,
+// gen_ai.request.model (from an llm.Model that implements llm.ProviderNamer and
+// llm.ModelNamer), gen_ai.usage.input_tokens, gen_ai.usage.output_tokens,
 // gen_ai.usage.cache_read.input_tokens, gen_ai.response.finish_reasons and
 // gen_ai.response.id; tool calls gen_ai.tool.name and gen_ai.tool.call.id;
 // the run gen_ai.agent.name, gen_ai.conversation.id (Config.SessionID) and

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/session"
@@ -18,7 +19,7 @@ import (
 // constants and whose Step is the step that failed.
 func TestStepErrorOps(t *testing.T) {
 	ctx := context.Background()
-	down := &runtime.ModelError{StatusCode: 503, Message: "down"}
+	down := &llm.ModelError{StatusCode: 503, Message: "down"}
 	tool := func(p *prompt.Prompt) error {
 		prompt.DefTool(p, "a", "a", func(ctx context.Context, _ struct{}) (string, error) { return "ok", nil })
 		p.User("go")
@@ -27,7 +28,7 @@ func TestStepErrorOps(t *testing.T) {
 	cases := []struct {
 		name   string
 		reason string
-		model  runtime.Model
+		model  llm.Model
 		cfg    func() runtime.Config
 		op     string
 		step   int
@@ -80,7 +81,7 @@ func TestStepErrorOps(t *testing.T) {
 
 type panicModel struct{ v any }
 
-func (m panicModel) Generate(context.Context, *runtime.Request) (*runtime.Reply, error) { panic(m.v) }
+func (m panicModel) Generate(context.Context, *llm.Request) (*llm.Reply, error) { panic(m.v) }
 
 // TestPanicErrorUnwraps checks that a panic with an error value is seen
 // through by errors.Is and errors.As, for a model's panic (PanicError) and

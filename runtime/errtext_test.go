@@ -18,8 +18,6 @@ func TestErrorTexts(t *testing.T) {
 	}{
 		{"step", &runtime.StepError{Step: 3, Op: runtime.OpRender, Err: errors.New(`variable "x" cannot be rendered`)},
 			[]string{"step 3", "render", `variable "x" cannot be rendered`}},
-		{"request", &runtime.RequestError{Index: 4, Reason: `second tool result for call "c1"`},
-			[]string{"message 4", `second tool result for call "c1"`}},
 		{"panic", &runtime.PanicError{Step: 2, Site: "agent.go:9", Value: "kaput"},
 			[]string{"step 2", "agent.go:9", "kaput"}},
 		{"tool panic", &runtime.ToolPanicError{Tool: "boom", Site: "tools.go:5", Value: "kaput"},

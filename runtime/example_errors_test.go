@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/snapshots"
@@ -21,14 +22,14 @@ func ExampleStepError() {
 		p.User("Find it.")
 		return nil
 	}
-	runs := []runtime.Model{
-		snapshots.Script(snapshots.Fail(&runtime.ModelError{StatusCode: 503, Retryable: true, Message: "overloaded"})),
+	runs := []llm.Model{
+		snapshots.Script(snapshots.Fail(&llm.ModelError{StatusCode: 503, Retryable: true, Message: "overloaded"})),
 		snapshots.Script(snapshots.CallTool("search", nil), snapshots.CallTool("search", nil)),
 	}
 	for _, model := range runs {
 		_, err := runtime.Run(context.Background(), model, agent, runtime.Config{MaxSteps: 2})
 		var se *runtime.StepError
-		var me *runtime.ModelError
+		var me *llm.ModelError
 		switch {
 		case errors.As(err, &se) && se.Op == runtime.OpModel && errors.As(err, &me):
 			fmt.Printf("step %d: the model failed with status %d (retryable: %t)\n", se.Step, me.StatusCode, me.Retryable)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/internal/promptrt"
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/state"
 )
@@ -220,7 +221,7 @@ type ToolOutcome struct {
 // runtime asks of every prompt function), for the tool to be the same.
 // The error is the prompt function's own (*prompt.Error), or a state that
 // does not decode.
-func RunTool(ctx context.Context, model Model, fn prompt.Func, cfg Config, in ToolRun) (*ToolOutcome, error) {
+func RunTool(ctx context.Context, model llm.Model, fn prompt.Func, cfg Config, in ToolRun) (*ToolOutcome, error) {
 	cfg.Store, cfg.SessionID, cfg.ToolExecutor = nil, "", nil
 	r := New(model, fn, cfg)
 	r.agent = in.Agent
@@ -236,9 +237,9 @@ func RunTool(ctx context.Context, model Model, fn prompt.Func, cfg Config, in To
 		return nil, err
 	}
 	defer r.Close()
-	offered := make([]ToolSpec, len(in.Offered))
+	offered := make([]llm.ToolSpec, len(in.Offered))
 	for i, name := range in.Offered {
-		offered[i] = ToolSpec{Name: name}
+		offered[i] = llm.ToolSpec{Name: name}
 	}
 	tx := store.Begin()
 	res := r.runTool(ctx, in.Call, offered, tx) // it gives the call the runner
@@ -260,7 +261,7 @@ func RunTool(ctx context.Context, model Model, fn prompt.Func, cfg Config, in To
 // its prompt's Input, and its requests carry Agent name. It is how a
 // sub-agent runs somewhere else than inside its tool call (the Temporal
 // integration runs it as a child workflow). cfg is used as given.
-func NewAgent(model Model, fn prompt.Func, cfg Config, name, task string) *Runner {
+func NewAgent(model llm.Model, fn prompt.Func, cfg Config, name, task string) *Runner {
 	sub := New(model, fn, cfg)
 	sub.agent = name
 	sub.p = prompt.New(task)

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/snapshots"
@@ -21,7 +22,7 @@ import (
 // process would, and reports the results in reverse call order.
 type remote struct {
 	fn    prompt.Func
-	model runtime.Model
+	model llm.Model
 	runs  int
 }
 
@@ -72,7 +73,7 @@ func tally(p *prompt.Prompt) error {
 	return nil
 }
 
-func tallyModel() runtime.Model {
+func tallyModel() llm.Model {
 	return snapshots.Script(
 		snapshots.CallTools(
 			snapshots.Call{Name: "put", Args: keyArgs{Key: "a", N: 1}},

@@ -13,6 +13,7 @@ import (
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/session"
@@ -32,12 +33,12 @@ func echoPrompt(p *prompt.Prompt) error {
 // timedModel records when each request reached its model: in a synctest
 // bubble, the fake clock's time.
 type timedModel struct {
-	runtime.Model
+	llm.Model
 	mu sync.Mutex
 	at []time.Time
 }
 
-func (m *timedModel) Generate(ctx context.Context, req *runtime.Request) (*runtime.Reply, error) {
+func (m *timedModel) Generate(ctx context.Context, req *llm.Request) (*llm.Reply, error) {
 	m.mu.Lock()
 	m.at = append(m.at, time.Now())
 	m.mu.Unlock()
@@ -58,7 +59,7 @@ func (m *timedModel) gaps() []time.Duration {
 // TestRetriesRetryableModelErrors runs in a synctest bubble: the backoff
 // waits take no real time, and their lengths are exact.
 func TestRetriesRetryableModelErrors(t *testing.T) {
-	busy := &runtime.ModelError{StatusCode: 429, Retryable: true, Message: "slow down"}
+	busy := &llm.ModelError{StatusCode: 429, Retryable: true, Message: "slow down"}
 	synctest.Test(t, func(t *testing.T) {
 		script := snapshots.Script(snapshots.Fail(busy), snapshots.Fail(busy), snapshots.Text("ok"))
 		m := &timedModel{Model: script}
@@ -87,14 +88,14 @@ func TestRetriesRetryableModelErrors(t *testing.T) {
 		replies []snapshots.Reply
 		retries int
 	}{
-		"not retryable":   {[]snapshots.Reply{snapshots.Fail(&runtime.ModelError{StatusCode: 400, Message: "bad"}), snapshots.Text("never")}, 3},
+		"not retryable":   {[]snapshots.Reply{snapshots.Fail(&llm.ModelError{StatusCode: 400, Message: "bad"}), snapshots.Text("never")}, 3},
 		"out of attempts": {[]snapshots.Reply{snapshots.Fail(busy), snapshots.Fail(busy), snapshots.Text("never")}, 1},
 	} {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				m := snapshots.Script(tc.replies...)
 				_, err := runtime.Run(context.Background(), m, echoPrompt, runtime.Config{Retries: tc.retries, RetryBackoff: time.Minute})
-				var me *runtime.ModelError
+				var me *llm.ModelError
 				var se *runtime.StepError
 				if !errors.As(err, &me) || !errors.As(err, &se) || se.Op != runtime.OpModel || se.Step != 0 {
 					t.Fatalf("err = %v, want a *StepError of op model wrapping the *ModelError", err)
@@ -111,7 +112,7 @@ func TestRetriesRetryableModelErrors(t *testing.T) {
 // ends it at once, with the model's error and the context's.
 func TestRetryWaitEndsWithContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		busy := &runtime.ModelError{StatusCode: 503, Retryable: true, Message: "busy"}
+		busy := &llm.ModelError{StatusCode: 503, Retryable: true, Message: "busy"}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		m := snapshots.Script(snapshots.Fail(busy), snapshots.Text("never"))
@@ -132,7 +133,7 @@ func TestRetryWaitEndsWithContext(t *testing.T) {
 // blockingModel blocks until its context is done.
 type blockingModel struct{}
 
-func (blockingModel) Generate(ctx context.Context, req *runtime.Request) (*runtime.Reply, error) {
+func (blockingModel) Generate(ctx context.Context, req *llm.Request) (*llm.Reply, error) {
 	<-ctx.Done()
 	return nil, ctx.Err()
 }
@@ -306,7 +307,7 @@ func TestRecoveryKeepsTheStepsViews(t *testing.T) {
 		p.User("a very long task")
 		return nil
 	}
-	tooLong := &runtime.ModelError{StatusCode: 400, ContextTooLong: true, Message: "context_length_exceeded"}
+	tooLong := &llm.ModelError{StatusCode: 400, ContextTooLong: true, Message: "context_length_exceeded"}
 	m := snapshots.Script(snapshots.Fail(tooLong), snapshots.Text("ok"))
 	res, err := runtime.Run(context.Background(), m, fn, runtime.Config{})
 	if err != nil {
@@ -332,7 +333,7 @@ func TestRecoveryKeepsTheStepsViews(t *testing.T) {
 }
 
 func TestSubAgentUsageCountsInTheParent(t *testing.T) {
-	u := &runtime.Usage{InputTokens: 1000, OutputTokens: 10}
+	u := &llm.Usage{InputTokens: 1000, OutputTokens: 10}
 	fn := func(p *prompt.Prompt) error {
 		p.DefAgent("helper", "does a sub-task", func(p *prompt.Prompt) error { return nil })
 		p.User("delegate")
@@ -343,7 +344,7 @@ func TestSubAgentUsageCountsInTheParent(t *testing.T) {
 		snapshots.Reply{Text: "sub done", Usage: u}, // the sub-agent's only step
 		snapshots.Reply{Text: "all done", Usage: u},
 	)
-	res, err := runtime.Run(context.Background(), m, fn, runtime.Config{Pricing: runtime.Pricing{Input: 1, Output: 1}})
+	res, err := runtime.Run(context.Background(), m, fn, runtime.Config{Pricing: llm.Pricing{Input: 1, Output: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects/builtin"
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/snapshots"
@@ -127,17 +128,17 @@ type readerModel struct {
 	n, calls, summaries int
 }
 
-func (m *readerModel) Generate(ctx context.Context, req *runtime.Request) (*runtime.Reply, error) {
+func (m *readerModel) Generate(ctx context.Context, req *llm.Request) (*llm.Reply, error) {
 	if len(req.Tools) == 0 {
 		m.summaries++
-		return &runtime.Reply{Message: defs.AssistantMessage(fmt.Sprintf("Read files up to %d; nothing found yet.", m.calls))}, nil
+		return &llm.Reply{Message: defs.AssistantMessage(fmt.Sprintf("Read files up to %d; nothing found yet.", m.calls))}, nil
 	}
 	if m.calls >= m.n {
-		return &runtime.Reply{Message: defs.AssistantMessage("All read.")}, nil
+		return &llm.Reply{Message: defs.AssistantMessage("All read.")}, nil
 	}
 	args, _ := json.Marshal(readArgs{Path: "file" + strconv.Itoa(m.calls) + ".go"})
 	m.calls++
-	return &runtime.Reply{Message: defs.Message{ToolCalls: []defs.ToolCall{{ID: "call_" + strconv.Itoa(m.calls), Name: "read_file", Arguments: args}}}}, nil
+	return &llm.Reply{Message: defs.Message{ToolCalls: []defs.ToolCall{{ID: "call_" + strconv.Itoa(m.calls), Name: "read_file", Arguments: args}}}}, nil
 }
 
 // TestExactCountsTokeniseEachMessageOnce runs long runs under the default

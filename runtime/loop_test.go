@@ -15,6 +15,7 @@ import (
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/snapshots"
@@ -54,7 +55,7 @@ func transcriptOf(msgs []defs.Message) []string {
 }
 
 // toolNames returns the names of the tools offered in req.
-func toolNames(req *runtime.Request) []string {
+func toolNames(req *llm.Request) []string {
 	var out []string
 	for _, t := range req.Tools {
 		out = append(out, t.Name)
@@ -63,7 +64,7 @@ func toolNames(req *runtime.Request) []string {
 }
 
 // systems returns the system prompt of every request.
-func systems(reqs []*runtime.Request) []string {
+func systems(reqs []*llm.Request) []string {
 	out := make([]string, len(reqs))
 	for i, r := range reqs {
 		out[i] = r.System
@@ -859,7 +860,7 @@ func TestAfterReplyCommitIsValidated(t *testing.T) {
 	m := snapshots.Script(snapshots.CallTool("noop", nil), snapshots.Text("unreached"))
 	_, err := runtime.Run(context.Background(), m, fn, runtime.Config{})
 	var se *runtime.StepError
-	var re *runtime.RequestError
+	var re *llm.RequestError
 	if !errors.As(err, &se) || !errors.As(err, &re) || se.Op != "validate" || re.Index != 1 {
 		t.Fatalf("Run = %v, want a validate *StepError naming message 1", err)
 	}

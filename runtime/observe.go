@@ -15,6 +15,7 @@ import (
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
+	"github.com/reprompt/reprompt/llm"
 )
 
 // Tracing and logging (Config.TracerProvider, Config.Logger). Each site of
@@ -116,10 +117,10 @@ func newObserver(r *Runner) *observer {
 	if tp := r.cfg.TracerProvider; tp != nil {
 		o.tracer = tp.Tracer(TracerName)
 	}
-	if m, ok := r.model.(ModelNamer); ok {
+	if m, ok := r.model.(llm.ModelNamer); ok {
 		o.model = m.ModelName()
 	}
-	if p, ok := r.model.(ProviderNamer); ok {
+	if p, ok := r.model.(llm.ProviderNamer); ok {
 		o.provider = p.ProviderName()
 	}
 	o.chatName = "chat"
@@ -415,7 +416,7 @@ func (r *Runner) observeSummary(ctx context.Context) context.Context {
 }
 
 // observeCall begins the span of one model call (one attempt).
-func (r *Runner) observeCall(ctx context.Context, req *Request) (context.Context, trace.Span) {
+func (r *Runner) observeCall(ctx context.Context, req *llm.Request) (context.Context, trace.Span) {
 	o := r.obs
 	if o == nil || o.tracer == nil {
 		return ctx, nil
@@ -442,7 +443,7 @@ func (r *Runner) observeCall(ctx context.Context, req *Request) (context.Context
 }
 
 // observeCallEnd ends the span begun by observeCall.
-func (r *Runner) observeCallEnd(sp trace.Span, reply *Reply, err error) {
+func (r *Runner) observeCallEnd(sp trace.Span, reply *llm.Reply, err error) {
 	if sp == nil {
 		return
 	}
@@ -563,7 +564,7 @@ func recordError(sp trace.Span, err error) {
 	sp.RecordError(err)
 	sp.SetStatus(codes.Error, err.Error())
 	sp.SetAttributes(keyErrorType.String(errorType(err)))
-	var me *ModelError
+	var me *llm.ModelError
 	if errors.As(err, &me) && me.StatusCode != 0 {
 		sp.SetAttributes(keyHTTPStatus.Int(me.StatusCode))
 	}
@@ -580,9 +581,9 @@ func errorType(err error) string {
 	case errors.Is(err, context.DeadlineExceeded):
 		return "context.DeadlineExceeded"
 	}
-	var me *ModelError
+	var me *llm.ModelError
 	if errors.As(err, &me) {
-		return "*runtime.ModelError"
+		return "*llm.ModelError"
 	}
 	// Look through the errors that only add context.
 	for {

@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/llm"
 )
 
 // TestTraceKeysAreTheConventions checks the attribute keys the runtime
@@ -69,8 +70,8 @@ func TestObserveAllocatesNothingWhenUnset(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := New(nil, nil, tt.cfg)
 			ctx := context.Background()
-			req := &Request{}
-			reply := &Reply{}
+			req := &llm.Request{}
+			reply := &llm.Reply{}
 			call := defs.ToolCall{ID: "c", Name: "t"}
 			s := &Step{}
 			err := context.Canceled

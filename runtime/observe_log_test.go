@@ -14,6 +14,7 @@ import (
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/snapshots"
@@ -68,7 +69,7 @@ func (h *recorder) messages() []string {
 
 func TestLogOneRecordPerStep(t *testing.T) {
 	h := &recorder{}
-	u := &runtime.Usage{InputTokens: 400, OutputTokens: 10, CachedTokens: 300}
+	u := &llm.Usage{InputTokens: 400, OutputTokens: 10, CachedTokens: 300}
 	m := snapshots.Script(
 		snapshots.Reply{Calls: []snapshots.Call{{Name: "increment"}, {Name: "noop"}}, Usage: u},
 		snapshots.Reply{Text: "done", Usage: u},
@@ -131,8 +132,8 @@ func testLogRetriesRecoveriesCompactionsAndErrors(t *testing.T) {
 		p.User("a very long task, much longer than the window allows")
 		return nil
 	}
-	busy := &runtime.ModelError{StatusCode: 503, Retryable: true, Message: "busy"}
-	tooLong := &runtime.ModelError{StatusCode: 400, ContextTooLong: true, Message: "context_length_exceeded"}
+	busy := &llm.ModelError{StatusCode: 503, Retryable: true, Message: "busy"}
+	tooLong := &llm.ModelError{StatusCode: 400, ContextTooLong: true, Message: "context_length_exceeded"}
 	h := &recorder{}
 	m := snapshots.Script(snapshots.Fail(busy), snapshots.Fail(tooLong), snapshots.Text("ok"))
 	_, err := runtime.Run(context.Background(), m, fn,
@@ -148,7 +149,7 @@ func testLogRetriesRecoveriesCompactionsAndErrors(t *testing.T) {
 	retry := h.records[0].Attrs
 	assert.Equal(t, int64(0), retry["step"])
 	assert.Equal(t, int64(1), retry["attempt"])
-	assert.Equal(t, "*runtime.ModelError", retry["error_type"])
+	assert.Equal(t, "*llm.ModelError", retry["error_type"])
 	assert.Contains(t, retry["error"], "busy")
 	if d, ok := retry["backoff"].(time.Duration); !ok || d < time.Second/2 || d > time.Second {
 		t.Errorf("backoff = %v, want a duration between half a second and a second", retry["backoff"])
@@ -161,16 +162,16 @@ func testLogRetriesRecoveriesCompactionsAndErrors(t *testing.T) {
 
 	// A failing step: an error record with the error's type.
 	h = &recorder{}
-	denied := &runtime.ModelError{StatusCode: 401, Message: "bad key"}
+	denied := &llm.ModelError{StatusCode: 401, Message: "bad key"}
 	_, err = runtime.Run(context.Background(), snapshots.Script(snapshots.Fail(denied)), fn, runtime.Config{Logger: slog.New(h)})
 	require.Error(t, err)
 	require.Equal(t, []string{"ERROR step failed", "INFO run ended"}, h.messages())
 	if diff := cmp.Diff(map[string]any{
-		"step": int64(0), "error": err.Error(), "error_type": "*runtime.ModelError",
+		"step": int64(0), "error": err.Error(), "error_type": "*llm.ModelError",
 	}, h.records[0].Attrs); diff != "" {
 		t.Errorf("error record mismatch (-want +got):\n%s", diff)
 	}
-	assert.Equal(t, "*runtime.ModelError", h.records[1].Attrs["error_type"])
+	assert.Equal(t, "*llm.ModelError", h.records[1].Attrs["error_type"])
 
 	// The step limit: the completed step's record, then the error.
 	h = &recorder{}
@@ -189,7 +190,7 @@ func testLogNothingWhenUnset(t *testing.T) {
 	h := &recorder{}
 	defer slog.SetDefault(slog.Default())
 	slog.SetDefault(slog.New(h))
-	busy := &runtime.ModelError{StatusCode: 503, Retryable: true, Message: "busy"}
+	busy := &llm.ModelError{StatusCode: 503, Retryable: true, Message: "busy"}
 	_, err := runtime.Run(context.Background(), snapshots.Script(snapshots.Fail(busy), snapshots.Text("ok")),
 		func(p *prompt.Prompt) error { p.User("hi"); return nil }, runtime.Config{Retries: 1})
 	require.NoError(t, err)

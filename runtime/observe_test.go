@@ -21,6 +21,7 @@ import (
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/snapshots"
@@ -36,7 +37,7 @@ type namedModel struct {
 func (*namedModel) ModelName() string    { return "test-model" }
 func (*namedModel) ProviderName() string { return "openai" }
 
-func (m *namedModel) Generate(ctx context.Context, req *runtime.Request) (*runtime.Reply, error) {
+func (m *namedModel) Generate(ctx context.Context, req *llm.Request) (*llm.Reply, error) {
 	reply, err := m.Model.Generate(ctx, req)
 	if err == nil {
 		reply.ID = fmt.Sprintf("resp_%d", m.n.Add(1))
@@ -174,7 +175,7 @@ func tracedAgent(p *prompt.Prompt) error {
 }
 
 func tracedScript() *namedModel {
-	u := &runtime.Usage{InputTokens: 400, OutputTokens: 10, CachedTokens: 300}
+	u := &llm.Usage{InputTokens: 400, OutputTokens: 10, CachedTokens: 300}
 	return &namedModel{Model: snapshots.Script(
 		snapshots.Reply{Calls: []snapshots.Call{{Name: "add"}, {Name: "boom"}, {Name: "helper", Args: prompt.AgentArgs{Task: "find it"}}}, Usage: u},
 		snapshots.Reply{Calls: []snapshots.Call{{Name: "lookup"}}, Usage: u}, // the sub-agent
@@ -410,7 +411,7 @@ func TestTraceContentIsOptIn(t *testing.T) {
 
 func TestTraceErrors(t *testing.T) {
 	tp, exp := tracer(t)
-	fail := &runtime.ModelError{StatusCode: 401, Message: "bad key"}
+	fail := &llm.ModelError{StatusCode: 401, Message: "bad key"}
 	_, err := runtime.Run(context.Background(), &namedModel{Model: snapshots.Script(snapshots.Fail(fail))},
 		func(p *prompt.Prompt) error { p.User("hi"); return nil }, runtime.Config{TracerProvider: tp})
 	require.Error(t, err)
@@ -419,7 +420,7 @@ func TestTraceErrors(t *testing.T) {
 	for _, s := range spans {
 		assert.Equal(t, codes.Error, s.Status.Code, s.Name)
 		assert.Contains(t, s.Status.Description, "bad key", s.Name)
-		assert.Equal(t, "*runtime.ModelError", attr(s, "error.type").AsString(), s.Name)
+		assert.Equal(t, "*llm.ModelError", attr(s, "error.type").AsString(), s.Name)
 		assert.Equal(t, int64(401), attr(s, "http.response.status_code").AsInt64(), s.Name)
 		require.NotEmpty(t, s.Events, s.Name)
 		assert.Equal(t, "exception", s.Events[len(s.Events)-1].Name, s.Name)
@@ -443,7 +444,7 @@ func TestTraceRetries(t *testing.T) { synctest.Test(t, testTraceRetries) }
 
 func testTraceRetries(t *testing.T) {
 	tp, exp := tracer(t)
-	busy := &runtime.ModelError{StatusCode: 503, Retryable: true, Message: "busy"}
+	busy := &llm.ModelError{StatusCode: 503, Retryable: true, Message: "busy"}
 	_, err := runtime.Run(context.Background(), snapshots.Script(snapshots.Fail(busy), snapshots.Text("ok")),
 		func(p *prompt.Prompt) error { p.User("hi"); return nil },
 		runtime.Config{TracerProvider: tp, Retries: 1})

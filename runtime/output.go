@@ -11,57 +11,12 @@ import (
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/internal/promptrt"
-)
-
-// OutputMode is how a model is asked for the typed answer a prompt declared
-// with prompt.DefOutput (see Config.OutputMode).
-type OutputMode string
-
-// Output modes.
-const (
-	// OutputAuto picks OutputNative for a model that says it takes a strict
-	// response_format (it implements NativeOutputModel and NativeOutput
-	// returns true), OutputTool otherwise.
-	OutputAuto OutputMode = ""
-	// OutputNative sends the answer's schema as the request's
-	// response_format (json_schema, strict): the model answers with the
-	// JSON value as its text.
-	OutputNative OutputMode = "response_format"
-	// OutputTool offers a final tool named after the output whose arguments
-	// are the answer: the run ends when the model calls it with valid
-	// arguments. It works with any model that calls tools.
-	OutputTool OutputMode = "tool"
+	"github.com/reprompt/reprompt/llm"
 )
 
 // DefaultOutputRetries is how many invalid answers are sent back to the
 // model when Config.OutputRetries is zero.
 const DefaultOutputRetries = 2
-
-// NativeOutputModel is an optional interface of a Model. NativeOutput
-// reports whether the model takes the typed answer as a strict
-// response_format (OpenAI's structured outputs): with Config.OutputMode
-// OutputAuto, the runtime uses OutputNative when it returns true and
-// OutputTool otherwise (and for models without the method).
-type NativeOutputModel interface {
-	NativeOutput() bool
-}
-
-// OutputSpec is the typed answer a request asks for (Request.Output).
-type OutputSpec struct {
-	// Name names the answer: the response_format's json_schema name, or
-	// the answer tool's name.
-	Name        string `json:"name"`
-	Description string `json:"description,omitempty"`
-	// Type is the Go type of the answer.
-	Type string `json:"type"`
-	// Schema is the answer's JSON Schema, in strict form (every property
-	// required, no additional properties).
-	Schema json.RawMessage `json:"schema"`
-	// Mode is OutputNative or OutputTool, never OutputAuto. With
-	// OutputTool, Request.Tools ends with the answer tool (Name, Schema);
-	// an adapter sends a response_format only for OutputNative.
-	Mode OutputMode `json:"mode"`
-}
 
 // ErrNoOutput: Output was asked for the typed answer of a run that ended
 // without one (no output was declared at its last step, a stop condition
@@ -127,19 +82,19 @@ var (
 )
 
 // outputMode resolves Config.OutputMode for the run's model.
-func (r *Runner) outputMode() OutputMode {
-	if r.cfg.OutputMode != OutputAuto {
+func (r *Runner) outputMode() llm.OutputMode {
+	if r.cfg.OutputMode != llm.OutputAuto {
 		return r.cfg.OutputMode
 	}
-	if m, ok := r.model.(NativeOutputModel); ok && m.NativeOutput() {
-		return OutputNative
+	if m, ok := r.model.(llm.NativeOutputModel); ok && m.NativeOutput() {
+		return llm.OutputNative
 	}
-	return OutputTool
+	return llm.OutputTool
 }
 
 // outputSpec returns the spec of the output the prompt's last execution
 // declared, or nil. It is made again only when the declaration changed.
-func (r *Runner) outputSpec() *OutputSpec {
+func (r *Runner) outputSpec() *llm.OutputSpec {
 	o := promptrt.Output(r.p)
 	if o == nil {
 		return nil
@@ -149,15 +104,15 @@ func (r *Runner) outputSpec() *OutputSpec {
 		len(s.Schema) == len(o.Schema) && (len(o.Schema) == 0 || &s.Schema[0] == &o.Schema[0]) {
 		return s
 	}
-	r.out.spec = &OutputSpec{Name: o.Name, Description: o.Description, Type: o.Type, Schema: o.Schema, Mode: mode}
+	r.out.spec = &llm.OutputSpec{Name: o.Name, Description: o.Description, Type: o.Type, Schema: o.Schema, Mode: mode}
 	return r.out.spec
 }
 
 // outputTokens counts the schema of a native output (a response_format),
 // which providers bill as input: as a tool would be counted. An answer
 // tool is among the tools already.
-func (l *ledger) outputTokens(o *OutputSpec) int {
-	if o == nil || o.Mode != OutputNative {
+func (l *ledger) outputTokens(o *llm.OutputSpec) int {
+	if o == nil || o.Mode != llm.OutputNative {
 		return 0
 	}
 	if o != l.out {
@@ -168,9 +123,9 @@ func (l *ledger) outputTokens(o *OutputSpec) int {
 
 // sameNativeOutput reports whether two requests send the same
 // response_format (none included).
-func sameNativeOutput(a, b *OutputSpec) bool {
-	native := func(o *OutputSpec) *OutputSpec {
-		if o == nil || o.Mode != OutputNative {
+func sameNativeOutput(a, b *llm.OutputSpec) bool {
+	native := func(o *llm.OutputSpec) *llm.OutputSpec {
+		if o == nil || o.Mode != llm.OutputNative {
 			return nil
 		}
 		return o
@@ -184,40 +139,42 @@ func sameNativeOutput(a, b *OutputSpec) bool {
 
 // outputState is a runner's typed-answer bookkeeping.
 type outputState struct {
-	spec *OutputSpec
+	spec *llm.OutputSpec
 	// tools is the last request's tools with the answer tool appended, and
 	// base the tools it was made from.
-	tools, base []ToolSpec
+	tools, base []llm.ToolSpec
 	// invalid counts the invalid answers in a row.
 	invalid int
 }
 
 // renderOutput adds the declared output to req: Request.Output, and in
 // tool mode the answer tool. A tool of the same name is an error.
-func (r *Runner) renderOutput(req *Request) error {
+func (r *Runner) renderOutput(req *llm.Request) error {
 	spec := r.outputSpec()
 	if spec == nil {
 		return nil
 	}
 	req.Output = spec
-	if spec.Mode != OutputTool {
+	if spec.Mode != llm.OutputTool {
 		return nil
 	}
-	if slices.ContainsFunc(req.Tools, func(t ToolSpec) bool { return t.Name == spec.Name }) {
+	if slices.ContainsFunc(req.Tools, func(t llm.ToolSpec) bool { return t.Name == spec.Name }) {
 		return fmt.Errorf("output %q has the name of a declared tool: in tool mode (Config.OutputMode) the answer is a tool of that name; rename one of them", spec.Name)
 	}
 	o := &r.out
 	if n := len(o.tools); n == 0 || !sameToolSlice(o.base, req.Tools) || o.tools[n-1].Name != spec.Name ||
 		o.tools[n-1].Description != spec.Description || !sameBytes(o.tools[n-1].Parameters, spec.Schema) {
 		o.base = req.Tools
-		o.tools = append(slices.Clip(req.Tools), ToolSpec{Name: spec.Name, Description: spec.Description, Parameters: spec.Schema})
+		o.tools = append(slices.Clip(req.Tools), llm.ToolSpec{Name: spec.Name, Description: spec.Description, Parameters: spec.Schema})
 	}
 	req.Tools = o.tools
 	return nil
 }
 
 // sameToolSlice reports whether a and b are the same slice.
-func sameToolSlice(a, b []ToolSpec) bool { return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0]) }
+func sameToolSlice(a, b []llm.ToolSpec) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
 
 // sameBytes reports whether a and b are the same slice.
 func sameBytes(a, b []byte) bool { return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0]) }
@@ -228,7 +185,7 @@ func sameBytes(a, b []byte) bool { return len(a) == len(b) && (len(a) == 0 || &a
 // It only reads: the tool calls of a reply run concurrently.
 func (r *Runner) isAnswerCall(name string) bool {
 	o := promptrt.Output(r.p)
-	return o != nil && o.Name == name && r.outputMode() == OutputTool
+	return o != nil && o.Name == name && r.outputMode() == llm.OutputTool
 }
 
 // answerResult validates a call of the answer tool; the model gets "answer
@@ -257,7 +214,7 @@ func orEmptyObject(raw json.RawMessage) json.RawMessage {
 // transcript; err is an *OutputError ending the run. Without an output
 // declared at this step it does nothing.
 func (r *Runner) settleOutput(rec *Step) (done bool, feedback *defs.Message, err error) {
-	var spec *OutputSpec
+	var spec *llm.OutputSpec
 	if rec.Request != nil {
 		spec = rec.Request.Output
 	} else {
@@ -282,7 +239,7 @@ func (r *Runner) settleOutput(rec *Step) (done bool, feedback *defs.Message, err
 		return false, nil, &OutputError{Step: rec.Number, Output: spec.Name, Raw: reply.Message.Content, Refusal: reply.Refusal}
 	}
 	calls := reply.Message.ToolCalls
-	if spec.Mode == OutputTool {
+	if spec.Mode == llm.OutputTool {
 		// The first valid call of the answer tool is the answer; if none is
 		// valid, the last invalid one counts (its result told the model).
 		bad := -1
@@ -323,7 +280,7 @@ func (r *Runner) settleOutput(rec *Step) (done bool, feedback *defs.Message, err
 		return true, nil, nil
 	}
 	msg := defs.UserMessage(fmt.Sprintf("Your answer does not match the JSON Schema of %q: %v. Answer again with only a JSON value that matches the schema.", spec.Name, verr))
-	if spec.Mode == OutputTool {
+	if spec.Mode == llm.OutputTool {
 		msg = defs.UserMessage(fmt.Sprintf("Give your final answer by calling the tool %q: its arguments are the answer. Text is not taken as the answer (%v).", spec.Name, verr))
 	}
 	return fail(text, verr, &msg)

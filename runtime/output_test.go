@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/session"
@@ -40,7 +41,7 @@ func summarizer(p *prompt.Prompt) error {
 }
 
 func TestOutputDeclaredPerStep(t *testing.T) {
-	for _, mode := range []runtime.OutputMode{runtime.OutputTool, runtime.OutputNative} {
+	for _, mode := range []llm.OutputMode{llm.OutputTool, llm.OutputNative} {
 		t.Run(string(mode), func(t *testing.T) {
 			model := snapshots.Script(
 				snapshots.CallTool("lookup", nil),
@@ -66,10 +67,10 @@ func TestOutputDeclaredPerStep(t *testing.T) {
 func TestOutputAuto(t *testing.T) {
 	for _, native := range []bool{false, true} {
 		model := snapshots.Script(snapshots.CallTool("lookup", nil), snapshots.Answer(summary{Title: "T"}))
-		want := runtime.OutputTool
+		want := llm.OutputTool
 		if native {
 			model.WithNativeOutput()
-			want = runtime.OutputNative
+			want = llm.OutputNative
 		}
 		res, err := runtime.Run(context.Background(), model, summarizer, runtime.Config{})
 		require.NoError(t, err)
@@ -87,7 +88,7 @@ func TestOutputTextInToolMode(t *testing.T) {
 		snapshots.Text("Here is my summary: it went well."),
 		snapshots.Text(`{"title":"T","points":null}`),
 	)
-	res, err := runtime.Run(context.Background(), model, summarizer, runtime.Config{OutputMode: runtime.OutputTool})
+	res, err := runtime.Run(context.Background(), model, summarizer, runtime.Config{OutputMode: llm.OutputTool})
 	require.NoError(t, err)
 	require.Len(t, res.Steps, 3)
 	msgs := res.Steps[2].Request.Messages
@@ -112,7 +113,7 @@ func TestOutputWithToolCallsGoesOn(t *testing.T) {
 		snapshots.Reply{Text: `{"title":"ignored","points":[]}`, Calls: []snapshots.Call{{Name: "lookup"}}},
 		snapshots.Answer(summary{Title: "T"}),
 	)
-	res, err := runtime.Run(context.Background(), model, fn, runtime.Config{OutputMode: runtime.OutputNative})
+	res, err := runtime.Run(context.Background(), model, fn, runtime.Config{OutputMode: llm.OutputNative})
 	require.NoError(t, err)
 	require.Len(t, res.Steps, 2)
 	s, err := runtime.Output[summary](res)
@@ -210,13 +211,13 @@ func TestOutputNameClash(t *testing.T) {
 		p.User("go")
 		return nil
 	}
-	_, err := runtime.Run(context.Background(), snapshots.Script(snapshots.Text("x")), fn, runtime.Config{OutputMode: runtime.OutputTool})
+	_, err := runtime.Run(context.Background(), snapshots.Script(snapshots.Text("x")), fn, runtime.Config{OutputMode: llm.OutputTool})
 	var se *runtime.StepError
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, "render", se.Op)
 	assert.ErrorContains(t, err, `output "summary" has the name of a declared tool`)
 	// Native mode has no answer tool: no clash.
-	_, err = runtime.Run(context.Background(), snapshots.Script(snapshots.Answer(summary{})), fn, runtime.Config{OutputMode: runtime.OutputNative})
+	_, err = runtime.Run(context.Background(), snapshots.Script(snapshots.Answer(summary{})), fn, runtime.Config{OutputMode: llm.OutputNative})
 	require.NoError(t, err)
 }
 
@@ -271,9 +272,9 @@ func TestOutputResumeRevalidates(t *testing.T) {
 	mem := session.NewMemory()
 	store := &failingStore{Store: mem, fail: func(cp *session.Checkpoint) bool { return cp.Pending != nil && len(cp.Pending.Results) == 1 }}
 	m := snapshots.Script(snapshots.Answer(summary{Title: "T"}))
-	_, err := runtime.Run(ctx, m, fn, runtime.Config{Store: store, SessionID: "s", OutputMode: runtime.OutputTool})
+	_, err := runtime.Run(ctx, m, fn, runtime.Config{Store: store, SessionID: "s", OutputMode: llm.OutputTool})
 	require.True(t, errors.Is(err, errCrash), "first run: %v", err)
-	r, err := runtime.Resume(ctx, snapshots.Script(), fn, runtime.Config{Store: mem, SessionID: "s", OutputMode: runtime.OutputTool})
+	r, err := runtime.Resume(ctx, snapshots.Script(), fn, runtime.Config{Store: mem, SessionID: "s", OutputMode: llm.OutputTool})
 	require.NoError(t, err)
 	res, err := r.Run(ctx)
 	require.NoError(t, err)
@@ -319,7 +320,7 @@ func TestOutputStrictSchema(t *testing.T) {
 		snapshots.Answer(`{"id":"e1","at":"2026-11-23T10:00:00Z","place":{"name":"Paris","extra":1},"tags":null,"count":null}`),
 		snapshots.Answer(`{"id":"e1","at":"2026-11-23T10:00:00Z","place":null}`),
 	)
-	res, err := runtime.Run(context.Background(), model, fn, runtime.Config{OutputMode: runtime.OutputNative})
+	res, err := runtime.Run(context.Background(), model, fn, runtime.Config{OutputMode: llm.OutputNative})
 	require.NoError(t, err)
 	want := `{"type":"object","properties":{
 		"id":{"type":"string"},
@@ -340,7 +341,7 @@ func TestOutputStrictSchema(t *testing.T) {
 // TestOutputCounted: the schema of a response_format counts in the
 // request's input tokens, as the answer tool's does in tool mode.
 func TestOutputCounted(t *testing.T) {
-	tokens := func(declare bool, mode runtime.OutputMode) int {
+	tokens := func(declare bool, mode llm.OutputMode) int {
 		fn := func(p *prompt.Prompt) error {
 			if declare {
 				prompt.DefOutput[event](p, "event", "The event.")
@@ -353,9 +354,9 @@ func TestOutputCounted(t *testing.T) {
 		require.NoError(t, err)
 		return res.Steps[0].InputTokens
 	}
-	plain := tokens(false, runtime.OutputNative)
-	native := tokens(true, runtime.OutputNative)
-	tool := tokens(true, runtime.OutputTool)
+	plain := tokens(false, llm.OutputNative)
+	native := tokens(true, llm.OutputNative)
+	tool := tokens(true, llm.OutputTool)
 	assert.Greater(t, native, plain+20, "the response_format's schema is not counted")
 	assert.Greater(t, tool, plain+20, "the answer tool is not counted")
 }
@@ -400,7 +401,7 @@ func TestOutputFencedText(t *testing.T) {
 		snapshots.CallTool("lookup", nil),
 		snapshots.Text("```json\n{\"title\":\"T\",\"points\":[]}\n```\n"),
 	)
-	res, err := runtime.Run(context.Background(), model, summarizer, runtime.Config{OutputMode: runtime.OutputNative})
+	res, err := runtime.Run(context.Background(), model, summarizer, runtime.Config{OutputMode: llm.OutputNative})
 	require.NoError(t, err)
 	assert.Equal(t, `{"title":"T","points":[]}`, string(res.Steps[1].Output))
 
@@ -408,7 +409,7 @@ func TestOutputFencedText(t *testing.T) {
 		snapshots.CallTool("lookup", nil),
 		snapshots.CallTools(snapshots.Call{Name: "summary", Args: `{"title":2}`}, snapshots.Call{Name: "summary", Args: `{"title":"T","points":null}`}),
 	)
-	res, err = runtime.Run(context.Background(), model, summarizer, runtime.Config{OutputMode: runtime.OutputTool})
+	res, err = runtime.Run(context.Background(), model, summarizer, runtime.Config{OutputMode: llm.OutputTool})
 	require.NoError(t, err)
 	assert.Equal(t, `{"title":"T","points":null}`, string(res.Steps[1].Output))
 	assert.True(t, res.Steps[1].ToolResults[0].IsError)
@@ -444,12 +445,12 @@ func BenchmarkOutputRun(b *testing.B) {
 	for _, bc := range []struct {
 		name  string
 		fn    prompt.Func
-		mode  runtime.OutputMode
+		mode  llm.OutputMode
 		reply snapshots.Reply
 	}{
-		{"text", plain, runtime.OutputAuto, snapshots.Text(`{"title":"T","points":["a","b","c"]}`)},
-		{"response_format", typed, runtime.OutputNative, snapshots.Answer(answer)},
-		{"tool", typed, runtime.OutputTool, snapshots.Answer(answer)},
+		{"text", plain, llm.OutputAuto, snapshots.Text(`{"title":"T","points":["a","b","c"]}`)},
+		{"response_format", typed, llm.OutputNative, snapshots.Answer(answer)},
+		{"tool", typed, llm.OutputTool, snapshots.Answer(answer)},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
@@ -460,7 +461,7 @@ func BenchmarkOutputRun(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if _, err := runtime.Output[summary](res); err != nil && bc.mode != runtime.OutputAuto {
+				if _, err := runtime.Output[summary](res); err != nil && bc.mode != llm.OutputAuto {
 					b.Fatal(err)
 				}
 			}
@@ -473,7 +474,7 @@ func BenchmarkOutputRun(b *testing.B) {
 // the declaration, the request's spec and tool list are made once), in
 // either mode.
 func TestOutputNoAllocationPerStep(t *testing.T) {
-	perStep := func(declare bool, mode runtime.OutputMode) float64 {
+	perStep := func(declare bool, mode llm.OutputMode) float64 {
 		fn := func(p *prompt.Prompt) error {
 			prompt.DefTool(p, "lookup", "Look.", func(ctx context.Context, _ struct{}) (string, error) { return "x", nil })
 			if declare {
@@ -496,7 +497,7 @@ func TestOutputNoAllocationPerStep(t *testing.T) {
 		}
 		return (run(200) - run(100)) / 100
 	}
-	for _, mode := range []runtime.OutputMode{runtime.OutputNative, runtime.OutputTool} {
+	for _, mode := range []llm.OutputMode{llm.OutputNative, llm.OutputTool} {
 		without, with := perStep(false, mode), perStep(true, mode)
 		assert.InDelta(t, without, with, 0.5, "%s: %.1f allocations a step with a typed answer declared, %.1f without", mode, with, without)
 	}

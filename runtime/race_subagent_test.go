@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/snapshots"
@@ -78,7 +79,7 @@ func parallelSubAgentsOnce(t *testing.T, calls int, cfg runtime.Config) {
 // twice in parallel (tasks A and B), each instance calling its tool "work"
 // calls times at once and then answering.
 func twoWorkersScript(calls int) *snapshots.Model {
-	sub := snapshots.Reply{Func: func(req *runtime.Request) snapshots.Reply {
+	sub := snapshots.Reply{Func: func(req *llm.Request) snapshots.Reply {
 		if last := req.Messages[len(req.Messages)-1]; last.Role == defs.RoleTool {
 			return snapshots.Text("done")
 		}
@@ -129,7 +130,7 @@ func TestParallelRunsShareCaches(t *testing.T) {
 		p.User("go")
 		return nil
 	}
-	sub := snapshots.Reply{Func: func(req *runtime.Request) snapshots.Reply {
+	sub := snapshots.Reply{Func: func(req *llm.Request) snapshots.Reply {
 		if last := req.Messages[len(req.Messages)-1]; last.Role == defs.RoleTool {
 			return snapshots.Text("done")
 		}

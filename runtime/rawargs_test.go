@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/session"
@@ -30,7 +31,7 @@ type badArgsModel struct {
 
 var errModelDown = errors.New("model down")
 
-func (m *badArgsModel) Generate(ctx context.Context, req *runtime.Request) (*runtime.Reply, error) {
+func (m *badArgsModel) Generate(ctx context.Context, req *llm.Request) (*llm.Reply, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.requests = append(m.requests, append([]defs.Message(nil), req.Messages...))
@@ -39,10 +40,10 @@ func (m *badArgsModel) Generate(ctx context.Context, req *runtime.Request) (*run
 			if m.fail {
 				return nil, errModelDown
 			}
-			return &runtime.Reply{Message: defs.AssistantMessage("done")}, nil
+			return &llm.Reply{Message: defs.AssistantMessage("done")}, nil
 		}
 	}
-	return &runtime.Reply{Message: defs.Message{Role: defs.RoleAssistant,
+	return &llm.Reply{Message: defs.Message{Role: defs.RoleAssistant,
 		ToolCalls: []defs.ToolCall{{ID: "c1", Name: "add", Arguments: m.args}}}}, nil
 }
 

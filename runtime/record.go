@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/llm"
 )
 
 // AgentRun is the record of a sub-agent that a tool call ran (a tool
@@ -27,10 +28,10 @@ type AgentRun struct {
 // effects.Step.Model (compaction's summaries), answered by
 // Config.Summarizer or the run's model.
 type Summary struct {
-	// Request is what was sent; its Purpose is PurposeSummary.
-	Request *Request
+	// Request is what was sent; its Purpose is llm.PurposeSummary.
+	Request *llm.Request
 	// Reply is the answer; nil when the call failed.
-	Reply *Reply
+	Reply *llm.Reply
 	// Err is the error of a failed call; the effect that asked decides
 	// what to do with it (compaction falls back on a summary made by rule).
 	Err error
@@ -69,7 +70,7 @@ func (r *Runner) takeAgentRuns(calls []defs.ToolCall) []*AgentRun {
 
 // recordSummary keeps the record of a summary request until the step
 // takes it.
-func (r *Runner) recordSummary(req *Request, reply *Reply, err error) {
+func (r *Runner) recordSummary(req *llm.Request, reply *llm.Reply, err error) {
 	r.recMu.Lock()
 	r.summaries = append(r.summaries, &Summary{Request: req, Reply: reply, Err: err})
 	r.recMu.Unlock()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/snapshots"
@@ -145,13 +146,13 @@ func TestSummarizer(t *testing.T) {
 		p.User("go")
 		return nil
 	}
-	m := snapshots.Script(snapshots.Reply{Text: "ok", Usage: &runtime.Usage{InputTokens: 10, OutputTokens: 1}})
-	sum := snapshots.Script(snapshots.Reply{Summary: true, Text: "the summary", Usage: &runtime.Usage{InputTokens: 100, OutputTokens: 7}})
+	m := snapshots.Script(snapshots.Reply{Text: "ok", Usage: &llm.Usage{InputTokens: 10, OutputTokens: 1}})
+	sum := snapshots.Script(snapshots.Reply{Summary: true, Text: "the summary", Usage: &llm.Usage{InputTokens: 100, OutputTokens: 7}})
 	res := run(t, m, fn, runtime.Config{Summarizer: sum})
 	require.NoError(t, sum.Err())
 	require.Len(t, sum.Requests(), 1)
 	req := sum.Requests()[0]
-	assert.Equal(t, runtime.PurposeSummary, req.Purpose)
+	assert.Equal(t, llm.PurposeSummary, req.Purpose)
 	assert.Equal(t, "sys", req.System)
 	assert.Empty(t, req.Tools)
 	require.Len(t, res.Steps[0].Summaries, 1)
@@ -159,7 +160,7 @@ func TestSummarizer(t *testing.T) {
 	assert.Same(t, req, s.Request)
 	assert.Equal(t, "the summary", s.Reply.Message.Content)
 	assert.NoError(t, s.Err)
-	assert.Equal(t, runtime.Usage{InputTokens: 110, OutputTokens: 8}, res.Usage)
+	assert.Equal(t, llm.Usage{InputTokens: 110, OutputTokens: 8}, res.Usage)
 	msgs := m.Requests()[0].Messages
 	assert.Equal(t, "the summary", msgs[len(msgs)-1].Content)
 }
@@ -180,6 +181,6 @@ func TestSummaryIsNotStreamedAsTheReply(t *testing.T) {
 	}
 	m := snapshots.Script(snapshots.Text("the reply"), snapshots.Summary("the summary"))
 	var streamed string
-	run(t, m, fn, runtime.Config{OnDelta: func(d runtime.Delta) { streamed += d.Content }})
+	run(t, m, fn, runtime.Config{OnDelta: func(d llm.Delta) { streamed += d.Content }})
 	assert.Equal(t, "the reply", streamed)
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
+	"github.com/reprompt/reprompt/llm"
 )
 
 // renderer renders system prompts and tool lists, keeping what it rendered
@@ -24,10 +25,10 @@ import (
 type renderer struct {
 	yaml  yamlCache
 	buf   []byte
-	sys   string     // the system prompt rendered last
-	parts []sysPart  // what sys was rendered from
-	spare []sysPart  // the parts of the render under way
-	specs []ToolSpec // the tool list rendered last (shared with requests: never modified)
+	sys   string         // the system prompt rendered last
+	parts []sysPart      // what sys was rendered from
+	spare []sysPart      // the parts of the render under way
+	specs []llm.ToolSpec // the tool list rendered last (shared with requests: never modified)
 }
 
 // sysPart is a system part or a variable as the system prompt shows it.
@@ -501,9 +502,9 @@ func oldBool(s string) bool {
 // tools returns the enabled tools, in declaration order, allowed by the
 // step's LimitTools. The slice is the previous step's when nothing changed:
 // it is shared by requests and never modified.
-func (rd *renderer) tools(reg *defs.Registry, mods *effects.Mods) []ToolSpec {
+func (rd *renderer) tools(reg *defs.Registry, mods *effects.Mods) []llm.ToolSpec {
 	prev := rd.specs
-	var out []ToolSpec
+	var out []llm.ToolSpec
 	n := 0               // tools so far; out is nil while they match prev
 	var buf [16]defs.Def // on the stack, as in systemParts
 	ds := reg.AppendEnabled(buf[:0], defs.KindTool)
@@ -512,13 +513,13 @@ func (rd *renderer) tools(reg *defs.Registry, mods *effects.Mods) []ToolSpec {
 		if mods.Tools != nil && !slices.Contains(mods.Tools, d.Name) {
 			continue
 		}
-		t := ToolSpec{Name: d.Name, Description: d.Tool.Description, Parameters: d.Tool.Schema}
+		t := llm.ToolSpec{Name: d.Name, Description: d.Tool.Description, Parameters: d.Tool.Schema}
 		if out == nil && n < len(prev) && sameSpec(prev[n], t) {
 			n++
 			continue
 		}
 		if out == nil {
-			out = append(make([]ToolSpec, 0, max(len(prev), n+1)), prev[:n]...)
+			out = append(make([]llm.ToolSpec, 0, max(len(prev), n+1)), prev[:n]...)
 		}
 		out = append(out, t)
 		n++
@@ -536,7 +537,7 @@ func (rd *renderer) tools(reg *defs.Registry, mods *effects.Mods) []ToolSpec {
 
 // sameSpec reports whether a and b are the same tool, comparing the schemas
 // by identity first (a declared tool's schema is cached per argument type).
-func sameSpec(a, b ToolSpec) bool {
+func sameSpec(a, b llm.ToolSpec) bool {
 	if a.Name != b.Name || a.Description != b.Description || len(a.Parameters) != len(b.Parameters) {
 		return false
 	}

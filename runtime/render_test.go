@@ -12,6 +12,7 @@ import (
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/snapshots"
@@ -20,7 +21,7 @@ import (
 // Section 5: rendering a request.
 
 // firstRequest runs fn for one step and returns the request it sent.
-func firstRequest(t *testing.T, fn prompt.Func) *runtime.Request {
+func firstRequest(t *testing.T, fn prompt.Func) *llm.Request {
 	t.Helper()
 	m := snapshots.Script(snapshots.Text("ok"))
 	run(t, m, fn, runtime.Config{})
@@ -146,7 +147,7 @@ func TestRenderErrorNamesVariable(t *testing.T) {
 
 // assertPrefixes checks that the messages of each request start with the
 // exact messages of the previous one, except at the steps listed in breaks.
-func assertPrefixes(t *testing.T, reqs []*runtime.Request, breaks ...int) {
+func assertPrefixes(t *testing.T, reqs []*llm.Request, breaks ...int) {
 	t.Helper()
 	for k := 1; k < len(reqs); k++ {
 		prev, cur := reqs[k-1].Messages, reqs[k].Messages
@@ -226,13 +227,13 @@ func TestVolatileViewStaysAtTheTail(t *testing.T) {
 	res := run(t, m, fn, runtime.Config{})
 	reqs := m.Requests()
 	// Without its volatile tail, each request is a prefix of the next.
-	stripped := make([]*runtime.Request, len(reqs))
+	stripped := make([]*llm.Request, len(reqs))
 	for i, r := range reqs {
 		last := r.Messages[len(r.Messages)-1]
 		if want := fmt.Sprintf("(step %d, %d messages so far)", i, 1+2*i); last.Content != want {
 			t.Errorf("request %d tail = %q, want %q", i, last.Content, want)
 		}
-		stripped[i] = &runtime.Request{Messages: r.Messages[:len(r.Messages)-1]}
+		stripped[i] = &llm.Request{Messages: r.Messages[:len(r.Messages)-1]}
 	}
 	assertPrefixes(t, stripped)
 	for _, msg := range res.Transcript {
@@ -435,7 +436,7 @@ func TestBrokenViewIsNotSent(t *testing.T) {
 	m := snapshots.Script(snapshots.CallTool("read", nil), snapshots.Text("unreached"))
 	_, err := runtime.Run(context.Background(), m, fn, runtime.Config{})
 	var se *runtime.StepError
-	var re *runtime.RequestError
+	var re *llm.RequestError
 	if !errors.As(err, &se) || !errors.As(err, &re) {
 		t.Fatalf("Run = %v, want *StepError wrapping *RequestError", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/reprompt/reprompt/effects"
 	"github.com/reprompt/reprompt/internal/callsite"
 	"github.com/reprompt/reprompt/internal/promptrt"
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/session"
 	"github.com/reprompt/reprompt/state"
@@ -37,8 +38,8 @@ type Step struct {
 	// Request is what was sent. Its Messages share memory with the
 	// transcript: read-only. It is nil for a step interrupted by a crash
 	// after the model's reply and completed by Resume (Resumed is set).
-	Request *Request
-	Reply   *Reply
+	Request *llm.Request
+	Reply   *llm.Reply
 	// ToolResults are the results of the reply's tool calls, in call order.
 	ToolResults []defs.ToolResult
 	// Agents are the sub-agents the reply's tool calls ran, in call order,
@@ -112,7 +113,7 @@ type Result struct {
 	// Transcript is the final transcript (read-only).
 	Transcript []defs.Message
 	// Usage sums the usage of every model call.
-	Usage Usage
+	Usage llm.Usage
 	// Stats are the run's totals.
 	Stats effects.RunStats
 	// Awaiting lists the tool calls the run paused for (see
@@ -157,13 +158,13 @@ type StepError struct {
 // The values of StepError.Op: what part of the step failed.
 const (
 	// OpModel: the model call failed (after the retries Config.Retries
-	// allows); Err is typically a *ModelError.
+	// allows); Err is typically an *llm.ModelError.
 	OpModel = "model"
 	// OpRender: the request could not be rendered from the definitions
 	// (a data definition that cannot be encoded, say).
 	OpRender = "render"
 	// OpValidate: the rendered request, or the model's reply, broke a rule
-	// of the wire format and was not sent on (Err is a *RequestError).
+	// of the wire format and was not sent on (Err is an *llm.RequestError).
 	OpValidate = "validate"
 	// OpCheckpoint: saving the session's checkpoint to Config.Store failed;
 	// the step's work is not durable.
@@ -182,7 +183,7 @@ func (e *StepError) Unwrap() error { return e.Err }
 // Runner runs one prompt function against one model. It is not safe for
 // concurrent use.
 type Runner struct {
-	model      Model
+	model      llm.Model
 	fn         prompt.Func
 	cfg        Config
 	p          *prompt.Prompt
@@ -192,7 +193,7 @@ type Runner struct {
 	err        error
 	closed     bool
 	lastTool   *defs.ToolResult
-	usage      Usage
+	usage      llm.Usage
 	stats      effects.RunStats
 	started    time.Time
 	elapsed0   time.Duration // elapsed time restored from a checkpoint
@@ -214,7 +215,7 @@ type Runner struct {
 	offered    []string            // tools offered by the request of the step under way
 	retired    map[string]struct{} // call ids of messages commits took out of the transcript (see uniqueCallIDs)
 	batch      *callBatch          // kept for the next reply's calls (see newBatch)
-	spareReq   *Request            // where render puts the step's first request, allocated with its record
+	spareReq   *llm.Request        // where render puts the step's first request, allocated with its record
 	saveMu     sync.Mutex
 	usageMu    sync.Mutex // guards usage and stats
 	obs        *observer  // tracing and logging (see observe.go); nil without them
@@ -264,7 +265,7 @@ func (r *Runner) takeToolErrors() map[string]error {
 }
 
 // New returns a runner for fn against model.
-func New(model Model, fn prompt.Func, cfg Config) *Runner {
+func New(model llm.Model, fn prompt.Func, cfg Config) *Runner {
 	r := &Runner{model: model, fn: fn, cfg: cfg, p: prompt.New(""), ledger: newLedger(cfg.Counter)}
 	r.count, r.prefix, r.completer = r.ledger.count, r.ledger.prefix, completer{r}
 	return r
@@ -274,7 +275,7 @@ func New(model Model, fn prompt.Func, cfg Config) *Runner {
 // pauses for approvals (Result.Awaiting) cannot be continued from here: use
 // New and Runner.Run to decide in the same process, or a Config.Store and
 // Resume to decide in another.
-func Run(ctx context.Context, model Model, fn prompt.Func, cfg Config) (*Result, error) {
+func Run(ctx context.Context, model llm.Model, fn prompt.Func, cfg Config) (*Result, error) {
 	return New(model, fn, cfg).Run(ctx)
 }
 
@@ -471,7 +472,7 @@ func (r *Runner) maxSteps() int {
 // together.
 type stepRequest struct {
 	step Step
-	req  Request
+	req  llm.Request
 }
 
 func (r *Runner) next(ctx context.Context) (*Step, error) {
@@ -543,7 +544,7 @@ func (r *Runner) next(ctx context.Context) (*Step, error) {
 // (those without a result in given), appends the reply and the results to
 // the transcript, runs the after-reply effects, saves a checkpoint and
 // decides whether the run goes on.
-func (r *Runner) complete(ctx context.Context, rec *Step, offered []ToolSpec, given map[string]defs.ToolResult) (*Step, error) {
+func (r *Runner) complete(ctx context.Context, rec *Step, offered []llm.ToolSpec, given map[string]defs.ToolResult) (*Step, error) {
 	n := rec.Number
 	reply := rec.Reply
 
@@ -736,7 +737,7 @@ func (r *Runner) commit(msgs []defs.Message) error {
 }
 
 // prepare applies the effects' changes and renders and checks the request.
-func (r *Runner) prepare(n int, rec *Step, mods *effects.Mods) (*Request, error) {
+func (r *Runner) prepare(n int, rec *Step, mods *effects.Mods) (*llm.Request, error) {
 	if mods.Committed && !sameSlice(mods.Transcript, r.transcript) {
 		if err := r.commit(mods.Transcript); err != nil {
 			return nil, &StepError{Step: n, Op: OpValidate, Err: err}
@@ -758,7 +759,7 @@ func (r *Runner) prepare(n int, rec *Step, mods *effects.Mods) (*Request, error)
 	rec.InputTokens, rec.PrefixTokens = r.ledger.requestTokens(req, verbatim)
 	frac := r.cfg.CachedInputFraction
 	if frac == 0 {
-		frac = DefaultCachedInputFraction
+		frac = llm.DefaultCachedInputFraction
 	}
 	rec.BilledInput = float64(rec.InputTokens-rec.PrefixTokens) + frac*float64(rec.PrefixTokens)
 	return req, nil
@@ -768,7 +769,7 @@ func (r *Runner) prepare(n int, rec *Step, mods *effects.Mods) (*Request, error)
 // request as too long. (Its own function, so that the target of errors.As
 // is allocated only for a failed call.)
 func contextTooLong(err error) bool {
-	var me *ModelError
+	var me *llm.ModelError
 	return errors.As(err, &me) && me.ContextTooLong
 }
 
@@ -777,7 +778,7 @@ func contextTooLong(err error) bool {
 // The Recovery effects run on the step the BeforeCall effects prepared, so
 // the changes those made (limits, variables, appended messages) hold for
 // the request sent again.
-func (r *Runner) recover(ctx context.Context, n int, rec *Step, es *effects.Step, cause error) (*Request, *Reply, error) {
+func (r *Runner) recover(ctx context.Context, n int, rec *Step, es *effects.Step, cause error) (*llm.Request, *llm.Reply, error) {
 	ran, ok, err := promptrt.Effects(r.p).RunRecovery(ctx, es)
 	rec.Effects = append(rec.Effects, ran...)
 	if err != nil {
@@ -797,7 +798,7 @@ func (r *Runner) recover(ctx context.Context, n int, rec *Step, es *effects.Step
 
 // account adds u to the run's usage and cost. Sub-agents running in
 // parallel tool calls account into their parent concurrently.
-func (r *Runner) account(u Usage) {
+func (r *Runner) account(u llm.Usage) {
 	r.usageMu.Lock()
 	defer r.usageMu.Unlock()
 	r.usage.InputTokens += u.InputTokens
@@ -841,7 +842,7 @@ func (r *Runner) effectStep(n int, es *effects.Step) *effects.Step {
 	return es
 }
 
-func (r *Runner) render(n int, mods *effects.Mods) (req *Request, verbatim int, err error) {
+func (r *Runner) render(n int, mods *effects.Mods) (req *llm.Request, verbatim int, err error) {
 	reg := promptrt.Registry(r.p)
 	sys, err := r.renderer.system(reg, mods)
 	if err != nil {
@@ -858,27 +859,27 @@ func (r *Runner) render(n int, mods *effects.Mods) (req *Request, verbatim int, 
 	req = r.spareReq
 	r.spareReq = nil
 	if req == nil {
-		req = new(Request)
+		req = new(llm.Request)
 	}
-	*req = Request{System: sys, Messages: msgs, Tools: r.renderer.tools(reg, mods), Agent: r.agent, Step: n}
+	*req = llm.Request{System: sys, Messages: msgs, Tools: r.renderer.tools(reg, mods), Agent: r.agent, Step: n}
 	if err := r.renderOutput(req); err != nil {
 		return nil, 0, &StepError{Step: n, Op: OpRender, Err: err}
 	}
 	return req, verbatim, nil
 }
 
-func (r *Runner) call(ctx context.Context, req *Request) (*Reply, error) {
+func (r *Runner) call(ctx context.Context, req *llm.Request) (*llm.Reply, error) {
 	return r.callModel(ctx, r.model, req)
 }
 
-func (r *Runner) callModel(ctx context.Context, m Model, req *Request) (*Reply, error) {
+func (r *Runner) callModel(ctx context.Context, m llm.Model, req *llm.Request) (*llm.Reply, error) {
 	backoff := r.cfg.RetryBackoff
 	if backoff <= 0 {
 		backoff = time.Second
 	}
 	for attempt := 0; ; attempt++ {
 		reply, err := r.callOnce(ctx, m, req)
-		if err == nil || attempt >= r.cfg.Retries || !IsRetryable(err) {
+		if err == nil || attempt >= r.cfg.Retries || !llm.IsRetryable(err) {
 			return reply, err
 		}
 		d := backoff << attempt
@@ -892,16 +893,16 @@ func (r *Runner) callModel(ctx context.Context, m Model, req *Request) (*Reply, 
 	}
 }
 
-func (r *Runner) callOnce(ctx context.Context, m Model, req *Request) (*Reply, error) {
+func (r *Runner) callOnce(ctx context.Context, m llm.Model, req *llm.Request) (*llm.Reply, error) {
 	ctx, span := r.observeCall(ctx, req)
 	if r.cfg.ModelTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, r.cfg.ModelTimeout)
 		defer cancel()
 	}
-	var reply *Reply
+	var reply *llm.Reply
 	var err error
-	if sm, ok := m.(StreamingModel); ok && r.cfg.OnDelta != nil && req.Purpose == PurposeStep {
+	if sm, ok := m.(llm.StreamingModel); ok && r.cfg.OnDelta != nil && req.Purpose == llm.PurposeStep {
 		reply, err = sm.Stream(ctx, req, r.cfg.OnDelta)
 	} else {
 		reply, err = m.Generate(ctx, req)
@@ -919,7 +920,7 @@ func (r *Runner) callOnce(ctx context.Context, m Model, req *Request) (*Reply, e
 type completer struct{ r *Runner }
 
 func (c completer) Complete(ctx context.Context, system, user string) (string, error) {
-	req := &Request{System: system, Messages: []defs.Message{defs.UserMessage(user)}, Agent: c.r.agent, Step: c.r.step, Purpose: PurposeSummary}
+	req := &llm.Request{System: system, Messages: []defs.Message{defs.UserMessage(user)}, Agent: c.r.agent, Step: c.r.step, Purpose: llm.PurposeSummary}
 	m := c.r.cfg.Summarizer
 	if m == nil {
 		m = c.r.model

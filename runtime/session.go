@@ -10,6 +10,7 @@ import (
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
 	"github.com/reprompt/reprompt/internal/promptrt"
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/session"
 )
@@ -33,7 +34,7 @@ var ErrNoStore = errors.New("resume: Config.Store and Config.SessionID must be s
 //
 // An unknown session is a *session.NotFoundError; a damaged or future
 // checkpoint is the store's *session.CorruptError or *session.VersionError.
-func Resume(ctx context.Context, model Model, fn prompt.Func, cfg Config) (*Runner, error) {
+func Resume(ctx context.Context, model llm.Model, fn prompt.Func, cfg Config) (*Runner, error) {
 	if cfg.Store == nil || cfg.SessionID == "" {
 		return nil, ErrNoStore
 	}
@@ -90,7 +91,7 @@ func (r *Runner) restore(cp *session.Checkpoint) error {
 	}
 	st := cp.Stats
 	r.stats = effects.RunStats{Steps: st.Steps, InputTokens: st.InputTokens, OutputTokens: st.OutputTokens, CachedTokens: st.CachedTokens, Cost: st.Cost}
-	r.usage = Usage{InputTokens: st.InputTokens, OutputTokens: st.OutputTokens, CachedTokens: st.CachedTokens}
+	r.usage = llm.Usage{InputTokens: st.InputTokens, OutputTokens: st.OutputTokens, CachedTokens: st.CachedTokens}
 	r.elapsed0 = time.Duration(st.ElapsedNS)
 	r.lastTool = lastToolResult(r.transcript)
 	return nil
@@ -183,7 +184,7 @@ func (r *Runner) resumePending(ctx context.Context) (*Step, error) {
 	p := r.pending
 	r.pending = nil
 	n := r.step
-	rec := &Step{Number: n, Resumed: r.restored, Reply: &Reply{Message: p.Reply}}
+	rec := &Step{Number: n, Resumed: r.restored, Reply: &llm.Reply{Message: p.Reply}}
 	r.restored = false
 	defer func() { r.approvals = nil }()
 	reg := promptrt.Registry(r.p)
@@ -201,7 +202,7 @@ func (r *Runner) resumePending(ctx context.Context) (*Step, error) {
 	for _, res := range p.Results {
 		given[res.CallID] = res
 	}
-	var offered []ToolSpec
+	var offered []llm.ToolSpec
 	started := false
 	for _, c := range p.Reply.ToolCalls {
 		if _, ok := given[c.ID]; ok {
@@ -219,7 +220,7 @@ func (r *Runner) resumePending(ctx context.Context) (*Step, error) {
 			switch {
 			case a.Decision == session.Approved && !a.Started:
 				a.Started, started = true, true
-				offered = append(offered, ToolSpec{Name: c.Name})
+				offered = append(offered, llm.ToolSpec{Name: c.Name})
 				continue
 			case a.Decision == session.Denied: // its denial is in p.Results; never lost
 				given[c.ID] = denial(c, "")
@@ -230,7 +231,7 @@ func (r *Runner) resumePending(ctx context.Context) (*Step, error) {
 		// approval: a call that needed one is never run without it.
 		def, ok := reg.Lookup(defs.KindTool, c.Name)
 		if ok && def.Tool.Idempotent && (i >= 0 || def.Tool.NeedsApproval == nil) || !ok && r.isAnswerCall(c.Name) { // validating an answer again is safe
-			offered = append(offered, ToolSpec{Name: c.Name})
+			offered = append(offered, llm.ToolSpec{Name: c.Name})
 			continue
 		}
 		given[c.ID] = defs.ToolResult{CallID: c.ID, Name: c.Name, Arguments: c.Arguments, IsError: true,

@@ -14,6 +14,7 @@ import (
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/session"
@@ -85,7 +86,7 @@ func TestResumeAfterModelFailureMatchesUninterruptedRun(t *testing.T) {
 	cfg := runtime.Config{Store: store, SessionID: "s1"}
 	var rp resumable
 	first := script()
-	first[1] = snapshots.Fail(&runtime.ModelError{StatusCode: 503, Message: "down"})
+	first[1] = snapshots.Fail(&llm.ModelError{StatusCode: 503, Message: "down"})
 	if _, err := runtime.Run(ctx, snapshots.Script(first...), rp.fn, cfg); err == nil {
 		t.Fatal("first run: want the model failure")
 	}

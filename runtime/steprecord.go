@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/session"
 )
 
@@ -24,7 +25,7 @@ type stepRecorder struct {
 	callBuf   []session.CallRecord
 	system    string // the last system prompt, and its id
 	systemID  string
-	tools     []ToolSpec // the last request's tools, and their names
+	tools     []llm.ToolSpec // the last request's tools, and their names
 	toolNames []string
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/internal/callsite"
 	"github.com/reprompt/reprompt/internal/promptrt"
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/state"
 )
@@ -28,7 +29,7 @@ import (
 // and a checkpoint never holds the changes of a call whose result it does
 // not hold. A call cut short by the cancellation of ctx is not recorded as
 // completed, and its changes are dropped.
-func (r *Runner) runCalls(ctx context.Context, reply defs.Message, offered []ToolSpec, given map[string]defs.ToolResult, held map[string]bool) ([]defs.ToolResult, error) {
+func (r *Runner) runCalls(ctx context.Context, reply defs.Message, offered []llm.ToolSpec, given map[string]defs.ToolResult, held map[string]bool) ([]defs.ToolResult, error) {
 	b := r.newBatch(ctx, reply, offered)
 	defer r.endBatch(b)
 	store := r.p.Store()
@@ -94,7 +95,7 @@ func (r *Runner) runCalls(ctx context.Context, reply defs.Message, offered []Too
 // reply (see endBatch): nothing outside runCalls keeps them. An executor
 // gets a batch of its own, as a ToolCalls it kept by mistake would use it
 // after ExecuteTools.
-func (r *Runner) newBatch(ctx context.Context, reply defs.Message, offered []ToolSpec) *callBatch {
+func (r *Runner) newBatch(ctx context.Context, reply defs.Message, offered []llm.ToolSpec) *callBatch {
 	n := len(reply.ToolCalls)
 	if r.cfg.ToolExecutor != nil {
 		// The executor's context carries the runner, for the sub-agent
@@ -131,7 +132,7 @@ type callBatch struct {
 	r       *Runner
 	ctx     context.Context // with a ToolExecutor, carries the runner, for sub-agents
 	reply   defs.Message
-	offered []ToolSpec
+	offered []llm.ToolSpec
 	slots   []callSlot // by call
 
 	mu        sync.Mutex // guards what follows and the slots' res and finished
@@ -200,7 +201,7 @@ func (b *callBatch) advance() {
 	}
 }
 
-func (r *Runner) runTool(ctx context.Context, c defs.ToolCall, offered []ToolSpec, tx *state.Tx) defs.ToolResult {
+func (r *Runner) runTool(ctx context.Context, c defs.ToolCall, offered []llm.ToolSpec, tx *state.Tx) defs.ToolResult {
 	res := defs.ToolResult{CallID: c.ID, Name: c.Name, Arguments: c.Arguments}
 	fail := func(format string, args ...any) defs.ToolResult {
 		res.Content, res.IsError = "error: "+fmt.Sprintf(format, args...), true
@@ -217,7 +218,7 @@ func (r *Runner) runTool(ctx context.Context, c defs.ToolCall, offered []ToolSpe
 		}
 		return fail("unknown tool %q; the tools available are: %s", c.Name, strings.Join(names, ", "))
 	}
-	if !slices.ContainsFunc(offered, func(t ToolSpec) bool { return t.Name == c.Name }) {
+	if !slices.ContainsFunc(offered, func(t llm.ToolSpec) bool { return t.Name == c.Name }) {
 		return fail("tool %q is disabled at this step and was not run", c.Name)
 	}
 	if def.Tool.Validate != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/session"
@@ -175,7 +176,7 @@ func TestReminderIsTrailingUserMessage(t *testing.T) {
 				t.Errorf("reminder message = %+v, want a user message marked as reminder", last)
 			}
 			// For this step only: not in the transcript, not in the next request.
-			for i, r := range []*runtime.Request{reqs[0], reqs[2]} {
+			for i, r := range []*llm.Request{reqs[0], reqs[2]} {
 				for _, msg := range r.Messages {
 					if strings.Contains(msg.Content, "<reminder>") {
 						t.Errorf("request %d carries a reminder", 2*i)
@@ -551,7 +552,7 @@ func TestParallelSubAgentsAndStateUpdates(t *testing.T) {
 	}
 	// Sub-agents share the script, in whatever order they reach it: each
 	// answers from its own request.
-	answer := snapshots.Reply{Func: func(req *runtime.Request) snapshots.Reply {
+	answer := snapshots.Reply{Func: func(req *llm.Request) snapshots.Reply {
 		return snapshots.Text("done: " + req.Messages[0].Content)
 	}}
 	m := snapshots.Script(

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/session"
@@ -47,7 +48,7 @@ func shopping(p *prompt.Prompt) error {
 	return nil
 }
 
-func shoppingScript() runtime.Model {
+func shoppingScript() llm.Model {
 	return snapshots.Script(
 		snapshots.CallTools(
 			snapshots.Call{Name: "add", Args: itemArgs{"cheese"}},

@@ -5,20 +5,8 @@ import (
 	"maps"
 
 	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/llm"
 )
-
-// RequestError is a request that providers would reject, found before it is
-// sent: a tool result without the call it answers, a call without its
-// result, a role out of place.
-type RequestError struct {
-	// Index is the position of the offending message in Request.Messages.
-	Index  int
-	Reason string
-}
-
-func (e *RequestError) Error() string {
-	return fmt.Sprintf("invalid request: message %d: %s", e.Index, e.Reason)
-}
 
 // ValidateMessages checks that msgs is a conversation providers accept:
 // every tool message answers a call of the assistant message before it (the
@@ -79,14 +67,14 @@ func (v *validator) feed(msgs []defs.Message, from int, o *overlay) error {
 		switch m.Role {
 		case defs.RoleTool:
 			if *open < 0 {
-				return &RequestError{Index: i, Reason: fmt.Sprintf("tool result for %q does not follow an assistant message with tool calls", m.ToolCallID)}
+				return &llm.RequestError{Index: i, Reason: fmt.Sprintf("tool result for %q does not follow an assistant message with tool calls", m.ToolCallID)}
 			}
 			answered, ok := pending[m.ToolCallID]
 			if !ok {
-				return &RequestError{Index: i, Reason: fmt.Sprintf("tool result for %q answers no call of message %d", m.ToolCallID, *open)}
+				return &llm.RequestError{Index: i, Reason: fmt.Sprintf("tool result for %q answers no call of message %d", m.ToolCallID, *open)}
 			}
 			if answered {
-				return &RequestError{Index: i, Reason: fmt.Sprintf("second tool result for call %q", m.ToolCallID)}
+				return &llm.RequestError{Index: i, Reason: fmt.Sprintf("second tool result for call %q", m.ToolCallID)}
 			}
 			pending[m.ToolCallID] = true
 		case defs.RoleAssistant, defs.RoleUser, defs.RoleSystem:
@@ -97,10 +85,10 @@ func (v *validator) feed(msgs []defs.Message, from int, o *overlay) error {
 			if m.Role == defs.RoleAssistant && len(m.ToolCalls) > 0 {
 				for _, c := range m.ToolCalls {
 					if c.ID == "" {
-						return &RequestError{Index: i, Reason: fmt.Sprintf("tool call to %q has no id", c.Name)}
+						return &llm.RequestError{Index: i, Reason: fmt.Sprintf("tool call to %q has no id", c.Name)}
 					}
 					if j, dup := seenAt(c.ID); dup {
-						return &RequestError{Index: i, Reason: fmt.Sprintf("tool call id %q already used by message %d", c.ID, j)}
+						return &llm.RequestError{Index: i, Reason: fmt.Sprintf("tool call id %q already used by message %d", c.ID, j)}
 					}
 					addSeen(c.ID, i)
 					pending[c.ID] = false
@@ -108,7 +96,7 @@ func (v *validator) feed(msgs []defs.Message, from int, o *overlay) error {
 				*open = i
 			}
 		default:
-			return &RequestError{Index: i, Reason: fmt.Sprintf("unknown role %q", m.Role)}
+			return &llm.RequestError{Index: i, Reason: fmt.Sprintf("unknown role %q", m.Role)}
 		}
 	}
 	return nil
@@ -129,7 +117,7 @@ func answered(msgs []defs.Message, open int, pending map[string]bool, at int) er
 	}
 	for _, c := range msgs[open].ToolCalls {
 		if !pending[c.ID] {
-			return &RequestError{Index: open, Reason: fmt.Sprintf("tool call %q (%s) has no result before message %d", c.ID, c.Name, at)}
+			return &llm.RequestError{Index: open, Reason: fmt.Sprintf("tool call %q (%s) has no result before message %d", c.ID, c.Name, at)}
 		}
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/runtime"
 )
 
@@ -45,9 +46,9 @@ func FuzzValidateDecodedMessages(f *testing.F) {
 		if err == nil {
 			return
 		}
-		re, ok := errors.AsType[*runtime.RequestError](err)
+		re, ok := errors.AsType[*llm.RequestError](err)
 		if !ok {
-			t.Fatalf("error %T (%v), want a *runtime.RequestError", err, err)
+			t.Fatalf("error %T (%v), want an *llm.RequestError", err, err)
 		}
 		if re.Index < 0 || re.Index >= len(msgs) {
 			t.Fatalf("RequestError.Index %d outside the %d messages: %v", re.Index, len(msgs), err)

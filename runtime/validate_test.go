@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/runtime"
 )
 
@@ -65,9 +66,9 @@ func TestValidateMessages(t *testing.T) {
 				}
 				return
 			}
-			var re *runtime.RequestError
+			var re *llm.RequestError
 			if !errors.As(err, &re) {
-				t.Fatalf("ValidateMessages = %v, want *runtime.RequestError", err)
+				t.Fatalf("ValidateMessages = %v, want *llm.RequestError", err)
 			}
 			if re.Index != tt.wantIndex || !strings.Contains(re.Reason, tt.wantIn) {
 				t.Errorf("RequestError{Index: %d, Reason: %q}, want index %d and a reason containing %q", re.Index, re.Reason, tt.wantIndex, tt.wantIn)
@@ -94,7 +95,7 @@ func FuzzValidateMessages(f *testing.F) {
 	f.Fuzz(func(t *testing.T, script string) {
 		msgs := runtime.ScriptMessages(script)
 		err := runtime.ValidateMessages(msgs) // must not panic
-		var re *runtime.RequestError
+		var re *llm.RequestError
 		if err != nil && (!errors.As(err, &re) || re.Index < 0 || re.Index >= len(msgs)) {
 			t.Errorf("ValidateMessages = %v: not a RequestError naming a message of %d", err, len(msgs))
 		}

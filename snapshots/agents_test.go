@@ -13,6 +13,7 @@ import (
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/snapshots"
@@ -116,7 +117,7 @@ func TestSubAgentWithoutScript(t *testing.T) {
 	var se *snapshots.ScriptError
 	require.ErrorAs(t, m.Err(), &se)
 	want := snapshots.ScriptError{
-		Request: 2, Agent: "writer", Step: 0, Purpose: runtime.PurposeStep, Err: snapshots.ErrNoAgentScript,
+		Request: 2, Agent: "writer", Step: 0, Purpose: llm.PurposeStep, Err: snapshots.ErrNoAgentScript,
 		Hint: `the model has scripts for "researcher" only; give this one its replies with Script(...).Agent("writer", ...)`,
 	}
 	if diff := cmp.Diff(want, *se, cmpopts.EquateErrors()); diff != "" {
@@ -185,7 +186,7 @@ func TestSingleScriptExhaustedNamesSubAgents(t *testing.T) {
 	var se *snapshots.ScriptError
 	require.ErrorAs(t, err, &se)
 	want := snapshots.ScriptError{
-		Request: 4, Agent: "", Step: 1, Purpose: runtime.PurposeStep, Err: snapshots.ErrScriptExhausted,
+		Request: 4, Agent: "", Step: 1, Purpose: llm.PurposeStep, Err: snapshots.ErrScriptExhausted,
 		Hint: `the script has 3 replies, and sub-agents took some of them ("researcher" 2): give each sub-agent its own with Agent(name, ...)`,
 	}
 	if diff := cmp.Diff(want, *se, cmpopts.EquateErrors()); diff != "" {
@@ -253,7 +254,7 @@ func TestSummariesHaveTheirOwnList(t *testing.T) {
 	require.Len(t, res.Steps, 3, "every step reply was used by a step")
 	require.Len(t, res.Steps[1].Summaries, 1)
 	sum := res.Steps[1].Summaries[0]
-	assert.Equal(t, runtime.PurposeSummary, sum.Request.Purpose)
+	assert.Equal(t, llm.PurposeSummary, sum.Request.Purpose)
 	assert.Equal(t, 1, sum.Request.Step)
 	assert.Equal(t, "Summarise.", sum.Request.System)
 	require.NotNil(t, sum.Reply)
@@ -287,7 +288,7 @@ func TestMissingSummaryFailsTheTest(t *testing.T) {
 // TestSummaryWithToolCalls: a Summary entry cannot call tools.
 func TestSummaryWithToolCalls(t *testing.T) {
 	m := snapshots.Script(snapshots.Reply{Summary: true, Calls: []snapshots.Call{{Name: "add"}}})
-	_, err := m.Generate(context.Background(), &runtime.Request{Purpose: runtime.PurposeSummary})
+	_, err := m.Generate(context.Background(), &llm.Request{Purpose: llm.PurposeSummary})
 	assert.ErrorIs(t, err, snapshots.ErrBadSummary)
 	assert.True(t, errors.Is(m.Err(), snapshots.ErrBadSummary))
 }
@@ -307,7 +308,7 @@ func TestSeparateSummarizer(t *testing.T) {
 	require.NoError(t, summarizer.Err())
 	assert.Len(t, m.Requests(), 3)
 	require.Len(t, summarizer.Requests(), 1)
-	assert.Equal(t, runtime.PurposeSummary, summarizer.Requests()[0].Purpose)
+	assert.Equal(t, llm.PurposeSummary, summarizer.Requests()[0].Purpose)
 	assert.Equal(t, "From the summariser.", res.Steps[1].Summaries[0].Reply.Message.Content)
 	msgs := m.Requests()[1].Messages
 	assert.Equal(t, "summary: From the summariser.", msgs[len(msgs)-1].Content, "the summary reached the request")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
 )
@@ -22,7 +23,7 @@ func Decide(decide func(call runtime.PendingApproval) (approve bool, reason stri
 
 // runWithDecisions runs fn to its end, deciding the calls it pauses for
 // with o.decide, and returns the steps of every part of the run.
-func runWithDecisions(ctx context.Context, model runtime.Model, fn prompt.Func, o *options) (*runtime.Result, error) {
+func runWithDecisions(ctx context.Context, model llm.Model, fn prompt.Func, o *options) (*runtime.Result, error) {
 	r := runtime.New(model, fn, o.cfg)
 	defer r.Close() // a run left paused
 	res, err := r.Run(ctx)

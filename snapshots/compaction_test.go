@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/effects/builtin"
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/snapshots"
@@ -76,7 +77,7 @@ func TestCompactionSummaries(t *testing.T) {
 	}
 	require.Len(t, sums, 3)
 	for i, s := range sums {
-		assert.Equal(t, runtime.PurposeSummary, s.Request.Purpose)
+		assert.Equal(t, llm.PurposeSummary, s.Request.Purpose)
 		assert.Equal(t, builtin.DefaultSummaryPrompt, s.Request.System)
 		assert.True(t, strings.HasPrefix(s.Reply.Message.Content, fmt.Sprintf("Summary %d:", i+1)), "summaries are answered in order")
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/snapshots"
@@ -43,15 +44,15 @@ func TestErrorTextHasNoLineNumbers(t *testing.T) {
 
 func TestNoFinishReplaysNoFinishReason(t *testing.T) {
 	m := snapshots.Script(snapshots.Reply{Text: "hi", Finish: snapshots.NoFinish}, snapshots.Text("hi"))
-	r1, err := m.Generate(context.Background(), &runtime.Request{})
+	r1, err := m.Generate(context.Background(), &llm.Request{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r2, err := m.Generate(context.Background(), &runtime.Request{})
+	r2, err := m.Generate(context.Background(), &llm.Request{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r1.FinishReason != "" || r2.FinishReason != runtime.FinishStop {
+	if r1.FinishReason != "" || r2.FinishReason != llm.FinishStop {
 		t.Errorf("finish reasons %q and %q, want none and stop", r1.FinishReason, r2.FinishReason)
 	}
 }

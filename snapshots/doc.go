@@ -138,14 +138,14 @@
 //	)
 //
 // The runtime tells the model which agent a request is for
-// (runtime.Request.Agent). With agent scripts, a sub-agent without one, or
+// (llm.Request.Agent). With agent scripts, a sub-agent without one, or
 // one whose script ran out, gets a *ScriptError naming it and its step, and
 // never a reply meant for another agent. Without any, all agents draw from
 // the one list in the order their requests arrive, which suits runs without
 // sub-agents.
 //
-// The summaries compaction asks for (runtime.Request.Purpose is
-// runtime.PurposeSummary) are answered from a list of their own: replies
+// The summaries compaction asks for (llm.Request.Purpose is
+// llm.PurposeSummary) are answered from a list of their own: replies
 // made with Summary, wherever they stand in the script. A summary request
 // with none left gets a *ScriptError too. Compaction then falls back on a
 // summary made by rule, and a failed sub-agent is an error result for its
@@ -158,8 +158,8 @@
 //
 // A prompt that declares a typed answer (prompt.DefOutput) is answered with
 // Answer, which gives the value the way the request asks for it: as the
-// reply's text for a response_format (runtime.OutputNative), as a call of
-// the answer tool otherwise (runtime.OutputTool, what the scripted model
+// reply's text for a response_format (llm.OutputNative), as a call of
+// the answer tool otherwise (llm.OutputTool, what the scripted model
 // gets unless WithNativeOutput or Config.OutputMode says otherwise). A
 // string or json.RawMessage is sent as is, so an invalid answer can be
 // scripted, and Refuse scripts a refusal:

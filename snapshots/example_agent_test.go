@@ -89,7 +89,7 @@ func ExampleModel_Agent() {
 }
 
 // Summary replies answer the summary requests compaction sends
-// (runtime.PurposeSummary), from a list of their own: they never take a
+// (llm.PurposeSummary), from a list of their own: they never take a
 // reply meant for a step. Here an effect asks for a summary at step 1.
 func ExampleSummary() {
 	fn := func(p *prompt.Prompt) error {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/snapshots"
@@ -119,9 +120,9 @@ func ExampleRecord() {
 	real := snapshots.Script( // stands for a provider's model
 		snapshots.Reply{
 			Calls: []snapshots.Call{{ID: "call_8fQ2", Name: "remember", Args: `{"name": "Ada"}`}},
-			Usage: &runtime.Usage{InputTokens: 61, OutputTokens: 9},
+			Usage: &llm.Usage{InputTokens: 61, OutputTokens: 9},
 		},
-		snapshots.Reply{Text: "Hello, Ada!", Usage: &runtime.Usage{InputTokens: 80, OutputTokens: 4, CachedTokens: 61}},
+		snapshots.Reply{Text: "Hello, Ada!", Usage: &llm.Usage{InputTokens: 80, OutputTokens: 4, CachedTokens: 61}},
 	)
 	rec := snapshots.Record(real)
 	if _, err := runtime.Run(context.Background(), rec, greeter, runtime.Config{}); err != nil {

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/runtime"
 )
 
@@ -151,7 +152,7 @@ func (f *formatter) step(s, prev *runtime.Step) {
 	refs("disabled", s.Disabled)
 	refs("reminded", s.Reminded)
 	if req := s.Request; req != nil {
-		var prevReq *runtime.Request
+		var prevReq *llm.Request
 		if prev != nil {
 			prevReq = prev.Request
 		}
@@ -266,10 +267,10 @@ func (f *formatter) agent(parent string, a *runtime.AgentRun) {
 // output writes the typed answer a request asks for: its name, Go type and
 // mode, and its schema unless it is the answer tool's (listed with the
 // tools) or the same as at an earlier step.
-func (f *formatter) output(name string, step int, o *runtime.OutputSpec) {
+func (f *formatter) output(name string, step int, o *llm.OutputSpec) {
 	f.section(name + "/output")
 	fmt.Fprintf(&f.b, "%s (%s, %s): %s\n", o.Name, o.Type, o.Mode, oneLineText(o.Description))
-	if o.Mode == runtime.OutputTool {
+	if o.Mode == llm.OutputTool {
 		f.b.WriteString("  schema: (the tool's)\n")
 		return
 	}
@@ -283,7 +284,7 @@ func (f *formatter) output(name string, step int, o *runtime.OutputSpec) {
 	f.field("  ", "schema", schema)
 }
 
-func (f *formatter) tool(step int, t runtime.ToolSpec) {
+func (f *formatter) tool(step int, t llm.ToolSpec) {
 	fmt.Fprintf(&f.b, "%s: %s\n", t.Name, oneLineText(t.Description))
 	schema := f.red(indentJSON(t.Parameters))
 	if last, ok := f.schemas[t.Name]; ok && last.schema == schema {
@@ -294,7 +295,7 @@ func (f *formatter) tool(step int, t runtime.ToolSpec) {
 	f.field("  ", "schema", schema)
 }
 
-func (f *formatter) messages(msgs []defs.Message, prevReq *runtime.Request, prev *runtime.Step) {
+func (f *formatter) messages(msgs []defs.Message, prevReq *llm.Request, prev *runtime.Step) {
 	if len(msgs) == 0 {
 		f.b.WriteString("(none)\n")
 		return

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
 )
@@ -52,7 +53,7 @@ const headerPrefix = "reprompt snapshot v"
 //
 // The run uses t.Context(). Run returns the run's result, so that the test
 // can assert more on it; it is nil only when the run could not start.
-func Run(t testing.TB, fn prompt.Func, model runtime.Model, opts ...Option) *runtime.Result {
+func Run(t testing.TB, fn prompt.Func, model llm.Model, opts ...Option) *runtime.Result {
 	t.Helper()
 	o := newOptions(opts)
 	res, err := runWithDecisions(t.Context(), model, fn, o)

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/runtime"
 )
 
@@ -96,12 +97,12 @@ func FuzzFormatSections(f *testing.F) {
 	f.Add("a\r\nb", "\n\n", "--  --", "a\nb")
 	f.Fuzz(func(t *testing.T, system, user, result, key string) {
 		step := &runtime.Step{
-			Request: &runtime.Request{
+			Request: &llm.Request{
 				System:   system,
 				Messages: []defs.Message{defs.UserMessage(user)},
-				Tools:    []runtime.ToolSpec{{Name: "t", Description: user, Parameters: json.RawMessage(result)}},
+				Tools:    []llm.ToolSpec{{Name: "t", Description: user, Parameters: json.RawMessage(result)}},
 			},
-			Reply: &runtime.Reply{Message: defs.Message{Role: defs.RoleAssistant, Content: result,
+			Reply: &llm.Reply{Message: defs.Message{Role: defs.RoleAssistant, Content: result,
 				ToolCalls: []defs.ToolCall{{ID: "c1", Name: "t", Arguments: json.RawMessage(user)}}}},
 			ToolResults: []defs.ToolResult{{CallID: "c1", Name: "t", Content: result}},
 			State:       map[string]any{key: result},

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/snapshots"
@@ -51,7 +52,7 @@ func reviewScript() *snapshots.Model {
 // a response_format. The invalid answer is sent back with its validation
 // error, as a tool result or as a user message.
 func TestStructuredOutput(t *testing.T) {
-	for _, mode := range []runtime.OutputMode{runtime.OutputTool, runtime.OutputNative} {
+	for _, mode := range []llm.OutputMode{llm.OutputTool, llm.OutputNative} {
 		t.Run(string(mode), func(t *testing.T) {
 			res := snapshots.Run(t, reviewer, reviewScript(), snapshots.Config(runtime.Config{OutputMode: mode}))
 			v, err := runtime.Output[verdict](res)
@@ -67,7 +68,7 @@ func TestStructuredOutput(t *testing.T) {
 // TestStructuredOutputRetriesExhausted: answers that stay invalid end the
 // run with an *OutputError after Config.OutputRetries were sent back.
 func TestStructuredOutputRetriesExhausted(t *testing.T) {
-	for _, mode := range []runtime.OutputMode{runtime.OutputTool, runtime.OutputNative} {
+	for _, mode := range []llm.OutputMode{llm.OutputTool, llm.OutputNative} {
 		t.Run(string(mode), func(t *testing.T) {
 			model := snapshots.Script(
 				snapshots.Answer(`{"approved": "yes"}`),
@@ -94,7 +95,7 @@ func TestStructuredOutputRetriesExhausted(t *testing.T) {
 // *OutputError carrying it, without retrying.
 func TestStructuredOutputRefusal(t *testing.T) {
 	model := snapshots.Script(snapshots.Refuse("I cannot review this."))
-	res, err := runtime.Run(context.Background(), model, reviewer, runtime.Config{OutputMode: runtime.OutputNative})
+	res, err := runtime.Run(context.Background(), model, reviewer, runtime.Config{OutputMode: llm.OutputNative})
 	require.Contains(t, string(snapshots.Format(res.Steps, err)), "-- step 0/reply --\nfinish: stop\nrefusal: I cannot review this.\n")
 	var oe *runtime.OutputError
 	require.ErrorAs(t, err, &oe)
@@ -130,9 +131,9 @@ func TestStructuredOutputRecordReplay(t *testing.T) {
 			if diff := cmp.Diff(string(snapshots.Format(want.Steps, nil)), string(snapshots.Format(got.Steps, nil))); diff != "" {
 				t.Errorf("replayed run differs from the recorded one (-recorded +replayed):\n%s", diff)
 			}
-			wantMode := runtime.OutputTool
+			wantMode := llm.OutputTool
 			if native {
-				wantMode = runtime.OutputNative
+				wantMode = llm.OutputNative
 			}
 			require.Equal(t, wantMode, got.Steps[0].Request.Output.Mode)
 			v, err := runtime.Output[verdict](got)

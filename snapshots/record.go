@@ -9,19 +9,19 @@ import (
 	"os"
 	"sync"
 
-	"github.com/reprompt/reprompt/runtime"
+	"github.com/reprompt/reprompt/llm"
 )
 
 // scriptVersion is the version of the JSON format Recorder writes.
 const scriptVersion = 1
 
-// Recorder is a runtime.Model that passes every request to another model
+// Recorder is an llm.Model that passes every request to another model
 // and records the replies it gave (errors included), so that a run against a
 // real model can be replayed offline: write the recording with WriteFile,
 // load it with Replay, and the scripted model answers as the real one did.
 //
 // Each reply is recorded with the agent it answered (Request.Agent) and
-// whether it was a summary (runtime.PurposeSummary), so that the replay
+// whether it was a summary (llm.PurposeSummary), so that the replay
 // gives every sub-agent its own script and answers summaries from their own
 // list.
 //
@@ -30,7 +30,7 @@ const scriptVersion = 1
 // sub-agent call the model concurrently that order, and so the replay, is
 // only as deterministic as the run.
 type Recorder struct {
-	model   runtime.Model
+	model   llm.Model
 	mu      sync.Mutex
 	replies []recorded
 }
@@ -42,15 +42,15 @@ type recorded struct {
 	// Summary marks the answer to a summary request.
 	Summary bool `json:"summary,omitempty"`
 	// Output is how the request asked for a typed answer
-	// (runtime.OutputSpec.Mode); "" when it asked for none.
-	Output    runtime.OutputMode   `json:"output,omitempty"`
-	Text      string               `json:"text,omitempty"`
-	Refusal   string               `json:"refusal,omitempty"`
-	Reasoning string               `json:"reasoning,omitempty"`
-	Calls     []recordedCall       `json:"calls,omitempty"`
-	Finish    runtime.FinishReason `json:"finish,omitempty"`
-	Usage     *runtime.Usage       `json:"usage,omitempty"`
-	Error     *recordedError       `json:"error,omitempty"`
+	// (llm.OutputSpec.Mode); "" when it asked for none.
+	Output    llm.OutputMode   `json:"output,omitempty"`
+	Text      string           `json:"text,omitempty"`
+	Refusal   string           `json:"refusal,omitempty"`
+	Reasoning string           `json:"reasoning,omitempty"`
+	Calls     []recordedCall   `json:"calls,omitempty"`
+	Finish    llm.FinishReason `json:"finish,omitempty"`
+	Usage     *llm.Usage       `json:"usage,omitempty"`
+	Error     *recordedError   `json:"error,omitempty"`
 }
 
 // recordedCall keeps the arguments as a string: the exact bytes the model
@@ -61,7 +61,7 @@ type recordedCall struct {
 	Arguments string `json:"arguments"`
 }
 
-// recordedError is a failed model call. A *runtime.ModelError keeps its
+// recordedError is a failed model call. An *llm.ModelError keeps its
 // fields; any other error keeps its text only.
 type recordedError struct {
 	Message        string `json:"message"`
@@ -77,29 +77,29 @@ type scriptFile struct {
 }
 
 // Record returns a Recorder that passes requests through to model.
-func Record(model runtime.Model) *Recorder { return &Recorder{model: model} }
+func Record(model llm.Model) *Recorder { return &Recorder{model: model} }
 
-// NativeOutput implements runtime.NativeOutputModel as the wrapped model
+// NativeOutput implements llm.NativeOutputModel as the wrapped model
 // does (false when it does not), so that a recorded run asks for a typed
 // answer as it would without the Recorder.
 func (r *Recorder) NativeOutput() bool {
-	m, ok := r.model.(runtime.NativeOutputModel)
+	m, ok := r.model.(llm.NativeOutputModel)
 	return ok && m.NativeOutput()
 }
 
 // Generate passes req to the wrapped model and records its reply or error.
-func (r *Recorder) Generate(ctx context.Context, req *runtime.Request) (*runtime.Reply, error) {
+func (r *Recorder) Generate(ctx context.Context, req *llm.Request) (*llm.Reply, error) {
 	reply, err := r.model.Generate(ctx, req)
 	r.record(req, reply, err)
 	return reply, err
 }
 
 // Stream passes req to the wrapped model's Stream if it is a
-// runtime.StreamingModel, and otherwise to Generate, delivering the reply's
+// llm.StreamingModel, and otherwise to Generate, delivering the reply's
 // text and tool calls to onDelta once it arrived. It records the reply or
 // error.
-func (r *Recorder) Stream(ctx context.Context, req *runtime.Request, onDelta func(runtime.Delta)) (*runtime.Reply, error) {
-	sm, ok := r.model.(runtime.StreamingModel)
+func (r *Recorder) Stream(ctx context.Context, req *llm.Request, onDelta func(llm.Delta)) (*llm.Reply, error) {
+	sm, ok := r.model.(llm.StreamingModel)
 	if ok {
 		reply, err := sm.Stream(ctx, req, onDelta)
 		r.record(req, reply, err)
@@ -110,20 +110,20 @@ func (r *Recorder) Stream(ctx context.Context, req *runtime.Request, onDelta fun
 		return nil, err
 	}
 	if m := reply.Message; m.Content != "" || m.Reasoning != "" {
-		onDelta(runtime.Delta{Content: m.Content, Reasoning: m.Reasoning})
+		onDelta(llm.Delta{Content: m.Content, Reasoning: m.Reasoning})
 	}
 	for i, c := range reply.Message.ToolCalls {
-		onDelta(runtime.Delta{ToolCall: &runtime.ToolCallDelta{Index: i, ID: c.ID, Name: c.Name, Arguments: string(c.Arguments)}})
+		onDelta(llm.Delta{ToolCall: &llm.ToolCallDelta{Index: i, ID: c.ID, Name: c.Name, Arguments: string(c.Arguments)}})
 	}
 	return reply, nil
 }
 
-func (r *Recorder) record(req *runtime.Request, reply *runtime.Reply, err error) {
+func (r *Recorder) record(req *llm.Request, reply *llm.Reply, err error) {
 	var rec recorded
 	switch {
 	case err != nil:
 		rec.Error = &recordedError{Message: err.Error()}
-		if me, ok := errors.AsType[*runtime.ModelError](err); ok {
+		if me, ok := errors.AsType[*llm.ModelError](err); ok {
 			rec.Error = &recordedError{
 				Message:        me.Message,
 				ModelError:     true,
@@ -145,7 +145,7 @@ func (r *Recorder) record(req *runtime.Request, reply *runtime.Reply, err error)
 			rec.Calls = append(rec.Calls, recordedCall{ID: c.ID, Name: c.Name, Arguments: string(c.Arguments)})
 		}
 	}
-	rec.Agent, rec.Summary = req.Agent, req.Purpose == runtime.PurposeSummary
+	rec.Agent, rec.Summary = req.Agent, req.Purpose == llm.PurposeSummary
 	if req.Output != nil {
 		rec.Output = req.Output.Mode
 	}
@@ -199,7 +199,7 @@ func (r *Recorder) WriteFile(path string) error {
 // Replay reads a recording written by Recorder.WriteFile and returns a
 // scripted model that gives the recorded replies in order: the same text,
 // reasoning, tool call ids and arguments (byte for byte), finish reasons and
-// usage. A recorded *runtime.ModelError is returned again as one, with its
+// usage. A recorded *llm.ModelError is returned again as one, with its
 // status and flags; any other recorded error as an error with its text.
 // When the recording holds replies of sub-agents, each sub-agent is
 // answered from its own (see Model.Agent); recorded summaries answer
@@ -227,7 +227,7 @@ func Replay(path string) (*Model, error) {
 func scriptOf(recs []recorded) *Model {
 	m := Script()
 	for _, rec := range recs {
-		if rec.Output == runtime.OutputNative {
+		if rec.Output == llm.OutputNative {
 			m.native = true // the recorded run asked with a response_format
 		}
 		if rec.Agent == "" {
@@ -243,7 +243,7 @@ func (rec recorded) reply() Reply {
 	if e := rec.Error; e != nil {
 		r := Fail(errors.New(e.Message))
 		if e.ModelError {
-			r = Fail(&runtime.ModelError{StatusCode: e.StatusCode, Retryable: e.Retryable, ContextTooLong: e.ContextTooLong, Message: e.Message})
+			r = Fail(&llm.ModelError{StatusCode: e.StatusCode, Retryable: e.Retryable, ContextTooLong: e.ContextTooLong, Message: e.Message})
 		}
 		r.Summary = rec.Summary
 		return r
@@ -256,7 +256,7 @@ func (rec recorded) reply() Reply {
 		u := *rec.Usage
 		r.Usage = &u
 	} else {
-		r.Usage = &runtime.Usage{}
+		r.Usage = &llm.Usage{}
 	}
 	for _, c := range rec.Calls {
 		r.Calls = append(r.Calls, Call{ID: c.ID, Name: c.Name, Args: json.RawMessage(c.Arguments)})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/snapshots"
@@ -27,9 +28,9 @@ func TestRecordReplay(t *testing.T) {
 		snapshots.Reply{Calls: []snapshots.Call{
 			{ID: "toolu_01A", Name: "add", Args: addArgs{N: 1}},
 			{ID: "toolu_01B", Name: "add", Args: `{"n": "two"}`}, // invalid, kept byte for byte
-		}, Usage: &runtime.Usage{InputTokens: 120, OutputTokens: 30, CachedTokens: 100}},
+		}, Usage: &llm.Usage{InputTokens: 120, OutputTokens: 30, CachedTokens: 100}},
 		snapshots.Reply{Reasoning: "Two more.", Calls: []snapshots.Call{{Name: "add", Args: addArgs{N: 2}}}},
-		snapshots.Reply{Text: "The count is three.", Finish: runtime.FinishLength},
+		snapshots.Reply{Text: "The count is three.", Finish: llm.FinishLength},
 	)
 	rec := snapshots.Record(real)
 	want, err := runtime.Run(ctx, rec, counter(role), runtime.Config{})
@@ -74,16 +75,16 @@ func TestRecordReplay(t *testing.T) {
 	}
 }
 
-// TestRecordReplayErrors: a model error comes back as a *runtime.ModelError
+// TestRecordReplayErrors: a model error comes back as an *llm.ModelError
 // with its status and flags, any other error with its text.
 func TestRecordReplayErrors(t *testing.T) {
 	ctx := context.Background()
 	real := snapshots.Script(
-		snapshots.Fail(&runtime.ModelError{StatusCode: 429, Retryable: true, Message: "rate limited"}),
+		snapshots.Fail(&llm.ModelError{StatusCode: 429, Retryable: true, Message: "rate limited"}),
 		snapshots.Fail(errors.New("connection reset")),
 	)
 	rec := snapshots.Record(real)
-	req := &runtime.Request{System: "s"}
+	req := &llm.Request{System: "s"}
 	_, err1 := rec.Generate(ctx, req)
 	_, err2 := rec.Generate(ctx, req)
 	path := filepath.Join(t.TempDir(), "errors.json")
@@ -96,8 +97,8 @@ func TestRecordReplayErrors(t *testing.T) {
 	}
 	_, got1 := replay.Generate(ctx, req)
 	_, got2 := replay.Generate(ctx, req)
-	me, ok := errors.AsType[*runtime.ModelError](got1)
-	if !ok || me.StatusCode != 429 || !me.Retryable || !runtime.IsRetryable(got1) {
+	me, ok := errors.AsType[*llm.ModelError](got1)
+	if !ok || me.StatusCode != 429 || !me.Retryable || !llm.IsRetryable(got1) {
 		t.Errorf("replayed model error = %#v, want status 429, retryable", got1)
 	}
 	// The recorded text is what a replay can give back.
@@ -142,7 +143,7 @@ func TestReplayBadFile(t *testing.T) {
 func TestRecordStream(t *testing.T) {
 	rec := snapshots.Record(snapshots.Script(snapshots.Text("hello there")))
 	var deltas []string
-	cfg := runtime.Config{OnDelta: func(d runtime.Delta) { deltas = append(deltas, d.Content) }}
+	cfg := runtime.Config{OnDelta: func(d llm.Delta) { deltas = append(deltas, d.Content) }}
 	if _, err := runtime.Run(context.Background(), rec, counter(role), cfg); err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	"sync"
 
 	"github.com/reprompt/reprompt/defs"
-	"github.com/reprompt/reprompt/runtime"
+	"github.com/reprompt/reprompt/llm"
 )
 
 // Reply is one scripted answer of a Model.
@@ -25,20 +25,20 @@ type Reply struct {
 	Calls []Call
 	// Usage, if set, is reported as is; otherwise usage is estimated at
 	// four characters a token.
-	Usage *runtime.Usage
+	Usage *llm.Usage
 	// Finish, if set, is reported as the finish reason (NoFinish reports
 	// none); otherwise it is FinishToolCalls for a reply with calls and
 	// FinishStop for one without.
-	Finish runtime.FinishReason
+	Finish llm.FinishReason
 	// Err, if set, is returned instead of a reply.
 	Err error
 	// Func, if set, computes the reply from the request; the other fields
 	// but Summary are ignored.
-	Func func(req *runtime.Request) Reply
+	Func func(req *llm.Request) Reply
 	// Refusal, if set, is reported as the model's refusal
-	// (runtime.Reply.Refusal).
+	// (llm.Reply.Refusal).
 	Refusal string
-	// Summary marks a reply to a summary request (runtime.PurposeSummary):
+	// Summary marks a reply to a summary request (llm.PurposeSummary):
 	// it goes to the script's list of summaries, which only summary
 	// requests use (see Model). Only Text, Usage, Err and Func apply; tool
 	// calls make the request fail with ErrBadSummary.
@@ -59,7 +59,7 @@ type Call struct {
 
 // NoFinish as Reply.Finish makes the model report no finish reason, as
 // some servers do; a replayed recording uses it for such replies.
-const NoFinish runtime.FinishReason = "\x00none"
+const NoFinish llm.FinishReason = "\x00none"
 
 // Text returns a reply with text and no tool calls: it ends a run.
 func Text(text string) Reply { return Reply{Text: text} }
@@ -72,17 +72,17 @@ func CallTools(calls ...Call) Reply { return Reply{Calls: calls} }
 
 // Answer returns a reply giving v, encoded as JSON (a json.RawMessage or
 // string is sent as is, so an invalid answer can be scripted), as the typed
-// answer the request asks for (runtime.Request.Output, declared with
+// answer the request asks for (llm.Request.Output, declared with
 // prompt.DefOutput), the way the request asks for it: as the reply's text
-// when the output is a response_format (runtime.OutputNative), as a call of
-// the answer tool otherwise (runtime.OutputTool). So one script serves
+// when the output is a response_format (llm.OutputNative), as a call of
+// the answer tool otherwise (llm.OutputTool). So one script serves
 // both modes. A request without an output fails with an error saying so.
 func Answer(v any) Reply {
-	return Reply{Func: func(req *runtime.Request) Reply {
+	return Reply{Func: func(req *llm.Request) Reply {
 		if req.Output == nil {
 			return Reply{Err: fmt.Errorf("scripted model: snapshots.Answer for a request that asks for no typed answer (agent %q, step %d): declare one with prompt.DefOutput", req.Agent, req.Step)}
 		}
-		if req.Output.Mode == runtime.OutputTool {
+		if req.Output.Mode == llm.OutputTool {
 			return CallTool(req.Output.Name, v)
 		}
 		raw, err := encodeArgs(v)
@@ -101,16 +101,16 @@ func Refuse(text string) Reply { return Reply{Text: text, Refusal: text} }
 func Fail(err error) Reply { return Reply{Err: err} }
 
 // Summary returns a reply to a summary request (Request.Purpose is
-// runtime.PurposeSummary, as compaction sends): text is the summary.
+// llm.PurposeSummary, as compaction sends): text is the summary.
 func Summary(text string) Reply { return Reply{Text: text, Summary: true} }
 
-// Model is a scripted runtime.Model: it answers each request with the next
+// Model is a scripted llm.Model: it answers each request with the next
 // reply of its script, gives tool calls deterministic ids (call_1, call_2,
 // … across the script), and records every request it receives. It is safe
 // for concurrent use.
 //
 // Replies made with Summary (or with Reply.Summary set) form a list of
-// their own: summary requests (runtime.PurposeSummary) take the next one,
+// their own: summary requests (llm.PurposeSummary) take the next one,
 // step requests the next other reply, so compaction never uses up a reply
 // meant for a step. A request with nothing left to answer gets a
 // *ScriptError.
@@ -126,7 +126,7 @@ type Model struct {
 	main     script
 	agents   map[string]*script // nil: one script for every agent
 	calls    int
-	requests []*runtime.Request
+	requests []*llm.Request
 	errs     []error
 	shared   map[string]int // replies sub-agents took from the one script
 	native   bool           // see NativeOutput
@@ -141,9 +141,9 @@ func (m *Model) WithNativeOutput() *Model {
 	return m
 }
 
-// NativeOutput implements runtime.NativeOutputModel: false unless
+// NativeOutput implements llm.NativeOutputModel: false unless
 // WithNativeOutput was called (or a replayed recording was made with a
-// model that took a response_format), so that with runtime.OutputAuto a
+// model that took a response_format), so that with llm.OutputAuto a
 // typed answer is asked for with the answer tool.
 func (m *Model) NativeOutput() bool {
 	m.mu.Lock()
@@ -248,7 +248,7 @@ type ScriptError struct {
 	// own prompt.
 	Agent   string
 	Step    int
-	Purpose runtime.Purpose
+	Purpose llm.Purpose
 	// Err is ErrScriptExhausted, ErrNoSummary, ErrNoAgentScript or
 	// ErrBadSummary.
 	Err error
@@ -262,7 +262,7 @@ func (e *ScriptError) Error() string {
 		who = fmt.Sprintf("agent %q", e.Agent)
 	}
 	what := "step"
-	if e.Purpose != runtime.PurposeStep {
+	if e.Purpose != llm.PurposeStep {
 		what = string(e.Purpose) + " request at step"
 	}
 	return fmt.Sprintf("scripted model: %v for request %d (%s, %s %d): %s", e.Err, e.Request, who, what, e.Step, e.Hint)
@@ -288,7 +288,7 @@ func (m *Model) scriptErrors() []error {
 }
 
 // scriptFor returns the script that answers req. Called with m.mu held.
-func (m *Model) scriptFor(req *runtime.Request) (*script, *ScriptError) {
+func (m *Model) scriptFor(req *llm.Request) (*script, *ScriptError) {
 	if m.agents == nil || req.Agent == "" {
 		return &m.main, nil
 	}
@@ -310,7 +310,7 @@ func quoteAll(names []string) []string {
 }
 
 // next takes the reply for req from its script. Called with m.mu held.
-func (m *Model) next(req *runtime.Request) (Reply, *ScriptError) {
+func (m *Model) next(req *llm.Request) (Reply, *ScriptError) {
 	s, serr := m.scriptFor(req)
 	if serr != nil {
 		return Reply{}, serr
@@ -322,7 +322,7 @@ func (m *Model) next(req *runtime.Request) (Reply, *ScriptError) {
 		add = fmt.Sprintf("add them with Agent(%q, ...)", req.Agent)
 	}
 	switch req.Purpose {
-	case runtime.PurposeStep:
+	case llm.PurposeStep:
 		if s.next >= len(s.replies) {
 			hint := fmt.Sprintf("%s has %d replies", whose, len(s.replies))
 			if len(m.shared) > 0 {
@@ -342,7 +342,7 @@ func (m *Model) next(req *runtime.Request) (Reply, *ScriptError) {
 		}
 		s.next++
 		return s.replies[s.next-1], nil
-	case runtime.PurposeSummary:
+	case llm.PurposeSummary:
 		if s.nextSummary >= len(s.summaries) {
 			return Reply{}, &ScriptError{Err: ErrNoSummary, Hint: fmt.Sprintf(
 				"%s has %d summaries; summaries are scripted with snapshots.Summary(...): %s", whose, len(s.summaries), add)}
@@ -355,7 +355,7 @@ func (m *Model) next(req *runtime.Request) (Reply, *ScriptError) {
 
 // Generate answers req with the next reply of its agent's script: a
 // Summary reply for a summary request, another reply for a step.
-func (m *Model) Generate(ctx context.Context, req *runtime.Request) (*runtime.Reply, error) {
+func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Reply, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -384,12 +384,12 @@ func (m *Model) Generate(ctx context.Context, req *runtime.Request) (*runtime.Re
 	if sr.Err != nil {
 		return nil, sr.Err
 	}
-	if req.Purpose == runtime.PurposeSummary && len(sr.Calls) > 0 {
+	if req.Purpose == llm.PurposeSummary && len(sr.Calls) > 0 {
 		return nil, fail(&ScriptError{Err: ErrBadSummary, Hint: fmt.Sprintf("the reply calls %s", sr.Calls[0].Name)})
 	}
 	// A reply with one call, the most common, is one allocation with its
 	// call.
-	var reply *runtime.Reply
+	var reply *llm.Reply
 	msg := defs.Message{Role: defs.RoleAssistant, Content: sr.Text, Reasoning: sr.Reasoning}
 	if len(sr.Calls) == 1 {
 		rc := new(replyWithCall)
@@ -414,11 +414,11 @@ func (m *Model) Generate(ctx context.Context, req *runtime.Request) (*runtime.Re
 		out += len(c.Name) + len(args)
 	}
 	if reply == nil {
-		reply = new(runtime.Reply)
+		reply = new(llm.Reply)
 	}
-	*reply = runtime.Reply{Message: msg, FinishReason: runtime.FinishStop, Refusal: sr.Refusal}
+	*reply = llm.Reply{Message: msg, FinishReason: llm.FinishStop, Refusal: sr.Refusal}
 	if len(msg.ToolCalls) > 0 {
-		reply.FinishReason = runtime.FinishToolCalls
+		reply.FinishReason = llm.FinishToolCalls
 	}
 	if sr.Finish == NoFinish {
 		reply.FinishReason = ""
@@ -428,35 +428,35 @@ func (m *Model) Generate(ctx context.Context, req *runtime.Request) (*runtime.Re
 	if sr.Usage != nil {
 		reply.Usage = *sr.Usage
 	} else {
-		reply.Usage = runtime.Usage{InputTokens: EstimateTokens(req), OutputTokens: (out + 3) / 4}
+		reply.Usage = llm.Usage{InputTokens: EstimateTokens(req), OutputTokens: (out + 3) / 4}
 	}
 	return reply, nil
 }
 
 // Stream answers like Generate and delivers the reply's text word by word,
 // then each tool call, to onDelta.
-func (m *Model) Stream(ctx context.Context, req *runtime.Request, onDelta func(runtime.Delta)) (*runtime.Reply, error) {
+func (m *Model) Stream(ctx context.Context, req *llm.Request, onDelta func(llm.Delta)) (*llm.Reply, error) {
 	reply, err := m.Generate(ctx, req)
 	if err != nil {
 		return nil, err
 	}
 	if reply.Message.Reasoning != "" {
-		onDelta(runtime.Delta{Reasoning: reply.Message.Reasoning})
+		onDelta(llm.Delta{Reasoning: reply.Message.Reasoning})
 	}
 	for _, w := range strings.SplitAfter(reply.Message.Content, " ") {
 		if w != "" {
-			onDelta(runtime.Delta{Content: w})
+			onDelta(llm.Delta{Content: w})
 		}
 	}
 	for i, c := range reply.Message.ToolCalls {
-		onDelta(runtime.Delta{ToolCall: &runtime.ToolCallDelta{Index: i, ID: c.ID, Name: c.Name, Arguments: string(c.Arguments)}})
+		onDelta(llm.Delta{ToolCall: &llm.ToolCallDelta{Index: i, ID: c.ID, Name: c.Name, Arguments: string(c.Arguments)}})
 	}
 	return reply, nil
 }
 
 // replyWithCall is a reply and the array of its one tool call.
 type replyWithCall struct {
-	reply runtime.Reply
+	reply llm.Reply
 	call  [1]defs.ToolCall
 }
 
@@ -474,10 +474,10 @@ func encodeArgs(a any) (json.RawMessage, error) {
 
 // Requests returns the requests received so far, in order. The caller owns
 // the slice, not the requests.
-func (m *Model) Requests() []*runtime.Request {
+func (m *Model) Requests() []*llm.Request {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return append([]*runtime.Request(nil), m.requests...)
+	return append([]*llm.Request(nil), m.requests...)
 }
 
 // Remaining returns the number of scripted replies not used yet, summaries
@@ -494,7 +494,7 @@ func (m *Model) Remaining() int {
 
 // EstimateTokens estimates the input tokens of req at four characters a
 // token. It is what the scripted model reports when a reply sets no Usage.
-func EstimateTokens(req *runtime.Request) int {
+func EstimateTokens(req *llm.Request) int {
 	n := len(req.System)
 	for _, m := range req.Messages {
 		n += len(m.Content) + len(m.Role)

@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/runtime"
 )
 
@@ -36,7 +37,7 @@ type toolOutput struct {
 	Err string `json:"err,omitempty"`
 }
 
-// modelErrorType is the type of the application error a *runtime.ModelError
+// modelErrorType is the type of the application error an *llm.ModelError
 // travels as; its details are a modelErrorDetails.
 const modelErrorType = "ModelError"
 
@@ -56,7 +57,7 @@ func (reg *registry) generate(ctx context.Context, in generateInput) (*reply, er
 	defer heartbeat(ctx)()
 	req := in.Request.request()
 	m := a.Model
-	if req.Purpose == runtime.PurposeSummary && a.Config.Summarizer != nil {
+	if req.Purpose == llm.PurposeSummary && a.Config.Summarizer != nil {
 		m = a.Config.Summarizer
 	}
 	r, err := m.Generate(ctx, req)
@@ -64,7 +65,7 @@ func (reg *registry) generate(ctx context.Context, in generateInput) (*reply, er
 		err = errors.New("model returned no reply and no error")
 	}
 	if err != nil {
-		var me *runtime.ModelError
+		var me *llm.ModelError
 		if errors.As(err, &me) {
 			d := modelErrorDetails{StatusCode: me.StatusCode, Retryable: me.Retryable, ContextTooLong: me.ContextTooLong, Message: me.Message}
 			return nil, temporal.NewApplicationErrorWithOptions(me.Error(), modelErrorType, temporal.ApplicationErrorOptions{
@@ -77,14 +78,14 @@ func (reg *registry) generate(ctx context.Context, in generateInput) (*reply, er
 }
 
 // modelError turns the failure of a model activity back into the
-// *runtime.ModelError the model returned, so that the runtime recovers from
+// *llm.ModelError the model returned, so that the runtime recovers from
 // a request too long as it does out of a workflow.
 func modelError(err error) error {
 	var ae *temporal.ApplicationError
 	if errors.As(err, &ae) && ae.Type() == modelErrorType && ae.HasDetails() {
 		var d modelErrorDetails
 		if ae.Details(&d) == nil {
-			return &runtime.ModelError{StatusCode: d.StatusCode, Retryable: d.Retryable, ContextTooLong: d.ContextTooLong, Message: d.Message, Err: err}
+			return &llm.ModelError{StatusCode: d.StatusCode, Retryable: d.Retryable, ContextTooLong: d.ContextTooLong, Message: d.Message, Err: err}
 		}
 	}
 	return err

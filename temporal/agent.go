@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
 )
@@ -71,7 +72,7 @@ type Agent struct {
 	Prompt prompt.Func
 	// Model answers the model activity, on the worker. Sub-agents declared
 	// with DefAgent run inside their tool's activity against it.
-	Model runtime.Model
+	Model llm.Model
 	// Config configures the run. In workflow code the runtime makes no
 	// retries of its own (Temporal's retry policies do: see ModelRetry)
 	// and writes no checkpoints to Config.Store (the workflow's history is
@@ -82,7 +83,7 @@ type Agent struct {
 	Config runtime.Config
 	// ModelRetry is the retry policy of the model activity. Nil means
 	// DefaultAttempts attempts from one second, doubling; a
-	// *runtime.ModelError that is not Retryable is not retried.
+	// *llm.ModelError that is not Retryable is not retried.
 	ModelRetry *temporal.RetryPolicy
 	// Tools sets the activity options of a tool's calls, by tool name.
 	// Tools not named get the zero ToolOptions.
@@ -231,7 +232,7 @@ type Result struct {
 	// State is the state as JSON (state.Store's encoding).
 	State json.RawMessage `json:"state"`
 	// Usage sums the usage of every model call.
-	Usage runtime.Usage `json:"usage"`
+	Usage llm.Usage `json:"usage"`
 }
 
 // Status is what QueryStatus returns: a running agent's state and last
@@ -258,13 +259,13 @@ type Status struct {
 
 // StepRecord is a step as Status reports it.
 type StepRecord struct {
-	Number      int           `json:"number"`
-	Reply       Message       `json:"reply"`
-	ToolResults []ToolResult  `json:"tool_results,omitempty"`
-	Effects     []string      `json:"effects,omitempty"`
-	InputTokens int           `json:"input_tokens"`
-	Usage       runtime.Usage `json:"usage"`
-	Done        bool          `json:"done,omitempty"`
+	Number      int          `json:"number"`
+	Reply       Message      `json:"reply"`
+	ToolResults []ToolResult `json:"tool_results,omitempty"`
+	Effects     []string     `json:"effects,omitempty"`
+	InputTokens int          `json:"input_tokens"`
+	Usage       llm.Usage    `json:"usage"`
+	Done        bool         `json:"done,omitempty"`
 	// Awaiting are the ids of the calls the step paused for; a later
 	// record of the same Number completes it, with the Decisions taken.
 	Awaiting  []string   `json:"awaiting,omitempty"`

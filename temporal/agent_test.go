@@ -13,8 +13,8 @@ import (
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
-	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/state"
 )
 
@@ -151,16 +151,16 @@ type stepModel struct {
 	final   string
 }
 
-func (m *stepModel) Generate(ctx context.Context, req *runtime.Request) (*runtime.Reply, error) {
-	if req.Purpose == runtime.PurposeSummary {
-		return &runtime.Reply{Message: defs.Message{Role: defs.RoleAssistant, Content: "summary"}}, nil
+func (m *stepModel) Generate(ctx context.Context, req *llm.Request) (*llm.Reply, error) {
+	if req.Purpose == llm.PurposeSummary {
+		return &llm.Reply{Message: defs.Message{Role: defs.RoleAssistant, Content: "summary"}}, nil
 	}
 	if req.Step < len(m.replies) {
-		return &runtime.Reply{Message: m.replies[req.Step], Usage: runtime.Usage{InputTokens: 10 + req.Step, OutputTokens: 3}}, nil
+		return &llm.Reply{Message: m.replies[req.Step], Usage: llm.Usage{InputTokens: 10 + req.Step, OutputTokens: 3}}, nil
 	}
 	// Past the script: answer the last user message, then stop.
 	last := req.Messages[len(req.Messages)-1]
-	return &runtime.Reply{Message: defs.Message{Role: defs.RoleAssistant, Content: m.final + " / " + last.Content}, Usage: runtime.Usage{InputTokens: 10, OutputTokens: 2}}, nil
+	return &llm.Reply{Message: defs.Message{Role: defs.RoleAssistant, Content: m.final + " / " + last.Content}, Usage: llm.Usage{InputTokens: 10, OutputTokens: 2}}, nil
 }
 
 func call(step, i int, name string, args any) defs.ToolCall {

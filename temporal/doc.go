@@ -13,7 +13,7 @@
 // does I/O is an activity, with Temporal's timeouts and retry policies:
 //
 //   - each model call, and each summary an effect asks for (Purpose
-//     runtime.PurposeSummary, answered by Agent.Config.Summarizer when set),
+//     llm.PurposeSummary, answered by Agent.Config.Summarizer when set),
 //     is an ActivityGenerate, retried by Agent.ModelRetry;
 //   - each tool call is an ActivityTool; the calls of one reply are started
 //     together, as parallel activities, and their results and state

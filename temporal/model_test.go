@@ -13,6 +13,7 @@ import (
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
 	rt "github.com/reprompt/reprompt/temporal"
@@ -26,24 +27,24 @@ type flaky struct {
 	calls int
 }
 
-func (m *flaky) Generate(ctx context.Context, req *runtime.Request) (*runtime.Reply, error) {
+func (m *flaky) Generate(ctx context.Context, req *llm.Request) (*llm.Reply, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.calls++
 	if m.calls <= m.fails {
 		return nil, m.err
 	}
-	return &runtime.Reply{Message: defs.Message{Role: defs.RoleAssistant, Content: "ok"}}, nil
+	return &llm.Reply{Message: defs.Message{Role: defs.RoleAssistant, Content: "ok"}}, nil
 }
 
-// A model call failing with a retryable *runtime.ModelError is retried by
+// A model call failing with a retryable *llm.ModelError is retried by
 // the activity's retry policy; one that is not retryable is not, and the
 // workflow fails naming it.
 func TestModelErrors(t *testing.T) {
 	fast := &temporal.RetryPolicy{InitialInterval: 1, MaximumAttempts: 5}
 	tl := &tools{}
 
-	m := &flaky{fails: 2, err: &runtime.ModelError{StatusCode: 503, Retryable: true, Message: "overloaded"}}
+	m := &flaky{fails: 2, err: &llm.ModelError{StatusCode: 503, Retryable: true, Message: "overloaded"}}
 	env := newEnv(t, rt.Agent{Name: "a", Prompt: tl.agent, Model: m, ModelRetry: fast})
 	env.ExecuteWorkflow(rt.WorkflowName, rt.Input{Agent: "a"})
 	require.NoError(t, env.GetWorkflowError())
@@ -52,7 +53,7 @@ func TestModelErrors(t *testing.T) {
 	require.Equal(t, "ok", res.Text)
 	require.Equal(t, 3, m.calls)
 
-	m = &flaky{fails: 1, err: &runtime.ModelError{StatusCode: 400, Message: "bad request"}}
+	m = &flaky{fails: 1, err: &llm.ModelError{StatusCode: 400, Message: "bad request"}}
 	env = newEnv(t, rt.Agent{Name: "a", Prompt: tl.agent, Model: m, ModelRetry: fast})
 	env.ExecuteWorkflow(rt.WorkflowName, rt.Input{Agent: "a"})
 	err := env.GetWorkflowError()
@@ -71,10 +72,10 @@ func TestUnknownAgent(t *testing.T) {
 }
 
 // A request the provider rejects as too long comes back from the activity
-// as the *runtime.ModelError it was, so the runtime recovers as in process:
+// as the *llm.ModelError it was, so the runtime recovers as in process:
 // the Recovery effects run and the request is sent again.
 func TestContextTooLongRecovers(t *testing.T) {
-	m := &flaky{fails: 1, err: &runtime.ModelError{StatusCode: 400, ContextTooLong: true, Message: "too long"}}
+	m := &flaky{fails: 1, err: &llm.ModelError{StatusCode: 400, ContextTooLong: true, Message: "too long"}}
 	recovered := 0
 	agent := func(p *prompt.Prompt) error {
 		p.Effect(effects.Once, func(ctx context.Context, s *effects.Step) error {
@@ -99,12 +100,12 @@ func TestContextTooLongRecovers(t *testing.T) {
 // summarizer answers summary requests with a fixed text.
 type summarizer struct{ calls int }
 
-func (s *summarizer) Generate(ctx context.Context, req *runtime.Request) (*runtime.Reply, error) {
+func (s *summarizer) Generate(ctx context.Context, req *llm.Request) (*llm.Reply, error) {
 	s.calls++
-	if req.Purpose != runtime.PurposeSummary {
+	if req.Purpose != llm.PurposeSummary {
 		return nil, fmt.Errorf("summarizer asked for %q", req.Purpose)
 	}
-	return &runtime.Reply{Message: defs.Message{Role: defs.RoleAssistant, Content: "SUM of " + req.Messages[0].Content}}, nil
+	return &llm.Reply{Message: defs.Message{Role: defs.RoleAssistant, Content: "SUM of " + req.Messages[0].Content}}, nil
 }
 
 // A completion an effect asks for (a summary) is a model activity,

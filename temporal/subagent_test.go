@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
 	rt "github.com/reprompt/reprompt/temporal"
@@ -20,7 +21,7 @@ import (
 // byAgent answers each agent from its own stepModel (Request.Agent).
 type byAgent map[string]*stepModel
 
-func (m byAgent) Generate(ctx context.Context, req *runtime.Request) (*runtime.Reply, error) {
+func (m byAgent) Generate(ctx context.Context, req *llm.Request) (*llm.Reply, error) {
 	sm, ok := m[req.Agent]
 	if !ok {
 		return nil, fmt.Errorf("no script for agent %q", req.Agent)

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/reprompt/reprompt/defs"
-	"github.com/reprompt/reprompt/runtime"
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/session"
 )
 
@@ -43,30 +43,30 @@ func unwrapMessages(msgs []Message) []defs.Message {
 	return out
 }
 
-// request is a runtime.Request in a payload.
+// request is an llm.Request in a payload.
 type request struct {
-	System   string             `json:"system,omitempty"`
-	Messages []Message          `json:"messages"`
-	Tools    []runtime.ToolSpec `json:"tools,omitempty"`
-	Agent    string             `json:"agent,omitempty"`
-	Step     int                `json:"step"`
-	Purpose  runtime.Purpose    `json:"purpose,omitempty"`
+	System   string         `json:"system,omitempty"`
+	Messages []Message      `json:"messages"`
+	Tools    []llm.ToolSpec `json:"tools,omitempty"`
+	Agent    string         `json:"agent,omitempty"`
+	Step     int            `json:"step"`
+	Purpose  llm.Purpose    `json:"purpose,omitempty"`
 }
 
-func wireRequest(r *runtime.Request) request {
+func wireRequest(r *llm.Request) request {
 	return request{System: r.System, Messages: wrapMessages(r.Messages), Tools: r.Tools, Agent: r.Agent, Step: r.Step, Purpose: r.Purpose}
 }
 
-func (r request) request() *runtime.Request {
-	return &runtime.Request{System: r.System, Messages: unwrapMessages(r.Messages), Tools: r.Tools, Agent: r.Agent, Step: r.Step, Purpose: r.Purpose}
+func (r request) request() *llm.Request {
+	return &llm.Request{System: r.System, Messages: unwrapMessages(r.Messages), Tools: r.Tools, Agent: r.Agent, Step: r.Step, Purpose: r.Purpose}
 }
 
-// reply is a runtime.Reply in a payload.
+// reply is an llm.Reply in a payload.
 type reply struct {
-	Message      Message              `json:"message"`
-	Usage        runtime.Usage        `json:"usage"`
-	FinishReason runtime.FinishReason `json:"finish_reason,omitempty"`
-	ID           string               `json:"id,omitempty"`
+	Message      Message          `json:"message"`
+	Usage        llm.Usage        `json:"usage"`
+	FinishReason llm.FinishReason `json:"finish_reason,omitempty"`
+	ID           string           `json:"id,omitempty"`
 }
 
 // toolCall is a defs.ToolCall in a payload: the arguments as bytes, valid

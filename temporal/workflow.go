@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
 )
@@ -253,7 +254,7 @@ func (w *agentRun) result() (*Result, error) {
 		Steps:      cp.Stats.Steps,
 		Transcript: wrapMessages(cp.Transcript),
 		State:      cp.State,
-		Usage:      runtime.Usage{InputTokens: cp.Stats.InputTokens, OutputTokens: cp.Stats.OutputTokens, CachedTokens: cp.Stats.CachedTokens},
+		Usage:      llm.Usage{InputTokens: cp.Stats.InputTokens, OutputTokens: cp.Stats.OutputTokens, CachedTokens: cp.Stats.CachedTokens},
 	}, nil
 }
 
@@ -266,7 +267,7 @@ func lastReply(msgs []defs.Message) string {
 	return ""
 }
 
-// activityModel is the runtime.Model of workflow code: each call is an
+// activityModel is the llm.Model of workflow code: each call is an
 // activity. It is called on the workflow's goroutine only (the runtime
 // calls the model from its loop, and effects' summaries from the effects,
 // which run there too).
@@ -275,7 +276,7 @@ type activityModel struct {
 	agent *Agent
 }
 
-func (m *activityModel) Generate(_ context.Context, req *runtime.Request) (*runtime.Reply, error) {
+func (m *activityModel) Generate(_ context.Context, req *llm.Request) (*llm.Reply, error) {
 	timeout := m.agent.Config.ModelTimeout
 	if timeout <= 0 {
 		timeout = DefaultModelTimeout
@@ -290,7 +291,7 @@ func (m *activityModel) Generate(_ context.Context, req *runtime.Request) (*runt
 	if err != nil {
 		return nil, modelError(err)
 	}
-	return &runtime.Reply{Message: out.Message.Message, Usage: out.Usage, FinishReason: out.FinishReason, ID: out.ID}, nil
+	return &llm.Reply{Message: out.Message.Message, Usage: out.Usage, FinishReason: out.FinishReason, ID: out.ID}, nil
 }
 
 // executor runs a reply's tool calls as parallel activities, results in

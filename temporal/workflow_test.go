@@ -14,13 +14,14 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/runtime"
 	rt "github.com/reprompt/reprompt/temporal"
 )
 
 // local runs the agent in process, without Temporal: what a workflow must
 // end with.
-func local(t *testing.T, m runtime.Model, cfg runtime.Config) *runtime.Result {
+func local(t *testing.T, m llm.Model, cfg runtime.Config) *runtime.Result {
 	t.Helper()
 	tl := &tools{}
 	res, err := runtime.Run(context.Background(), m, tl.agent, cfg)

@@ -7,7 +7,7 @@ import (
 	"github.com/reprompt/reprompt/internal/msghash"
 )
 
-// Tool is a tool schema as sent to a model. A runtime.ToolSpec converts to
+// Tool is a tool schema as sent to a model. An llm.ToolSpec converts to
 // it with a conversion, tokens.Tool(spec), as the two have the same fields.
 type Tool struct {
 	Name        string          `json:"name"`

@@ -11,6 +11,7 @@ import (
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
 	"github.com/reprompt/reprompt/effects/builtin"
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/snapshots"
@@ -42,7 +43,7 @@ func reads(n int) []snapshots.Reply {
 	return append(rs, snapshots.Text("Done."))
 }
 
-func checkRequests(t *testing.T, reqs []*runtime.Request) {
+func checkRequests(t *testing.T, reqs []*llm.Request) {
 	t.Helper()
 	for i, r := range reqs {
 		if err := runtime.ValidateMessages(r.Messages); err != nil {
@@ -114,7 +115,7 @@ func TestRunCompactWithTheRunsModel(t *testing.T) {
 	cfg := builtin.Defaults(builtin.Profile{Window: 6000, OutputReserve: 1000})
 	cfg.OnCompaction = func(i builtin.Info) { infos = append(infos, i) }
 	var calls, summaries atomic.Int32
-	reply := snapshots.Reply{Func: func(req *runtime.Request) snapshots.Reply {
+	reply := snapshots.Reply{Func: func(req *llm.Request) snapshots.Reply {
 		if req.System == builtin.DefaultSummaryPrompt {
 			summaries.Add(1)
 			return snapshots.Text("The user asked to read files; many were read.")
@@ -140,7 +141,7 @@ func TestRunCompactWithTheRunsModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	reqs := model.Requests()
-	var steps []*runtime.Request
+	var steps []*llm.Request
 	for _, r := range reqs {
 		if r.System != builtin.DefaultSummaryPrompt {
 			steps = append(steps, r)
@@ -174,9 +175,9 @@ func TestRunCompactRecoversFromContextTooLong(t *testing.T) {
 		script = append(script, snapshots.CallTool("read_file", pathArgs{Path: "f" + string(rune('a'+i)) + ".go"}))
 	}
 	script = append(script,
-		snapshots.Reply{Func: func(req *runtime.Request) snapshots.Reply {
+		snapshots.Reply{Func: func(req *llm.Request) snapshots.Reply {
 			rejected = true
-			return snapshots.Fail(&runtime.ModelError{StatusCode: 400, ContextTooLong: true, Message: "context_length_exceeded"})
+			return snapshots.Fail(&llm.ModelError{StatusCode: 400, ContextTooLong: true, Message: "context_length_exceeded"})
 		}},
 		snapshots.Text("Done."))
 	scripted := snapshots.Script(script...)

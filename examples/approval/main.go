@@ -26,6 +26,7 @@ import (
 	"strings"
 
 	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/session"
@@ -53,7 +54,7 @@ func agent(p *prompt.Prompt) error {
 // model calls pay three times in its first reply, then reports the results.
 type model struct{}
 
-func (model) Generate(ctx context.Context, req *runtime.Request) (*runtime.Reply, error) {
+func (model) Generate(ctx context.Context, req *llm.Request) (*llm.Reply, error) {
 	var results []string
 	for _, m := range req.Messages {
 		if m.Role == defs.RoleTool {
@@ -61,13 +62,13 @@ func (model) Generate(ctx context.Context, req *runtime.Request) (*runtime.Reply
 		}
 	}
 	if results != nil {
-		return &runtime.Reply{Message: defs.AssistantMessage("Done. " + strings.Join(results, "; "))}, nil
+		return &llm.Reply{Message: defs.AssistantMessage("Done. " + strings.Join(results, "; "))}, nil
 	}
 	call := func(id, to string, amount int) defs.ToolCall {
 		args, _ := json.Marshal(payArgs{To: to, Amount: amount})
 		return defs.ToolCall{ID: id, Name: "pay", Arguments: args}
 	}
-	return &runtime.Reply{Message: defs.Message{Role: defs.RoleAssistant, ToolCalls: []defs.ToolCall{
+	return &llm.Reply{Message: defs.Message{Role: defs.RoleAssistant, ToolCalls: []defs.ToolCall{
 		call("call_1", "landlord", 900), call("call_2", "gym", 30), call("call_3", "dealer", 400),
 	}}}, nil
 }

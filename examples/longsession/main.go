@@ -53,6 +53,7 @@ import (
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
 	"github.com/reprompt/reprompt/effects/builtin"
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/session"
@@ -497,7 +498,7 @@ func testOutput(n int) string {
 
 // Generate answers as the agent would: summary requests with a summary, and
 // otherwise the next action of a long debugging session.
-func (s *sim) Generate(ctx context.Context, req *runtime.Request) (*runtime.Reply, error) {
+func (s *sim) Generate(ctx context.Context, req *llm.Request) (*llm.Reply, error) {
 	if len(req.Tools) == 0 && len(req.Messages) == 1 { // a summarising call
 		s.summaries++
 		s.summaryInput += s.counter.Text(req.System) + s.counter.Message(req.Messages[0])
@@ -507,11 +508,11 @@ func (s *sim) Generate(ctx context.Context, req *runtime.Request) (*runtime.Repl
 			fmt.Fprintf(&b, "Key fact %d: %s in %s\n", i, words[s.summaryRng.IntN(len(words))], s.files[s.summaryRng.IntN(len(s.files))])
 		}
 		b.WriteString("Next steps: run the tests again and fix the remaining failures.")
-		return &runtime.Reply{Message: defs.AssistantMessage(b.String())}, nil
+		return &llm.Reply{Message: defs.AssistantMessage(b.String())}, nil
 	}
 	s.calls++
 	if s.calls >= s.steps {
-		return &runtime.Reply{Message: defs.AssistantMessage("All tests pass now: the refactoring had swapped two arguments.")}, nil
+		return &llm.Reply{Message: defs.AssistantMessage("All tests pass now: the refactoring had swapped two arguments.")}, nil
 	}
 	msg := defs.Message{Role: defs.RoleAssistant}
 	call := func(name, args string) {
@@ -534,5 +535,5 @@ func (s *sim) Generate(ctx context.Context, req *runtime.Request) (*runtime.Repl
 	default:
 		call("grep", fmt.Sprintf(`{"pattern":%q}`, words[s.rng.IntN(len(words))]))
 	}
-	return &runtime.Reply{Message: msg}, nil
+	return &llm.Reply{Message: msg}, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
 	"github.com/reprompt/reprompt/effects/builtin"
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
 )
@@ -127,7 +128,7 @@ func TestRecord(t *testing.T) {
 	unseen := map[string]string{}
 	call := defs.Message{Role: defs.RoleAssistant, ToolCalls: []defs.ToolCall{{ID: "a", Name: "read_file", Arguments: []byte("{}")}, {ID: "b", Name: "read_file", Arguments: []byte("{}")}}}
 	m.record(&runtime.Step{InputTokens: window - reserve, ToolResults: []defs.ToolResult{{CallID: "a", Content: "full a"}, {CallID: "b", Content: "full b"}}}, unseen)
-	m.record(&runtime.Step{InputTokens: window - reserve + 1, PrefixTokens: 100, Request: &runtime.Request{Messages: []defs.Message{
+	m.record(&runtime.Step{InputTokens: window - reserve + 1, PrefixTokens: 100, Request: &llm.Request{Messages: []defs.Message{
 		defs.UserMessage("task"), call,
 		{Role: defs.RoleTool, ToolCallID: "a", Content: "full a"},
 		{Role: defs.RoleTool, ToolCallID: "b", Content: "full…[trimmed]"},

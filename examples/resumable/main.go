@@ -25,6 +25,7 @@ import (
 	"strings"
 
 	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/session"
@@ -80,7 +81,7 @@ func agent(crashAt int, canCrash *bool) prompt.Func {
 // one would.
 type model struct{}
 
-func (model) Generate(ctx context.Context, req *runtime.Request) (*runtime.Reply, error) {
+func (model) Generate(ctx context.Context, req *llm.Request) (*llm.Reply, error) {
 	asked, total := 0, 0
 	for _, m := range req.Messages {
 		switch m.Role {
@@ -95,12 +96,12 @@ func (model) Generate(ctx context.Context, req *runtime.Request) (*runtime.Reply
 	}
 	if asked < len(chapters) {
 		ch := asked + 1
-		return &runtime.Reply{Message: defs.Message{Role: defs.RoleAssistant, ToolCalls: []defs.ToolCall{{
+		return &llm.Reply{Message: defs.Message{Role: defs.RoleAssistant, ToolCalls: []defs.ToolCall{{
 			ID: fmt.Sprintf("call-%d", ch), Name: "count_words", Arguments: json.RawMessage(fmt.Sprintf(`{"chapter":%d}`, ch)),
-		}}}, Usage: runtime.Usage{InputTokens: 50, OutputTokens: 8}}, nil
+		}}}, Usage: llm.Usage{InputTokens: 50, OutputTokens: 8}}, nil
 	}
-	return &runtime.Reply{Message: defs.AssistantMessage(fmt.Sprintf("The %d chapters have %d words.", len(chapters), total)),
-		Usage: runtime.Usage{InputTokens: 60, OutputTokens: 12}}, nil
+	return &llm.Reply{Message: defs.AssistantMessage(fmt.Sprintf("The %d chapters have %d words.", len(chapters), total)),
+		Usage: llm.Usage{InputTokens: 60, OutputTokens: 12}}, nil
 }
 
 func main() {

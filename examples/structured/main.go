@@ -20,6 +20,7 @@ import (
 	"strings"
 
 	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/snapshots"
@@ -79,9 +80,9 @@ func main() {
 	cfg := runtime.Config{Name: "triage"}
 	switch {
 	case *native:
-		cfg.OutputMode = runtime.OutputNative
+		cfg.OutputMode = llm.OutputNative
 	case *tool:
-		cfg.OutputMode = runtime.OutputTool
+		cfg.OutputMode = llm.OutputTool
 	}
 	model, about := pickModel(Script())
 	fmt.Println("triage on", about)
@@ -91,7 +92,7 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, model runtime.Model, cfg runtime.Config) error {
+func run(ctx context.Context, model llm.Model, cfg runtime.Config) error {
 	res, err := runtime.Run(ctx, model, Agent, cfg)
 	for _, s := range res.Steps {
 		fmt.Printf("step %d", s.Number)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/snapshots"
 )
@@ -17,7 +18,7 @@ import (
 // TestStructured is the example's snapshot, in both modes: every step,
 // the invalid answer and the validation error sent back included.
 func TestStructured(t *testing.T) {
-	for _, mode := range []runtime.OutputMode{runtime.OutputTool, runtime.OutputNative} {
+	for _, mode := range []llm.OutputMode{llm.OutputTool, llm.OutputNative} {
 		t.Run(string(mode), func(t *testing.T) {
 			res := snapshots.Run(t, Agent, Script(), snapshots.Config(runtime.Config{OutputMode: mode}))
 			tr, err := runtime.Output[Triage](res)

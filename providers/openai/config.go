@@ -101,8 +101,8 @@ type Config struct {
 	ParallelToolCalls *bool
 	// NativeOutput says whether the model takes a typed answer
 	// (prompt.DefOutput) as a strict json_schema response_format; the
-	// adapter implements runtime.NativeOutputModel with it, so that with
-	// runtime.OutputAuto the runtime asks for the answer that way, and
+	// adapter implements llm.NativeOutputModel with it, so that with
+	// llm.OutputAuto the runtime asks for the answer that way, and
 	// with an answer tool otherwise. If nil, the model's profile decides
 	// (builtin.ProfileFor(Model).StructuredOutput: OpenAI's gpt-4o, gpt-4.1,
 	// gpt-5, o1, o3 and o4-mini families); set it for a server whose

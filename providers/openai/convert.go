@@ -11,7 +11,7 @@ import (
 	sdk "github.com/sashabaranov/go-openai"
 
 	"github.com/reprompt/reprompt/defs"
-	"github.com/reprompt/reprompt/runtime"
+	"github.com/reprompt/reprompt/llm"
 )
 
 // isReasoningModel reports whether name belongs to a family that takes
@@ -45,9 +45,9 @@ var emptyParameters = json.RawMessage(`{"type":"object","properties":{}}`)
 
 // requestFields maps the configuration, tools and output to a go-openai
 // request without messages, and the body patch that carries what the SDK's
-// types cannot. A native output (runtime.OutputNative) becomes a strict
+// types cannot. A native output (llm.OutputNative) becomes a strict
 // json_schema response_format; another output is among the tools already.
-func (m *Model) requestFields(tools []runtime.ToolSpec, output *runtime.OutputSpec, stream bool) (sdk.ChatCompletionRequest, bodyPatch) {
+func (m *Model) requestFields(tools []llm.ToolSpec, output *llm.OutputSpec, stream bool) (sdk.ChatCompletionRequest, bodyPatch) {
 	c := &m.cfg
 	out := sdk.ChatCompletionRequest{
 		Model:           c.Model,
@@ -112,7 +112,7 @@ func (m *Model) requestFields(tools []runtime.ToolSpec, output *runtime.OutputSp
 	if len(out.Tools) > 0 && c.ParallelToolCalls != nil {
 		out.ParallelToolCalls = *c.ParallelToolCalls
 	}
-	if output != nil && output.Mode == runtime.OutputNative {
+	if output != nil && output.Mode == llm.OutputNative {
 		out.ResponseFormat = &sdk.ChatCompletionResponseFormat{
 			Type: sdk.ChatCompletionResponseFormatTypeJSONSchema,
 			JSONSchema: &sdk.ChatCompletionResponseFormatJSONSchema{
@@ -197,32 +197,32 @@ func newCallID() string {
 
 // finishReason maps the SDK's finish reason; an empty one becomes
 // tool_calls when the reply has tool calls.
-func finishReason(r sdk.FinishReason, hasToolCalls bool) runtime.FinishReason {
+func finishReason(r sdk.FinishReason, hasToolCalls bool) llm.FinishReason {
 	switch r {
 	case sdk.FinishReasonStop:
-		return runtime.FinishStop
+		return llm.FinishStop
 	case sdk.FinishReasonToolCalls, sdk.FinishReasonFunctionCall:
-		return runtime.FinishToolCalls
+		return llm.FinishToolCalls
 	case sdk.FinishReasonLength:
-		return runtime.FinishLength
+		return llm.FinishLength
 	case sdk.FinishReasonContentFilter:
-		return runtime.FinishContentFilter
+		return llm.FinishContentFilter
 	case "", sdk.FinishReasonNull:
 		if hasToolCalls {
-			return runtime.FinishToolCalls
+			return llm.FinishToolCalls
 		}
 		return ""
 	default:
-		return runtime.FinishReason(r)
+		return llm.FinishReason(r)
 	}
 }
 
 // convertUsage maps the SDK's usage. A count below zero, which a buggy
 // server may send, becomes 0 (it would lower the run's usage and cost),
 // and the cached and reasoning parts never exceed their totals, as
-// runtime.Usage documents them.
-func convertUsage(u sdk.Usage) runtime.Usage {
-	out := runtime.Usage{InputTokens: max(u.PromptTokens, 0), OutputTokens: max(u.CompletionTokens, 0)}
+// llm.Usage documents them.
+func convertUsage(u sdk.Usage) llm.Usage {
+	out := llm.Usage{InputTokens: max(u.PromptTokens, 0), OutputTokens: max(u.CompletionTokens, 0)}
 	if u.PromptTokensDetails != nil {
 		out.CachedTokens = min(max(u.PromptTokensDetails.CachedTokens, 0), out.InputTokens)
 	}
@@ -268,7 +268,7 @@ func extraReasoning(raw []byte) string {
 }
 
 // convertReply maps a non-streamed response to a Reply.
-func convertReply(resp *sdk.ChatCompletionResponse, raw []byte) (*runtime.Reply, error) {
+func convertReply(resp *sdk.ChatCompletionResponse, raw []byte) (*llm.Reply, error) {
 	var choice *sdk.ChatCompletionChoice
 	for i := range resp.Choices {
 		if resp.Choices[i].Index == 0 {
@@ -316,7 +316,7 @@ func convertReply(resp *sdk.ChatCompletionResponse, raw []byte) (*runtime.Reply,
 		fc := choice.Message.FunctionCall
 		msg.ToolCalls = append(msg.ToolCalls, defs.ToolCall{ID: newCallID(), Name: fc.Name, Arguments: toolArguments(fc.Arguments)})
 	}
-	return &runtime.Reply{
+	return &llm.Reply{
 		Message:      msg,
 		Usage:        convertUsage(resp.Usage),
 		FinishReason: finishReason(choice.FinishReason, len(msg.ToolCalls) > 0),

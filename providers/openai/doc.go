@@ -1,8 +1,9 @@
 // Package openai adapts OpenAI-compatible Chat Completions servers to the
-// runtime's model interface, through github.com/sashabaranov/go-openai. It
-// is the only package of the module that imports go-openai.
+// model contract of package llm, through github.com/sashabaranov/go-openai.
+// It never imports the runtime, and it is the only package of the module
+// that imports go-openai.
 //
-// A *Model implements runtime.Model and runtime.StreamingModel. The same
+// A *Model implements llm.Model and llm.StreamingModel. The same
 // code runs against OpenAI, Ollama, vLLM or a llama.cpp server: only the
 // base URL, the model name and the key change.
 //
@@ -17,7 +18,7 @@
 //	# no OPENAI_API_KEY: Ollama needs none
 //
 //	m := openai.FromEnv()
-//	reply, err := m.Generate(ctx, &runtime.Request{
+//	reply, err := m.Generate(ctx, &llm.Request{
 //		System:   "You answer in one word.",
 //		Messages: []defs.Message{defs.UserMessage("Capital of France?")},
 //	})
@@ -42,7 +43,7 @@
 //
 // # Errors and retries
 //
-// Every error is a *runtime.ModelError that unwraps to go-openai's
+// Every error is an *llm.ModelError that unwraps to go-openai's
 // *openai.APIError or *openai.RequestError, so errors.As reaches them. A
 // request rejected as too long for the context window has ContextTooLong
 // set. Rate limits, server errors, dropped connections and cut streams are

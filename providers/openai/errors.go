@@ -20,15 +20,15 @@ import (
 
 	sdk "github.com/sashabaranov/go-openai"
 
-	"github.com/reprompt/reprompt/runtime"
+	"github.com/reprompt/reprompt/llm"
 )
 
-// ErrStreamCut is wrapped by the *runtime.ModelError returned when a stream
+// ErrStreamCut is wrapped by the *llm.ModelError returned when a stream
 // ends before the server said why the reply ended (no finish_reason). Such
 // an error is retryable.
 var ErrStreamCut = errors.New("openai: stream ended before the reply was complete")
 
-// ReplyTooLargeError is wrapped by the *runtime.ModelError returned when a
+// ReplyTooLargeError is wrapped by the *llm.ModelError returned when a
 // response body exceeds Config.MaxReplyBytes. Such an error is not
 // retryable.
 type ReplyTooLargeError struct {
@@ -46,12 +46,12 @@ func (e *ReplyTooLargeError) Error() string {
 	return fmt.Sprintf("openai: %s larger than MaxReplyBytes (%d bytes)", kind, e.Limit)
 }
 
-// classify turns any failure of a call into a *runtime.ModelError whose Err
+// classify turns any failure of a call into an *llm.ModelError whose Err
 // is the original error, so errors.As still finds *openai.APIError or
 // *openai.RequestError from go-openai. ctx is the call's context: a failure
 // caused by its cancellation is not retryable and unwraps to ctx.Err().
-func classify(ctx context.Context, err error) *runtime.ModelError {
-	var me *runtime.ModelError
+func classify(ctx context.Context, err error) *llm.ModelError {
+	var me *llm.ModelError
 	if errors.As(err, &me) {
 		return me
 	}
@@ -59,15 +59,15 @@ func classify(ctx context.Context, err error) *runtime.ModelError {
 		if !errors.Is(err, ctx.Err()) {
 			err = fmt.Errorf("%w (%v)", ctx.Err(), err)
 		}
-		return &runtime.ModelError{Message: err.Error(), Err: err}
+		return &llm.ModelError{Message: err.Error(), Err: err}
 	}
 
 	if errors.Is(err, ErrReplyFailed) {
-		return &runtime.ModelError{Message: err.Error(), Retryable: true, Err: err}
+		return &llm.ModelError{Message: err.Error(), Retryable: true, Err: err}
 	}
 
 	if tl, ok := errors.AsType[*ReplyTooLargeError](err); ok {
-		return &runtime.ModelError{Message: tl.Error(), Err: err}
+		return &llm.ModelError{Message: tl.Error(), Err: err}
 	}
 
 	// A failed response whose body is not OpenAI's shape, or an error
@@ -89,7 +89,7 @@ func classify(ctx context.Context, err error) *runtime.ModelError {
 		if msg == "" {
 			msg = fmt.Sprintf("%d %s", status, http.StatusText(status))
 		}
-		e := &runtime.ModelError{
+		e := &llm.ModelError{
 			StatusCode:     status,
 			Message:        msg,
 			Retryable:      status != 0 && retryableStatus(status),
@@ -112,7 +112,7 @@ func classify(ctx context.Context, err error) *runtime.ModelError {
 		if msg == "" {
 			msg = strings.TrimSpace(apiErr.Type + " " + code)
 		}
-		e := &runtime.ModelError{
+		e := &llm.ModelError{
 			StatusCode:     apiErr.HTTPStatusCode,
 			Message:        msg,
 			ContextTooLong: contextTooLong(code, apiErr.Type, apiErr.Message),
@@ -136,7 +136,7 @@ func classify(ctx context.Context, err error) *runtime.ModelError {
 		return e
 	}
 
-	return &runtime.ModelError{Message: err.Error(), Retryable: retryableTransport(err), Err: err}
+	return &llm.ModelError{Message: err.Error(), Retryable: retryableTransport(err), Err: err}
 }
 
 // maxMessage bounds the body text a ModelError's message shows.

@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	sdk "github.com/sashabaranov/go-openai"
 
-	"github.com/reprompt/reprompt/runtime"
+	"github.com/reprompt/reprompt/llm"
 )
 
 func errorBody(message, typ, code string) string {
@@ -23,57 +23,57 @@ func errorBody(message, typ, code string) string {
 	return `{"error":{"message":"` + message + `","type":"` + typ + `","param":null,"code":` + c + `}}`
 }
 
-// TestOpenAPIErrors checks how HTTP failures become *runtime.ModelError,
+// TestOpenAPIErrors checks how HTTP failures become *llm.ModelError,
 // for Generate and Stream.
 func TestOpenAPIErrors(t *testing.T) {
 	tests := []struct {
 		name     string
 		reply    reply
-		want     runtime.ModelError // Err is not compared
+		want     llm.ModelError // Err is not compared
 		wantHits int
 		sdkErr   string // "api" or "request": the go-openai type errors.As must find
 	}{
 		{
 			name:     "400 context_length_exceeded",
 			reply:    reply{status: 400, body: errorBody("This model's maximum context length is 128000 tokens. However, your messages resulted in 130012 tokens.", "invalid_request_error", "context_length_exceeded")},
-			want:     runtime.ModelError{StatusCode: 400, ContextTooLong: true, Message: "This model's maximum context length is 128000 tokens. However, your messages resulted in 130012 tokens."},
+			want:     llm.ModelError{StatusCode: 400, ContextTooLong: true, Message: "This model's maximum context length is 128000 tokens. However, your messages resulted in 130012 tokens."},
 			wantHits: 1, sdkErr: "api",
 		},
 		{
 			name:     "400 vLLM context message without code",
 			reply:    reply{status: 400, body: `{"object":"error","message":"This model's maximum context length is 4096 tokens. However, you requested 5000 tokens.","type":"BadRequestError","param":null,"code":400}`},
-			want:     runtime.ModelError{StatusCode: 400, Message: "{\"object\":\"error\",\"message\":\"This model's maximum context length is 4096 tokens. However, you requested 5000 tokens.\",\"type\":\"BadRequestError\",\"param\":null,\"code\":400}", ContextTooLong: true},
+			want:     llm.ModelError{StatusCode: 400, Message: "{\"object\":\"error\",\"message\":\"This model's maximum context length is 4096 tokens. However, you requested 5000 tokens.\",\"type\":\"BadRequestError\",\"param\":null,\"code\":400}", ContextTooLong: true},
 			wantHits: 1, sdkErr: "request",
 		},
 		{
 			name:     "400 invalid request",
 			reply:    reply{status: 400, body: errorBody("Invalid value for 'tool_choice'.", "invalid_request_error", "invalid_value")},
-			want:     runtime.ModelError{StatusCode: 400, Message: "Invalid value for 'tool_choice'."},
+			want:     llm.ModelError{StatusCode: 400, Message: "Invalid value for 'tool_choice'."},
 			wantHits: 1, sdkErr: "api",
 		},
 		{
 			name:  "401 bad key",
 			reply: reply{status: 401, body: errorBody("Incorrect API key provided: sk-test.", "invalid_request_error", "invalid_api_key")},
 			// The key the server echoed is redacted (issue 8 item 7).
-			want:     runtime.ModelError{StatusCode: 401, Message: "Incorrect API key provided: [redacted]."},
+			want:     llm.ModelError{StatusCode: 401, Message: "Incorrect API key provided: [redacted]."},
 			wantHits: 1, sdkErr: "api",
 		},
 		{
 			name:     "429 insufficient_quota is not retried",
 			reply:    reply{status: 429, body: errorBody("You exceeded your current quota.", "insufficient_quota", "insufficient_quota")},
-			want:     runtime.ModelError{StatusCode: 429, Message: "You exceeded your current quota."},
+			want:     llm.ModelError{StatusCode: 429, Message: "You exceeded your current quota."},
 			wantHits: 1, sdkErr: "api",
 		},
 		{
 			name:     "429 rate limit retried until MaxRetries",
 			reply:    reply{status: 429, body: errorBody("Rate limit reached for gpt-4.1 on tokens per min (TPM).", "tokens", "rate_limit_exceeded")},
-			want:     runtime.ModelError{StatusCode: 429, Retryable: true, Message: "Rate limit reached for gpt-4.1 on tokens per min (TPM)."},
+			want:     llm.ModelError{StatusCode: 429, Retryable: true, Message: "Rate limit reached for gpt-4.1 on tokens per min (TPM)."},
 			wantHits: 3, sdkErr: "api",
 		},
 		{
 			name:     "502 HTML from a proxy",
 			reply:    reply{status: 502, header: map[string]string{"Content-Type": "text/html"}, body: "<html>Bad Gateway</html>"},
-			want:     runtime.ModelError{StatusCode: 502, Retryable: true, Message: "<html>Bad Gateway</html>"},
+			want:     llm.ModelError{StatusCode: 502, Retryable: true, Message: "<html>Bad Gateway</html>"},
 			wantHits: 3, sdkErr: "request",
 		},
 	}
@@ -93,9 +93,9 @@ func TestOpenAPIErrors(t *testing.T) {
 				} else {
 					_, err = m.Generate(context.Background(), userRequest("q"))
 				}
-				var me *runtime.ModelError
+				var me *llm.ModelError
 				if !errors.As(err, &me) {
-					t.Fatalf("error %v (%T) is not a *runtime.ModelError", err, err)
+					t.Fatalf("error %v (%T) is not an *llm.ModelError", err, err)
 				}
 				got := *me
 				got.Err = nil
@@ -171,7 +171,7 @@ func TestOpenAPIRetry(t *testing.T) {
 				cfg.Rand = rand.New(rand.NewPCG(1, 2))
 				cfg.RetryMaxDelay = tt.maxDelay
 				m := New(cfg)
-				var got *runtime.Reply
+				var got *llm.Reply
 				var err error
 				if stream {
 					got, err = m.Stream(context.Background(), userRequest("q"), nil)
@@ -179,7 +179,7 @@ func TestOpenAPIRetry(t *testing.T) {
 					got, err = m.Generate(context.Background(), userRequest("q"))
 				}
 				if tt.wantErr {
-					if !runtime.IsRetryable(err) {
+					if !llm.IsRetryable(err) {
 						t.Fatalf("error = %v, want a retryable error", err)
 					}
 				} else if err != nil || got == nil {
@@ -217,7 +217,7 @@ func TestOpenAPIRetryWaitCanceled(t *testing.T) {
 	cfg.Sleep = func(ctx context.Context, d time.Duration) error { cancel(); return ctx.Err() }
 	_, err := New(cfg).Generate(ctx, userRequest("q"))
 	var apiErr *sdk.APIError
-	if !errors.Is(err, context.Canceled) || !errors.As(err, &apiErr) || runtime.IsRetryable(err) {
+	if !errors.Is(err, context.Canceled) || !errors.As(err, &apiErr) || llm.IsRetryable(err) {
 		t.Errorf("error = %v, want a non-retryable error wrapping context.Canceled and the *openai.APIError", err)
 	}
 	if srv.hits() != 1 {
@@ -226,7 +226,7 @@ func TestOpenAPIRetryWaitCanceled(t *testing.T) {
 
 	srv = newFakeServer(t, reply{status: 429, header: map[string]string{"Retry-After": "120"}, body: errorBody("Slow down.", "requests", "rate_limit_exceeded")})
 	_, err = New(srv.config("gpt-4.1", nil)).Generate(context.Background(), userRequest("q"))
-	var me *runtime.ModelError
+	var me *llm.ModelError
 	if !errors.As(err, &me) || !me.Retryable || !strings.Contains(me.Message, "retry after 2m0s") {
 		t.Errorf("error = %v, want a retryable error naming the Retry-After", err)
 	}

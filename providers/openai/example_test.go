@@ -8,8 +8,8 @@ import (
 	"os"
 
 	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/providers/openai"
-	"github.com/reprompt/reprompt/runtime"
 )
 
 // Against a local Ollama: the same code runs against OpenAI, vLLM or a
@@ -18,10 +18,10 @@ import (
 //	OPENAI_BASE_URL=http://localhost:11434/v1 OPENAI_MODEL=qwen3:4b go run .
 func Example_ollama() {
 	m := openai.FromEnv() // or openai.New(openai.Config{BaseURL: "http://localhost:11434/v1", Model: "qwen3:4b"})
-	reply, err := m.Stream(context.Background(), &runtime.Request{
+	reply, err := m.Stream(context.Background(), &llm.Request{
 		System:   "You answer in one word.",
 		Messages: []defs.Message{defs.UserMessage("Capital of France?")},
-	}, func(d runtime.Delta) { fmt.Print(d.Content) })
+	}, func(d llm.Delta) { fmt.Print(d.Content) })
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return
@@ -40,7 +40,7 @@ func ExampleNew() {
 	defer srv.Close()
 
 	m := openai.New(openai.Config{BaseURL: srv.URL + "/v1", Model: "llama3.2"})
-	reply, err := m.Generate(context.Background(), &runtime.Request{
+	reply, err := m.Generate(context.Background(), &llm.Request{
 		System:   "You answer in one word.",
 		Messages: []defs.Message{defs.UserMessage("Capital of France?")},
 	})

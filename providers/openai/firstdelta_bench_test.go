@@ -15,6 +15,7 @@ import (
 	sdk "github.com/sashabaranov/go-openai"
 
 	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/providers/openai"
 	"github.com/reprompt/reprompt/runtime"
 )
@@ -81,7 +82,7 @@ func BenchmarkFirstDelta(b *testing.B) {
 	reprompt := func() (afterFlush, fromCall time.Duration) {
 		var at time.Duration
 		start := time.Since(base)
-		_, err := runtime.Run(context.Background(), m, scenarioS1, runtime.Config{MaxSteps: 1, OnDelta: func(d runtime.Delta) {
+		_, err := runtime.Run(context.Background(), m, scenarioS1, runtime.Config{MaxSteps: 1, OnDelta: func(d llm.Delta) {
 			if at == 0 {
 				at = time.Since(base)
 			}
@@ -93,17 +94,17 @@ func BenchmarkFirstDelta(b *testing.B) {
 	}
 	// The adapter alone: Model.Stream with the request S1's first step
 	// sends, without the runtime.
-	adapterReq := &runtime.Request{
+	adapterReq := &llm.Request{
 		System:   bare.system,
 		Messages: []defs.Message{defs.UserMessage("Count as far as you can.")},
 	}
 	for _, t := range bare.tools {
-		adapterReq.Tools = append(adapterReq.Tools, runtime.ToolSpec{Name: t.Function.Name, Description: t.Function.Description, Parameters: t.Function.Parameters.(json.RawMessage)})
+		adapterReq.Tools = append(adapterReq.Tools, llm.ToolSpec{Name: t.Function.Name, Description: t.Function.Description, Parameters: t.Function.Parameters.(json.RawMessage)})
 	}
 	adapter := func() (afterFlush, fromCall time.Duration) {
 		var at time.Duration
 		start := time.Since(base)
-		_, err := m.Stream(context.Background(), adapterReq, func(d runtime.Delta) {
+		_, err := m.Stream(context.Background(), adapterReq, func(d llm.Delta) {
 			if at == 0 {
 				at = time.Since(base)
 			}

@@ -8,10 +8,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/reprompt/reprompt/defs"
-	"github.com/reprompt/reprompt/runtime"
+	"github.com/reprompt/reprompt/llm"
 )
 
-var weatherTool = runtime.ToolSpec{
+var weatherTool = llm.ToolSpec{
 	Name:        "get_weather",
 	Description: "Current weather for a city.",
 	Parameters:  json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"},"unit":{"type":"string","enum":["celsius","fahrenheit"]}},"required":["city"]}`),
@@ -62,7 +62,7 @@ func TestOpenAPIRequestMapping(t *testing.T) {
 	tests := []struct {
 		name   string
 		cfg    func(*Config)
-		req    runtime.Request
+		req    llm.Request
 		stream bool
 		// want holds the fields checked; a nil value means "absent".
 		want map[string]any
@@ -70,12 +70,12 @@ func TestOpenAPIRequestMapping(t *testing.T) {
 		{
 			name: "full conversation with tools",
 			cfg:  func(c *Config) { c.Model = "gpt-4.1" },
-			req:  runtime.Request{System: "Be helpful.", Messages: conversation(), Tools: []runtime.ToolSpec{weatherTool}},
+			req:  llm.Request{System: "Be helpful.", Messages: conversation(), Tools: []llm.ToolSpec{weatherTool}},
 			want: map[string]any{"model": "gpt-4.1", "messages": wantMessages, "tools": wantTools, "stream": false, "stream_options": nil, "temperature": nil, "max_tokens": nil},
 		},
 		{
 			name: "no system prompt",
-			req:  runtime.Request{Messages: []defs.Message{defs.UserMessage("hi")}},
+			req:  llm.Request{Messages: []defs.Message{defs.UserMessage("hi")}},
 			want: map[string]any{"model": DefaultModel, "messages": []any{map[string]any{"role": "user", "content": "hi"}}, "tools": nil},
 		},
 		{
@@ -84,7 +84,7 @@ func TestOpenAPIRequestMapping(t *testing.T) {
 				c.Model, c.MaxTokens, c.Temperature, c.TopP, c.Seed = "gpt-4o", 256, ptr(0.0), ptr(0.9), ptr(7)
 				c.Stop = []string{"END"}
 			},
-			req:  runtime.Request{Messages: []defs.Message{defs.UserMessage("hi")}},
+			req:  llm.Request{Messages: []defs.Message{defs.UserMessage("hi")}},
 			want: map[string]any{"max_tokens": 256.0, "max_completion_tokens": nil, "temperature": 0.0, "top_p": 0.9, "seed": 7.0, "stop": []any{"END"}},
 		},
 		{
@@ -92,7 +92,7 @@ func TestOpenAPIRequestMapping(t *testing.T) {
 			cfg: func(c *Config) {
 				c.Model, c.MaxTokens, c.Temperature, c.TopP, c.ReasoningEffort = "o3-mini", 1024, ptr(0.2), ptr(0.5), "high"
 			},
-			req:  runtime.Request{Messages: []defs.Message{defs.UserMessage("hi")}},
+			req:  llm.Request{Messages: []defs.Message{defs.UserMessage("hi")}},
 			want: map[string]any{"max_completion_tokens": 1024.0, "max_tokens": nil, "temperature": nil, "top_p": nil, "reasoning_effort": "high"},
 		},
 		{
@@ -100,7 +100,7 @@ func TestOpenAPIRequestMapping(t *testing.T) {
 			cfg: func(c *Config) {
 				c.Model, c.MaxTokens, c.Temperature, c.ParallelToolCalls = "gpt-5-mini", 2048, ptr(0.7), ptr(false)
 			},
-			req:  runtime.Request{Messages: []defs.Message{defs.UserMessage("hi")}, Tools: []runtime.ToolSpec{weatherTool}},
+			req:  llm.Request{Messages: []defs.Message{defs.UserMessage("hi")}, Tools: []llm.ToolSpec{weatherTool}},
 			want: map[string]any{"max_completion_tokens": 2048.0, "temperature": nil, "parallel_tool_calls": false},
 		},
 		{
@@ -108,32 +108,32 @@ func TestOpenAPIRequestMapping(t *testing.T) {
 			cfg: func(c *Config) {
 				c.Model, c.Reasoning, c.MaxTokens, c.Temperature = "o3-distill:7b", ReasoningOff, 64, ptr(0.3)
 			},
-			req:  runtime.Request{Messages: []defs.Message{defs.UserMessage("hi")}},
+			req:  llm.Request{Messages: []defs.Message{defs.UserMessage("hi")}},
 			want: map[string]any{"max_tokens": 64.0, "temperature": 0.3},
 		},
 		{
 			name:   "stream asks for usage",
-			req:    runtime.Request{Messages: []defs.Message{defs.UserMessage("hi")}},
+			req:    llm.Request{Messages: []defs.Message{defs.UserMessage("hi")}},
 			stream: true,
 			want:   map[string]any{"stream": true, "stream_options": map[string]any{"include_usage": true}},
 		},
 		{
 			name:   "stream without usage",
 			cfg:    func(c *Config) { c.OmitStreamUsage = true },
-			req:    runtime.Request{Messages: []defs.Message{defs.UserMessage("hi")}},
+			req:    llm.Request{Messages: []defs.Message{defs.UserMessage("hi")}},
 			stream: true,
 			want:   map[string]any{"stream": true, "stream_options": nil},
 		},
 		{
 			name: "replayed reasoning, tool without parameters, invalid arguments sent back verbatim",
 			cfg:  func(c *Config) { c.ReplayReasoning = true },
-			req: runtime.Request{
+			req: llm.Request{
 				Messages: []defs.Message{
 					defs.UserMessage("go"),
 					{Role: defs.RoleAssistant, Reasoning: "hmm", ToolCalls: []defs.ToolCall{{ID: "c1", Name: "now", Arguments: toolArguments(`{"broken`)}}},
 					{Role: defs.RoleTool, ToolCallID: "c1", Content: "error: invalid arguments"},
 				},
-				Tools: []runtime.ToolSpec{{Name: "now", Description: "The time."}},
+				Tools: []llm.ToolSpec{{Name: "now", Description: "The time."}},
 			},
 			want: map[string]any{
 				"messages": []any{
@@ -185,29 +185,29 @@ func TestOpenAPIGenerateReplies(t *testing.T) {
 		name  string
 		file  string
 		model string
-		want  runtime.Reply
+		want  llm.Reply
 	}{
 		{
 			name: "plain text",
 			file: "text.json",
-			want: runtime.Reply{
+			want: llm.Reply{
 				Message:      defs.Message{Role: defs.RoleAssistant, Content: "Paris."},
-				Usage:        runtime.Usage{InputTokens: 19, OutputTokens: 2},
-				FinishReason: runtime.FinishStop,
+				Usage:        llm.Usage{InputTokens: 19, OutputTokens: 2},
+				FinishReason: llm.FinishStop,
 				ID:           "chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT",
 			},
 		},
 		{
 			name: "several tool calls in one reply",
 			file: "tool_calls.json",
-			want: runtime.Reply{
+			want: llm.Reply{
 				Message: defs.Message{Role: defs.RoleAssistant, ToolCalls: []defs.ToolCall{
 					{ID: "call_8GWmYPbZ5nH1Qm6c4Xq2vT1k", Name: "get_weather", Arguments: json.RawMessage(`{"city":"Paris","unit":"celsius"}`)},
 					{ID: "call_Jm3B0s9Vq4aR7eLk2WnXc5Zt", Name: "get_weather", Arguments: json.RawMessage(`{"city":"Tokyo","unit":"celsius"}`)},
 					{ID: "call_Qp7s2Lm9Xk4Tz1Vb8Nc3Rd6F", Name: "get_time", Arguments: json.RawMessage(`{"tz":"Asia/Tokyo"}`)},
 				}},
-				Usage:        runtime.Usage{InputTokens: 112, OutputTokens: 71},
-				FinishReason: runtime.FinishToolCalls,
+				Usage:        llm.Usage{InputTokens: 112, OutputTokens: 71},
+				FinishReason: llm.FinishToolCalls,
 				ID:           "chatcmpl-BHjCw9t2EBpWqLVSMAtBSPD1gQ3Ms",
 			},
 		},
@@ -215,10 +215,10 @@ func TestOpenAPIGenerateReplies(t *testing.T) {
 			name:  "cached and reasoning tokens with reasoning_content",
 			file:  "reasoning_usage.json",
 			model: "o3-mini",
-			want: runtime.Reply{
+			want: llm.Reply{
 				Message:      defs.Message{Role: defs.RoleAssistant, Content: "42.", Reasoning: "The user asks for the answer; it is 42."},
-				Usage:        runtime.Usage{InputTokens: 2048, OutputTokens: 512, CachedTokens: 1536, ReasoningTokens: 448},
-				FinishReason: runtime.FinishStop,
+				Usage:        llm.Usage{InputTokens: 2048, OutputTokens: 512, CachedTokens: 1536, ReasoningTokens: 448},
+				FinishReason: llm.FinishStop,
 				ID:           "chatcmpl-BKq8PZ4mF1dJ0aQ2z6Yt5Ww3Rr7Ux",
 			},
 		},
@@ -226,10 +226,10 @@ func TestOpenAPIGenerateReplies(t *testing.T) {
 			name:  "Ollama reasoning field",
 			file:  "ollama_reasoning.json",
 			model: "qwen3:4b",
-			want: runtime.Reply{
+			want: llm.Reply{
 				Message:      defs.Message{Role: defs.RoleAssistant, Content: "Paris.", Reasoning: "The capital of France is Paris."},
-				Usage:        runtime.Usage{InputTokens: 24, OutputTokens: 31},
-				FinishReason: runtime.FinishStop,
+				Usage:        llm.Usage{InputTokens: 24, OutputTokens: 31},
+				FinishReason: llm.FinishStop,
 				ID:           "chatcmpl-417",
 			},
 		},
@@ -238,10 +238,10 @@ func TestOpenAPIGenerateReplies(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := newFakeServer(t, reply{file: tt.file})
 			m := New(srv.config(tt.model, nil))
-			got, err := m.Generate(context.Background(), &runtime.Request{
+			got, err := m.Generate(context.Background(), &llm.Request{
 				System:   "You are terse.",
 				Messages: []defs.Message{defs.UserMessage("question")},
-				Tools:    []runtime.ToolSpec{weatherTool},
+				Tools:    []llm.ToolSpec{weatherTool},
 			})
 			if err != nil {
 				t.Fatalf("Generate: %v", err)
@@ -262,7 +262,7 @@ func TestOpenAPIGenerateNoKey(t *testing.T) {
 	srv := newFakeServer(t, reply{file: "text.json"})
 	cfg := srv.config("llama3.2", nil)
 	cfg.APIKey = ""
-	if _, err := New(cfg).Generate(context.Background(), &runtime.Request{Messages: []defs.Message{defs.UserMessage("hi")}}); err != nil {
+	if _, err := New(cfg).Generate(context.Background(), &llm.Request{Messages: []defs.Message{defs.UserMessage("hi")}}); err != nil {
 		t.Fatalf("Generate: %v", err)
 	}
 	if auth, ok := srv.headers[0]["Authorization"]; ok {

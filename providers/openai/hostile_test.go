@@ -22,7 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/defs"
-	"github.com/reprompt/reprompt/runtime"
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/snapshots"
 )
 
@@ -167,7 +167,7 @@ func TestNonOpenAIErrorBodies(t *testing.T) {
 				} else {
 					_, err = m.Generate(context.Background(), userRequest("q"))
 				}
-				var me *runtime.ModelError
+				var me *llm.ModelError
 				require.ErrorAs(t, err, &me)
 				assert.Equal(t, tt.status, me.StatusCode, "status")
 				assert.Equal(t, tt.retryable, me.Retryable, "retryable")
@@ -205,7 +205,7 @@ func TestStreamErrorEventNotOpenAIShaped(t *testing.T) {
 			srv := newFakeServer(t, reply{events: []string{tt.event}})
 			m := New(srv.config("gpt-4.1", nil))
 			_, err := m.Stream(context.Background(), userRequest("q"), nil)
-			var me *runtime.ModelError
+			var me *llm.ModelError
 			require.ErrorAs(t, err, &me)
 			assert.NotContains(t, me.Error(), "decoding stream chunk")
 			assert.Equal(t, tt.status, me.StatusCode)
@@ -240,7 +240,7 @@ func TestBaseURLWithoutV1(t *testing.T) {
 		} else {
 			_, err = m.Generate(context.Background(), userRequest("q"))
 		}
-		var me *runtime.ModelError
+		var me *llm.ModelError
 		require.ErrorAs(t, err, &me)
 		assert.Equal(t, 404, me.StatusCode)
 		assert.False(t, me.Retryable)
@@ -329,8 +329,8 @@ func TestReplySizeCap(t *testing.T) {
 			var tooLarge *ReplyTooLargeError
 			require.ErrorAs(t, err, &tooLarge)
 			assert.EqualValues(t, limit, tooLarge.Limit)
-			assert.False(t, runtime.IsRetryable(err), "a reply too large is not retried")
-			var me *runtime.ModelError
+			assert.False(t, llm.IsRetryable(err), "a reply too large is not retried")
+			var me *llm.ModelError
 			require.ErrorAs(t, err, &me)
 			assert.Contains(t, me.Message, "MaxReplyBytes")
 			srv.CloseClientConnections()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/runtime"
 )
 
@@ -24,7 +25,7 @@ func TestLive(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	m := FromEnv()
-	req := &runtime.Request{
+	req := &llm.Request{
 		System:   "You answer with one word.",
 		Messages: []defs.Message{defs.UserMessage("What is the capital of France?")},
 	}
@@ -38,7 +39,7 @@ func TestLive(t *testing.T) {
 	}
 
 	var streamed strings.Builder
-	reply, err = m.Stream(ctx, req, func(d runtime.Delta) { streamed.WriteString(d.Content) })
+	reply, err = m.Stream(ctx, req, func(d llm.Delta) { streamed.WriteString(d.Content) })
 	if err != nil {
 		t.Fatalf("Stream: %v", err)
 	}
@@ -48,7 +49,7 @@ func TestLive(t *testing.T) {
 	}
 
 	req.Messages = []defs.Message{defs.UserMessage("Use the tool to get the weather in Paris.")}
-	req.Tools = []runtime.ToolSpec{weatherTool}
+	req.Tools = []llm.ToolSpec{weatherTool}
 	reply, err = m.Stream(ctx, req, nil)
 	if err != nil {
 		t.Fatalf("Stream with tools: %v", err)
@@ -57,7 +58,7 @@ func TestLive(t *testing.T) {
 
 	// A typed answer, in both modes (a server that rejects a
 	// response_format fails the first).
-	for _, mode := range []runtime.OutputMode{runtime.OutputNative, runtime.OutputTool} {
+	for _, mode := range []llm.OutputMode{llm.OutputNative, llm.OutputTool} {
 		res, err := runtime.Run(ctx, m, forecaster, runtime.Config{OutputMode: mode, MaxSteps: 4})
 		if err != nil {
 			t.Errorf("typed answer (%s): %v", mode, err)

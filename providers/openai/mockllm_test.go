@@ -21,7 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/defs"
-	"github.com/reprompt/reprompt/runtime"
+	"github.com/reprompt/reprompt/llm"
 )
 
 // The tests in this file run the adapter against @dwmkerr/mock-llm, an
@@ -223,13 +223,13 @@ func TestMockLLMReplies(t *testing.T) {
 		content string
 		want    []defs.ToolCall // ids are checked apart
 		text    string
-		finish  runtime.FinishReason
+		finish  llm.FinishReason
 	}{
 		{
 			name:    "tool call without id or type",
 			content: `{"choices":[{"message":{"role":"assistant","tool_calls":[{"function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]},"finish_reason":"tool_calls"}]}`,
 			want:    []defs.ToolCall{{Name: "get_weather", Arguments: json.RawMessage(`{"city":"Paris"}`)}},
-			finish:  runtime.FinishToolCalls,
+			finish:  llm.FinishToolCalls,
 		},
 		{
 			name:    "parallel calls without ids, one without arguments",
@@ -239,22 +239,22 @@ func TestMockLLMReplies(t *testing.T) {
 				{Name: "get_weather", Arguments: json.RawMessage(`{"city":"Tokyo"}`)},
 				{Name: "get_time", Arguments: json.RawMessage(`{}`)},
 			},
-			finish: runtime.FinishToolCalls,
+			finish: llm.FinishToolCalls,
 		},
 		{
 			name:    "echo of the last message",
 			content: `{"id":"chatcmpl-{{timestamp}}","object":"chat.completion","model":"{{jmes request body.model}}","choices":[{"message":{"role":"assistant","content":"{{jmes request body.messages[-1].content}}"},"finish_reason":"stop"}]}`,
 			text:    "What is the weather?",
-			finish:  runtime.FinishStop,
+			finish:  llm.FinishStop,
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			mock.script(t, 200, tt.content)
-			reply, err := m.Generate(context.Background(), &runtime.Request{
+			reply, err := m.Generate(context.Background(), &llm.Request{
 				System:   "You are terse.",
 				Messages: []defs.Message{defs.UserMessage("What is the weather?")},
-				Tools:    []runtime.ToolSpec{weatherTool},
+				Tools:    []llm.ToolSpec{weatherTool},
 			})
 			require.NoError(t, err)
 			assert.Equal(t, tt.text, reply.Message.Content)
@@ -280,13 +280,13 @@ func TestMockLLMStreamedText(t *testing.T) {
 	const text = "The capital of France is Paris, on the Seine."
 	mock.script(t, 200, fmt.Sprintf(`{"id":"c1","object":"chat.completion","created":1,"model":"gpt-4.1","choices":[{"index":0,"message":{"role":"assistant","content":%q},"finish_reason":"stop"}]}`, text))
 	var deltas []string
-	reply, err := m.Stream(context.Background(), userRequest("q"), func(d runtime.Delta) { deltas = append(deltas, d.Content) })
+	reply, err := m.Stream(context.Background(), userRequest("q"), func(d llm.Delta) { deltas = append(deltas, d.Content) })
 	require.NoError(t, err)
 	assert.Equal(t, text, reply.Message.Content)
-	assert.Equal(t, runtime.FinishStop, reply.FinishReason)
+	assert.Equal(t, llm.FinishStop, reply.FinishReason)
 	assert.Equal(t, text, strings.Join(deltas, ""))
 	assert.Len(t, deltas, (len(text)+4)/5, "one delta per 5-character chunk")
-	assert.Equal(t, runtime.Usage{}, reply.Usage, "mock-llm sends no usage chunk")
+	assert.Equal(t, llm.Usage{}, reply.Usage, "mock-llm sends no usage chunk")
 	assert.Equal(t, 1, mock.attempts(t, "/v1/chat/completions"))
 }
 
@@ -370,7 +370,7 @@ func TestMockLLMErrors(t *testing.T) {
 				} else {
 					_, err = m.Generate(context.Background(), userRequest("q"))
 				}
-				var me *runtime.ModelError
+				var me *llm.ModelError
 				require.ErrorAs(t, err, &me)
 				assert.Equal(t, w.status, me.StatusCode, "status")
 				assert.Equal(t, w.retryable, me.Retryable, "retryable")
@@ -396,7 +396,7 @@ func TestMockLLMBaseURLWithoutV1(t *testing.T) {
 		} else {
 			_, err = m.Generate(context.Background(), userRequest("q"))
 		}
-		var me *runtime.ModelError
+		var me *llm.ModelError
 		require.ErrorAs(t, err, &me)
 		assert.Equal(t, http.StatusNotFound, me.StatusCode)
 		assert.False(t, me.Retryable)
@@ -415,7 +415,7 @@ func TestMockLLMStreamedToolCalls(t *testing.T) {
 	mock := startMockLLM(t)
 	mock.script(t, 200, `{"choices":[{"message":{"tool_calls":[{"function":{"name":"get_weather","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}`)
 	_, err := mock.model(mock.url+"/v1").Stream(context.Background(), userRequest("q"), nil)
-	var me *runtime.ModelError
+	var me *llm.ModelError
 	require.ErrorAs(t, err, &me)
 	assert.Equal(t, 500, me.StatusCode)
 	assert.True(t, me.Retryable)
@@ -446,6 +446,6 @@ func TestStreamedToolCallsWithoutIDs(t *testing.T) {
 	assert.Equal(t, "get_time", b.Name)
 	assert.NotEmpty(t, a.ID)
 	assert.NotEqual(t, a.ID, b.ID)
-	assert.Equal(t, runtime.FinishToolCalls, reply.FinishReason)
+	assert.Equal(t, llm.FinishToolCalls, reply.FinishReason)
 	assert.Equal(t, 1, srv.hits())
 }

@@ -19,10 +19,10 @@ import (
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/internal/modelcaps"
-	"github.com/reprompt/reprompt/runtime"
+	"github.com/reprompt/reprompt/llm"
 )
 
-// Model is a runtime.StreamingModel backed by an OpenAI-compatible Chat
+// Model is an llm.StreamingModel backed by an OpenAI-compatible Chat
 // Completions endpoint through go-openai. It is safe for concurrent use.
 //
 // A Model keeps the JSON encoding of the messages it sent, for the four
@@ -39,10 +39,10 @@ type Model struct {
 }
 
 var (
-	_ runtime.Model          = (*Model)(nil)
-	_ runtime.StreamingModel = (*Model)(nil)
-	_ runtime.ModelNamer     = (*Model)(nil)
-	_ runtime.ProviderNamer  = (*Model)(nil)
+	_ llm.Model          = (*Model)(nil)
+	_ llm.StreamingModel = (*Model)(nil)
+	_ llm.ModelNamer     = (*Model)(nil)
+	_ llm.ProviderNamer  = (*Model)(nil)
 )
 
 // New returns a Model configured by cfg; zero fields of cfg take the
@@ -69,12 +69,12 @@ func FromEnv() *Model { return New(ConfigFromEnv()) }
 func (m *Model) Name() string { return m.cfg.Model }
 
 // ModelName returns the model name sent with each request, for traces and
-// logs (runtime.ModelNamer).
+// logs (llm.ModelNamer).
 func (m *Model) ModelName() string { return m.cfg.Model }
 
 // ProviderName returns "openai" when the Model talks to the OpenAI API
 // (api.openai.com), and "" (unknown) for another server that speaks its
-// protocol, for traces (runtime.ProviderNamer).
+// protocol, for traces (llm.ProviderNamer).
 func (m *Model) ProviderName() string {
 	if u, err := url.Parse(m.cfg.BaseURL); err == nil && u.Hostname() == "api.openai.com" {
 		return "openai"
@@ -85,7 +85,7 @@ func (m *Model) ProviderName() string {
 // NativeOutput reports whether the model takes a typed answer as a strict
 // json_schema response_format: Config.NativeOutput if set, otherwise the
 // model's profile (builtin.Profile.StructuredOutput). It implements
-// runtime.NativeOutputModel.
+// llm.NativeOutputModel.
 func (m *Model) NativeOutput() bool {
 	if m.cfg.NativeOutput != nil {
 		return *m.cfg.NativeOutput
@@ -95,15 +95,15 @@ func (m *Model) NativeOutput() bool {
 
 // Generate sends req as one Chat Completions request and returns the
 // reply. Retryable failures are retried as Config describes. Every error
-// is a *runtime.ModelError that unwraps to go-openai's error
+// is an *llm.ModelError that unwraps to go-openai's error
 // (*openai.APIError, *openai.RequestError) or, when ctx ended the call, to
 // ctx.Err().
-func (m *Model) Generate(ctx context.Context, req *runtime.Request) (*runtime.Reply, error) {
+func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Reply, error) {
 	body, err := m.body(req, false)
 	if err != nil {
 		return nil, err
 	}
-	return m.withRetries(ctx, body, func(ctx context.Context, ex *exchange) (*runtime.Reply, bool, error) {
+	return m.withRetries(ctx, body, func(ctx context.Context, ex *exchange) (*llm.Reply, bool, error) {
 		resp, err := m.client.CreateChatCompletion(ctx, sdk.ChatCompletionRequest{Model: m.cfg.Model})
 		if err != nil {
 			if ex.raw != nil && ctx.Err() == nil {
@@ -140,25 +140,25 @@ func (m *Model) Generate(ctx context.Context, req *runtime.Request) (*runtime.Re
 // retried as Config describes only if no delta was delivered yet. When ctx
 // is done the stream is closed at once and Stream returns an error that
 // unwraps to ctx.Err().
-func (m *Model) Stream(ctx context.Context, req *runtime.Request, onDelta func(runtime.Delta)) (*runtime.Reply, error) {
+func (m *Model) Stream(ctx context.Context, req *llm.Request, onDelta func(llm.Delta)) (*llm.Reply, error) {
 	if onDelta == nil {
-		onDelta = func(runtime.Delta) {}
+		onDelta = func(llm.Delta) {}
 	}
 	body, err := m.body(req, true)
 	if err != nil {
 		return nil, err
 	}
-	return m.withRetries(ctx, body, func(ctx context.Context, ex *exchange) (*runtime.Reply, bool, error) {
+	return m.withRetries(ctx, body, func(ctx context.Context, ex *exchange) (*llm.Reply, bool, error) {
 		return m.streamOnce(ctx, ex, onDelta)
 	})
 }
 
 // body assembles the request body of req from cached encodings. Its errors
-// are *runtime.ModelError, not retryable.
-func (m *Model) body(req *runtime.Request, stream bool) ([]byte, error) {
+// are *llm.ModelError, not retryable.
+func (m *Model) body(req *llm.Request, stream bool) ([]byte, error) {
 	fail := func(err error) error {
 		err = fmt.Errorf("openai: %w", err)
-		return m.redact.scrub(&runtime.ModelError{Message: err.Error(), Err: err})
+		return m.redact.scrub(&llm.ModelError{Message: err.Error(), Err: err})
 	}
 	if req == nil {
 		return nil, fail(errors.New("nil request"))
@@ -176,9 +176,9 @@ func (m *Model) body(req *runtime.Request, stream bool) ([]byte, error) {
 
 // attemptFunc makes one attempt; delivered reports whether part of the
 // reply already reached the caller, which forbids a retry.
-type attemptFunc func(ctx context.Context, ex *exchange) (reply *runtime.Reply, delivered bool, err error)
+type attemptFunc func(ctx context.Context, ex *exchange) (reply *llm.Reply, delivered bool, err error)
 
-func (m *Model) withRetries(ctx context.Context, body []byte, attempt attemptFunc) (*runtime.Reply, error) {
+func (m *Model) withRetries(ctx context.Context, body []byte, attempt attemptFunc) (*llm.Reply, error) {
 	for n := 0; ; n++ {
 		ex := &exchange{body: body, maxReply: m.cfg.MaxReplyBytes}
 		reply, delivered, err := attempt(withExchange(ctx, ex), ex)
@@ -202,15 +202,15 @@ func (m *Model) withRetries(ctx context.Context, body []byte, attempt attemptFun
 		}
 		if err := m.cfg.Sleep(ctx, delay); err != nil {
 			werr := fmt.Errorf("%w while waiting to retry after: %w", err, me)
-			return nil, &runtime.ModelError{StatusCode: me.StatusCode, Message: werr.Error(), Err: werr}
+			return nil, &llm.ModelError{StatusCode: me.StatusCode, Message: werr.Error(), Err: werr}
 		}
 	}
 }
 
-// classify turns the failure of one attempt into a *runtime.ModelError
+// classify turns the failure of one attempt into an *llm.ModelError
 // without the API key, with a hint when a 404 that is not OpenAI's
 // suggests a wrong BaseURL.
-func (m *Model) classify(ctx context.Context, err error, ex *exchange) *runtime.ModelError {
+func (m *Model) classify(ctx context.Context, err error, ex *exchange) *llm.ModelError {
 	me := classify(ctx, err)
 	if me.StatusCode == http.StatusNotFound && ex != nil && ex.status == http.StatusNotFound {
 		if _, ok := errors.AsType[*sdk.RequestError](err); ok {
@@ -240,7 +240,7 @@ func (m *Model) backoff(n int) time.Duration {
 	return time.Duration(float64(d) * (1 - 0.25*f))
 }
 
-func (m *Model) streamOnce(ctx context.Context, ex *exchange, onDelta func(runtime.Delta)) (reply *runtime.Reply, delivered bool, err error) {
+func (m *Model) streamOnce(ctx context.Context, ex *exchange, onDelta func(llm.Delta)) (reply *llm.Reply, delivered bool, err error) {
 	stream, err := m.client.CreateChatCompletionStream(ctx, sdk.ChatCompletionRequest{Model: m.cfg.Model})
 	if err != nil {
 		return nil, false, err
@@ -331,7 +331,7 @@ type streamAcc struct {
 	lastIndex                   int
 	finish                      sdk.FinishReason
 	finished                    bool
-	usage                       runtime.Usage
+	usage                       llm.Usage
 	id                          string // the response id, from the first chunk that has one
 }
 
@@ -348,14 +348,14 @@ func newStreamAcc() *streamAcc {
 // add folds chunk into the reply and returns the deltas it carries.
 // reasoning is the chunk's "reasoning" field, which go-openai does not
 // decode.
-func (a *streamAcc) add(chunk *sdk.ChatCompletionStreamResponse, reasoning string) []runtime.Delta {
+func (a *streamAcc) add(chunk *sdk.ChatCompletionStreamResponse, reasoning string) []llm.Delta {
 	if chunk.Usage != nil {
 		a.usage = convertUsage(*chunk.Usage)
 	}
 	if a.id == "" {
 		a.id = chunk.ID
 	}
-	var out []runtime.Delta
+	var out []llm.Delta
 	for _, ch := range chunk.Choices {
 		if ch.Index != 0 {
 			continue
@@ -368,7 +368,7 @@ func (a *streamAcc) add(chunk *sdk.ChatCompletionStreamResponse, reasoning strin
 		if d.Content != "" || text != "" {
 			a.content.WriteString(d.Content)
 			a.reasoning.WriteString(text)
-			out = append(out, runtime.Delta{Content: d.Content, Reasoning: text})
+			out = append(out, llm.Delta{Content: d.Content, Reasoning: text})
 		}
 		a.refusal.WriteString(d.Refusal)
 		for _, tc := range d.ToolCalls {
@@ -380,7 +380,7 @@ func (a *streamAcc) add(chunk *sdk.ChatCompletionStreamResponse, reasoning strin
 				c.name = tc.Function.Name
 			}
 			c.args.WriteString(tc.Function.Arguments)
-			out = append(out, runtime.Delta{ToolCall: &runtime.ToolCallDelta{
+			out = append(out, llm.Delta{ToolCall: &llm.ToolCallDelta{
 				Index: c.index, ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments,
 			}})
 		}
@@ -390,7 +390,7 @@ func (a *streamAcc) add(chunk *sdk.ChatCompletionStreamResponse, reasoning strin
 				c.name = fc.Name
 			}
 			c.args.WriteString(fc.Arguments)
-			out = append(out, runtime.Delta{ToolCall: &runtime.ToolCallDelta{Index: 0, Name: fc.Name, Arguments: fc.Arguments}})
+			out = append(out, llm.Delta{ToolCall: &llm.ToolCallDelta{Index: 0, Name: fc.Name, Arguments: fc.Arguments}})
 		}
 		if ch.FinishReason != "" && ch.FinishReason != sdk.FinishReasonNull {
 			a.finish = ch.FinishReason
@@ -442,7 +442,7 @@ func (a *streamAcc) call(tc sdk.ToolCall) *callAcc {
 	return c
 }
 
-func (a *streamAcc) reply() *runtime.Reply {
+func (a *streamAcc) reply() *llm.Reply {
 	msg := defs.Message{Role: defs.RoleAssistant, Content: a.content.String(), Reasoning: a.reasoning.String()}
 	if msg.Content == "" {
 		msg.Content = a.refusal.String()
@@ -460,5 +460,5 @@ func (a *streamAcc) reply() *runtime.Reply {
 		}
 		msg.ToolCalls = append(msg.ToolCalls, defs.ToolCall{ID: id, Name: c.name, Arguments: toolArguments(c.args.String())})
 	}
-	return &runtime.Reply{Message: msg, Usage: a.usage, FinishReason: finishReason(a.finish, len(msg.ToolCalls) > 0), ID: a.id, Refusal: a.refusal.String()}
+	return &llm.Reply{Message: msg, Usage: a.usage, FinishReason: finishReason(a.finish, len(msg.ToolCalls) > 0), ID: a.id, Refusal: a.refusal.String()}
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/reprompt/reprompt/runtime"
+	"github.com/reprompt/reprompt/llm"
 )
 
 // oddServer answers every request with status 200, Content-Type ct and
@@ -43,25 +43,25 @@ func sseData(payloads ...string) string {
 }
 
 // callOdd sends one request, streamed or not, with a deadline, and returns
-// the reply, the *runtime.ModelError and the deltas delivered.
-func callOdd(t *testing.T, cfg Config, stream bool) (*runtime.Reply, *runtime.ModelError, []runtime.Delta) {
+// the reply, the *llm.ModelError and the deltas delivered.
+func callOdd(t *testing.T, cfg Config, stream bool) (*llm.Reply, *llm.ModelError, []llm.Delta) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	m := New(cfg)
-	var deltas []runtime.Delta
-	var rep *runtime.Reply
+	var deltas []llm.Delta
+	var rep *llm.Reply
 	var err error
 	if stream {
-		rep, err = m.Stream(ctx, userRequest("hi"), func(d runtime.Delta) { deltas = append(deltas, d) })
+		rep, err = m.Stream(ctx, userRequest("hi"), func(d llm.Delta) { deltas = append(deltas, d) })
 	} else {
 		rep, err = m.Generate(ctx, userRequest("hi"))
 	}
 	if err == nil {
 		return rep, nil, deltas
 	}
-	me, ok := errors.AsType[*runtime.ModelError](err)
-	require.True(t, ok, "error %T is not a *runtime.ModelError: %v", err, err)
+	me, ok := errors.AsType[*llm.ModelError](err)
+	require.True(t, ok, "error %T is not an *llm.ModelError: %v", err, err)
 	return rep, me, deltas
 }
 
@@ -153,7 +153,7 @@ func TestNullErrorIsNoError(t *testing.T) {
 		rep, me, _ := callOdd(t, cfg, stream)
 		require.Nil(t, me)
 		assert.Equal(t, "hi", rep.Message.Content)
-		assert.Equal(t, runtime.FinishStop, rep.FinishReason)
+		assert.Equal(t, llm.FinishStop, rep.FinishReason)
 	}
 }
 
@@ -207,11 +207,11 @@ func TestStreamAnsweredWithWholeReply(t *testing.T) {
 		require.Len(t, rep.Message.ToolCalls, 1)
 		assert.Equal(t, "c1", rep.Message.ToolCalls[0].ID)
 		assert.JSONEq(t, `{"city":"Paris"}`, string(rep.Message.ToolCalls[0].Arguments))
-		assert.Equal(t, runtime.FinishToolCalls, rep.FinishReason)
-		assert.Equal(t, runtime.Usage{InputTokens: 10, OutputTokens: 3}, rep.Usage)
-		assert.Equal(t, []runtime.Delta{
+		assert.Equal(t, llm.FinishToolCalls, rep.FinishReason)
+		assert.Equal(t, llm.Usage{InputTokens: 10, OutputTokens: 3}, rep.Usage)
+		assert.Equal(t, []llm.Delta{
 			{Content: "Paris.", Reasoning: "Easy."},
-			{ToolCall: &runtime.ToolCallDelta{Index: 0, ID: "c1", Name: "get_weather", Arguments: `{"city":"Paris"}`}},
+			{ToolCall: &llm.ToolCallDelta{Index: 0, ID: "c1", Name: "get_weather", Arguments: `{"city":"Paris"}`}},
 		}, deltas)
 	})
 	t.Run("whole error", func(t *testing.T) {
@@ -251,11 +251,11 @@ func TestUsageOutOfRange(t *testing.T) {
 	tests := []struct {
 		name  string
 		usage string
-		want  runtime.Usage
+		want  llm.Usage
 	}{
-		{"negative", `{"prompt_tokens":-5,"completion_tokens":-1,"prompt_tokens_details":{"cached_tokens":-3},"completion_tokens_details":{"reasoning_tokens":-2}}`, runtime.Usage{}},
-		{"parts beyond totals", `{"prompt_tokens":10,"completion_tokens":4,"prompt_tokens_details":{"cached_tokens":50},"completion_tokens_details":{"reasoning_tokens":9}}`, runtime.Usage{InputTokens: 10, OutputTokens: 4, CachedTokens: 10, ReasoningTokens: 4}},
-		{"sound", `{"prompt_tokens":10,"completion_tokens":4,"prompt_tokens_details":{"cached_tokens":8},"completion_tokens_details":{"reasoning_tokens":2}}`, runtime.Usage{InputTokens: 10, OutputTokens: 4, CachedTokens: 8, ReasoningTokens: 2}},
+		{"negative", `{"prompt_tokens":-5,"completion_tokens":-1,"prompt_tokens_details":{"cached_tokens":-3},"completion_tokens_details":{"reasoning_tokens":-2}}`, llm.Usage{}},
+		{"parts beyond totals", `{"prompt_tokens":10,"completion_tokens":4,"prompt_tokens_details":{"cached_tokens":50},"completion_tokens_details":{"reasoning_tokens":9}}`, llm.Usage{InputTokens: 10, OutputTokens: 4, CachedTokens: 10, ReasoningTokens: 4}},
+		{"sound", `{"prompt_tokens":10,"completion_tokens":4,"prompt_tokens_details":{"cached_tokens":8},"completion_tokens_details":{"reasoning_tokens":2}}`, llm.Usage{InputTokens: 10, OutputTokens: 4, CachedTokens: 8, ReasoningTokens: 2}},
 	}
 	for _, tc := range tests {
 		for _, stream := range []bool{false, true} {
@@ -412,7 +412,7 @@ func TestOddStreamsFoundSound(t *testing.T) {
 		body    string
 		content string
 		calls   []call
-		usage   runtime.Usage
+		usage   llm.Usage
 		cut     bool
 	}{
 		{name: "indexes skip and go backwards",
@@ -426,7 +426,7 @@ func TestOddStreamsFoundSound(t *testing.T) {
 			calls: []call{{"c0", "a", `{"s":"a\"é"}`}}},
 		{name: "usage in several chunks: the last counts",
 			body:    sseData(text("hi"), usage(1, 1), finish("stop"), usage(10, 2), "[DONE]"),
-			content: "hi", usage: runtime.Usage{InputTokens: 10, OutputTokens: 2}},
+			content: "hi", usage: llm.Usage{InputTokens: 10, OutputTokens: 2}},
 		{name: "chunks after [DONE] are ignored",
 			body:    sseData(text("hi"), finish("stop"), "[DONE]", text(" more"), finish("length")),
 			content: "hi"},
@@ -599,7 +599,7 @@ func TestContentAsParts(t *testing.T) {
 		require.Nil(t, me)
 		assert.Equal(t, "The capital is Paris.", rep.Message.Content)
 		assert.Equal(t, "Let me see. Paris.", rep.Message.Reasoning)
-		assert.Equal(t, runtime.FinishStop, rep.FinishReason)
+		assert.Equal(t, llm.FinishStop, rep.FinishReason)
 	})
 	t.Run("stream", func(t *testing.T) {
 		cfg, _ := oddServer(t, "text/event-stream", sseData(
@@ -611,7 +611,7 @@ func TestContentAsParts(t *testing.T) {
 		require.Nil(t, me)
 		assert.Equal(t, "Paris.", rep.Message.Content)
 		assert.Equal(t, "Let me see.", rep.Message.Reasoning)
-		assert.Equal(t, []runtime.Delta{{Reasoning: "Let me see."}, {Content: "Paris"}, {Content: "."}}, deltas)
+		assert.Equal(t, []llm.Delta{{Reasoning: "Let me see."}, {Content: "Paris"}, {Content: "."}}, deltas)
 	})
 }
 
@@ -689,7 +689,7 @@ func TestStallEndsAtDeadline(t *testing.T) {
 				}
 				assert.Less(t, time.Since(start), 2*time.Second)
 				require.ErrorIs(t, err, context.DeadlineExceeded)
-				me, ok := errors.AsType[*runtime.ModelError](err)
+				me, ok := errors.AsType[*llm.ModelError](err)
 				require.True(t, ok)
 				assert.False(t, me.Retryable)
 			})

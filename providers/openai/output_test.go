@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
 )
@@ -144,7 +145,7 @@ func TestOutputAnswerTool(t *testing.T) {
 			f, err := runtime.Output[forecast](res)
 			require.NoError(t, err)
 			assert.Equal(t, "Paris", f.City)
-			assert.Equal(t, runtime.OutputTool, res.Steps[0].Request.Output.Mode)
+			assert.Equal(t, llm.OutputTool, res.Steps[0].Request.Output.Mode)
 		})
 	}
 }
@@ -178,7 +179,7 @@ func TestOutputRefusal(t *testing.T) {
 			srv := newFakeServer(t, rep)
 			cfg := runtime.Config{}
 			if stream {
-				cfg.OnDelta = func(runtime.Delta) {}
+				cfg.OnDelta = func(llm.Delta) {}
 			}
 			_, err := runtime.Run(context.Background(), New(srv.config("gpt-4o", nil)), forecaster, cfg)
 			var oe *runtime.OutputError
@@ -196,15 +197,15 @@ func TestOutputRefusal(t *testing.T) {
 func TestWireBodyResponseFormat(t *testing.T) {
 	route := chatRoute(t)
 	schema := json.RawMessage(`{"type":"object","properties":{"a":{"type":["string","null"]}},"required":["a"],"additionalProperties":false}`)
-	spec := &runtime.OutputSpec{Name: "answer", Description: "The answer.", Type: "main.T", Schema: schema, Mode: runtime.OutputNative}
+	spec := &llm.OutputSpec{Name: "answer", Description: "The answer.", Type: "main.T", Schema: schema, Mode: llm.OutputNative}
 	other := *spec
 	other.Name = "other"
 	tool := *spec
-	tool.Mode = runtime.OutputTool
+	tool.Mode = llm.OutputTool
 	m := New(Config{Model: "gpt-4o"})
-	for _, out := range []*runtime.OutputSpec{spec, spec, &other, nil, &tool, spec} {
+	for _, out := range []*llm.OutputSpec{spec, spec, &other, nil, &tool, spec} {
 		for _, stream := range []bool{false, true} {
-			req := &runtime.Request{System: "sys", Messages: []defs.Message{defs.UserMessage("hi")}, Tools: []runtime.ToolSpec{weatherTool}, Output: out}
+			req := &llm.Request{System: "sys", Messages: []defs.Message{defs.UserMessage("hi")}, Tools: []llm.ToolSpec{weatherTool}, Output: out}
 			want := goOpenAIBody(t, New(Config{Model: "gpt-4o"}), req, stream)
 			got := assembled(t, m, req, stream)
 			assert.Equal(t, string(want), string(got))
@@ -212,7 +213,7 @@ func TestWireBodyResponseFormat(t *testing.T) {
 			var body map[string]any
 			require.NoError(t, json.Unmarshal(got, &body))
 			rf, has := body["response_format"].(map[string]any)
-			if out == nil || out.Mode != runtime.OutputNative {
+			if out == nil || out.Mode != llm.OutputNative {
 				assert.False(t, has, "no response_format for %+v", out)
 				continue
 			}

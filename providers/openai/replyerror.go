@@ -10,10 +10,10 @@ import (
 
 	sdk "github.com/sashabaranov/go-openai"
 
-	"github.com/reprompt/reprompt/runtime"
+	"github.com/reprompt/reprompt/llm"
 )
 
-// ErrReplyFailed is wrapped by the *runtime.ModelError returned when a
+// ErrReplyFailed is wrapped by the *llm.ModelError returned when a
 // server ends a reply with finish_reason "error" (OpenRouter does when the
 // upstream provider fails mid-reply) without saying more. The partial reply
 // is dropped. Such an error is retryable.
@@ -65,7 +65,7 @@ const finishError sdk.FinishReason = "error"
 
 // wholeReply reads the whole JSON reply a server sent to a stream request
 // (it ignored "stream": true), and delivers its parts as deltas.
-func wholeReply(ex *exchange, onDelta func(runtime.Delta)) (*runtime.Reply, bool, error) {
+func wholeReply(ex *exchange, onDelta func(llm.Delta)) (*llm.Reply, bool, error) {
 	if err := replyError(ex.raw, ex.status); err != nil {
 		return nil, false, err
 	}
@@ -87,11 +87,11 @@ func wholeReply(ex *exchange, onDelta func(runtime.Delta)) (*runtime.Reply, bool
 	delivered := false
 	if msg.Content != "" || msg.Reasoning != "" {
 		delivered = true
-		onDelta(runtime.Delta{Content: msg.Content, Reasoning: msg.Reasoning})
+		onDelta(llm.Delta{Content: msg.Content, Reasoning: msg.Reasoning})
 	}
 	for i, c := range msg.ToolCalls {
 		delivered = true
-		onDelta(runtime.Delta{ToolCall: &runtime.ToolCallDelta{Index: i, ID: c.ID, Name: c.Name, Arguments: argumentsText(c.Arguments)}})
+		onDelta(llm.Delta{ToolCall: &llm.ToolCallDelta{Index: i, ID: c.ID, Name: c.Name, Arguments: argumentsText(c.Arguments)}})
 	}
 	return reply, delivered, nil
 }

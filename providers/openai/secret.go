@@ -10,7 +10,7 @@ import (
 
 	sdk "github.com/sashabaranov/go-openai"
 
-	"github.com/reprompt/reprompt/runtime"
+	"github.com/reprompt/reprompt/llm"
 )
 
 // Redacted replaces the API key wherever the adapter would otherwise show
@@ -39,7 +39,7 @@ func (r redactor) bytes(b []byte) []byte {
 // errors are edited in place (each call makes its own); any other error
 // whose text still shows the key is replaced by a redactedError that keeps
 // the errors callers look for (go-openai's, the context's) reachable.
-func (r redactor) scrub(me *runtime.ModelError) *runtime.ModelError {
+func (r redactor) scrub(me *llm.ModelError) *llm.ModelError {
 	if r.secret == "" {
 		return me
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/reprompt/reprompt/defs"
-	"github.com/reprompt/reprompt/runtime"
+	"github.com/reprompt/reprompt/llm"
 )
 
 // The tests of this file run in testing/synctest bubbles: the waits take
@@ -130,7 +130,7 @@ func TestRetriesWaitBackoffAndRetryAfter(t *testing.T) {
 		}}
 		cfg := memoryConfig(tr)
 		twin := New(memoryConfig(&memoryTransport{})) // same seed: the same jitter
-		reply, err := New(cfg).Generate(context.Background(), &runtime.Request{Messages: []defs.Message{defs.UserMessage("hi")}})
+		reply, err := New(cfg).Generate(context.Background(), &llm.Request{Messages: []defs.Message{defs.UserMessage("hi")}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -155,8 +155,8 @@ func TestRetryAfterPastDeadlineIsNotWaited(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		start := time.Now()
-		_, err := New(memoryConfig(tr)).Generate(ctx, &runtime.Request{Messages: []defs.Message{defs.UserMessage("hi")}})
-		var me *runtime.ModelError
+		_, err := New(memoryConfig(tr)).Generate(ctx, &llm.Request{Messages: []defs.Message{defs.UserMessage("hi")}})
+		var me *llm.ModelError
 		if !errors.As(err, &me) || me.StatusCode != 429 || !me.Retryable {
 			t.Fatalf("err = %v, want the retryable 429", err)
 		}

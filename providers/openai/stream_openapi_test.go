@@ -12,11 +12,11 @@ import (
 	sdk "github.com/sashabaranov/go-openai"
 
 	"github.com/reprompt/reprompt/defs"
-	"github.com/reprompt/reprompt/runtime"
+	"github.com/reprompt/reprompt/llm"
 )
 
-func userRequest(text string) *runtime.Request {
-	return &runtime.Request{System: "You are terse.", Messages: []defs.Message{defs.UserMessage(text)}, Tools: []runtime.ToolSpec{weatherTool}}
+func userRequest(text string) *llm.Request {
+	return &llm.Request{System: "You are terse.", Messages: []defs.Message{defs.UserMessage(text)}, Tools: []llm.ToolSpec{weatherTool}}
 }
 
 // TestOpenAPIStream assembles recorded streams and checks the deltas.
@@ -25,67 +25,67 @@ func TestOpenAPIStream(t *testing.T) {
 		name       string
 		file       string
 		omitUsage  bool
-		want       runtime.Reply
-		wantDeltas []runtime.Delta
+		want       llm.Reply
+		wantDeltas []llm.Delta
 	}{
 		{
 			name: "text with usage chunk",
 			file: "stream_text.sse",
-			want: runtime.Reply{
+			want: llm.Reply{
 				Message:      defs.Message{Role: defs.RoleAssistant, Content: "The capital is Paris."},
-				Usage:        runtime.Usage{InputTokens: 1200, OutputTokens: 7, CachedTokens: 1024},
-				FinishReason: runtime.FinishStop,
+				Usage:        llm.Usage{InputTokens: 1200, OutputTokens: 7, CachedTokens: 1024},
+				FinishReason: llm.FinishStop,
 				ID:           "chatcmpl-BTx1",
 			},
-			wantDeltas: []runtime.Delta{{Content: "The capital"}, {Content: " is Paris"}, {Content: "."}},
+			wantDeltas: []llm.Delta{{Content: "The capital"}, {Content: " is Paris"}, {Content: "."}},
 		},
 		{
 			name: "parallel tool calls split across chunks",
 			file: "stream_parallel_tools.sse",
-			want: runtime.Reply{
+			want: llm.Reply{
 				Message: defs.Message{Role: defs.RoleAssistant, ToolCalls: []defs.ToolCall{
 					{ID: "call_PAR1s", Name: "get_weather", Arguments: json.RawMessage(`{"city": "Paris"}`)},
 					{ID: "call_PAR2s", Name: "get_time", Arguments: json.RawMessage(`{"tz": "Europe/Paris"}`)},
 				}},
-				Usage:        runtime.Usage{InputTokens: 140, OutputTokens: 48},
-				FinishReason: runtime.FinishToolCalls,
+				Usage:        llm.Usage{InputTokens: 140, OutputTokens: 48},
+				FinishReason: llm.FinishToolCalls,
 				ID:           "chatcmpl-BTx2",
 			},
-			wantDeltas: []runtime.Delta{
-				{ToolCall: &runtime.ToolCallDelta{Index: 0, ID: "call_PAR1s", Name: "get_weather"}},
-				{ToolCall: &runtime.ToolCallDelta{Index: 0, Arguments: `{"ci`}},
-				{ToolCall: &runtime.ToolCallDelta{Index: 0, Arguments: `ty": "Par`}},
-				{ToolCall: &runtime.ToolCallDelta{Index: 1, ID: "call_PAR2s", Name: "get_time"}},
-				{ToolCall: &runtime.ToolCallDelta{Index: 0, Arguments: `is"}`}},
-				{ToolCall: &runtime.ToolCallDelta{Index: 1, Arguments: `{"tz":`}},
-				{ToolCall: &runtime.ToolCallDelta{Index: 1, Arguments: ` "Europe/Paris"}`}},
+			wantDeltas: []llm.Delta{
+				{ToolCall: &llm.ToolCallDelta{Index: 0, ID: "call_PAR1s", Name: "get_weather"}},
+				{ToolCall: &llm.ToolCallDelta{Index: 0, Arguments: `{"ci`}},
+				{ToolCall: &llm.ToolCallDelta{Index: 0, Arguments: `ty": "Par`}},
+				{ToolCall: &llm.ToolCallDelta{Index: 1, ID: "call_PAR2s", Name: "get_time"}},
+				{ToolCall: &llm.ToolCallDelta{Index: 0, Arguments: `is"}`}},
+				{ToolCall: &llm.ToolCallDelta{Index: 1, Arguments: `{"tz":`}},
+				{ToolCall: &llm.ToolCallDelta{Index: 1, Arguments: ` "Europe/Paris"}`}},
 			},
 		},
 		{
 			name:      "reasoning_content and no usage chunk",
 			file:      "stream_reasoning.sse",
 			omitUsage: true,
-			want: runtime.Reply{
+			want: llm.Reply{
 				Message:      defs.Message{Role: defs.RoleAssistant, Content: "Paris.", Reasoning: "France's capital is Paris."},
-				FinishReason: runtime.FinishStop,
+				FinishReason: llm.FinishStop,
 				ID:           "b1e0a9f6",
 			},
-			wantDeltas: []runtime.Delta{{Reasoning: "France's capital"}, {Reasoning: " is Paris."}, {Content: "Paris."}},
+			wantDeltas: []llm.Delta{{Reasoning: "France's capital"}, {Reasoning: " is Paris."}, {Content: "Paris."}},
 		},
 		{
 			name: "Ollama reasoning field and whole tool call in one chunk",
 			file: "stream_ollama_reasoning.sse",
-			want: runtime.Reply{
+			want: llm.Reply{
 				Message: defs.Message{Role: defs.RoleAssistant, Reasoning: "Thinking hard.", ToolCalls: []defs.ToolCall{
 					{ID: "call_l2g7y1qp", Name: "get_weather", Arguments: json.RawMessage(`{"city":"Paris"}`)},
 				}},
-				Usage:        runtime.Usage{InputTokens: 180, OutputTokens: 25},
-				FinishReason: runtime.FinishToolCalls,
+				Usage:        llm.Usage{InputTokens: 180, OutputTokens: 25},
+				FinishReason: llm.FinishToolCalls,
 				ID:           "chatcmpl-88",
 			},
-			wantDeltas: []runtime.Delta{
+			wantDeltas: []llm.Delta{
 				{Reasoning: "Thinking"}, {Reasoning: " hard."},
-				{ToolCall: &runtime.ToolCallDelta{Index: 0, ID: "call_l2g7y1qp", Name: "get_weather", Arguments: `{"city":"Paris"}`}},
+				{ToolCall: &llm.ToolCallDelta{Index: 0, ID: "call_l2g7y1qp", Name: "get_weather", Arguments: `{"city":"Paris"}`}},
 			},
 		},
 	}
@@ -94,8 +94,8 @@ func TestOpenAPIStream(t *testing.T) {
 			srv := newFakeServer(t, reply{file: tt.file})
 			cfg := srv.config("gpt-4.1", nil)
 			cfg.OmitStreamUsage = tt.omitUsage
-			var deltas []runtime.Delta
-			got, err := New(cfg).Stream(context.Background(), userRequest("q"), func(d runtime.Delta) { deltas = append(deltas, d) })
+			var deltas []llm.Delta
+			got, err := New(cfg).Stream(context.Background(), userRequest("q"), func(d llm.Delta) { deltas = append(deltas, d) })
 			if err != nil {
 				t.Fatalf("Stream: %v", err)
 			}
@@ -136,7 +136,7 @@ func TestOpenAPIStreamCut(t *testing.T) {
 			srv := newFakeServer(t, tt.first, reply{file: "stream_text.sse"})
 			var sleeps []time.Duration
 			var deltas int
-			got, err := New(srv.config("gpt-4.1", &sleeps)).Stream(context.Background(), userRequest("q"), func(runtime.Delta) { deltas++ })
+			got, err := New(srv.config("gpt-4.1", &sleeps)).Stream(context.Background(), userRequest("q"), func(llm.Delta) { deltas++ })
 			if srv.hits() != tt.wantHits {
 				t.Errorf("server hit %d times, want %d", srv.hits(), tt.wantHits)
 			}
@@ -149,9 +149,9 @@ func TestOpenAPIStreamCut(t *testing.T) {
 				}
 				return
 			}
-			var me *runtime.ModelError
+			var me *llm.ModelError
 			if !errors.As(err, &me) {
-				t.Fatalf("error %v (%T) is not a *runtime.ModelError", err, err)
+				t.Fatalf("error %v (%T) is not an *llm.ModelError", err, err)
 			}
 			if !me.Retryable || me.StatusCode != 0 {
 				t.Errorf("ModelError = %+v, want retryable with no status", me)
@@ -173,16 +173,16 @@ func TestOpenAPIStreamCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	start := time.Now()
-	_, err := New(srv.config("gpt-4.1", nil)).Stream(ctx, userRequest("q"), func(runtime.Delta) { cancel() })
+	_, err := New(srv.config("gpt-4.1", nil)).Stream(ctx, userRequest("q"), func(llm.Delta) { cancel() })
 	if elapsed := time.Since(start); elapsed > 2*time.Second {
 		t.Errorf("Stream returned after %v, want promptly", elapsed)
 	}
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("error %v does not wrap context.Canceled", err)
 	}
-	var me *runtime.ModelError
+	var me *llm.ModelError
 	if !errors.As(err, &me) || me.Retryable {
-		t.Errorf("error %#v, want a non-retryable *runtime.ModelError", err)
+		t.Errorf("error %#v, want a non-retryable *llm.ModelError", err)
 	}
 	if srv.hits() != 1 {
 		t.Errorf("server hit %d times, want 1", srv.hits())
@@ -210,7 +210,7 @@ func TestOpenAPIStreamErrorEvent(t *testing.T) {
 	cfg := srv.config("gpt-4.1", nil)
 	cfg.MaxRetries = -1
 	_, err := New(cfg).Stream(context.Background(), userRequest("q"), nil)
-	var me *runtime.ModelError
+	var me *llm.ModelError
 	if !errors.As(err, &me) || !me.Retryable || !strings.Contains(me.Message, "server had an error") {
 		t.Fatalf("error = %#v, want a retryable ModelError with the server's message", err)
 	}

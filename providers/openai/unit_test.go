@@ -19,7 +19,7 @@ import (
 	sdk "github.com/sashabaranov/go-openai"
 
 	"github.com/reprompt/reprompt/defs"
-	"github.com/reprompt/reprompt/runtime"
+	"github.com/reprompt/reprompt/llm"
 )
 
 func TestRetryAfter(t *testing.T) {
@@ -166,8 +166,8 @@ func TestNetworkErrorRetried(t *testing.T) {
 	srv.Close()
 	var sleeps int
 	m := New(Config{BaseURL: url, Sleep: func(context.Context, time.Duration) error { sleeps++; return nil }})
-	_, err := m.Generate(context.Background(), &runtime.Request{Messages: []defs.Message{defs.UserMessage("hi")}})
-	if !runtime.IsRetryable(err) {
+	_, err := m.Generate(context.Background(), &llm.Request{Messages: []defs.Message{defs.UserMessage("hi")}})
+	if !llm.IsRetryable(err) {
 		t.Fatalf("error = %v, want retryable", err)
 	}
 	if sleeps != DefaultMaxRetries {
@@ -178,15 +178,15 @@ func TestNetworkErrorRetried(t *testing.T) {
 // TestInvalidRequest checks errors found before anything is sent.
 func TestInvalidRequest(t *testing.T) {
 	m := New(Config{BaseURL: "http://127.0.0.1:1"})
-	for name, req := range map[string]*runtime.Request{
+	for name, req := range map[string]*llm.Request{
 		"nil":                  nil,
 		"unknown role":         {Messages: []defs.Message{{Role: "narrator", Content: "x"}}},
 		"tool without call id": {Messages: []defs.Message{{Role: defs.RoleTool, Content: "x"}}},
 	} {
 		_, err := m.Generate(context.Background(), req)
-		var me *runtime.ModelError
+		var me *llm.ModelError
 		if !errors.As(err, &me) || me.Retryable {
-			t.Errorf("%s: error = %v, want a non-retryable *runtime.ModelError", name, err)
+			t.Errorf("%s: error = %v, want a non-retryable *llm.ModelError", name, err)
 		}
 	}
 }
@@ -202,7 +202,7 @@ func TestOpenAPIConcurrent(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Go(func() {
-			req := &runtime.Request{Messages: []defs.Message{defs.UserMessage(fmt.Sprint("question ", i))}}
+			req := &llm.Request{Messages: []defs.Message{defs.UserMessage(fmt.Sprint("question ", i))}}
 			reply, err := m.Generate(context.Background(), req)
 			if err != nil || reply.Message.Content != "Paris." {
 				t.Errorf("Generate %d = %+v, %v", i, reply, err)
@@ -266,12 +266,12 @@ func TestStreamAccToolCallsWithoutIndex(t *testing.T) {
 	acc.add(done, "")
 	// A second choice is ignored.
 	acc.add(&sdk.ChatCompletionStreamResponse{Choices: []sdk.ChatCompletionStreamChoice{{Index: 1, Delta: sdk.ChatCompletionStreamChoiceDelta{Content: "other"}}}}, "")
-	want := &runtime.Reply{
+	want := &llm.Reply{
 		Message: defs.Message{Role: defs.RoleAssistant, ToolCalls: []defs.ToolCall{
 			{ID: "a", Name: "f", Arguments: json.RawMessage(`{"x":1}`)},
 			{ID: "b", Name: "g", Arguments: json.RawMessage(`{}`)},
 		}},
-		FinishReason: runtime.FinishStop,
+		FinishReason: llm.FinishStop,
 	}
 	if diff := cmp.Diff(want, acc.reply()); diff != "" {
 		t.Errorf("reply mismatch (-want +got):\n%s", diff)

@@ -10,7 +10,7 @@ import (
 	sdk "github.com/sashabaranov/go-openai"
 
 	"github.com/reprompt/reprompt/defs"
-	"github.com/reprompt/reprompt/runtime"
+	"github.com/reprompt/reprompt/llm"
 )
 
 // The request body is assembled from cached bytes (one copy) instead of
@@ -63,8 +63,8 @@ type lane struct {
 
 // skeleton is the encoded request around the messages.
 type skeleton struct {
-	tools      []runtime.ToolSpec  // copy of the tools it was built for
-	output     *runtime.OutputSpec // copy of the native output it was built for, or nil
+	tools      []llm.ToolSpec  // copy of the tools it was built for
+	output     *llm.OutputSpec // copy of the native output it was built for, or nil
 	built      bool
 	head, tail []byte // head ends with `"messages":[`, tail starts with `]`
 }
@@ -126,7 +126,7 @@ func (m *Model) encodeMessage(dst []byte, msg *defs.Message) ([]byte, error) {
 // messages returns the encoded system prompt (with the comma that follows
 // it when there are messages) and the encoded messages of req, "m0,m1,…"
 // without brackets. The returned bytes are never modified afterwards.
-func (m *Model) messages(req *runtime.Request) (sys, msgs []byte, err error) {
+func (m *Model) messages(req *llm.Request) (sys, msgs []byte, err error) {
 	n := len(req.Messages)
 	if req.System == "" && n == 0 {
 		return nil, nil, nil
@@ -299,14 +299,14 @@ func (c *wireCache) pick(first *defs.Message) *lane {
 }
 
 // sameTools reports whether a and b are the same tools on the wire.
-func sameTools(a, b []runtime.ToolSpec) bool {
-	return slices.EqualFunc(a, b, func(x, y runtime.ToolSpec) bool {
+func sameTools(a, b []llm.ToolSpec) bool {
+	return slices.EqualFunc(a, b, func(x, y llm.ToolSpec) bool {
 		return x.Name == y.Name && x.Description == y.Description && bytes.Equal(x.Parameters, y.Parameters)
 	})
 }
 
 // sameOutput reports whether a and b ask for the same response_format.
-func sameOutput(a, b *runtime.OutputSpec) bool {
+func sameOutput(a, b *llm.OutputSpec) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
@@ -314,10 +314,10 @@ func sameOutput(a, b *runtime.OutputSpec) bool {
 }
 
 // skeleton returns the encoded request around the messages for tools.
-// With out set to a native output (runtime.OutputNative), the skeleton
+// With out set to a native output (llm.OutputNative), the skeleton
 // carries its response_format.
-func (m *Model) skeleton(tools []runtime.ToolSpec, out *runtime.OutputSpec, stream bool) (head, tail []byte, err error) {
-	if out != nil && out.Mode != runtime.OutputNative {
+func (m *Model) skeleton(tools []llm.ToolSpec, out *llm.OutputSpec, stream bool) (head, tail []byte, err error) {
+	if out != nil && out.Mode != llm.OutputNative {
 		out = nil // the answer tool is among the tools
 	}
 	c := &m.wire
@@ -355,11 +355,11 @@ func (m *Model) skeleton(tools []runtime.ToolSpec, out *runtime.OutputSpec, stre
 	}
 	head = append(slices.Clip(b[:at+len(hole)-len("null")]), '[')
 	tail = append([]byte{']'}, b[at+len(hole):]...)
-	copied := make([]runtime.ToolSpec, len(tools))
+	copied := make([]llm.ToolSpec, len(tools))
 	for j, t := range tools {
-		copied[j] = runtime.ToolSpec{Name: t.Name, Description: t.Description, Parameters: bytes.Clone(t.Parameters)}
+		copied[j] = llm.ToolSpec{Name: t.Name, Description: t.Description, Parameters: bytes.Clone(t.Parameters)}
 	}
-	var outCopy *runtime.OutputSpec
+	var outCopy *llm.OutputSpec
 	if out != nil {
 		c := *out
 		c.Schema = bytes.Clone(out.Schema)

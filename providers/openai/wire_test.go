@@ -14,13 +14,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/defs"
-	"github.com/reprompt/reprompt/runtime"
+	"github.com/reprompt/reprompt/llm"
 )
 
 // goOpenAIBody is the body go-openai itself encodes for req, with what the
 // adapter adds to it (empty contents, explicit zero temperature): the
 // reference the assembled bodies are checked against.
-func goOpenAIBody(t *testing.T, m *Model, req *runtime.Request, stream bool) []byte {
+func goOpenAIBody(t *testing.T, m *Model, req *llm.Request, stream bool) []byte {
 	t.Helper()
 	out, patch := m.requestFields(req.Tools, req.Output, stream)
 	var empty []int
@@ -56,7 +56,7 @@ func goOpenAIBody(t *testing.T, m *Model, req *runtime.Request, stream bool) []b
 }
 
 // assembled is the body the adapter sends for req.
-func assembled(t *testing.T, m *Model, req *runtime.Request, stream bool) []byte {
+func assembled(t *testing.T, m *Model, req *llm.Request, stream bool) []byte {
 	t.Helper()
 	b, err := m.body(req, stream)
 	require.NoError(t, err)
@@ -83,15 +83,15 @@ func TestWireBodyMatchesGoOpenAI(t *testing.T) {
 	tests := []struct {
 		name      string
 		cfg       Config
-		req       runtime.Request
+		req       llm.Request
 		identical bool
 	}{
-		{"conversation with tools", Config{Model: "gpt-4.1"}, runtime.Request{System: "Be <helpful> & brief.", Messages: conversation(), Tools: []runtime.ToolSpec{weatherTool}}, false},
-		{"no empty content", Config{Model: "gpt-4.1", MaxTokens: 10, Stop: []string{"x"}}, runtime.Request{System: "sys", Messages: conversation()[:3], Tools: []runtime.ToolSpec{weatherTool}}, true},
-		{"no system, no tools", Config{}, runtime.Request{Messages: []defs.Message{defs.UserMessage("hi \u2028 \"there\"")}}, true},
-		{"system only", Config{}, runtime.Request{System: "only"}, true},
-		{"zero temperature, replayed reasoning", Config{Temperature: ptr(0.0), ReplayReasoning: true}, runtime.Request{Messages: conversation()}, false},
-		{"reasoning model", Config{Model: "o3-mini", MaxTokens: 100, ReasoningEffort: "low"}, runtime.Request{Messages: conversation()[:3], Tools: []runtime.ToolSpec{weatherTool}}, true},
+		{"conversation with tools", Config{Model: "gpt-4.1"}, llm.Request{System: "Be <helpful> & brief.", Messages: conversation(), Tools: []llm.ToolSpec{weatherTool}}, false},
+		{"no empty content", Config{Model: "gpt-4.1", MaxTokens: 10, Stop: []string{"x"}}, llm.Request{System: "sys", Messages: conversation()[:3], Tools: []llm.ToolSpec{weatherTool}}, true},
+		{"no system, no tools", Config{}, llm.Request{Messages: []defs.Message{defs.UserMessage("hi \u2028 \"there\"")}}, true},
+		{"system only", Config{}, llm.Request{System: "only"}, true},
+		{"zero temperature, replayed reasoning", Config{Temperature: ptr(0.0), ReplayReasoning: true}, llm.Request{Messages: conversation()}, false},
+		{"reasoning model", Config{Model: "o3-mini", MaxTokens: 100, ReasoningEffort: "low"}, llm.Request{Messages: conversation()[:3], Tools: []llm.ToolSpec{weatherTool}}, true},
 	}
 	for _, tt := range tests {
 		for _, stream := range []bool{false, true} {
@@ -127,7 +127,7 @@ func TestWireCacheRewrite(t *testing.T) {
 	}
 	check := func(name string, msgs []defs.Message, wantEncoded int) {
 		t.Helper()
-		req := &runtime.Request{System: "You count.", Messages: msgs, Tools: []runtime.ToolSpec{weatherTool}}
+		req := &llm.Request{System: "You count.", Messages: msgs, Tools: []llm.ToolSpec{weatherTool}}
 		before := m.wire.encoded
 		got := assembled(t, m, req, false)
 		want := goOpenAIBody(t, New(Config{Model: "gpt-4.1"}), req, false)
@@ -169,7 +169,7 @@ func TestWireCacheRewrite(t *testing.T) {
 	check("id changed in place", inPlace, 1)
 
 	// The system prompt changes every step: the messages stay cached.
-	req := &runtime.Request{System: "Count is 7.", Messages: inPlace, Tools: []runtime.ToolSpec{weatherTool}}
+	req := &llm.Request{System: "Count is 7.", Messages: inPlace, Tools: []llm.ToolSpec{weatherTool}}
 	before := m.wire.encoded
 	got := assembled(t, m, req, false)
 	requireSameJSON(t, goOpenAIBody(t, m, req, false), got)
@@ -177,7 +177,7 @@ func TestWireCacheRewrite(t *testing.T) {
 
 	// An invalid message is an error naming it, and leaves the cache usable.
 	bad := append(append([]defs.Message(nil), inPlace...), defs.Message{Role: defs.RoleTool, Content: "no id"})
-	_, err := m.body(&runtime.Request{Messages: bad}, false)
+	_, err := m.body(&llm.Request{Messages: bad}, false)
 	require.Error(t, err)
 	// The encoder's errors are untyped: the message's index is only in
 	// the text.
@@ -196,7 +196,7 @@ func TestWireCacheConversations(t *testing.T) {
 	for step := range 5 {
 		for i := range convs {
 			convs[i] = append(convs[i], defs.AssistantMessage(strings.Repeat("a", step+1)), defs.UserMessage(fmt.Sprint("more ", step)))
-			req := &runtime.Request{Messages: convs[i]}
+			req := &llm.Request{Messages: convs[i]}
 			before := m.wire.encoded
 			got := assembled(t, m, req, false)
 			requireSameJSON(t, goOpenAIBody(t, m, req, false), got)
@@ -251,7 +251,7 @@ func TestWireCacheRandomRewrites(t *testing.T) {
 				}
 			default: // the same request again
 			}
-			req := &runtime.Request{System: "step " + fmt.Sprint(step%3), Messages: msgs}
+			req := &llm.Request{System: "step " + fmt.Sprint(step%3), Messages: msgs}
 			got := assembled(t, m, req, step%2 == 0)
 			want := assembled(t, fresh, req, step%2 == 0)
 			fresh = New(Config{Model: "gpt-4.1"})

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/session/sqlite"
@@ -32,13 +33,13 @@ const (
 // has their results.
 type approvalModel struct{}
 
-func (approvalModel) Generate(ctx context.Context, req *runtime.Request) (*runtime.Reply, error) {
+func (approvalModel) Generate(ctx context.Context, req *llm.Request) (*llm.Reply, error) {
 	for _, m := range req.Messages {
 		if m.Role == defs.RoleAssistant {
-			return &runtime.Reply{Message: defs.AssistantMessage("done")}, nil
+			return &llm.Reply{Message: defs.AssistantMessage("done")}, nil
 		}
 	}
-	return &runtime.Reply{Message: defs.Message{Role: defs.RoleAssistant, ToolCalls: []defs.ToolCall{
+	return &llm.Reply{Message: defs.Message{Role: defs.RoleAssistant, ToolCalls: []defs.ToolCall{
 		{ID: "c1", Name: "read", Arguments: json.RawMessage(`{}`)},
 		{ID: "c2", Name: "pay", Arguments: json.RawMessage(`{"amount":500}`)},
 		{ID: "c3", Name: "close", Arguments: json.RawMessage(`{}`)},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/session/sqlite"
@@ -28,13 +29,13 @@ const compactEnv = "REPROMPT_CRASHTEST_COMPACT"
 // takes as idempotency keys, also across a compaction and a resume.
 type compactModel struct{}
 
-func (compactModel) Generate(ctx context.Context, req *runtime.Request) (*runtime.Reply, error) {
+func (compactModel) Generate(ctx context.Context, req *llm.Request) (*llm.Reply, error) {
 	k := req.Step
-	usage := runtime.Usage{InputTokens: 100 + k, OutputTokens: 10}
+	usage := llm.Usage{InputTokens: 100 + k, OutputTokens: 10}
 	if k >= steps {
-		return &runtime.Reply{Message: defs.AssistantMessage(fmt.Sprintf("done after %d steps", k)), Usage: usage}, nil
+		return &llm.Reply{Message: defs.AssistantMessage(fmt.Sprintf("done after %d steps", k)), Usage: usage}, nil
 	}
-	return &runtime.Reply{Message: defs.Message{Role: defs.RoleAssistant, Content: fmt.Sprint("step ", k), ToolCalls: []defs.ToolCall{
+	return &llm.Reply{Message: defs.Message{Role: defs.RoleAssistant, Content: fmt.Sprint("step ", k), ToolCalls: []defs.ToolCall{
 		{ID: "call_0", Name: "add", Arguments: json.RawMessage(fmt.Sprintf(`{"n":%d}`, k))},
 		{ID: "call_1", Name: "add", Arguments: json.RawMessage(fmt.Sprintf(`{"n":%d}`, 100+k))},
 	}}, Usage: usage}, nil

@@ -26,6 +26,7 @@ import (
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/session"
@@ -66,7 +67,7 @@ func (w *readyWriter) Write(p []byte) (int, error) {
 // answers with what it read.
 type model struct{ mark bool }
 
-func (md model) Generate(ctx context.Context, req *runtime.Request) (*runtime.Reply, error) {
+func (md model) Generate(ctx context.Context, req *llm.Request) (*llm.Reply, error) {
 	k := 0
 	sum := 0
 	for _, m := range req.Messages {
@@ -78,9 +79,9 @@ func (md model) Generate(ctx context.Context, req *runtime.Request) (*runtime.Re
 			sum += n
 		}
 	}
-	usage := runtime.Usage{InputTokens: 100 + k, OutputTokens: 10}
+	usage := llm.Usage{InputTokens: 100 + k, OutputTokens: 10}
 	if k >= steps {
-		return &runtime.Reply{Message: defs.AssistantMessage(fmt.Sprintf("done after %d steps, checksum %d", k, sum)), Usage: usage}, nil
+		return &llm.Reply{Message: defs.AssistantMessage(fmt.Sprintf("done after %d steps, checksum %d", k, sum)), Usage: usage}, nil
 	}
 	calls := []defs.ToolCall{
 		{ID: fmt.Sprintf("s%d-a", k), Name: "add", Arguments: json.RawMessage(fmt.Sprintf(`{"n":%d}`, k))},
@@ -89,7 +90,7 @@ func (md model) Generate(ctx context.Context, req *runtime.Request) (*runtime.Re
 	if md.mark {
 		calls = append(calls, defs.ToolCall{ID: fmt.Sprintf("s%d-m", k), Name: "mark", Arguments: json.RawMessage(`{}`)})
 	}
-	return &runtime.Reply{Message: defs.Message{Role: defs.RoleAssistant, Content: fmt.Sprint("step ", k), ToolCalls: calls}, Usage: usage}, nil
+	return &llm.Reply{Message: defs.Message{Role: defs.RoleAssistant, Content: fmt.Sprint("step ", k), ToolCalls: calls}, Usage: usage}, nil
 }
 
 // ledger records executed tool calls in a file, one "id<TAB>result" line
@@ -241,7 +242,7 @@ func child(dir string) error {
 	if cp, err := st.Latest(ctx, sessionID); err == nil && cp.Done {
 		return nil // finished before the last kill struck
 	}
-	var md runtime.Model = model{mark}
+	var md llm.Model = model{mark}
 	fn := agent(l, mark)
 	if os.Getenv(compactEnv) != "" { // compact_test.go
 		md, fn = compactModel{}, compactAgent(l)

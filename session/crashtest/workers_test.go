@@ -16,6 +16,7 @@ import (
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/internal/pgtest"
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/session"
@@ -73,7 +74,7 @@ type barrierModel struct {
 	both  chan struct{}
 }
 
-func (b *barrierModel) Generate(ctx context.Context, req *runtime.Request) (*runtime.Reply, error) {
+func (b *barrierModel) Generate(ctx context.Context, req *llm.Request) (*llm.Reply, error) {
 	b.mu.Lock()
 	if b.both == nil {
 		b.both, b.first = make(chan struct{}), req.Step

@@ -6,13 +6,13 @@ package models
 import (
 	"os"
 
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/providers/openai"
-	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/snapshots"
 )
 
 // Pick returns the model to run on and a line describing it.
-func Pick(script *snapshots.Model) (runtime.Model, string) {
+func Pick(script *snapshots.Model) (llm.Model, string) {
 	if os.Getenv("OPENAI_API_KEY") == "" && os.Getenv("OPENAI_BASE_URL") == "" {
 		return script, "scripted model (offline; set OPENAI_API_KEY or OPENAI_BASE_URL to use a real one)"
 	}

@@ -35,6 +35,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/providers/openai"
 	"github.com/reprompt/reprompt/runtime"
@@ -72,21 +73,21 @@ func todo(p *prompt.Prompt) error {
 // after the result, it answers with the list the request shows.
 type rules struct{}
 
-func (rules) Generate(ctx context.Context, req *runtime.Request) (*runtime.Reply, error) {
+func (rules) Generate(ctx context.Context, req *llm.Request) (*llm.Reply, error) {
 	if n := len(req.Messages); n > 0 && req.Messages[n-1].Role == defs.RoleUser { // none before the first message
 		tool, task := "add_task", req.Messages[n-1].Content
 		if rest, ok := strings.CutPrefix(task, "Remove "); ok {
 			tool, task = "remove_task", rest
 		}
 		args := fmt.Sprintf(`{"task":%q}`, task)
-		return &runtime.Reply{Message: defs.Message{Role: defs.RoleAssistant, ToolCalls: []defs.ToolCall{
+		return &llm.Reply{Message: defs.Message{Role: defs.RoleAssistant, ToolCalls: []defs.ToolCall{
 			{ID: fmt.Sprintf("call_%d", req.Step), Name: tool, Arguments: []byte(args)}}}}, nil
 	}
 	list, _, _ := strings.Cut(req.System[strings.Index(req.System, "<tasks>")+len("<tasks>"):], "</tasks>")
-	return &runtime.Reply{Message: defs.Message{Role: defs.RoleAssistant, Content: "The list:" + strings.Join(strings.Fields(list), " ")}}, nil
+	return &llm.Reply{Message: defs.Message{Role: defs.RoleAssistant, Content: "The list:" + strings.Join(strings.Fields(list), " ")}}, nil
 }
 
-func model() runtime.Model {
+func model() llm.Model {
 	if os.Getenv("OPENAI_API_KEY") != "" || os.Getenv("OPENAI_BASE_URL") != "" {
 		return openai.FromEnv()
 	}
