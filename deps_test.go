@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -101,9 +102,7 @@ func TestImportRules(t *testing.T) {
 	})
 	require.NoError(t, err)
 	for pkg := range allowed {
-		if imports[pkg] == nil {
-			t.Errorf("package %s has rules but no Go files: update the rules", pkg)
-		}
+		assert.NotNil(t, imports[pkg], "package %s has rules but no Go files: update the rules", pkg)
 	}
 	for dir, imps := range imports {
 		for imp := range imps {
@@ -114,19 +113,15 @@ func TestImportRules(t *testing.T) {
 			}
 			if rules, ok := allowed[dir]; ok && !isStd {
 				rel := strings.TrimPrefix(imp, module+"/")
-				if !slices.Contains(rules, rel) && !slices.ContainsFunc(rules, func(r string) bool {
+				assert.True(t, slices.Contains(rules, rel) || slices.ContainsFunc(rules, func(r string) bool {
 					return strings.Contains(r, ".") && (imp == r || strings.HasPrefix(imp, r+"/"))
-				}) {
-					t.Errorf("%s imports %s, which it may not (allowed: standard library and %v)", dir, imp, rules)
-				}
+				}), "%s imports %s, which it may not (allowed: standard library and %v)", dir, imp, rules)
 			}
 			for restricted, importers := range onlyImportedBy {
 				if imp != restricted && !strings.HasPrefix(imp, restricted+"/") {
 					continue
 				}
-				if !slices.ContainsFunc(importers, func(p string) bool { return dir == p || strings.HasPrefix(dir, p) }) {
-					t.Errorf("%s imports %s, which only %v may import", dir, imp, importers)
-				}
+				assert.True(t, slices.ContainsFunc(importers, func(p string) bool { return dir == p || strings.HasPrefix(dir, p) }), "%s imports %s, which only %v may import", dir, imp, importers)
 			}
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -75,18 +76,16 @@ func TestErrorMessages(t *testing.T) {
 			switch fun := call.Fun.(type) {
 			case *ast.Ident:
 				if fun.Name == "panic" {
-					if _, ok := prefixed(strings.ReplaceAll(msg, ".", ": ")); !ok {
-						t.Errorf("%s: panic(%q) does not start with its package's name (a programmer error names where it comes from)", pos, msg)
-					}
+					_, ok := prefixed(strings.ReplaceAll(msg, ".", ": "))
+					assert.True(t, ok, "%s: panic(%q) does not start with its package's name (a programmer error names where it comes from)", pos, msg)
 				}
 			case *ast.SelectorExpr:
 				x, _ := fun.X.(*ast.Ident)
 				if x == nil || !(x.Name == "errors" && fun.Sel.Name == "New" || x.Name == "fmt" && fun.Sel.Name == "Errorf") {
 					return true
 				}
-				if name, ok := prefixed(msg); ok && core {
-					t.Errorf("%s: message %q starts with the package name %q: a core package's message starts with what failed", pos, msg, name)
-				}
+				name, ok := prefixed(msg)
+				assert.False(t, ok && core, "%s: message %q starts with the package name %q: a core package's message starts with what failed", pos, msg, name)
 			}
 			return true
 		})

@@ -14,6 +14,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // The README's Go code blocks are compiled by TestReadmeGoBlocksCompile, so
@@ -385,16 +387,10 @@ func checkReadme(t *testing.T, text string) (int, error) {
 // rules are above readmeStd).
 func TestReadmeGoBlocksCompile(t *testing.T) {
 	text, err := os.ReadFile("README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	n, err := checkReadme(t, string(text))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n == 0 {
-		t.Fatal("README.md has no ```go block: the test checked nothing")
-	}
+	require.NoError(t, err)
+	require.NotZero(t, n, "README.md has no ```go block: the test checked nothing")
 	t.Logf("%d Go blocks of README.md compile", n)
 }
 
@@ -410,9 +406,7 @@ func TestReadmeCheckFails(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := checkReadme(t, tc.readme)
 			// The message is the contract here: it names the README line.
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("got %v, want an error containing %q", err, tc.want)
-			}
+			require.ErrorContains(t, err, tc.want, "got %v, want an error containing %q", err, tc.want)
 		})
 	}
 }

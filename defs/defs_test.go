@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/defs"
 )
@@ -49,12 +51,9 @@ func TestDeclareReplaceKeepsPosition(t *testing.T) {
 	r.Declare(variable("c", "30")) // declared first this time
 	r.Declare(variable("a", "10"))
 	r.Declare(variable("b", "20"))
-	if removed := r.Reconcile(); len(removed) != 0 {
-		t.Errorf("Reconcile removed %v, want nothing", removed)
-	}
-	if diff := cmp.Diff([]string{"a=10", "b=20", "c=30"}, texts(r, defs.KindVariable)); diff != "" {
-		t.Errorf("variables mismatch (-want +got):\n%s", diff)
-	}
+	removed := r.Reconcile()
+	assert.Empty(t, removed, "Reconcile removed %v, want nothing", removed)
+	assert.Empty(t, cmp.Diff([]string{"a=10", "b=20", "c=30"}, texts(r, defs.KindVariable)), "variables mismatch (-want +got)")
 }
 
 func TestDeclareSameNameOtherKind(t *testing.T) {
@@ -63,9 +62,8 @@ func TestDeclareSameNameOtherKind(t *testing.T) {
 	r.Declare(system("x", "s"))
 	r.Declare(tool("x"))
 	for _, k := range []defs.Kind{defs.KindVariable, defs.KindSystem, defs.KindTool} {
-		if n := r.Collection(k).Len(); n != 1 {
-			t.Errorf("%s collection has %d definitions, want 1", k, n)
-		}
+		n := r.Collection(k).Len()
+		assert.Equal(t, 1, n, "%s collection has %d definitions, want 1", k, n)
 	}
 }
 
@@ -83,31 +81,22 @@ func TestReconcileRemovesUndeclared(t *testing.T) {
 	removed := r.Reconcile()
 
 	want := []defs.Def{variable("a", "1"), tool("search"), system("role", "r")}
-	if diff := cmp.Diff(want, removed, cmp.Comparer(func(a, b *defs.Tool) bool { return (a == nil) == (b == nil) && (a == nil || a.Name == b.Name) })); diff != "" {
-		t.Errorf("removed mismatch (-want +got):\n%s", diff)
-	}
-	if _, ok := r.Lookup(defs.KindTool, "search"); ok {
-		t.Error("search is still declared after reconciliation")
-	}
-	if diff := cmp.Diff([]string{"b=2"}, texts(r, defs.KindVariable)); diff != "" {
-		t.Errorf("variables mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff(want, removed, cmp.Comparer(func(a, b *defs.Tool) bool { return (a == nil) == (b == nil) && (a == nil || a.Name == b.Name) })), "removed mismatch (-want +got)")
+	_, declared := r.Lookup(defs.KindTool, "search")
+	assert.False(t, declared, "search is still declared after reconciliation")
+	assert.Empty(t, cmp.Diff([]string{"b=2"}, texts(r, defs.KindVariable)), "variables mismatch (-want +got)")
 	// A removed definition declared again comes back at the end.
 	r.BeginExecution()
 	r.Declare(variable("b", "2"))
 	r.Declare(variable("a", "1"))
 	r.Reconcile()
-	if diff := cmp.Diff([]string{"b=2", "a=1"}, texts(r, defs.KindVariable)); diff != "" {
-		t.Errorf("variables mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff([]string{"b=2", "a=1"}, texts(r, defs.KindVariable)), "variables mismatch (-want +got)")
 }
 
 func TestHandle(t *testing.T) {
 	r := defs.NewRegistry()
 	h := r.Declare(tool("search"))
-	if h.Name() != "search" || h.Kind() != defs.KindTool {
-		t.Errorf("handle = %s %s, want tool search", h.Kind(), h.Name())
-	}
+	assert.True(t, h.Name() == "search" && h.Kind() == defs.KindTool, "handle = %s %s, want tool search", h.Kind(), h.Name())
 	tests := []struct{ got, want string }{
 		{h.Tag(), "<search>"},
 		{h.String(), "<search>"},
@@ -115,17 +104,12 @@ func TestHandle(t *testing.T) {
 		{fmt.Sprint(h), "<search>"},
 	}
 	for _, tt := range tests {
-		if tt.got != tt.want {
-			t.Errorf("got %q, want %q", tt.got, tt.want)
-		}
+		assert.Equal(t, tt.want, tt.got, "got %q, want %q", tt.got, tt.want)
 	}
 	got, ok := r.Handle(defs.KindTool, "search")
-	if !ok || got != h {
-		t.Errorf("Registry.Handle = %v, %v; want %v, true", got, ok, h)
-	}
-	if _, ok := r.Handle(defs.KindTool, "nope"); ok {
-		t.Error("Handle of an undeclared tool reported ok")
-	}
+	assert.True(t, ok && got == h, "Registry.Handle = %v, %v; want %v, true", got, ok, h)
+	_, ok = r.Handle(defs.KindTool, "nope")
+	assert.False(t, ok, "Handle of an undeclared tool reported ok")
 	// The zero handle does nothing.
 	var zero defs.Handle
 	zero.Disable()
@@ -141,9 +125,7 @@ func TestKindAndRefString(t *testing.T) {
 		{defs.Ref{Kind: defs.KindTool, Name: "x"}.String(), "tool:x"},
 	}
 	for _, tt := range tests {
-		if tt.got != tt.want {
-			t.Errorf("got %q, want %q", tt.got, tt.want)
-		}
+		assert.Equal(t, tt.want, tt.got, "got %q, want %q", tt.got, tt.want)
 	}
 }
 
@@ -163,38 +145,22 @@ func TestDisableAndRemindLastOneStep(t *testing.T) {
 	a.Remind()
 	c.Remind() // named once
 
-	if !r.Disabled(defs.KindTool, "a") || !r.Disabled(defs.KindTool, "b") {
-		t.Error("a and b are not disabled")
-	}
-	if r.Disabled(defs.KindVariable, "a") {
-		t.Error("disabling tool a disabled variable a")
-	}
+	assert.True(t, r.Disabled(defs.KindTool, "a") && r.Disabled(defs.KindTool, "b"), "a and b are not disabled")
+	assert.False(t, r.Disabled(defs.KindVariable, "a"), "disabling tool a disabled variable a")
 	wantDisabled := []defs.Ref{{Kind: defs.KindTool, Name: "a"}, {Kind: defs.KindTool, Name: "b"}, {Kind: defs.KindTool, Name: "ghost"}}
-	if diff := cmp.Diff(wantDisabled, r.DisabledRefs()); diff != "" {
-		t.Errorf("DisabledRefs mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff(wantDisabled, r.DisabledRefs()), "DisabledRefs mismatch (-want +got)")
 	wantReminded := []defs.Ref{{Kind: defs.KindVariable, Name: "c"}, {Kind: defs.KindTool, Name: "a"}}
-	if diff := cmp.Diff(wantReminded, r.Reminded()); diff != "" {
-		t.Errorf("Reminded mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff(wantReminded, r.Reminded()), "Reminded mismatch (-want +got)")
 	var enabled []string
 	for d := range r.Collection(defs.KindTool).Enabled() {
 		enabled = append(enabled, d.Name)
 	}
-	if len(enabled) != 0 {
-		t.Errorf("enabled tools = %v, want none", enabled)
-	}
+	assert.Empty(t, enabled, "enabled tools = %v, want none", enabled)
 
 	r.BeginStep()
-	if r.DisabledRefs() != nil || r.Reminded() != nil {
-		t.Errorf("after BeginStep: disabled %v, reminded %v; want none", r.DisabledRefs(), r.Reminded())
-	}
-	if r.Disabled(defs.KindTool, "a") {
-		t.Error("a is still disabled at the next step")
-	}
-	if diff := cmp.Diff([]string{"a", "b"}, slices.Collect(names(r.Collection(defs.KindTool).Enabled()))); diff != "" {
-		t.Errorf("enabled mismatch (-want +got):\n%s", diff)
-	}
+	assert.True(t, r.DisabledRefs() == nil && r.Reminded() == nil, "after BeginStep: disabled %v, reminded %v; want none", r.DisabledRefs(), r.Reminded())
+	assert.False(t, r.Disabled(defs.KindTool, "a"), "a is still disabled at the next step")
+	assert.Empty(t, cmp.Diff([]string{"a", "b"}, slices.Collect(names(r.Collection(defs.KindTool).Enabled()))), "enabled mismatch (-want +got)")
 }
 
 func names(seq func(func(defs.Def) bool)) func(func(string) bool) {
@@ -215,42 +181,25 @@ func TestCollection(t *testing.T) {
 	r.Declare(tool("list"))
 	tools := r.Collection(defs.KindTool)
 
-	if !tools.Has("write") || tools.Has("v") || tools.Has("nope") {
-		t.Errorf("Has: write=%v v=%v nope=%v; want true false false", tools.Has("write"), tools.Has("v"), tools.Has("nope"))
-	}
+	assert.True(t, tools.Has("write") && !tools.Has("v") && !tools.Has("nope"), "Has: write=%v v=%v nope=%v; want true false false", tools.Has("write"), tools.Has("v"), tools.Has("nope"))
 	d, ok := tools.Get("write")
-	if !ok || d.Name != "write" || d.Tool == nil || d.Tool.Name != "write" {
-		t.Errorf("Get(write) = %+v, %v", d, ok)
-	}
-	if _, ok := tools.Get("v"); ok {
-		t.Error("Get found a variable in the tool collection")
-	}
-	if diff := cmp.Diff([]string{"read", "write", "list"}, tools.Names()); diff != "" {
-		t.Errorf("Names mismatch (-want +got):\n%s", diff)
-	}
-	if tools.Len() != 3 {
-		t.Errorf("Len = %d, want 3", tools.Len())
-	}
+	assert.True(t, ok && d.Name == "write" && d.Tool != nil && d.Tool.Name == "write", "Get(write) = %+v, %v", d, ok)
+	_, ok = tools.Get("v")
+	assert.False(t, ok, "Get found a variable in the tool collection")
+	assert.Empty(t, cmp.Diff([]string{"read", "write", "list"}, tools.Names()), "Names mismatch (-want +got)")
+	assert.Equal(t, 3, tools.Len(), "Len = %d, want 3", tools.Len())
 	filtered := tools.Filter(func(d defs.Def) bool { return d.Name != "write" })
 	var got []string
 	for _, d := range filtered {
 		got = append(got, d.Name)
 	}
-	if diff := cmp.Diff([]string{"read", "list"}, got); diff != "" {
-		t.Errorf("Filter mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff([]string{"read", "list"}, got), "Filter mismatch (-want +got)")
 
 	h, ok := tools.Handle("list")
-	if !ok {
-		t.Fatal("Handle(list) not found")
-	}
+	require.True(t, ok, "Handle(list) not found")
 	h.Disable()
-	if diff := cmp.Diff([]string{"read", "write"}, slices.Collect(names(tools.Enabled()))); diff != "" {
-		t.Errorf("Enabled mismatch (-want +got):\n%s", diff)
-	}
-	if tools.Len() != 3 || !tools.Has("list") {
-		t.Error("a disabled tool left the collection (All/Len/Has include disabled definitions)")
-	}
+	assert.Empty(t, cmp.Diff([]string{"read", "write"}, slices.Collect(names(tools.Enabled()))), "Enabled mismatch (-want +got)")
+	assert.True(t, tools.Len() == 3 && tools.Has("list"), "a disabled tool left the collection (All/Len/Has include disabled definitions)")
 
 	// Iteration stops when asked.
 	n := 0
@@ -258,30 +207,22 @@ func TestCollection(t *testing.T) {
 		n++
 		break
 	}
-	if n != 1 {
-		t.Errorf("All yielded %d after break", n)
-	}
+	assert.Equal(t, 1, n, "All yielded %d after break", n)
 
 	// The collection is live.
 	r.Declare(tool("late"))
-	if !tools.Has("late") || tools.Len() != 4 {
-		t.Error("collection does not see a later declaration")
-	}
+	assert.True(t, tools.Has("late") && tools.Len() == 4, "collection does not see a later declaration")
 }
 
 func TestZeroCollectionIsEmpty(t *testing.T) {
 	var c defs.Collection
-	if c.Has("x") || c.Len() != 0 || c.Names() != nil || c.Filter(func(defs.Def) bool { return true }) != nil {
-		t.Error("zero collection is not empty")
-	}
-	if _, ok := c.Get("x"); ok {
-		t.Error("zero collection Get found something")
-	}
-	if _, ok := c.Handle("x"); ok {
-		t.Error("zero collection Handle found something")
-	}
+	assert.True(t, !c.Has("x") && c.Len() == 0 && c.Names() == nil && c.Filter(func(defs.Def) bool { return true }) == nil, "zero collection is not empty")
+	_, ok := c.Get("x")
+	assert.False(t, ok, "zero collection Get found something")
+	_, ok = c.Handle("x")
+	assert.False(t, ok, "zero collection Handle found something")
 	for range c.All() {
-		t.Error("zero collection yields")
+		assert.Fail(t, "zero collection yields")
 	}
 }
 
@@ -301,23 +242,15 @@ func TestConcurrentDisableRemindAndRead(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if len(r.DisabledRefs()) != 3 || len(r.Reminded()) != 3 {
-		t.Errorf("disabled %v, reminded %v; want all three each", r.DisabledRefs(), r.Reminded())
-	}
+	assert.True(t, len(r.DisabledRefs()) == 3 && len(r.Reminded()) == 3, "disabled %v, reminded %v; want all three each", r.DisabledRefs(), r.Reminded())
 }
 
 func TestMessageHelpers(t *testing.T) {
 	res := defs.ToolResult{CallID: "call_1", Name: "search", Content: "boom", IsError: true}
 	want := defs.Message{Role: defs.RoleTool, Content: "boom", ToolCallID: "call_1", Name: "search", IsError: true}
-	if diff := cmp.Diff(want, res.Message()); diff != "" {
-		t.Errorf("ToolResult.Message mismatch (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff(defs.Message{Role: defs.RoleUser, Content: "hi"}, defs.UserMessage("hi")); diff != "" {
-		t.Errorf("UserMessage mismatch (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff(defs.Message{Role: defs.RoleAssistant, Content: "ok"}, defs.AssistantMessage("ok")); diff != "" {
-		t.Errorf("AssistantMessage mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff(want, res.Message()), "ToolResult.Message mismatch (-want +got)")
+	assert.Empty(t, cmp.Diff(defs.Message{Role: defs.RoleUser, Content: "hi"}, defs.UserMessage("hi")), "UserMessage mismatch (-want +got)")
+	assert.Empty(t, cmp.Diff(defs.Message{Role: defs.RoleAssistant, Content: "ok"}, defs.AssistantMessage("ok")), "AssistantMessage mismatch (-want +got)")
 }
 
 func ExampleHandle_String() {
@@ -348,9 +281,7 @@ func ExampleRegistry_Reconcile() {
 func TestMessageIdentical(t *testing.T) {
 	base := defs.Message{Role: defs.RoleAssistant, Content: "c", Reasoning: "r",
 		ToolCalls: []defs.ToolCall{{ID: "1", Name: "n", Arguments: []byte(`{}`)}}, Meta: map[string]string{"k": "v"}}
-	if !base.Identical(base) {
-		t.Fatal("a message is not identical to itself")
-	}
+	require.True(t, base.Identical(base), "a message is not identical to itself")
 	for name, change := range map[string]func(m *defs.Message){
 		"content":   func(m *defs.Message) { m.Content = "x" },
 		"reasoning": func(m *defs.Message) { m.Reasoning = "x" },
@@ -362,9 +293,7 @@ func TestMessageIdentical(t *testing.T) {
 	} {
 		m := base
 		change(&m)
-		if base.Identical(m) {
-			t.Errorf("%s: a changed message is identical", name)
-		}
+		assert.False(t, base.Identical(m), "%s: a changed message is identical", name)
 	}
 }
 
@@ -386,9 +315,7 @@ func TestAppendEnabledMatchesEnabled(t *testing.T) {
 				want = append(want, d)
 			}
 			got := r.AppendEnabled([]defs.Def{variable("before", "")}, k)
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("%s, %s (-Enabled +AppendEnabled):\n%s", stage, k, diff)
-			}
+			assert.Empty(t, cmp.Diff(want, got), "%s, %s (-Enabled +AppendEnabled)", stage, k)
 		}
 	}
 	check("nothing disabled")
@@ -396,9 +323,8 @@ func TestAppendEnabledMatchesEnabled(t *testing.T) {
 	r.Disable(defs.KindVariable, "b")
 	r.Disable(defs.KindTool, "b") // not a tool: disables nothing
 	check("some disabled")
-	if got := r.AppendEnabled(nil, defs.KindSystem); len(got) != 1 || got[0].Name != "rules" {
-		t.Errorf("enabled systems %v, want rules only", got)
-	}
+	got := r.AppendEnabled(nil, defs.KindSystem)
+	assert.True(t, len(got) == 1 && got[0].Name == "rules", "enabled systems %v, want rules only", got)
 }
 
 // TestDeclareWhileOthersRead checks, under the race detector, executions
@@ -439,12 +365,10 @@ func TestDeclareWhileOthersRead(t *testing.T) {
 		if i%2 == 0 {
 			want = append(want, "sometimes")
 		}
-		if got := r.Collection(defs.KindVariable).Names(); !slices.Equal(got, want) {
-			t.Fatalf("execution %d: variables %v, want %v", i, got, want)
-		}
-		if d, _ := r.Lookup(defs.KindVariable, "v"); d.Text != fmt.Sprint(i%3) {
-			t.Fatalf("execution %d: v is %q, want %q", i, d.Text, fmt.Sprint(i%3))
-		}
+		got := r.Collection(defs.KindVariable).Names()
+		require.True(t, slices.Equal(got, want), "execution %d: variables %v, want %v", i, got, want)
+		d, _ := r.Lookup(defs.KindVariable, "v")
+		require.Equal(t, fmt.Sprint(i%3), d.Text, "execution %d: v", i)
 	}
 	close(done)
 	wg.Wait()

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/defs"
 )
@@ -60,12 +62,10 @@ func TestDeclareAnyOrder(t *testing.T) {
 			for d := range r.Collection(k).All() {
 				ref := defs.Ref{Kind: d.Kind, Name: d.Name}.String()
 				got = append(got, ref)
-				if d.Text != values[ref] {
-					t.Fatalf("execution %d: %s holds %q, want %q", exec, ref, d.Text, values[ref])
-				}
-				if l, ok := r.Lookup(d.Kind, d.Name); !ok || l.Text != d.Text {
-					t.Fatalf("execution %d: Lookup(%s) = %q, %v", exec, ref, l.Text, ok)
-				}
+				require.Equal(t, values[ref], d.Text, "execution %d: %s holds %q, want %q", exec, ref, d.Text, values[ref])
+				l, ok := r.Lookup(d.Kind, d.Name)
+				require.True(t, ok, "execution %d: Lookup(%s) = %q, %v", exec, ref, l.Text, ok)
+				require.Equal(t, d.Text, l.Text, "execution %d: Lookup(%s) = %q, %v", exec, ref, l.Text, ok)
 			}
 		}
 		var want []string
@@ -76,9 +76,7 @@ func TestDeclareAnyOrder(t *testing.T) {
 				}
 			}
 		}
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Fatalf("execution %d (declared %v): definitions (-want +got):\n%s", exec, declared, diff)
-		}
+		require.Empty(t, cmp.Diff(want, got), "execution %d (declared %v): definitions (-want +got)", exec, declared)
 	}
 }
 
@@ -98,7 +96,5 @@ func TestEnabledSeesDisablesMadeDuringIteration(t *testing.T) {
 			r.Disable(defs.KindVariable, "c")
 		}
 	}
-	if diff := cmp.Diff([]string{"b", "d"}, got); diff != "" {
-		t.Errorf("Enabled (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff([]string{"b", "d"}, got), "Enabled (-want +got)")
 }

@@ -342,9 +342,7 @@ func TestClosed(t *testing.T) {
 func referenceServers(t *testing.T) string {
 	dir := os.Getenv("REPROMPT_MCP_SERVERS")
 	if dir == "" {
-		if os.Getenv("REPROMPT_MCP_REQUIRED") != "" {
-			t.Fatal("REPROMPT_MCP_SERVERS is not set: run eval \"$(bash .ci/mcpservers.sh)\"")
-		}
+		require.Equal(t, "", os.Getenv("REPROMPT_MCP_REQUIRED"), "REPROMPT_MCP_SERVERS is not set: run eval \"$(bash .ci/mcpservers.sh)\"")
 		t.Skip("the MCP reference servers are not installed: run eval \"$(bash .ci/mcpservers.sh)\" from the repository root")
 	}
 	return dir

@@ -302,7 +302,7 @@ func TestNotificationDuringResourceRead(t *testing.T) {
 	select {
 	case <-closed:
 	case <-time.After(3 * time.Second):
-		t.Fatal("Close deadlocked with the handler of a notification")
+		require.Fail(t, "Close deadlocked with the handler of a notification")
 	}
 }
 

@@ -2,10 +2,10 @@ package session_test
 
 import (
 	"errors"
-	"strings"
 	"testing"
 
 	"github.com/reprompt/reprompt/session"
+	"github.com/stretchr/testify/assert"
 )
 
 // TestErrorTexts is the contract of the errors' text, which the other tests
@@ -30,9 +30,7 @@ func TestErrorTexts(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, w := range tt.want {
-				if !strings.Contains(tt.err.Error(), w) {
-					t.Errorf("%q does not contain %q", tt.err, w)
-				}
+				assert.Contains(t, tt.err.Error(), w, "%q does not contain %q", tt.err, w)
 			}
 		})
 	}

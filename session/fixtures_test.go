@@ -11,6 +11,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/session"
@@ -61,27 +63,19 @@ func (f *fixture) load() (*session.Checkpoint, error) {
 func readFixtures(t testing.TB, dir string) map[string]*fixture {
 	t.Helper()
 	paths, err := filepath.Glob(filepath.Join("testdata", dir, "*.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	out := map[string]*fixture{}
 	for _, p := range paths {
 		if strings.HasSuffix(p, ".want.json") {
 			continue
 		}
 		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		var f fixture
-		if err := json.Unmarshal(b, &f); err != nil {
-			t.Fatalf("%s: %v", p, err)
-		}
+		require.NoError(t, json.Unmarshal(b, &f), "%s", p)
 		out[p] = &f
 	}
-	if len(out) == 0 {
-		t.Fatalf("no fixtures in testdata/%s", dir)
-	}
+	require.NotEmpty(t, out, "no fixtures in testdata/%s", dir)
 	return out
 }
 
@@ -93,28 +87,19 @@ func TestVersion1Fixtures(t *testing.T) {
 	for path, f := range readFixtures(t, "v1") {
 		t.Run(filepath.Base(path), func(t *testing.T) {
 			cp, err := f.load()
-			if err != nil {
-				t.Fatalf("load: %v", err)
-			}
-			if cp.Version != 1 {
-				t.Errorf("Version = %d, want 1", cp.Version)
-			}
+			require.NoError(t, err, "load")
+			assert.Equal(t, 1, cp.Version, "Version = %d, want 1", cp.Version)
 			// Heads written before Base existed record no root: their
 			// lineage is their own generation.
-			if h, err := session.DecodeHead(f.head()); err != nil || h.Root != cp.Generation {
-				t.Errorf("DecodeHead: root %v, %v; want the generation, %d", h, err, cp.Generation)
-			}
+			h, err := session.DecodeHead(f.head())
+			assert.True(t, err == nil && h.Root == cp.Generation, "DecodeHead: root %v, %v; want the generation, %d", h, err, cp.Generation)
 			// Compared as values, so that a field added to Checkpoint
 			// later (absent from old files, zero when loaded) does not
 			// count as a difference.
 			data, err := os.ReadFile(strings.TrimSuffix(path, ".json") + ".want.json")
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			var want session.Checkpoint
-			if err := json.Unmarshal(data, &want); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, json.Unmarshal(data, &want))
 			compact := cmp.Transformer("compact", func(r json.RawMessage) string {
 				var b bytes.Buffer
 				if err := json.Compact(&b, r); err != nil {
@@ -125,9 +110,7 @@ func TestVersion1Fixtures(t *testing.T) {
 				}
 				return b.String()
 			})
-			if diff := cmp.Diff(&want, cp, cmpopts.EquateEmpty(), compact); diff != "" {
-				t.Errorf("loaded checkpoint differs from %s.want.json (-want +got):\n%s", strings.TrimSuffix(filepath.Base(path), ".json"), diff)
-			}
+			assert.Empty(t, cmp.Diff(&want, cp, cmpopts.EquateEmpty(), compact), "loaded checkpoint differs from %s.want.json (-want +got)", strings.TrimSuffix(filepath.Base(path), ".json"))
 		})
 	}
 }
@@ -137,12 +120,11 @@ func TestFutureVersionRefused(t *testing.T) {
 		t.Run(filepath.Base(path), func(t *testing.T) {
 			cp, err := f.load()
 			ve, ok := errors.AsType[*session.VersionError](err)
-			if !ok {
-				t.Fatalf("load = %v, %v; want a *session.VersionError", cp, err)
-			}
-			if ve.Max != session.Version || ve.Got <= session.Version || ve.ID != f.ID || ve.Seq != f.Seq {
-				t.Fatalf("VersionError = %+v", ve)
-			}
+			require.True(t, ok, "load = %v, %v; want a *session.VersionError", cp, err)
+			require.Equal(t, session.Version, ve.Max, "VersionError = %+v", ve)
+			require.Greater(t, ve.Got, session.Version, "VersionError = %+v", ve)
+			require.Equal(t, f.ID, ve.ID, "VersionError = %+v", ve)
+			require.Equal(t, f.Seq, ve.Seq, "VersionError = %+v", ve)
 		})
 	}
 }
@@ -152,12 +134,10 @@ func TestCorruptFixtures(t *testing.T) {
 		t.Run(filepath.Base(path), func(t *testing.T) {
 			cp, err := f.load()
 			ce, ok := errors.AsType[*session.CorruptError](err)
-			if !ok || !errors.Is(err, session.ErrCorrupt) {
-				t.Fatalf("load = %v, %v; want a *session.CorruptError", cp, err)
-			}
-			if ce.ID != f.ID || ce.Seq != f.Seq {
-				t.Fatalf("CorruptError names %q seq %d, want %q seq %d", ce.ID, ce.Seq, f.ID, f.Seq)
-			}
+			require.True(t, ok, "load = %v, %v; want a *session.CorruptError", cp, err)
+			require.ErrorIs(t, err, session.ErrCorrupt, "load = %v, %v; want a *session.CorruptError", cp, err)
+			require.Equal(t, f.ID, ce.ID, "CorruptError names %q seq %d, want %q seq %d", ce.ID, ce.Seq, f.ID, f.Seq)
+			require.Equal(t, f.Seq, ce.Seq, "CorruptError names %q seq %d, want %q seq %d", ce.ID, ce.Seq, f.ID, f.Seq)
 			t.Log(err)
 		})
 	}
@@ -185,14 +165,10 @@ func TestWriteVersion1Fixtures(t *testing.T) {
 	write := func(name string, cp *session.Checkpoint, edit func(head map[string]any, rows []map[string]any)) {
 		seq := cp.Seq
 		w, err := session.Plan(cp, session.Tip{Seq: seq, Generation: cp.Generation, Root: cp.Generation})
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		var head map[string]any
 		json.Unmarshal(w.Head, &head)
-		if head["version"] != 1.0 {
-			t.Fatalf("%s: head of version %v: the v1 fixtures are written as version 1", name, head["version"])
-		}
+		require.Equal(t, 1.0, head["version"], "%s: head of version %v: the v1 fixtures are written as version 1", name, head["version"])
 		rows := make([]map[string]any, len(w.Messages))
 		for i, m := range w.Messages {
 			json.Unmarshal(m, &rows[i])
@@ -208,17 +184,11 @@ func TestWriteVersion1Fixtures(t *testing.T) {
 		}
 		b, _ := json.MarshalIndent(f, "", "\t")
 		p := filepath.Join("testdata", "v1", name+".json")
-		if err := os.WriteFile(p, append(b, '\n'), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.WriteFile(p, append(b, '\n'), 0o644))
 		loaded, err := f.load()
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		want, _ := json.MarshalIndent(loaded, "", "\t")
-		if err := os.WriteFile(filepath.Join("testdata", "v1", name+".want.json"), append(want, '\n'), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.WriteFile(filepath.Join("testdata", "v1", name+".want.json"), append(want, '\n'), 0o644))
 	}
 	write("full", full, nil)
 	write("minimal", minimal, nil)
@@ -238,30 +208,18 @@ func TestWriteVersion1Fixtures(t *testing.T) {
 // a step paused for approvals. Like the v1 files, they are never rewritten.
 func TestVersion2Fixtures(t *testing.T) {
 	f := readFixtures(t, "v2")[filepath.Join("testdata", "v2", "paused.json")]
-	if f == nil {
-		t.Fatal("no testdata/v2/paused.json")
-	}
+	require.NotNil(t, f, "no testdata/v2/paused.json")
 	cp, err := f.load()
-	if err != nil {
-		t.Fatalf("load: %v", err)
-	}
-	if cp.Version != 2 || cp.FormatVersion() != 2 {
-		t.Errorf("Version = %d, FormatVersion() = %d, want 2", cp.Version, cp.FormatVersion())
-	}
+	require.NoError(t, err, "load")
+	assert.True(t, cp.Version == 2 && cp.FormatVersion() == 2, "Version = %d, FormatVersion() = %d, want 2", cp.Version, cp.FormatVersion())
 	want := []session.Approval{{CallID: "c2", Decision: session.Approved, Started: true}, {CallID: "c3", Decision: session.Denied}}
-	if diff := cmp.Diff(want, cp.Pending.Approvals); diff != "" {
-		t.Errorf("approvals (-want +got):\n%s", diff)
-	}
-	if n := len(cp.Pending.Results); n != 2 || cp.Pending.Results[1].Content != "not today" {
-		t.Errorf("results: %+v", cp.Pending.Results)
-	}
+	assert.Empty(t, cmp.Diff(want, cp.Pending.Approvals), "approvals (-want +got)")
+	n := len(cp.Pending.Results)
+	assert.True(t, n == 2 && cp.Pending.Results[1].Content == "not today", "results: %+v", cp.Pending.Results)
 	// Written again, it is version 2 again.
 	w, err := session.Plan(cp, session.Tip{Seq: cp.Seq, Generation: cp.Generation, Root: cp.Generation, Messages: len(cp.Transcript)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	h, err := session.DecodeHead(w.Head)
-	if err != nil || h.Checkpoint.Version != 2 {
-		t.Fatalf("head written again: %v, %v; want version 2", h, err)
-	}
+	require.NoError(t, err, "head written again: %v, %v; want version 2", h, err)
+	require.Equal(t, 2, h.Checkpoint.Version, "head written again: %v, %v; want version 2", h, err)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/session"
+	"github.com/stretchr/testify/require"
 )
 
 // addFixtureSeeds adds the heads (or, with rows, the message rows) of every
@@ -38,14 +39,15 @@ func FuzzDecodeHead(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		h, err := session.DecodeHead(data)
 		if err != nil {
-			if ve, ok := errors.AsType[*session.VersionError](err); ok && ve.Got <= session.Version {
-				t.Fatalf("VersionError for version %d", ve.Got)
+			if ve, ok := errors.AsType[*session.VersionError](err); ok {
+				require.Greater(t, ve.Got, session.Version, "VersionError for version %d", ve.Got)
 			}
 			return
 		}
-		if h.Checkpoint.Version < 1 || h.Checkpoint.Version > session.Version || h.Messages < 0 || h.Checkpoint.SessionID == "" {
-			t.Fatalf("accepted an invalid head: %+v", h)
-		}
+		require.GreaterOrEqual(t, h.Checkpoint.Version, 1, "accepted an invalid head: %+v", h)
+		require.LessOrEqual(t, h.Checkpoint.Version, session.Version, "accepted an invalid head: %+v", h)
+		require.GreaterOrEqual(t, h.Messages, 0, "accepted an invalid head: %+v", h)
+		require.NotEqual(t, "", h.Checkpoint.SessionID, "accepted an invalid head: %+v", h)
 		if h.Messages > 1<<16 {
 			// Re-encoding needs a transcript of that length; Load checks
 			// such counts against the rows (see FuzzLoad).
@@ -53,12 +55,9 @@ func FuzzDecodeHead(f *testing.F) {
 		}
 		e1 := encode(t, h)
 		h2, err := session.DecodeHead(e1)
-		if err != nil {
-			t.Fatalf("re-decoding %s: %v", e1, err)
-		}
-		if e2 := encode(t, h2); !bytes.Equal(e1, e2) {
-			t.Fatalf("unstable encoding:\n%s\n%s", e1, e2)
-		}
+		require.NoError(t, err, "re-decoding %s", e1)
+		e2 := encode(t, h2)
+		require.True(t, bytes.Equal(e1, e2), "unstable encoding:\n%s\n%s", e1, e2)
 	})
 }
 
@@ -66,9 +65,7 @@ func encode(t *testing.T, h *session.Head) []byte {
 	cp := h.Checkpoint
 	cp.Transcript = make([]defs.Message, h.Messages)
 	b, err := session.EncodeHead(&cp)
-	if err != nil {
-		t.Fatalf("EncodeHead of a decoded head: %v", err)
-	}
+	require.NoError(t, err, "EncodeHead of a decoded head")
 	return b
 }
 
@@ -82,20 +79,12 @@ func FuzzDecodeMessage(f *testing.F) {
 			return
 		}
 		e1, err := session.EncodeMessage(m)
-		if err != nil {
-			t.Fatalf("EncodeMessage of a decoded message: %v", err)
-		}
+		require.NoError(t, err, "EncodeMessage of a decoded message")
 		m2, err := session.DecodeMessage(e1)
-		if err != nil {
-			t.Fatalf("re-decoding %s: %v", e1, err)
-		}
+		require.NoError(t, err, "re-decoding %s", e1)
 		e2, _ := session.EncodeMessage(m2)
-		if !bytes.Equal(e1, e2) {
-			t.Fatalf("unstable encoding:\n%s\n%s", e1, e2)
-		}
-		if !reflect.DeepEqual(m2.Meta, m.Meta) && len(m.Meta)+len(m2.Meta) > 0 {
-			t.Fatalf("meta changed: %v → %v", m.Meta, m2.Meta)
-		}
+		require.True(t, bytes.Equal(e1, e2), "unstable encoding:\n%s\n%s", e1, e2)
+		require.False(t, !reflect.DeepEqual(m2.Meta, m.Meta) && len(m.Meta)+len(m2.Meta) > 0, "meta changed: %v → %v", m.Meta, m2.Meta)
 	})
 }
 
@@ -131,13 +120,9 @@ func FuzzLoad(f *testing.F) {
 		if err != nil {
 			_, corrupt := errors.AsType[*session.CorruptError](err)
 			_, version := errors.AsType[*session.VersionError](err)
-			if !corrupt && !version {
-				t.Fatalf("untyped error %T: %v", err, err)
-			}
+			require.True(t, corrupt || version, "untyped error %T: %v", err, err)
 			return
 		}
-		if len(cp.Transcript) != h.Messages {
-			t.Fatalf("loaded %d messages, head names %d", len(cp.Transcript), h.Messages)
-		}
+		require.Len(t, cp.Transcript, h.Messages, "loaded %d messages, head names %d", len(cp.Transcript), h.Messages)
 	})
 }

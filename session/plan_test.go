@@ -2,11 +2,11 @@ package session_test
 
 import (
 	"bytes"
-	"errors"
 	"testing"
 
 	"github.com/reprompt/reprompt/session"
 	"github.com/reprompt/reprompt/session/sessiontest"
+	"github.com/stretchr/testify/require"
 )
 
 // TestPlanWritesOnlyNewMessages checks the property that keeps a Save's
@@ -49,30 +49,20 @@ func TestPlanWritesOnlyNewMessages(t *testing.T) {
 			c := *cp
 			c.Seq, c.Generation, c.Base = tt.tip.Seq, tt.gen, tt.base
 			w, err := session.Plan(&c, tt.tip)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if w.First != tt.wantFirst || len(w.Messages) != tt.wantN {
-				t.Fatalf("First %d, %d messages; want %d, %d", w.First, len(w.Messages), tt.wantFirst, tt.wantN)
-			}
-			if w.Tip != (session.Tip{Seq: tt.tip.Seq + 1, Generation: tt.gen, Root: tt.wantRoot, Messages: 1002}) {
-				t.Fatalf("Tip = %+v", w.Tip)
-			}
+			require.NoError(t, err)
+			require.Equal(t, tt.wantFirst, w.First, "First %d, %d messages; want %d, %d", w.First, len(w.Messages), tt.wantFirst, tt.wantN)
+			require.Len(t, w.Messages, tt.wantN, "First %d, %d messages; want %d, %d", w.First, len(w.Messages), tt.wantFirst, tt.wantN)
+			require.Equal(t, (session.Tip{Seq: tt.tip.Seq + 1, Generation: tt.gen, Root: tt.wantRoot, Messages: 1002}), w.Tip, "Tip = %+v", w.Tip)
 			h, err := session.DecodeHead(w.Head)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if h.Root != tt.wantRoot || h.Checkpoint.Generation != tt.gen || h.Checkpoint.Base != 0 {
-				t.Fatalf("head: root %d, generation %d, base %d; want root %d, generation %d, base 0", h.Root, h.Checkpoint.Generation, h.Checkpoint.Base, tt.wantRoot, tt.gen)
-			}
+			require.NoError(t, err)
+			require.Equal(t, tt.wantRoot, h.Root, "head: root %d, generation %d, base %d; want root %d, generation %d, base 0", h.Root, h.Checkpoint.Generation, h.Checkpoint.Base, tt.wantRoot, tt.gen)
+			require.Equal(t, tt.gen, h.Checkpoint.Generation, "head: root %d, generation %d, base %d; want root %d, generation %d, base 0", h.Root, h.Checkpoint.Generation, h.Checkpoint.Base, tt.wantRoot, tt.gen)
+			require.Zero(t, h.Checkpoint.Base, "head: root %d, generation %d, base %d; want root %d, generation %d, base 0", h.Root, h.Checkpoint.Generation, h.Checkpoint.Base, tt.wantRoot, tt.gen)
 			// A head records a root only when it is not its generation, so
 			// heads without shared rows are as version 1 wrote them.
-			if got := bytes.Contains(w.Head, []byte(`"root"`)); got != (tt.wantRoot != tt.gen) {
-				t.Fatalf("head %s: has root field %v", w.Head, got)
-			}
-			if c.Seq != tt.tip.Seq {
-				t.Fatal("Plan modified the checkpoint")
-			}
+			got := bytes.Contains(w.Head, []byte(`"root"`))
+			require.Equal(t, (tt.wantRoot != tt.gen), got, "head %s: has root field %v", w.Head, got)
+			require.Equal(t, c.Seq, tt.tip.Seq, "Plan modified the checkpoint")
 		})
 	}
 }
@@ -112,21 +102,18 @@ func TestPlanRefuses(t *testing.T) {
 			c.Seq, c.Generation = 3, 2
 			tt.edit(&c)
 			_, err := session.Plan(&c, tip)
-			if err == nil || !errors.As(err, tt.target) {
-				t.Fatalf("Plan = %v, want %T", err, tt.target)
-			}
+			require.Error(t, err, "Plan = %v, want %T", err, tt.target)
+			require.ErrorAs(t, err, tt.target, "Plan = %v, want %T", err, tt.target)
 		})
 	}
 	// A base on the first checkpoint of a session.
 	c := *base
 	c.Seq, c.Base = 0, 1
-	if _, err := session.Plan(&c, session.Tip{}); !errors.As(err, new(*session.InvalidError)) {
-		t.Fatalf("Plan of a first checkpoint with a base = %v, want an *InvalidError", err)
-	}
+	_, err := session.Plan(&c, session.Tip{})
+	require.ErrorAs(t, err, new(*session.InvalidError), "Plan of a first checkpoint with a base = %v, want an *InvalidError", err)
 	// The bounds themselves are accepted.
 	c = *base
 	c.Seq, c.Generation, c.Base = 3, 3, 4
-	if _, err := session.Plan(&c, tip); err != nil {
-		t.Fatalf("Plan with base == both lengths: %v", err)
-	}
+	_, err = session.Plan(&c, tip)
+	require.NoError(t, err, "Plan with base == both lengths")
 }

@@ -38,9 +38,7 @@ func TestEncodeMessageKeepsArguments(t *testing.T) {
 			got, err := session.DecodeMessage(b)
 			require.NoError(t, err)
 			assert.Equal(t, tt.args == nil, got.ToolCalls[0].Arguments == nil, "nil arguments")
-			if diff := cmp.Diff(m, got); diff != "" {
-				t.Errorf("round trip mismatch (-want +got):\n%s", diff)
-			}
+			assert.Empty(t, cmp.Diff(m, got), "round trip mismatch (-want +got)")
 		})
 	}
 }
@@ -71,9 +69,7 @@ func TestRawArgumentsThroughPlanAndLoad(t *testing.T) {
 	require.NoError(t, err)
 	want := *cp
 	want.Seq, want.Version = 1, cp.FormatVersion()
-	if diff := cmp.Diff(&want, got); diff != "" {
-		t.Errorf("checkpoint mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff(&want, got), "checkpoint mismatch (-want +got)")
 	for i, a := range sessiontest.RawArguments {
 		assert.Equal(t, a == nil, got.Transcript[1].ToolCalls[i].Arguments == nil, "call %d: nil arguments", i)
 		assert.Equal(t, a == nil, got.Pending.Reply.ToolCalls[i].Arguments == nil, "pending call %d: nil arguments", i)

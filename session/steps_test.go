@@ -14,6 +14,8 @@ import (
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/session"
 	"github.com/reprompt/reprompt/session/sessiontest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestDecodeHeadErrors checks the errors of heads that do not decode, in
@@ -33,19 +35,19 @@ func TestDecodeHeadErrors(t *testing.T) {
 		{`{"version":1,"session_id":"s","seq":1`, "head: unexpected end of JSON input"},
 	} {
 		_, err := session.DecodeHead([]byte(tt.head))
-		if err == nil || err.Error() != tt.want {
-			t.Errorf("DecodeHead(%s) = %v, want %q", tt.head, err, tt.want)
-		}
+		assert.EqualError(t, err, tt.want, "DecodeHead(%s) = %v, want %q", tt.head, err, tt.want)
 		if strings.Contains(tt.head, `"version":9`) {
-			if _, ok := errors.AsType[*session.VersionError](err); !ok {
-				t.Errorf("DecodeHead(%s) = %#v, want a *session.VersionError", tt.head, err)
-			}
+			_, ok := errors.AsType[*session.VersionError](err)
+			assert.True(t, ok, "DecodeHead(%s) = %#v, want a *session.VersionError", tt.head, err)
 		}
 	}
 	h, err := session.DecodeHead([]byte(`{"version":2,"session_id":"s","seq":3,"step":4,"generation":5,"root":1,"messages":6}`))
-	if err != nil || h.Checkpoint.Version != 2 || h.Checkpoint.Seq != 3 || h.Checkpoint.Step != 4 || h.Root != 1 || h.Messages != 6 {
-		t.Fatalf("DecodeHead = %+v, %v", h, err)
-	}
+	require.NoError(t, err, "DecodeHead = %+v, %v", h, err)
+	require.Equal(t, 2, h.Checkpoint.Version, "DecodeHead = %+v, %v", h, err)
+	require.Equal(t, int64(3), h.Checkpoint.Seq, "DecodeHead = %+v, %v", h, err)
+	require.Equal(t, 4, h.Checkpoint.Step, "DecodeHead = %+v, %v", h, err)
+	require.Equal(t, 1, h.Root, "DecodeHead = %+v, %v", h, err)
+	require.Equal(t, 6, h.Messages, "DecodeHead = %+v, %v", h, err)
 }
 
 // TestLoadSteps checks LoadSteps on what a store could hand it: a head
@@ -55,9 +57,7 @@ func TestDecodeHeadErrors(t *testing.T) {
 func TestLoadSteps(t *testing.T) {
 	encode := func(cp *session.Checkpoint, root int) []byte {
 		b, err := session.EncodeHead(cp)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		if root != cp.Generation {
 			var m map[string]any
 			_ = json.Unmarshal(b, &m)
@@ -69,9 +69,7 @@ func TestLoadSteps(t *testing.T) {
 	msgs := sessiontest.Messages(0, 6)
 	row := func(gen, i int, m defs.Message) session.GenerationRow {
 		b, err := session.EncodeMessage(m)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		return session.GenerationRow{Generation: gen, Row: session.Row{Index: i, Data: b}}
 	}
 	rewritten := msgs[3]
@@ -99,12 +97,8 @@ func TestLoadSteps(t *testing.T) {
 		asked = [3]int{root, gen, count}
 		return rows, nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if asked != [3]int{0, 1, 1_000_000_000_000_000} {
-		t.Fatalf("rows asked for (root, generation, count) %v", asked)
-	}
+	require.NoError(t, err)
+	require.Equal(t, [3]int{0, 1, 1_000_000_000_000_000}, asked, "rows asked for (root, generation, count) %v", asked)
 	var got []string
 	for cp, err := range seq {
 		if err != nil {
@@ -126,28 +120,24 @@ func TestLoadSteps(t *testing.T) {
 		`session "s": checkpoint 9 is corrupt: head of session "s" seq 1 filed as session "s" seq 9`,
 		`session "s": no checkpoint at step 6`,
 	}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Fatalf("LoadSteps yielded\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
+	require.Equal(t, strings.Join(want, "\n"), strings.Join(got, "\n"), "LoadSteps yielded\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 
 	// An unknown session: its error alone.
 	seq, _ = session.LoadSteps(&session.StepHeads{ID: "u", First: 0, Last: 3}, nil)
 	n := 0
 	for _, err := range seq {
 		n++
-		if nf, ok := errors.AsType[*session.NotFoundError](err); !ok || nf.AtStep || nf.ID != "u" {
-			t.Fatalf("unknown session: %v", err)
-		}
+		nf, ok := errors.AsType[*session.NotFoundError](err)
+		require.True(t, ok, "unknown session: %v", err)
+		require.False(t, nf.AtStep, "unknown session: %v", err)
+		require.Equal(t, "u", nf.ID, "unknown session: %v", err)
 	}
-	if n != 1 {
-		t.Fatalf("unknown session: %d pairs, want 1", n)
-	}
+	require.Equal(t, 1, n, "unknown session: %d pairs, want 1", n)
 
 	// A failing read of the rows is LoadSteps' error.
 	boom := errors.New("boom")
-	if _, err := session.LoadSteps(heads, func(int, int, int) ([]session.GenerationRow, error) { return nil, boom }); err != boom {
-		t.Fatalf("LoadSteps with a failing read: %v", err)
-	}
+	_, err = session.LoadSteps(heads, func(int, int, int) ([]session.GenerationRow, error) { return nil, boom })
+	require.Equal(t, boom, err, "LoadSteps with a failing read: %v", err)
 }
 
 // TestAtStepsWithoutStepReader checks session.AtSteps on a store that only
@@ -157,9 +147,7 @@ func TestAtStepsWithoutStepReader(t *testing.T) {
 	ctx := context.Background()
 	st := struct{ session.Store }{session.NewMemory()}
 	cp := &session.Checkpoint{SessionID: "s", Step: 1, Transcript: sessiontest.Messages(0, 2)}
-	if err := st.Save(ctx, cp); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, st.Save(ctx, cp))
 	var got []string
 	for cp, err := range session.AtSteps(ctx, st, "s", 0, 2) {
 		if err != nil {
@@ -169,16 +157,13 @@ func TestAtStepsWithoutStepReader(t *testing.T) {
 		}
 	}
 	want := `session "s": no checkpoint at step 0|step 1, 2 messages|session "s": no checkpoint at step 2`
-	if g := strings.Join(got, "|"); g != want {
-		t.Fatalf("AtSteps = %s, want %s", g, want)
-	}
+	g := strings.Join(got, "|")
+	require.Equal(t, want, g, "AtSteps = %s, want %s", g, want)
 	n := 0
 	for range session.AtSteps(ctx, st, "nope", 0, 5) {
 		n++
 	}
-	if n != 1 {
-		t.Fatalf("AtSteps of an unknown session: %d pairs, want 1", n)
-	}
+	require.Equal(t, 1, n, "AtSteps of an unknown session: %d pairs, want 1", n)
 }
 
 // TestLoadStepsAsLoad compares LoadSteps with Load on random stores:
@@ -230,9 +215,7 @@ func TestLoadStepsAsLoad(t *testing.T) {
 			}
 			return out, nil
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		// Load with the rows of its lineage, as a store selects them.
 		load := func(sh session.StepHead) (*session.Checkpoint, error) {
 			return session.Load("s", sh.Seq, sh.Head, func(root, gen, count int) ([]session.Row, error) {
@@ -267,12 +250,10 @@ func TestLoadStepsAsLoad(t *testing.T) {
 				for _, x := range h.Heads {
 					t.Logf("head %s", x.Head)
 				}
-				t.Fatalf("round %d, step %d: LoadSteps gave %+v, %v; Load %+v, %v", round, step, got, gotErr, want, wantErr)
+				require.Fail(t, fmt.Sprintf("round %d, step %d: LoadSteps gave %+v, %v; Load %+v, %v", round, step, got, gotErr, want, wantErr))
 			}
 			step++
 		}
-		if step != 13 {
-			t.Fatalf("round %d: %d steps yielded, want 13", round, step)
-		}
+		require.Equal(t, 13, step, "round %d: %d steps yielded, want 13", round, step)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
@@ -184,12 +185,8 @@ func TestDecideByUpdate(t *testing.T) {
 	require.NoError(t, *err2)
 
 	// The run ended as in process: o1 and o3 paid once each, o2 denied.
-	if d := cmp.Diff(want.Transcript, transcriptOf(&got)); d != "" {
-		t.Errorf("transcript mismatch (-want +got):\n%s", d)
-	}
-	if d := cmp.Diff(wantState, decodeState(t, got.State)); d != "" {
-		t.Errorf("state mismatch (-want +got):\n%s", d)
-	}
+	assert.Empty(t, cmp.Diff(want.Transcript, transcriptOf(&got)), "transcript mismatch (-want +got)")
+	assert.Empty(t, cmp.Diff(wantState, decodeState(t, got.State)), "state mismatch (-want +got)")
 	require.Equal(t, want.Text, got.Text)
 	require.Equal(t, want.Usage, got.Usage)
 	require.Equal(t, 2, wantTools.runs("pay"))
@@ -260,12 +257,8 @@ func TestDecideAcrossContinueAsNew(t *testing.T) {
 		require.NoError(t, err)
 		var got rt.Result
 		require.NoError(t, env.GetWorkflowResult(&got))
-		if d := cmp.Diff(want.Transcript, transcriptOf(&got)); d != "" {
-			t.Errorf("transcript mismatch (-want +got):\n%s", d)
-		}
-		if d := cmp.Diff(wantState, decodeState(t, got.State)); d != "" {
-			t.Errorf("state mismatch (-want +got):\n%s", d)
-		}
+		assert.Empty(t, cmp.Diff(want.Transcript, transcriptOf(&got)), "transcript mismatch (-want +got)")
+		assert.Empty(t, cmp.Diff(wantState, decodeState(t, got.State)), "state mismatch (-want +got)")
 		break
 	}
 	// Both pauses were carried across continue-as-new, undecided.
@@ -305,9 +298,7 @@ func TestSubAgentCannotPause(t *testing.T) {
 	require.True(t, gotRes.IsError)
 	require.Contains(t, gotRes.Content, `call c0_0 of tool "pay" needs approval, which sub-agent "payer" cannot wait for`)
 	require.Equal(t, wantRes, gotRes, "the error result of the call in process")
-	if d := cmp.Diff(want.Transcript, transcriptOf(&got)); d != "" {
-		t.Errorf("transcript mismatch (-want +got):\n%s", d)
-	}
+	assert.Empty(t, cmp.Diff(want.Transcript, transcriptOf(&got)), "transcript mismatch (-want +got)")
 }
 
 func wrap(msgs []defs.Message) []rt.Message {
@@ -354,12 +345,8 @@ func TestMessageDuringPause(t *testing.T) {
 	require.Equal(t, []rt.Decision{{CallID: "c0_0", Approve: true}, {CallID: "c0_2", Reason: "Not o2."}}, after.Steps[1].Decisions)
 	require.Equal(t, []string{"c1_0"}, after.Steps[2].Awaiting)
 
-	if d := cmp.Diff(want.Transcript, transcriptOf(&got)); d != "" {
-		t.Errorf("transcript mismatch (-want +got):\n%s", d)
-	}
-	if d := cmp.Diff(wantState, decodeState(t, got.State)); d != "" {
-		t.Errorf("state mismatch (-want +got):\n%s", d)
-	}
+	assert.Empty(t, cmp.Diff(want.Transcript, transcriptOf(&got)), "transcript mismatch (-want +got)")
+	assert.Empty(t, cmp.Diff(wantState, decodeState(t, got.State)), "state mismatch (-want +got)")
 	var users []string
 	for _, m := range got.Transcript {
 		if m.Role == defs.RoleUser {

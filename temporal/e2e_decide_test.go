@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
@@ -75,12 +76,8 @@ func TestE2EDecide(t *testing.T) {
 	var got rt.Result
 	require.NoError(t, c.GetWorkflow(ctx, id, "").Get(ctx, &got))
 	want, wantState, _ := localPay(t)
-	if d := cmp.Diff(want.Transcript, transcriptOf(&got)); d != "" {
-		t.Errorf("transcript mismatch (-want +got):\n%s", d)
-	}
-	if d := cmp.Diff(wantState, decodeState(t, got.State)); d != "" {
-		t.Errorf("state mismatch (-want +got):\n%s", d)
-	}
+	assert.Empty(t, cmp.Diff(want.Transcript, transcriptOf(&got)), "transcript mismatch (-want +got)")
+	assert.Empty(t, cmp.Diff(wantState, decodeState(t, got.State)), "state mismatch (-want +got)")
 	require.Equal(t, 2, tl.runs("pay"), "o1 and o3 paid once each")
 	recordHistory(t, c, id, first.GetRunID(), "e2e_decide_first_run")
 	recordHistory(t, c, id, second, "e2e_decide_second_run")

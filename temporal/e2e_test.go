@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
@@ -43,9 +44,7 @@ func serverAddr(t testing.TB) string {
 	t.Helper()
 	addr := os.Getenv(addrEnv)
 	if addr == "" {
-		if os.Getenv(requiredEnv) == "1" {
-			t.Fatalf("%s is not set and %s=1: start a server with eval \"$(bash .ci/temporal.sh)\"", addrEnv, requiredEnv)
-		}
+		require.NotEqual(t, "1", os.Getenv(requiredEnv), "%s is not set and %s=1: start a server with eval \"$(bash .ci/temporal.sh)\"", addrEnv, requiredEnv)
 		t.Skipf("%s is not set (eval \"$(bash .ci/temporal.sh)\" starts a development server)", addrEnv)
 	}
 	return addr
@@ -134,7 +133,7 @@ func startWorker(t testing.TB, queue, dir string) *exec.Cmd {
 	select {
 	case <-ready:
 	case <-time.After(2 * time.Minute):
-		t.Fatal("the worker process did not get ready")
+		require.Fail(t, "the worker process did not get ready")
 	}
 	return cmd
 }
@@ -180,12 +179,8 @@ func TestE2E(t *testing.T) {
 	require.NoError(t, run.Get(ctx, &got))
 
 	want := local(t, inventoryModel(e2eSteps), runtime.Config{})
-	if d := cmp.Diff(want.Transcript, transcriptOf(&got)); d != "" {
-		t.Errorf("transcript mismatch (-want +got):\n%s", d)
-	}
-	if d := cmp.Diff(stateJSON(t, want), decodeState(t, got.State)); d != "" {
-		t.Errorf("state mismatch (-want +got):\n%s", d)
-	}
+	assert.Empty(t, cmp.Diff(want.Transcript, transcriptOf(&got)), "transcript mismatch (-want +got)")
+	assert.Empty(t, cmp.Diff(stateJSON(t, want), decodeState(t, got.State)), "state mismatch (-want +got)")
 	require.Equal(t, []string{"o1_1", "o5_5"}, ledgerLines(filepath.Join(dir, "ledger")), "each charge ran once")
 	recordHistory(t, c, id, run.GetRunID(), "e2e_failover")
 }
@@ -251,12 +246,8 @@ func TestE2ESignal(t *testing.T) {
 	tl2 := &tools{}
 	want, err := runtime.Run(ctx, inventoryModel(5), tl2.agent, runtime.Config{})
 	require.NoError(t, err)
-	if d := cmp.Diff(stateJSON(t, want), decodeState(t, got.State)); d != "" {
-		t.Errorf("state mismatch (-want +got):\n%s", d)
-	}
-	if d := cmp.Diff(want.Transcript, transcriptOf(&got)[:len(want.Transcript)]); d != "" {
-		t.Errorf("transcript mismatch (-want +got):\n%s", d)
-	}
+	assert.Empty(t, cmp.Diff(stateJSON(t, want), decodeState(t, got.State)), "state mismatch (-want +got)")
+	assert.Empty(t, cmp.Diff(want.Transcript, transcriptOf(&got)[:len(want.Transcript)]), "transcript mismatch (-want +got)")
 	recordHistory(t, c, id, first.GetRunID(), "e2e_signal_first_run")
 	desc, err := c.DescribeWorkflowExecution(ctx, id, "")
 	require.NoError(t, err)

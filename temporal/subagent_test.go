@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/workflow"
@@ -99,9 +100,7 @@ func TestSubAgents(t *testing.T) {
 			require.NoError(t, env.GetWorkflowError())
 			var got rt.Result
 			require.NoError(t, env.GetWorkflowResult(&got))
-			if d := cmp.Diff(want.Transcript, transcriptOf(&got)); d != "" {
-				t.Errorf("transcript mismatch (-want +got):\n%s", d)
-			}
+			assert.Empty(t, cmp.Diff(want.Transcript, transcriptOf(&got)), "transcript mismatch (-want +got)")
 			require.Equal(t, fmt.Sprintf(`{"asked":%d}`, wantState), string(got.State))
 			if child {
 				require.Equal(t, 2, children, "the two valid sub-agent calls")

@@ -2,10 +2,10 @@ package temporal_test
 
 import (
 	"encoding/json"
-	"errors"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/defs"
@@ -36,9 +36,7 @@ func TestCheckpointRoundTrip(t *testing.T) {
 	require.NoError(t, json.Unmarshal(b, &back))
 	got, err := back.Decode()
 	require.NoError(t, err)
-	if d := cmp.Diff(cp.Transcript, got.Transcript); d != "" {
-		t.Errorf("transcript mismatch (-want +got):\n%s", d)
-	}
+	assert.Empty(t, cmp.Diff(cp.Transcript, got.Transcript), "transcript mismatch (-want +got)")
 	require.JSONEq(t, string(cp.State), string(got.State))
 	require.Equal(t, cp.Step, got.Step)
 	require.Equal(t, cp.Stats, got.Stats)
@@ -46,10 +44,10 @@ func TestCheckpointRoundTrip(t *testing.T) {
 	back.Messages = back.Messages[:1]
 	_, err = back.Decode()
 	var ce *session.CorruptError
-	require.True(t, errors.As(err, &ce), "a missing message: %v", err)
+	require.ErrorAs(t, err, &ce, "a missing message: %v", err)
 
 	_, err = (&rt.Checkpoint{Head: json.RawMessage(`{"v":`)}).Decode()
-	require.True(t, errors.As(err, &ce), "a damaged head: %v", err)
+	require.ErrorAs(t, err, &ce, "a damaged head: %v", err)
 }
 
 // A message with arguments that are not JSON travels in a payload intact.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
@@ -103,12 +104,8 @@ func TestWorkflowMatchesTheRuntime(t *testing.T) {
 	agent := rt.Agent{Name: "inventory", Prompt: tl.agent, Model: inventoryModel(12)}
 	got, runs := runToEnd(t, agent, rt.Input{Agent: "inventory"})
 	require.Equal(t, 1, runs)
-	if d := cmp.Diff(want.Transcript, transcriptOf(got)); d != "" {
-		t.Errorf("transcript mismatch (-want +got):\n%s", d)
-	}
-	if d := cmp.Diff(stateJSON(t, want), decodeState(t, got.State)); d != "" {
-		t.Errorf("state mismatch (-want +got):\n%s", d)
-	}
+	assert.Empty(t, cmp.Diff(want.Transcript, transcriptOf(got)), "transcript mismatch (-want +got)")
+	assert.Empty(t, cmp.Diff(stateJSON(t, want), decodeState(t, got.State)), "state mismatch (-want +got)")
 	require.Equal(t, want.Text, got.Text)
 	require.Equal(t, len(want.Steps), got.Steps)
 	require.Equal(t, want.Usage, got.Usage)
@@ -122,12 +119,8 @@ func TestContinueAsNew(t *testing.T) {
 	agent := rt.Agent{Name: "inventory", Prompt: tl.agent, Model: inventoryModel(12), ContinueAfter: 5}
 	got, runs := runToEnd(t, agent, rt.Input{Agent: "inventory"})
 	require.Equal(t, 3, runs, "13 steps, 5 per run")
-	if d := cmp.Diff(want.Transcript, transcriptOf(got)); d != "" {
-		t.Errorf("transcript mismatch (-want +got):\n%s", d)
-	}
-	if d := cmp.Diff(stateJSON(t, want), decodeState(t, got.State)); d != "" {
-		t.Errorf("state mismatch (-want +got):\n%s", d)
-	}
+	assert.Empty(t, cmp.Diff(want.Transcript, transcriptOf(got)), "transcript mismatch (-want +got)")
+	assert.Empty(t, cmp.Diff(stateJSON(t, want), decodeState(t, got.State)), "state mismatch (-want +got)")
 	require.Equal(t, want.Usage, got.Usage)
 }
 

@@ -12,6 +12,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/reprompt/reprompt/defs"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // spy counts the calls a Counter gets.
@@ -78,13 +80,9 @@ func TestAccountantMatchesScratch(t *testing.T) {
 				if testing.Verbose() && cap(msgs) > 0 { // -json implies -v: CI runs this
 					t.Logf("%s len=%d cap=%d first=%p", op, len(msgs), cap(msgs), &msgs[:1][0])
 				}
-				if diff := cmp.Diff(scratch(c, msgs), a.Count(msgs)); diff != "" {
-					t.Fatalf("%s: Count(%d messages) mismatch (-want +got):\n%s", op, len(msgs), diff)
-				}
+				require.Empty(t, cmp.Diff(scratch(c, msgs), a.Count(msgs)), "%s: Count(%d messages) mismatch (-want +got)", op, len(msgs))
 				k := r.IntN(len(msgs) + 2)
-				if diff := cmp.Diff(scratch(c, msgs[:min(k, len(msgs))]), a.Prefix(k)); diff != "" {
-					t.Fatalf("%s: Prefix(%d) mismatch (-want +got):\n%s", op, k, diff)
-				}
+				require.Empty(t, cmp.Diff(scratch(c, msgs[:min(k, len(msgs))]), a.Prefix(k)), "%s: Prefix(%d) mismatch (-want +got)", op, k)
 			}
 			for step := range 300 {
 				switch op := r.IntN(10); {
@@ -126,12 +124,8 @@ func TestAccountantOverwrittenTail(t *testing.T) {
 	req := append(transcript, defs.UserMessage("reminder: be brief and precise, always"))
 	a.Count(req)
 	transcript = append(transcript, defs.AssistantMessage("x")) // overwrites the reminder
-	if &transcript[2] != &req[2] {
-		t.Fatal("test setup: want the reply written over the reminder")
-	}
-	if diff := cmp.Diff(scratch(c, transcript), a.Count(transcript)); diff != "" {
-		t.Errorf("Count after overwrite mismatch (-want +got):\n%s", diff)
-	}
+	require.Same(t, &req[2], &transcript[2], "test setup: want the reply written over the reminder")
+	assert.Empty(t, cmp.Diff(scratch(c, transcript), a.Count(transcript)), "Count after overwrite mismatch (-want +got)")
 }
 
 // TestAccountantCountsOnlyNew checks the work done, not just the result:
@@ -155,28 +149,16 @@ func TestAccountantCountsOnlyNew(t *testing.T) {
 		return work{s.messages.Load() - m, int64(a.hashed - h)}
 	}
 	transcript = append(transcript, defs.AssistantMessage("new reply"), defs.UserMessage("new question"))
-	if diff := cmp.Diff(work{2, 2}, measure(transcript)); diff != "" {
-		t.Errorf("append 2: work mismatch (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff(work{0, 0}, measure(transcript)); diff != "" {
-		t.Errorf("repeat: work mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff(work{2, 2}, measure(transcript)), "append 2: work mismatch (-want +got)")
+	assert.Empty(t, cmp.Diff(work{0, 0}, measure(transcript)), "repeat: work mismatch (-want +got)")
 	req := append(slices.Clip(transcript), defs.UserMessage("a reminder"))
-	if diff := cmp.Diff(work{1, 1}, measure(req)); diff != "" {
-		t.Errorf("tail copy: work mismatch (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff(work{0, 0}, measure(transcript)); diff != "" {
-		t.Errorf("back to the transcript: work mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff(work{1, 1}, measure(req)), "tail copy: work mismatch (-want +got)")
+	assert.Empty(t, cmp.Diff(work{0, 0}, measure(transcript)), "back to the transcript: work mismatch (-want +got)")
 	req = append(slices.Clip(transcript), defs.UserMessage("a reminder"))
-	if diff := cmp.Diff(work{0, 0}, measure(req)); diff != "" {
-		t.Errorf("same reminder again: work mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff(work{0, 0}, measure(req)), "same reminder again: work mismatch (-want +got)")
 	compacted := append([]defs.Message{defs.UserMessage("summary")}, transcript[4:]...)
 	compacted = slices.Clone(compacted)
-	if diff := cmp.Diff(work{1, int64(len(compacted))}, measure(compacted)); diff != "" {
-		t.Errorf("compaction: work mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff(work{1, int64(len(compacted))}, measure(compacted)), "compaction: work mismatch (-want +got)")
 }
 
 func TestAccountantCacheBounded(t *testing.T) {
@@ -184,9 +166,8 @@ func TestAccountantCacheBounded(t *testing.T) {
 	for i := range 3 * CacheSize {
 		a.Count([]defs.Message{defs.UserMessage(fmt.Sprint(i))})
 	}
-	if n := len(a.cache[0]) + len(a.cache[1]); n > CacheSize {
-		t.Errorf("cache holds %d entries, want at most %d", n, CacheSize)
-	}
+	n := len(a.cache[0]) + len(a.cache[1])
+	assert.LessOrEqual(t, n, CacheSize, "cache holds %d entries, want at most %d", n, CacheSize)
 }
 
 func TestAccountantTools(t *testing.T) {
@@ -220,9 +201,7 @@ func TestAccountantTools(t *testing.T) {
 			result{int64(want - O200k().Text("Write a file.") + O200k().Text("Write.")), 1}},
 	}
 	for _, tt := range tests {
-		if diff := cmp.Diff(tt.want, step(tt.tools)); diff != "" {
-			t.Errorf("%s: Tools mismatch (-want +got):\n%s", tt.name, diff)
-		}
+		assert.Empty(t, cmp.Diff(tt.want, step(tt.tools)), "%s: Tools mismatch (-want +got)", tt.name)
 	}
 }
 
@@ -239,8 +218,7 @@ func TestConcurrent(t *testing.T) {
 			for range 50 {
 				msgs = append(msgs, randomMessage(r))
 				want := scratch(O200k(), msgs)
-				if got := a.Count(msgs); got != want {
-					t.Errorf("goroutine %d: Count = %d, want %d", g, got, want)
+				if !assert.Equal(t, want, a.Count(msgs), "goroutine %d: Count", g) {
 					return
 				}
 				_ = a.Prefix(len(msgs) / 2)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/reprompt/reprompt/defs"
+	"github.com/stretchr/testify/assert"
 )
 
 // stepRun replays an agent's steps: a transcript of n messages that grows
@@ -130,9 +131,7 @@ func TestAccountantStepAllocs(t *testing.T) {
 	}
 	small, large := allocs(100), allocs(1000)
 	t.Logf("allocs/step: messages=100: %v, messages=1000: %v", small, large)
-	if small == 0 || large > 1.5*small {
-		t.Errorf("allocs/step: messages=1000: %v, want at most 1.5 × messages=100 (%v)", large, small)
-	}
+	assert.False(t, small == 0 || large > 1.5*small, "allocs/step: messages=1000: %v, want at most 1.5 × messages=100 (%v)", large, small)
 }
 
 // TestAccountantStepWork checks the other side of the benchmark: in steady
@@ -156,8 +155,6 @@ func TestAccountantStepWork(t *testing.T) {
 		} else {
 			got.ComparedAtMost = per
 		}
-		if diff := cmp.Diff(work{2, 2 * 2 * history}, got); diff != "" {
-			t.Errorf("messages=%d: work per step mismatch (-want +got):\n%s", n, diff)
-		}
+		assert.Empty(t, cmp.Diff(work{2, 2 * 2 * history}, got), "messages=%d: work per step mismatch (-want +got)", n)
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/reprompt/reprompt/defs"
+	"github.com/stretchr/testify/assert"
 )
 
 // The counts below were computed once with github.com/tiktoken-go/tokenizer
@@ -29,9 +30,7 @@ func TestTextExact(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.text, func(t *testing.T) {
 			got := [2]int{O200k().Text(tt.text), Cl100k().Text(tt.text)}
-			if diff := cmp.Diff([2]int{tt.o200k, tt.cl100k}, got); diff != "" {
-				t.Errorf("[o200k, cl100k] mismatch (-want +got):\n%s", diff)
-			}
+			assert.Empty(t, cmp.Diff([2]int{tt.o200k, tt.cl100k}, got), "[o200k, cl100k] mismatch (-want +got)")
 		})
 	}
 }
@@ -39,9 +38,8 @@ func TestTextExact(t *testing.T) {
 func TestEncodingsDiffer(t *testing.T) {
 	// Same text, different vocabularies: o200k merges more.
 	for _, s := range []string{"supercalifragilistic", "こんにちは世界", "🙂🙂🙂"} {
-		if o, c := O200k().Text(s), Cl100k().Text(s); o == c {
-			t.Errorf("Text(%q): o200k and cl100k both give %d; want them to differ", s, o)
-		}
+		o, c := O200k().Text(s), Cl100k().Text(s)
+		assert.NotEqual(t, c, o, "Text(%q): o200k and cl100k both give %d; want them to differ", s, o)
 	}
 }
 
@@ -90,9 +88,7 @@ func TestForModel(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.model, func(t *testing.T) {
 			c := ForModel(tt.model)
-			if diff := cmp.Diff(result{tt.want, tt.exact}, result{c.Name(), c.Exact()}); diff != "" {
-				t.Errorf("ForModel(%q) mismatch (-want +got):\n%s", tt.model, diff)
-			}
+			assert.Empty(t, cmp.Diff(result{tt.want, tt.exact}, result{c.Name(), c.Exact()}), "ForModel(%q) mismatch (-want +got)", tt.model)
 		})
 	}
 }
@@ -120,16 +116,12 @@ func TestMessageFraming(t *testing.T) {
 		}
 		for _, tt := range tests {
 			t.Run(c.Name()+"/"+tt.name, func(t *testing.T) {
-				if diff := cmp.Diff(tt.want, c.Message(tt.m)); diff != "" {
-					t.Errorf("Message mismatch (-want +got):\n%s", diff)
-				}
+				assert.Equal(t, tt.want, c.Message(tt.m), "Message")
 			})
 		}
 	}
 	// A fixed value, so that the rules themselves cannot drift unnoticed.
-	if diff := cmp.Diff(8, O200k().Message(defs.UserMessage("Hello, world!"))); diff != "" {
-		t.Errorf("o200k Message(user %q) mismatch (-want +got):\n%s", "Hello, world!", diff)
-	}
+	assert.Equal(t, 8, O200k().Message(defs.UserMessage("Hello, world!")), "o200k Message(user %q)", "Hello, world!")
 }
 
 func TestTool(t *testing.T) {
@@ -141,13 +133,9 @@ func TestTool(t *testing.T) {
 			c.Tool("read_file", "Read a file.", params),
 			c.Tool("read_file", "Read a file.", indented), // compacted first
 		}
-		if diff := cmp.Diff([]int{want, want}, got); diff != "" {
-			t.Errorf("%s: Tool mismatch (-want +got):\n%s", c.Name(), diff)
-		}
+		assert.Empty(t, cmp.Diff([]int{want, want}, got), "%s: Tool mismatch (-want +got)", c.Name())
 		// Invalid JSON is counted as given.
-		if diff := cmp.Diff(ToolOverhead+c.Text("x")+c.Text("{oops"), c.Tool("x", "", json.RawMessage("{oops"))); diff != "" {
-			t.Errorf("%s: Tool(invalid JSON) mismatch (-want +got):\n%s", c.Name(), diff)
-		}
+		assert.Equal(t, ToolOverhead+c.Text("x")+c.Text("{oops"), c.Tool("x", "", json.RawMessage("{oops")), "%s: Tool(invalid JSON)", c.Name())
 	}
 }
 
@@ -168,9 +156,7 @@ func TestEstimator(t *testing.T) {
 		{Estimator{CharsPerToken: -1}, "abcd", 1},
 	}
 	for _, tt := range tests {
-		if diff := cmp.Diff(tt.want, tt.e.Text(tt.text)); diff != "" {
-			t.Errorf("Estimator%+v.Text(%q) mismatch (-want +got):\n%s", tt.e, tt.text, diff)
-		}
+		assert.Equal(t, tt.want, tt.e.Text(tt.text), "Estimator%+v.Text(%q)", tt.e, tt.text)
 	}
 }
 
@@ -185,9 +171,8 @@ func TestEstimatorConservative(t *testing.T) {
 	for _, s := range prose {
 		e := Estimator{}.Text(s)
 		for _, c := range []Counter{O200k(), Cl100k()} {
-			if n := c.Text(s); e < n {
-				t.Errorf("Estimator.Text(%q) = %d, below %s's %d", s, e, c.Name(), n)
-			}
+			n := c.Text(s)
+			assert.GreaterOrEqual(t, e, n, "Estimator.Text(%q) = %d, below %s's %d", s, e, c.Name(), n)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/reprompt/reprompt/defs"
+	"github.com/stretchr/testify/assert"
 )
 
 func hybridTranscript() []defs.Message {
@@ -22,13 +23,9 @@ func TestHybridBeforeReport(t *testing.T) {
 	h := NewHybrid(e)
 	msgs := hybridTranscript()
 	got := []any{h.Estimate(msgs), h.Ratio(), h.Scale(100)}
-	if diff := cmp.Diff([]any{scratch(e, msgs), 1.0, 100}, got); diff != "" {
-		t.Errorf("[Estimate, Ratio, Scale(100)] mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff([]any{scratch(e, msgs), 1.0, 100}, got), "[Estimate, Ratio, Scale(100)] mismatch (-want +got)")
 	h.Observe(msgs, 10, 0, 0) // no usage reported: ignored
-	if diff := cmp.Diff(1.0, h.Ratio()); diff != "" {
-		t.Errorf("Ratio after an empty report mismatch (-want +got):\n%s", diff)
-	}
+	assert.Equal(t, 1.0, h.Ratio(), "Ratio after an empty report")
 }
 
 func TestHybridCalibration(t *testing.T) {
@@ -57,9 +54,7 @@ func TestHybridCalibration(t *testing.T) {
 			msgs := append(append(request[:len(request):len(request)], reply), next)
 			want := max(0, tt.input-s(fixed)) + 7 + MessageOverhead + role + s(e.Message(next))
 			got := []any{h.Ratio(), h.Estimate(msgs), h.Scale(fixed)}
-			if diff := cmp.Diff([]any{tt.wantRatio, want, s(fixed)}, got); diff != "" {
-				t.Errorf("[Ratio, Estimate, Scale(fixed)] mismatch (-want +got):\n%s", diff)
-			}
+			assert.Empty(t, cmp.Diff([]any{tt.wantRatio, want, s(fixed)}, got), "[Ratio, Estimate, Scale(fixed)] mismatch (-want +got)")
 		})
 	}
 }
@@ -76,9 +71,7 @@ func TestHybridAddsUpToReport(t *testing.T) {
 	reply := defs.AssistantMessage("done")
 	msgs := append(request[:len(request):len(request)], reply)
 	got := h.Scale(fixed) + h.Estimate(msgs)
-	if diff := cmp.Diff(input+11+MessageOverhead+e.Text("assistant"), got); diff != "" {
-		t.Errorf("Scale(fixed) + Estimate mismatch (-want +got):\n%s", diff)
-	}
+	assert.Equal(t, input+11+MessageOverhead+e.Text("assistant"), got, "Scale(fixed) + Estimate")
 }
 
 func TestHybridViewTailAndCompaction(t *testing.T) {
@@ -112,9 +105,7 @@ func TestHybridViewTailAndCompaction(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if diff := cmp.Diff(tt.want, h.Estimate(tt.msgs)); diff != "" {
-				t.Errorf("Estimate mismatch (-want +got):\n%s", diff)
-			}
+			assert.Equal(t, tt.want, h.Estimate(tt.msgs), "Estimate")
 		})
 	}
 }

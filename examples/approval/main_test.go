@@ -5,14 +5,16 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func runOut(t *testing.T, in string, o options) string {
 	t.Helper()
 	var b strings.Builder
-	if err := run(context.Background(), &b, strings.NewReader(in), o); err != nil {
-		t.Fatalf("run: %v\n%s", err, b.String())
-	}
+	err := run(context.Background(), &b, strings.NewReader(in), o)
+	require.NoError(t, err, "run:\n%s", b.String())
 	return b.String()
 }
 
@@ -28,37 +30,26 @@ step 0 (decided): pay {"to":"gym","amount":30} -> paid 30 to gym
 step 0 (decided): pay {"to":"dealer","amount":400} -> Not this month.
 Done. paid 900 to landlord; paid 30 to gym; Not this month.
 `
-	if out != want {
-		t.Errorf("output:\n%s\nwant:\n%s", out, want)
-	}
+	assert.Equal(t, want, out, "output:\n%s\nwant:\n%s", out, want)
 }
 
 func TestAsk(t *testing.T) {
 	out := runOut(t, "y\nToo expensive.\n", options{ask: true})
-	if !strings.HasSuffix(out, "Done. paid 900 to landlord; paid 30 to gym; Too expensive.\n") {
-		t.Errorf("output:\n%s", out)
-	}
+	assert.True(t, strings.HasSuffix(out, "Done. paid 900 to landlord; paid 30 to gym; Too expensive.\n"), "output:\n%s", out)
 }
 
 func TestStopAndDecideInAnotherRun(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "pay.db")
 	out := runOut(t, "", options{db: db, stop: true})
-	if !strings.Contains(out, "awaiting approval: call_3") || !strings.Contains(out, "stopped at the pause") {
-		t.Fatalf("first run:\n%s", out)
-	}
+	require.Contains(t, out, "awaiting approval: call_3", "first run:\n%s", out)
+	require.Contains(t, out, "stopped at the pause", "first run:\n%s", out)
 	out = runOut(t, "", options{db: db, approve: []string{"call_1"}})
-	if !strings.Contains(out, "resumed session") || !strings.Contains(out, "awaiting approval: call_3") || !strings.Contains(out, "the run stays paused") {
-		t.Fatalf("second run (approves one):\n%s", out)
-	}
+	require.Contains(t, out, "resumed session", "second run (approves one):\n%s", out)
+	require.Contains(t, out, "awaiting approval: call_3", "second run (approves one):\n%s", out)
+	require.Contains(t, out, "the run stays paused", "second run (approves one):\n%s", out)
 	out = runOut(t, "", options{db: db, approve: []string{"call_3"}})
-	if strings.Contains(out, "call_1") && strings.Contains(out, "awaiting approval: call_1") {
-		t.Fatalf("the approval of the second run was lost:\n%s", out)
-	}
-	if !strings.HasSuffix(out, "Done. paid 900 to landlord; paid 30 to gym; paid 400 to dealer\n") {
-		t.Fatalf("third run:\n%s", out)
-	}
+	require.False(t, strings.Contains(out, "call_1") && strings.Contains(out, "awaiting approval: call_1"), "the approval of the second run was lost:\n%s", out)
+	require.True(t, strings.HasSuffix(out, "Done. paid 900 to landlord; paid 30 to gym; paid 400 to dealer\n"), "third run:\n%s", out)
 	out = runOut(t, "", options{db: db})
-	if !strings.Contains(out, "already finished") {
-		t.Fatalf("fourth run:\n%s", out)
-	}
+	require.Contains(t, out, "already finished", "fourth run:\n%s", out)
 }

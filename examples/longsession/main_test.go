@@ -114,9 +114,7 @@ func TestSeparateStreams(t *testing.T) {
 	sts := strategies()
 	want := calls(sts[0]) // baseline
 	for _, st := range sts[1:2] {
-		if diff := cmp.Diff(want, calls(st)); diff != "" {
-			t.Errorf("%s: the agent's actions differ from the baseline's (-baseline +%s):\n%s", st.name, st.name, diff)
-		}
+		assert.Empty(t, cmp.Diff(want, calls(st)), "%s: the agent's actions differ from the baseline's (-baseline +%s)", st.name, st.name)
 	}
 }
 
@@ -134,9 +132,7 @@ func TestRecord(t *testing.T) {
 		{Role: defs.RoleTool, ToolCallID: "b", Content: "full…[trimmed]"},
 	}}}, unseen)
 	want := metrics{steps: 2, overWindow: 1, maxInput: window - reserve + 1, input: 2*(window-reserve) + 1, prefix: 100, results: 2, recalled: 1}
-	if diff := cmp.Diff(want, m, cmp.AllowUnexported(metrics{})); diff != "" {
-		t.Errorf("mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff(want, m, cmp.AllowUnexported(metrics{})), "mismatch (-want +got)")
 	assert.Equal(t, map[string]string{"b": "full b"}, unseen)
 	assert.Equal(t, 0.5, m.recall())
 	assert.InDelta(t, float64(2*(window-reserve)+1-100)+0.5*100, m.billed(0.5), 1e-9)

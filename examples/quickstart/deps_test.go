@@ -5,6 +5,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // heavy lists what the default (offline) build of the quickstart must not
@@ -27,13 +30,9 @@ var heavy = []string{
 func deps(t *testing.T, tags string) []string {
 	t.Helper()
 	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("this test needs the go command: %v", err)
-	}
+	require.NoError(t, err, "this test needs the go command")
 	out, err := exec.Command(goBin, "list", "-tags", tags, "-deps", ".").Output()
-	if err != nil {
-		t.Fatalf("go list -tags %q -deps: %v", tags, err)
-	}
+	require.NoError(t, err, "go list -tags %q -deps", tags)
 	return strings.Fields(string(out))
 }
 
@@ -50,11 +49,8 @@ func linked(pkgs []string, prefix string) bool {
 func TestOfflineBuildStaysLight(t *testing.T) {
 	offline := deps(t, "")
 	for _, h := range heavy {
-		if linked(offline, h) {
-			t.Errorf("the offline quickstart links %s; keep it behind -tags live or out of the packages the quickstart imports", h)
-		}
+		assert.False(t, linked(offline, h), "the offline quickstart links %s; keep it behind -tags live or out of the packages the quickstart imports", h)
 	}
-	if live := deps(t, "live"); !linked(live, "github.com/reprompt/reprompt/providers/openai") || !linked(live, "net/http") {
-		t.Errorf("the -tags live build does not link providers/openai and net/http: the listing cannot tell the builds apart")
-	}
+	live := deps(t, "live")
+	assert.True(t, linked(live, "github.com/reprompt/reprompt/providers/openai") && linked(live, "net/http"), "the -tags live build does not link providers/openai and net/http: the listing cannot tell the builds apart")
 }

@@ -32,9 +32,7 @@ func TestMain(m *testing.M) { os.Exit(snapshots.CheckUnused(m)) }
 // and review its diff.
 func TestQuickstart(t *testing.T) {
 	res := snapshots.Run(t, Agent, Script(), snapshots.Config(runtime.Config{MaxSteps: 20}))
-	if len(res.Steps) != 7 {
-		t.Errorf("the run took %d steps, want 7", len(res.Steps))
-	}
+	assert.Len(t, res.Steps, 7, "the run took %d steps, want 7", len(res.Steps))
 }
 
 // TestTraceFlag runs "go run -tags trace . -trace" and reads the spans the
@@ -68,16 +66,14 @@ func TestTraceFlag(t *testing.T) {
 		byID[s.SpanContext.SpanID] = s
 		count[s.Name]++
 	}
-	if diff := cmp.Diff(map[string]int{
+	assert.Empty(t, cmp.Diff(map[string]int{
 		"invoke_agent quickstart":    1,
 		"reprompt.step":              7,
 		"chat":                       7,
 		"execute_tool add_task":      2,
 		"execute_tool complete_task": 4,
 		"execute_tool note":          1,
-	}, count); diff != "" {
-		t.Errorf("spans mismatch (-want +got):\n%s", diff)
-	}
+	}, count), "spans mismatch (-want +got)")
 	for _, s := range spans {
 		parent := byID[s.Parent.SpanID].Name
 		switch {

@@ -5,10 +5,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/reprompt/reprompt/snapshots"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestMain(m *testing.M) {
@@ -30,8 +31,8 @@ func command(t *testing.T, args ...string) (string, int) {
 	switch {
 	case errors.As(err, &ee):
 		return string(out), ee.ExitCode()
-	case err != nil:
-		t.Fatal(err)
+	default:
+		require.NoError(t, err)
 	}
 	return string(out), 0
 }
@@ -39,24 +40,20 @@ func command(t *testing.T, args ...string) (string, int) {
 func TestCrashThenResumeWithTheSameCommand(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "s.db")
 	out, code := command(t, "-db", db, "-crash-at", "2")
-	if code != 3 || !strings.Contains(out, "crashing hard in the middle of step 2") {
-		t.Fatalf("first run: exit %d, want 3:\n%s", code, out)
-	}
-	if strings.Contains(out, "words.") {
-		t.Fatalf("first run finished:\n%s", out)
-	}
+	require.Equal(t, 3, code, "first run: exit %d, want 3:\n%s", code, out)
+	require.Contains(t, out, "crashing hard in the middle of step 2", "first run: exit %d, want 3:\n%s", code, out)
+	require.NotContains(t, out, "words.", "first run finished:\n%s", out)
 	out, code = command(t, "-db", db, "-crash-at", "2")
-	if code != 0 || !strings.Contains(out, `resumed session "demo" at step 2`) || !strings.Contains(out, "The 5 chapters have 32 words.") {
-		t.Fatalf("second run: exit %d, want a resume at step 2 and the answer:\n%s", code, out)
-	}
+	require.Zero(t, code, "second run: exit %d, want a resume at step 2 and the answer:\n%s", code, out)
+	require.Contains(t, out, `resumed session "demo" at step 2`, "second run: exit %d, want a resume at step 2 and the answer:\n%s", code, out)
+	require.Contains(t, out, "The 5 chapters have 32 words.", "second run: exit %d, want a resume at step 2 and the answer:\n%s", code, out)
 	out, code = command(t, "-db", db)
-	if code != 0 || !strings.Contains(out, "already finished") {
-		t.Fatalf("third run: exit %d:\n%s", code, out)
-	}
+	require.Zero(t, code, "third run: exit %d:\n%s", code, out)
+	require.Contains(t, out, "already finished", "third run: exit %d:\n%s", code, out)
 	out, code = command(t, "-db", db, "-fresh")
-	if code != 0 || !strings.Contains(out, "new session") || !strings.Contains(out, "32 words") {
-		t.Fatalf("-fresh: exit %d:\n%s", code, out)
-	}
+	require.Zero(t, code, "-fresh: exit %d:\n%s", code, out)
+	require.Contains(t, out, "new session", "-fresh: exit %d:\n%s", code, out)
+	require.Contains(t, out, "32 words", "-fresh: exit %d:\n%s", code, out)
 }
 
 // TestSnapshot snapshots every step of an uninterrupted run in
@@ -67,7 +64,5 @@ func TestCrashThenResumeWithTheSameCommand(t *testing.T) {
 func TestSnapshot(t *testing.T) {
 	never := false
 	res := snapshots.Run(t, agent(-1, &never), model{})
-	if got, want := res.Text, "The 5 chapters have 32 words."; got != want {
-		t.Errorf("answer %q, want %q", got, want)
-	}
+	assert.Equal(t, "The 5 chapters have 32 words.", res.Text, "answer")
 }

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // root is the parent module's directory.
@@ -40,9 +42,7 @@ func chromium(t *testing.T) string {
 			return p
 		}
 	}
-	if envOn("REPROMPT_BROWSER_REQUIRED") {
-		t.Fatal("no Chromium found (REPROMPT_CHROMIUM, or chromium on the PATH), and REPROMPT_BROWSER_REQUIRED is set")
-	}
+	require.False(t, envOn("REPROMPT_BROWSER_REQUIRED"), "no Chromium found (REPROMPT_CHROMIUM, or chromium on the PATH), and REPROMPT_BROWSER_REQUIRED is set")
 	t.Skip("no Chromium found (REPROMPT_CHROMIUM, or chromium on the PATH); set REPROMPT_BROWSER_REQUIRED=1 to fail instead")
 	return ""
 }
@@ -58,12 +58,10 @@ func command(t *testing.T, want int, name string, args ...string) string {
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("%s %v: %v", name, args, err)
+	} else {
+		require.NoError(t, err, "%s %v", name, args)
 	}
-	if code != want {
-		t.Fatalf("%s %v: exit status %d, want %d:\n%s", name, args, code, want, out)
-	}
+	require.Equal(t, want, code, "%s %v: exit status %d, want %d:\n%s", name, args, code, want, out)
 	return string(out)
 }
 
@@ -112,9 +110,7 @@ func browser(t *testing.T, path string) context.Context {
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelB := chromedp.NewContext(actx)
 	t.Cleanup(func() { cancelB(); cancelA() })
-	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1400, 900)); err != nil {
-		t.Fatalf("start Chromium (%s): %v", path, err)
-	}
+	require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(1400, 900)), "start Chromium (%s)", path)
 	return ctx
 }
 
@@ -126,9 +122,7 @@ func do(t *testing.T, ctx context.Context, what string, actions ...chromedp.Acti
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, actionTimeout)
 	defer cancel()
-	if err := chromedp.Do(ctx, actions...); err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
+	require.NoError(t, chromedp.Do(ctx, actions...), "%s", what)
 }
 
 // get runs one action that returns a value.
@@ -137,9 +131,7 @@ func get[T any](t *testing.T, ctx context.Context, what string, a chromedp.Actio
 	ctx, cancel := context.WithTimeout(ctx, actionTimeout)
 	defer cancel()
 	v, err := chromedp.Run(ctx, a)
-	if err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
+	require.NoError(t, err, "%s", what)
 	return v
 }
 
@@ -155,58 +147,45 @@ func TestViewer(t *testing.T) {
 
 	t.Run("longsession", func(t *testing.T) {
 		do(t, ctx, "open the page", chromedp.Navigate("file://"+p.long), chromedp.WaitVisible(css(`#timeline li.step`)))
-		if n := count(`#timeline li.step`); n != 320 {
-			t.Errorf("the timeline has %d steps, want 320", n)
-		}
-		if count(`#chart line.marker.compaction`) == 0 {
-			t.Error("the chart marks no compaction")
-		}
+		n := count(`#timeline li.step`)
+		assert.Equal(t, 320, n, "the timeline has %d steps, want 320", n)
+		assert.NotZero(t, count(`#chart line.marker.compaction`), "the chart marks no compaction")
 		do(t, ctx, "an effect's reason", chromedp.WaitVisible(css(`#detail table.effects td.reason`)))
-		if reason := text(`#detail table.effects td.reason`); reason != "first run" {
-			t.Errorf("the first effect of step 0 ran for %q, want %q", reason, "first run")
-		}
+		reason := text(`#detail table.effects td.reason`)
+		assert.Equal(t, "first run", reason, "the first effect of step 0 ran for %q, want %q", reason, "first run")
 		do(t, ctx, "click the first compaction in the timeline",
 			chromedp.WaitVisible(css(`#timeline li.step .tag.compaction`)),
 			chromedp.Click(css(`#timeline li.step:has(.tag.compaction)`)),
 			chromedp.WaitVisible(css(`#detail p.compaction`)),
 		)
 		title := text(`#step-title`)
-		if !strings.HasPrefix(title, "Step ") || title == "Step 0" {
-			t.Errorf("after the click the detail shows %q", title)
-		}
-		if commit := text(`#detail p.compaction`); !strings.HasPrefix(commit, "compaction: the transcript was rewritten, ") {
-			t.Errorf("the compaction step says %q", commit)
-		}
+		assert.True(t, strings.HasPrefix(title, "Step ") && title != "Step 0", "after the click the detail shows %q", title)
+		commit := text(`#detail p.compaction`)
+		assert.True(t, strings.HasPrefix(commit, "compaction: the transcript was rewritten, "), "the compaction step says %q", commit)
 		do(t, ctx, "the next step, by the button", chromedp.Click(chromedp.ID("next")))
-		if next := text(`#step-title`); next == title {
-			t.Errorf("the next button left the page on %q", title)
-		}
+		next := text(`#step-title`)
+		assert.NotEqual(t, title, next, "the next button left the page on %q", title)
 		do(t, ctx, "back to the compaction", chromedp.Click(chromedp.ID("prev")), chromedp.WaitVisible(css(`#detail p.compaction`)))
 		shot := get(t, ctx, "screenshot", chromedp.CaptureScreenshot())
 		checkNotBlank(t, shot)
 		if envOn("REPROMPT_UPDATE") && !envOn("CI") {
-			if err := os.WriteFile(filepath.Join(root, "docs", "viewer.png"), shot, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, os.WriteFile(filepath.Join(root, "docs", "viewer.png"), shot, 0o644))
 			t.Log("wrote docs/viewer.png")
 		}
 	})
 
 	t.Run("resumable", func(t *testing.T) {
 		do(t, ctx, "open the page", chromedp.Navigate("file://"+p.resumable), chromedp.WaitVisible(css(`#timeline li.step`)))
-		if n := count(`#timeline li.step`); n < 4 {
-			t.Errorf("the timeline has %d steps, want the run's (at least 4)", n)
-		}
+		n := count(`#timeline li.step`)
+		assert.GreaterOrEqual(t, n, 4, "the timeline has %d steps, want the run's (at least 4)", n)
 		do(t, ctx, "click step 2",
 			chromedp.Click(css(`#timeline li.step[data-n="2"]`)),
 			chromedp.WaitVisible(css(`#detail table.state tr.change`)),
 		)
-		if title := text(`#step-title`); title != "Step 2" {
-			t.Errorf("after the click the detail shows %q, want Step 2", title)
-		}
-		if change := text(`#detail table.state tr.change`); !strings.Contains(change, "counts") || !strings.Contains(change, "→") {
-			t.Errorf("the state change of step 2 reads %q, want the counts before → after", change)
-		}
+		title := text(`#step-title`)
+		assert.Equal(t, "Step 2", title, "after the click the detail shows %q, want Step 2", title)
+		change := text(`#detail table.state tr.change`)
+		assert.True(t, strings.Contains(change, "counts") && strings.Contains(change, "→"), "the state change of step 2 reads %q, want the counts before → after", change)
 		do(t, ctx, "step 3, interrupted by the crash and completed by the resume",
 			chromedp.Click(css(`#timeline li.step[data-n="3"]`)),
 			chromedp.WaitVisible(css(`#detail p.resumed`)),
@@ -215,26 +194,22 @@ func TestViewer(t *testing.T) {
 			chromedp.Click(css(`#timeline li.step[data-n="0"]`)),
 			chromedp.WaitVisible(css(`#detail table.calls tr.call`)),
 		)
-		if call := text(`#detail table.calls tr.call`); !strings.Contains(call, "count_words") {
-			t.Errorf("the tool call of step 0 reads %q, want count_words", call)
-		}
+		call := text(`#detail table.calls tr.call`)
+		assert.Contains(t, call, "count_words", "the tool call of step 0 reads %q, want count_words", call)
 	})
 
 	t.Run("sub-agent", func(t *testing.T) {
 		do(t, ctx, "open a golden file's page", chromedp.Navigate("file://"+p.agents), chromedp.WaitVisible(css(`#step-title`)))
-		if summary := text(`#detail details.agent summary`); !strings.HasPrefix(summary, "sub-agent researcher (call call_1): 2 steps") {
-			t.Errorf("the sub-agent reads %q", summary)
-		}
+		summary := text(`#detail details.agent summary`)
+		assert.True(t, strings.HasPrefix(summary, "sub-agent researcher (call call_1): 2 steps"), "the sub-agent reads %q", summary)
 		do(t, ctx, "expand the sub-agent in place",
 			chromedp.Click(css(`#detail details.agent summary`)),
 			chromedp.WaitVisible(css(`#detail details.agent .substep table.calls tr.call`)),
 		)
-		if n := count(`#detail details.agent .substep`); n != 2 {
-			t.Errorf("the expanded sub-agent shows %d steps, want 2", n)
-		}
-		if call := text(`#detail details.agent .substep table.calls tr.call`); !strings.Contains(call, "note") {
-			t.Errorf("the sub-agent's first call reads %q, want its note", call)
-		}
+		n := count(`#detail details.agent .substep`)
+		assert.Equal(t, 2, n, "the expanded sub-agent shows %d steps, want 2", n)
+		call := text(`#detail details.agent .substep table.calls tr.call`)
+		assert.Contains(t, call, "note", "the sub-agent's first call reads %q, want its note", call)
 	})
 
 	t.Run("1000 steps", func(t *testing.T) {
@@ -245,18 +220,13 @@ func TestViewer(t *testing.T) {
 		readyMS := get(t, ctx, "the page's timing", chromedp.Evaluate[float64](`window.repromptViewer.readyMs`))
 		scriptMS := get(t, ctx, "the page's timing", chromedp.Evaluate[float64](`window.repromptViewer.scriptMs`))
 		detailMS := get(t, ctx, "the page's timing", chromedp.Evaluate[float64](`window.repromptViewer.detailMs`))
-		if n := count(`#timeline li.step`); n != 1000 {
-			t.Errorf("the timeline has %d steps, want 1000", n)
-		}
+		n := count(`#timeline li.step`)
+		assert.Equal(t, 1000, n, "the timeline has %d steps, want 1000", n)
 		fi, err := os.Stat(p.long1000)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		t.Logf("1000 steps (%.1f MB page): timeline rendered %.0f ms after navigation began (page's clock; the script started at %.0f ms, once the page was read; the first step's detail, after the messages were read, at %.0f ms); %v from Navigate to the timeline visible (test's clock, with the protocol's round trips)",
 			float64(fi.Size())/1e6, readyMS, scriptMS, detailMS, wall.Round(time.Millisecond))
-		if readyMS > 1000 {
-			t.Errorf("the 1000-step page was ready %.0f ms after navigation, want under 1000", readyMS)
-		}
+		assert.LessOrEqual(t, readyMS, 1000, "the 1000-step page was ready %.0f ms after navigation, want under 1000", readyMS)
 	})
 }
 
@@ -265,9 +235,7 @@ func TestViewer(t *testing.T) {
 func checkNotBlank(t *testing.T, shot []byte) {
 	t.Helper()
 	img, err := png.Decode(bytes.NewReader(shot))
-	if err != nil {
-		t.Fatalf("screenshot: %v", err)
-	}
+	require.NoError(t, err, "screenshot")
 	b := img.Bounds()
 	var n, sum, sum2 float64
 	for y := b.Min.Y; y < b.Max.Y; y += 3 {
@@ -281,12 +249,8 @@ func checkNotBlank(t *testing.T, shot []byte) {
 	mean := sum / n
 	variance := sum2/n - mean*mean
 	t.Logf("screenshot %dx%d: luminance mean %.1f, variance %.1f", b.Dx(), b.Dy(), mean, variance)
-	if b.Dx() < 1000 || b.Dy() < 600 {
-		t.Errorf("screenshot is %dx%d, want the 1400x900 window", b.Dx(), b.Dy())
-	}
-	if variance < 200 {
-		t.Errorf("screenshot looks blank: luminance variance %.1f", variance)
-	}
+	assert.True(t, b.Dx() >= 1000 && b.Dy() >= 600, "screenshot is %dx%d, want the 1400x900 window", b.Dx(), b.Dy())
+	assert.GreaterOrEqual(t, variance, 200, "screenshot looks blank: luminance variance %.1f", variance)
 }
 
 func luma(img image.Image, x, y int) float64 {

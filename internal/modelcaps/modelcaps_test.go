@@ -1,6 +1,10 @@
 package modelcaps
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
 
 func TestStructuredOutput(t *testing.T) {
 	tests := map[string]bool{
@@ -25,8 +29,7 @@ func TestStructuredOutput(t *testing.T) {
 		"some-model-we-never-saw": false,
 	}
 	for model, want := range tests {
-		if got := StructuredOutput(model); got != want {
-			t.Errorf("StructuredOutput(%q) = %t, want %t", model, got, want)
-		}
+		got := StructuredOutput(model)
+		assert.Equal(t, want, got, "StructuredOutput(%q) = %t, want %t", model, got, want)
 	}
 }

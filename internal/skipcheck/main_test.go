@@ -3,6 +3,9 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // ev builds one line of `go test -json` output.
@@ -19,9 +22,7 @@ func ev(action, pkg, test, output string) string {
 
 func TestCheck(t *testing.T) {
 	allow, err := parseAllowlist(strings.NewReader("# comment\np TestLive needs a key\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	pass := ev("run", "p", "TestA", "") +
 		ev("output", "p", "TestA", "=== RUN   TestA\n") +
 		ev("output", "p", "TestA", "--- PASS: TestA (0.00s)\n") +
@@ -71,18 +72,13 @@ func TestCheck(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out strings.Builder
-			if got := check(strings.NewReader(tt.in), &out, allow); got != tt.ok {
-				t.Errorf("check = %t, want %t; output:\n%s", got, tt.ok, out.String())
-			}
+			got := check(strings.NewReader(tt.in), &out, allow)
+			assert.Equal(t, tt.ok, got, "check = %t, want %t; output:\n%s", got, tt.ok, out.String())
 			for _, w := range tt.want {
-				if !strings.Contains(out.String(), w) {
-					t.Errorf("output lacks %q:\n%s", w, out.String())
-				}
+				assert.Contains(t, out.String(), w, "output lacks %q:\n%s", w, out.String())
 			}
 			for _, w := range tt.notWant {
-				if strings.Contains(out.String(), w) {
-					t.Errorf("output has %q:\n%s", w, out.String())
-				}
+				assert.NotContains(t, out.String(), w, "output has %q:\n%s", w, out.String())
 			}
 		})
 	}
@@ -90,8 +86,7 @@ func TestCheck(t *testing.T) {
 
 func TestParseAllowlist(t *testing.T) {
 	for _, bad := range []string{"p TestX\n", "p Test( why\n"} {
-		if _, err := parseAllowlist(strings.NewReader(bad)); err == nil {
-			t.Errorf("parseAllowlist(%q) took it", bad)
-		}
+		_, err := parseAllowlist(strings.NewReader(bad))
+		assert.Error(t, err, "parseAllowlist(%q) took it", bad)
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/llm"
@@ -166,19 +168,15 @@ func phase(t *testing.T, dir, phase string, crash bool) (approvalReport, int) {
 	code := 0
 	if ee, ok := errors.AsType[*exec.ExitError](err); ok {
 		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("phase %s: %v", phase, err)
+	} else {
+		require.NoError(t, err, "phase %s", phase)
 	}
-	if code != 0 && code != 3 {
-		t.Fatalf("phase %s: exit status %d\n%s%s", phase, code, out, stderr.String())
-	}
+	require.True(t, code == 0 || code == 3, "phase %s: exit status %d\n%s%s", phase, code, out, stderr.String())
 	var rep approvalReport
 	sc := bufio.NewScanner(strings.NewReader(string(out)))
 	for sc.Scan() {
 		if line, ok := strings.CutPrefix(sc.Text(), reportPrefix); ok {
-			if err := json.Unmarshal([]byte(line), &rep); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, json.Unmarshal([]byte(line), &rep))
 		}
 	}
 	return rep, code
@@ -193,37 +191,25 @@ func TestApprovalAcrossProcesses(t *testing.T) {
 		t.Run(fmt.Sprint("crash=", crash), func(t *testing.T) {
 			dir := t.TempDir()
 			rep, _ := phase(t, dir, "start", false)
-			if diff := cmp.Diff(approvalReport{Paused: []string{"c2", "c3"}}, rep); diff != "" {
-				t.Fatalf("start (-want +got):\n%s", diff)
-			}
+			require.Empty(t, cmp.Diff(approvalReport{Paused: []string{"c2", "c3"}}, rep), "start (-want +got)")
 			rep, _ = phase(t, dir, "approve", false)
-			if diff := cmp.Diff(approvalReport{Awaiting: []string{"c2", "c3"}}, rep); diff != "" {
-				t.Fatalf("approve (-want +got):\n%s", diff)
-			}
+			require.Empty(t, cmp.Diff(approvalReport{Awaiting: []string{"c2", "c3"}}, rep), "approve (-want +got)")
 			// The decision of the last process is kept.
 			rep, code := phase(t, dir, "deny", crash)
 			wantPay := "paid 500"
 			if crash {
-				if code != 3 {
-					t.Fatalf("deny with a crash: exit status %d, want 3", code)
-				}
+				require.Equal(t, 3, code, "deny with a crash: exit status %d, want 3", code)
 				rep, _ = phase(t, dir, "finish", false)
 				wantPay = `error: tool call interrupted: the run stopped before "pay" returned, and it was not run again`
-			} else if diff := cmp.Diff(approvalReport{Awaiting: []string{"c3"}, Done: true}, rep); diff != "" {
-				t.Fatalf("deny (-want +got):\n%s", diff)
+			} else {
+				require.Empty(t, cmp.Diff(approvalReport{Awaiting: []string{"c3"}, Done: true}, rep), "deny (-want +got)")
 			}
-			if !rep.Done {
-				t.Fatalf("the run did not end: %+v", rep)
-			}
+			require.True(t, rep.Done, "the run did not end: %+v", rep)
 			st, err := sqlite.Open(filepath.Join(dir, "sessions.db"))
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			defer st.Close()
 			cp, err := st.Latest(context.Background(), approvalSession)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			var results []string
 			for _, m := range cp.Transcript {
 				if m.Role == defs.RoleTool {
@@ -231,19 +217,11 @@ func TestApprovalAcrossProcesses(t *testing.T) {
 				}
 			}
 			want := []string{"c1: read", "c2: " + wantPay, "c3: not today"}
-			if diff := cmp.Diff(want, results); diff != "" {
-				t.Errorf("tool results (-want +got):\n%s", diff)
-			}
+			assert.Empty(t, cmp.Diff(want, results), "tool results (-want +got)")
 			b, err := os.ReadFile(filepath.Join(dir, "runs"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff([]string{"c1", "c2"}, strings.Fields(string(b))); diff != "" {
-				t.Errorf("tool invocations over all processes: each call at most once, close never (-want +got):\n%s", diff)
-			}
-			if cp.Pending != nil || cp.Version != 1 {
-				t.Errorf("final checkpoint: pending %v, version %d", cp.Pending, cp.Version)
-			}
+			require.NoError(t, err)
+			assert.Empty(t, cmp.Diff([]string{"c1", "c2"}, strings.Fields(string(b))), "tool invocations over all processes: each call at most once, close never (-want +got)")
+			assert.True(t, cp.Pending == nil && cp.Version == 1, "final checkpoint: pending %v, version %d", cp.Pending, cp.Version)
 		})
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/session/sqlite"
+	"github.com/stretchr/testify/require"
 )
 
 // compactEnv makes the child run compactModel and compactAgent.
@@ -107,28 +107,18 @@ func TestCrashResumeWithCompaction(t *testing.T) {
 	rng := crashRNG(t)
 	refDir := t.TempDir()
 	ref, err := sqlite.Open(filepath.Join(refDir, "sessions.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	start := time.Now()
-	if _, err := runtime.Run(context.Background(), compactModel{}, compactAgent(newLedger(refDir)), runtime.Config{Store: ref, SessionID: sessionID, MaxSteps: steps + 5}); err != nil {
-		t.Fatal(err)
-	}
+	_, err = runtime.Run(context.Background(), compactModel{}, compactAgent(newLedger(refDir)), runtime.Config{Store: ref, SessionID: sessionID, MaxSteps: steps + 5})
+	require.NoError(t, err)
 	runTime := time.Since(start)
 	want := outcomeOf(t, ref)
 	ref.Close()
-	if !want.Done || want.State["compactions"].(float64) < 5 {
-		t.Fatalf("uninterrupted run: done %t, %v compactions", want.Done, want.State["compactions"])
-	}
+	require.True(t, want.Done, "uninterrupted run: done %t, %v compactions", want.Done, want.State["compactions"])
+	require.GreaterOrEqual(t, want.State["compactions"].(float64), 5.0, "uninterrupted run: done %t, %v compactions", want.Done, want.State["compactions"])
 	crashRounds(t, rng, false, 30, runTime, func(round, kills int, dir string, got outcome) {
-		if err := runtime.ValidateMessages(got.Transcript); err != nil {
-			t.Fatalf("round %d (%d kills): %v", round, kills, err)
-		}
-		if !reflect.DeepEqual(want, got) {
-			wb, _ := json.MarshalIndent(want, "", " ")
-			gb, _ := json.MarshalIndent(got, "", " ")
-			t.Fatalf("round %d (%d kills): outcome differs from the uninterrupted run\nwant %s\ngot  %s", round, kills, wb, gb)
-		}
+		require.NoError(t, runtime.ValidateMessages(got.Transcript), "round %d (%d kills)", round, kills)
+		require.Equal(t, want, got, "round %d (%d kills): outcome differs from the uninterrupted run", round, kills)
 		checkLedger(t, dir, kills)
 	})
 }

@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,6 +22,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
@@ -271,13 +272,9 @@ type outcome struct {
 func outcomeOf(t *testing.T, st session.Store) outcome {
 	t.Helper()
 	cp, err := st.Latest(context.Background(), sessionID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var state map[string]any
-	if err := json.Unmarshal(cp.State, &state); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, json.Unmarshal(cp.State, &state))
 	return outcome{Transcript: cp.Transcript, State: state, Done: cp.Done}
 }
 
@@ -295,11 +292,7 @@ func TestCrashResume(t *testing.T) {
 	rng := crashRNG(t)
 	want, runTime := uninterrupted(t, false)
 	crashRounds(t, rng, false, 50, runTime, func(round, kills int, dir string, got outcome) {
-		if !reflect.DeepEqual(want, got) {
-			wb, _ := json.MarshalIndent(want, "", " ")
-			gb, _ := json.MarshalIndent(got, "", " ")
-			t.Fatalf("round %d (%d kills): outcome differs from the uninterrupted run\nwant %s\ngot  %s", round, kills, wb, gb)
-		}
+		require.Equal(t, want, got, "round %d (%d kills): outcome differs from the uninterrupted run", round, kills)
 		checkLedger(t, dir, kills)
 	})
 }
@@ -327,7 +320,7 @@ func TestCrashResumeNonIdempotent(t *testing.T) {
 				case m.IsError && strings.Contains(m.Content, "interrupted"):
 					interrupted++
 				default:
-					t.Errorf("round %d: mark call %s got %q", round, m.ToolCallID, m.Content)
+					assert.Fail(t, fmt.Sprintf("round %d: mark call %s got %q", round, m.ToolCallID, m.Content))
 				}
 			}
 		}
@@ -335,18 +328,13 @@ func TestCrashResumeNonIdempotent(t *testing.T) {
 		for _, v := range got.State["marked"].([]any) {
 			inState = append(inState, v.(string))
 		}
-		if diff := cmp.Diff(marked, inState); diff != "" {
-			t.Fatalf("round %d (%d kills): state \"marked\" differs from the calls whose result is \"marked\" (-results +state):\n%s", round, kills, diff)
-		}
+		require.Empty(t, cmp.Diff(marked, inState), "round %d (%d kills): state \"marked\" differs from the calls whose result is \"marked\" (-results +state)", round, kills)
 		b, err := os.ReadFile(filepath.Join(dir, "marks"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		runs := map[string]int{}
 		for id := range strings.FieldsSeq(string(b)) {
-			if runs[id]++; runs[id] > 1 {
-				t.Errorf("round %d: non-idempotent call %s ran twice", round, id)
-			}
+			runs[id]++
+			assert.LessOrEqual(t, runs[id], 1, "round %d: non-idempotent call %s ran twice", round, id)
 		}
 	})
 	t.Logf("%d calls of mark were interrupted by kills", interrupted)
@@ -366,23 +354,19 @@ func crashRNG(t *testing.T) *rand.Rand {
 func uninterrupted(t *testing.T, mark bool) (outcome, time.Duration) {
 	refDir := t.TempDir()
 	ref, err := sqlite.Open(filepath.Join(refDir, "sessions.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer ref.Close()
 	start := time.Now()
-	if _, err := runtime.Run(context.Background(), model{mark}, agent(newLedger(refDir), mark), runtime.Config{Store: ref, SessionID: sessionID, MaxSteps: steps + 5}); err != nil {
-		t.Fatal(err)
-	}
+	_, err = runtime.Run(context.Background(), model{mark}, agent(newLedger(refDir), mark), runtime.Config{Store: ref, SessionID: sessionID, MaxSteps: steps + 5})
+	require.NoError(t, err)
 	runTime := time.Since(start)
 	want := outcomeOf(t, ref)
 	calls := 2
 	if mark {
 		calls = 3
 	}
-	if !want.Done || len(want.Transcript) != 1+(1+calls)*steps+1 {
-		t.Fatalf("uninterrupted run: done %t, %d messages", want.Done, len(want.Transcript))
-	}
+	require.True(t, want.Done, "uninterrupted run: done %t, %d messages", want.Done, len(want.Transcript))
+	require.Len(t, want.Transcript, 1+(1+calls)*steps+1, "uninterrupted run: done %t, %d messages", want.Done, len(want.Transcript))
 	return want, runTime
 }
 
@@ -397,9 +381,7 @@ func crashRounds(t *testing.T, rng *rand.Rand, mark bool, minKills int, runTime 
 		dir := t.TempDir()
 		roundKills := 0
 		for attempt := 0; ; attempt++ {
-			if attempt > 2000 {
-				t.Fatalf("round %d: no completion after %d attempts", rounds, attempt)
-			}
+			require.LessOrEqual(t, attempt, 2000, "round %d: no completion after %d attempts", rounds, attempt)
 			cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
 			cmd.Env = append(os.Environ(), childEnv+"="+dir)
 			if mark {
@@ -408,9 +390,7 @@ func crashRounds(t *testing.T, rng *rand.Rand, mark bool, minKills int, runTime 
 			var stderr strings.Builder
 			stdout := &readyWriter{ready: make(chan struct{})}
 			cmd.Stderr, cmd.Stdout = &stderr, stdout
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, cmd.Start())
 			// Kill at a random moment after the child opened the store:
 			// within about a fifth of an uninterrupted run.
 			delay := time.Duration(rng.Int64N(int64(2*time.Millisecond + runTime/5)))
@@ -431,7 +411,7 @@ func crashRounds(t *testing.T, rng *rand.Rand, mark bool, minKills int, runTime 
 					}
 				case <-time.After(2 * time.Minute):
 					_ = cmd.Process.Signal(syscall.SIGKILL)
-					t.Fatalf("round %d: the child did not report ready in 2 minutes", rounds)
+					require.Fail(t, fmt.Sprintf("round %d: the child did not report ready in 2 minutes", rounds))
 				}
 			} else {
 				werr = <-exited
@@ -443,15 +423,11 @@ func crashRounds(t *testing.T, rng *rand.Rand, mark bool, minKills int, runTime 
 				where = append(where, progress(t, dir))
 				continue
 			}
-			if werr != nil {
-				t.Fatalf("round %d attempt %d: child failed: %v\n%s", rounds, attempt, werr, stderr.String())
-			}
+			require.NoError(t, werr, "round %d attempt %d: child failed: %v\n%s", rounds, attempt, werr, stderr.String())
 			break // completed
 		}
 		st, err := sqlite.Open(filepath.Join(dir, "sessions.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		got := outcomeOf(t, st)
 		st.Close()
 		check(rounds, roundKills, dir, got)
@@ -467,29 +443,21 @@ func crashRounds(t *testing.T, rng *rand.Rand, mark bool, minKills int, runTime 
 			inStep++
 		}
 	}
-	if mid < minKills/4 {
-		t.Errorf("only %d of %d kills struck after the first checkpoint: the kills are too early to test resuming", mid, kills)
-	}
-	if inStep == 0 {
-		t.Errorf("no kill struck while tool calls were running: the test did not test them")
-	}
+	assert.GreaterOrEqual(t, mid, minKills/4, "only %d of %d kills struck after the first checkpoint: the kills are too early to test resuming", mid, kills)
+	assert.NotZero(t, inStep, "no kill struck while tool calls were running: the test did not test them")
 }
 
 // progress describes the latest checkpoint in dir: "none", "S" (after step
 // S-1) or "S+R" (step S interrupted with R tool results saved).
 func progress(t *testing.T, dir string) string {
 	st, err := sqlite.Open(filepath.Join(dir, "sessions.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer st.Close()
 	cp, err := st.Latest(context.Background(), sessionID)
 	if errors.Is(err, session.ErrNotFound) {
 		return "none"
 	}
-	if err != nil {
-		t.Fatalf("after a kill: %v", err)
-	}
+	require.NoError(t, err, "after a kill")
 	if cp.Pending != nil {
 		return fmt.Sprintf("%d+%d", cp.Step, len(cp.Pending.Results))
 	}
@@ -503,9 +471,7 @@ func checkLedger(t *testing.T, dir string, kills int) {
 	t.Helper()
 	count := func(name string) map[string]int {
 		f, err := os.Open(filepath.Join(dir, name))
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		defer f.Close()
 		n := map[string]int{}
 		sc := bufio.NewScanner(f)
@@ -516,13 +482,9 @@ func checkLedger(t *testing.T, dir string, kills int) {
 		return n
 	}
 	executed := count("ledger")
-	if len(executed) != 2*steps {
-		t.Errorf("%d distinct calls executed, want %d", len(executed), 2*steps)
-	}
+	assert.Len(t, executed, 2*steps, "%d distinct calls executed, want %d", len(executed), 2*steps)
 	for id, n := range executed {
-		if n != 1 {
-			t.Errorf("call %s executed %d times", id, n)
-		}
+		assert.Equal(t, 1, n, "call %s executed %d times", id, n)
 	}
 	again := 0
 	for _, n := range count("attempts") {
@@ -530,7 +492,5 @@ func checkLedger(t *testing.T, dir string, kills int) {
 	}
 	// A kill can strike while both calls of a step ran but before either
 	// result was saved.
-	if again > 2*kills {
-		t.Errorf("%d repeated invocations for %d kills", again, kills)
-	}
+	assert.LessOrEqual(t, again, 2*kills, "%d repeated invocations for %d kills", again, kills)
 }

@@ -7,13 +7,12 @@ import (
 	"github.com/reprompt/reprompt/session"
 	"github.com/reprompt/reprompt/session/postgres"
 	"github.com/reprompt/reprompt/session/sessiontest"
+	"github.com/stretchr/testify/require"
 )
 
 func newBenchStore(b *testing.B) session.Store {
 	st, err := postgres.New(context.Background(), newPool(b))
-	if err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, err)
 	return st
 }
 

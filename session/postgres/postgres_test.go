@@ -38,23 +38,16 @@ func newSchema(t testing.TB) (*pgxpool.Pool, string) {
 	ctx := context.Background()
 	name := pgtest.Name("reprompt_test_")
 	admin, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatalf("connect to REPROMPT_PG_URL: %v", err)
-	}
+	require.NoError(t, err, "connect to REPROMPT_PG_URL")
 	defer admin.Close(ctx)
-	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+name); err != nil {
-		t.Fatal(err)
-	}
+	_, err = admin.Exec(ctx, "CREATE SCHEMA "+name)
+	require.NoError(t, err)
 	cfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	cfg.ConnConfig.RuntimeParams["search_path"] = name
 	cfg.MaxConns = 8
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() {
 		pool.Close()
 		c, err := pgx.Connect(context.Background(), url)
@@ -72,9 +65,7 @@ func TestConformance(t *testing.T) {
 	sessiontest.Run(t, func(t *testing.T) session.Store {
 		pool := newPool(t)
 		st, err := postgres.New(context.Background(), pool)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		mu.Lock()
 		pools[st] = pool
 		mu.Unlock()
@@ -91,29 +82,21 @@ func damage(t *testing.T, pool *pgxpool.Pool, id string, d sessiontest.Damage) {
 	t.Helper()
 	ctx := context.Background()
 	var seq, gen, n int64
-	if err := pool.QueryRow(ctx, `SELECT seq, generation, messages FROM reprompt_sessions WHERE id = $1`, id).Scan(&seq, &gen, &n); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, pool.QueryRow(ctx, `SELECT seq, generation, messages FROM reprompt_sessions WHERE id = $1`, id).Scan(&seq, &gen, &n))
 	var err error
 	switch {
 	case d.OnHead():
 		var head []byte
-		if err := pool.QueryRow(ctx, `SELECT head FROM reprompt_checkpoints WHERE session = $1 AND seq = $2`, id, seq).Scan(&head); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, pool.QueryRow(ctx, `SELECT head FROM reprompt_checkpoints WHERE session = $1 AND seq = $2`, id, seq).Scan(&head))
 		_, err = pool.Exec(ctx, `UPDATE reprompt_checkpoints SET head = $3 WHERE session = $1 AND seq = $2`, id, seq, d.Apply(head))
 	case d == sessiontest.DropMessage:
 		_, err = pool.Exec(ctx, `DELETE FROM reprompt_messages WHERE session = $1 AND generation = $2 AND idx = $3`, id, gen, n-1)
 	default:
 		var data []byte
-		if err := pool.QueryRow(ctx, `SELECT data FROM reprompt_messages WHERE session = $1 AND generation = $2 AND idx = $3`, id, gen, n-1).Scan(&data); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, pool.QueryRow(ctx, `SELECT data FROM reprompt_messages WHERE session = $1 AND generation = $2 AND idx = $3`, id, gen, n-1).Scan(&data))
 		_, err = pool.Exec(ctx, `UPDATE reprompt_messages SET data = $4 WHERE session = $1 AND generation = $2 AND idx = $3`, id, gen, n-1, d.Apply(data))
 	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 }
 
 // TestOpen checks Open and that two stores on the same tables see each
@@ -123,37 +106,27 @@ func TestOpen(t *testing.T) {
 	url := os.Getenv("REPROMPT_PG_URL")
 	ctx := context.Background()
 	a, err := postgres.New(ctx, pool)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	cp := sessiontest.Fixture("shared", 3)
-	if err := a.Save(ctx, cp); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, a.Save(ctx, cp))
 	// Open on a URL naming the same schema sees it.
 	sep := "?"
 	if strings.Contains(url, "?") {
 		sep = "&"
 	}
 	b, err := postgres.Open(ctx, url+sep+"search_path="+schema)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer b.Close()
-	if got, err := b.Latest(ctx, "shared"); err != nil || got.Seq != 1 {
-		t.Fatalf("a store opened on the same schema: %v, %v", got, err)
-	}
-	if _, err := postgres.Open(ctx, "postgres://nobody@127.0.0.1:1/none?connect_timeout=1"); err == nil {
-		t.Fatal("Open of an unreachable server succeeded")
-	}
+	got, err := b.Latest(ctx, "shared")
+	require.NoError(t, err, "a store opened on the same schema: %v, %v", got, err)
+	require.Equal(t, int64(1), got.Seq, "a store opened on the same schema: %v, %v", got, err)
+	_, err = postgres.Open(ctx, "postgres://nobody@127.0.0.1:1/none?connect_timeout=1")
+	require.Error(t, err, "Open of an unreachable server succeeded")
 	a2, err := postgres.New(ctx, pool)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := a2.Latest(ctx, "shared")
-	if err != nil || len(got.Transcript) != 3 {
-		t.Fatalf("second store: %v, %v", got, err)
-	}
+	require.NoError(t, err)
+	got, err = a2.Latest(ctx, "shared")
+	require.NoError(t, err, "second store: %v, %v", got, err)
+	require.Len(t, got.Transcript, 3, "second store: %v, %v", got, err)
 }
 
 // oldSchema is the schema written before Checkpoint.Base existed: no root
@@ -174,9 +147,8 @@ CREATE TABLE reprompt_messages (session TEXT NOT NULL, generation BIGINT NOT NUL
 func TestOldTables(t *testing.T) {
 	ctx := context.Background()
 	pool := newPool(t)
-	if _, err := pool.Exec(ctx, oldSchema); err != nil {
-		t.Fatal(err)
-	}
+	_, err := pool.Exec(ctx, oldSchema)
+	require.NoError(t, err)
 	// Two checkpoints as the earlier version wrote them: generation 0, then
 	// generation 1 in full.
 	cp := sessiontest.Fixture("old", 5)
@@ -186,64 +158,47 @@ func TestOldTables(t *testing.T) {
 		cp.Generation, cp.Step = gen, i+1
 		cp.Transcript = append(cp.Transcript, sessiontest.Messages(len(cp.Transcript), 2)...)
 		w, err := session.Plan(cp, tip)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := pool.Exec(ctx, `INSERT INTO reprompt_checkpoints VALUES ($1, $2, $3, $4, $5)`, "old", w.Tip.Seq, w.Step, w.Pending, w.Head); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
+		_, err = pool.Exec(ctx, `INSERT INTO reprompt_checkpoints VALUES ($1, $2, $3, $4, $5)`, "old", w.Tip.Seq, w.Step, w.Pending, w.Head)
+		require.NoError(t, err)
 		for j, m := range w.Messages {
-			if _, err := pool.Exec(ctx, `INSERT INTO reprompt_messages VALUES ($1, $2, $3, $4)`, "old", gen, w.First+j, m); err != nil {
-				t.Fatal(err)
-			}
+			_, err := pool.Exec(ctx, `INSERT INTO reprompt_messages VALUES ($1, $2, $3, $4)`, "old", gen, w.First+j, m)
+			require.NoError(t, err)
 		}
-		if _, err := pool.Exec(ctx, `INSERT INTO reprompt_sessions VALUES ($1, $2, $3, $4, $5, false, now())
+		_, err = pool.Exec(ctx, `INSERT INTO reprompt_sessions VALUES ($1, $2, $3, $4, $5, false, now())
 			ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, step = excluded.step, generation = excluded.generation, messages = excluded.messages`,
-			"old", w.Tip.Seq, w.Step, gen, w.Tip.Messages); err != nil {
-			t.Fatal(err)
-		}
+			"old", w.Tip.Seq, w.Step, gen, w.Tip.Messages)
+		require.NoError(t, err)
 		tip = w.Tip
 		cp.Seq = w.Tip.Seq
 		c := *cp
 		c.Transcript = slices.Clone(cp.Transcript)
 		saved = append(saved, &c)
 	}
-	if _, err := postgres.New(ctx, pool); err != nil {
-		t.Fatalf("New on tables from before Base: %v", err)
-	}
+	_, err = postgres.New(ctx, pool)
+	require.NoError(t, err, "New on tables from before Base")
 	st, err := postgres.New(ctx, pool)
-	if err != nil {
-		t.Fatalf("New again: %v", err)
-	}
+	require.NoError(t, err, "New again")
 	var version int
 	require.NoError(t, pool.QueryRow(ctx, `SELECT version FROM reprompt_schema`).Scan(&version))
 	assert.Equal(t, postgres.SchemaVersion, version, "schema version recorded by the migration")
 	for i, want := range saved {
 		got, err := st.AtStep(ctx, "old", i+1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if diff := cmp.Diff(want.Transcript, got.Transcript); diff != "" || got.Seq != want.Seq {
-			t.Fatalf("checkpoint %d from before Base: seq %d (-want +got):\n%s", i+1, got.Seq, diff)
-		}
+		require.NoError(t, err)
+		require.Empty(t, cmp.Diff(want.Transcript, got.Transcript), "checkpoint %d from before Base (-want +got)", i+1)
+		require.Equal(t, want.Seq, got.Seq, "checkpoint %d from before Base: seq", i+1)
 	}
 	// A new generation with a Base on the old tip.
 	prev := len(cp.Transcript)
 	cp.Transcript = append(slices.Clone(cp.Transcript[:prev-1]), defs.AssistantMessage("rewritten"))
 	cp.Generation, cp.Base, cp.Step = 2, prev-1, 3
-	if err := st.Save(ctx, cp); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, st.Save(ctx, cp))
 	got, err := st.Latest(ctx, "old")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(cp.Transcript, got.Transcript); diff != "" {
-		t.Fatalf("new generation on old tables (-want +got):\n%s", diff)
-	}
-	if n, err := st.Rows(ctx, "old"); err != nil || n != 7+9+1 {
-		t.Fatalf("Rows = %d, %v; want 17", n, err)
-	}
+	require.NoError(t, err)
+	require.Empty(t, cmp.Diff(cp.Transcript, got.Transcript), "new generation on old tables (-want +got)")
+	n, err := st.Rows(ctx, "old")
+	require.NoError(t, err, "Rows = %d, %v; want 17", n, err)
+	require.Equal(t, 7+9+1, n, "Rows = %d, %v; want 17", n, err)
 }
 
 // TestDamagedTip checks that a Save on a session whose row in

@@ -7,13 +7,12 @@ import (
 	"github.com/reprompt/reprompt/session"
 	"github.com/reprompt/reprompt/session/sessiontest"
 	"github.com/reprompt/reprompt/session/sqlite"
+	"github.com/stretchr/testify/require"
 )
 
 func newBenchStore(b *testing.B) session.Store {
 	st, err := sqlite.Open(filepath.Join(b.TempDir(), "bench.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, err)
 	b.Cleanup(func() { st.Close() })
 	return st
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"sync"
 	"testing"
@@ -29,9 +28,7 @@ func TestConformance(t *testing.T) {
 	sessiontest.Run(t, func(t *testing.T) session.Store {
 		path := filepath.Join(t.TempDir(), "sessions.db")
 		st, err := sqlite.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		t.Cleanup(func() { st.Close() })
 		mu.Lock()
 		paths[st] = path
@@ -50,38 +47,27 @@ func TestConformance(t *testing.T) {
 func Damage(t *testing.T, path, id string, d sessiontest.Damage) {
 	t.Helper()
 	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer db.Close()
 	var seq int64
 	var gen, n int
-	if err := db.QueryRow(`SELECT seq, generation, messages FROM sessions WHERE id = ?`, id).Scan(&seq, &gen, &n); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, db.QueryRow(`SELECT seq, generation, messages FROM sessions WHERE id = ?`, id).Scan(&seq, &gen, &n))
 	if d.OnHead() {
 		var head []byte
-		if err := db.QueryRow(`SELECT head FROM checkpoints WHERE session = ? AND seq = ?`, id, seq).Scan(&head); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := db.Exec(`UPDATE checkpoints SET head = ? WHERE session = ? AND seq = ?`, d.Apply(head), id, seq); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, db.QueryRow(`SELECT head FROM checkpoints WHERE session = ? AND seq = ?`, id, seq).Scan(&head))
+		_, err := db.Exec(`UPDATE checkpoints SET head = ? WHERE session = ? AND seq = ?`, d.Apply(head), id, seq)
+		require.NoError(t, err)
 		return
 	}
 	if d == sessiontest.DropMessage {
-		if _, err := db.Exec(`DELETE FROM messages WHERE session = ? AND generation = ? AND idx = ?`, id, gen, n-1); err != nil {
-			t.Fatal(err)
-		}
+		_, err := db.Exec(`DELETE FROM messages WHERE session = ? AND generation = ? AND idx = ?`, id, gen, n-1)
+		require.NoError(t, err)
 		return
 	}
 	var data []byte
-	if err := db.QueryRow(`SELECT data FROM messages WHERE session = ? AND generation = ? AND idx = ?`, id, gen, n-1).Scan(&data); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(`UPDATE messages SET data = ? WHERE session = ? AND generation = ? AND idx = ?`, d.Apply(data), id, gen, n-1); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, db.QueryRow(`SELECT data FROM messages WHERE session = ? AND generation = ? AND idx = ?`, id, gen, n-1).Scan(&data))
+	_, err = db.Exec(`UPDATE messages SET data = ? WHERE session = ? AND generation = ? AND idx = ?`, d.Apply(data), id, gen, n-1)
+	require.NoError(t, err)
 }
 
 // TestReopen checks that a saved session survives closing and reopening the
@@ -90,53 +76,37 @@ func TestReopen(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "s.db")
 	st, err := sqlite.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	cp := sessiontest.Fixture("durable", 40)
-	if err := st.Save(ctx, cp); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, st.Save(ctx, cp))
 	cp.Transcript = append(cp.Transcript, sessiontest.Messages(40, 2)...)
 	cp.Step++
-	if err := st.Save(ctx, cp); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Close(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, st.Save(ctx, cp))
+	require.NoError(t, st.Close())
 	st, err = sqlite.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer st.Close()
 	got, err := st.Latest(ctx, "durable")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Seq != 2 || len(got.Transcript) != 42 || !reflect.DeepEqual(got.Transcript, cp.Transcript) {
-		t.Fatalf("after reopening: seq %d, %d messages", got.Seq, len(got.Transcript))
-	}
+	require.NoError(t, err)
+	require.Equal(t, int64(2), got.Seq, "after reopening: seq %d, %d messages", got.Seq, len(got.Transcript))
+	require.Len(t, got.Transcript, 42, "after reopening: seq %d, %d messages", got.Seq, len(got.Transcript))
+	require.Equal(t, got.Transcript, cp.Transcript, "after reopening: seq %d, %d messages", got.Seq, len(got.Transcript))
 	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer db.Close()
 	var mode string
-	if err := db.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
-		t.Fatalf("journal_mode = %q, %v; want wal", mode, err)
-	}
+	require.NoError(t, db.QueryRow("PRAGMA journal_mode").Scan(&mode), "journal_mode")
+	require.Equal(t, "wal", mode, "journal_mode")
 	var rows int
-	if err := db.QueryRow("SELECT count(*) FROM messages WHERE session = 'durable'").Scan(&rows); err != nil || rows != 42 {
-		t.Fatalf("%d message rows, %v; want 42 (each message stored once)", rows, err)
-	}
+	require.NoError(t, db.QueryRow("SELECT count(*) FROM messages WHERE session = 'durable'").Scan(&rows), "message rows")
+	require.Equal(t, 42, rows, "message rows (each message stored once)")
 }
 
 func TestOpenInvalidPath(t *testing.T) {
 	for _, p := range []string{"", "a?b", filepath.Join(t.TempDir(), "missing-dir", "x.db")} {
-		if st, err := sqlite.Open(p); err == nil {
+		st, err := sqlite.Open(p)
+		if !assert.Error(t, err, "Open(%q) succeeded", p) {
 			st.Close()
-			t.Errorf("Open(%q) succeeded", p)
 		}
 	}
 }
@@ -160,13 +130,10 @@ func TestOpenOldDatabase(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "old.db")
 	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer db.Close()
-	if _, err := db.Exec(oldSchema); err != nil {
-		t.Fatal(err)
-	}
+	_, err = db.Exec(oldSchema)
+	require.NoError(t, err)
 	// Two checkpoints as the earlier version wrote them: generation 0, then
 	// generation 1 in full.
 	cp := sessiontest.Fixture("old", 5)
@@ -176,20 +143,15 @@ func TestOpenOldDatabase(t *testing.T) {
 		cp.Generation, cp.Step = gen, i+1
 		cp.Transcript = append(cp.Transcript, sessiontest.Messages(len(cp.Transcript), 2)...)
 		w, err := session.Plan(cp, tip)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := db.Exec(`INSERT INTO checkpoints VALUES (?, ?, ?, ?, ?)`, "old", w.Tip.Seq, w.Step, w.Pending, w.Head); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
+		_, err = db.Exec(`INSERT INTO checkpoints VALUES (?, ?, ?, ?, ?)`, "old", w.Tip.Seq, w.Step, w.Pending, w.Head)
+		require.NoError(t, err)
 		for j, m := range w.Messages {
-			if _, err := db.Exec(`INSERT INTO messages VALUES (?, ?, ?, ?)`, "old", gen, w.First+j, m); err != nil {
-				t.Fatal(err)
-			}
+			_, err := db.Exec(`INSERT INTO messages VALUES (?, ?, ?, ?)`, "old", gen, w.First+j, m)
+			require.NoError(t, err)
 		}
-		if _, err := db.Exec(`INSERT OR REPLACE INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?)`, "old", w.Tip.Seq, w.Step, gen, w.Tip.Messages, false, 1); err != nil {
-			t.Fatal(err)
-		}
+		_, err = db.Exec(`INSERT OR REPLACE INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?)`, "old", w.Tip.Seq, w.Step, gen, w.Tip.Messages, false, 1)
+		require.NoError(t, err)
 		tip = w.Tip
 		cp.Seq = w.Tip.Seq
 		c := *cp
@@ -198,45 +160,32 @@ func TestOpenOldDatabase(t *testing.T) {
 	}
 	for range 2 {
 		st, err := sqlite.Open(path)
-		if err != nil {
-			t.Fatalf("Open of a database from before Base: %v", err)
-		}
+		require.NoError(t, err, "Open of a database from before Base")
 		st.Close()
 	}
 	var version int
 	require.NoError(t, db.QueryRow(`PRAGMA user_version`).Scan(&version))
 	assert.Equal(t, sqlite.SchemaVersion, version, "schema version recorded by the migration")
 	st, err := sqlite.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer st.Close()
 	for i, want := range saved {
 		got, err := st.AtStep(ctx, "old", i+1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if diff := cmp.Diff(want.Transcript, got.Transcript); diff != "" || got.Seq != want.Seq {
-			t.Fatalf("checkpoint %d from before Base: seq %d (-want +got):\n%s", i+1, got.Seq, diff)
-		}
+		require.NoError(t, err)
+		require.Empty(t, cmp.Diff(want.Transcript, got.Transcript), "checkpoint %d from before Base (-want +got)", i+1)
+		require.Equal(t, want.Seq, got.Seq, "checkpoint %d from before Base: seq", i+1)
 	}
 	// A new generation with a Base on the old tip.
 	prev := len(cp.Transcript)
 	cp.Transcript = append(slices.Clone(cp.Transcript[:prev-1]), defs.AssistantMessage("rewritten"))
 	cp.Generation, cp.Base, cp.Step = 2, prev-1, 3
-	if err := st.Save(ctx, cp); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, st.Save(ctx, cp))
 	got, err := st.Latest(ctx, "old")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(cp.Transcript, got.Transcript); diff != "" {
-		t.Fatalf("new generation on an old database (-want +got):\n%s", diff)
-	}
-	if n, err := st.Rows(ctx, "old"); err != nil || n != 7+9+1 {
-		t.Fatalf("Rows = %d, %v; want 17", n, err)
-	}
+	require.NoError(t, err)
+	require.Empty(t, cmp.Diff(cp.Transcript, got.Transcript), "new generation on an old database (-want +got)")
+	n, err := st.Rows(ctx, "old")
+	require.NoError(t, err, "Rows = %d, %v; want 17", n, err)
+	require.Equal(t, 7+9+1, n, "Rows = %d, %v; want 17", n, err)
 }
 
 // TestDamagedTip checks that a Save on a session whose row in the sessions

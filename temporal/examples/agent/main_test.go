@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // The demo against the server at REPROMPT_TEMPORAL_ADDR (`eval "$(bash
@@ -17,20 +20,14 @@ import (
 func TestDemo(t *testing.T) {
 	addr := os.Getenv("REPROMPT_TEMPORAL_ADDR")
 	if addr == "" {
-		if os.Getenv("REPROMPT_TEMPORAL_REQUIRED") == "1" {
-			t.Fatal("REPROMPT_TEMPORAL_ADDR is not set and REPROMPT_TEMPORAL_REQUIRED=1")
-		}
+		require.NotEqual(t, "1", os.Getenv("REPROMPT_TEMPORAL_REQUIRED"), "REPROMPT_TEMPORAL_ADDR is not set and REPROMPT_TEMPORAL_REQUIRED=1")
 		t.Skip("REPROMPT_TEMPORAL_ADDR is not set")
 	}
 	c, err := client.Dial(client.Options{HostPort: addr, Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer c.Close()
 	var out strings.Builder
-	if err := demo(context.Background(), &out, c, fmt.Sprintf("todo-test-%d", time.Now().UnixNano())); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, demo(context.Background(), &out, c, fmt.Sprintf("todo-test-%d", time.Now().UnixNano())))
 	want := `step 4, waiting false, state {"tasks":["Buy milk","Call Bob"]}
 awaiting: call_4 remove_task {"task":"Buy milk"}
   step 0: add_task → added Buy milk
@@ -49,7 +46,5 @@ step 6, waiting true, state {"tasks":["Call Bob"]}
   step 5: The list:- Call Bob
 result after 6 steps: The list:- Call Bob
 `
-	if out.String() != want {
-		t.Errorf("demo printed\n%s\nwant\n%s", out.String(), want)
-	}
+	assert.Equal(t, want, out.String(), "demo printed\n%s\nwant\n%s", out.String(), want)
 }
