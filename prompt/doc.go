@@ -46,21 +46,37 @@
 // # State
 //
 // [State] returns a key's value as of this execution and its setter; the
-// initial value is stored only the first time. Values are typed: the same
-// key read as another type is a misuse. A Set or Update from a tool is
+// initial value is stored only the first time, and the same key anywhere
+// (another State call, a sub-agent's parent) shares one value. Values are
+// typed: the same key read as another type is a misuse naming both types.
+// Set and Update apply in call order to the live value: the prompt
+// function sees the new value at its next execution, [GetState] at once,
+// and a tool or effect closure made during an execution keeps that
+// execution's value. Setting state never triggers a step. A Set or Update from a tool is
 // recorded in the tool call's own transaction and applied, in call order,
-// when the call finishes, so that a checkpoint holds a tool's result and
-// its state changes together or neither; updaters may run more than once
-// and must be pure. State is saved with every checkpoint as JSON, so its
+// when the call finishes, in call order among the calls of one reply
+// whatever order they finish in, so that a checkpoint holds a tool's
+// result and its state changes together or neither (a crash never keeps
+// the change of a call whose result was lost); updaters may run more than
+// once and must be pure. State is saved with every checkpoint as JSON, so its
 // values must survive a JSON round trip. runtime.StateOf reads a value
 // after the run.
 //
 // # Definitions
 //
 // A definition is declared again at every execution; one not declared
-// again disappears from the next request. Each Def method returns a
-// defs.Handle through which an effect may disable it for a step or remind
-// the model of it.
+// again disappears from the next request, and one declared again keeps its
+// position. Each Def method returns a defs.Handle, which prints as its tag
+// (<name>), through which the prompt function or an effect may disable it
+// for this step (a disabled tool the model calls anyway is not run and
+// returns an error result) or remind the model of it (named in a
+// user-role reminder at the end of this step's request).
+//
+// A disable lasts one step by design. To keep a tool disabled, keep the
+// decision in state and apply it in the prompt function, which runs before
+// every step (if locked { search.Disable() }); an effect that decides (it
+// runs only when its dependencies change) sets that state and disables the
+// tool for the current step too (Example_keepToolDisabled).
 //
 //   - [Prompt.DefSystem]: a part of the system prompt;
 //   - [Prompt.Def], [Prompt.DefData]: variables, rendered in the system
@@ -68,12 +84,16 @@
 //     documentation, "The system prompt");
 //   - [DefTool], [Prompt.DefSchemaTool]: tools (below);
 //   - [Prompt.DefAgent]: a sub-agent, offered to the model as a tool that
-//     runs another prompt function to completion.
+//     runs another prompt function to completion inside the tool call;
+//   - [DefOutput]: the typed answer the run ends with (see package
+//     runtime's documentation, "Typed answers").
 //
 // Messages are not definitions: [Prompt.User] and [Prompt.DefMessage] add a
 // message to the transcript the first time they are declared, identified by
-// call site (or [MessageKey]), and never again. A message that must join
-// later is appended by an effect (effects.Step.CommitAppend).
+// call site (or [MessageKey]) and not by their text, and never again:
+// p.User(fmt.Sprintf("Count: %d", count)) adds one message, however often
+// count changes. A message that must join later is appended by an effect
+// (effects.Step.CommitAppend).
 //
 // # Tools
 //
@@ -87,7 +107,9 @@
 // ^[a-zA-Z0-9_-]{1,64}$ ([*ToolNameError]), and one name declared twice in
 // an execution is a [*DuplicateToolError]. [CallID] gives a tool its call's
 // id, an idempotency key; [Idempotent] marks a tool safe to run again when
-// a run resumes after a crash.
+// a run resumes after a crash. [NeedsApproval] and [NeedsApprovalIf] make a
+// call wait for a person's decision (see package runtime's documentation,
+// "Tool approval").
 //
 // # Effects
 //
