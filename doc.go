@@ -6,21 +6,52 @@
 // parts, tools, sub-agents, messages), keeps typed state with State hooks,
 // and registers effects that run when their dependencies change.
 //
-// The packages, from the leaves up:
+// # Packages
 //
-//   - state: the typed, serializable state store;
-//   - defs: definitions, their handles and collections, message types;
-//   - llm: the model contract (Model, Request, Reply, Usage, ModelError)
-//     that providers implement and the runtime consumes;
-//   - effects: the effects manager (dependency memory, phases, step
-//     modifications);
-//   - prompt: the Prompt handle and hooks a prompt function is written
-//     against;
-//   - runtime: the step loop, which drives an llm.Model;
-//   - snapshots: test support (scripted model, golden step files);
-//   - providers/openai: the model adapter for OpenAI-compatible servers.
+// Import paths are under github.com/reprompt/reprompt/. One line a
+// package, the core from the leaves up (TestPackageMaps checks that this
+// list and the README's name every package):
 //
-// The import rules between them are checked by TestImportRules.
+//   - state: the typed, JSON-serializable state store behind prompt.State (standard library only)
+//   - defs: definitions, their handles and collections, message types (standard library only)
+//   - effects: effects: dependency lists, phases, what an effect may change in a step
+//   - effects/builtin: trimming, compaction, limits, model profiles, effects from YAML
+//   - prompt: the Prompt handle and the hooks a prompt function is written against
+//   - llm: the model contract (Model, Request, Reply, usage, pricing, model errors), a leaf
+//   - runtime: the step loop, sessions, typed answers, tool approval, tracing
+//   - snapshots: test support: scripted models, golden step files, record and replay
+//   - tokens: exact token counts (tiktoken encodings, embedded) and estimates
+//   - session: checkpoints, the Store interface, the in-memory store
+//   - session/sqlite: a store in one SQLite file, pure Go
+//   - session/postgres: a store in PostgreSQL (pgx)
+//   - session/sessiontest: a conformance test for your own Store
+//   - session/crashtest: tests that kill a running session and resume it
+//   - providers/openai: the model adapter for OpenAI-compatible servers (the only user of go-openai)
+//   - mcp: MCP servers' tools and resources as definitions (a nested module)
+//   - temporal: prompt functions as Temporal workflows (a nested module)
+//   - temporal/examples/agent: a to-do agent as a Temporal workflow
+//   - cmd/reprompt: the reprompt command: sessions, show, view (HTML), rewind
+//   - examples/quickstart: a to-do agent, printed step by step
+//   - examples/longsession: context strategies compared over a long session
+//   - examples/resumable: a run killed and resumed
+//   - examples/approval: payments that wait for a person's approval
+//   - examples/structured: an agent ending with a typed answer
+//   - examples/internal/models: the model the examples run on
+//   - internal/viewer: what cmd/reprompt shows, as text or HTML
+//   - internal/browsertest: the step viewer in headless Chromium (a nested module)
+//   - internal/callsite: names the places in user code where hooks were called and panics happened
+//   - internal/promptrt: how the runtime drives a prompt.Prompt
+//   - internal/effectsrt: how prompt and the runtime make the effects manager
+//   - internal/modelcaps: which models take a strict response_format
+//   - internal/msghash: message hashes for content-keyed token counts
+//   - internal/scenario: the prompts the benchmarks share
+//   - internal/pgtest: the PostgreSQL server of REPROMPT_PG_URL, for tests
+//   - internal/skipcheck: CI's check that no test skips unless .ci/allowed-skips says so
+//
+// The import rules between them are checked by TestImportRules. Each
+// concept is explained once, in the documentation of its package; the
+// repository's docs directory has guides (the step viewer, Temporal, MCP)
+// and the performance figures with the commands that measure them.
 //
 // # Errors
 //
@@ -33,7 +64,7 @@
 // case without final punctuation, as in "step 3: model: …", "tool "search"
 // panicked at tools.go:12: …" or "effect e1 (registered at agent.go:30)
 // failed at step 2: …". A core package's message (state, defs, effects,
-// effects/builtin, llm, prompt, runtime, session and its stores, tokens) does
+// effects/builtin, prompt, runtime, session and its stores, tokens) does
 // not start with the package's name: its errors reach the caller through a
 // run, which names the step. Three kinds of message do start with their
 // package's name, because whoever reads them cannot tell where they come

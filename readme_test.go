@@ -15,17 +15,21 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// The README's Go code blocks are compiled by TestReadmeGoBlocksCompile, so
-// a snippet cannot drift from the API. The rules, kept small on purpose:
+// The Go code blocks of README.md and of docs/*.md are compiled by
+// TestDocsGoBlocksCompile, so a snippet cannot drift from the API. The
+// rules, kept small on purpose, hold for each file on its own:
 //
 //   - A ```go block that starts with a package clause is a complete file and
 //     is compiled as it is, in a package of its own.
 //   - Any other ```go block is a fragment. It is compiled in the package of
-//     the nearest complete file above it (so "Testing a prompt" can use the
-//     counter of "A prompt"), or in a package of its own when there is none.
+//     the nearest complete file above it in the same Markdown file (so a
+//     fragment can use the declarations of a program above it), or in a
+//     package of its own when there is none.
 //     A fragment of top-level declarations is a file of that package (a
 //     _test.go file when it declares a TestXxx function); a fragment of
 //     statements becomes the body of `func _() { … }`, followed by `_ = v`
@@ -43,7 +47,11 @@ import (
 // Everything is vetted (which type-checks tests too) and built in a
 // temporary module that requires this one (and its nested modules) through
 // replace directives, with the build cache of the test run. Errors point at
-// README.md lines through //line directives.
+// the Markdown file's lines through //line directives.
+//
+// The other tests here check what the README claims beside its code: its
+// length, that .ci/run runs its commands, that its install steps name every
+// nested module a user can import, and that it and doc.go list every package.
 
 // readmeStd are the standard library packages a fragment may use unimported.
 var readmeStd = []string{"context", "errors", "fmt", "io", "log", "os", "slices", "strconv", "strings", "testing", "time"}
@@ -52,13 +60,14 @@ var readmeDirective = regexp.MustCompile(`^<!--\s*readme-test:\s*(.*?)\s*-->\s*$
 
 // readmeBlock is one ```go block of a README.
 type readmeBlock struct {
-	line     int    // README line of the block's first code line
+	file     string // the Markdown file, as //line directives name it
+	line     int    // line of the block's first code line
 	src      string // the code
 	decls    string // from a readme-test comment right before the fence
-	declLine int    // README line of that comment
+	declLine int    // line of that comment
 }
 
-func readmeGoBlocks(text string) ([]readmeBlock, error) {
+func readmeGoBlocks(file, text string) ([]readmeBlock, error) {
 	var blocks []readmeBlock
 	sc := bufio.NewScanner(strings.NewReader(text))
 	n := 0
@@ -73,7 +82,7 @@ func readmeGoBlocks(text string) ([]readmeBlock, error) {
 		}
 		info := strings.Fields(strings.TrimPrefix(fence, "```"))
 		isGo := len(info) > 0 && info[0] == "go"
-		b := readmeBlock{line: n + 1}
+		b := readmeBlock{file: file, line: n + 1}
 		if m := readmeDirective.FindStringSubmatch(prev); m != nil {
 			b.decls, b.declLine = m[1], n-1
 		}
@@ -89,7 +98,7 @@ func readmeGoBlocks(text string) ([]readmeBlock, error) {
 			body = append(body, sc.Text())
 		}
 		if !closed {
-			return nil, fmt.Errorf("README.md:%d: code block never closed", start)
+			return nil, fmt.Errorf("%s:%d: code block never closed", file, start)
 		}
 		if isGo {
 			b.src = strings.Join(body, "\n") + "\n"
@@ -217,9 +226,9 @@ func wrapFragment(b readmeBlock, pkg string, pkgs map[string][]string) (file str
 	var code string
 	fset := token.NewFileSet()
 	if _, perr := parser.ParseFile(fset, "", "package p\n"+b.src, 0); perr == nil {
-		code = fmt.Sprintf("//line README.md:%d\n%s", b.line, b.src)
+		code = fmt.Sprintf("//line %s:%d\n%s", b.file, b.line, b.src)
 	} else {
-		wrapped := fmt.Sprintf("package p\nfunc _() {\n//line README.md:%d\n%s}\n", b.line, b.src)
+		wrapped := fmt.Sprintf("package p\nfunc _() {\n//line %s:%d\n%s}\n", b.file, b.line, b.src)
 		f, perr := parser.ParseFile(fset, "", wrapped, 0)
 		if perr != nil {
 			return "", false, fmt.Errorf("neither declarations nor statements: %v", perr)
@@ -245,10 +254,10 @@ func wrapFragment(b readmeBlock, pkg string, pkgs map[string][]string) (file str
 				}
 			}
 		}
-		code = fmt.Sprintf("func _() {\n//line README.md:%d\n%s%s}\n", b.line, b.src, strings.Join(uses, ""))
+		code = fmt.Sprintf("func _() {\n//line %s:%d\n%s%s}\n", b.file, b.line, b.src, strings.Join(uses, ""))
 	}
 	if b.decls != "" {
-		code = fmt.Sprintf("//line README.md:%d\n%s\n\n%s", b.declLine, b.decls, code)
+		code = fmt.Sprintf("//line %s:%d\n%s\n\n%s", b.file, b.declLine, b.decls, code)
 	}
 	f, err := parser.ParseFile(fset, "", "package p\n"+code, 0)
 	if err != nil {
@@ -292,16 +301,16 @@ func wrapFragment(b readmeBlock, pkg string, pkgs map[string][]string) (file str
 	return sb.String(), isTest, nil
 }
 
-// checkReadme writes the Go blocks of a README into a temporary module and
-// vets and builds them. It returns the go command's complaints, or why the
-// blocks could not be laid out.
-func checkReadme(t *testing.T, text string) (int, error) {
+// mdFile is a Markdown file whose Go blocks are compiled.
+type mdFile struct{ name, text string }
+
+// checkDocs writes the Go blocks of Markdown files into a temporary module
+// and vets and builds them, all in one go command. It returns the number of
+// blocks, or the go command's complaints, or why the blocks could not be
+// laid out.
+func checkDocs(t *testing.T, files ...mdFile) (int, error) {
 	t.Helper()
 	root, err := os.Getwd()
-	if err != nil {
-		return 0, err
-	}
-	blocks, err := readmeGoBlocks(text)
 	if err != nil {
 		return 0, err
 	}
@@ -332,32 +341,40 @@ func checkReadme(t *testing.T, text string) (int, error) {
 	if err := os.WriteFile(filepath.Join(tmp, "go.sum"), []byte(gosum.String()), 0o644); err != nil {
 		return 0, err
 	}
-	dir, pkg := "", ""
-	for i, b := range blocks {
-		name := fmt.Sprintf("readme_L%d.go", b.line)
-		content := fmt.Sprintf("//line README.md:%d\n%s", b.line, b.src)
-		f, perr := parser.ParseFile(token.NewFileSet(), "", b.src, parser.PackageClauseOnly)
-		switch {
-		case perr == nil: // a complete file
-			dir, pkg = fmt.Sprintf("block%d", i), f.Name.Name
-		default:
-			if dir == "" {
-				dir, pkg = fmt.Sprintf("block%d", i), "readme"
-			}
-			var isTest bool
-			content, isTest, err = wrapFragment(b, pkg, pkgs)
-			if err != nil {
-				return 0, fmt.Errorf("README.md:%d: %v", b.line, err)
-			}
-			if isTest {
-				name = strings.TrimSuffix(name, ".go") + "_test.go"
-			}
-		}
-		if err := os.MkdirAll(filepath.Join(tmp, dir), 0o755); err != nil {
+	total := 0
+	for fi, md := range files {
+		blocks, err := readmeGoBlocks(md.name, md.text)
+		if err != nil {
 			return 0, err
 		}
-		if err := os.WriteFile(filepath.Join(tmp, dir, name), []byte(content), 0o644); err != nil {
-			return 0, err
+		total += len(blocks)
+		dir, pkg := "", "" // a package never spans two Markdown files
+		for i, b := range blocks {
+			name := fmt.Sprintf("md_L%d.go", b.line)
+			content := fmt.Sprintf("//line %s:%d\n%s", b.file, b.line, b.src)
+			f, perr := parser.ParseFile(token.NewFileSet(), "", b.src, parser.PackageClauseOnly)
+			switch {
+			case perr == nil: // a complete file
+				dir, pkg = fmt.Sprintf("f%db%d", fi, i), f.Name.Name
+			default:
+				if dir == "" {
+					dir, pkg = fmt.Sprintf("f%db%d", fi, i), "readme"
+				}
+				var isTest bool
+				content, isTest, err = wrapFragment(b, pkg, pkgs)
+				if err != nil {
+					return 0, fmt.Errorf("%s:%d: %v", b.file, b.line, err)
+				}
+				if isTest {
+					name = strings.TrimSuffix(name, ".go") + "_test.go"
+				}
+			}
+			if err := os.MkdirAll(filepath.Join(tmp, dir), 0o755); err != nil {
+				return 0, err
+			}
+			if err := os.WriteFile(filepath.Join(tmp, dir, name), []byte(content), 0o644); err != nil {
+				return 0, err
+			}
 		}
 	}
 	goBin, err := exec.LookPath("go")
@@ -376,37 +393,167 @@ func checkReadme(t *testing.T, text string) (int, error) {
 		cmd := exec.Command(goBin, args...)
 		cmd.Dir, cmd.Env = tmp, env
 		if out, err := cmd.CombinedOutput(); err != nil {
-			out = regexp.MustCompile(`block\d+/README\.md`).ReplaceAll(out, []byte("README.md"))
+			out = regexp.MustCompile(`f\d+b\d+/`).ReplaceAll(out, nil) // the //line names are relative
 			return 0, fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
-	return len(blocks), nil
+	return total, nil
 }
 
-// TestReadmeGoBlocksCompile compiles every ```go block of README.md (the
-// rules are above readmeStd).
-func TestReadmeGoBlocksCompile(t *testing.T) {
-	text, err := os.ReadFile("README.md")
+// TestDocsGoBlocksCompile compiles every ```go block of README.md and of
+// docs/*.md (the rules are above readmeStd). The README must hold at least
+// one: its program.
+func TestDocsGoBlocksCompile(t *testing.T) {
+	names, err := filepath.Glob("docs/*.md")
 	require.NoError(t, err)
-	n, err := checkReadme(t, string(text))
+	names = append([]string{"README.md"}, names...)
+	var files []mdFile
+	for _, name := range names {
+		text, err := os.ReadFile(name)
+		require.NoError(t, err)
+		files = append(files, mdFile{name, string(text)})
+	}
+	blocks, err := readmeGoBlocks("README.md", files[0].text)
 	require.NoError(t, err)
-	require.NotZero(t, n, "README.md has no ```go block: the test checked nothing")
-	t.Logf("%d Go blocks of README.md compile", n)
+	require.NotEmpty(t, blocks, "README.md has no ```go block: its program is gone")
+	n, err := checkDocs(t, files...)
+	require.NoError(t, err)
+	t.Logf("%d Go blocks of %s compile", n, strings.Join(names, ", "))
 }
 
 // TestReadmeCheckFails shows that the check above can fail: a statement at
-// package level (as the Long runs snippet once had) and an undeclared name
-// are reported at their README lines.
+// package level (as a snippet once had) and an undeclared name are reported
+// at their lines, in the file they are in.
 func TestReadmeCheckFails(t *testing.T) {
-	for _, tc := range []struct{ name, readme, want string }{
-		{"statement at package level", "# x\n\n```go\nctx := context.Background()\n\nfunc agent(p *prompt.Prompt) error {\n\t_ = ctx\n\treturn nil\n}\n```\n", "README.md:4: neither declarations nor statements"},
-		{"undeclared name", "```go\nrun(snapshots.Text(\"hi\"))\n```\n", "README.md:2: undefined: run"},
-		{"complete file", "```go\npackage main\n\nfunc main() { undefinedCall() }\n```\n", "README.md:4: undefined: undefinedCall"},
+	for _, tc := range []struct{ name, file, text, want string }{
+		{"statement at package level", "README.md", "# x\n\n```go\nctx := context.Background()\n\nfunc agent(p *prompt.Prompt) error {\n\t_ = ctx\n\treturn nil\n}\n```\n", "README.md:4: neither declarations nor statements"},
+		{"undeclared name", "README.md", "```go\nrun(snapshots.Text(\"hi\"))\n```\n", "README.md:2: undefined: run"},
+		{"complete file", "README.md", "```go\npackage main\n\nfunc main() { undefinedCall() }\n```\n", "README.md:4: undefined: undefinedCall"},
+		{"in docs", "docs/x.md", "# x\n\n```go\nrun(snapshots.Text(\"hi\"))\n```\n", "docs/x.md:4: undefined: run"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := checkReadme(t, tc.readme)
-			// The message is the contract here: it names the README line.
-			require.ErrorContains(t, err, tc.want, "got %v, want an error containing %q", err, tc.want)
+			_, err := checkDocs(t, mdFile{tc.file, tc.text})
+			// The message is the contract here: it names the file and line.
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+// readmeMaxLines is the README's budget: a guide, not a manual (issue 22).
+const readmeMaxLines = 200
+
+func TestReadmeLength(t *testing.T) {
+	text, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	n := strings.Count(string(text), "\n")
+	assert.LessOrEqual(t, n, readmeMaxLines, "README.md has %d lines; move details to a package's doc.go or to docs/", n)
+}
+
+// TestReadmeCommandsInCI checks that the go commands of the README's first
+// ```sh block (run the quickstart, run the tests) are commands .ci/run
+// runs as they are written: a line of .ci/run starts with the command, and
+// no argument follows it but the flags CI adds to a run of the tests
+// (ciFlags); then the line ends, or a redirection, a pipe, a ; or && or a
+// comment follows.
+func TestReadmeCommandsInCI(t *testing.T) {
+	const ciFlags = `(?: -race| -count=\d+| -json)*`
+	readme, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	ci, err := os.ReadFile(".ci/run")
+	require.NoError(t, err)
+	_, rest, ok := strings.Cut(string(readme), "```sh\n")
+	require.True(t, ok, "README.md has no ```sh block")
+	block, _, ok := strings.Cut(rest, "```")
+	require.True(t, ok)
+	var cmds []string
+	for l := range strings.SplitSeq(block, "\n") {
+		l, _, _ = strings.Cut(l, "#")
+		if l = strings.TrimSpace(l); strings.HasPrefix(l, "go ") {
+			cmds = append(cmds, l)
+		}
+	}
+	require.Len(t, cmds, 2, "the README's first sh block: one command runs the quickstart, one the tests")
+	for _, c := range cmds {
+		re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(c) + ciFlags + `[ \t]*(?:$|[|;>#]|2>|&&)`)
+		assert.True(t, re.MatchString(string(ci)), ".ci/run does not run the README's command %q as it is written", c)
+	}
+}
+
+// TestReadmeInstallsNestedModules checks that the install steps give every
+// nested module a user can import (internal ones excepted) its require and
+// replace against the clone.
+func TestReadmeInstallsNestedModules(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	root, err := os.Getwd()
+	require.NoError(t, err)
+	mods, _, err := repoModules(root)
+	require.NoError(t, err)
+	nested := 0
+	for _, m := range mods {
+		rel, err := filepath.Rel(root, m.dir)
+		require.NoError(t, err)
+		if rel == "." {
+			continue
+		}
+		nested++
+		step := fmt.Sprintf("go mod edit -require=%s@v0.0.0 -replace=%s=../reprompt/%s", m.path, m.path, filepath.ToSlash(rel))
+		assert.True(t, strings.Contains(string(readme), step), "README.md's install steps miss the nested module %s: want the line\n%s", m.path, step)
+	}
+	assert.NotZero(t, nested, "no nested module found: the test checked nothing")
+}
+
+// packageDirs are the directories of the repository holding Go packages,
+// relative to its root and slash-separated, the root itself excepted.
+func packageDirs(t *testing.T) []string {
+	t.Helper()
+	var dirs []string
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if path != "." && (strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") || name == "testdata") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		dir := filepath.ToSlash(filepath.Dir(path))
+		if strings.HasSuffix(name, ".go") && dir != "." && !slices.Contains(dirs, dir) {
+			dirs = append(dirs, dir)
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	slices.Sort(dirs)
+	return dirs
+}
+
+// TestPackageMaps checks that the package map of README.md (a table row a
+// package: | `path` | what it is |) and the package list of doc.go (a list
+// item a package: "  - path: what it is") each name every package of the
+// repository once, and no package that is not there.
+func TestPackageMaps(t *testing.T) {
+	want := packageDirs(t)
+	require.NotEmpty(t, want)
+	for _, tc := range []struct{ file, re string }{
+		{"README.md", "(?m)^\\| `([^`]+)` \\|"},
+		{"doc.go", `(?m)^//\s+- ([\w./-]+): `},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			text, err := os.ReadFile(tc.file)
+			require.NoError(t, err)
+			var got []string
+			for _, m := range regexp.MustCompile(tc.re).FindAllStringSubmatch(string(text), -1) {
+				assert.NotContains(t, got, m[1], "%s names %s twice", tc.file, m[1])
+				got = append(got, m[1])
+			}
+			slices.Sort(got)
+			if diff := cmp.Diff(want, got); diff != "" {
+				assert.Fail(t, tc.file+"'s package list differs from the repository's packages (-want +got): add a line for each new package, drop the lines of removed ones", diff)
+			}
 		})
 	}
 }

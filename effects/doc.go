@@ -14,16 +14,19 @@
 //
 // A dependency list ([Deps]) decides when an effect runs: [On] with values
 // runs it the first time and whenever one of the values differs from its
-// last run (compared deeply, by value); [Once] runs it the first time
-// only; [Always] at every step. Dependencies are a named value rather than
-// a variadic list because Go cannot tell no list from an empty one. [Named]
-// gives a value a name that step records and traces show.
+// last run (compared deeply, by value: slices, maps and structs by their
+// contents, never by reference; NaN equals NaN); [Once] runs it the first
+// time only; [Always] at every step. Dependencies are a named value rather
+// than a variadic list because Go cannot tell no list from an empty one.
+// Each step record says which effects ran and why ("first run", "every
+// step", "count: 1 → 2"); [Named] gives a value the name that step records
+// and traces show.
 //
 // Unkeyed effects are matched from execution to execution by the order in
 // which they are registered, so they must be registered unconditionally
 // and in the same order; a changed order or count is a [*HookOrderError].
-// [Key] identifies an effect by a key instead, wherever and however often
-// it is registered (two with the same key in one execution are a
+// [Key] identifies an effect by a key instead (in a loop, effects.Key(item)),
+// wherever and however often it is registered (two with the same key in one execution are a
 // [*DuplicateKeyError]). An effect's memory of its dependencies is kept
 // across steps and in checkpoints ([Memory]).
 //
@@ -47,7 +50,7 @@
 // made after the reply are dropped, as the request was already sent; only
 // commits take effect there. [Step.Cleanup] registers a function run
 // before the effect runs again, when it is no longer registered, or when
-// the run ends.
+// the run ends (effect by effect, in registration order).
 //
 // [Budget] tells an effect the context window and counts tokens the way
 // the runtime does; [Step.Tokens] is the request's size as it stands.

@@ -112,13 +112,112 @@
 // [*prompt.ArgumentsError] or the tool's own). The step record of a failed
 // step is returned with the error, as far as the step got.
 //
+// # Tokens
+//
+// With Config.Window (and Config.Counter, tokens.ForModel("gpt-4o") for
+// exact counts) every step record carries its input tokens, the tokens it
+// shares as a prefix with the previous request (what the provider's prompt
+// cache serves) and the estimated billed input; effects read the same
+// budget (effects.Budget). Every request is checked before it is sent
+// (stage 4): a tool call without its result, or a result without its
+// call, is a [RequestError], never a 400 from the provider.
+//
 // # Sessions
 //
 // With Config.Store and Config.SessionID, a checkpoint is saved after every
 // step, after every model reply and after every tool result (see package
-// session for what it holds). [Resume] continues a session where it
-// stopped, in another process if need be: a step interrupted after the
-// model's reply runs only the calls whose results were not saved.
+// session for what it holds, the stores, and what is safe when two
+// processes resume one session). [Resume] continues a session where it
+// stopped, in another process if need be: state, transcript and the
+// effects' dependency memory (an effect whose dependencies did not change
+// does not run again). A step interrupted after the model's reply runs
+// only the calls whose results were not saved; a call cut short gets an
+// explicit "interrupted" result, unless its tool was declared
+// prompt.Idempotent, in which case it runs again. Tool call ids stay unique
+// over a resumed run, also when a compaction took earlier calls out of the
+// transcript (the ids it retired are kept in the checkpoint, under
+// [RetiredCallIDsKey]), so prompt.CallID is an idempotency key across
+// crashes. go run ./examples/resumable -crash-at 3 stops hard in the
+// middle of step 3; the same command again resumes there.
+//
+// # Typed answers
+//
+// A run can end with a typed value instead of text. The prompt declares
+// the answer's Go type with prompt.DefOutput, as a definition: declared at
+// a step, it holds for that step, so a prompt can let the model work with
+// its tools first. Its JSON Schema is made from the type as tool
+// arguments' are, in the strict form OpenAI's structured outputs take
+// (every property required, an optional one admitting null, no other
+// property); a type strict mode cannot express (a map, an interface) is an
+// error naming the field. [Output] reads the answer from the [Result]:
+//
+//	type Triage struct {
+//		Summary   string `json:"summary"`
+//		Priority  int    `json:"priority" jsonschema:"1 (urgent) to 4"`
+//		Duplicate *int   `json:"duplicate" jsonschema:"the issue this one repeats, or null"`
+//	}
+//
+//	func triage(p *prompt.Prompt) error {
+//		prompt.DefTool(p, "read_issue", "Read an issue.", readIssue)
+//		prompt.DefOutput[Triage](p, "triage", "Your triage of the issue.")
+//		p.User("Triage issue 42.")
+//		return nil
+//	}
+//
+//	res, err := runtime.Run(ctx, model, triage, runtime.Config{})
+//	if err != nil {
+//		return Triage{}, err // a *runtime.OutputError once the answers stayed invalid
+//	}
+//	return runtime.Output[Triage](res)
+//
+// The answer is asked for as a strict response_format (json_schema) from
+// models whose profile says they take one (builtin.Profile.StructuredOutput:
+// OpenAI's gpt-4o, gpt-4.1, gpt-5, o1, o3, o4-mini; openai.Config.NativeOutput
+// overrides it), and otherwise as a final tool
+// named after the output, whose arguments are the answer; Config.OutputMode
+// forces either. The answer is validated when it arrives; an invalid one is
+// sent back to the model with the validation error (Config.OutputRetries
+// times, 2 by default), then the run fails with an [*OutputError] holding
+// the raw answer and the error, as it does at once when the model refuses.
+// go run ./examples/structured (add -native for a response_format) runs an
+// issue-triage agent whose first answer is invalid.
+//
+// # Tool approval
+//
+// A tool declared with prompt.NeedsApproval (or prompt.NeedsApprovalIf,
+// deciding per call from its arguments) waits for a person's decision.
+// When the model calls it, the call does not run: the step pauses with the
+// call in Step.Awaiting and in the session's checkpoint, and Run returns it
+// in Result.Awaiting (not an error). The other calls of the same reply run
+// at once. [Runner.Approve] and [Runner.Deny] record a decision
+// (checkpointed before they return; they run nothing), and the next Run or
+// Next completes the step: approved calls run, denied ones get the reason
+// as their error result, all results in call order.
+//
+//	r := runtime.New(model, payer, runtime.Config{Store: store, SessionID: "bills"})
+//	res, err := r.Run(ctx) // returns at the pause: err == nil, res.Awaiting lists the calls
+//	for _, call := range res.Awaiting {
+//		err = r.Approve(call.CallID) // or r.Deny(call.CallID, "Not this month.")
+//	}
+//	res, err = r.Run(ctx) // runs the approved calls, gives the denied ones the reason, goes on
+//
+// With a store, the decision may come from another process: [Resume] finds
+// the step paused, [Runner.Awaiting] lists the calls still undecided, and a
+// decision made before a crash is kept; an approved call cut short by a
+// crash is not run twice (it gets an "interrupted" result, or runs again if
+// prompt.Idempotent). An unknown or already-decided call id is an
+// [*ApprovalError] ([ErrUnknownCall], [ErrAlreadyDecided]); a Next while
+// calls await a decision returns [ErrAwaitingApproval]. Invalid arguments,
+// disabled and unknown tools get their error result without asking anyone.
+// A sub-agent declared with prompt.NeedsApproval waits for the decision
+// before it starts; a sub-agent cannot pause inside its own run, so a call
+// needing approval there fails that sub-agent. The tools of an MCP server
+// take mcp.NeedsApproval(names...). The checkpoint of a paused step is
+// written as format version 2, which an older program refuses rather than
+// misreads; every other checkpoint stays version 1. snapshots.Decide
+// answers the pauses of a snapshot test. go run ./examples/approval pauses
+// and decides offline (-ask asks you; -db pay.db -stop leaves the session
+// paused for another run).
 //
 // # Concurrency
 //

@@ -2,6 +2,15 @@
 // continue exactly where it stopped, and a Store keeps the checkpoints of
 // many sessions.
 //
+// With runtime.Config{Store: store, SessionID: "job-42"} a run is
+// checkpointed after every step, every reply and every tool result, and
+// runtime.Resume continues it after a crash. The stores: NewMemory (in
+// the process), session/sqlite (pure Go, the embedded default) and
+// session/postgres (pgx). A save writes only what is new (see "Storage
+// layout"). The SQLite and PostgreSQL stores version their tables: opening
+// a store on an up-to-date database runs no schema statement, so worker
+// processes may open stores while sessions run.
+//
 // # What a checkpoint holds
 //
 // A checkpoint is taken after every step (and, while a step's tool calls are
@@ -87,6 +96,20 @@
 // Load's checks. AtSteps reads through a StepReader when the store is one,
 // and through AtStep otherwise; either way it yields exactly what AtStep
 // returns for each step, damage included.
+//
+// # Resuming safely
+//
+// No lease is taken: two workers that resume one session at once both
+// start its next step, and the one that saves second stops with a
+// *ConflictError (inside a *runtime.StepError) before it runs a tool that
+// is not idempotent; the session stays the winner's, on every store. So
+// does a runtime.New on a stored session id. A checkpoint whose pending
+// reply a run could not have written is a *CorruptError. Not guarded: a
+// worker still running a session that is deleted and started again under
+// the same id can, when the new session reaches its sequence number, save
+// into it. The crash tests (package crashtest, and
+// runtime/crashpoints_test.go) kill runs at every save and at random
+// moments.
 //
 // # Rewinding
 //

@@ -88,7 +88,7 @@ func (t *tools) agent(p *prompt.Prompt) error {
 		if !ok || a.N <= 0 {
 			return "", fmt.Errorf("cannot stock %d of %q", a.N, a.Item)
 		}
-		set.Update(func(n int) int { return n + a.N })
+		set.Update(ctx, func(n int) int { return n + a.N })
 		return fmt.Sprintf("%s: %d", a.Item, stock[a.Item]+a.N), nil
 	}, prompt.Idempotent())
 	prompt.DefTool(p, "charge", "Bill an order.", func(ctx context.Context, a chargeArgs) (string, error) {
@@ -108,7 +108,7 @@ func (t *tools) agent(p *prompt.Prompt) error {
 				return "", err
 			}
 		}
-		setBilled.Set(billed + a.Amount)
+		setBilled.Set(ctx, billed + a.Amount)
 		return fmt.Sprintf("billed %s", a.Order), nil
 	})
 	prompt.DefTool(p, "slow", "Look a key up, slowly.", func(ctx context.Context, a slowArgs) (string, error) {
@@ -134,7 +134,7 @@ func (t *tools) agent(p *prompt.Prompt) error {
 		case <-ctx.Done():
 			return "", ctx.Err()
 		}
-		setLookups.Update(func(l []string) []string { return append(append([]string(nil), l...), a.Key) })
+		setLookups.Update(ctx, func(l []string) []string { return append(append([]string(nil), l...), a.Key) })
 		return "found " + a.Key, nil
 	}, prompt.Idempotent())
 	p.Effect(effects.On(effects.Named("billed", billed)), func(ctx context.Context, s *effects.Step) error {

@@ -33,7 +33,7 @@ func payer(tl *tools) prompt.Func {
 		p.DefData("paid", paid)
 		prompt.DefTool(p, "pay", "Pay an order.", func(ctx context.Context, a chargeArgs) (string, error) {
 			tl.count("pay")
-			setPaid.Update(func(m map[string]int) map[string]int {
+			setPaid.Update(ctx, func(m map[string]int) map[string]int {
 				out := map[string]int{a.Order: a.Amount}
 				for k, v := range m {
 					out[k] = v

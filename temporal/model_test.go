@@ -117,7 +117,7 @@ func TestSummaryIsAnActivity(t *testing.T) {
 		p.Def("summary", summary)
 		p.Effect(effects.Once, func(ctx context.Context, s *effects.Step) error {
 			text, err := s.Model.Complete(ctx, "Summarise.", "the talk")
-			setSummary.Set(text)
+			setSummary.Set(ctx, text)
 			return err
 		})
 		p.User("hi")

@@ -33,7 +33,7 @@ func counter(p *prompt.Prompt) error {
 	p.DefSystem("role", "You count.")
 	p.Def("n", strconv.Itoa(n))
 	prompt.DefTool(p, "add", "Add n.", func(ctx context.Context, a addArgs) (int, error) {
-		setN.Update(func(v int) int { return v + a.N })
+		setN.Update(ctx, func(v int) int { return v + a.N })
 		return n + a.N, nil
 	})
 	p.User("Count.")

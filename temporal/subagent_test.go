@@ -39,7 +39,7 @@ func researcher(p *prompt.Prompt) error {
 	p.DefSystem("role", "You research: "+p.Input())
 	p.DefData("found", found)
 	prompt.DefTool(p, "search", "Search.", func(ctx context.Context, a searchArgs) (string, error) {
-		setFound.Update(func(l []string) []string { return append(append([]string(nil), l...), a.Query) })
+		setFound.Update(ctx, func(l []string) []string { return append(append([]string(nil), l...), a.Query) })
 		return "result for " + a.Query, nil
 	}, prompt.Idempotent())
 	return nil
@@ -50,7 +50,7 @@ func boss(p *prompt.Prompt) error {
 	p.Def("asked", fmt.Sprint(asked))
 	p.DefAgent("researcher", "Research a question.", researcher)
 	prompt.DefTool(p, "note", "Count a question.", func(ctx context.Context, a struct{}) (string, error) {
-		setAsked.Update(func(n int) int { return n + 1 })
+		setAsked.Update(ctx, func(n int) int { return n + 1 })
 		return "noted", nil
 	})
 	p.User("Find X and Y.")

@@ -34,6 +34,14 @@
 // volatile (the wrap-up message of Limits) is a view at the tail of one
 // step's request.
 //
+// The defaults are tuned for prompt caches: a tool result is trimmed once
+// the model has answered it, so the rewrite starts where the provider had
+// nothing cached yet, and compaction starts earlier the dearer cached input
+// is (the profile's CachedInputFraction: at 0.45 of the usable window up to
+// 0.1, at 0.4 from 0.5 on). go run ./examples/longsession compares the
+// strategies over a 320-step session; its figures, with the command that
+// measures them, are in docs/performance.md of the repository.
+//
 // # Trimming
 //
 // TrimToolResults cuts the long results of old tool calls after each reply.
@@ -67,7 +75,28 @@
 //
 // Load and Parse read effects from YAML (kind, params, and a when condition
 // in expr-lang over WhenEnv); errors carry file:line:col. Config.Register
-// registers them in a prompt.
+// registers them in a prompt, keyed and in their phases, as it does the
+// Defaults of a profile:
+//
+//	var ctxEffects = builtin.Defaults(builtin.ProfileFor("gpt-4o")) // or builtin.Load("effects.yaml")
+//
+//	func agent(p *prompt.Prompt) error {
+//		ctxEffects.Register(p) // trim_tool_results + compact, keyed, in their phases
+//		// … definitions, state, effects …
+//		return nil
+//	}
+//
+// A file:
+//
+//	model: gpt-4o
+//	effects:
+//	  - kind: trim_tool_results
+//	    params: {max_result_length: 600, preserve_turns: 1, batch: 1}
+//	  - kind: compact
+//	    params: {threshold: 0.8, strategy: summarize}
+//	  - kind: limits
+//	    params: {max_iterations: 40, max_cost: 2.5, max_time: 10m}
+//	    when: step > 2
 //
 // A when condition is bounded, since a configuration file may come from
 // elsewhere: Parse rejects conditions of more than WhenMaxNodes nodes or

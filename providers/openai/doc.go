@@ -23,7 +23,12 @@
 //		Messages: []defs.Message{defs.UserMessage("Capital of France?")},
 //	})
 //
-// or, without the environment:
+// The examples take the same variables when built with -tags live:
+//
+//	OPENAI_BASE_URL=http://localhost:11434/v1 OPENAI_MODEL=qwen3:4b go run -tags live ./examples/quickstart
+//
+// The same variables work for vLLM or a llama.cpp server (their /v1 URL)
+// and for OpenAI (OPENAI_API_KEY only). Or, without the environment:
 //
 //	m := openai.New(openai.Config{BaseURL: "http://localhost:11434/v1", Model: "qwen3:4b"})
 //
@@ -63,7 +68,9 @@
 // stream chunk with an "error" beside its choices (OpenRouter's mid-stream
 // failure), and finish_reason "error" (ErrReplyFailed, retryable). A
 // server that ignores "stream": true and answers a whole JSON reply is
-// read as such by Stream, which delivers its parts as deltas.
+// read as such by Stream, which delivers its parts as deltas; content sent
+// as an array of parts, and tool arguments sent as a JSON object rather
+// than a string, are read as they are (odd_server_test.go).
 //
 // Config.MaxReplyBytes (32 MiB by default) bounds every response body,
 // streamed or not; past it the call fails with a *ReplyTooLargeError.

@@ -54,14 +54,14 @@ func todo(p *prompt.Prompt) error {
 	p.DefSystem("role", "You keep a to-do list. Add what the user asks for with add_task, then say what is on the list.")
 	p.DefData("tasks", tasks)
 	prompt.DefTool(p, "add_task", "Add a task to the list.", func(ctx context.Context, a addArgs) (string, error) {
-		setTasks.Update(func(l []string) []string { return append(append([]string(nil), l...), a.Task) })
+		setTasks.Update(ctx, func(l []string) []string { return append(append([]string(nil), l...), a.Task) })
 		return "added " + a.Task, nil
 	}, prompt.Idempotent())
 	prompt.DefTool(p, "remove_task", "Remove a task from the list.", func(ctx context.Context, a addArgs) (string, error) {
 		if !slices.Contains(tasks, a.Task) {
 			return "", fmt.Errorf("no task %q", a.Task)
 		}
-		setTasks.Update(func(l []string) []string {
+		setTasks.Update(ctx, func(l []string) []string {
 			return slices.DeleteFunc(slices.Clone(l), func(t string) bool { return t == a.Task })
 		})
 		return "removed " + a.Task, nil
