@@ -108,7 +108,7 @@ func (t *tools) agent(p *prompt.Prompt) error {
 				return "", err
 			}
 		}
-		setBilled.Set(ctx, billed + a.Amount)
+		setBilled.Set(ctx, billed+a.Amount)
 		return fmt.Sprintf("billed %s", a.Order), nil
 	})
 	prompt.DefTool(p, "slow", "Look a key up, slowly.", func(ctx context.Context, a slowArgs) (string, error) {
