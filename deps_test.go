@@ -39,7 +39,7 @@ var allowed = map[string][]string{
 	"effects/builtin":     {"state", "defs", "effects", "prompt", "internal/modelcaps", "github.com/expr-lang/expr", "go.yaml.in/yaml/v3"},
 	"internal/viewer":     {"defs", "session"},
 	"cmd/reprompt":        {"internal/viewer", "session", "session/sqlite", "session/postgres"},
-	"runtime": {"state", "defs", "effects", "prompt", "session", "internal/callsite", "internal/msghash", "internal/promptrt", "go.yaml.in/yaml/v3",
+	"runtime": {"state", "defs", "effects", "prompt", "session", "internal/callsite", "internal/steprec", "internal/msghash", "internal/promptrt", "go.yaml.in/yaml/v3",
 		// The OpenTelemetry API only (tracing is optional; see Config.TracerProvider).
 		"go.opentelemetry.io/otel/trace", "go.opentelemetry.io/otel/attribute", "go.opentelemetry.io/otel/codes"},
 	// The nested module that runs prompt functions as Temporal workflows.
