@@ -33,13 +33,15 @@ var allowed = map[string][]string{
 	"internal/promptrt":   {"defs", "effects", "internal/effectsrt"},
 	"effects":             {"state", "defs", "internal/callsite", "internal/effectsrt"},
 	"prompt":              {"state", "defs", "effects", "internal/callsite", "internal/promptrt", "github.com/google/jsonschema-go"},
-	"session":             {"state", "defs", "effects"},
-	"session/sessiontest": {"state", "defs", "effects", "session"},
-	"tokens":              {"defs", "internal/msghash", "github.com/tiktoken-go/tokenizer"},
-	"effects/builtin":     {"state", "defs", "effects", "prompt", "internal/modelcaps", "github.com/expr-lang/expr", "go.yaml.in/yaml/v3"},
-	"internal/viewer":     {"defs", "session"},
-	"cmd/reprompt":        {"internal/viewer", "session", "session/sqlite", "session/postgres"},
-	"runtime": {"state", "defs", "llm", "effects", "prompt", "session", "internal/callsite", "internal/msghash", "internal/promptrt", "go.yaml.in/yaml/v3",
+	"session":             {"state", "defs", "effects", "internal/steprec"},
+	// The step record and its golden text: one codec, below session.
+	"internal/steprec":             {"defs", "effects"},
+	"session/sessiontest":          {"state", "defs", "effects", "session"},
+	"tokens":                       {"defs", "internal/msghash", "github.com/tiktoken-go/tokenizer"},
+	"effects/builtin":              {"state", "defs", "effects", "prompt", "internal/modelcaps", "github.com/expr-lang/expr", "go.yaml.in/yaml/v3"},
+	"cmd/reprompt/internal/viewer": {"defs", "session", "internal/steprec"},
+	"cmd/reprompt":                 {"cmd/reprompt/internal/viewer", "session", "session/sqlite", "session/postgres"},
+	"runtime": {"state", "defs", "llm", "effects", "prompt", "session", "internal/callsite", "internal/steprec", "internal/msghash", "internal/promptrt", "go.yaml.in/yaml/v3",
 		// The OpenTelemetry API only (tracing is optional; see Config.TracerProvider).
 		"go.opentelemetry.io/otel/trace", "go.opentelemetry.io/otel/attribute", "go.opentelemetry.io/otel/codes"},
 	// The nested module that runs prompt functions as Temporal workflows.
@@ -65,8 +67,10 @@ var onlyImportedBy = map[string][]string{
 	module + "/internal/scenario": {},
 	module + "/providers/openai":  {"examples/", "temporal/examples/"},
 	// The Temporal SDK: the nested temporal module only.
-	"go.temporal.io":            {"temporal"},
-	module + "/internal/viewer": {"cmd/"},
+	"go.temporal.io": {"temporal"},
+	// The step record: the runtime fills it, session stores it, snapshots
+	// and the viewer write and read its golden text.
+	module + "/internal/steprec": {"runtime", "session", "snapshots", "cmd/reprompt/internal/viewer"},
 	// The OpenTelemetry SDK and exporters: in tests and examples only; the
 	// library uses the API, and users bring their SDK.
 	"go.opentelemetry.io/otel/sdk":       {"examples/"},

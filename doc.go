@@ -37,7 +37,8 @@
 //   - examples/approval: payments that wait for a person's approval
 //   - examples/structured: an agent ending with a typed answer
 //   - examples/internal/models: the model the examples run on
-//   - internal/viewer: what cmd/reprompt shows, as text or HTML
+//   - cmd/reprompt/internal/viewer: what cmd/reprompt shows, as text or HTML
+//   - internal/steprec: the step record and its golden text: one writer, one parser
 //   - internal/browsertest: the step viewer in headless Chromium (a nested module)
 //   - internal/callsite: names the places in user code where hooks were called and panics happened
 //   - internal/promptrt: how the runtime drives a prompt.Prompt

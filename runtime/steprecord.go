@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/internal/steprec"
 	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/session"
 )
@@ -185,4 +187,79 @@ func systemID(s string) string {
 		h *= 1099511628211
 	}
 	return strconv.FormatUint(h, 16)
+}
+
+// Record returns the record of the step: what a checkpoint keeps of it
+// (see session.StepRecord; call durations are unknown here, 0) and what a
+// golden step file shows of it (package snapshots): the request, the
+// reply, the tool results, the summaries, the typed answer, the calls
+// awaiting approval and the decisions on them, and the state, each value
+// as JSON. The record shares the request's messages with the step:
+// read-only.
+func (s *Step) Record() *session.StepRecord {
+	out := recordOf(s, nil)
+	shown(out, s)
+	return out
+}
+
+// shown sets the fields of out that a golden step file shows, from rec
+// and its sub-agents' steps.
+func shown(out *session.StepRecord, rec *Step) {
+	out.Committed = rec.Committed
+	if req := rec.Request; req != nil {
+		r := &steprec.Request{System: req.System, Messages: req.Messages}
+		for _, t := range req.Tools {
+			r.Tools = append(r.Tools, steprec.Tool{Name: t.Name, Description: t.Description, Schema: string(t.Parameters)})
+		}
+		if o := req.Output; o != nil {
+			r.Output = &steprec.Output{Name: o.Name, Type: o.Type, Mode: string(o.Mode), Description: o.Description, Schema: string(o.Schema)}
+		}
+		out.Request = r
+	}
+	if reply := rec.Reply; reply != nil {
+		out.Response = &steprec.Response{Refusal: reply.Refusal, Message: reply.Message}
+	}
+	for _, r := range rec.ToolResults {
+		out.Results = append(out.Results, steprec.Result{CallID: r.CallID, Name: r.Name, Arguments: string(r.Arguments), Content: r.Content, IsError: r.IsError})
+	}
+	for _, sum := range rec.Summaries {
+		var sc steprec.Summary
+		if req := sum.Request; req != nil {
+			sc.System = req.System
+			for _, m := range req.Messages {
+				sc.Messages = append(sc.Messages, defs.Message{Role: m.Role, Content: m.Content})
+			}
+		}
+		if sum.Err != nil {
+			sc.Error = sum.Err.Error()
+		}
+		if sum.Reply != nil {
+			sc.Text, sc.Answered = sum.Reply.Message.Content, true
+		}
+		out.SummaryCalls = append(out.SummaryCalls, sc)
+	}
+	if rec.Output != nil {
+		out.Answer = steprec.OneLine(rec.Output)
+	}
+	for _, a := range rec.Awaiting {
+		out.Awaiting = append(out.Awaiting, steprec.Awaiting{CallID: a.CallID, Tool: a.Tool, Arguments: string(a.Arguments)})
+	}
+	for _, d := range rec.Decisions {
+		out.Decisions = append(out.Decisions, steprec.Decision{CallID: d.CallID, Tool: d.Tool, Approved: d.Approved, Reason: d.Reason})
+	}
+	if rec.State != nil {
+		out.State = make(map[string]string, len(rec.State))
+		for k, v := range rec.State {
+			out.State[k] = steprec.StateValue(v)
+		}
+	}
+	for i, a := range rec.Agents {
+		j := 0
+		for _, s := range a.Steps {
+			if s != nil {
+				shown(&out.Agents[i].Steps[j], s)
+				j++
+			}
+		}
+	}
 }

@@ -2,8 +2,6 @@ package snapshots
 
 import (
 	"context"
-	"fmt"
-	"strings"
 
 	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
@@ -43,25 +41,4 @@ func runWithDecisions(ctx context.Context, model llm.Model, fn prompt.Func, o *o
 		res.Steps = append(steps, res.Steps...)
 	}
 	return res, err
-}
-
-// awaitingList names the calls, for the end of a snapshot.
-func awaitingList(as []runtime.PendingApproval) string {
-	ids := make([]string, len(as))
-	for i, a := range as {
-		ids[i] = a.CallID + " " + a.Tool
-	}
-	return strings.Join(ids, ", ")
-}
-
-// decisions writes the decisions that completed a paused step.
-func (f *formatter) decisions(name string, ds []runtime.Decision) {
-	f.section(name + "/decisions")
-	for _, d := range ds {
-		if d.Approved {
-			fmt.Fprintf(&f.b, "%s %s approved\n", d.CallID, d.Tool)
-			continue
-		}
-		f.field("", fmt.Sprintf("%s %s denied", d.CallID, d.Tool), f.red(d.Reason))
-	}
 }

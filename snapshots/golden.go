@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/reprompt/reprompt/internal/steprec"
 	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
@@ -12,7 +13,7 @@ import (
 // Header is the first line of every golden file. The number is the version
 // of the format; a file with another header fails the comparison and must be
 // regenerated.
-const Header = "reprompt snapshot v1"
+const Header = steprec.Header
 
 // Environment variables read by Run and CheckUnused.
 const (
@@ -32,7 +33,7 @@ const DefaultDir = "testdata"
 const ext = ".txtar"
 
 // headerPrefix starts the header of every version of the format.
-const headerPrefix = "reprompt snapshot v"
+const headerPrefix = steprec.HeaderPrefix
 
 // Run runs fn against model to completion, renders every step with Format,
 // answers the tool calls the run pauses for with Decide's function (without

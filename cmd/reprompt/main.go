@@ -32,7 +32,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/reprompt/reprompt/internal/viewer"
+	"github.com/reprompt/reprompt/cmd/reprompt/internal/viewer"
 	"github.com/reprompt/reprompt/session"
 	"github.com/reprompt/reprompt/session/postgres"
 	"github.com/reprompt/reprompt/session/sqlite"

@@ -7,18 +7,20 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/reprompt/reprompt/internal/steprec"
 )
 
 // TestGoldenFilesOfTheRepository reads every golden step file of the
 // module: none is refused, and each has steps.
 func TestGoldenFilesOfTheRepository(t *testing.T) {
 	n := 0
-	err := filepath.WalkDir("../..", func(path string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir("../../../..", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".txtar") {
 			return err
 		}
 		data, err := os.ReadFile(path)
-		if err != nil || !strings.HasPrefix(string(data), goldenHeader) {
+		if err != nil || !strings.HasPrefix(string(data), steprec.Header) {
 			return err
 		}
 		n++
@@ -57,7 +59,7 @@ func TestGoldenApprovalAndAnswer(t *testing.T) {
 		}
 		return run
 	}
-	run := read("../../snapshots/testdata/TestApprovalGolden.txtar")
+	run := read("../../../../snapshots/testdata/TestApprovalGolden.txtar")
 	if len(run.Steps) != 3 || run.Steps[1].Label != "decided" || run.Steps[1].Number != 0 {
 		t.Fatalf("steps: want step 0, step 0 decided, step 1; got %d steps", len(run.Steps))
 	}
@@ -71,7 +73,7 @@ func TestGoldenApprovalAndAnswer(t *testing.T) {
 		t.Errorf("step 1's diff = %+v, want 1 shared with step 0's request and 4 added", d)
 	}
 
-	run = read("../../examples/structured/testdata/TestStructured/tool.txtar")
+	run = read("../../../../examples/structured/testdata/TestStructured/tool.txtar")
 	last := run.Steps[len(run.Steps)-1]
 	if !slices.ContainsFunc(last.Notes, func(n string) bool { return strings.HasPrefix(n, "typed answer: {") }) {
 		t.Errorf("last step's notes %q lack the typed answer", last.Notes)

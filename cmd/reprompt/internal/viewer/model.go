@@ -21,6 +21,7 @@ import (
 	"slices"
 
 	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/internal/steprec"
 )
 
 // Run is a run as the viewer shows it.
@@ -122,6 +123,12 @@ type Step struct {
 	Interrupted []string `json:"interrupted,omitempty"`
 	// Damage says what of the step could not be read, and where.
 	Damage string `json:"damage,omitempty"`
+	// Record is the step's record (steprec.Step) as the source holds it,
+	// without the parts the fields above show in their own form (effects,
+	// messages, calls, state, sub-agents): any other field of the record,
+	// and any field added to it, reaches the page here. nil when the
+	// source has no record of the step.
+	Record *steprec.Step `json:"record,omitempty"`
 
 	systemID  string // identifies the system prompt; "" if unknown
 	committed bool   // a golden file says the transcript was committed

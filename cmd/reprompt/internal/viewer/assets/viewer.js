@@ -129,6 +129,11 @@ function show(run, t0) {
     }
     if (s.output) { tok += (tok ? " · " : "") + s.output + " output"; }
     if (s.ms) { tok += (tok ? " · " : "") + s.ms.toFixed(1) + " ms"; }
+    // s.record: the step's record (internal/steprec) as the source holds
+    // it, but for what the fields of s show in their own form. A field
+    // added to the record is read here.
+    var rec = s.record || {};
+    if (rec.billed_input) { tok += (tok ? " · " : "") + "billed as " + rec.billed_input.toFixed(0) + " full-price input tokens"; }
     if (tok) { h += '<p class="tokens">' + esc(tok) + "</p>"; }
 
     h += '<h3>Effects</h3>';

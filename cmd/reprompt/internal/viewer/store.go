@@ -202,48 +202,6 @@ func (m *transcriptMemo) next(run *Run, tr []defs.Message) func(i int) int {
 	}
 }
 
-// applyRecord fills s from the runtime's record of it.
-func (run *Run) applyRecord(s *Step, rec *session.StepRecord) {
-	s.InputTokens, s.PrefixTokens, s.OutputTokens = rec.InputTokens, rec.PrefixTokens, rec.Usage.OutputTokens
-	s.Disabled, s.Reminded, s.Tools = rec.Disabled, rec.Reminded, rec.Tools
-	if s.Tools == nil {
-		s.Tools = []string{}
-	}
-	s.Finish, s.Recovered, s.Summaries, s.Resumed, s.Interrupted = rec.Finish, rec.Recovered, rec.Summaries, rec.Resumed, rec.Interrupted
-	s.DurationMS = ms(rec.DurationNS)
-	for _, e := range rec.Effects {
-		s.Effects = append(s.Effects, Effect{ID: e.ID, Phase: e.Phase.String(), Site: e.Site, Reason: e.Reason.String()})
-	}
-	for _, c := range rec.Commits {
-		s.Commits = append(s.Commits, Commit(c))
-	}
-	for i := range s.Calls {
-		for _, c := range rec.Calls {
-			if c.ID == s.Calls[i].ID {
-				s.Calls[i].DurationMS, s.Calls[i].Error = ms(c.DurationNS), c.Error
-			}
-		}
-	}
-	s.systemID = rec.System
-	for _, a := range rec.Agents {
-		ag := &Agent{Name: a.Name, CallID: a.CallID, Error: a.Error}
-		for _, sr := range a.Steps {
-			sub := &Step{Number: sr.Step, Reply: -1}
-			if sr.Reply != "" || len(sr.Calls) > 0 {
-				m := Message{Role: "assistant", Content: sr.Reply}
-				for _, c := range sr.Calls {
-					m.Calls = append(m.Calls, Call{ID: c.ID, Name: c.Name})
-					sub.Calls = append(sub.Calls, ToolCall{ID: c.ID, Name: c.Name, Error: c.Error, DurationMS: ms(c.DurationNS)})
-				}
-				sub.Reply = run.add(m)
-			}
-			run.applyRecord(sub, &sr)
-			ag.Steps = append(ag.Steps, sub)
-		}
-		s.Agents = append(s.Agents, ag)
-	}
-}
-
 // pendingStep fills s from a checkpoint saved in the middle of its step.
 func (run *Run) pendingStep(s *Step, cp *session.Checkpoint) {
 	s.Request = make([]int, len(cp.Transcript))

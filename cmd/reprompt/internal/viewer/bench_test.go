@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reprompt/reprompt/cmd/reprompt/internal/viewer"
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
 	"github.com/reprompt/reprompt/internal/pgtest"
-	"github.com/reprompt/reprompt/internal/viewer"
 	"github.com/reprompt/reprompt/session"
 	"github.com/reprompt/reprompt/session/postgres"
 	"github.com/reprompt/reprompt/session/sqlite"

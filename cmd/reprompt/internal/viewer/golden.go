@@ -1,0 +1,83 @@
+package viewer
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/reprompt/reprompt/internal/steprec"
+)
+
+// FormatError reports a file that is not what it was read as: not a
+// golden step file nor a recording, or one damaged at Line (1-based; 0 when
+// the whole file is at fault).
+type FormatError struct {
+	Path   string
+	Line   int
+	Reason string
+}
+
+func (e *FormatError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", e.Path, e.Line, e.Reason)
+	}
+	return fmt.Sprintf("%s: %s", e.Path, e.Reason)
+}
+
+// FromGolden reads a golden step file, as package snapshots writes it
+// (steprec.Parse reads it). Its steps hold everything the file shows;
+// durations and the runtime's token counts are not in the format. A file
+// that does not parse is a *FormatError.
+func FromGolden(path string, data []byte) (*Run, error) {
+	g, err := steprec.Parse(data)
+	if pe, ok := errors.AsType[*steprec.ParseError](err); ok {
+		return nil, &FormatError{Path: path, Line: pe.Line, Reason: pe.Reason}
+	}
+	if err != nil {
+		return nil, err
+	}
+	run := newRun(filepath.Base(path), "golden step file")
+	var last *steprec.Step
+	for _, rec := range g.Steps {
+		if rec == nil {
+			continue
+		}
+		s := &Step{Number: rec.Step, Reply: -1}
+		run.applyRecord(s, rec)
+		run.Steps = append(run.Steps, s)
+		last = rec
+	}
+	run.Error, run.Done = g.Err, true
+	if last != nil && len(last.Awaiting) > 0 {
+		ids := make([]string, len(last.Awaiting))
+		for i, a := range last.Awaiting {
+			ids[i] = a.CallID + " " + a.Tool
+		}
+		run.Notes = append(run.Notes, "the run is paused, awaiting "+strings.Join(ids, ", "))
+	}
+	goldenCommits(run.Steps)
+	run.finish()
+	run.Notes = append(run.Notes, "golden files hold no durations, and no counts of tokens: the token chart is empty")
+	return run, nil
+}
+
+// goldenCommits sizes the commits a golden file marks ("transcript
+// committed"): from the transcript the previous step left (its request,
+// reply and results) to this step's request, which is exact for a commit
+// made before the model call.
+func goldenCommits(steps []*Step) {
+	for i, s := range steps {
+		if s.committed {
+			c := Commit{After: len(s.Request)}
+			if i > 0 {
+				p := steps[i-1]
+				c.Before = len(p.Request) + 1 + len(p.Calls)
+			}
+			s.Commits = append(s.Commits, c)
+		}
+		for _, a := range s.Agents {
+			goldenCommits(a.Steps)
+		}
+	}
+}
