@@ -21,19 +21,22 @@ const module = "github.com/reprompt/reprompt"
 // always allowed. A package missing here may import anything but the
 // packages that restrict who imports them (see onlyImportedBy).
 var allowed = map[string][]string{
-	"state":               {},
-	"defs":                {},
-	"llm":                 {"defs"},
-	"internal/callsite":   {},
-	"internal/pgtest":     {},
-	"internal/msghash":    {"defs"},
-	"internal/effectsrt":  {},
-	"internal/scenario":   {"prompt", "effects"},
-	"internal/modelcaps":  {},
-	"internal/promptrt":   {"defs", "effects", "internal/effectsrt"},
-	"effects":             {"state", "defs", "internal/callsite", "internal/effectsrt"},
-	"prompt":              {"state", "defs", "effects", "internal/callsite", "internal/promptrt", "github.com/google/jsonschema-go"},
-	"session":             {"state", "defs", "effects", "internal/steprec"},
+	"state":              {},
+	"defs":               {},
+	"llm":                {"defs"},
+	"internal/callsite":  {},
+	"internal/pgtest":    {},
+	"internal/msghash":   {"defs"},
+	"internal/canon":     {},
+	"internal/stepmods":  {"defs"},
+	"internal/scenario":  {"prompt", "effects"},
+	"internal/modelcaps": {},
+	// The state of a prompt, behind package prompt (its handle) and the
+	// runtime (which executes it).
+	"internal/core": {"state", "defs", "effects", "internal/callsite", "github.com/google/jsonschema-go"},
+	"effects":       {"state", "defs", "internal/callsite", "internal/canon", "internal/stepmods"},
+	"prompt":        {"state", "defs", "effects", "internal/callsite", "internal/core", "github.com/google/jsonschema-go"},
+	"session":       {"state", "defs", "effects", "internal/steprec"},
 	// The step record and its golden text: one codec, below session.
 	"internal/steprec":             {"defs", "effects"},
 	"session/sessiontest":          {"state", "defs", "effects", "session"},
@@ -41,7 +44,7 @@ var allowed = map[string][]string{
 	"effects/builtin":              {"state", "defs", "effects", "prompt", "internal/modelcaps", "github.com/expr-lang/expr", "go.yaml.in/yaml/v3"},
 	"cmd/reprompt/internal/viewer": {"defs", "session", "internal/steprec"},
 	"cmd/reprompt":                 {"cmd/reprompt/internal/viewer", "session", "session/sqlite", "session/postgres"},
-	"runtime": {"state", "defs", "llm", "effects", "prompt", "session", "internal/callsite", "internal/steprec", "internal/msghash", "internal/promptrt", "go.yaml.in/yaml/v3",
+	"runtime": {"state", "defs", "llm", "effects", "prompt", "session", "internal/callsite", "internal/steprec", "internal/msghash", "internal/core", "internal/canon", "internal/stepmods", "go.yaml.in/yaml/v3",
 		// The OpenTelemetry API only (tracing is optional; see Config.TracerProvider).
 		"go.opentelemetry.io/otel/trace", "go.opentelemetry.io/otel/attribute", "go.opentelemetry.io/otel/codes"},
 	// The nested module that runs prompt functions as Temporal workflows.
@@ -61,8 +64,11 @@ var onlyImportedBy = map[string][]string{
 	"modernc.org/sqlite":                {"session/sqlite"},
 	"github.com/jackc/pgx/v5":           {"session/postgres"},
 	module + "/snapshots":               {"examples/"},
-	module + "/internal/promptrt":       {"prompt", "runtime"},
-	module + "/internal/effectsrt":      {"effects", "internal/promptrt"},
+	// What a prompt is made of: its two faces only (prompt, runtime).
+	module + "/internal/core": {"prompt", "runtime"},
+	// What effects change in a step: effects records it, the runtime
+	// applies it.
+	module + "/internal/stepmods": {"effects", "runtime"},
 	// Benchmark prompts: tests only.
 	module + "/internal/scenario": {},
 	module + "/providers/openai":  {"examples/", "temporal/examples/"},

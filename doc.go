@@ -41,8 +41,9 @@
 //   - internal/steprec: the step record and its golden text: one writer, one parser
 //   - internal/browsertest: the step viewer in headless Chromium (a nested module)
 //   - internal/callsite: names the places in user code where hooks were called and panics happened
-//   - internal/promptrt: how the runtime drives a prompt.Prompt
-//   - internal/effectsrt: how prompt and the runtime make the effects manager
+//   - internal/core: the state of a prompt behind its two faces, prompt (the handle) and runtime
+//   - internal/canon: the canonical text of a value, by which effects compare dependencies
+//   - internal/stepmods: what effects change in a step, which the runtime applies
 //   - internal/modelcaps: which models take a strict response_format
 //   - internal/msghash: message hashes for content-keyed token counts
 //   - internal/scenario: the prompts the benchmarks share

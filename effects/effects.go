@@ -2,13 +2,13 @@ package effects
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/reprompt/reprompt/internal/callsite"
-	"github.com/reprompt/reprompt/internal/effectsrt"
 )
 
 // Func is an effect. It runs when its dependencies say it is due, with the
@@ -79,14 +79,16 @@ type slot struct {
 	pos      int  // position among all registrations of the last execution that registered it
 }
 
-// manager holds the effects of one prompt. Package prompt makes one per
-// Prompt through internal/effectsrt, and the runtime drives it through
-// internal/promptrt: it is not part of this package's API. Registration
-// and Run must be called from one goroutine at a time (the one executing
-// the prompt).
+// Manager holds the effects of one prompt across the executions of its
+// function: the prompt registers them at every execution (prompt.Prompt's
+// Effect hook), and a runtime runs those that are due at every step and
+// saves their dependency memory with its checkpoints. An effect author
+// never uses it; it is exported for the runtimes that drive prompts.
+// Registration and Run must be called from one goroutine at a time (the one
+// executing the prompt).
 //
-// The zero manager is ready to use.
-type manager struct {
+// The zero Manager is ready to use.
+type Manager struct {
 	slots []*slot
 	keyed map[string]*slot
 	regs  []registration
@@ -243,10 +245,8 @@ func (e *DuplicateKeyError) Error() string {
 	return fmt.Sprintf("effect key %q registered twice: at %s and at %s", e.Key, e.First, e.Now)
 }
 
-func init() { effectsrt.NewManager = func() any { return new(manager) } }
-
 // Begin starts an execution of the prompt function.
-func (m *manager) Begin() {
+func (m *Manager) Begin() {
 	clear(m.regs)
 	m.regs = m.regs[:0]
 	m.npos = 0
@@ -262,7 +262,7 @@ func (m *manager) Begin() {
 // identified by their position or key, and pc only tells a changed
 // registration order and names the sites in errors. A misuse is reported
 // by End.
-func (m *manager) Register(pc uintptr, deps Deps, fn Func, opts ...Option) {
+func (m *Manager) Register(pc uintptr, deps Deps, fn Func, opts ...Option) {
 	site := pc
 	r := registration{index: -1, pc: pc, deps: deps, fn: fn}
 	if len(opts) > 0 {
@@ -317,7 +317,7 @@ func withOptions(r registration, opts []Option) registration {
 // memory dropped. It returns the first misuse seen during the execution
 // (*HookOrderError, *DuplicateKeyError), or the *Error of cleanups that
 // panicked.
-func (m *manager) End() error {
+func (m *Manager) End() error {
 	if err := m.loopError(); err != nil {
 		return err
 	}
@@ -343,7 +343,7 @@ func (m *manager) End() error {
 // cleanUp runs the cleanups of slots in the order they were last
 // registered, all of them even when some panic, and returns the errors of
 // those that did.
-func (m *manager) cleanUp(slots []*slot) error {
+func (m *Manager) cleanUp(slots []*slot) error {
 	slices.SortStableFunc(slots, func(a, b *slot) int { return a.pos - b.pos })
 	var errs []error
 	for _, s := range slots {
@@ -359,7 +359,7 @@ func (m *manager) cleanUp(slots []*slot) error {
 // execution, when it registered more than one either time: effects in a
 // loop. (One effect that is registered or not is an effect inside an if,
 // which the position check reports when it matters.)
-func (m *manager) loopError() error {
+func (m *Manager) loopError() error {
 	if !m.hasPrev || slices.Equal(m.sites, m.prevSites) {
 		return nil // the same sites in the same order: the same counts
 	}
@@ -389,7 +389,7 @@ func countSites(sites []uintptr) map[uintptr]int {
 
 // runCleanups runs the cleanups of s in the order they were registered. A
 // panic stops them and is returned as an *Error naming the effect.
-func (m *manager) runCleanups(s *slot) error {
+func (m *Manager) runCleanups(s *slot) error {
 	fns := s.cleanups
 	s.cleanups = nil
 	for _, f := range fns {
@@ -413,13 +413,13 @@ func callCleanup(f func()) (pe *panicError) {
 // Run runs, in registration order, the effects of the given phase that are
 // due, and returns those that ran. s is the step they see; Run sets its
 // Phase. The first failing effect stops Run with an *Error.
-func (m *manager) Run(ctx context.Context, phase Phase, s *Step) ([]Ran, error) {
+func (m *Manager) Run(ctx context.Context, phase Phase, s *Step) ([]Ran, error) {
 	return m.run(ctx, phase, s, false)
 }
 
 // RunRecovery runs the BeforeCall effects registered with Recovery, due or
 // not, with s.ContextTooLong set. It reports ok=false when there is none.
-func (m *manager) RunRecovery(ctx context.Context, s *Step) (ran []Ran, ok bool, err error) {
+func (m *Manager) RunRecovery(ctx context.Context, s *Step) (ran []Ran, ok bool, err error) {
 	for i := range m.regs {
 		if m.regs[i].recovery && m.regs[i].phase == BeforeCall {
 			ok = true
@@ -433,7 +433,7 @@ func (m *manager) RunRecovery(ctx context.Context, s *Step) (ran []Ran, ok bool,
 	return ran, true, err
 }
 
-func (m *manager) run(ctx context.Context, phase Phase, s *Step, recovery bool) ([]Ran, error) {
+func (m *Manager) run(ctx context.Context, phase Phase, s *Step, recovery bool) ([]Ran, error) {
 	// The effects that ran are collected in m.ran, kept from run to run,
 	// and returned in a slice of their own of the right size.
 	ran := m.ran[:0]
@@ -567,7 +567,7 @@ func recovered(v any) *panicError {
 // even when some panic, and returns the *Error of each effect whose cleanup
 // panicked (joined with errors.Join). Cleanups run once: a second Close
 // runs nothing. The runtime calls it when a run ends.
-func (m *manager) Close() error {
+func (m *Manager) Close() error {
 	slots := slices.Clone(m.slots)
 	for _, s := range m.keyed {
 		slots = append(slots, s)
@@ -575,41 +575,63 @@ func (m *manager) Close() error {
 	return m.cleanUp(slots)
 }
 
-// Memory is the persistent part of the effects of a prompt: which effects already ran
-// and with which dependency values. It is JSON-serializable, so a resumed run
-// does not run again effects whose dependencies did not change.
-type Memory struct {
-	Slots []SlotMemory          `json:"slots,omitempty"`
-	Keyed map[string]SlotMemory `json:"keyed,omitempty"`
+// memory is the persistent part of the effects of a prompt: which effects
+// already ran and with which dependency values, as Manager.Memory writes it
+// in JSON, so that a resumed run does not run again effects whose
+// dependencies did not change.
+type memory struct {
+	Slots []slotMemory          `json:"slots,omitempty"`
+	Keyed map[string]slotMemory `json:"keyed,omitempty"`
 }
 
-// SlotMemory is the memory of one effect.
-type SlotMemory struct {
+// slotMemory is the memory of one effect.
+type slotMemory struct {
 	Ran  bool     `json:"ran"`
 	Deps []string `json:"deps,omitempty"`
 }
 
-// Memory returns a copy of the dependency memory.
-func (m *manager) Memory() Memory {
-	var mem Memory
+// emptyMemory is the memory of a prompt whose effects never ran.
+var emptyMemory = json.RawMessage(`{}`)
+
+// Memory returns the dependency memory as JSON, for a checkpoint: which
+// effects ran, by position or key, and the encoded values of their
+// dependencies. It holds no call site, so it restores under a build whose
+// code moved.
+func (m *Manager) Memory() json.RawMessage {
+	if len(m.slots) == 0 && len(m.keyed) == 0 {
+		return emptyMemory
+	}
+	var mem memory
 	if len(m.slots) > 0 {
-		mem.Slots = make([]SlotMemory, 0, len(m.slots))
+		mem.Slots = make([]slotMemory, 0, len(m.slots))
 	}
 	for _, s := range m.slots {
-		mem.Slots = append(mem.Slots, SlotMemory{Ran: s.ran, Deps: s.deps})
+		mem.Slots = append(mem.Slots, slotMemory{Ran: s.ran, Deps: s.deps})
 	}
 	if len(m.keyed) > 0 {
-		mem.Keyed = make(map[string]SlotMemory, len(m.keyed))
+		mem.Keyed = make(map[string]slotMemory, len(m.keyed))
 		for k, s := range m.keyed {
-			mem.Keyed[k] = SlotMemory{Ran: s.ran, Deps: s.deps}
+			mem.Keyed[k] = slotMemory{Ran: s.ran, Deps: s.deps}
 		}
 	}
-	return mem
+	raw, err := json.Marshal(mem)
+	if err != nil {
+		panic(err) // strings and bools only: cannot fail
+	}
+	return raw
 }
 
-// Restore replaces the manager's memory with mem. Call sites are not part of
-// the memory: the first execution after Restore records them anew.
-func (m *manager) Restore(mem Memory) {
+// Restore replaces the manager's memory with raw, as Memory wrote it (an
+// empty raw is no memory). Call sites are not part of the memory: the first
+// execution after Restore records them anew. It fails, changing nothing,
+// when raw is not such JSON.
+func (m *Manager) Restore(raw json.RawMessage) error {
+	var mem memory
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &mem); err != nil {
+			return fmt.Errorf("effects memory: %w", err)
+		}
+	}
 	m.hasPrev = false
 	m.slots = m.slots[:0]
 	for i, sm := range mem.Slots {
@@ -619,4 +641,5 @@ func (m *manager) Restore(mem Memory) {
 	for k, sm := range mem.Keyed {
 		m.keyed[k] = &slot{id: "key:" + k, ran: sm.Ran, deps: sm.Deps}
 	}
+	return nil
 }

@@ -2,7 +2,6 @@ package effects_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -12,10 +11,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
 	"github.com/reprompt/reprompt/internal/callsite"
+	"github.com/reprompt/reprompt/internal/canon"
+	"github.com/reprompt/reprompt/internal/stepmods"
 )
 
 // register registers fn on m with the caller's line as its call site, as
@@ -228,7 +230,7 @@ func TestEncodeComparesByValue(t *testing.T) {
 				})
 			}
 			done := make(chan [2]string, 1)
-			go func() { done <- [2]string{effects.Encode(tt.a), effects.Encode(tt.b)} }()
+			go func() { done <- [2]string{canon.Encode(tt.a), canon.Encode(tt.b)} }()
 			var enc [2]string
 			select {
 			case enc = <-done:
@@ -238,7 +240,7 @@ func TestEncodeComparesByValue(t *testing.T) {
 			if got := enc[0] == enc[1]; got != tt.equal {
 				t.Errorf("Encode(a) == Encode(b) is %v, want %v\na: %s\nb: %s", got, tt.equal, enc[0], enc[1])
 			}
-			if again := effects.Encode(tt.a); again != enc[0] {
+			if again := canon.Encode(tt.a); again != enc[0] {
 				t.Errorf("Encode is not deterministic: %s then %s", enc[0], again)
 			}
 
@@ -279,7 +281,7 @@ func TestEncodeNeverPanics(t *testing.T) {
 					t.Errorf("Encode(vals[%d]) panicked: %v", i, p)
 				}
 			}()
-			_ = effects.Encode(v)
+			_ = canon.Encode(v)
 		}()
 	}
 }
@@ -615,26 +617,17 @@ func TestMemoryRestore(t *testing.T) {
 	var runs []string
 	execute(t, &m, 0, prompt(&m, 1, &runs))
 
-	data, err := json.Marshal(m.Memory())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mem effects.Memory
-	if err := json.Unmarshal(data, &mem); err != nil {
-		t.Fatal(err)
-	}
-	want := effects.Memory{
-		Slots: []effects.SlotMemory{{Ran: true, Deps: []string{"1"}}, {Ran: true}},
-		Keyed: map[string]effects.SlotMemory{"k": {Ran: true, Deps: []string{"[1]"}}},
-	}
-	if diff := cmp.Diff(want, mem); diff != "" {
-		t.Errorf("memory mismatch (-want +got):\n%s", diff)
-	}
+	mem := m.Memory()
+	// By position and key: no call site in what a checkpoint stores.
+	assert.JSONEq(t, `{"slots":[{"ran":true,"deps":["1"]},{"ran":true}],"keyed":{"k":{"ran":true,"deps":["[1]"]}}}`, string(mem))
+	var none effects.Manager
+	assert.JSONEq(t, `{}`, string(none.Memory()), "a manager whose effects never ran")
+	assert.Error(t, none.Restore([]byte(`{"slots":`)), "memory that is not JSON is refused")
 
 	// A fresh manager restored from the memory does not run again the
 	// effects whose dependencies did not change, even from new call sites.
 	var r effects.Manager
-	r.Restore(mem)
+	require.NoError(t, r.Restore(mem))
 	var after []string
 	execute(t, &r, 1, prompt(&r, 1, &after))
 	if len(after) != 0 {
@@ -769,7 +762,7 @@ func TestSetVariable(t *testing.T) {
 	s.SetVariable("b", "1")
 	s.SetVariable("a", []int{1})
 	s.SetVariable("b", "2") // keeps its position
-	want := []effects.Variable{{Name: "b", Value: "2"}, {Name: "a", Value: []int{1}}}
+	want := []stepmods.Variable{{Name: "b", Value: "2"}, {Name: "a", Value: []int{1}}}
 	if diff := cmp.Diff(want, s.Mods().Variables); diff != "" {
 		t.Errorf("variables mismatch (-want +got):\n%s", diff)
 	}

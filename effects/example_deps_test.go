@@ -3,21 +3,10 @@ package effects_test
 import (
 	"context"
 	"fmt"
-	"math"
 
 	"github.com/reprompt/reprompt/effects"
 	"github.com/reprompt/reprompt/internal/callsite"
 )
-
-func ExampleEncode() {
-	a := map[string][]float64{"x": {1, math.NaN()}, "a": {math.Copysign(0, -1)}}
-	b := map[string][]float64{"a": {0}, "x": {1, math.NaN()}}
-	fmt.Println(effects.Encode(a))
-	fmt.Println(effects.Encode(a) == effects.Encode(b))
-	// Output:
-	// {"a": [0], "x": [1, NaN]}
-	// true
-}
 
 func ExampleNamed() {
 	var m effects.Manager

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/internal/stepmods"
 )
 
 // Step is what an effect sees of the current step and how it changes it.
@@ -58,7 +59,7 @@ type Step struct {
 	appended  []defs.Message // messages appended since the last replace
 	replaced  bool           // a ReplaceMessages view is in force
 	rewritten bool           // base is no longer the transcript Budget describes
-	mods      Mods
+	mods      stepmods.Mods
 	current   *slot
 }
 
@@ -88,19 +89,9 @@ func (b Budget) Tokens(msgs []defs.Message) int {
 	}
 	n := 0
 	for _, m := range msgs {
-		n += EstimateTokens(m)
+		n += stepmods.EstimateTokens(m)
 	}
 	return n
-}
-
-// EstimateTokens estimates a message's tokens at four characters a token,
-// plus four tokens of framing.
-func EstimateTokens(m defs.Message) int {
-	c := len(m.Content) + len(m.Reasoning)
-	for _, tc := range m.ToolCalls {
-		c += len(tc.Name) + len(tc.Arguments)
-	}
-	return 4 + (c+3)/4
 }
 
 // Tokens returns the estimated input tokens of the step's request as it
@@ -135,33 +126,6 @@ type RunStats struct {
 	Cost float64
 	// Elapsed is the wall time since the run started.
 	Elapsed time.Duration
-}
-
-// Mods are the changes effects made to a step. The runtime applies them.
-type Mods struct {
-	// Committed is set when the transcript was replaced; Transcript is the
-	// new transcript.
-	Committed  bool
-	Transcript []defs.Message
-	// Viewed is set when this step's messages differ from the transcript;
-	// Messages are the messages to send.
-	Viewed   bool
-	Messages []defs.Message
-	// Verbatim is the number of leading Messages that are the transcript
-	// itself (all of it after AppendMessages, 0 after ReplaceMessages): the
-	// runtime checks and counts only the rest again.
-	Verbatim int
-	// Tools and Systems, when non-nil, are the only names allowed at this
-	// step.
-	Tools, Systems []string
-	// Variables are values set for this step only, in the order first set.
-	Variables []Variable
-}
-
-// Variable is a variable value set by an effect for one step.
-type Variable struct {
-	Name  string
-	Value any
 }
 
 // NewStep returns the step effects see, over the transcript msgs. The step
@@ -281,7 +245,7 @@ func (s *Step) SetVariable(name string, value any) {
 			return
 		}
 	}
-	s.mods.Variables = append(s.mods.Variables, Variable{Name: name, Value: value})
+	s.mods.Variables = append(s.mods.Variables, stepmods.Variable{Name: name, Value: value})
 }
 
 // Cleanup registers fn to run before the current effect runs again, when
@@ -300,7 +264,7 @@ func (s *Step) Cleanup(fn func()) {
 
 // Mods returns the changes made to the step. The runtime calls it after the
 // effects ran.
-func (s *Step) Mods() *Mods {
+func (s *Step) Mods() *stepmods.Mods {
 	if s.mods.Viewed {
 		s.mods.Messages = s.view
 	}

@@ -44,9 +44,11 @@ func contextName(c context.Context) string {
 	return reflect.TypeOf(c).String()
 }
 
-// withToolCall returns a context carrying the id of the tool call being run
-// and r, the runner of the sub-agents it may start. The runtime sets one for
-// every tool call (through internal/promptrt).
-func withToolCall(ctx context.Context, r AgentRunner, id string) context.Context {
+// WithToolCall returns the context a runtime gives a tool call: it carries
+// the id of the call (CallID returns it) and r, which runs the sub-agents a
+// DefAgent tool starts, in one value. A test that calls a tool's function
+// directly may use it too (WithCallID when the tool starts no sub-agent).
+// A nil r leaves the runner ctx carries, if any.
+func WithToolCall(ctx context.Context, r AgentRunner, id string) context.Context {
 	return &callCtx{Context: ctx, id: id, runner: r}
 }

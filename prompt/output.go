@@ -57,7 +57,7 @@ func DefOutput[T any](p *Prompt, name, description string) {
 	if sch.err != nil {
 		misuse("DefOutput "+name, sch.err, 1)
 	}
-	p.output = sch.declaration(name, description)
+	p.c().SetOutput(sch.declaration(name, description))
 }
 
 // declaration returns the definition of an output of this type named name:

@@ -4,15 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strconv"
-	"strings"
-	"sync/atomic"
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
 	"github.com/reprompt/reprompt/internal/callsite"
-	"github.com/reprompt/reprompt/internal/promptrt"
+	"github.com/reprompt/reprompt/internal/core"
 	"github.com/reprompt/reprompt/state"
 )
 
@@ -24,49 +20,28 @@ type Func func(p *Prompt) error
 // called only while the prompt function executes; calling one from a tool or
 // an effect panics with a *MisuseError. The Setter returned by State and the
 // handles returned by the Def methods may be used at any time.
-type Prompt struct {
-	reg           *defs.Registry
-	store         *state.Store
-	eff           promptrt.Manager
-	step          atomic.Int64 // read by Step from any goroutine (a tool's, still running)
-	input         string
-	executing     atomic.Bool           // an execution is under way (read by hooks called from any goroutine)
-	ctx           context.Context       // the context of the execution under way
-	seen          map[string]struct{}   // identities of declared messages added so far
-	restored      map[string]struct{}   // role+text identities restored by markMessagesSeen
-	seenList      []string              // seenMessages' last result, nil once seen or restored changed
-	added         []defs.Message        // messages added by the current execution
-	addedIDs      [][2]string           // their identities: by position or key, by role and text
-	msgPCs        []uintptr             // the call sites of the unkeyed messages, by position, at the last execution
-	msgN          int                   // unkeyed messages declared by the current execution
-	msgErr        error                 // the first *MessageOrderError of the current execution
-	tools         map[string]*toolEntry // tool names by the last execution that declared them (see toolEntry)
-	execs         int                   // executions begun
-	toolsDeclared int                   // tool names the current execution declared
-	output        *defs.Output          // the typed answer the current execution declared (DefOutput)
-}
+//
+// A Prompt is the state of its prompt across executions (definitions, state,
+// effects, declared messages), which the runtime executes; it is defined
+// from the runtime's internal type, and has the methods below only.
+type Prompt core.Prompt
+
+// c returns the state behind p.
+func (p *Prompt) c() *core.Prompt { return (*core.Prompt)(p) }
 
 // New returns a Prompt with empty definitions, state and effects. input is
 // the task a sub-agent was given ("" for a top-level prompt).
-func New(input string) *Prompt {
-	return &Prompt{
-		reg:      defs.NewRegistry(),
-		store:    state.New(),
-		eff:      promptrt.NewManager(),
-		input:    input,
-		seen:     make(map[string]struct{}),
-		restored: make(map[string]struct{}),
-	}
-}
+func New(input string) *Prompt { return (*Prompt)(core.New(input)) }
 
 // Store returns the prompt's state.
-func (p *Prompt) Store() *state.Store { return p.store }
+func (p *Prompt) Store() *state.Store { return p.c().Store() }
 
-// Step returns the number of the step being prepared, from 0.
-func (p *Prompt) Step() int { return int(p.step.Load()) }
+// Step returns the number of the step being prepared, from 0. It may be
+// called from any goroutine.
+func (p *Prompt) Step() int { return p.c().Step() }
 
 // Input returns the task given to a sub-agent, or "" for a top-level prompt.
-func (p *Prompt) Input() string { return p.input }
+func (p *Prompt) Input() string { return p.c().Input() }
 
 // Error is a prompt function that failed: it returned an error, panicked, or
 // misused a hook.
@@ -125,7 +100,7 @@ func misuse(hook string, err error, skip int) {
 // hooks while the execution is still under way is not (nothing tells it from
 // the prompt function's own goroutine); the rules of hooks forbid it.
 func (p *Prompt) check(hook string) {
-	if !p.executing.Load() {
+	if !p.c().Executing() {
 		misuse(hook, errOutside, 2)
 	}
 }
@@ -135,139 +110,14 @@ func (p *Prompt) check(hook string) {
 // the prompt function passes to a setter (see State). It is a hook.
 func (p *Prompt) Context() context.Context {
 	p.check("Context")
-	return p.ctx
-}
-
-// execute runs fn as execution number step: it re-declares definitions,
-// reconciles the ones not declared again, and collects effects. It returns
-// the messages the execution declared for the first time, for the caller to
-// append to the transcript. A failure is an *Error.
-func (p *Prompt) execute(ctx context.Context, step int, fn Func) (added []defs.Message, err error) {
-	p.step.Store(int64(step))
-	p.added = p.added[:0]
-	p.addedIDs = p.addedIDs[:0]
-	p.msgN, p.msgErr = 0, nil
-	p.execs++
-	p.toolsDeclared = 0
-	p.output = nil
-	p.reg.BeginExecution()
-	p.eff.Begin()
-	p.ctx = ctx
-	p.executing.Store(true)
-	defer func() {
-		p.executing.Store(false)
-		p.ctx = nil
-		if v := recover(); v != nil {
-			var me *MisuseError
-			if e, ok := v.(error); ok && errors.As(e, &me) {
-				err = &Error{Step: step, Site: me.Site, Err: me}
-				return
-			}
-			perr, ok := v.(error)
-			if !ok {
-				perr = fmt.Errorf("%v", v)
-			}
-			err = &Error{Step: step, Site: callsite.Panic().String(), Panicked: true, Err: perr}
-		}
-	}()
-	if ferr := fn(p); ferr != nil {
-		return nil, &Error{Step: step, Err: ferr}
-	}
-	if me, ok := p.msgErr.(*MessageOrderError); ok {
-		return nil, &Error{Step: step, Site: me.Now, Err: me}
-	}
-	p.reg.Reconcile()
-	p.forgetUndeclaredTools()
-	if eerr := p.eff.End(); eerr != nil {
-		return nil, &Error{Step: step, Site: effectSite(eerr), Err: eerr}
-	}
-	return p.added, nil
-}
-
-// effectSite returns the call site an error of the effects names: the
-// effect registered out of order, the second use of a key, or the effect
-// whose cleanup panicked.
-func effectSite(err error) string {
-	var he *effects.HookOrderError
-	var de *effects.DuplicateKeyError
-	var ee *effects.Error
-	switch {
-	case errors.As(err, &he):
-		return he.Now
-	case errors.As(err, &de):
-		return de.Now
-	case errors.As(err, &ee):
-		return ee.Site // a cleanup of an effect no longer registered
-	}
-	return ""
-}
-
-// markMessagesSeen records messages as already added, so that a resumed
-// prompt does not add its declared messages again. It is used by the
-// runtime when it restores a session, with the identities seenMessages
-// returned, and by a sub-agent for its task message (messageID).
-//
-// Identities by role and text (messageID, saved beside every position or
-// key, and all of those of checkpoints written before messages were
-// identified by position) are matched against a declared message whose
-// position or key was not seen: a resumed run of such a checkpoint does not
-// add again a message it already holds. (Identities by call site, which
-// older checkpoints hold too, match nothing and are kept as they are.)
-func (p *Prompt) markMessagesSeen(ids []string) {
-	p.seenList = nil
-	for _, id := range ids {
-		if isTextID(id) {
-			p.restored[id] = struct{}{}
-		} else {
-			p.seen[id] = struct{}{}
-		}
-	}
-}
-
-// forget makes declared messages count as not added yet, so that the next
-// execution that declares them adds them. msgs are messages the last
-// execution added, as execute returned them. The runtime uses it when it
-// re-executes a prompt function only to complete an interrupted step.
-func (p *Prompt) forget(msgs []defs.Message) {
-	p.seenList = nil
-	for i, a := range p.added {
-		for _, m := range msgs {
-			if a.Identical(m) {
-				delete(p.seen, p.addedIDs[i][0])
-				delete(p.seen, p.addedIDs[i][1])
-				break
-			}
-		}
-	}
-}
-
-// seenMessages returns the identities of the declared messages added so
-// far, sorted: by position or key, and by role and text (see
-// markMessagesSeen). The slice is shared by the calls made while no
-// message is added (every checkpoint of a run saves it): read-only.
-func (p *Prompt) seenMessages() []string {
-	if p.seenList != nil {
-		return p.seenList
-	}
-	out := make([]string, 0, len(p.seen)+len(p.restored))
-	for id := range p.seen {
-		out = append(out, id)
-	}
-	for id := range p.restored {
-		if _, ok := p.seen[id]; !ok {
-			out = append(out, id)
-		}
-	}
-	slices.Sort(out)
-	p.seenList = slices.Clip(out)
-	return p.seenList
+	return p.c().Context()
 }
 
 // Def declares a string variable, rendered in the system prompt's
 // <variables> block.
 func (p *Prompt) Def(name, value string) defs.Handle {
 	p.check("Def")
-	return p.reg.Declare(defs.Def{Kind: defs.KindVariable, Name: name, Text: value})
+	return p.c().Registry().Declare(defs.Def{Kind: defs.KindVariable, Name: name, Text: value})
 }
 
 // DefData declares a structured variable, rendered as YAML in the
@@ -280,14 +130,14 @@ func (p *Prompt) Def(name, value string) defs.Handle {
 // the step with an error naming the variable.
 func (p *Prompt) DefData(name string, value any) defs.Handle {
 	p.check("DefData")
-	return p.reg.Declare(defs.Def{Kind: defs.KindVariable, Name: name, Data: value, IsData: true})
+	return p.c().Registry().Declare(defs.Def{Kind: defs.KindVariable, Name: name, Data: value, IsData: true})
 }
 
 // DefSystem declares a named part of the system prompt, rendered as
 // <name>text</name> in declaration order.
 func (p *Prompt) DefSystem(name, text string) defs.Handle {
 	p.check("DefSystem")
-	return p.reg.Declare(defs.Def{Kind: defs.KindSystem, Name: name, Text: text})
+	return p.c().Registry().Declare(defs.Def{Kind: defs.KindSystem, Name: name, Text: text})
 }
 
 // DefMessage adds a message to the transcript the first time it is
@@ -364,73 +214,11 @@ func (e *MessageOrderError) Error() string {
 		e.Index, e.Now, e.Was)
 }
 
-// positionIDs are the identities of the first unkeyed messages by
-// position, made once: a declaration costs no allocation.
-var positionIDs = func() []string {
-	ids := make([]string, 64)
-	for i := range ids {
-		ids[i] = "#" + strconv.Itoa(i)
-	}
-	return ids
-}()
-
-func positionID(i int) string {
-	if i < len(positionIDs) {
-		return positionIDs[i]
-	}
-	return "#" + strconv.Itoa(i)
-}
-
 // defMessage declares a message for the user's function two frames up.
 func (p *Prompt) defMessage(role defs.Role, text string, opts []MessageOption) {
-	var id string
-	if key := messageKey(opts); key != "" {
-		id = "key:" + key
-	} else {
-		i := p.msgN
-		p.msgN++
-		pc := callsite.CallerPC(2)
-		if i < len(p.msgPCs) {
-			if was := p.msgPCs[i]; was != 0 && was != pc && p.msgErr == nil {
-				p.msgErr = &MessageOrderError{Index: i, Was: callsite.Name(was), Now: callsite.Name(pc)}
-			}
-			p.msgPCs[i] = pc
-		} else {
-			p.msgPCs = append(p.msgPCs, pc)
-		}
-		id = positionID(i)
+	if o := p.c().DeclareMessage(role, text, messageKey(opts), callsite.CallerPC(2)); o != nil {
+		p.c().Fail(o.Now, &MessageOrderError{Index: o.Index, Was: o.Was, Now: o.Now})
 	}
-	if _, ok := p.seen[id]; ok {
-		return
-	}
-	textID := messageID(role, text)
-	p.seenList = nil
-	p.seen[id] = struct{}{}
-	if _, ok := p.restored[textID]; ok {
-		return // added before the checkpoint this prompt was restored from
-	}
-	p.seen[textID] = struct{}{}
-	p.added = append(p.added, defs.Message{Role: role, Content: text})
-	p.addedIDs = append(p.addedIDs, [2]string{id, textID})
-}
-
-// messageID returns the identity of a message by role and text. It is how
-// checkpoints written before messages were identified by position name
-// them, and how a sub-agent marks its task message as added (see
-// markMessagesSeen).
-func messageID(role defs.Role, text string) string { return string(role) + "\x00" + text }
-
-// isTextID reports whether id was made by messageID.
-func isTextID(id string) bool {
-	role, _, ok := strings.Cut(id, "\x00")
-	if !ok {
-		return false
-	}
-	switch defs.Role(role) {
-	case defs.RoleUser, defs.RoleAssistant, defs.RoleSystem, defs.RoleTool:
-		return true
-	}
-	return false
 }
 
 // User declares a user message: DefMessage(defs.RoleUser, text, opts...).
@@ -446,7 +234,7 @@ func (p *Prompt) User(text string, opts ...MessageOption) {
 // memory.
 func (p *Prompt) Effect(deps effects.Deps, fn effects.Func, opts ...effects.Option) {
 	p.check("Effect")
-	p.eff.Register(callsite.CallerPC(1), deps, fn, opts...)
+	p.c().Effects().Register(callsite.CallerPC(1), deps, fn, opts...)
 }
 
 // State returns the value of key as of this execution and its setter. The
@@ -455,11 +243,11 @@ func (p *Prompt) Effect(deps effects.Deps, fn effects.Func, opts ...effects.Opti
 // a run error naming the call site) if the key holds another type than T.
 func State[T any](p *Prompt, key string, initial T) (T, state.Setter[T]) {
 	p.check("State")
-	v, err := state.Init(p.store, key, initial)
+	v, err := state.Init(p.c().Store(), key, initial)
 	if err != nil {
 		misuse("State", err, 1)
 	}
-	return v, state.NewSetter[T](p.store, key)
+	return v, state.NewSetter[T](p.c().Store(), key)
 }
 
 // GetState returns the live value of key: a value set since this execution
@@ -467,7 +255,7 @@ func State[T any](p *Prompt, key string, initial T) (T, state.Setter[T]) {
 // ctx is. It may be called at any time, from tools and effects too. The
 // error is a *state.TypeError or *state.NotFoundError.
 func GetState[T any](ctx context.Context, p *Prompt, key string) (T, error) {
-	return state.Get[T](ctx, p.store, key)
+	return state.Get[T](ctx, p.c().Store(), key)
 }
 
 // AgentRunner runs sub-agents. The runtime puts one in the context of every
@@ -483,12 +271,6 @@ type AgentRunner interface {
 }
 
 type runnerKey struct{}
-
-// withAgentRunner returns a context carrying r. The runtime sets one in the
-// context of every tool call (through internal/promptrt).
-func withAgentRunner(ctx context.Context, r AgentRunner) context.Context {
-	return context.WithValue(ctx, runnerKey{}, r)
-}
 
 // ErrNoAgentRunner is returned by a sub-agent tool called without an
 // AgentRunner in its context.

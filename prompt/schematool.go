@@ -19,16 +19,16 @@ func resolveGiven(raw json.RawMessage) *toolSchema {
 	if v, ok := givenSchemas.Load(string(raw)); ok {
 		return v.(*toolSchema)
 	}
-	ts := &toolSchema{raw: raw}
+	ts := &toolSchema{Raw: raw}
 	var s jsonschema.Schema
 	switch err := json.Unmarshal(raw, &s); {
 	case err != nil:
-		ts.err = fmt.Errorf("the JSON Schema of the arguments is not valid: %w", err)
+		ts.Err = fmt.Errorf("the JSON Schema of the arguments is not valid: %w", err)
 	case s.Type != "object":
-		ts.err = fmt.Errorf("the JSON Schema of the arguments must have type \"object\", not %q", s.Type)
+		ts.Err = fmt.Errorf("the JSON Schema of the arguments must have type \"object\", not %q", s.Type)
 	default:
-		if ts.resolved, err = s.Resolve(nil); err != nil {
-			ts.err = fmt.Errorf("the JSON Schema of the arguments cannot be used: %w", err)
+		if ts.Resolved, err = s.Resolve(nil); err != nil {
+			ts.Err = fmt.Errorf("the JSON Schema of the arguments cannot be used: %w", err)
 		}
 	}
 	v, _ := givenSchemas.LoadOrStore(string(raw), ts)
@@ -49,12 +49,12 @@ func (p *Prompt) DefSchemaTool(name, description string, schema json.RawMessage,
 	p.check("DefSchemaTool")
 	e := p.checkTool("DefSchemaTool", name)
 	ts := resolveGiven(schema)
-	if ts.err != nil {
-		misuse("DefSchemaTool "+name, ts.err, 1)
+	if ts.Err != nil {
+		misuse("DefSchemaTool "+name, ts.Err, 1)
 	}
 	o, id := toolOpts(opts), funcID(fn)
-	if t := e.last.same(description, ts, o, id); t != nil {
-		return p.reg.Declare(defs.Def{Kind: defs.KindTool, Name: name, Tool: t})
+	if t := same(&e.Last, description, ts, o, id); t != nil {
+		return p.c().Registry().Declare(defs.Def{Kind: defs.KindTool, Name: name, Tool: t})
 	}
 	return p.declareTool(e, name, description, ts, nil, o, id, func(ctx context.Context, raw json.RawMessage) (string, error) {
 		return fn(ctx, orEmpty(raw))

@@ -4,62 +4,28 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"reflect"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/internal/callsite"
+	"github.com/reprompt/reprompt/internal/core"
 )
 
-// toolSchema is the schema generated for one argument type, cached for the
-// life of the process: a prompt re-declares its tools at every step.
-type toolSchema struct {
-	raw      json.RawMessage
-	resolved *jsonschema.Resolved
-	err      error
-	noFields bool // the argument type is a struct without fields
-	// valid holds the last arguments that validated: a model often calls a
-	// tool with the same arguments ("{}" for a tool without any), and
-	// validating them again is the costliest part of a call.
-	valid atomic.Pointer[string]
-	// validators holds the Validate function of each tool name using the
-	// schema, made once rather than at every declaration. The map is never
-	// changed once stored (a new name stores a copy), so that the lookup
-	// every declaration makes takes no lock: schemas are shared by every
-	// prompt of the process.
-	mu         sync.Mutex // serialises the stores
-	validators atomic.Pointer[map[string]func(json.RawMessage) error]
-}
+// toolSchema is the schema generated for one argument type (or given to
+// DefSchemaTool), cached for the life of the process: a prompt re-declares
+// its tools at every step.
+type toolSchema = core.Schema
 
 // validator returns the Validate function of the tool name.
-func (ts *toolSchema) validator(name string) func(json.RawMessage) error {
-	if m := ts.validators.Load(); m != nil {
-		if f := (*m)[name]; f != nil {
-			return f
-		}
-	}
-	ts.mu.Lock()
-	defer ts.mu.Unlock()
-	old := ts.validators.Load()
-	if old != nil {
-		if f := (*old)[name]; f != nil {
-			return f
-		}
-	}
-	m := make(map[string]func(json.RawMessage) error, 1)
-	if old != nil {
-		m = maps.Clone(*old)
-	}
-	f := func(raw json.RawMessage) error { return validate(name, ts, raw) }
-	m[name] = f
-	ts.validators.Store(&m)
-	return f
+func validator(ts *toolSchema, name string) func(json.RawMessage) error {
+	return ts.Validator(name, func() func(json.RawMessage) error {
+		return func(raw json.RawMessage) error { return validate(name, ts, raw) }
+	})
 }
 
 var schemaCache sync.Map // reflect.Type → *toolSchema
@@ -68,18 +34,18 @@ func schemaFor(t reflect.Type) *toolSchema {
 	if v, ok := schemaCache.Load(t); ok {
 		return v.(*toolSchema)
 	}
-	ts := &toolSchema{noFields: t.Kind() == reflect.Struct && t.NumField() == 0}
+	ts := &toolSchema{NoFields: t.Kind() == reflect.Struct && t.NumField() == 0}
 	s, err := jsonschema.ForType(t, nil)
 	switch {
 	case err != nil:
-		ts.err = fmt.Errorf("cannot make a JSON Schema for %s: %w", t, err)
+		ts.Err = fmt.Errorf("cannot make a JSON Schema for %s: %w", t, err)
 	case s.Type != "object":
-		ts.err = fmt.Errorf("tool arguments must be a struct or a map, not %s", t)
+		ts.Err = fmt.Errorf("tool arguments must be a struct or a map, not %s", t)
 	default:
-		if ts.raw, err = json.Marshal(s); err == nil {
-			ts.resolved, err = s.Resolve(nil)
+		if ts.Raw, err = json.Marshal(s); err == nil {
+			ts.Resolved, err = s.Resolve(nil)
 		}
-		ts.err = err
+		ts.Err = err
 	}
 	v, _ := schemaCache.LoadOrStore(t, ts)
 	return v.(*toolSchema)
@@ -141,26 +107,17 @@ func ValidToolName(name string) bool {
 // checkTool panics with a *MisuseError naming the caller of hook (DefTool
 // or DefAgent) when name is not a valid tool name or was already declared
 // in this execution. It returns the name's entry, marked as declared.
-func (p *Prompt) checkTool(hook, name string) *toolEntry {
+func (p *Prompt) checkTool(hook, name string) *core.ToolEntry {
 	if !ValidToolName(name) {
 		misuse(hook, &ToolNameError{Name: name}, 2)
 	}
 	pc := callsite.CallerPC(2)
-	e := p.tools[name]
-	switch {
-	case e != nil && e.exec == p.execs:
+	e, first, dup := p.c().DeclareTool(name, pc)
+	if dup {
 		now := callsite.Name(pc)
 		panic(&MisuseError{Hook: hook, Site: now,
-			Err: &DuplicateToolError{Name: name, First: callsite.Name(e.pc), Now: now}})
-	case e == nil:
-		if p.tools == nil {
-			p.tools = make(map[string]*toolEntry)
-		}
-		e = new(toolEntry)
-		p.tools[name] = e
+			Err: &DuplicateToolError{Name: name, First: callsite.Name(first), Now: now}})
 	}
-	e.exec, e.pc = p.execs, pc
-	p.toolsDeclared++
 	return e
 }
 
@@ -183,23 +140,23 @@ func DefTool[A, R any](p *Prompt, name, description string, fn func(ctx context.
 	p.check("DefTool")
 	e := p.checkTool("DefTool", name)
 	typ := reflect.TypeFor[A]()
-	ts := e.last.ts // the schema of the last declaration, when made for A (saves the cache's lookup)
-	if ts == nil || e.last.typ != typ {
+	ts := e.Last.Schema // the schema of the last declaration, when made for A (saves the cache's lookup)
+	if ts == nil || e.Last.Type != typ {
 		ts = schemaFor(typ)
 	}
-	if ts.err != nil {
-		misuse("DefTool "+name, ts.err, 1)
+	if ts.Err != nil {
+		misuse("DefTool "+name, ts.Err, 1)
 	}
 	if err := checkApprovalType(opts, typ); err != nil {
 		misuse("DefTool "+name, err, 1)
 	}
 	o, id := toolOpts(opts), funcID(fn)
-	if t := e.last.same(description, ts, o, id); t != nil {
-		return p.reg.Declare(defs.Def{Kind: defs.KindTool, Name: name, Tool: t})
+	if t := same(&e.Last, description, ts, o, id); t != nil {
+		return p.c().Registry().Declare(defs.Def{Kind: defs.KindTool, Name: name, Tool: t})
 	}
 	return p.declareTool(e, name, description, ts, typ, o, id, func(ctx context.Context, raw json.RawMessage) (string, error) {
 		var args A
-		if !ts.noFields || !ts.known(raw) { // a valid object decodes into no fields as nothing
+		if !ts.NoFields || !known(ts, raw) { // a valid object decodes into no fields as nothing
 			if err := json.Unmarshal(orEmpty(raw), &args); err != nil {
 				return "", &ArgumentsError{Tool: name, Err: err}
 			}
@@ -215,18 +172,18 @@ func DefTool[A, R any](p *Prompt, name, description string, fn func(ctx context.
 // declareTool declares a tool whose arguments ts describes and validates,
 // and which runs call, the wrapper of the user's function fn (see
 // sameTool).
-func (p *Prompt) declareTool(e *toolEntry, name, description string, ts *toolSchema, typ reflect.Type, o toolOptions, fn unsafe.Pointer, call defs.ToolFunc) defs.Handle {
+func (p *Prompt) declareTool(e *core.ToolEntry, name, description string, ts *toolSchema, typ reflect.Type, o toolOptions, fn unsafe.Pointer, call defs.ToolFunc) defs.Handle {
 	t := &defs.Tool{
 		Name:          name,
 		Description:   description,
 		Idempotent:    o.idempotent,
 		NeedsApproval: o.approval,
-		Schema:        ts.raw,
-		Validate:      ts.validator(name),
+		Schema:        ts.Raw,
+		Validate:      validator(ts, name),
 		Call:          call,
 	}
-	e.last = lastTool{tool: t, ts: ts, typ: typ, fn: fn}
-	return p.reg.Declare(defs.Def{Kind: defs.KindTool, Name: name, Tool: t})
+	e.Last = core.LastTool{Tool: t, Schema: ts, Type: typ, Fn: fn}
+	return p.c().Registry().Declare(defs.Def{Kind: defs.KindTool, Name: name, Tool: t})
 }
 
 func orEmpty(raw json.RawMessage) json.RawMessage {
@@ -238,13 +195,10 @@ func orEmpty(raw json.RawMessage) json.RawMessage {
 
 // known reports whether raw are the last arguments that validated against
 // ts.
-func (ts *toolSchema) known(raw json.RawMessage) bool {
-	last := ts.valid.Load()
-	return last != nil && *last == string(orEmpty(raw))
-}
+func known(ts *toolSchema, raw json.RawMessage) bool { return ts.Known(string(orEmpty(raw))) }
 
 func validate(name string, ts *toolSchema, raw json.RawMessage) error {
-	if ts.known(raw) {
+	if known(ts, raw) {
 		return nil // validation depends on the schema and the arguments only
 	}
 	raw = orEmpty(raw)
@@ -252,11 +206,10 @@ func validate(name string, ts *toolSchema, raw json.RawMessage) error {
 	if err := json.Unmarshal(raw, &inst); err != nil {
 		return &ArgumentsError{Tool: name, Err: fmt.Errorf("not valid JSON: %w", err)}
 	}
-	if err := ts.resolved.Validate(inst); err != nil {
+	if err := ts.Resolved.Validate(inst); err != nil {
 		return &ArgumentsError{Tool: name, Err: err}
 	}
-	valid := string(raw)
-	ts.valid.Store(&valid)
+	ts.MarkValid(string(raw))
 	return nil
 }
 
@@ -339,15 +292,15 @@ func (p *Prompt) DefAgent(name, description string, fn Func, opts ...ToolOption)
 		misuse("DefAgent "+name, err, 1)
 	}
 	o := toolOpts(opts)
-	e.last = lastTool{} // a sub-agent's tool is made anew (see toolEntry)
-	return p.reg.Declare(defs.Def{Kind: defs.KindTool, Name: name, Tool: &defs.Tool{
+	e.Last = core.LastTool{} // a sub-agent's tool is made anew (see core.ToolEntry)
+	return p.c().Registry().Declare(defs.Def{Kind: defs.KindTool, Name: name, Tool: &defs.Tool{
 		Name:          name,
 		Description:   description,
-		Schema:        ts.raw,
+		Schema:        ts.Raw,
 		Agent:         true,
 		Idempotent:    o.idempotent,
 		NeedsApproval: o.approval,
-		Validate:      ts.validator(name),
+		Validate:      validator(ts, name),
 		Call: func(ctx context.Context, raw json.RawMessage) (string, error) {
 			var args AgentArgs
 			if err := json.Unmarshal(orEmpty(raw), &args); err != nil {

@@ -5,8 +5,8 @@ import (
 	"slices"
 
 	"github.com/reprompt/reprompt/defs"
-	"github.com/reprompt/reprompt/effects"
 	"github.com/reprompt/reprompt/internal/msghash"
+	"github.com/reprompt/reprompt/internal/stepmods"
 	"github.com/reprompt/reprompt/llm"
 )
 
@@ -15,7 +15,7 @@ import (
 type estimator struct{}
 
 func (estimator) Text(s string) int          { return (len(s) + 3) / 4 }
-func (estimator) Message(m defs.Message) int { return effects.EstimateTokens(m) }
+func (estimator) Message(m defs.Message) int { return stepmods.EstimateTokens(m) }
 func (estimator) Tool(n, d string, p json.RawMessage) int {
 	return 8 + (len(n)+len(d)+len(p)+3)/4
 }

@@ -14,7 +14,6 @@ import (
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/internal/callsite"
-	"github.com/reprompt/reprompt/internal/promptrt"
 	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/session"
 )
@@ -219,7 +218,7 @@ func (r *Runner) classify(reply defs.Message, offered []llm.ToolSpec) (given map
 	if len(reply.ToolCalls) == 0 {
 		return nil, nil
 	}
-	reg := promptrt.Registry(r.p)
+	reg := r.c().Registry()
 	for _, c := range reply.ToolCalls {
 		def, ok := reg.Lookup(defs.KindTool, c.Name)
 		if !ok || def.Tool.NeedsApproval == nil || !slices.ContainsFunc(offered, func(t llm.ToolSpec) bool { return t.Name == c.Name }) {

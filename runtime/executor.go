@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/reprompt/reprompt/defs"
-	"github.com/reprompt/reprompt/internal/promptrt"
+	"github.com/reprompt/reprompt/internal/core"
 	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/state"
@@ -77,7 +77,7 @@ func (c *ToolCalls) Offered() []string {
 // Tool returns the declaration of the tool call i names, as the prompt
 // function declared it for this step, and whether it is declared.
 func (c *ToolCalls) Tool(i int) (*defs.Tool, bool) {
-	def, ok := promptrt.Registry(c.b.r.p).Lookup(defs.KindTool, c.Call(i).Name)
+	def, ok := c.b.r.c().Registry().Lookup(defs.KindTool, c.Call(i).Name)
 	if !ok || def.Tool == nil {
 		return nil, false
 	}
@@ -232,8 +232,8 @@ func RunTool(ctx context.Context, model llm.Model, fn prompt.Func, cfg Config, i
 			return nil, err
 		}
 	}
-	promptrt.Registry(r.p).BeginStep()
-	if _, err := promptrt.Execute(ctx, r.p, in.Step, fn); err != nil {
+	r.c().Registry().BeginStep()
+	if _, err := r.execute(ctx, in.Step); err != nil {
 		return nil, err
 	}
 	defer r.Close()
@@ -266,7 +266,7 @@ func NewAgent(model llm.Model, fn prompt.Func, cfg Config, name, task string) *R
 	sub.agent = name
 	sub.p = prompt.New(task)
 	sub.transcript = []defs.Message{defs.UserMessage(task)}
-	promptrt.MarkMessagesSeen(sub.p, []string{promptrt.MessageID(defs.RoleUser, task)})
+	sub.c().MarkMessagesSeen([]string{core.MessageID(defs.RoleUser, task)})
 	return sub
 }
 

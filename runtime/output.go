@@ -10,7 +10,6 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/reprompt/reprompt/defs"
-	"github.com/reprompt/reprompt/internal/promptrt"
 	"github.com/reprompt/reprompt/llm"
 )
 
@@ -95,7 +94,7 @@ func (r *Runner) outputMode() llm.OutputMode {
 // outputSpec returns the spec of the output the prompt's last execution
 // declared, or nil. It is made again only when the declaration changed.
 func (r *Runner) outputSpec() *llm.OutputSpec {
-	o := promptrt.Output(r.p)
+	o := r.c().Output()
 	if o == nil {
 		return nil
 	}
@@ -184,7 +183,7 @@ func sameBytes(a, b []byte) bool { return len(a) == len(b) && (len(a) == 0 || &a
 //
 // It only reads: the tool calls of a reply run concurrently.
 func (r *Runner) isAnswerCall(name string) bool {
-	o := promptrt.Output(r.p)
+	o := r.c().Output()
 	return o != nil && o.Name == name && r.outputMode() == llm.OutputTool
 }
 
@@ -192,7 +191,7 @@ func (r *Runner) isAnswerCall(name string) bool {
 // accepted" or the validation error.
 func (r *Runner) answerResult(c defs.ToolCall) defs.ToolResult {
 	res := defs.ToolResult{CallID: c.ID, Name: c.Name, Arguments: c.Arguments, Content: "answer accepted"}
-	o := promptrt.Output(r.p)
+	o := r.c().Output()
 	if err := o.Validate(orEmptyObject(c.Arguments)); err != nil {
 		res.IsError = true
 		res.Content = fmt.Sprintf("error: the answer does not match the schema of %q: %v. Call %s again with a valid answer.", c.Name, err, c.Name)
@@ -224,7 +223,7 @@ func (r *Runner) settleOutput(rec *Step) (done bool, feedback *defs.Message, err
 		return false, nil, nil
 	}
 	reply := rec.Reply
-	o := promptrt.Output(r.p)
+	o := r.c().Output()
 	if o == nil || o.Name != spec.Name {
 		return false, nil, nil
 	}

@@ -14,7 +14,8 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/reprompt/reprompt/defs"
-	"github.com/reprompt/reprompt/effects"
+	"github.com/reprompt/reprompt/internal/canon"
+	"github.com/reprompt/reprompt/internal/stepmods"
 	"github.com/reprompt/reprompt/llm"
 )
 
@@ -40,7 +41,7 @@ type sysPart struct {
 // system renders the enabled system parts in declaration order, then a
 // <variables> block of the enabled variables. It returns "" when nothing is
 // enabled.
-func (rd *renderer) system(reg *defs.Registry, mods *effects.Mods) (string, error) {
+func (rd *renderer) system(reg *defs.Registry, mods *stepmods.Mods) (string, error) {
 	parts, err := rd.systemParts(reg, mods)
 	if err != nil {
 		return "", err
@@ -96,7 +97,7 @@ func (rd *renderer) system(reg *defs.Registry, mods *effects.Mods) (string, erro
 // systemParts lists what the system prompt shows, in order: the enabled
 // system parts, then the enabled variables with their texts, then the
 // variables mods set that are not declared. It fills rd.spare.
-func (rd *renderer) systemParts(reg *defs.Registry, mods *effects.Mods) ([]sysPart, error) {
+func (rd *renderer) systemParts(reg *defs.Registry, mods *stepmods.Mods) ([]sysPart, error) {
 	parts := rd.spare[:0]
 	var buf [16]defs.Def // on the stack: copying definitions there needs no write barriers
 	ds := reg.AppendEnabled(buf[:0], defs.KindSystem)
@@ -195,7 +196,7 @@ func (c *yamlCache) render(name string, v any) (string, error) {
 	snap, plain := plainCopy(v, 0)
 	var enc string
 	if !plain {
-		enc = effects.Encode(v)
+		enc = canon.Encode(v)
 		if ok && !e.plain && e.enc == enc {
 			return e.text, nil
 		}
@@ -502,7 +503,7 @@ func oldBool(s string) bool {
 // tools returns the enabled tools, in declaration order, allowed by the
 // step's LimitTools. The slice is the previous step's when nothing changed:
 // it is shared by requests and never modified.
-func (rd *renderer) tools(reg *defs.Registry, mods *effects.Mods) []llm.ToolSpec {
+func (rd *renderer) tools(reg *defs.Registry, mods *stepmods.Mods) []llm.ToolSpec {
 	prev := rd.specs
 	var out []llm.ToolSpec
 	n := 0               // tools so far; out is nil while they match prev

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/reprompt/reprompt/defs"
-	"github.com/reprompt/reprompt/effects"
+	"github.com/reprompt/reprompt/internal/stepmods"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -119,7 +119,7 @@ func TestSystemRenderMatchesAFreshRender(t *testing.T) {
 	steps := []struct {
 		name    string
 		declare func(reg *defs.Registry)
-		mods    effects.Mods
+		mods    stepmods.Mods
 	}{
 		{name: "first", declare: func(*defs.Registry) {}},
 		{name: "unchanged", declare: func(*defs.Registry) {}},
@@ -127,9 +127,9 @@ func TestSystemRenderMatchesAFreshRender(t *testing.T) {
 			reg.Declare(defs.Def{Kind: defs.KindSystem, Name: "role", Text: "You count, carefully."})
 		}},
 		{name: "system part disabled", declare: func(reg *defs.Registry) { reg.Disable(defs.KindSystem, "rules") }},
-		{name: "systems filtered", declare: func(*defs.Registry) {}, mods: effects.Mods{Systems: []string{"rules"}}},
-		{name: "variable overridden", declare: func(*defs.Registry) {}, mods: effects.Mods{Variables: []effects.Variable{{Name: "user", Value: "Bo"}}}},
-		{name: "variable added by mods", declare: func(*defs.Registry) {}, mods: effects.Mods{Variables: []effects.Variable{{Name: "extra", Value: 3}}}},
+		{name: "systems filtered", declare: func(*defs.Registry) {}, mods: stepmods.Mods{Systems: []string{"rules"}}},
+		{name: "variable overridden", declare: func(*defs.Registry) {}, mods: stepmods.Mods{Variables: []stepmods.Variable{{Name: "user", Value: "Bo"}}}},
+		{name: "variable added by mods", declare: func(*defs.Registry) {}, mods: stepmods.Mods{Variables: []stepmods.Variable{{Name: "extra", Value: 3}}}},
 		{name: "variable multiline", declare: func(reg *defs.Registry) {
 			reg.Declare(defs.Def{Kind: defs.KindVariable, Name: "user", Text: "Ada\nLovelace"})
 		}},

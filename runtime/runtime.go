@@ -15,7 +15,7 @@ import (
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
 	"github.com/reprompt/reprompt/internal/callsite"
-	"github.com/reprompt/reprompt/internal/promptrt"
+	"github.com/reprompt/reprompt/internal/stepmods"
 	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/session"
@@ -449,7 +449,7 @@ func (r *Runner) Close() error {
 	}
 	r.closed = true
 	r.done = true
-	return promptrt.Effects(r.p).Close()
+	return r.c().Effects().Close()
 }
 
 // elapsedSince returns the run's elapsed time for a run that started (in
@@ -483,12 +483,12 @@ func (r *Runner) next(ctx context.Context) (*Step, error) {
 	sr := &stepRequest{step: Step{Number: n}}
 	rec := &sr.step
 	r.spareReq = &sr.req // for the step's first request (see render)
-	reg := promptrt.Registry(r.p)
+	reg := r.c().Registry()
 	reg.BeginStep()
 
 	// Stages 1–2 of "A step" (doc.go): execute the prompt function;
 	// reconcile definitions.
-	added, err := promptrt.Execute(ctx, r.p, n, r.fn)
+	added, err := r.execute(ctx, n)
 	if err != nil {
 		return rec, err
 	}
@@ -497,7 +497,7 @@ func (r *Runner) next(ctx context.Context) (*Step, error) {
 
 	// Stage 3: the effects before the call.
 	es := r.effectStep(n, &r.before)
-	ran, err := promptrt.Effects(r.p).Run(ctx, effects.BeforeCall, es)
+	ran, err := r.c().Effects().Run(ctx, effects.BeforeCall, es)
 	rec.Effects = ran
 	if err != nil {
 		return rec, err
@@ -587,7 +587,7 @@ func (r *Runner) complete(ctx context.Context, rec *Step, offered []llm.ToolSpec
 	es := r.effectStep(n, &r.after)
 	es.Reply = &reply.Message
 	es.Results = rec.ToolResults
-	ran, err := promptrt.Effects(r.p).Run(ctx, effects.AfterReply, es)
+	ran, err := r.c().Effects().Run(ctx, effects.AfterReply, es)
 	rec.Effects = append(rec.Effects, ran...)
 	if err != nil {
 		return rec, err
@@ -737,7 +737,7 @@ func (r *Runner) commit(msgs []defs.Message) error {
 }
 
 // prepare applies the effects' changes and renders and checks the request.
-func (r *Runner) prepare(n int, rec *Step, mods *effects.Mods) (*llm.Request, error) {
+func (r *Runner) prepare(n int, rec *Step, mods *stepmods.Mods) (*llm.Request, error) {
 	if mods.Committed && !sameSlice(mods.Transcript, r.transcript) {
 		if err := r.commit(mods.Transcript); err != nil {
 			return nil, &StepError{Step: n, Op: OpValidate, Err: err}
@@ -749,7 +749,7 @@ func (r *Runner) prepare(n int, rec *Step, mods *effects.Mods) (*llm.Request, er
 		return nil, err
 	}
 	rec.Request = req
-	reg := promptrt.Registry(r.p)
+	reg := r.c().Registry()
 	rec.Disabled = reg.DisabledRefs()
 	rec.Reminded = reg.Reminded()
 	if err := r.valid.check(r.transcript, req.Messages, verbatim); err != nil {
@@ -779,7 +779,7 @@ func contextTooLong(err error) bool {
 // the changes those made (limits, variables, appended messages) hold for
 // the request sent again.
 func (r *Runner) recover(ctx context.Context, n int, rec *Step, es *effects.Step, cause error) (*llm.Request, *llm.Reply, error) {
-	ran, ok, err := promptrt.Effects(r.p).RunRecovery(ctx, es)
+	ran, ok, err := r.c().Effects().RunRecovery(ctx, es)
 	rec.Effects = append(rec.Effects, ran...)
 	if err != nil {
 		return nil, nil, err
@@ -815,7 +815,7 @@ func (r *Runner) account(u llm.Usage) {
 
 // effectStep makes es the step effects see at step n and returns it.
 func (r *Runner) effectStep(n int, es *effects.Step) *effects.Step {
-	reg := promptrt.Registry(r.p)
+	reg := r.c().Registry()
 	*es = *effects.NewStep(n, slices.Clip(r.transcript))
 	es.Tools = reg.Collection(defs.KindTool)
 	es.Systems = reg.Collection(defs.KindSystem)
@@ -825,7 +825,7 @@ func (r *Runner) effectStep(n int, es *effects.Step) *effects.Step {
 	if r.ledger.prev == nil {
 		// No request yet: count the system prompt and tools as declared,
 		// before any effect changed them.
-		var none effects.Mods
+		var none stepmods.Mods
 		if sys, err := r.renderer.system(reg, &none); err == nil {
 			r.ledger.fixed(sys, r.renderer.tools(reg, &none))
 		}
@@ -842,8 +842,8 @@ func (r *Runner) effectStep(n int, es *effects.Step) *effects.Step {
 	return es
 }
 
-func (r *Runner) render(n int, mods *effects.Mods) (req *llm.Request, verbatim int, err error) {
-	reg := promptrt.Registry(r.p)
+func (r *Runner) render(n int, mods *stepmods.Mods) (req *llm.Request, verbatim int, err error) {
+	reg := r.c().Registry()
 	sys, err := r.renderer.system(reg, mods)
 	if err != nil {
 		return nil, 0, &StepError{Step: n, Op: OpRender, Err: err}

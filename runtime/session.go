@@ -9,7 +9,6 @@ import (
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
-	"github.com/reprompt/reprompt/internal/promptrt"
 	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/session"
@@ -76,8 +75,10 @@ func (r *Runner) restore(cp *session.Checkpoint) error {
 	if err := r.restoreRetired(cp); err != nil {
 		return corrupt(err)
 	}
-	promptrt.Effects(r.p).Restore(cp.Effects)
-	promptrt.MarkMessagesSeen(r.p, cp.SeenMessages)
+	if err := r.c().Effects().Restore(cp.Effects); err != nil {
+		return corrupt(err)
+	}
+	r.c().MarkMessagesSeen(cp.SeenMessages)
 	r.transcript = cp.Transcript
 	r.step = cp.Step
 	r.seq = cp.Seq
@@ -115,8 +116,8 @@ func (r *Runner) checkpoint(done bool, pending *session.Pending) (*session.Check
 		Generation:   r.generation,
 		Transcript:   r.transcript,
 		State:        st,
-		Effects:      promptrt.Effects(r.p).Memory(),
-		SeenMessages: promptrt.SeenMessages(r.p),
+		Effects:      r.c().Effects().Memory(),
+		SeenMessages: r.c().SeenMessages(),
 		Pending:      pending,
 		Stats: session.Stats{Steps: s.Steps, InputTokens: s.InputTokens, OutputTokens: s.OutputTokens,
 			CachedTokens: s.CachedTokens, Cost: s.Cost, ElapsedNS: int64(s.Elapsed)},
@@ -187,16 +188,16 @@ func (r *Runner) resumePending(ctx context.Context) (*Step, error) {
 	rec := &Step{Number: n, Resumed: r.restored, Reply: &llm.Reply{Message: p.Reply}}
 	r.restored = false
 	defer func() { r.approvals = nil }()
-	reg := promptrt.Registry(r.p)
+	reg := r.c().Registry()
 	reg.BeginStep()
 	// Executed again to declare the tools and effects; messages it
 	// declares for the first time (the state changed since) belong to the
 	// next step, as in a run that was not interrupted.
-	added, err := promptrt.Execute(ctx, r.p, n, r.fn)
+	added, err := r.execute(ctx, n)
 	if err != nil {
 		return rec, err
 	}
-	promptrt.Forget(r.p, added)
+	r.c().Forget(added)
 	r.offered = p.Offered
 	given := make(map[string]defs.ToolResult, len(p.Reply.ToolCalls))
 	for _, res := range p.Results {

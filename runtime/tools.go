@@ -12,7 +12,6 @@ import (
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/internal/callsite"
-	"github.com/reprompt/reprompt/internal/promptrt"
 	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/state"
@@ -100,7 +99,7 @@ func (r *Runner) newBatch(ctx context.Context, reply defs.Message, offered []llm
 	if r.cfg.ToolExecutor != nil {
 		// The executor's context carries the runner, for the sub-agent
 		// tools it may call itself; runTool sets it for the calls it runs.
-		return &callBatch{r: r, ctx: promptrt.WithAgentRunner(ctx, r), reply: reply, offered: offered, slots: make([]callSlot, n)}
+		return &callBatch{r: r, ctx: prompt.WithToolCall(ctx, r, ""), reply: reply, offered: offered, slots: make([]callSlot, n)}
 	}
 	b := r.batch
 	r.batch = nil // a batch under way is not reused
@@ -207,7 +206,7 @@ func (r *Runner) runTool(ctx context.Context, c defs.ToolCall, offered []llm.Too
 		res.Content, res.IsError = "error: "+fmt.Sprintf(format, args...), true
 		return res
 	}
-	def, declared := promptrt.Registry(r.p).Lookup(defs.KindTool, c.Name)
+	def, declared := r.c().Registry().Lookup(defs.KindTool, c.Name)
 	if !declared && r.isAnswerCall(c.Name) {
 		return r.answerResult(c)
 	}
@@ -232,7 +231,7 @@ func (r *Runner) runTool(ctx context.Context, c defs.ToolCall, offered []llm.Too
 	// may start, and its transaction: the state changes made with it (by
 	// the tool, by goroutines it starts, by a sub-agent it runs and that
 	// sub-agent's tools) are recorded in tx (see state.Tx).
-	tctx := promptrt.WithToolCall(ctx, r, c.ID)
+	tctx := prompt.WithToolCall(ctx, r, c.ID)
 	if tx != nil {
 		tctx = state.ContextWithTx(tctx, tx)
 	}

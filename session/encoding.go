@@ -23,7 +23,7 @@ type head struct {
 	Root         *int                       `json:"root,omitempty"`
 	Messages     int                        `json:"messages"`
 	State        json.RawMessage            `json:"state,omitempty"`
-	Effects      effects.Memory             `json:"effects"`
+	Effects      json.RawMessage            `json:"effects"`
 	SeenMessages []string                   `json:"seen_messages,omitempty"`
 	Pending      *storedPending             `json:"pending,omitempty"`
 	Stats        Stats                      `json:"stats"`
@@ -162,6 +162,9 @@ func DecodeHead(data []byte) (*Head, error) {
 		if err := pending.check(); err != nil {
 			return nil, fmt.Errorf("head: pending reply: %w", err)
 		}
+	}
+	if err := new(effects.Manager).Restore(h.Effects); err != nil {
+		return nil, fmt.Errorf("head: %w", err)
 	}
 	return &Head{
 		Checkpoint: Checkpoint{

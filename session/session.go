@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/reprompt/reprompt/defs"
-	"github.com/reprompt/reprompt/effects"
 )
 
 // Version is the latest version of the checkpoint format: this package
@@ -62,8 +61,9 @@ type Checkpoint struct {
 	Transcript []defs.Message
 	// State is the JSON of the run's state.Store.
 	State json.RawMessage
-	// Effects is the effects' dependency memory.
-	Effects effects.Memory
+	// Effects is the JSON of the effects' dependency memory
+	// (effects.Manager.Memory).
+	Effects json.RawMessage
 	// SeenMessages are the identities of the declared messages already
 	// added to the transcript (prompt.SeenMessages).
 	SeenMessages []string

@@ -12,6 +12,7 @@ import (
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
+	"github.com/reprompt/reprompt/internal/stepmods"
 	"github.com/reprompt/reprompt/runtime"
 )
 
@@ -26,7 +27,7 @@ func newStep(n int, msgs []defs.Message, window int) *effects.Step {
 func count(msgs []defs.Message) int {
 	n := 0
 	for _, m := range msgs {
-		n += effects.EstimateTokens(m)
+		n += stepmods.EstimateTokens(m)
 	}
 	return n
 }

@@ -207,13 +207,10 @@ func Run(t *testing.T, newStore func(t *testing.T) session.Store, opts ...Option
 // transcript of n messages (n ≥ 1) of every role.
 func Fixture(id string, n int) *session.Checkpoint {
 	cp := &session.Checkpoint{
-		SessionID: id,
-		Step:      3,
-		State:     json.RawMessage(`{"count":30,"notes":["a","b"],"nested":{"ok":true}}`),
-		Effects: effects.Memory{
-			Slots: []effects.SlotMemory{{Ran: true, Deps: []string{`"x"`, "1"}}, {Ran: false}},
-			Keyed: map[string]effects.SlotMemory{"summary": {Ran: true, Deps: []string{"[1,2]"}}},
-		},
+		SessionID:    id,
+		Step:         3,
+		State:        json.RawMessage(`{"count":30,"notes":["a","b"],"nested":{"ok":true}}`),
+		Effects:      json.RawMessage(`{"slots":[{"ran":true,"deps":["\"x\"","1"]},{"ran":false}],"keyed":{"summary":{"ran":true,"deps":["[1,2]"]}}}`),
 		SeenMessages: []string{"user:hello", "system:be brief"},
 		Pending: &session.Pending{
 			Reply: defs.Message{Role: defs.RoleAssistant, ToolCalls: []defs.ToolCall{
@@ -324,13 +321,26 @@ func normalize(cp *session.Checkpoint) session.Checkpoint {
 	if len(c.State) == 0 {
 		c.State = nil
 	}
-	if len(c.Effects.Keyed) == 0 {
-		c.Effects.Keyed = nil
-	}
-	if len(c.Effects.Slots) == 0 {
-		c.Effects.Slots = nil
-	}
+	c.Effects = canonicalJSON(c.Effects)
 	return c
+}
+
+// canonicalJSON returns raw with its object keys sorted and no space, as a
+// store that keeps JSON in its own form (PostgreSQL's jsonb) may give it
+// back; nil for an empty value or object.
+func canonicalJSON(raw json.RawMessage) json.RawMessage {
+	var v any
+	if len(raw) == 0 || json.Unmarshal(raw, &v) != nil {
+		return raw
+	}
+	if m, ok := v.(map[string]any); v == nil || ok && len(m) == 0 {
+		return nil
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return raw
+	}
+	return out
 }
 
 func firstDiff(want, got string) string {
