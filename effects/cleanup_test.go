@@ -100,9 +100,7 @@ func TestCleanupsRunInRegistrationOrder(t *testing.T) {
 	assert.Equal(t, "key:k1", ee.ID)
 	assert.True(t, ee.Cleanup)
 	want := slicesWithout(keys, "")
-	if diff := cmp.Diff(want, log); diff != "" {
-		t.Errorf("End cleanup order mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff(want, log), "End cleanup order mismatch (-want +got)")
 
 	// All of them at Close.
 	log = nil
@@ -110,9 +108,7 @@ func TestCleanupsRunInRegistrationOrder(t *testing.T) {
 	require.ErrorAs(t, err, &ee)
 	assert.Equal(t, "key:k1", ee.ID)
 	want = append(append(slicesWithout(keys[:5], ""), "unkeyed"), keys[5:]...)
-	if diff := cmp.Diff(want, log); diff != "" {
-		t.Errorf("Close cleanup order mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff(want, log), "Close cleanup order mismatch (-want +got)")
 	// A second Close runs nothing.
 	log = nil
 	assert.NoError(t, m.Close())
@@ -150,7 +146,5 @@ func TestCloseJoinsEveryPanickingCleanup(t *testing.T) {
 		assert.True(t, ee.Cleanup, "%s: Cleanup", ee.ID)
 		ids = append(ids, ee.ID)
 	}
-	if diff := cmp.Diff([]string{"key:0", "key:1", "key:2"}, ids); diff != "" {
-		t.Errorf("effects whose cleanup panicked mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff([]string{"key:0", "key:1", "key:2"}, ids), "effects whose cleanup panicked mismatch (-want +got)")
 }

@@ -23,12 +23,8 @@ func TestCommitAppend(t *testing.T) {
 	mods := s.Mods()
 	assert.True(t, mods.Committed)
 	want := []defs.Message{defs.UserMessage("a"), defs.AssistantMessage("b"), defs.UserMessage("c")}
-	if diff := cmp.Diff(want, mods.Transcript); diff != "" {
-		t.Errorf("transcript mismatch (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff(append(want, defs.UserMessage("view")), s.Messages()); diff != "" {
-		t.Errorf("messages mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff(want, mods.Transcript), "transcript mismatch (-want +got)")
+	assert.Empty(t, cmp.Diff(append(want, defs.UserMessage("view")), s.Messages()), "messages mismatch (-want +got)")
 	assert.Len(t, base, 2)
 	assert.Equal(t, "b", base[1].Content)
 

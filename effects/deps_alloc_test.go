@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/reprompt/reprompt/effects"
 )
 
@@ -35,36 +38,26 @@ func TestUnchangedDepsAreSkippedWithoutAllocating(t *testing.T) {
 			declare := func(d effects.Deps) {
 				m.Begin()
 				register(&m, d, fn, effects.Key("e"))
-				if err := m.End(); err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, m.End(), "End")
 			}
 			execute := func(d effects.Deps) {
 				declare(d)
-				if _, err := m.Run(context.Background(), effects.BeforeCall, step); err != nil {
-					t.Fatal(err)
-				}
+				_, err := m.Run(context.Background(), effects.BeforeCall, step)
+				require.NoError(t, err, "Run")
 			}
 			execute(deps)
-			if runs != 1 {
-				t.Fatalf("ran %d times at the first step, want 1", runs)
-			}
+			require.Equal(t, 1, runs, "runs at the first step")
 			declare(deps)
 			allocs := testing.AllocsPerRun(10, func() {
-				if _, err := m.Run(context.Background(), effects.BeforeCall, step); err != nil {
-					t.Fatal(err)
-				}
+				_, err := m.Run(context.Background(), effects.BeforeCall, step)
+				require.NoError(t, err, "Run")
 			})
-			if runs != 1 {
-				t.Fatalf("ran again with unchanged dependencies")
-			}
-			if allocs != 0 && tt.name != "long string" && tt.name != "slice" { // those two are encoded
-				t.Errorf("skipping an effect whose dependencies did not change allocates %v times", allocs)
+			require.Equal(t, 1, runs, "ran again with unchanged dependencies")
+			if tt.name != "long string" && tt.name != "slice" { // those two are encoded
+				assert.Equal(t, 0.0, allocs, "allocations to skip an effect whose dependencies did not change")
 			}
 			execute(effects.On(tt.new, 1))
-			if runs != 2 {
-				t.Errorf("did not run when %v became %v", tt.same, tt.new)
-			}
+			assert.Equal(t, 2, runs, "did not run when %v became %v", tt.same, tt.new)
 		})
 	}
 }

@@ -35,13 +35,9 @@ func execute(t *testing.T, m *effects.Manager, n int, body func()) []effects.Ran
 	t.Helper()
 	m.Begin()
 	body()
-	if err := m.End(); err != nil {
-		t.Fatalf("step %d: End: %v", n, err)
-	}
+	require.NoError(t, m.End(), "step %d: End", n)
 	ran, err := m.Run(context.Background(), effects.BeforeCall, effects.NewStep(n, nil))
-	if err != nil {
-		t.Fatalf("step %d: Run: %v", n, err)
-	}
+	require.NoError(t, err, "step %d: Run", n)
 	return ran
 }
 
@@ -76,9 +72,7 @@ func TestCadences(t *testing.T) {
 					})
 				})
 			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("steps run mismatch (-want +got):\n%s", diff)
-			}
+			assert.Empty(t, cmp.Diff(tt.want, got), "steps run mismatch (-want +got)")
 		})
 	}
 }
@@ -108,22 +102,14 @@ func TestEffectsRunInRegistrationOrder(t *testing.T) {
 		register(&m, effects.Once, mk("b"), effects.Key("k"))
 		register(&m, effects.On(1), mk("c"))
 	})
-	if diff := cmp.Diff([]string{"a", "b", "c"}, order); diff != "" {
-		t.Errorf("order mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff([]string{"a", "b", "c"}, order), "order mismatch (-want +got)")
 	var ids []string
 	for _, r := range ran {
 		ids = append(ids, r.ID)
-		if !strings.HasPrefix(r.Site, "effects_test.go:") {
-			t.Errorf("Ran.Site = %q, want effects_test.go:<line>", r.Site)
-		}
-		if r.Phase != effects.BeforeCall {
-			t.Errorf("Ran.Phase = %v", r.Phase)
-		}
+		assert.True(t, strings.HasPrefix(r.Site, "effects_test.go:"), "Ran.Site = %q, want effects_test.go:<line>", r.Site)
+		assert.Equal(t, effects.BeforeCall, r.Phase, "Ran.Phase of %s", r.ID)
 	}
-	if diff := cmp.Diff([]string{"#0", "key:k", "#1"}, ids); diff != "" {
-		t.Errorf("IDs mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff([]string{"#0", "key:k", "#1"}, ids), "IDs mismatch (-want +got)")
 }
 
 func TestOnceRegisteredLaterRunsThen(t *testing.T) {
@@ -140,9 +126,7 @@ func TestOnceRegisteredLaterRunsThen(t *testing.T) {
 			}
 		})
 	}
-	if diff := cmp.Diff([]int{2}, got); diff != "" {
-		t.Errorf("steps run mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff([]int{2}, got), "steps run mismatch (-want +got)")
 }
 
 type inner struct {
@@ -235,14 +219,10 @@ func TestEncodeComparesByValue(t *testing.T) {
 			select {
 			case enc = <-done:
 			case <-time.After(5 * time.Second):
-				t.Fatal("Encode did not return")
+				require.FailNow(t, "Encode did not return")
 			}
-			if got := enc[0] == enc[1]; got != tt.equal {
-				t.Errorf("Encode(a) == Encode(b) is %v, want %v\na: %s\nb: %s", got, tt.equal, enc[0], enc[1])
-			}
-			if again := canon.Encode(tt.a); again != enc[0] {
-				t.Errorf("Encode is not deterministic: %s then %s", enc[0], again)
-			}
+			assert.Equal(t, tt.equal, enc[0] == enc[1], "Encode(a) == Encode(b)\na: %s\nb: %s", enc[0], enc[1])
+			assert.Equal(t, enc[0], canon.Encode(tt.a), "Encode is not deterministic: a second Encode(a)")
 
 			// The same comparison decides whether an effect runs again.
 			var m effects.Manager
@@ -252,9 +232,7 @@ func TestEncodeComparesByValue(t *testing.T) {
 					register(&m, effects.On(v), func(context.Context, *effects.Step) error { runs++; return nil })
 				})
 			}
-			if want := map[bool]int{true: 1, false: 2}[tt.equal]; runs != want {
-				t.Errorf("effect ran %d times, want %d", runs, want)
-			}
+			assert.Equal(t, map[bool]int{true: 1, false: 2}[tt.equal], runs, "effect runs")
 		})
 	}
 }
@@ -275,14 +253,7 @@ func TestEncodeNeverPanics(t *testing.T) {
 		new(any),
 	}
 	for i, v := range vals {
-		func() {
-			defer func() {
-				if p := recover(); p != nil {
-					t.Errorf("Encode(vals[%d]) panicked: %v", i, p)
-				}
-			}()
-			_ = canon.Encode(v)
-		}()
+		assert.NotPanics(t, func() { _ = canon.Encode(v) }, "Encode(vals[%d])", i)
 	}
 }
 
@@ -302,9 +273,7 @@ func TestInPlaceSliceMutationIsAChange(t *testing.T) {
 		}
 	}
 	want := []string{`0 first run`, `1 todo: ["a", "b"] → ["done", "b"]`}
-	if diff := cmp.Diff(want, reasons); diff != "" {
-		t.Errorf("reasons mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff(want, reasons), "reasons mismatch (-want +got)")
 }
 
 func TestReasons(t *testing.T) {
@@ -334,9 +303,7 @@ func TestReasons(t *testing.T) {
 		`3 #1 count: 2 → 3, deps[1]: "b" → "c"`,
 		`4 #0 every step`,
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("reasons mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff(want, got), "reasons mismatch (-want +got)")
 }
 
 func TestReasonDepsLengthChange(t *testing.T) {
@@ -348,12 +315,8 @@ func TestReasonDepsLengthChange(t *testing.T) {
 		}
 	}
 	want := []string{"first run", "deps[1]: 2 → <none>", "deps[1]: <none> → 5"}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("reasons mismatch (-want +got):\n%s", diff)
-	}
-	if s := (effects.Reason{}).String(); s != "unknown" {
-		t.Errorf("zero Reason = %q", s)
-	}
+	assert.Empty(t, cmp.Diff(want, got), "reasons mismatch (-want +got)")
+	assert.Equal(t, "unknown", effects.Reason{}.String(), "zero Reason")
 }
 
 func TestHookOrderChangeIsDetected(t *testing.T) {
@@ -375,17 +338,13 @@ func TestHookOrderChangeIsDetected(t *testing.T) {
 	body(false)
 	err := m.End()
 	var he *effects.HookOrderError
-	if !errors.As(err, &he) {
-		t.Fatalf("End = %v, want *effects.HookOrderError", err)
-	}
+	require.ErrorAs(t, err, &he, "End")
 	// Each site is one line: the call of the hook (one program counter).
 	assert.Equal(t, effects.HookOrderError{Index: 0, Was: condSite, Now: uncondSite}, *he)
 	// The message is the contract here: it names both of the user's call
 	// sites and the fix, effects.Key.
 	for _, s := range []string{condSite, uncondSite, "effects.Key"} {
-		if !strings.Contains(err.Error(), s) {
-			t.Errorf("error %q does not mention %s", err, s)
-		}
+		assert.Contains(t, err.Error(), s, "the error does not mention %s", s)
 	}
 }
 
@@ -396,9 +355,8 @@ func lineAfter(t *testing.T, site string) string {
 	var line int
 	i := strings.LastIndexByte(site, ':')
 	file = site[:i]
-	if _, err := fmt.Sscan(site[i+1:], &line); err != nil {
-		t.Fatal(err)
-	}
+	_, err := fmt.Sscan(site[i+1:], &line)
+	require.NoError(t, err, "line number of %q", site)
 	return fmt.Sprintf("%s:%d", file, line+1)
 }
 
@@ -422,9 +380,7 @@ func TestKeyAvoidsHookOrderError(t *testing.T) {
 	// main keeps its memory throughout; cond's memory is dropped when it is
 	// not registered, so it runs again when it comes back.
 	want := []string{"0 cond", "0 main", "2 cond"}
-	if diff := cmp.Diff(want, runs); diff != "" {
-		t.Errorf("runs mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff(want, runs), "runs mismatch (-want +got)")
 }
 
 func TestDuplicateKey(t *testing.T) {
@@ -436,25 +392,19 @@ func TestDuplicateKey(t *testing.T) {
 	register(&m, effects.Always, nop, effects.Key("k"))
 	err := m.End()
 	var de *effects.DuplicateKeyError
-	if !errors.As(err, &de) {
-		t.Fatalf("End = %v, want *effects.DuplicateKeyError", err)
-	}
-	if de.Key != "k" || !strings.HasPrefix(de.First, first) || !strings.HasPrefix(de.Now, second) {
-		t.Errorf("DuplicateKeyError = %+v, want key k, first %s…, now %s…", de, first, second)
-	}
+	require.ErrorAs(t, err, &de, "End")
+	assert.Equal(t, "k", de.Key, "DuplicateKeyError.Key")
+	assert.True(t, strings.HasPrefix(de.First, first), "DuplicateKeyError.First = %q, want %s…", de.First, first)
+	assert.True(t, strings.HasPrefix(de.Now, second), "DuplicateKeyError.Now = %q, want %s…", de.Now, second)
 	// The message is the contract here: it names both of the user's call
 	// sites.
 	for _, s := range []string{first, second} {
-		if !strings.Contains(err.Error(), s) {
-			t.Errorf("error %q does not mention %s", err, s)
-		}
+		assert.Contains(t, err.Error(), s, "the error does not mention %s", s)
 	}
 	// The next execution starts clean.
 	m.Begin()
 	register(&m, effects.Always, nop, effects.Key("k"))
-	if err := m.End(); err != nil {
-		t.Errorf("End after a clean execution = %v", err)
-	}
+	assert.NoError(t, m.End(), "End after a clean execution")
 }
 
 func TestCleanups(t *testing.T) {
@@ -498,23 +448,15 @@ func TestCleanups(t *testing.T) {
 		"cleanup keyed 0", // keyed disappears (End of execution 3)
 		"close", "cleanup dep 2",
 	}
-	if diff := cmp.Diff(want, log); diff != "" {
-		t.Errorf("log mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff(want, log), "log mismatch (-want +got)")
 	// Close runs each cleanup once.
 	m.Close()
-	if log[len(log)-1] != "cleanup dep 2" || len(log) != len(want) {
-		t.Errorf("second Close ran cleanups again: %v", log[len(want):])
-	}
+	assert.Equal(t, "cleanup dep 2", log[len(log)-1], "second Close ran cleanups again")
+	assert.Len(t, log, len(want), "second Close ran cleanups again")
 }
 
 func TestCleanupOutsideEffectPanics(t *testing.T) {
-	defer func() {
-		if recover() == nil {
-			t.Error("Cleanup outside an effect did not panic")
-		}
-	}()
-	effects.NewStep(0, nil).Cleanup(func() {})
+	assert.Panics(t, func() { effects.NewStep(0, nil).Cleanup(func() {}) }, "Cleanup outside an effect")
 }
 
 func TestEffectError(t *testing.T) {
@@ -526,30 +468,20 @@ func TestEffectError(t *testing.T) {
 	site := lineAfter(t, callsite.Caller(0).String())
 	register(&m, effects.Always, func(context.Context, *effects.Step) error { return fmt.Errorf("wrapped: %w", boom) })
 	register(&m, effects.Always, func(context.Context, *effects.Step) error { ran = append(ran, "c"); return nil })
-	if err := m.End(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, m.End(), "End")
 	got, err := m.Run(context.Background(), effects.BeforeCall, effects.NewStep(7, nil))
 	var ee *effects.Error
-	if !errors.As(err, &ee) {
-		t.Fatalf("Run = %v, want *effects.Error", err)
-	}
-	if !errors.Is(err, boom) {
-		t.Error("effects.Error does not unwrap to the effect's error")
-	}
-	if ee.ID != "#1" || ee.Site != site || ee.Step != 7 || ee.Phase != effects.BeforeCall || ee.PanicSite != "" {
-		t.Errorf("Error = %+v, want ID #1, site %s, step 7", ee, site)
-	}
+	require.ErrorAs(t, err, &ee, "Run")
+	assert.ErrorIs(t, err, boom, "effects.Error does not unwrap to the effect's error")
+	assert.Equal(t, "#1", ee.ID, "Error.ID")
+	assert.Equal(t, site, ee.Site, "Error.Site")
+	assert.Equal(t, 7, ee.Step, "Error.Step")
+	assert.Equal(t, effects.BeforeCall, ee.Phase, "Error.Phase")
+	assert.Empty(t, ee.PanicSite, "Error.PanicSite")
 	// The message is the contract here: it names the user's call site.
-	if !strings.Contains(err.Error(), site) {
-		t.Errorf("error %q does not name the effect's site %s", err, site)
-	}
-	if diff := cmp.Diff([]string{"a"}, ran); diff != "" {
-		t.Errorf("effects run mismatch (-want +got):\n%s", diff)
-	}
-	if len(got) != 2 {
-		t.Errorf("Run reported %d effects, want 2 (the failing one included)", len(got))
-	}
+	assert.Contains(t, err.Error(), site, "the error does not name the effect's site")
+	assert.Empty(t, cmp.Diff([]string{"a"}, ran), "effects run mismatch (-want +got)")
+	assert.Len(t, got, 2, "effects Run reported (the failing one included)")
 }
 
 func TestEffectPanic(t *testing.T) {
@@ -570,36 +502,28 @@ func TestEffectPanic(t *testing.T) {
 				panicSite = lineAfter(t, callsite.Caller(0).String())
 				panic(tt.value)
 			}, effects.Key("p"), effects.InPhase(effects.AfterReply))
-			if err := m.End(); err != nil {
-				t.Fatal(err)
-			}
-			if ran, err := m.Run(context.Background(), effects.BeforeCall, effects.NewStep(3, nil)); err != nil || len(ran) != 0 {
-				t.Fatalf("BeforeCall ran an AfterReply effect: %v, %v", ran, err)
-			}
-			_, err := m.Run(context.Background(), effects.AfterReply, effects.NewStep(3, nil))
+			require.NoError(t, m.End(), "End")
+			ran, err := m.Run(context.Background(), effects.BeforeCall, effects.NewStep(3, nil))
+			require.NoError(t, err, "BeforeCall")
+			require.Empty(t, ran, "BeforeCall ran an AfterReply effect")
+			_, err = m.Run(context.Background(), effects.AfterReply, effects.NewStep(3, nil))
 			var ee *effects.Error
-			if !errors.As(err, &ee) {
-				t.Fatalf("Run = %v, want *effects.Error", err)
-			}
-			if ee.ID != "key:p" || ee.Step != 3 || ee.Phase != effects.AfterReply || ee.PanicSite != panicSite {
-				t.Errorf("Error = %+v, want key:p at step 3 after-reply, panic site %s", ee, panicSite)
-			}
+			require.ErrorAs(t, err, &ee, "Run")
+			assert.Equal(t, "key:p", ee.ID, "Error.ID")
+			assert.Equal(t, 3, ee.Step, "Error.Step")
+			assert.Equal(t, effects.AfterReply, ee.Phase, "Error.Phase")
+			assert.Equal(t, panicSite, ee.PanicSite, "Error.PanicSite")
 			// Error has no field for the panic value: Err carries its text.
-			if ee.Err == nil || ee.Err.Error() != tt.wantMsg {
-				t.Errorf("Err = %v, want %q", ee.Err, tt.wantMsg)
-			}
+			assert.EqualError(t, ee.Err, tt.wantMsg, "Error.Err")
 			// The message is the contract here: it names the panic's site.
-			if !strings.Contains(err.Error(), "panicked at "+panicSite) {
-				t.Errorf("error %q does not name the panic site %s", err, panicSite)
-			}
+			assert.Contains(t, err.Error(), "panicked at "+panicSite, "the error does not name the panic site")
 		})
 	}
 }
 
 func TestPhaseString(t *testing.T) {
-	if effects.BeforeCall.String() != "before-call" || effects.AfterReply.String() != "after-reply" {
-		t.Error("Phase.String is wrong")
-	}
+	assert.Equal(t, "before-call", effects.BeforeCall.String(), "BeforeCall.String()")
+	assert.Equal(t, "after-reply", effects.AfterReply.String(), "AfterReply.String()")
 }
 
 func TestMemoryRestore(t *testing.T) {
@@ -630,13 +554,9 @@ func TestMemoryRestore(t *testing.T) {
 	require.NoError(t, r.Restore(mem))
 	var after []string
 	execute(t, &r, 1, prompt(&r, 1, &after))
-	if len(after) != 0 {
-		t.Errorf("restored manager ran %v, want nothing", after)
-	}
+	assert.Empty(t, after, "restored manager ran effects whose dependencies did not change")
 	execute(t, &r, 2, prompt(&r, 2, &after))
-	if diff := cmp.Diff([]string{"count", "keyed"}, after); diff != "" {
-		t.Errorf("runs mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff([]string{"count", "keyed"}, after), "runs mismatch (-want +got)")
 }
 
 func msgs(texts ...string) []defs.Message {
@@ -662,53 +582,31 @@ func TestStepViewsAndCommits(t *testing.T) {
 
 	s := effects.NewStep(4, tr)
 	s.AppendMessages(defs.UserMessage("view1"))
-	if diff := cmp.Diff([]string{"a", "b", "view1"}, contents(s.Messages())); diff != "" {
-		t.Errorf("view mismatch (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff([]string{"a", "b"}, contents(s.Transcript())); diff != "" {
-		t.Errorf("a view changed the transcript (-want +got):\n%s", diff)
-	}
-	if backing[:3][2].Content != "" {
-		t.Error("AppendMessages wrote into the transcript's spare capacity")
-	}
+	assert.Empty(t, cmp.Diff([]string{"a", "b", "view1"}, contents(s.Messages())), "view mismatch (-want +got)")
+	assert.Empty(t, cmp.Diff([]string{"a", "b"}, contents(s.Transcript())), "a view changed the transcript (-want +got)")
+	assert.Empty(t, backing[:3][2].Content, "AppendMessages wrote into the transcript's spare capacity")
 	mods := s.Mods()
-	if !mods.Viewed || mods.Committed {
-		t.Errorf("after AppendMessages: Viewed=%v Committed=%v", mods.Viewed, mods.Committed)
-	}
+	assert.True(t, mods.Viewed, "after AppendMessages: Viewed")
+	assert.False(t, mods.Committed, "after AppendMessages: Committed")
 
 	s.ReplaceMessages(msgs("only"))
 	s.AppendMessages(defs.UserMessage("tail"))
-	if diff := cmp.Diff([]string{"only", "tail"}, contents(s.Mods().Messages)); diff != "" {
-		t.Errorf("replaced view mismatch (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff([]string{"a", "b"}, contents(s.Transcript())); diff != "" {
-		t.Errorf("ReplaceMessages changed the transcript (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff([]string{"only", "tail"}, contents(s.Mods().Messages)), "replaced view mismatch (-want +got)")
+	assert.Empty(t, cmp.Diff([]string{"a", "b"}, contents(s.Transcript())), "ReplaceMessages changed the transcript (-want +got)")
 
 	// A commit drops the earlier views and replaces the transcript.
 	s.CommitMessages(msgs("summary", "b"))
 	mods = s.Mods()
-	if !mods.Committed || mods.Viewed {
-		t.Errorf("after CommitMessages: Committed=%v Viewed=%v", mods.Committed, mods.Viewed)
-	}
-	if diff := cmp.Diff([]string{"summary", "b"}, contents(mods.Transcript)); diff != "" {
-		t.Errorf("committed transcript mismatch (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff([]string{"summary", "b"}, contents(s.Transcript())); diff != "" {
-		t.Errorf("Transcript() after commit mismatch (-want +got):\n%s", diff)
-	}
+	assert.True(t, mods.Committed, "after CommitMessages: Committed")
+	assert.False(t, mods.Viewed, "after CommitMessages: Viewed")
+	assert.Empty(t, cmp.Diff([]string{"summary", "b"}, contents(mods.Transcript)), "committed transcript mismatch (-want +got)")
+	assert.Empty(t, cmp.Diff([]string{"summary", "b"}, contents(s.Transcript())), "Transcript() after commit mismatch (-want +got)")
 	// A view after the commit applies on top of it, and stays a view.
 	s.AppendMessages(defs.UserMessage("volatile"))
 	mods = s.Mods()
-	if diff := cmp.Diff([]string{"summary", "b", "volatile"}, contents(mods.Messages)); diff != "" {
-		t.Errorf("view after commit mismatch (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff([]string{"summary", "b"}, contents(mods.Transcript)); diff != "" {
-		t.Errorf("a view after the commit reached the committed transcript (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff([]string{"a", "b"}, contents(tr)); diff != "" {
-		t.Errorf("the step modified the caller's transcript (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff([]string{"summary", "b", "volatile"}, contents(mods.Messages)), "view after commit mismatch (-want +got)")
+	assert.Empty(t, cmp.Diff([]string{"summary", "b"}, contents(mods.Transcript)), "a view after the commit reached the committed transcript (-want +got)")
+	assert.Empty(t, cmp.Diff([]string{"a", "b"}, contents(tr)), "the step modified the caller's transcript (-want +got)")
 }
 
 func TestStepEffectsSeeEarlierChanges(t *testing.T) {
@@ -724,37 +622,26 @@ func TestStepEffectsSeeEarlierChanges(t *testing.T) {
 		seen = contents(s.Messages())
 		return nil
 	})
-	if err := m.End(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := m.Run(context.Background(), effects.BeforeCall, effects.NewStep(1, msgs("t"))); err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff([]string{"t", "from first"}, seen); diff != "" {
-		t.Errorf("second effect saw (-want +got):\n%s", diff)
-	}
+	require.NoError(t, m.End(), "End")
+	_, err := m.Run(context.Background(), effects.BeforeCall, effects.NewStep(1, msgs("t")))
+	require.NoError(t, err, "Run")
+	assert.Empty(t, cmp.Diff([]string{"t", "from first"}, seen), "second effect saw (-want +got)")
 }
 
 func TestLimitToolsAndSystemsIntersect(t *testing.T) {
 	s := effects.NewStep(0, nil)
-	if m := s.Mods(); m.Tools != nil || m.Systems != nil {
-		t.Fatalf("fresh step limits tools %v, systems %v", m.Tools, m.Systems)
-	}
+	fresh := s.Mods()
+	require.Nil(t, fresh.Tools, "a fresh step limits tools")
+	require.Nil(t, fresh.Systems, "a fresh step limits systems")
 	s.LimitTools("read", "write", "list")
 	s.LimitTools("write", "list", "delete") // never adds delete
 	s.LimitSystems("role", "rules")
 	s.LimitSystems("rules")
 	m := s.Mods()
-	if diff := cmp.Diff([]string{"write", "list"}, m.Tools); diff != "" {
-		t.Errorf("tools mismatch (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff([]string{"rules"}, m.Systems); diff != "" {
-		t.Errorf("systems mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff([]string{"write", "list"}, m.Tools), "tools mismatch (-want +got)")
+	assert.Empty(t, cmp.Diff([]string{"rules"}, m.Systems), "systems mismatch (-want +got)")
 	s.LimitTools()
-	if m := s.Mods(); m.Tools == nil || len(m.Tools) != 0 {
-		t.Errorf("LimitTools() = %#v, want an empty, non-nil list (no tool)", m.Tools)
-	}
+	assert.Equal(t, []string{}, s.Mods().Tools, "LimitTools(): want an empty, non-nil list (no tool)")
 }
 
 func TestSetVariable(t *testing.T) {
@@ -763,9 +650,7 @@ func TestSetVariable(t *testing.T) {
 	s.SetVariable("a", []int{1})
 	s.SetVariable("b", "2") // keeps its position
 	want := []stepmods.Variable{{Name: "b", Value: "2"}, {Name: "a", Value: []int{1}}}
-	if diff := cmp.Diff(want, s.Mods().Variables); diff != "" {
-		t.Errorf("variables mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff(want, s.Mods().Variables), "variables mismatch (-want +got)")
 }
 
 func TestStepCarriesContext(t *testing.T) {
@@ -775,15 +660,10 @@ func TestStepCarriesContext(t *testing.T) {
 	var got any
 	m.Begin()
 	register(&m, effects.Once, func(ctx context.Context, s *effects.Step) error { got = ctx.Value(ctxKey{}); return nil })
-	if err := m.End(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := m.Run(ctx, effects.BeforeCall, effects.NewStep(0, nil)); err != nil {
-		t.Fatal(err)
-	}
-	if got != "v" {
-		t.Errorf("effect's context value = %v", got)
-	}
+	require.NoError(t, m.End(), "End")
+	_, err := m.Run(ctx, effects.BeforeCall, effects.NewStep(0, nil))
+	require.NoError(t, err, "Run")
+	assert.Equal(t, "v", got, "effect's context value")
 }
 
 // TestHookOrderThroughAHelper registers effects through a helper function,

@@ -86,9 +86,7 @@ func TestLoopsThatKeepTheirMemory(t *testing.T) {
 			})
 		}
 		// "b" ran once: its memory is its own.
-		if diff := cmp.Diff([]string{"0 a", "0 b", "2 c"}, runs); diff != "" {
-			t.Errorf("runs mismatch (-want +got):\n%s", diff)
-		}
+		assert.Empty(t, cmp.Diff([]string{"0 a", "0 b", "2 c"}, runs), "runs mismatch (-want +got)")
 	})
 	t.Run("constant length", func(t *testing.T) {
 		var m effects.Manager

@@ -3,8 +3,9 @@ package prompt_test
 import (
 	"errors"
 	"reflect"
-	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
 
 	"github.com/reprompt/reprompt/prompt"
 )
@@ -35,9 +36,7 @@ func TestErrorTexts(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, w := range tt.want {
-				if !strings.Contains(tt.err.Error(), w) {
-					t.Errorf("%q does not contain %q", tt.err, w)
-				}
+				assert.Contains(t, tt.err.Error(), w, "error text")
 			}
 		})
 	}

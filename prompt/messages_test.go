@@ -37,9 +37,7 @@ func TestMessageFromStateIsAddedOnce(t *testing.T) {
 		return nil
 	})
 	want := [][]defs.Message{{defs.UserMessage("Count: 0")}, {}, {}}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("added messages mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff(want, got), "added messages mismatch (-want +got)")
 }
 
 // A loop declares one message per item, each once; items appended later
@@ -63,9 +61,7 @@ func TestMessagesDeclaredInALoop(t *testing.T) {
 		{},
 		{defs.UserMessage("c")},
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("added messages mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff(want, got), "added messages mismatch (-want +got)")
 }
 
 // MessageKey identifies a message wherever it is declared.
@@ -80,9 +76,7 @@ func TestMessageKey(t *testing.T) {
 		return nil
 	})
 	want := [][]defs.Message{{defs.UserMessage("from here")}, {}, {}}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("added messages mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff(want, got), "added messages mismatch (-want +got)")
 }
 
 // Checkpoints written before call-site identities hold role+text ids:
@@ -101,9 +95,7 @@ func TestLegacyMessageIDsAreHonoured(t *testing.T) {
 		return nil
 	})
 	want := [][]defs.Message{{defs.UserMessage("new")}, {}}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("added messages mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff(want, got), "added messages mismatch (-want +got)")
 	// What it saves names the messages by site as well as by text.
 	seen := p.SeenMessages()
 	assert.Contains(t, seen, prompt.MessageID(defs.RoleUser, "new"))
@@ -127,9 +119,7 @@ func TestSeenMessagesSurviveMovedCode(t *testing.T) {
 		p.User("hello")
 		return nil
 	})
-	if diff := cmp.Diff([][]defs.Message{{}, {}}, got, cmpopts.EquateEmpty()); diff != "" {
-		t.Errorf("added messages mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff([][]defs.Message{{}, {}}, got, cmpopts.EquateEmpty()), "added messages mismatch (-want +got)")
 }
 
 // Forget undoes what the last execution added, so the next one adds it.

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
@@ -28,9 +30,8 @@ func next() string {
 
 func TestHooksOutsideExecutionPanicWithCallerSite(t *testing.T) {
 	p := prompt.New("")
-	if _, err := p.Execute(0, func(*prompt.Prompt) error { return nil }); err != nil {
-		t.Fatal(err)
-	}
+	_, err := p.Execute(0, func(*prompt.Prompt) error { return nil })
+	require.NoError(t, err, "Execute")
 	type A struct {
 		X int `json:"x"`
 	}
@@ -84,17 +85,13 @@ func TestHooksOutsideExecutionPanicWithCallerSite(t *testing.T) {
 				return nil
 			}()
 			me, ok := v.(*prompt.MisuseError)
-			if !ok {
-				t.Fatalf("panic value = %#v, want *prompt.MisuseError", v)
-			}
-			if me.Hook != h.hook || me.Site != site {
-				t.Errorf("MisuseError{Hook: %q, Site: %q}, want {%q, %q}", me.Hook, me.Site, h.hook, site)
-			}
+			require.True(t, ok, "panic value = %#v, want *prompt.MisuseError", v)
+			assert.Equal(t, h.hook, me.Hook, "MisuseError.Hook")
+			assert.Equal(t, site, me.Site, "MisuseError.Site")
 			// The message is the contract here: it names the user's call
 			// site and the mistake (errOutside is not exported).
-			if !strings.Contains(me.Error(), site) || !strings.Contains(me.Error(), "outside the prompt function") {
-				t.Errorf("error %q does not explain the misuse at %s", me, site)
-			}
+			assert.Contains(t, me.Error(), site, "the error does not name the misuse's site")
+			assert.Contains(t, me.Error(), "outside the prompt function", "the error does not explain the misuse")
 		})
 	}
 	// Setters and GetState may be used at any time.
@@ -104,9 +101,9 @@ func TestHooksOutsideExecutionPanicWithCallerSite(t *testing.T) {
 		return s
 	}()
 	set.Set(context.Background(), 5)
-	if n, err := prompt.GetState[int](context.Background(), p, "n"); err != nil || n != 5 {
-		t.Errorf("GetState = %d, %v; want 5", n, err)
-	}
+	n, err := prompt.GetState[int](context.Background(), p, "n")
+	assert.NoError(t, err, "GetState")
+	assert.Equal(t, 5, n, "GetState")
 }
 
 func TestPromptPanicIsErrorWithSiteAndStep(t *testing.T) {
@@ -118,45 +115,36 @@ func TestPromptPanicIsErrorWithSiteAndStep(t *testing.T) {
 		panic("kaput")
 	})
 	var pe *prompt.Error
-	if !errors.As(err, &pe) {
-		t.Fatalf("Execute = %v, want *prompt.Error", err)
-	}
-	if !pe.Panicked || pe.Step != 3 || pe.Site != site || pe.Err.Error() != "kaput" {
-		t.Errorf("Error = %+v, want panic at %s at step 3", pe, site)
-	}
+	require.ErrorAs(t, err, &pe, "Execute")
+	assert.True(t, pe.Panicked, "Error.Panicked")
+	assert.Equal(t, 3, pe.Step, "Error.Step")
+	assert.Equal(t, site, pe.Site, "Error.Site")
+	assert.EqualError(t, pe.Err, "kaput", "Error.Err")
 	// The message is the contract here: it names the user's call site.
-	if !strings.Contains(err.Error(), site) {
-		t.Errorf("error %q does not name the site %s", err, site)
-	}
+	assert.Contains(t, err.Error(), site, "the error does not name the site")
 	// The prompt is usable again after a panic.
-	if _, err := p.Execute(4, func(p *prompt.Prompt) error { p.Def("x", "2"); return nil }); err != nil {
-		t.Errorf("Execute after a panic: %v", err)
-	}
+	_, err = p.Execute(4, func(p *prompt.Prompt) error { p.Def("x", "2"); return nil })
+	assert.NoError(t, err, "Execute after a panic")
 }
 
 func TestPromptPanicWithError(t *testing.T) {
 	sentinel := errors.New("sentinel")
 	_, err := prompt.New("").Execute(0, func(*prompt.Prompt) error { panic(sentinel) })
-	if !errors.Is(err, sentinel) {
-		t.Errorf("Execute = %v, want it to wrap the panic's error", err)
-	}
+	assert.ErrorIs(t, err, sentinel, "Execute: want it to wrap the panic's error")
 }
 
 func TestPromptReturnedError(t *testing.T) {
 	sentinel := errors.New("no input")
 	_, err := prompt.New("").Execute(2, func(*prompt.Prompt) error { return sentinel })
 	var pe *prompt.Error
-	if !errors.As(err, &pe) || !errors.Is(err, sentinel) {
-		t.Fatalf("Execute = %v, want *prompt.Error wrapping the returned error", err)
-	}
-	if pe.Panicked || pe.Site != "" || pe.Step != 2 {
-		t.Errorf("Error = %+v", pe)
-	}
+	require.ErrorAs(t, err, &pe, "Execute")
+	require.ErrorIs(t, err, sentinel, "Execute: want it to wrap the returned error")
+	assert.False(t, pe.Panicked, "Error.Panicked")
+	assert.Empty(t, pe.Site, "Error.Site")
+	assert.Equal(t, 2, pe.Step, "Error.Step")
 	// The message is the contract here: a returned error is reported
 	// whole, after the step.
-	if want := "prompt function failed at step 2: no input"; err.Error() != want {
-		t.Errorf("Error() = %q, want %q", err, want)
-	}
+	assert.EqualError(t, err, "prompt function failed at step 2: no input", "Error()")
 }
 
 func TestStateWrongTypeNamesSiteAndTypes(t *testing.T) {
@@ -171,19 +159,18 @@ func TestStateWrongTypeNamesSiteAndTypes(t *testing.T) {
 	var pe *prompt.Error
 	var me *prompt.MisuseError
 	var te *state.TypeError
-	if !errors.As(err, &pe) || !errors.As(err, &me) || !errors.As(err, &te) {
-		t.Fatalf("Execute = %v, want *prompt.Error wrapping *prompt.MisuseError wrapping *state.TypeError", err)
-	}
-	if pe.Site != site || me.Hook != "State" || te.Have != "int" || te.Want != "string" || pe.Step != 1 {
-		t.Errorf("got site %q hook %q have %q want %q step %d", pe.Site, me.Hook, te.Have, te.Want, pe.Step)
-	}
-	if te.Key != "count" {
-		t.Errorf("TypeError.Key = %q, want count", te.Key)
-	}
+	// Want *prompt.Error wrapping *prompt.MisuseError wrapping *state.TypeError.
+	require.ErrorAs(t, err, &pe, "Execute")
+	require.ErrorAs(t, err, &me, "Execute")
+	require.ErrorAs(t, err, &te, "Execute")
+	assert.Equal(t, site, pe.Site, "Error.Site")
+	assert.Equal(t, "State", me.Hook, "MisuseError.Hook")
+	assert.Equal(t, "int", te.Have, "TypeError.Have")
+	assert.Equal(t, "string", te.Want, "TypeError.Want")
+	assert.Equal(t, 1, pe.Step, "Error.Step")
+	assert.Equal(t, "count", te.Key, "TypeError.Key")
 	// The message is the contract here: it names the user's call site.
-	if !strings.Contains(err.Error(), site) {
-		t.Errorf("error %q does not name the site %s", err, site)
-	}
+	assert.Contains(t, err.Error(), site, "the error does not name the site")
 }
 
 func TestStateAcrossExecutions(t *testing.T) {
@@ -200,23 +187,17 @@ func TestStateAcrossExecutions(t *testing.T) {
 		return nil
 	}
 	for step := range 3 {
-		if _, err := p.Execute(step, fn); err != nil {
-			t.Fatal(err)
-		}
+		_, err := p.Execute(step, fn)
+		require.NoError(t, err, "Execute(%d)", step)
 		setter.Update(context.Background(), func(n int) int { return n + 1 })
-		if live, _ := prompt.GetState[int](context.Background(), p, "n"); live != seen[len(seen)-1]+1 {
-			t.Errorf("GetState = %d right after the update, want %d", live, seen[len(seen)-1]+1)
-		}
+		live, _ := prompt.GetState[int](context.Background(), p, "n")
+		assert.Equal(t, seen[len(seen)-1]+1, live, "GetState right after the update")
 	}
-	if diff := cmp.Diff([]int{10, 11, 12}, seen); diff != "" {
-		t.Errorf("values seen mismatch (-want +got):\n%s", diff)
-	}
-	if _, err := prompt.GetState[string](context.Background(), p, "n"); err == nil {
-		t.Error("GetState with the wrong type returned no error")
-	}
-	if _, err := prompt.GetState[int](context.Background(), p, "missing"); err == nil {
-		t.Error("GetState of a missing key returned no error")
-	}
+	assert.Empty(t, cmp.Diff([]int{10, 11, 12}, seen), "values seen mismatch (-want +got)")
+	_, err := prompt.GetState[string](context.Background(), p, "n")
+	assert.Error(t, err, "GetState with the wrong type returned no error")
+	_, err = prompt.GetState[int](context.Background(), p, "missing")
+	assert.Error(t, err, "GetState of a missing key returned no error")
 }
 
 func TestExecuteReconcilesDefinitions(t *testing.T) {
@@ -230,20 +211,13 @@ func TestExecuteReconcilesDefinitions(t *testing.T) {
 			p.DefData("cfg", map[string]int{"a": step})
 			return nil
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err, "Execute(%d)", step)
 	}
-	if diff := cmp.Diff([]string{"cfg"}, p.Registry().Collection(defs.KindVariable).Names()); diff != "" {
-		t.Errorf("variables mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff([]string{"cfg"}, p.Registry().Collection(defs.KindVariable).Names()), "variables mismatch (-want +got)")
 	d, _ := p.Registry().Lookup(defs.KindVariable, "cfg")
-	if diff := cmp.Diff(map[string]int{"a": 1}, d.Data); !d.IsData || diff != "" {
-		t.Errorf("cfg = %+v (-want +got):\n%s", d, diff)
-	}
-	if p.Step() != 1 {
-		t.Errorf("Step() = %d, want 1", p.Step())
-	}
+	assert.True(t, d.IsData, "cfg: IsData")
+	assert.Empty(t, cmp.Diff(map[string]int{"a": 1}, d.Data), "cfg data mismatch (-want +got)")
+	assert.Equal(t, 1, p.Step(), "Step()")
 }
 
 func TestDefMessageAddedOnce(t *testing.T) {
@@ -259,9 +233,7 @@ func TestDefMessageAddedOnce(t *testing.T) {
 	var got [][]defs.Message
 	for step := range 4 {
 		added, err := p.Execute(step, fn)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err, "Execute(%d)", step)
 		got = append(got, slices.Clone(added))
 	}
 	want := [][]defs.Message{
@@ -276,20 +248,15 @@ func TestDefMessageAddedOnce(t *testing.T) {
 		{},
 		{},
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("added messages mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff(want, got), "added messages mismatch (-want +got)")
 
 	// A resumed prompt told what was added does not add it again.
 	r := prompt.New("")
 	r.MarkMessagesSeen(p.SeenMessages())
 	added, err := r.Execute(0, fn)
-	if err != nil || len(added) != 0 {
-		t.Errorf("resumed Execute added %v, %v; want nothing", added, err)
-	}
-	if prompt.MessageID(defs.RoleUser, "a") == prompt.MessageID(defs.RoleAssistant, "a") {
-		t.Error("MessageID ignores the role")
-	}
+	assert.NoError(t, err, "resumed Execute")
+	assert.Empty(t, added, "resumed Execute added messages")
+	assert.NotEqual(t, prompt.MessageID(defs.RoleUser, "a"), prompt.MessageID(defs.RoleAssistant, "a"), "MessageID ignores the role")
 }
 
 type searchArgs struct {
@@ -307,13 +274,10 @@ type hit struct {
 func declare(t *testing.T, fn prompt.Func, name string) *defs.Tool {
 	t.Helper()
 	p := prompt.New("")
-	if _, err := p.Execute(0, fn); err != nil {
-		t.Fatal(err)
-	}
+	_, err := p.Execute(0, fn)
+	require.NoError(t, err, "Execute")
 	d, ok := p.Registry().Lookup(defs.KindTool, name)
-	if !ok {
-		t.Fatalf("tool %q not declared", name)
-	}
+	require.True(t, ok, "tool %q not declared", name)
 	return d.Tool
 }
 
@@ -325,12 +289,11 @@ func TestDefToolSchemaFromStruct(t *testing.T) {
 		})
 		return nil
 	}, "search")
-	if h.Tag() != "<search>" || h.Kind() != defs.KindTool {
-		t.Errorf("handle = %v %v", h.Kind(), h)
-	}
-	if tool.Name != "search" || tool.Description != "Search the docs." || tool.Agent {
-		t.Errorf("tool = %+v", tool)
-	}
+	assert.Equal(t, "<search>", h.Tag(), "handle Tag()")
+	assert.Equal(t, defs.KindTool, h.Kind(), "handle Kind()")
+	assert.Equal(t, "search", tool.Name, "tool.Name")
+	assert.Equal(t, "Search the docs.", tool.Description, "tool.Description")
+	assert.False(t, tool.Agent, "tool.Agent")
 	var schema struct {
 		Type       string   `json:"type"`
 		Required   []string `json:"required"`
@@ -339,28 +302,19 @@ func TestDefToolSchemaFromStruct(t *testing.T) {
 			Description string `json:"description"`
 		} `json:"properties"`
 	}
-	if err := json.Unmarshal(tool.Schema, &schema); err != nil {
-		t.Fatalf("schema %s: %v", tool.Schema, err)
-	}
-	if schema.Type != "object" {
-		t.Errorf("schema type = %q, want object", schema.Type)
-	}
-	if diff := cmp.Diff([]string{"query"}, schema.Required); diff != "" {
-		t.Errorf("required mismatch (-want +got):\n%s", diff)
-	}
+	require.NoError(t, json.Unmarshal(tool.Schema, &schema), "schema %s", tool.Schema)
+	assert.Equal(t, "object", schema.Type, "schema type")
+	assert.Empty(t, cmp.Diff([]string{"query"}, schema.Required), "required mismatch (-want +got)")
 	descs := map[string]string{}
 	for name, prop := range schema.Properties {
 		descs[name] = prop.Description
 	}
 	want := map[string]string{"query": "what to look for", "limit": "at most this many results", "tags": ""}
-	if diff := cmp.Diff(want, descs); diff != "" {
-		t.Errorf("property descriptions mismatch (-want +got):\n%s\nschema: %s", diff, tool.Schema)
-	}
+	assert.Empty(t, cmp.Diff(want, descs), "property descriptions of schema %s mismatch (-want +got)", tool.Schema)
 
 	out, err := tool.Call(context.Background(), json.RawMessage(`{"query":"go","limit":2}`))
-	if err != nil || out != `[{"title":"go","rank":2}]` {
-		t.Errorf("Call = %q, %v; want the result as JSON", out, err)
-	}
+	assert.NoError(t, err, "Call")
+	assert.Equal(t, `[{"title":"go","rank":2}]`, out, "Call: want the result as JSON")
 }
 
 func TestDefToolArgumentsValidation(t *testing.T) {
@@ -387,28 +341,19 @@ func TestDefToolArgumentsValidation(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			err := tool.Validate(json.RawMessage(tt.args))
 			if tt.wantErr == "" {
-				if err != nil {
-					t.Errorf("Validate(%s) = %v, want nil", tt.args, err)
-				}
+				assert.NoError(t, err, "Validate(%s)", tt.args)
 				return
 			}
 			var ae *prompt.ArgumentsError
-			if !errors.As(err, &ae) || !prompt.IsArgumentsError(err) {
-				t.Fatalf("Validate(%s) = %v, want *prompt.ArgumentsError", tt.args, err)
-			}
-			if ae.Tool != "search" {
-				t.Errorf("ArgumentsError.Tool = %q, want search", ae.Tool)
-			}
+			require.ErrorAs(t, err, &ae, "Validate(%s)", tt.args)
+			require.True(t, prompt.IsArgumentsError(err), "IsArgumentsError(Validate(%s))", tt.args)
+			assert.Equal(t, "search", ae.Tool, "ArgumentsError.Tool")
 			// The text is what the model reads to fix its call (the schema
 			// library's errors are untyped): it must name what is wrong.
-			if !strings.Contains(ae.Err.Error(), tt.wantErr) {
-				t.Errorf("Validate(%s) = %q, want it to name %q", tt.args, err, tt.wantErr)
-			}
+			assert.Contains(t, ae.Err.Error(), tt.wantErr, "Validate(%s): the error does not name what is wrong", tt.args)
 		})
 	}
-	if prompt.IsArgumentsError(errors.New("x")) {
-		t.Error("IsArgumentsError(plain error) = true")
-	}
+	assert.False(t, prompt.IsArgumentsError(errors.New("x")), "IsArgumentsError(plain error)")
 }
 
 func TestDefToolCallResults(t *testing.T) {
@@ -422,9 +367,7 @@ func TestDefToolCallResults(t *testing.T) {
 		prompt.DefTool(p, "unencodable", "d", func(context.Context, struct{}) (func(), error) { return func() {}, nil })
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err, "Execute")
 	tools = map[string]*defs.Tool{}
 	for d := range p.Registry().Collection(defs.KindTool).All() {
 		tools[d.Name] = d.Tool
@@ -432,22 +375,19 @@ func TestDefToolCallResults(t *testing.T) {
 	call := func(name string) (string, error) {
 		return tools[name].Call(context.Background(), json.RawMessage(`{}`))
 	}
-	if out, err := call("text"); out != `plain "text"` || err != nil {
-		t.Errorf("text = %q, %v; a string result is sent as is", out, err)
-	}
-	if out, err := call("num"); out != "42" || err != nil {
-		t.Errorf("num = %q, %v", out, err)
-	}
-	if out, err := call("fail"); !errors.Is(err, boom) || out != "" {
-		t.Errorf("fail = %q, %v; want the tool's error", out, err)
-	}
+	out, err := call("text")
+	assert.Equal(t, `plain "text"`, out, "text: a string result is sent as is")
+	assert.NoError(t, err, "text")
+	out, err = call("num")
+	assert.Equal(t, "42", out, "num")
+	assert.NoError(t, err, "num")
+	out, err = call("fail")
+	assert.ErrorIs(t, err, boom, "fail: want the tool's error")
+	assert.Empty(t, out, "fail: the result with the tool's error")
 	var ue *json.UnsupportedTypeError
-	if _, err := call("unencodable"); !errors.As(err, &ue) {
-		t.Errorf("unencodable = %v, want a *json.UnsupportedTypeError", err)
-	}
-	if tools["num"].Validate(json.RawMessage(`{"anything":[1]}`)) != nil {
-		t.Error("a map-typed tool rejected an object")
-	}
+	_, err = call("unencodable")
+	assert.ErrorAs(t, err, &ue, "unencodable")
+	assert.NoError(t, tools["num"].Validate(json.RawMessage(`{"anything":[1]}`)), "a map-typed tool rejected an object")
 }
 
 func TestDefToolNonObjectArgumentsIsMisuse(t *testing.T) {
@@ -475,16 +415,14 @@ func TestDefToolNonObjectArgumentsIsMisuse(t *testing.T) {
 			})
 			var pe *prompt.Error
 			var me *prompt.MisuseError
-			if !errors.As(err, &pe) || !errors.As(err, &me) {
-				t.Fatalf("Execute = %v, want *prompt.Error wrapping *prompt.MisuseError", err)
-			}
-			if me.Hook != "DefTool bad" || pe.Panicked {
-				t.Errorf("MisuseError = %+v, Panicked = %v", me, pe.Panicked)
-			}
+			// Want *prompt.Error wrapping *prompt.MisuseError.
+			require.ErrorAs(t, err, &pe, "Execute")
+			require.ErrorAs(t, err, &me, "Execute")
+			assert.Equal(t, "DefTool bad", me.Hook, "MisuseError.Hook")
+			assert.False(t, pe.Panicked, "Error.Panicked")
 			// The site is the DefTool call inside decl, in this file.
-			if !strings.HasPrefix(me.Site, "prompt_test.go:") || me.Site == site {
-				t.Errorf("site = %q, want the DefTool line in prompt_test.go", me.Site)
-			}
+			assert.True(t, strings.HasPrefix(me.Site, "prompt_test.go:"), "site = %q, want the DefTool line in prompt_test.go", me.Site)
+			assert.NotEqual(t, site, me.Site, "site is the call of decl, want the DefTool line inside it")
 		})
 	}
 }
@@ -503,18 +441,17 @@ func TestEffectHookOrderSurfacesFromExecute(t *testing.T) {
 			return nil
 		}
 	}
-	if _, err := p.Execute(0, fn(true)); err != nil {
-		t.Fatal(err)
-	}
-	_, err := p.Execute(1, fn(false))
+	_, err := p.Execute(0, fn(true))
+	require.NoError(t, err, "Execute(0)")
+	_, err = p.Execute(1, fn(false))
 	var he *effects.HookOrderError
 	var pe *prompt.Error
-	if !errors.As(err, &pe) || !errors.As(err, &he) {
-		t.Fatalf("Execute = %v, want *prompt.Error wrapping *effects.HookOrderError", err)
-	}
-	if he.Was != condSite || he.Now != mainSite || pe.Step != 1 {
-		t.Errorf("HookOrderError = %+v at step %d, want was %s now %s at step 1", he, pe.Step, condSite, mainSite)
-	}
+	// Want *prompt.Error wrapping *effects.HookOrderError.
+	require.ErrorAs(t, err, &pe, "Execute(1)")
+	require.ErrorAs(t, err, &he, "Execute(1)")
+	assert.Equal(t, condSite, he.Was, "HookOrderError.Was")
+	assert.Equal(t, mainSite, he.Now, "HookOrderError.Now")
+	assert.Equal(t, 1, pe.Step, "Error.Step")
 }
 
 type fakeRunner struct {
@@ -531,29 +468,26 @@ func TestDefAgent(t *testing.T) {
 		p.DefAgent("researcher", "Researches.", func(*prompt.Prompt) error { return nil })
 		return nil
 	}, "researcher")
-	if !tool.Agent || tool.Description != "Researches." {
-		t.Errorf("tool = %+v", tool)
-	}
-	if err := tool.Validate(json.RawMessage(`{}`)); !prompt.IsArgumentsError(err) {
-		t.Errorf("Validate({}) = %v, want an *ArgumentsError (task is required)", err)
-	}
+	assert.True(t, tool.Agent, "tool.Agent")
+	assert.Equal(t, "Researches.", tool.Description, "tool.Description")
+	assert.True(t, prompt.IsArgumentsError(tool.Validate(json.RawMessage(`{}`))), "Validate({}): want an *ArgumentsError (task is required)")
 	args := json.RawMessage(`{"task":"find x"}`)
-	if _, err := tool.Call(context.Background(), args); !errors.Is(err, prompt.ErrNoAgentRunner) {
-		t.Errorf("Call without runner = %v, want ErrNoAgentRunner", err)
-	}
+	_, err := tool.Call(context.Background(), args)
+	assert.ErrorIs(t, err, prompt.ErrNoAgentRunner, "Call without runner")
 	r := &fakeRunner{}
 	out, err := tool.Call(prompt.WithAgentRunner(context.Background(), r), args)
-	if err != nil || out != "answer" || r.name != "researcher" || r.task != "find x" {
-		t.Errorf("Call = %q, %v; runner saw %+v", out, err, r)
-	}
-	if in := prompt.New("the task").Input(); in != "the task" {
-		t.Errorf("Input() = %q", in)
-	}
+	assert.NoError(t, err, "Call")
+	assert.Equal(t, "answer", out, "Call")
+	assert.Equal(t, "researcher", r.name, "agent name the runner saw")
+	assert.Equal(t, "find x", r.task, "task the runner saw")
+	assert.Equal(t, "the task", prompt.New("the task").Input(), "Input()")
 }
 
 func TestAccessors(t *testing.T) {
 	p := prompt.New("")
-	if p.Registry() == nil || p.Store() == nil || p.Effects() == nil || p.Input() != "" {
-		t.Error("a new prompt lacks its parts")
-	}
+	// A new prompt has its parts.
+	assert.NotNil(t, p.Registry(), "Registry()")
+	assert.NotNil(t, p.Store(), "Store()")
+	assert.NotNil(t, p.Effects(), "Effects()")
+	assert.Empty(t, p.Input(), "Input()")
 }

@@ -3,6 +3,8 @@ package prompt_test
 import (
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/reprompt/reprompt/internal/scenario"
 	"github.com/reprompt/reprompt/prompt"
 )
@@ -14,15 +16,13 @@ import (
 //	go test ./prompt -run '^$' -bench ExecuteS1
 func BenchmarkExecuteS1(b *testing.B) {
 	p := prompt.New("")
-	if _, err := p.Execute(0, scenario.S1); err != nil {
-		b.Fatal(err)
-	}
+	_, err := p.Execute(0, scenario.S1)
+	require.NoError(b, err, "Execute(0)")
 	b.ReportAllocs()
 	step := 1
 	for b.Loop() {
-		if _, err := p.Execute(step, scenario.S1); err != nil {
-			b.Fatal(err)
-		}
+		_, err := p.Execute(step, scenario.S1)
+		require.NoError(b, err, "Execute")
 		step++
 	}
 }

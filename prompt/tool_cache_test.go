@@ -6,6 +6,9 @@ import (
 	"math"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/reprompt/reprompt/prompt"
 )
 
@@ -20,13 +23,14 @@ func TestValidationCacheKeepsEveryCheck(t *testing.T) {
 	valid := json.RawMessage(`{"query":"x"}`)
 	for _, args := range []string{`{"query":"x"}`, `{"query":"x" }`, `{"query":5}`, `{"query":"x","extra":1}`, ``, `{"query":"x"}`} {
 		err := tool.Validate(json.RawMessage(args))
-		if want := args == string(valid) || args == `{"query":"x" }`; (err == nil) != want {
-			t.Errorf("Validate(%s) = %v, want valid %v", args, err, want)
+		if args == string(valid) || args == `{"query":"x" }` {
+			assert.NoError(t, err, "Validate(%s)", args)
+		} else {
+			assert.Error(t, err, "Validate(%s)", args)
 		}
 	}
-	if allocs := testing.AllocsPerRun(10, func() { _ = tool.Validate(valid) }); allocs != 0 {
-		t.Errorf("validating the last valid arguments again allocates %v times", allocs)
-	}
+	allocs := testing.AllocsPerRun(10, func() { _ = tool.Validate(valid) })
+	assert.Equal(t, 0.0, allocs, "allocations to validate the last valid arguments again")
 }
 
 // TestNoArgumentToolsStillRejectBadJSON checks that a tool whose argument
@@ -37,21 +41,19 @@ func TestNoArgumentToolsStillRejectBadJSON(t *testing.T) {
 		prompt.DefTool(p, "noop", "d", func(context.Context, struct{}) (string, error) { calls++; return "ok", nil })
 		return nil
 	}, "noop")
-	if err := tool.Validate(json.RawMessage(`{}`)); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, tool.Validate(json.RawMessage(`{}`)), "Validate({})")
 	for _, tc := range []struct {
 		args string
 		ok   bool
 	}{{`{}`, true}, {``, true}, {`{`, false}, {`[1]`, false}, {`{"x":1}`, true}} {
 		_, err := tool.Call(context.Background(), json.RawMessage(tc.args))
-		if (err == nil) != tc.ok || !tc.ok && !prompt.IsArgumentsError(err) {
-			t.Errorf("Call(%s) = %v, want ok %v", tc.args, err, tc.ok)
+		if tc.ok {
+			assert.NoError(t, err, "Call(%s)", tc.args)
+		} else {
+			assert.ErrorAs(t, err, new(*prompt.ArgumentsError), "Call(%s)", tc.args)
 		}
 	}
-	if calls != 3 {
-		t.Errorf("the tool ran %d times, want 3", calls)
-	}
+	assert.Equal(t, 3, calls, "times the tool ran")
 }
 
 // TestResultTextAsJSON checks the results written without json.Marshal
@@ -69,8 +71,7 @@ func TestResultTextAsJSON(t *testing.T) {
 		}, "r")
 		got, err := tool.Call(context.Background(), json.RawMessage(`{}`))
 		want, _ := json.Marshal(v)
-		if err != nil || got != string(want) {
-			t.Errorf("result %v = %q, %v; want %s", v, got, err, want)
-		}
+		assert.NoError(t, err, "result %v", v)
+		assert.Equal(t, string(want), got, "result %v", v)
 	}
 }

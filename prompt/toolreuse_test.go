@@ -135,9 +135,8 @@ func TestToolDeclaredAgainAllocatesNothing(t *testing.T) {
 	require.NoError(t, err)
 	step := 1
 	allocs := testing.AllocsPerRun(100, func() {
-		if _, err := p.Execute(step, fn); err != nil {
-			t.Fatal(err)
-		}
+		_, err := p.Execute(step, fn)
+		require.NoError(t, err, "Execute")
 		step++
 	})
 	assert.Equal(t, 0.0, allocs)

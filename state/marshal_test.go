@@ -112,9 +112,8 @@ func TestMarshalJSONUnchangedAllocatesOnce(t *testing.T) {
 	_, err := s.MarshalJSON()
 	require.NoError(t, err)
 	allocs := testing.AllocsPerRun(100, func() {
-		if _, err := s.MarshalJSON(); err != nil {
-			t.Fatal(err)
-		}
+		_, err := s.MarshalJSON()
+		require.NoError(t, err, "MarshalJSON")
 	})
 	assert.Equal(t, 1.0, allocs)
 }

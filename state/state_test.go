@@ -3,13 +3,13 @@ package state_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/state"
 )
@@ -17,48 +17,34 @@ import (
 func TestInitStoresOnlyWhenNew(t *testing.T) {
 	s := state.New()
 	got, err := state.Init(s, "count", 10)
-	if err != nil || got != 10 {
-		t.Fatalf("first Init = %d, %v; want 10, nil", got, err)
-	}
+	require.NoError(t, err, "first Init")
+	require.Equal(t, 10, got, "first Init")
 	state.Set(bg, s, "count", 42)
 	got, err = state.Init(s, "count", 10)
-	if err != nil || got != 42 {
-		t.Fatalf("second Init = %d, %v; want the stored 42, nil (initial must be ignored)", got, err)
-	}
-	if n := s.Len(); n != 1 {
-		t.Errorf("Len = %d, want 1", n)
-	}
+	require.NoError(t, err, "second Init")
+	require.Equal(t, 42, got, "second Init returns the stored value (initial must be ignored)")
+	assert.Equal(t, 1, s.Len(), "Len")
 }
 
 func TestSetAndUpdateApplyInCallOrder(t *testing.T) {
 	s := state.New()
-	if _, err := state.Init(s, "n", 0); err != nil {
-		t.Fatal(err)
-	}
+	_, err := state.Init(s, "n", 0)
+	require.NoError(t, err)
 	set := state.NewSetter[int](s, "n")
 	set.Set(bg, 10)
 	set.Update(bg, func(n int) int { return n + 5 })
 	set.Update(bg, func(n int) int { return n * 2 })
 	got, err := state.Get[int](bg, s, "n")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got != 30 {
-		t.Errorf("10, +5, ×2 = %d, want 30", got)
-	}
-	if set.Key() != "n" {
-		t.Errorf("Key() = %q, want %q", set.Key(), "n")
-	}
+	require.NoError(t, err)
+	assert.Equal(t, 30, got, "10, +5, ×2")
+	assert.Equal(t, "n", set.Key(), "Key()")
 }
 
 func TestUpdateUnsetKeyStartsFromZero(t *testing.T) {
 	s := state.New()
-	if err := state.Update(bg, s, "fresh", func(n int) int { return n + 1 }); err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := state.Get[int](bg, s, "fresh"); got != 1 {
-		t.Errorf("got %d, want 1", got)
-	}
+	require.NoError(t, state.Update(bg, s, "fresh", func(n int) int { return n + 1 }))
+	got, _ := state.Get[int](bg, s, "fresh")
+	assert.Equal(t, 1, got, "zero value + 1")
 }
 
 func TestVersionChangesOnEveryStore(t *testing.T) {
@@ -67,15 +53,10 @@ func TestVersionChangesOnEveryStore(t *testing.T) {
 	state.Set(bg, s, "a", 1)
 	v1 := s.Version()
 	_, _ = state.Get[int](bg, s, "a")
-	if s.Version() != v1 {
-		t.Error("a read changed the version")
-	}
-	if err := state.Update(bg, s, "a", func(n int) int { return n }); err != nil {
-		t.Fatal(err)
-	}
-	if !(v0 < v1 && v1 < s.Version()) {
-		t.Errorf("versions %d, %d, %d are not increasing", v0, v1, s.Version())
-	}
+	assert.Equal(t, v1, s.Version(), "a read changed the version")
+	require.NoError(t, state.Update(bg, s, "a", func(n int) int { return n }))
+	assert.Less(t, v0, v1, "version after the Set is not above the initial one")
+	assert.Less(t, v1, s.Version(), "version after the Update is not above the one after the Set")
 }
 
 func TestTypeMismatchNamesBothTypes(t *testing.T) {
@@ -96,25 +77,18 @@ func TestTypeMismatchNamesBothTypes(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			err := tt.op()
 			var te *state.TypeError
-			if !errors.As(err, &te) {
-				t.Fatalf("err = %v, want *state.TypeError", err)
-			}
+			require.ErrorAs(t, err, &te)
 			want := &state.TypeError{Key: "count", Have: "int", Want: "string"}
-			if diff := cmp.Diff(want, te); diff != "" {
-				t.Errorf("TypeError mismatch (-want +got):\n%s", diff)
-			}
+			assert.Empty(t, cmp.Diff(want, te), "TypeError mismatch (-want +got)")
 			// The message is the contract here: it names the key and both
 			// types (the one test of TypeError's text).
 			for _, s := range []string{`"count"`, "int", "string"} {
-				if !strings.Contains(err.Error(), s) {
-					t.Errorf("error %q does not name %s", err, s)
-				}
+				assert.Contains(t, err.Error(), s, "the error does not name %s", s)
 			}
 		})
 	}
-	if got, _ := state.Get[int](bg, s, "count"); got != 3 {
-		t.Errorf("a failed Update changed the value to %d", got)
-	}
+	got, _ := state.Get[int](bg, s, "count")
+	assert.Equal(t, 3, got, "a failed Update changed the value")
 }
 
 func TestSetterUpdatePanicsOnTypeMismatch(t *testing.T) {
@@ -122,11 +96,9 @@ func TestSetterUpdatePanicsOnTypeMismatch(t *testing.T) {
 	state.Set(bg, s, "k", "text")
 	defer func() {
 		v := recover()
-		err, ok := v.(error)
+		err, _ := v.(error) // nil unless the panic value is an error
 		var te *state.TypeError
-		if !ok || !errors.As(err, &te) {
-			t.Fatalf("panic value = %v, want a *state.TypeError", v)
-		}
+		require.ErrorAs(t, err, &te, "panic value = %v, want a *state.TypeError", v)
 	}()
 	state.NewSetter[int](s, "k").Update(bg, func(n int) int { return n + 1 })
 }
@@ -134,13 +106,10 @@ func TestSetterUpdatePanicsOnTypeMismatch(t *testing.T) {
 func TestGetMissingKey(t *testing.T) {
 	_, err := state.Get[int](bg, state.New(), "nope")
 	var nf *state.NotFoundError
-	if !errors.As(err, &nf) || nf.Key != "nope" {
-		t.Fatalf("err = %v, want *state.NotFoundError for %q", err, "nope")
-	}
+	require.ErrorAs(t, err, &nf)
+	require.Equal(t, "nope", nf.Key, "NotFoundError.Key")
 	// The message is the contract here: it names the key.
-	if !strings.Contains(err.Error(), `"nope"`) {
-		t.Errorf("error %q does not name the key", err)
-	}
+	assert.Contains(t, err.Error(), `"nope"`, "the error does not name the key")
 }
 
 type profile struct {
@@ -157,77 +126,49 @@ func TestJSONRoundTrip(t *testing.T) {
 	state.Set(bg, s, "ptr", (*int)(nil))
 
 	data, err := json.Marshal(s)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	wantJSON := `{"count":7,"name":"ada","profile":{"name":"ada","tags":["x","y"],"score":{"a":1.5}},"ptr":null}`
-	if diff := cmp.Diff(wantJSON, string(data)); diff != "" {
-		t.Errorf("JSON mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff(wantJSON, string(data)), "JSON mismatch (-want +got)")
 
 	r := state.New()
 	state.Set(bg, r, "stale", true) // replaced by Unmarshal
-	if err := json.Unmarshal(data, r); err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff([]string{"count", "name", "profile", "ptr"}, r.Keys()); diff != "" {
-		t.Errorf("keys mismatch (-want +got):\n%s", diff)
-	}
+	require.NoError(t, json.Unmarshal(data, r))
+	assert.Empty(t, cmp.Diff([]string{"count", "name", "profile", "ptr"}, r.Keys()), "keys mismatch (-want +got)")
 	// Restored values are kept as JSON until read.
-	if raw, ok := r.Snapshot()["count"].(json.RawMessage); !ok || string(raw) != "7" {
-		t.Errorf("Snapshot()[count] = %#v, want json.RawMessage(7) before the first read", r.Snapshot()["count"])
-	}
+	assert.Equal(t, json.RawMessage("7"), r.Snapshot()["count"], "Snapshot()[count] before the first read")
 
 	// The first typed read decodes; Init does not overwrite a restored value.
 	n, err := state.Init(r, "count", 0)
-	if err != nil || n != 7 {
-		t.Errorf("Init(count) after restore = %d, %v; want 7, nil", n, err)
-	}
-	if v, ok := r.Snapshot()["count"].(int); !ok || v != 7 {
-		t.Errorf("Snapshot()[count] = %#v after the first read, want int 7", r.Snapshot()["count"])
-	}
+	assert.NoError(t, err, "Init(count) after restore")
+	assert.Equal(t, 7, n, "Init(count) after restore")
+	assert.Equal(t, 7, r.Snapshot()["count"], "Snapshot()[count] after the first read")
 	p, err := state.Get[profile](bg, r, "profile")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(profile{Name: "ada", Tags: []string{"x", "y"}, Score: map[string]float64{"a": 1.5}}, p); diff != "" {
-		t.Errorf("profile mismatch (-want +got):\n%s", diff)
-	}
+	require.NoError(t, err)
+	assert.Empty(t, cmp.Diff(profile{Name: "ada", Tags: []string{"x", "y"}, Score: map[string]float64{"a": 1.5}}, p), "profile mismatch (-want +got)")
 	// Once decoded, the key holds the type it was read as.
-	if _, err := state.Get[string](bg, r, "count"); err == nil {
-		t.Error("count decoded as int can be read as string")
-	}
+	_, err = state.Get[string](bg, r, "count")
+	assert.Error(t, err, "count decoded as int can be read as string")
 
 	again, err := json.Marshal(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(wantJSON, string(again)); diff != "" {
-		t.Errorf("second round trip mismatch (-want +got):\n%s", diff)
-	}
+	require.NoError(t, err)
+	assert.Empty(t, cmp.Diff(wantJSON, string(again)), "second round trip mismatch (-want +got)")
 }
 
 func TestRestoredValueOfWrongType(t *testing.T) {
 	s := state.New()
-	if err := json.Unmarshal([]byte(`{"count":"seven"}`), s); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, json.Unmarshal([]byte(`{"count":"seven"}`), s))
 	_, err := state.Get[int](bg, s, "count")
 	var te *state.TypeError
-	if !errors.As(err, &te) {
-		t.Fatalf("err = %v, want *state.TypeError", err)
-	}
-	if te.Key != "count" || te.Want != "int" || te.Err == nil {
-		t.Errorf("TypeError = %+v, want key count, want int and a decoding error", te)
-	}
+	require.ErrorAs(t, err, &te)
+	assert.Equal(t, "count", te.Key, "TypeError.Key")
+	assert.Equal(t, "int", te.Want, "TypeError.Want")
+	assert.Error(t, te.Err, "TypeError.Err: want the decoding error")
 	var je *json.UnmarshalTypeError
-	if !errors.As(te.Err, &je) {
-		t.Errorf("TypeError.Err = %v, want the *json.UnmarshalTypeError", te.Err)
-	}
+	assert.ErrorAs(t, te.Err, &je, "TypeError.Err")
 	// The raw value is kept: it can still be read as the right type.
-	if got, err := state.Get[string](bg, s, "count"); err != nil || got != "seven" {
-		t.Errorf("Get[string] = %q, %v; want seven, nil", got, err)
-	}
+	got, err := state.Get[string](bg, s, "count")
+	assert.NoError(t, err, "Get[string]")
+	assert.Equal(t, "seven", got, "Get[string]")
 }
 
 func TestMarshalNamesUnserializableKey(t *testing.T) {
@@ -235,23 +176,15 @@ func TestMarshalNamesUnserializableKey(t *testing.T) {
 	state.Set(bg, s, "ok", 1)
 	state.Set(bg, s, "bad", make(chan int))
 	_, err := json.Marshal(s)
-	if err == nil {
-		t.Fatal("a channel was serialized")
-	}
+	require.Error(t, err, "a channel was serialized")
 	var ue *json.UnsupportedTypeError
-	if !errors.As(err, &ue) {
-		t.Errorf("Marshal = %v, want it to wrap *json.UnsupportedTypeError", err)
-	}
+	assert.ErrorAs(t, err, &ue, "Marshal")
 	// The error is untyped: the key is only in the text.
-	if !strings.Contains(err.Error(), `"bad"`) {
-		t.Errorf("error %q does not name the key", err)
-	}
+	assert.Contains(t, err.Error(), `"bad"`, "the error does not name the key")
 }
 
 func TestUnmarshalRejectsNonObject(t *testing.T) {
-	if err := json.Unmarshal([]byte(`[1,2]`), state.New()); err == nil {
-		t.Error("an array was accepted as a store")
-	}
+	assert.Error(t, json.Unmarshal([]byte(`[1,2]`), state.New()), "an array was accepted as a store")
 }
 
 func TestConcurrentUpdates(t *testing.T) {
@@ -270,9 +203,8 @@ func TestConcurrentUpdates(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if got, _ := state.Get[int](bg, s, "n"); got != workers*each {
-		t.Errorf("n = %d after %d concurrent updates", got, workers*each)
-	}
+	got, _ := state.Get[int](bg, s, "n")
+	assert.Equal(t, workers*each, got, "n after %d concurrent updates", workers*each)
 }
 
 func ExampleSetter_Update() {
