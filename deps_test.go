@@ -36,9 +36,14 @@ var allowed = map[string][]string{
 	"session":             {"state", "defs", "effects"},
 	"session/sessiontest": {"state", "defs", "effects", "session"},
 	"tokens":              {"defs", "internal/msghash", "github.com/tiktoken-go/tokenizer"},
-	"effects/builtin":     {"state", "defs", "effects", "prompt", "internal/modelcaps", "github.com/expr-lang/expr", "go.yaml.in/yaml/v3"},
-	"internal/viewer":     {"defs", "session"},
-	"cmd/reprompt":        {"internal/viewer", "session", "session/sqlite", "session/postgres"},
+	"effects/builtin": {"state", "defs", "effects", "prompt", "internal/modelcaps", "github.com/expr-lang/expr", "go.yaml.in/yaml/v3",
+		"effects/builtin/internal/compaction", "effects/builtin/internal/transcript"},
+	// What effects/builtin is built from: the compaction engine and the
+	// transcript helpers it shares with trimming.
+	"effects/builtin/internal/compaction": {"state", "defs", "effects", "effects/builtin/internal/transcript"},
+	"effects/builtin/internal/transcript": {"defs"},
+	"internal/viewer":                     {"defs", "session"},
+	"cmd/reprompt":                        {"internal/viewer", "session", "session/sqlite", "session/postgres"},
 	"runtime": {"state", "defs", "llm", "effects", "prompt", "session", "internal/callsite", "internal/msghash", "internal/promptrt", "go.yaml.in/yaml/v3",
 		// The OpenTelemetry API only (tracing is optional; see Config.TracerProvider).
 		"go.opentelemetry.io/otel/trace", "go.opentelemetry.io/otel/attribute", "go.opentelemetry.io/otel/codes"},
@@ -67,6 +72,9 @@ var onlyImportedBy = map[string][]string{
 	// The Temporal SDK: the nested temporal module only.
 	"go.temporal.io":            {"temporal"},
 	module + "/internal/viewer": {"cmd/"},
+	// The parts of effects/builtin: behind its API, never used directly.
+	module + "/effects/builtin/internal/compaction": {"effects/builtin"},
+	module + "/effects/builtin/internal/transcript": {"effects/builtin"},
 	// The OpenTelemetry SDK and exporters: in tests and examples only; the
 	// library uses the API, and users bring their SDK.
 	"go.opentelemetry.io/otel/sdk":       {"examples/"},

@@ -3,9 +3,11 @@ package builtin
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -309,11 +311,7 @@ func usesIdent(prog *vm.Program, name string) bool {
 }
 
 func sortedFieldNames(m map[string]func(*yaml.Node, string) bool) []string {
-	keys := make(map[string]bool, len(m))
-	for k := range m {
-		keys[k] = true
-	}
-	return sortedKeys(keys)
+	return slices.Sorted(maps.Keys(m))
 }
 
 // Typed param setters: each reports a *ConfigError at the value and returns
