@@ -37,11 +37,12 @@ var allowed = map[string][]string{
 	"session/sessiontest": {"state", "defs", "effects", "session"},
 	"tokens":              {"defs", "internal/msghash", "github.com/tiktoken-go/tokenizer"},
 	"effects/builtin": {"state", "defs", "effects", "prompt", "internal/modelcaps", "github.com/expr-lang/expr", "go.yaml.in/yaml/v3",
-		"effects/builtin/internal/compaction", "effects/builtin/internal/transcript"},
-	// What effects/builtin is built from: the compaction engine and the
-	// transcript helpers it shares with trimming.
+		"effects/builtin/internal/compaction", "effects/builtin/internal/transcript", "effects/builtin/internal/when"},
+	// What effects/builtin is built from: the compaction engine, the
+	// transcript helpers it shares with trimming, the when conditions.
 	"effects/builtin/internal/compaction": {"state", "defs", "effects", "effects/builtin/internal/transcript"},
 	"effects/builtin/internal/transcript": {"defs"},
+	"effects/builtin/internal/when":       {"github.com/expr-lang/expr"},
 	"internal/viewer":                     {"defs", "session"},
 	"cmd/reprompt":                        {"internal/viewer", "session", "session/sqlite", "session/postgres"},
 	"runtime": {"state", "defs", "llm", "effects", "prompt", "session", "internal/callsite", "internal/msghash", "internal/promptrt", "go.yaml.in/yaml/v3",
@@ -75,6 +76,7 @@ var onlyImportedBy = map[string][]string{
 	// The parts of effects/builtin: behind its API, never used directly.
 	module + "/effects/builtin/internal/compaction": {"effects/builtin"},
 	module + "/effects/builtin/internal/transcript": {"effects/builtin"},
+	module + "/effects/builtin/internal/when":       {"effects/builtin"},
 	// The OpenTelemetry SDK and exporters: in tests and examples only; the
 	// library uses the API, and users bring their SDK.
 	"go.opentelemetry.io/otel/sdk":       {"examples/"},
