@@ -43,8 +43,10 @@ var allowed = map[string][]string{
 	"effects/builtin/internal/compaction": {"state", "defs", "effects", "effects/builtin/internal/transcript"},
 	"effects/builtin/internal/transcript": {"defs"},
 	"effects/builtin/internal/when":       {"github.com/expr-lang/expr"},
-	"internal/viewer":                     {"defs", "session"},
-	"cmd/reprompt":                        {"internal/viewer", "session", "session/sqlite", "session/postgres"},
+	// What providers/openai says and hears on the wire, through go-openai.
+	"providers/openai/internal/wire": {"llm", "defs", "github.com/sashabaranov/go-openai"},
+	"internal/viewer":                {"defs", "session"},
+	"cmd/reprompt":                   {"internal/viewer", "session", "session/sqlite", "session/postgres"},
 	"runtime": {"state", "defs", "llm", "effects", "prompt", "session", "internal/callsite", "internal/msghash", "internal/promptrt", "go.yaml.in/yaml/v3",
 		// The OpenTelemetry API only (tracing is optional; see Config.TracerProvider).
 		"go.opentelemetry.io/otel/trace", "go.opentelemetry.io/otel/attribute", "go.opentelemetry.io/otel/codes"},
@@ -53,10 +55,11 @@ var allowed = map[string][]string{
 }
 
 // providerImports are the module packages a model adapter (a package under
-// providers/) may import: the model contract (llm, defs) and the table of
-// model capabilities, never the runtime that drives a model. Outside
-// modules (the provider's SDK) are restricted by onlyImportedBy.
-var providerImports = []string{"llm", "defs", "internal/modelcaps"}
+// providers/) may import: the model contract (llm, defs), the table of
+// model capabilities and the adapters' own internal packages, never the
+// runtime that drives a model. Outside modules (the provider's SDK) are
+// restricted by onlyImportedBy.
+var providerImports = []string{"llm", "defs", "internal/modelcaps", "providers/openai/internal/wire"}
 
 // onlyImportedBy restricts who may import a package (non-test files), by
 // path prefix.
@@ -69,7 +72,10 @@ var onlyImportedBy = map[string][]string{
 	module + "/internal/effectsrt":      {"effects", "internal/promptrt"},
 	// Benchmark prompts: tests only.
 	module + "/internal/scenario": {},
-	module + "/providers/openai":  {"examples/", "temporal/examples/"},
+	// The adapter: examples only (and the adapter itself, for its
+	// internal/wire, which only it imports).
+	module + "/providers/openai":               {"examples/", "temporal/examples/", "providers/openai"},
+	module + "/providers/openai/internal/wire": {"providers/openai"},
 	// The Temporal SDK: the nested temporal module only.
 	"go.temporal.io":            {"temporal"},
 	module + "/internal/viewer": {"cmd/"},
