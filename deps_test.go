@@ -38,12 +38,20 @@ var allowed = map[string][]string{
 	"prompt":        {"state", "defs", "effects", "internal/callsite", "internal/core", "github.com/google/jsonschema-go"},
 	"session":       {"state", "defs", "effects", "internal/steprec"},
 	// The step record and its golden text: one codec, below session.
-	"internal/steprec":             {"defs", "effects"},
-	"session/sessiontest":          {"state", "defs", "effects", "session"},
-	"tokens":                       {"defs", "internal/msghash", "github.com/tiktoken-go/tokenizer"},
-	"effects/builtin":              {"state", "defs", "effects", "prompt", "internal/modelcaps", "github.com/expr-lang/expr", "go.yaml.in/yaml/v3"},
-	"cmd/reprompt/internal/viewer": {"defs", "session", "internal/steprec"},
-	"cmd/reprompt":                 {"cmd/reprompt/internal/viewer", "session", "session/sqlite", "session/postgres"},
+	"internal/steprec":    {"defs", "effects"},
+	"session/sessiontest": {"state", "defs", "effects", "session"},
+	"tokens":              {"defs", "internal/msghash", "github.com/tiktoken-go/tokenizer"},
+	"effects/builtin": {"state", "defs", "effects", "prompt", "internal/modelcaps", "github.com/expr-lang/expr", "go.yaml.in/yaml/v3",
+		"effects/builtin/internal/compaction", "effects/builtin/internal/transcript", "effects/builtin/internal/when"},
+	// What effects/builtin is built from: the compaction engine, the
+	// transcript helpers it shares with trimming, the when conditions.
+	"effects/builtin/internal/compaction": {"state", "defs", "effects", "effects/builtin/internal/transcript"},
+	"effects/builtin/internal/transcript": {"defs"},
+	"effects/builtin/internal/when":       {"github.com/expr-lang/expr"},
+	// What providers/openai says and hears on the wire, through go-openai.
+	"providers/openai/internal/wire": {"llm", "defs", "github.com/sashabaranov/go-openai"},
+	"cmd/reprompt/internal/viewer":   {"defs", "session", "internal/steprec"},
+	"cmd/reprompt":                   {"cmd/reprompt/internal/viewer", "session", "session/sqlite", "session/postgres"},
 	"runtime": {"state", "defs", "llm", "effects", "prompt", "session", "internal/callsite", "internal/steprec", "internal/msghash", "internal/core", "internal/canon", "internal/stepmods", "go.yaml.in/yaml/v3",
 		// The OpenTelemetry API only (tracing is optional; see Config.TracerProvider).
 		"go.opentelemetry.io/otel/trace", "go.opentelemetry.io/otel/attribute", "go.opentelemetry.io/otel/codes"},
@@ -52,10 +60,11 @@ var allowed = map[string][]string{
 }
 
 // providerImports are the module packages a model adapter (a package under
-// providers/) may import: the model contract (llm, defs) and the table of
-// model capabilities, never the runtime that drives a model. Outside
-// modules (the provider's SDK) are restricted by onlyImportedBy.
-var providerImports = []string{"llm", "defs", "internal/modelcaps"}
+// providers/) may import: the model contract (llm, defs), the table of
+// model capabilities and the adapters' own internal packages, never the
+// runtime that drives a model. Outside modules (the provider's SDK) are
+// restricted by onlyImportedBy.
+var providerImports = []string{"llm", "defs", "internal/modelcaps", "providers/openai/internal/wire"}
 
 // onlyImportedBy restricts who may import a package (non-test files), by
 // path prefix.
@@ -71,12 +80,19 @@ var onlyImportedBy = map[string][]string{
 	module + "/internal/stepmods": {"effects", "runtime"},
 	// Benchmark prompts: tests only.
 	module + "/internal/scenario": {},
-	module + "/providers/openai":  {"examples/", "temporal/examples/"},
+	// The adapter: examples only (and the adapter itself, for its
+	// internal/wire, which only it imports).
+	module + "/providers/openai":               {"examples/", "temporal/examples/", "providers/openai"},
+	module + "/providers/openai/internal/wire": {"providers/openai"},
 	// The Temporal SDK: the nested temporal module only.
 	"go.temporal.io": {"temporal"},
 	// The step record: the runtime fills it, session stores it, snapshots
 	// and the viewer write and read its golden text.
 	module + "/internal/steprec": {"runtime", "session", "snapshots", "cmd/reprompt/internal/viewer"},
+	// The parts of effects/builtin: behind its API, never used directly.
+	module + "/effects/builtin/internal/compaction": {"effects/builtin"},
+	module + "/effects/builtin/internal/transcript": {"effects/builtin"},
+	module + "/effects/builtin/internal/when":       {"effects/builtin"},
 	// The OpenTelemetry SDK and exporters: in tests and examples only; the
 	// library uses the API, and users bring their SDK.
 	"go.opentelemetry.io/otel/sdk":       {"examples/"},

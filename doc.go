@@ -16,6 +16,9 @@
 //   - defs: definitions, their handles and collections, message types (standard library only)
 //   - effects: effects: dependency lists, phases, what an effect may change in a step
 //   - effects/builtin: trimming, compaction, limits, model profiles, effects from YAML
+//   - effects/builtin/internal/compaction: the compaction engine behind builtin.Compact
+//   - effects/builtin/internal/transcript: what trimming and compaction share: the Meta keys, a transcript cursor, the trim marker
+//   - effects/builtin/internal/when: the bounded expr-lang when conditions of effect configurations
 //   - prompt: the Prompt handle and the hooks a prompt function is written against
 //   - llm: the model contract (Model, Request, Reply, usage, pricing, model errors), a leaf
 //   - runtime: the step loop, sessions, typed answers, tool approval, tracing
@@ -27,6 +30,7 @@
 //   - session/sessiontest: a conformance test for your own Store
 //   - session/crashtest: tests that kill a running session and resume it
 //   - providers/openai: the model adapter for OpenAI-compatible servers (the only user of go-openai)
+//   - providers/openai/internal/wire: the adapter's wire: request bodies from cached bytes, one HTTP exchange, replies and streams decoded
 //   - mcp: MCP servers' tools and resources as definitions (a nested module)
 //   - temporal: prompt functions as Temporal workflows (a nested module)
 //   - temporal/examples/agent: a to-do agent as a Temporal workflow

@@ -12,6 +12,7 @@ import (
 	"github.com/expr-lang/expr/vm"
 
 	"github.com/reprompt/reprompt/effects"
+	"github.com/reprompt/reprompt/effects/builtin/internal/when"
 	"github.com/reprompt/reprompt/prompt"
 )
 
@@ -189,12 +190,12 @@ func (c *Config) build(i int, p *prompt.Prompt) effects.Func {
 		}
 	}
 	if e.when == nil && e.When != "" {
-		prog, err := compileWhen(e.When)
+		prog, err := when.Compile(e.When)
 		if err != nil {
 			werr := &WhenError{File: c.File, Line: e.Line, Column: e.Column, When: e.When, Err: err}
 			return func(context.Context, *effects.Step) error { return werr }
 		}
-		e.when, e.needTokens = prog, usesIdent(prog, "tokens")
+		e.when, e.needTokens = prog, when.Uses(prog, "tokens")
 	}
 	if e.when == nil {
 		return fn
@@ -222,7 +223,7 @@ func (c *Config) build(i int, p *prompt.Prompt) effects.Func {
 		if s.LastTool != nil {
 			env.LastTool = s.LastTool.Name
 		}
-		ok, err := evalWhen(ctx, prog, env, limit)
+		ok, err := when.Eval(ctx, prog, when.Env(env), limit)
 		if err != nil {
 			return &WhenError{File: c.File, Line: line, Column: col, When: e.When, Limit: limit, Err: err}
 		}

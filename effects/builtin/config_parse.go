@@ -3,19 +3,20 @@ package builtin
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/file"
-	"github.com/expr-lang/expr/vm"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/reprompt/reprompt/effects"
+	"github.com/reprompt/reprompt/effects/builtin/internal/when"
 )
 
 // ConfigError is an error in a configuration file, at a line and column
@@ -210,7 +211,7 @@ func (p *parser) effect(index int, n *yaml.Node) (Effect, bool) {
 		p.errorf(n, "effect %d: want a mapping with kind, params and when, got %s", index, describe(n))
 		return e, false
 	}
-	var kind, params, when *yaml.Node
+	var kind, params, cond *yaml.Node
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		switch k.Value {
@@ -219,7 +220,7 @@ func (p *parser) effect(index int, n *yaml.Node) (Effect, bool) {
 		case "params":
 			params = v
 		case "when":
-			when = v
+			cond = v
 		default:
 			p.errorf(k, "effect %d: unknown key %q (want kind, params or when)", index, k.Value)
 		}
@@ -268,25 +269,25 @@ func (p *parser) effect(index int, n *yaml.Node) (Effect, bool) {
 			}
 		}
 	}
-	if when != nil {
+	if cond != nil {
 		var src string
-		if !p.str(when, "when", &src) {
+		if !p.str(cond, "when", &src) {
 			return e, false
 		}
-		prog, err := compileWhen(src)
+		prog, err := when.Compile(src)
 		if err != nil {
-			line, col := when.Line, when.Column
+			line, col := cond.Line, cond.Column
 			msg := err.Error()
 			var fe *file.Error
 			if errors.As(err, &fe) {
 				msg = fe.Message
-				switch when.Style {
+				switch cond.Style {
 				case yaml.LiteralStyle, yaml.FoldedStyle:
-					line, col = when.Line+fe.Line, when.Column+2+fe.Column
+					line, col = cond.Line+fe.Line, cond.Column+2+fe.Column
 				case yaml.DoubleQuotedStyle, yaml.SingleQuotedStyle:
-					line, col = when.Line+fe.Line-1, when.Column+1+fe.Column
+					line, col = cond.Line+fe.Line-1, cond.Column+1+fe.Column
 				default:
-					line, col = when.Line+fe.Line-1, when.Column+fe.Column
+					line, col = cond.Line+fe.Line-1, cond.Column+fe.Column
 				}
 				if fe.Line > 1 {
 					col = fe.Column + 1
@@ -295,25 +296,14 @@ func (p *parser) effect(index int, n *yaml.Node) (Effect, bool) {
 			p.errs = append(p.errs, &ConfigError{File: p.file, Line: line, Column: col, Msg: "when: " + msg})
 			return e, false
 		}
-		e.When, e.when, e.needTokens = src, prog, usesIdent(prog, "tokens")
-		e.whenLine, e.whenColumn = when.Line, when.Column
+		e.When, e.when, e.needTokens = src, prog, when.Uses(prog, "tokens")
+		e.whenLine, e.whenColumn = cond.Line, cond.Column
 	}
 	return e, ok
 }
 
-func usesIdent(prog *vm.Program, name string) bool {
-	return ast.Find(prog.Node(), func(n ast.Node) bool {
-		id, ok := n.(*ast.IdentifierNode)
-		return ok && id.Value == name
-	}) != nil
-}
-
 func sortedFieldNames(m map[string]func(*yaml.Node, string) bool) []string {
-	keys := make(map[string]bool, len(m))
-	for k := range m {
-		keys[k] = true
-	}
-	return sortedKeys(keys)
+	return slices.Sorted(maps.Keys(m))
 }
 
 // Typed param setters: each reports a *ConfigError at the value and returns

@@ -7,6 +7,7 @@ import (
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
+	"github.com/reprompt/reprompt/effects/builtin/internal/transcript"
 )
 
 // Defaults of TrimConfig.
@@ -103,7 +104,7 @@ func TrimToolResults(cfg TrimConfig) effects.Func {
 type trimmer struct {
 	cfg   TrimConfig
 	mu    sync.Mutex
-	cur   cursor
+	cur   transcript.Cursor
 	tools int         // tool-role messages seen
 	turns int         // assistant messages seen
 	cands []candidate // results that may be trimmed once old, oldest first
@@ -119,8 +120,8 @@ func (t *trimmer) run(ctx context.Context, s *effects.Step) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	msgs := s.Transcript()
-	if !t.cur.valid(msgs) {
-		t.cur.reset()
+	if !t.cur.Valid(msgs) {
+		t.cur.Reset()
 		t.tools, t.turns, t.cands = 0, 0, t.cands[:0]
 	}
 	t.scan(msgs)
@@ -139,14 +140,14 @@ func (t *trimmer) run(ctx context.Context, s *effects.Step) error {
 		if m.Role != defs.RoleTool || m.ToolCallID != c.id {
 			// The transcript changed under us in a way the cursor missed:
 			// read it again from the start and decide at the next step.
-			t.cur.reset()
+			t.cur.Reset()
 			t.tools, t.turns, t.cands = 0, 0, t.cands[:0]
 			return nil
 		}
-		if !trimmable(m) {
+		if !transcript.Trimmable(m) {
 			continue
 		}
-		*m = trimMessage(*m, t.cfg.MaxResultLength)
+		*m = transcript.TrimMessage(*m, t.cfg.MaxResultLength)
 		n++
 	}
 	t.cands = slices.Delete(t.cands, 0, k)
@@ -154,7 +155,7 @@ func (t *trimmer) run(ctx context.Context, s *effects.Step) error {
 		return nil
 	}
 	s.CommitMessages(out)
-	t.cur.set(out)
+	t.cur.Set(out)
 	return nil
 }
 
@@ -169,7 +170,7 @@ func (t *trimmer) old(c candidate, ord int) bool {
 
 // scan reads the messages after the cursor.
 func (t *trimmer) scan(msgs []defs.Message) {
-	for i := t.cur.n; i < len(msgs); i++ {
+	for i := t.cur.N(); i < len(msgs); i++ {
 		m := &msgs[i]
 		if m.Role == defs.RoleAssistant {
 			t.turns++
@@ -179,9 +180,9 @@ func (t *trimmer) scan(msgs []defs.Message) {
 		}
 		ord := t.tools
 		t.tools++
-		if trimmable(m) && trimSaving(m.Content, t.cfg.MaxResultLength) >= t.cfg.MinSaving {
+		if transcript.Trimmable(m) && transcript.TrimSaving(m.Content, t.cfg.MaxResultLength) >= t.cfg.MinSaving {
 			t.cands = append(t.cands, candidate{idx: i, ord: ord, turn: t.turns, id: m.ToolCallID})
 		}
 	}
-	t.cur.set(msgs)
+	t.cur.Set(msgs)
 }

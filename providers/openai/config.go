@@ -5,7 +5,10 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"strings"
 	"time"
+
+	"github.com/reprompt/reprompt/providers/openai/internal/wire"
 )
 
 // Defaults used when the corresponding Config field is zero.
@@ -197,6 +200,23 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// wireOptions returns the request fields of c, whose defaults are applied.
+func (c Config) wireOptions() wire.Options {
+	return wire.Options{
+		Model:             c.Model,
+		Stop:              c.Stop,
+		Seed:              c.Seed,
+		ReasoningEffort:   c.ReasoningEffort,
+		Reasoning:         c.Reasoning == ReasoningOn || (c.Reasoning == ReasoningAuto && isReasoningModel(c.Model)),
+		MaxTokens:         c.MaxTokens,
+		Temperature:       c.Temperature,
+		TopP:              c.TopP,
+		ParallelToolCalls: c.ParallelToolCalls,
+		ReplayReasoning:   c.ReplayReasoning,
+		OmitStreamUsage:   c.OmitStreamUsage,
+	}
+}
+
 // sleep waits for d or until ctx is done.
 func sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
@@ -210,4 +230,19 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// isReasoningModel reports whether name belongs to a family that takes
+// max_completion_tokens and rejects temperature.
+func isReasoningModel(name string) bool {
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		name = name[i+1:]
+	}
+	name = strings.ToLower(name)
+	for _, p := range []string{"o1", "o3", "o4", "gpt-5", "gpt-6"} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
 }

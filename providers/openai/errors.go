@@ -1,11 +1,9 @@
 package openai
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,17 +14,23 @@ import (
 	"strings"
 	"syscall"
 	"time"
-	"unicode/utf8"
 
 	sdk "github.com/sashabaranov/go-openai"
 
 	"github.com/reprompt/reprompt/llm"
+	"github.com/reprompt/reprompt/providers/openai/internal/wire"
 )
 
 // ErrStreamCut is wrapped by the *llm.ModelError returned when a stream
 // ends before the server said why the reply ended (no finish_reason). Such
 // an error is retryable.
-var ErrStreamCut = errors.New("openai: stream ended before the reply was complete")
+var ErrStreamCut = wire.ErrStreamCut
+
+// ErrReplyFailed is wrapped by the *llm.ModelError returned when a
+// server ends a reply with finish_reason "error" (OpenRouter does when the
+// upstream provider fails mid-reply) without saying more. The partial reply
+// is dropped. Such an error is retryable.
+var ErrReplyFailed = wire.ErrReplyFailed
 
 // ReplyTooLargeError is wrapped by the *llm.ModelError returned when a
 // response body exceeds Config.MaxReplyBytes. Such an error is not
@@ -80,9 +84,9 @@ func classify(ctx context.Context, err error) *llm.ModelError {
 		if status < 400 {
 			// An error event inside a stream that began with 200: the
 			// status is whatever the event names.
-			status = statusInBody(reqErr.Body)
+			status = wire.StatusInBody(reqErr.Body)
 		}
-		msg := bodyText(reqErr.Body)
+		msg := wire.BodyText(reqErr.Body)
 		if msg == "" {
 			msg = reqErr.HTTPStatus
 		}
@@ -137,59 +141,6 @@ func classify(ctx context.Context, err error) *llm.ModelError {
 	}
 
 	return &llm.ModelError{Message: err.Error(), Retryable: retryableTransport(err), Err: err}
-}
-
-// maxMessage bounds the body text a ModelError's message shows.
-const maxMessage = 1000
-
-// bodyText is the text of an error body as a message shows it: trimmed,
-// and cut at maxMessage bytes on a character boundary.
-func bodyText(b []byte) string {
-	b = bytes.TrimSpace(b)
-	if len(b) <= maxMessage {
-		return string(b)
-	}
-	cut := maxMessage
-	for cut > 0 && !utf8.RuneStart(b[cut]) {
-		cut--
-	}
-	return string(b[:cut]) + "…"
-}
-
-// statusInBody returns the HTTP status an error body names, or 0: a
-// numeric "status" or "code", at the top level or inside "error", or an
-// "error" string that is a status text ("Service Unavailable").
-func statusInBody(b []byte) int {
-	var obj map[string]json.RawMessage
-	if json.Unmarshal(b, &obj) != nil {
-		return 0
-	}
-	number := func(m map[string]json.RawMessage) int {
-		for _, k := range []string{"status", "code"} {
-			var n int
-			if json.Unmarshal(m[k], &n) == nil && n >= 100 && n <= 599 {
-				return n
-			}
-		}
-		return 0
-	}
-	if n := number(obj); n != 0 {
-		return n
-	}
-	var inner map[string]json.RawMessage
-	if json.Unmarshal(obj["error"], &inner) == nil {
-		return number(inner)
-	}
-	var text string
-	if json.Unmarshal(obj["error"], &text) == nil {
-		text = strings.TrimSpace(text)
-		for code := 100; code <= 599; code++ {
-			if st := http.StatusText(code); st != "" && strings.EqualFold(st, text) {
-				return code
-			}
-		}
-	}
-	return 0
 }
 
 // retryableStatus reports whether an HTTP status is worth another attempt,

@@ -9,6 +9,7 @@ import (
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/llm"
+	"github.com/reprompt/reprompt/providers/openai/internal/wire"
 )
 
 var weatherTool = llm.ToolSpec{
@@ -130,7 +131,7 @@ func TestOpenAPIRequestMapping(t *testing.T) {
 			req: llm.Request{
 				Messages: []defs.Message{
 					defs.UserMessage("go"),
-					{Role: defs.RoleAssistant, Reasoning: "hmm", ToolCalls: []defs.ToolCall{{ID: "c1", Name: "now", Arguments: toolArguments(`{"broken`)}}},
+					{Role: defs.RoleAssistant, Reasoning: "hmm", ToolCalls: []defs.ToolCall{{ID: "c1", Name: "now", Arguments: wire.ToolArguments(`{"broken`)}}},
 					{Role: defs.RoleTool, ToolCallID: "c1", Content: "error: invalid arguments"},
 				},
 				Tools: []llm.ToolSpec{{Name: "now", Description: "The time."}},

@@ -2,7 +2,6 @@ package openai
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -213,67 +211,5 @@ func TestOpenAPIConcurrent(t *testing.T) {
 	wg.Wait()
 	if srv.hits() != 8 {
 		t.Errorf("server hit %d times, want 8", srv.hits())
-	}
-}
-
-// FuzzToolArguments checks that any text a model produces as arguments is
-// stored as valid JSON and sent back unchanged.
-func FuzzToolArguments(f *testing.F) {
-	for _, s := range []string{"", "{}", `{"a":1}`, `{"broken`, `"str"`, " [1, 2] ", "null", "\xff"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		raw := toolArguments(s)
-		if !json.Valid(raw) {
-			t.Fatalf("toolArguments(%q) = %q, not valid JSON", s, raw)
-		}
-		back := argumentsText(raw)
-		t2 := strings.TrimSpace(s)
-		switch {
-		case t2 == "" || t2 == "null":
-			if back != "{}" {
-				t.Errorf("empty arguments %q sent back as %q, want {}", s, back)
-			}
-		case json.Valid([]byte(t2)):
-			if t2[0] != '"' && back != t2 {
-				t.Errorf("valid JSON %q sent back as %q", s, back)
-			}
-		default:
-			var want string // s itself, with invalid UTF-8 replaced
-			if err := json.Unmarshal(raw, &want); err != nil || back != want {
-				t.Errorf("invalid JSON %q sent back as %q, want %q", s, back, want)
-			}
-		}
-	})
-}
-
-// TestStreamAccToolCallsWithoutIndex assembles tool calls from servers that
-// omit the index: fragments go to the call with the same id, or to the last
-// call when they carry no id.
-func TestStreamAccToolCallsWithoutIndex(t *testing.T) {
-	chunk := func(tcs ...sdk.ToolCall) *sdk.ChatCompletionStreamResponse {
-		return &sdk.ChatCompletionStreamResponse{Choices: []sdk.ChatCompletionStreamChoice{{Delta: sdk.ChatCompletionStreamChoiceDelta{ToolCalls: tcs}}}}
-	}
-	fn := func(id, name, args string) sdk.ToolCall {
-		return sdk.ToolCall{ID: id, Function: sdk.FunctionCall{Name: name, Arguments: args}}
-	}
-	acc := newStreamAcc()
-	acc.add(chunk(fn("a", "f", `{"x"`)), "")
-	acc.add(chunk(fn("", "", `:1}`)), "")
-	acc.add(chunk(fn("b", "g", `{}`)), "")
-	acc.add(chunk(fn("a", "", ``)), "")
-	done := &sdk.ChatCompletionStreamResponse{Choices: []sdk.ChatCompletionStreamChoice{{FinishReason: sdk.FinishReasonStop}}}
-	acc.add(done, "")
-	// A second choice is ignored.
-	acc.add(&sdk.ChatCompletionStreamResponse{Choices: []sdk.ChatCompletionStreamChoice{{Index: 1, Delta: sdk.ChatCompletionStreamChoiceDelta{Content: "other"}}}}, "")
-	want := &llm.Reply{
-		Message: defs.Message{Role: defs.RoleAssistant, ToolCalls: []defs.ToolCall{
-			{ID: "a", Name: "f", Arguments: json.RawMessage(`{"x":1}`)},
-			{ID: "b", Name: "g", Arguments: json.RawMessage(`{}`)},
-		}},
-		FinishReason: llm.FinishStop,
-	}
-	if diff := cmp.Diff(want, acc.reply()); diff != "" {
-		t.Errorf("reply mismatch (-want +got):\n%s", diff)
 	}
 }

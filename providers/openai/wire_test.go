@@ -15,6 +15,7 @@ import (
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/llm"
+	"github.com/reprompt/reprompt/providers/openai/internal/wire"
 )
 
 // goOpenAIBody is the body go-openai itself encodes for req, with what the
@@ -22,13 +23,13 @@ import (
 // reference the assembled bodies are checked against.
 func goOpenAIBody(t *testing.T, m *Model, req *llm.Request, stream bool) []byte {
 	t.Helper()
-	out, patch := m.requestFields(req.Tools, req.Output, stream)
+	out, patch := m.wire.RequestFields(req.Tools, req.Output, stream)
 	var empty []int
 	if req.System != "" {
 		out.Messages = append(out.Messages, sdk.ChatCompletionMessage{Role: sdk.ChatMessageRoleSystem, Content: req.System})
 	}
 	for _, msg := range req.Messages {
-		om, err := m.convertMessage(msg)
+		om, err := m.wire.Message(msg)
 		require.NoError(t, err)
 		if om.Content == "" && (om.Role != sdk.ChatMessageRoleAssistant || len(om.ToolCalls) == 0) {
 			empty = append(empty, len(out.Messages))
@@ -37,12 +38,12 @@ func goOpenAIBody(t *testing.T, m *Model, req *llm.Request, stream bool) []byte 
 	}
 	b, err := json.Marshal(out)
 	require.NoError(t, err)
-	if len(patch.fields) == 0 && len(empty) == 0 {
+	if patch.Len() == 0 && len(empty) == 0 {
 		return b
 	}
 	var obj map[string]json.RawMessage
 	require.NoError(t, json.Unmarshal(b, &obj))
-	require.NoError(t, patch.apply(obj))
+	require.NoError(t, patch.Apply(obj))
 	var msgs []map[string]json.RawMessage
 	require.NoError(t, json.Unmarshal(obj["messages"], &msgs))
 	for _, i := range empty {
@@ -128,11 +129,11 @@ func TestWireCacheRewrite(t *testing.T) {
 	check := func(name string, msgs []defs.Message, wantEncoded int) {
 		t.Helper()
 		req := &llm.Request{System: "You count.", Messages: msgs, Tools: []llm.ToolSpec{weatherTool}}
-		before := m.wire.encoded
+		before := m.wire.Encoded()
 		got := assembled(t, m, req, false)
 		want := goOpenAIBody(t, New(Config{Model: "gpt-4.1"}), req, false)
 		assert.Equal(t, string(want), string(got), "%s: body differs from a fresh encoding", name)
-		assert.Equal(t, wantEncoded, m.wire.encoded-before, "%s: messages encoded", name)
+		assert.Equal(t, wantEncoded, m.wire.Encoded()-before, "%s: messages encoded", name)
 	}
 	// Growth: one system prompt and each message once.
 	// (First the system prompt and the user message, then each step an
@@ -170,10 +171,10 @@ func TestWireCacheRewrite(t *testing.T) {
 
 	// The system prompt changes every step: the messages stay cached.
 	req := &llm.Request{System: "Count is 7.", Messages: inPlace, Tools: []llm.ToolSpec{weatherTool}}
-	before := m.wire.encoded
+	before := m.wire.Encoded()
 	got := assembled(t, m, req, false)
 	requireSameJSON(t, goOpenAIBody(t, m, req, false), got)
-	assert.Equal(t, 1, m.wire.encoded-before, "a new system prompt alone is encoded")
+	assert.Equal(t, 1, m.wire.Encoded()-before, "a new system prompt alone is encoded")
 
 	// An invalid message is an error naming it, and leaves the cache usable.
 	bad := append(append([]defs.Message(nil), inPlace...), defs.Message{Role: defs.RoleTool, Content: "no id"})
@@ -189,7 +190,7 @@ func TestWireCacheRewrite(t *testing.T) {
 // agent and its sub-agents do: each keeps its own lane.
 func TestWireCacheConversations(t *testing.T) {
 	m := New(Config{})
-	convs := make([][]defs.Message, maxLanes)
+	convs := make([][]defs.Message, wire.MaxLanes)
 	for i := range convs {
 		convs[i] = []defs.Message{defs.UserMessage(fmt.Sprintf("task %d", i))}
 	}
@@ -197,14 +198,14 @@ func TestWireCacheConversations(t *testing.T) {
 		for i := range convs {
 			convs[i] = append(convs[i], defs.AssistantMessage(strings.Repeat("a", step+1)), defs.UserMessage(fmt.Sprint("more ", step)))
 			req := &llm.Request{Messages: convs[i]}
-			before := m.wire.encoded
+			before := m.wire.Encoded()
 			got := assembled(t, m, req, false)
 			requireSameJSON(t, goOpenAIBody(t, m, req, false), got)
 			want := 2
 			if step == 0 {
 				want = 3
 			}
-			assert.Equal(t, want, m.wire.encoded-before, "conversation %d step %d", i, step)
+			assert.Equal(t, want, m.wire.Encoded()-before, "conversation %d step %d", i, step)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package builtin
+package compaction
 
 import (
 	"strings"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
+	"github.com/reprompt/reprompt/effects/builtin/internal/transcript"
 	"github.com/reprompt/reprompt/tokens"
 )
 
@@ -54,6 +55,6 @@ func TestRenderedTokensBoundTheRenderedText(t *testing.T) {
 		}
 		assert.Equal(t, 6, bounded, "%s: the messages not clipped by much are bounded", c.Name())
 	}
-	summary := defs.Message{Role: defs.RoleUser, Content: "s", Meta: map[string]string{MetaSummary: "1", MetaSummaryText: "s"}}
+	summary := defs.Message{Role: defs.RoleUser, Content: "s", Meta: map[string]string{transcript.MetaSummary: "1", transcript.MetaSummaryText: "s"}}
 	assert.Equal(t, -1, renderedTokens(effects.NewStep(0, nil), []defs.Message{summary}, func(string) int { return 0 }))
 }

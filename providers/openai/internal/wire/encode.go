@@ -1,10 +1,21 @@
-package openai
+// Package wire is what providers/openai says and hears on the wire: the
+// request body, encoded from cached bytes (Encoder); one HTTP exchange
+// through go-openai, with what go-openai does not expose (Exchange, Doer);
+// and the decoding of replies and streams, including the shapes servers
+// other than OpenAI send (Generate, Stream).
+//
+// Package openai owns the policy around it: the configuration and its
+// defaults, retries, the classification of errors into *llm.ModelError,
+// and the redaction of the API key.
+package wire
 
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	sdk "github.com/sashabaranov/go-openai"
@@ -12,6 +23,52 @@ import (
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/llm"
 )
+
+// Options are the request fields of an openai.Config, with the defaults
+// applied and the reasoning mode resolved.
+type Options struct {
+	Model           string
+	Stop            []string
+	Seed            *int
+	ReasoningEffort string
+	// Reasoning sends MaxTokens as max_completion_tokens and drops
+	// Temperature and TopP.
+	Reasoning         bool
+	MaxTokens         int
+	Temperature, TopP *float64
+	ParallelToolCalls *bool
+	ReplayReasoning   bool
+	OmitStreamUsage   bool
+}
+
+// NewEncoder returns an Encoder of requests with opts.
+func NewEncoder(opts Options) *Encoder { return &Encoder{opts: opts} }
+
+// Encoded returns how many messages e has encoded so far (the system
+// prompt counts as one), for tests of the cache.
+func (e *Encoder) Encoded() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.encoded
+}
+
+// Body assembles the request body of req from cached encodings; stream
+// selects the streamed request. The body is a new slice, never modified
+// afterwards.
+func (e *Encoder) Body(req *llm.Request, stream bool) ([]byte, error) {
+	if req == nil {
+		return nil, errors.New("nil request")
+	}
+	head, tail, err := e.skeleton(req.Tools, req.Output, stream)
+	if err != nil {
+		return nil, err
+	}
+	sys, msgs, err := e.messages(req)
+	if err != nil {
+		return nil, err
+	}
+	return assemble(head, sys, msgs, tail), nil
+}
 
 // The request body is assembled from cached bytes (one copy) instead of
 // being encoded whole by go-openai on every call:
@@ -36,19 +93,19 @@ import (
 // once handed to a request are never written again: a rebuilt lane gets a
 // new buffer.
 
-// maxLanes bounds the conversations whose encodings a Model keeps (an agent
-// and its sub-agents share one Model).
-const maxLanes = 4
+// MaxLanes bounds the conversations whose encodings an Encoder keeps (an agent
+// and its sub-agents share one openai.Model).
+const MaxLanes = 4
 
-// wireCache holds a Model's lanes and skeletons. It is safe for concurrent
-// use.
-type wireCache struct {
-	mu    sync.Mutex
-	lanes []*lane
-	clock uint64
-	skel  [2]skeleton // [0] for Generate, [1] for Stream
-	// encoded counts the messages encoded, for tests.
-	encoded int
+// An Encoder makes the request bodies of one openai.Model: it holds its
+// Options, lanes and skeletons. It is safe for concurrent use.
+type Encoder struct {
+	opts    Options
+	mu      sync.Mutex
+	lanes   []*lane
+	clock   uint64
+	skel    [2]skeleton // [0] for Generate, [1] for Stream
+	encoded int         // messages encoded, for Encoded
 }
 
 // lane is the encoded transcript of one conversation.
@@ -106,9 +163,9 @@ type wireMessage struct {
 }
 
 // encodeMessage appends the JSON of msg to dst.
-func (m *Model) encodeMessage(dst []byte, msg *defs.Message) ([]byte, error) {
-	m.wire.encoded++
-	om, err := m.convertMessage(*msg)
+func (e *Encoder) encodeMessage(dst []byte, msg *defs.Message) ([]byte, error) {
+	e.encoded++
+	om, err := e.Message(*msg)
 	if err != nil {
 		return dst, err
 	}
@@ -126,12 +183,12 @@ func (m *Model) encodeMessage(dst []byte, msg *defs.Message) ([]byte, error) {
 // messages returns the encoded system prompt (with the comma that follows
 // it when there are messages) and the encoded messages of req, "m0,m1,…"
 // without brackets. The returned bytes are never modified afterwards.
-func (m *Model) messages(req *llm.Request) (sys, msgs []byte, err error) {
+func (e *Encoder) messages(req *llm.Request) (sys, msgs []byte, err error) {
 	n := len(req.Messages)
 	if req.System == "" && n == 0 {
 		return nil, nil, nil
 	}
-	c := &m.wire
+	c := e
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.clock++
@@ -147,7 +204,7 @@ func (m *Model) messages(req *llm.Request) (sys, msgs []byte, err error) {
 		// state): it is encoded apart from the messages, and kept while it
 		// stays the same.
 		if l.sysEnc == nil || l.sys != req.System {
-			enc, err := m.encodeMessage(nil, &defs.Message{Role: defs.RoleSystem, Content: req.System})
+			enc, err := e.encodeMessage(nil, &defs.Message{Role: defs.RoleSystem, Content: req.System})
 			if err != nil {
 				return nil, nil, fmt.Errorf("system prompt: %w", err)
 			}
@@ -178,7 +235,7 @@ func (m *Model) messages(req *llm.Request) (sys, msgs []byte, err error) {
 				l.buf = append(l.buf, ',')
 			}
 			var err error
-			if l.buf, err = m.encodeMessage(l.buf, at(i)); err != nil {
+			if l.buf, err = e.encodeMessage(l.buf, at(i)); err != nil {
 				l.truncate(i)
 				return nil, nil, fmt.Errorf("message %d: %w", i, err)
 			}
@@ -225,7 +282,7 @@ func (m *Model) messages(req *llm.Request) (sys, msgs []byte, err error) {
 			nl.msgs = append(nl.msgs, old.msgs[j])
 		} else {
 			var err error
-			if nl.buf, err = m.encodeMessage(nl.buf, msg); err != nil {
+			if nl.buf, err = e.encodeMessage(nl.buf, msg); err != nil {
 				return nil, nil, fmt.Errorf("message %d: %w", i, err)
 			}
 			nl.msgs = append(nl.msgs, copyMessage(msg))
@@ -273,7 +330,7 @@ func keyOf(m *defs.Message) wireKey {
 
 // pick returns the lane whose conversation starts with first, or a free
 // or least recently used one.
-func (c *wireCache) pick(first *defs.Message) *lane {
+func (c *Encoder) pick(first *defs.Message) *lane {
 	var best *lane
 	for _, l := range c.lanes {
 		if first != nil && len(l.msgs) > 0 && sameOnWire(&l.msgs[0], first) && (best == nil || l.lastUse > best.lastUse) {
@@ -283,7 +340,7 @@ func (c *wireCache) pick(first *defs.Message) *lane {
 	if best != nil {
 		return best
 	}
-	if len(c.lanes) < maxLanes {
+	if len(c.lanes) < MaxLanes {
 		l := &lane{}
 		c.lanes = append(c.lanes, l)
 		return l
@@ -316,11 +373,11 @@ func sameOutput(a, b *llm.OutputSpec) bool {
 // skeleton returns the encoded request around the messages for tools.
 // With out set to a native output (llm.OutputNative), the skeleton
 // carries its response_format.
-func (m *Model) skeleton(tools []llm.ToolSpec, out *llm.OutputSpec, stream bool) (head, tail []byte, err error) {
+func (e *Encoder) skeleton(tools []llm.ToolSpec, out *llm.OutputSpec, stream bool) (head, tail []byte, err error) {
 	if out != nil && out.Mode != llm.OutputNative {
 		out = nil // the answer tool is among the tools
 	}
-	c := &m.wire
+	c := e
 	i := 0
 	if stream {
 		i = 1
@@ -331,7 +388,7 @@ func (m *Model) skeleton(tools []llm.ToolSpec, out *llm.OutputSpec, stream bool)
 	if s.built && sameTools(s.tools, tools) && sameOutput(s.output, out) {
 		return s.head, s.tail, nil
 	}
-	fields, patch := m.requestFields(tools, out, stream)
+	fields, patch := e.RequestFields(tools, out, stream)
 	b, err := json.Marshal(fields)
 	if err != nil {
 		return nil, nil, fmt.Errorf("encoding the request: %w", err)
@@ -341,7 +398,7 @@ func (m *Model) skeleton(tools []llm.ToolSpec, out *llm.OutputSpec, stream bool)
 		if err := json.Unmarshal(b, &obj); err != nil {
 			return nil, nil, fmt.Errorf("encoding the request: %w", err)
 		}
-		if err := patch.apply(obj); err != nil {
+		if err := patch.Apply(obj); err != nil {
 			return nil, nil, fmt.Errorf("encoding the request: %w", err)
 		}
 		if b, err = json.Marshal(obj); err != nil {
@@ -376,4 +433,177 @@ func (m *Model) skeleton(tools []llm.ToolSpec, out *llm.OutputSpec, stream bool)
 // request.
 func assemble(head, sys, msgs, tail []byte) []byte {
 	return slices.Concat(head, sys, msgs, tail)
+}
+
+// sdkTakesForReasoning reports whether go-openai's own validator treats
+// name as a reasoning model and refuses max_tokens and temperature for it.
+func sdkTakesForReasoning(name string) bool {
+	for _, p := range []string{"o1", "o3", "o4", "gpt-5"} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// emptyParameters is sent for a tool without a parameter schema.
+var emptyParameters = json.RawMessage(`{"type":"object","properties":{}}`)
+
+// requestFields maps the configuration, tools and output to a go-openai
+// request without messages, and the body patch that carries what the SDK's
+// types cannot. A native output (llm.OutputNative) becomes a strict
+// json_schema response_format; another output is among the tools already.
+func (e *Encoder) RequestFields(tools []llm.ToolSpec, output *llm.OutputSpec, stream bool) (sdk.ChatCompletionRequest, Patch) {
+	c := &e.opts
+	out := sdk.ChatCompletionRequest{
+		Model:           c.Model,
+		Stop:            c.Stop,
+		Seed:            c.Seed,
+		ReasoningEffort: c.ReasoningEffort,
+	}
+	var patch Patch
+
+	switch {
+	case c.Reasoning:
+		out.MaxCompletionTokens = c.MaxTokens
+	case sdkTakesForReasoning(c.Model):
+		// go-openai would refuse these fields: send them through the patch.
+		if c.MaxTokens > 0 {
+			patch.set("max_tokens", c.MaxTokens)
+		}
+		if c.Temperature != nil {
+			patch.set("temperature", *c.Temperature)
+		}
+		if c.TopP != nil {
+			patch.set("top_p", *c.TopP)
+		}
+	default:
+		// max_tokens is deprecated by OpenAI for reasoning models only, and
+		// it is the field Ollama, vLLM and llama.cpp servers read.
+		//lint:ignore SA1019 see above
+		out.MaxTokens = c.MaxTokens
+		if c.Temperature != nil {
+			out.Temperature = float32(*c.Temperature)
+			if *c.Temperature == 0 {
+				patch.set("temperature", 0)
+			}
+		}
+		if c.TopP != nil {
+			out.TopP = float32(*c.TopP)
+			if *c.TopP == 0 {
+				patch.set("top_p", 0)
+			}
+		}
+	}
+	out.Stream = stream
+	if stream && !c.OmitStreamUsage {
+		out.StreamOptions = &sdk.StreamOptions{IncludeUsage: true}
+	}
+
+	for _, t := range tools {
+		params := t.Parameters
+		if len(bytes.TrimSpace(params)) == 0 || string(bytes.TrimSpace(params)) == "null" {
+			params = emptyParameters
+		}
+		out.Tools = append(out.Tools, sdk.Tool{
+			Type: sdk.ToolTypeFunction,
+			Function: &sdk.FunctionDefinition{
+				Name:        t.Name,
+				Description: t.Description,
+				Parameters:  params,
+			},
+		})
+	}
+	if len(out.Tools) > 0 && c.ParallelToolCalls != nil {
+		out.ParallelToolCalls = *c.ParallelToolCalls
+	}
+	if output != nil && output.Mode == llm.OutputNative {
+		out.ResponseFormat = &sdk.ChatCompletionResponseFormat{
+			Type: sdk.ChatCompletionResponseFormatTypeJSONSchema,
+			JSONSchema: &sdk.ChatCompletionResponseFormatJSONSchema{
+				Name:        output.Name,
+				Description: output.Description,
+				Schema:      output.Schema,
+				Strict:      true,
+			},
+		}
+	}
+	return out, patch
+}
+
+func (e *Encoder) Message(msg defs.Message) (sdk.ChatCompletionMessage, error) {
+	switch msg.Role {
+	case defs.RoleUser:
+		return sdk.ChatCompletionMessage{Role: sdk.ChatMessageRoleUser, Content: msg.Content, Name: msg.Name}, nil
+	case defs.RoleSystem:
+		return sdk.ChatCompletionMessage{Role: sdk.ChatMessageRoleSystem, Content: msg.Content, Name: msg.Name}, nil
+	case defs.RoleTool:
+		if msg.ToolCallID == "" {
+			return sdk.ChatCompletionMessage{}, fmt.Errorf("tool message without tool_call_id")
+		}
+		return sdk.ChatCompletionMessage{Role: sdk.ChatMessageRoleTool, Content: msg.Content, ToolCallID: msg.ToolCallID}, nil
+	case defs.RoleAssistant:
+		om := sdk.ChatCompletionMessage{Role: sdk.ChatMessageRoleAssistant, Content: msg.Content}
+		if e.opts.ReplayReasoning {
+			om.ReasoningContent = msg.Reasoning
+		}
+		for _, tc := range msg.ToolCalls {
+			om.ToolCalls = append(om.ToolCalls, sdk.ToolCall{
+				ID:       tc.ID,
+				Type:     sdk.ToolTypeFunction,
+				Function: sdk.FunctionCall{Name: tc.Name, Arguments: argumentsText(tc.Arguments)},
+			})
+		}
+		return om, nil
+	default:
+		return sdk.ChatCompletionMessage{}, fmt.Errorf("unsupported role %q", msg.Role)
+	}
+}
+
+// argumentsText is the wire form of a tool call's arguments: the raw JSON,
+// "{}" when empty, and the original text when the arguments were not valid
+// JSON and toolArguments stored them as a JSON string.
+func argumentsText(args json.RawMessage) string {
+	args = bytes.TrimSpace(args)
+	if len(args) == 0 || string(args) == "null" {
+		return "{}"
+	}
+	if args[0] == '"' {
+		var s string
+		if json.Unmarshal(args, &s) == nil {
+			return s
+		}
+	}
+	return string(args)
+}
+
+// Patch is what go-openai's request struct cannot express, because its
+// fields are tagged omitempty or its validator refuses them: an explicit
+// temperature or top_p of 0, and max_tokens and temperature for a model
+// whose name go-openai takes for a reasoning model (Options.Reasoning false). (Messages whose content is the empty string are
+// encoded with it by encodeMessage.)
+type Patch struct {
+	fields map[string]any
+}
+
+func (p *Patch) set(key string, v any) {
+	if p.fields == nil {
+		p.fields = map[string]any{}
+	}
+	p.fields[key] = v
+}
+
+// Len returns the number of fields p sets.
+func (p Patch) Len() int { return len(p.fields) }
+
+// Apply sets p's fields in body, a request decoded as a JSON object.
+func (p Patch) Apply(body map[string]json.RawMessage) error {
+	for k, v := range p.fields {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		body[k] = b
+	}
+	return nil
 }

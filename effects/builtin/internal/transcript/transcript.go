@@ -1,4 +1,11 @@
-package builtin
+// Package transcript holds what the built-in effects share to read a
+// transcript step by step and to rewrite its messages: the Meta keys they
+// write, a Cursor that remembers how much of a transcript was read, and
+// the trimming of a tool result with its marker.
+//
+// Transcript messages are shared and read-only: every function here that
+// changes a message returns a copy (with its own Meta map).
+package transcript
 
 import (
 	"strconv"
@@ -8,46 +15,37 @@ import (
 	"github.com/reprompt/reprompt/defs"
 )
 
-// Meta keys the built-in effects write on the messages they rewrite. Meta is
-// never sent to a model.
+// Meta keys the built-in effects write on the messages they rewrite;
+// package builtin exports and documents them.
 const (
-	// MetaTrimmed marks a tool result that was trimmed; its value is the
-	// length of the original content in bytes. A message carrying it is
-	// never trimmed again.
-	MetaTrimmed = "trimmed"
-	// MetaSummary marks the summary message written by Compact; its value is
-	// the number of compactions folded into it ("1", "2", …).
-	MetaSummary = "summary"
-	// MetaSummaryText holds the summary text alone (without the labels and
-	// file lists of Content), which the next compaction updates.
-	MetaSummaryText = "summary_text"
-	// MetaReadFiles and MetaModifiedFiles hold the files the summarised part
-	// of the conversation read and modified, one per line, sorted.
+	MetaTrimmed       = "trimmed"
+	MetaSummary       = "summary"
+	MetaSummaryText   = "summary_text"
 	MetaReadFiles     = "read_files"
 	MetaModifiedFiles = "modified_files"
-	// MetaSplitTurn is "true" on a summary whose cut fell inside a turn.
-	MetaSplitTurn = "split_turn"
-	// MetaFailures holds the consecutive summarisation failures of Compact
-	// when the summary was written, so a resumed run keeps its circuit
-	// breaker.
-	MetaFailures = "compact_failures"
+	MetaSplitTurn     = "split_turn"
+	MetaFailures      = "compact_failures"
 )
 
-// cursor remembers how much of a transcript an effect has looked at, so that
-// the next step looks only at what is new. valid tells whether the
+// Cursor remembers how much of a transcript an effect has looked at, so that
+// the next step looks only at what is new. Valid tells whether the
 // transcript still starts with what was seen: the runtime only appends to a
 // transcript between commits, and a commit (compaction, trimming) shortens
-// the transcript or changes messages in it. valid compares a few messages
+// the transcript or changes messages in it. Valid compares a few messages
 // spread over the seen part (the first, the last, and three between), in
-// O(1).
-type cursor struct {
+// O(1). The zero Cursor has seen nothing.
+type Cursor struct {
 	n    int
 	seen [5]defs.Message // the messages at samples(n)
 }
 
 func samples(n int) [5]int { return [5]int{0, n / 3, n / 2, 2 * n / 3, n - 1} }
 
-func (c *cursor) valid(msgs []defs.Message) bool {
+// N returns how many messages were seen.
+func (c *Cursor) N() int { return c.n }
+
+// Valid reports whether msgs still starts with the messages seen.
+func (c *Cursor) Valid(msgs []defs.Message) bool {
 	if c.n == 0 {
 		return true
 	}
@@ -62,7 +60,8 @@ func (c *cursor) valid(msgs []defs.Message) bool {
 	return true
 }
 
-func (c *cursor) set(msgs []defs.Message) {
+// Set records msgs as seen.
+func (c *Cursor) Set(msgs []defs.Message) {
 	c.n = len(msgs)
 	c.seen = [5]defs.Message{}
 	if c.n > 0 {
@@ -72,7 +71,8 @@ func (c *cursor) set(msgs []defs.Message) {
 	}
 }
 
-func (c *cursor) reset() { c.set(nil) }
+// Reset forgets what was seen.
+func (c *Cursor) Reset() { c.Set(nil) }
 
 // sameMessage compares the parts of two messages that a rewrite changes. It
 // is O(1) for the same message: string comparison stops at equal pointers.
@@ -84,9 +84,10 @@ func sameMessage(a, b defs.Message) bool {
 	return len(a.ToolCalls) == 0 || a.ToolCalls[0].ID == b.ToolCalls[0].ID
 }
 
-// withMeta returns m with Meta copied and key set to value; m's own map is
-// not modified (transcript messages are shared and read-only).
-func withMeta(m defs.Message, kv ...string) defs.Message {
+// WithMeta returns m with Meta copied and each key of kv (key, value, key,
+// value, …) set to its value; m's own map is not modified (transcript
+// messages are shared and read-only).
+func WithMeta(m defs.Message, kv ...string) defs.Message {
 	meta := make(map[string]string, len(m.Meta)+len(kv)/2)
 	for k, v := range m.Meta {
 		meta[k] = v
@@ -116,8 +117,9 @@ func trimContent(s string, max int) string {
 	return s[:k] + trimMarker(len(s)-k, len(s))
 }
 
-// trimSaving is how many bytes trimContent(s, max) saves.
-func trimSaving(s string, max int) int {
+// TrimSaving is how many bytes trimming s to max saves, the marker
+// counted (zero or less when it saves nothing).
+func TrimSaving(s string, max int) int {
 	if len(s) <= max {
 		return 0
 	}
@@ -138,21 +140,24 @@ func digits(n int) int {
 	return d
 }
 
-// trimMessage returns m with its content trimmed and marked.
-func trimMessage(m defs.Message, max int) defs.Message {
+// TrimMessage returns m with its content cut to max bytes (at a rune
+// boundary), followed by a marker saying how much was cut, and
+// Meta[MetaTrimmed] set to the original length.
+func TrimMessage(m defs.Message, max int) defs.Message {
 	orig := len(m.Content)
 	m.Content = trimContent(m.Content, max)
-	return withMeta(m, MetaTrimmed, strconv.Itoa(orig))
+	return WithMeta(m, MetaTrimmed, strconv.Itoa(orig))
 }
 
-// trimmable reports whether m is a tool result that trimming may cut: not
+// Trimmable reports whether m is a tool result that trimming may cut: not
 // an error, not trimmed already.
-func trimmable(m *defs.Message) bool {
+func Trimmable(m *defs.Message) bool {
 	return m.Role == defs.RoleTool && !m.IsError && m.Meta[MetaTrimmed] == ""
 }
 
-// clip cuts s to at most n bytes at a rune boundary, adding "…" when cut.
-func clip(s string, n int) string {
+// Clip trims the white space around s and cuts it to at most n bytes at a
+// rune boundary, adding "…" when cut.
+func Clip(s string, n int) string {
 	s = strings.TrimSpace(s)
 	if len(s) <= n {
 		return s
@@ -163,4 +168,5 @@ func clip(s string, n int) string {
 	return s[:n] + "…"
 }
 
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+// OneLine joins the words of s with single spaces.
+func OneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -1,33 +1,33 @@
-package openai
+package wire
 
 import (
 	"bufio"
 	"bytes"
-	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
 )
 
-// exchange records what one HTTP attempt sent and received, for the parts
+// Exchange records what one HTTP attempt sent and received, for the parts
 // go-openai does not expose: the response status and headers of a failed
 // call (for Retry-After), the body of a failed call, the raw body of a
 // non-streamed reply (for fields go-openai does not decode, such as
 // "reasoning"), and the error events of a stream that go-openai cannot
 // decode.
 //
-// It travels to the doer inside the request's context, so one doer serves
-// concurrent calls. The doer runs on the goroutine of the call, so the
+// It travels to the Doer inside the request's context, so one Doer serves
+// concurrent calls. The Doer runs on the goroutine of the call, so the
 // fields need no locking.
-type exchange struct {
-	// body, if not nil, is sent instead of the body go-openai encoded.
-	body []byte
-	// maxReply bounds the bytes read from the response body; <= 0: none.
-	maxReply int64
+type Exchange struct {
+	// Body, if not nil, is sent instead of the body go-openai encoded.
+	Body []byte
+	// MaxReply bounds the bytes read from the response body; <= 0: none.
+	MaxReply int64
 
-	status  int
-	header  http.Header
+	// Status and Header are the response's, once it arrived.
+	Status int
+	Header http.Header
+
 	raw     []byte     // a non-streamed 2xx body, or a whole reply to a stream request
 	whole   bool       // a stream request was answered with a whole JSON reply (in raw)
 	errBody []byte     // the body of a failed response, cut at maxErrorBody
@@ -36,42 +36,42 @@ type exchange struct {
 
 type exchangeKey struct{}
 
-func withExchange(ctx context.Context, ex *exchange) context.Context {
-	return context.WithValue(ctx, exchangeKey{}, ex)
-}
-
 // maxErrorBody bounds what is kept of a failed response's body (within
-// Config.MaxReplyBytes).
+// Exchange.MaxReply).
 const maxErrorBody = 1 << 20
 
-// doer is the go-openai HTTPDoer: it wraps the configured *http.Client.
-type doer struct {
-	client *http.Client
+// Doer is the go-openai HTTPDoer of a Model: it sends the requests of
+// Generate and Stream with Client, recording them in their Exchange.
+type Doer struct {
+	Client *http.Client
+	// TooLarge makes the error of a reply past Exchange.MaxReply bytes
+	// (openai's *ReplyTooLargeError); it must not be nil.
+	TooLarge func(limit int64, streamed bool) error
 }
 
-func (d doer) Do(req *http.Request) (*http.Response, error) {
-	ex, _ := req.Context().Value(exchangeKey{}).(*exchange)
+func (d Doer) Do(req *http.Request) (*http.Response, error) {
+	ex, _ := req.Context().Value(exchangeKey{}).(*Exchange)
 	if ex == nil {
-		return d.client.Do(req)
+		return d.Client.Do(req)
 	}
-	if ex.body != nil {
-		body := ex.body
+	if ex.Body != nil {
+		body := ex.Body
 		req.Body = io.NopCloser(bytes.NewReader(body))
 		req.ContentLength = int64(len(body))
 		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	}
-	resp, err := d.client.Do(req)
+	resp, err := d.Client.Do(req)
 	if err != nil {
 		return resp, err
 	}
-	ex.status = resp.StatusCode
-	ex.header = resp.Header
+	ex.Status = resp.StatusCode
+	ex.Header = resp.Header
 	if resp.StatusCode < http.StatusOK || resp.StatusCode >= http.StatusBadRequest {
 		// go-openai reads the whole body of a failed response: keep it
 		// bounded, and keep it for the error whatever its shape.
 		limit := int64(maxErrorBody)
-		if ex.maxReply > 0 {
-			limit = min(limit, ex.maxReply)
+		if ex.MaxReply > 0 {
+			limit = min(limit, ex.MaxReply)
 		}
 		data, rerr := io.ReadAll(io.LimitReader(resp.Body, limit))
 		resp.Body.Close()
@@ -85,7 +85,7 @@ func (d doer) Do(req *http.Request) (*http.Response, error) {
 	var body io.Reader = resp.Body
 	if strings.Contains(req.Header.Get("Accept"), "text/event-stream") {
 		// A server that ignored "stream": true answers with a whole JSON
-		// reply (whatever its Content-Type says), which streamOnce reads
+		// reply (whatever its Content-Type says), which Stream reads
 		// from ex.raw; go-openai gets an empty stream. A stream begins with
 		// a field name or a comment, never with "{".
 		br := bufio.NewReader(resp.Body)
@@ -96,20 +96,20 @@ func (d doer) Do(req *http.Request) (*http.Response, error) {
 			resp.Body = readCloser{Reader: br, Closer: resp.Body}
 		}
 		if !ex.whole {
-			ex.tap = &streamTap{r: resp.Body, limit: ex.maxReply}
+			ex.tap = &streamTap{r: resp.Body, limit: ex.MaxReply, tooLarge: d.TooLarge}
 			resp.Body = ex.tap
 			return resp, nil
 		}
 	}
 	var raw []byte
 	var rerr error
-	if n := resp.ContentLength; n >= 0 && (ex.maxReply <= 0 || n <= ex.maxReply) {
+	if n := resp.ContentLength; n >= 0 && (ex.MaxReply <= 0 || n <= ex.MaxReply) {
 		// The transport reads no more than the announced length.
 		raw = make([]byte, n)
 		_, rerr = io.ReadFull(body, raw)
 	} else {
-		if ex.maxReply > 0 {
-			body = io.LimitReader(body, ex.maxReply+1)
+		if ex.MaxReply > 0 {
+			body = io.LimitReader(body, ex.MaxReply+1)
 		}
 		raw, rerr = io.ReadAll(body)
 	}
@@ -117,8 +117,8 @@ func (d doer) Do(req *http.Request) (*http.Response, error) {
 	if rerr != nil {
 		return nil, rerr
 	}
-	if ex.maxReply > 0 && int64(len(raw)) > ex.maxReply {
-		return nil, &ReplyTooLargeError{Limit: ex.maxReply, Streamed: ex.whole}
+	if ex.MaxReply > 0 && int64(len(raw)) > ex.MaxReply {
+		return nil, d.TooLarge(ex.MaxReply, ex.whole)
 	}
 	ex.raw = raw
 	if ex.whole {
@@ -155,15 +155,16 @@ type readCloser struct {
 const maxEventLine = 64 << 10
 
 // streamTap is the body of a streamed reply as go-openai reads it. It
-// fails with a *ReplyTooLargeError once more than limit bytes arrived
+// fails with the Doer's TooLarge error once more than limit bytes arrived
 // (limit <= 0: no bound), and keeps the first error event of the stream
 // ("data: {"error":…}"), which go-openai drops when its "error" is not an
 // object, and ends there.
 type streamTap struct {
-	r     io.ReadCloser
-	limit int64
-	n     int64
-	err   error
+	r        io.ReadCloser
+	limit    int64
+	tooLarge func(limit int64, streamed bool) error
+	n        int64
+	err      error
 
 	line     []byte // the current line, up to maxEventLine bytes
 	long     bool   // the current line is longer than that
@@ -181,7 +182,7 @@ func (t *streamTap) Read(p []byte) (int, error) {
 			var one [1]byte
 			n, err := t.r.Read(one[:])
 			if n > 0 {
-				t.err = &ReplyTooLargeError{Limit: t.limit, Streamed: true}
+				t.err = t.tooLarge(t.limit, true)
 				return 0, t.err
 			}
 			return 0, err
@@ -238,32 +239,4 @@ func (t *streamTap) scan(p []byte) {
 		t.line, t.long = t.line[:0], false
 		p = p[i+1:]
 	}
-}
-
-// bodyPatch is what go-openai's request struct cannot express, because its
-// fields are tagged omitempty or its validator refuses them: an explicit
-// temperature or top_p of 0, and max_tokens and temperature for a model
-// whose name go-openai takes for a reasoning model (Config.Reasoning set
-// to ReasoningOff). (Messages whose content is the empty string are
-// encoded with it by encodeMessage.)
-type bodyPatch struct {
-	fields map[string]any
-}
-
-func (p *bodyPatch) set(key string, v any) {
-	if p.fields == nil {
-		p.fields = map[string]any{}
-	}
-	p.fields[key] = v
-}
-
-func (p bodyPatch) apply(body map[string]json.RawMessage) error {
-	for k, v := range p.fields {
-		b, err := json.Marshal(v)
-		if err != nil {
-			return err
-		}
-		body[k] = b
-	}
-	return nil
 }

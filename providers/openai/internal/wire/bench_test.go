@@ -1,4 +1,4 @@
-package openai
+package wire
 
 import (
 	"bufio"
@@ -14,7 +14,8 @@ import (
 // loadChunks reads the data payloads of a recorded stream.
 func loadChunks(tb testing.TB, file string) [][]byte {
 	tb.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", file))
+	// The adapter's recorded streams.
+	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", file))
 	if err != nil {
 		tb.Fatal(err)
 	}
