@@ -43,6 +43,27 @@ func (p *Prompt) Step() int { return p.c().Step() }
 // Input returns the task given to a sub-agent, or "" for a top-level prompt.
 func (p *Prompt) Input() string { return p.c().Input() }
 
+// Turn is a turn of a conversation: a run goes on with the user's next
+// message (runtime.Runner.Continue) as a new turn.
+type Turn struct {
+	// Number counts the turns from 0: the run's first turn is 0, and each
+	// message that continues a finished run starts the next.
+	Number int
+	// Message is the user message that started the turn; "" for a first
+	// turn started without one (the prompt declared its own).
+	Message string
+}
+
+// Turn returns the turn of the conversation this execution belongs to, so
+// that a prompt function can declare what a turn needs (a definition for
+// the question asked, say). The turn's message is in the transcript
+// already: the prompt function need not declare it. Turn is a hook.
+func (p *Prompt) Turn() Turn {
+	p.check("Turn")
+	n, msg := p.c().Turn()
+	return Turn{Number: n, Message: msg}
+}
+
 // Error is a prompt function that failed: it returned an error, panicked, or
 // misused a hook.
 type Error struct {

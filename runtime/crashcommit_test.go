@@ -128,7 +128,9 @@ func TestKillAtEverySaveWithCommits(t *testing.T) {
 					require.NoError(t, err)
 				}
 				got, err := r.Run(ctx)
-				require.NoError(t, err)
+				if !errors.Is(err, runtime.ErrDone) { // killed after the last save: the run had ended
+					require.NoError(t, err)
+				}
 				require.NoError(t, runtime.ValidateMessages(got.Transcript))
 				if diff := cmp.Diff(want.Transcript, got.Transcript); diff != "" {
 					t.Errorf("transcript differs from the uninterrupted run's (-want +got):\n%s", diff)

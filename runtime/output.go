@@ -70,6 +70,12 @@ func Output[T any](res *Result) (T, error) {
 			return v, nil
 		}
 	}
+	if res.answer != nil { // an answer of an earlier turn, or of the run before Resume
+		if err := json.Unmarshal(res.answer, &v); err != nil {
+			return v, fmt.Errorf("decoding the run's answer into %T: %w", v, err)
+		}
+		return v, nil
+	}
 	return v, ErrNoOutput
 }
 
@@ -249,6 +255,7 @@ func (r *Runner) settleOutput(rec *Step) (done bool, feedback *defs.Message, err
 			if !rec.ToolResults[i].IsError {
 				r.out.invalid = 0
 				rec.Output = orEmptyObject(c.Arguments)
+				r.conv.answer = rec.Output // saved with the step's checkpoint
 				return true, nil, nil
 			}
 			bad = i
@@ -276,6 +283,7 @@ func (r *Runner) settleOutput(rec *Step) (done bool, feedback *defs.Message, err
 	if verr == nil {
 		r.out.invalid = 0
 		rec.Output = answer
+		r.conv.answer = answer // saved with the step's checkpoint
 		return true, nil, nil
 	}
 	msg := defs.UserMessage(fmt.Sprintf("Your answer does not match the JSON Schema of %q: %v. Answer again with only a JSON value that matches the schema.", spec.Name, verr))

@@ -99,8 +99,15 @@ type Step struct {
 	// prompt.DefOutput and Output): the reply's text or the answer tool's
 	// arguments. nil for every other step.
 	Output json.RawMessage
-	// Done reports that the run ended with this step.
+	// Done reports that the run ended with this step: the conversation's
+	// turn is over (a message sent continues it, see Runner.Continue).
 	Done bool
+	// Turn is the conversation's turn the step belongs to (see
+	// prompt.Turn); Sent are the user messages that joined the transcript
+	// at the start of this step: the turn's message, or messages sent while
+	// the run went on (Runner.Send).
+	Turn int
+	Sent []defs.Message
 }
 
 // Result is the outcome of a completed run.
@@ -108,7 +115,10 @@ type Result struct {
 	// Text is the content of the last reply, or the typed answer (JSON)
 	// of a run that ended with one (see Output).
 	Text string
-	// Steps are the records of every step.
+	// Steps are the records of the steps this Run (or Continue) ran: in a
+	// conversation, those of the turn; after Resume, those run since. The
+	// store keeps the records of every step of a session
+	// (session.Store's steps).
 	Steps []*Step
 	// Transcript is the final transcript (read-only).
 	Transcript []defs.Message
@@ -123,7 +133,8 @@ type Result struct {
 	// process) to continue it.
 	Awaiting []PendingApproval
 
-	store *state.Store // the prompt's state, read by StateOf
+	store  *state.Store    // the prompt's state, read by StateOf
+	answer json.RawMessage // the run's last typed answer, read by Output
 }
 
 // StateOf returns the value of a state key as the run left it, typed as
@@ -242,6 +253,8 @@ type Runner struct {
 	appended bool
 	// out is the typed answer's bookkeeping (see output.go).
 	out outputState
+	// conv is the conversation's (see conversation.go).
+	conv conversation
 }
 
 // noteToolError records the error of a tool call for the step record. Tool
@@ -307,11 +320,14 @@ func (r *Runner) Stats() effects.RunStats {
 // again to continue, or Close the runner to abandon the run (with a store,
 // its checkpoint stays paused, for Resume).
 func (r *Runner) Run(ctx context.Context) (*Result, error) {
-	res := &Result{}
+	if r.err == nil && r.done && !r.hasSent() {
+		return r.result(nil), ErrDone
+	}
+	var steps []*Step
 	var err error
 	for s, serr := range r.All(ctx) {
 		if s != nil {
-			res.Steps = append(res.Steps, s)
+			steps = append(steps, s)
 		}
 		if serr != nil {
 			err = serr
@@ -322,6 +338,12 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 			err = cerr
 		}
 	}
+	return r.result(steps), err
+}
+
+// result returns the Result of a Run that ran steps.
+func (r *Runner) result(steps []*Step) *Result {
+	res := &Result{Steps: steps, answer: r.conv.answer}
 	res.Awaiting = r.Awaiting()
 	res.Transcript = r.Transcript()
 	res.store = r.p.Store()
@@ -329,13 +351,21 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 	res.Usage = r.usage
 	r.usageMu.Unlock()
 	res.Stats = r.Stats()
-	if n := len(res.Steps); n > 0 && res.Steps[n-1].Reply != nil {
+	switch n := len(res.Steps); {
+	case n > 0 && res.Steps[n-1].Reply != nil:
 		res.Text = res.Steps[n-1].Reply.Message.Content
 		if out := res.Steps[n-1].Output; out != nil {
 			res.Text = string(out)
 		}
+	case n == 0 && r.done:
+		// A finished run (Run called again, or resumed): its last answer.
+		if r.conv.answer != nil {
+			res.Text = string(r.conv.answer)
+		} else if i := len(r.transcript) - 1; i >= 0 && r.transcript[i].Role == defs.RoleAssistant {
+			res.Text = r.transcript[i].Content
+		}
 	}
-	return res, err
+	return res
 }
 
 // All returns an iterator over the steps of the run, ending after the last
@@ -345,7 +375,7 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 // continue it: defer Close to run the effects' pending cleanups.
 func (r *Runner) All(ctx context.Context) iter.Seq2[*Step, error] {
 	return func(yield func(*Step, error) bool) {
-		for !r.done && r.err == nil && !r.paused() {
+		for (!r.done || r.hasSent()) && r.err == nil && !r.paused() {
 			s, err := r.Next(ctx)
 			if !yield(s, err) || err != nil {
 				return
@@ -364,11 +394,22 @@ func (r *Runner) Next(ctx context.Context) (*Step, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
-	if r.done {
-		return nil, ErrDone
-	}
 	if r.paused() {
 		return nil, r.awaitingError()
+	}
+	if err := r.checkNewSession(ctx); err != nil {
+		r.err = err
+		return nil, err
+	}
+	// The messages sent since the last step join the transcript now; to a
+	// finished run, they start a new turn (conversation.go).
+	sent, ok, err := r.takeMessages(ctx)
+	if err != nil {
+		r.err = err
+		return nil, err
+	}
+	if !ok {
+		return nil, ErrDone
 	}
 	if r.started.IsZero() {
 		now := r.now()
@@ -379,6 +420,10 @@ func (r *Runner) Next(ctx context.Context) (*Step, error) {
 	ctx = r.observeStep(ctx)
 	r.recorder.begin(r)
 	s, err := r.step1(ctx)
+	if s != nil {
+		s.Turn, s.Sent = r.conv.turn, sent
+	}
+	r.conv.turnStarted = true
 	r.observeStepEnd(ctx, s, err)
 	if err != nil {
 		if cerr := r.Close(); cerr != nil {

@@ -78,6 +78,9 @@ func (r *Runner) restore(cp *session.Checkpoint) error {
 	if err := r.c().Effects().Restore(cp.Effects); err != nil {
 		return corrupt(err)
 	}
+	if err := r.restoreConversation(cp); err != nil {
+		return corrupt(err)
+	}
 	r.c().MarkMessagesSeen(cp.SeenMessages)
 	r.transcript = cp.Transcript
 	r.step = cp.Step
@@ -106,6 +109,9 @@ func (r *Runner) checkpoint(done bool, pending *session.Pending) (*session.Check
 	}
 	extra, err := r.retiredExtra()
 	if err != nil {
+		return nil, err
+	}
+	if extra, err = r.conversationExtra(extra); err != nil {
 		return nil, err
 	}
 	s := r.Stats()

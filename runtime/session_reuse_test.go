@@ -34,11 +34,13 @@ func TestNewRunOnAnExistingSession(t *testing.T) {
 		require.NoError(t, err)
 
 		var second resumable
-		_, err = runtime.Run(ctx, snapshots.Script(script()...), second.fn, cfg)
-		var ce *session.ConflictError
-		require.ErrorAs(t, err, &ce, "finished=%t", finished)
-		assert.Equal(t, int64(0), ce.Seq)
-		assert.Equal(t, before.Seq, ce.Latest)
+		m := snapshots.Script(script()...)
+		_, err = runtime.Run(ctx, m, second.fn, cfg)
+		var se *runtime.SessionExistsError
+		require.ErrorAs(t, err, &se, "finished=%t", finished)
+		assert.Equal(t, "taken", se.ID)
+		assert.Contains(t, err.Error(), "runtime.Resume", "the error says what to do")
+		assert.Empty(t, m.Requests(), "a model request was sent before the session was found taken")
 		assert.Zero(t, second.aRuns.Load()+second.bRuns.Load(), "a tool of the second run ran")
 		after, err := st.Latest(ctx, "taken")
 		require.NoError(t, err)

@@ -57,7 +57,16 @@ type Prompt struct {
 	execs         int                   // executions begun
 	toolsDeclared int                   // tool names the current execution declared
 	output        *defs.Output          // the typed answer the current execution declared
+	turn          int                   // the conversation's turn (see SetTurn)
+	turnMessage   string
 }
+
+// SetTurn records the conversation's turn, which the prompt function reads
+// (prompt.Prompt.Turn): its number and the user message that started it.
+func (p *Prompt) SetTurn(n int, message string) { p.turn, p.turnMessage = n, message }
+
+// Turn returns what SetTurn recorded.
+func (p *Prompt) Turn() (int, string) { return p.turn, p.turnMessage }
 
 // New returns a Prompt with empty definitions, state and effects. input is
 // the task a sub-agent was given ("" for a top-level prompt).
