@@ -32,8 +32,9 @@ type conversation struct {
 
 	turn        int
 	turnMessage string
-	turnStarted bool // the first turn has begun (a step ran, or it was restored)
-	checkedNew  bool // the session id was checked unused (see checkNewSession)
+	turnStarted bool           // the first turn has begun (a step ran, or it was restored)
+	sent        []defs.Message // the messages that joined at the step under way
+	checkedNew  bool           // the session id was checked unused (see checkNewSession)
 	// answer is the last typed answer (Step.Output), kept in checkpoints so
 	// that a resumed runner still has it (Result.Output).
 	answer json.RawMessage

@@ -419,10 +419,9 @@ func (r *Runner) Next(ctx context.Context) (*Step, error) {
 	}
 	ctx = r.observeStep(ctx)
 	r.recorder.begin(r)
+	r.conv.sent = sent // for the step's record (Step.Sent)
 	s, err := r.step1(ctx)
-	if s != nil {
-		s.Turn, s.Sent = r.conv.turn, sent
-	}
+	r.conv.sent = nil
 	r.conv.turnStarted = true
 	r.observeStepEnd(ctx, s, err)
 	if err != nil {
@@ -525,7 +524,7 @@ func (r *Runner) next(ctx context.Context) (*Step, error) {
 		return nil, err
 	}
 	n := r.step
-	sr := &stepRequest{step: Step{Number: n}}
+	sr := &stepRequest{step: Step{Number: n, Turn: r.conv.turn, Sent: r.conv.sent}}
 	rec := &sr.step
 	r.spareReq = &sr.req // for the step's first request (see render)
 	reg := r.c().Registry()

@@ -191,7 +191,7 @@ func (r *Runner) resumePending(ctx context.Context) (*Step, error) {
 	p := r.pending
 	r.pending = nil
 	n := r.step
-	rec := &Step{Number: n, Resumed: r.restored, Reply: &llm.Reply{Message: p.Reply}}
+	rec := &Step{Number: n, Turn: r.conv.turn, Resumed: r.restored, Reply: &llm.Reply{Message: p.Reply}}
 	r.restored = false
 	defer func() { r.approvals = nil }()
 	reg := r.c().Registry()

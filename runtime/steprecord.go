@@ -103,6 +103,10 @@ func fillRecord(out *session.StepRecord, rec *Step, durs []time.Duration, sr *st
 		Summaries:    len(rec.Summaries),
 		Resumed:      rec.Resumed,
 		Interrupted:  rec.Interrupted,
+		Turn:         rec.Turn,
+	}
+	for _, m := range rec.Sent {
+		out.Sent = append(out.Sent, m.Content)
 	}
 	if len(rec.Disabled) > 0 {
 		out.Disabled = refStrings(rec.Disabled)

@@ -24,7 +24,33 @@ func Decide(decide func(call runtime.PendingApproval) (approve bool, reason stri
 func runWithDecisions(ctx context.Context, model llm.Model, fn prompt.Func, o *options) (*runtime.Result, error) {
 	r := runtime.New(model, fn, o.cfg)
 	defer r.Close() // a run left paused
-	res, err := r.Run(ctx)
+	turns := o.turns
+	var res *runtime.Result
+	var err error
+	if len(turns) > 0 {
+		res, err = r.Continue(ctx, turns[0]) // the first turn's message
+		turns = turns[1:]
+	} else {
+		res, err = r.Run(ctx)
+	}
+	res, err = decideAll(ctx, r, res, err, o)
+	for _, msg := range turns {
+		if err != nil {
+			break
+		}
+		steps := res.Steps
+		res, err = r.Continue(ctx, msg)
+		res, err = decideAll(ctx, r, res, err, o)
+		if res != nil {
+			res.Steps = append(steps, res.Steps...)
+		}
+	}
+	return res, err
+}
+
+// decideAll decides, with o's Decide function, every call the run pauses
+// for, until it ends.
+func decideAll(ctx context.Context, r *runtime.Runner, res *runtime.Result, err error, o *options) (*runtime.Result, error) {
 	for err == nil && len(res.Awaiting) > 0 && o.decide != nil {
 		for _, a := range res.Awaiting {
 			if ok, reason := o.decide(a); ok {

@@ -25,6 +25,7 @@ type options struct {
 	redact    []redaction
 	expectErr bool
 	decide    func(runtime.PendingApproval) (bool, string)
+	turns     []string
 }
 
 func newOptions(opts []Option) *options {
@@ -35,6 +36,15 @@ func newOptions(opts []Option) *options {
 		}
 	}
 	return o
+}
+
+// Turns makes the run a conversation of one turn per message: each message
+// is the user's next turn (runtime.Runner.Continue), the first one
+// included, in order, and the golden file holds the steps of every turn,
+// each turn's first step with its message (a "sent" section). A turn that
+// pauses for approval is decided as the rest of the run is (Decide).
+func Turns(messages ...string) Option {
+	return optionFunc(func(o *options) { o.turns = append(o.turns, messages...) })
 }
 
 // Config sets the configuration of the run. Without it Run uses the zero

@@ -31,7 +31,7 @@ func goldenRun() *steprec.Run {
 	sub2 := sub
 	sub2.Step = 1
 	return &steprec.Run{Err: "step 1: boom (at x.go)", Steps: []*steprec.Step{
-		{Step: 0, Committed: true,
+		{Step: 0, Turn: 2, Sent: []string{"a question", "and \"quotes\"\nover lines"}, Committed: true,
 			Effects:      []effects.Ran{{ID: "#0", Site: "a.go", Phase: effects.AfterReply, Reason: effects.Reason{Kind: effects.ReasonChanged, Changes: []effects.Change{{Name: "count", From: "1", To: "2"}, {Index: 1, From: `"a"`, To: `"b"`}}}}},
 			SummaryCalls: []steprec.Summary{{System: "sum", Messages: []defs.Message{{Role: defs.RoleUser, Content: "a\nb"}}, Text: "short", Answered: true}, {Error: "no model"}},
 			Summaries:    2,

@@ -254,6 +254,22 @@ func (p *parser) stepSection(s *section, lv *level, step *Step, kind string) err
 		if len(step.Decisions) == 0 {
 			return p.errf(s, -1, "no decisions")
 		}
+	case kind == "sent":
+		if len(s.lines) < 2 {
+			return p.errf(s, -1, "want \"turn N\" and the messages sent")
+		}
+		n, err := strconv.Atoi(strings.TrimPrefix(s.lines[0], "turn "))
+		if err != nil || !strings.HasPrefix(s.lines[0], "turn ") || n < 0 {
+			return p.errf(s, 0, "want \"turn N\", got %q", trunc(s.lines[0], 60))
+		}
+		step.Turn = n
+		for i, l := range s.lines[1:] {
+			text, err := strconv.Unquote(strings.TrimPrefix(l, "user: "))
+			if err != nil || !strings.HasPrefix(l, "user: ") {
+				return p.errf(s, i+1, "want a message sent, user: \"...\", got %q", trunc(l, 60))
+			}
+			step.Sent = append(step.Sent, text)
+		}
 	case kind == "effects":
 		for i, l := range s.lines {
 			if l == "transcript committed" {

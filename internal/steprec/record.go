@@ -46,6 +46,11 @@ type Step struct {
 	Version int `json:"v"`
 	// Step is the number of the step the record describes.
 	Step int `json:"step"`
+	// Turn is the conversation's turn the step belongs to, from 0; Sent
+	// are the user messages that joined the transcript at its start (the
+	// turn's message, or messages sent while the run went on).
+	Turn int      `json:"turn,omitempty"`
+	Sent []string `json:"sent,omitempty"`
 	// Effects are the effects that ran, both phases, and why. In a golden
 	// file, Site is the file without its line.
 	Effects []effects.Ran `json:"effects,omitempty"`

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/reprompt/reprompt/defs"
@@ -158,6 +159,15 @@ func (w *writer) step(s, prev *Step) {
 				continue
 			}
 			w.field("", fmt.Sprintf("%s %s denied", d.CallID, d.Tool), w.red(d.Reason))
+		}
+	}
+	if len(s.Sent) > 0 {
+		// The conversation's turn, and the user messages that joined the
+		// transcript at this step.
+		w.section(name + "/sent")
+		fmt.Fprintf(&w.b, "turn %d\n", s.Turn)
+		for _, m := range s.Sent {
+			fmt.Fprintf(&w.b, "user: %s\n", strconv.Quote(w.red(m)))
 		}
 	}
 	if len(s.Effects) > 0 || s.Committed {
