@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+
 	"github.com/reprompt/reprompt/defs"
 )
 
@@ -42,18 +44,12 @@ func TestLedgerCountsOnlyChangedMessages(t *testing.T) {
 		l.sync(tr)
 		total := 0
 		for i, m := range tr {
-			if got := l.prefix(i); got != total {
-				t.Errorf("%s: prefix(%d) = %d, want %d", step, i, got, total)
-			}
+			assert.Equal(t, total, l.prefix(i), "%s: prefix(%d)", step, i)
 			total += len(m.Role) + len(m.Content)
 		}
-		if got := l.count(tr); got != total {
-			t.Errorf("%s: count = %d, want %d", step, got, total)
-		}
+		assert.Equal(t, total, l.count(tr), "%s: count", step)
 		for k, v := range c.seen {
-			if v > 1 {
-				t.Errorf("%s: %q tokenised %d times", step, k, v)
-			}
+			assert.LessOrEqual(t, v, 1, "%s: times %q was tokenised", step, k)
 		}
 		var got []string
 		for k, v := range c.seen {
@@ -61,9 +57,7 @@ func TestLedgerCountsOnlyChangedMessages(t *testing.T) {
 				got = append(got, k)
 			}
 		}
-		if len(got) != len(wantNew) {
-			t.Errorf("%s: tokenised %q, want %q", step, got, wantNew)
-		}
+		assert.Len(t, got, len(wantNew), "%s: tokenised %q, want %q", step, got, wantNew)
 	}
 	tr := msgs("task", "a1", "r1", "a2", "r2")
 	check("first", tr, "task", "a1", "r1", "a2", "r2")

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
 	"github.com/reprompt/reprompt/llm"
@@ -72,14 +75,10 @@ func TestStepTokenAccounting(t *testing.T) {
 	}
 	replies = append(replies, snapshots.Text("done"))
 	res, err := runtime.Run(context.Background(), snapshots.Script(replies...), fn, runtime.Config{Counter: charCounter{}, CachedInputFraction: 0.25})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for i, s := range res.Steps {
 		fixed, total := fromScratch(s.Request)
-		if s.InputTokens != total {
-			t.Errorf("step %d: InputTokens = %d, counted from scratch %d", i, s.InputTokens, total)
-		}
+		assert.Equal(t, total, s.InputTokens, "step %d: InputTokens against a count from scratch", i)
 		var want int
 		switch {
 		case i == 0:
@@ -94,12 +93,8 @@ func TestStepTokenAccounting(t *testing.T) {
 		default:
 			want = res.Steps[i-1].InputTokens // the previous request is a prefix
 		}
-		if s.PrefixTokens != want {
-			t.Errorf("step %d: PrefixTokens = %d, want %d", i, s.PrefixTokens, want)
-		}
-		if got, want := s.BilledInput, float64(s.InputTokens-s.PrefixTokens)+0.25*float64(s.PrefixTokens); got != want {
-			t.Errorf("step %d: BilledInput = %v, want %v", i, got, want)
-		}
+		assert.Equal(t, want, s.PrefixTokens, "step %d: PrefixTokens", i)
+		assert.Equal(t, float64(s.InputTokens-s.PrefixTokens)+0.25*float64(s.PrefixTokens), s.BilledInput, "step %d: BilledInput", i)
 	}
 }
 
@@ -111,9 +106,8 @@ func TestBudgetCountsWhatEffectsSee(t *testing.T) {
 		p.DefSystem("role", "Count.")
 		prompt.DefTool(p, "echo", "repeat", func(ctx context.Context, _ struct{}) (string, error) { return "echoed", nil })
 		p.Effect(effects.Always, func(ctx context.Context, s *effects.Step) error {
-			if s.Budget.Window != 1000 || s.Budget.Reserve != 100 {
-				t.Errorf("budget window %d reserve %d, want 1000 and 100", s.Budget.Window, s.Budget.Reserve)
-			}
+			assert.Equal(t, 1000, s.Budget.Window, "Budget.Window")
+			assert.Equal(t, 100, s.Budget.Reserve, "Budget.Reserve")
 			seen = append(seen, s.Tokens())
 			return nil
 		})
@@ -122,13 +116,10 @@ func TestBudgetCountsWhatEffectsSee(t *testing.T) {
 	}
 	m := snapshots.Script(snapshots.CallTool("echo", nil), snapshots.CallTool("echo", nil), snapshots.Text("done"))
 	res, err := runtime.Run(context.Background(), m, fn, runtime.Config{Counter: charCounter{}, Window: 1000, Reserve: 100})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for i := range res.Steps {
-		if _, total := fromScratch(res.Steps[i].Request); seen[i] != total {
-			t.Errorf("step %d: effect saw %d tokens, the request has %d", i, seen[i], total)
-		}
+		_, total := fromScratch(res.Steps[i].Request)
+		assert.Equal(t, total, seen[i], "step %d: tokens the effect saw against the request's", i)
 	}
 }
 
@@ -164,18 +155,13 @@ func TestEstimatesAreCalibratedByReportedUsage(t *testing.T) {
 			}
 			m := snapshots.Script(reply(true), reply(true), reply(false))
 			res, err := runtime.Run(context.Background(), m, echoPrompt, runtime.Config{Counter: estimate{}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, raw := fromScratch(res.Steps[0].Request); res.Steps[0].InputTokens != raw {
-				t.Errorf("step 0 (nothing reported yet): %d tokens, want the raw count %d", res.Steps[0].InputTokens, raw)
-			}
+			require.NoError(t, err)
+			_, raw := fromScratch(res.Steps[0].Request)
+			assert.Equal(t, raw, res.Steps[0].InputTokens, "step 0 (nothing reported yet): InputTokens, want the raw count")
 			for i := 1; i < len(res.Steps); i++ {
 				_, raw := fromScratch(res.Steps[i].Request)
 				want := float64(raw) * tc.want
-				if got := float64(res.Steps[i].InputTokens); got < want-3 || got > want+3 {
-					t.Errorf("step %d: %v tokens, want about %v (%d × %v)", i, got, want, raw, tc.want)
-				}
+				assert.InDelta(t, want, float64(res.Steps[i].InputTokens), 3, "step %d: InputTokens, want about %d × %v", i, raw, tc.want)
 			}
 		})
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/effects"
@@ -76,9 +77,7 @@ func TestStepRecordsNotChangedLater(t *testing.T) {
 	}
 	require.Len(t, steps, len(replies))
 	for i, s := range steps {
-		if diff := cmp.Diff(atYield[i], encodeStep(t, s)); diff != "" {
-			t.Errorf("step %d's record changed after it was yielded (-then +now):\n%s", i, diff)
-		}
+		assert.Empty(t, cmp.Diff(atYield[i], encodeStep(t, s)), "step %d's record changed after it was yielded (-then +now)", i)
 	}
 }
 

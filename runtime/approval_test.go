@@ -179,9 +179,7 @@ func TestApprovalPausesAndContinuesInProcess(t *testing.T) {
 	assert.True(t, res.Steps[1].Done)
 	assert.Equal(t, "Rent paid; the account stays open.", res.Text)
 	assert.Nil(t, res.Awaiting)
-	if diff := cmp.Diff(wantResults, toolMessages(res.Transcript)); diff != "" {
-		t.Errorf("tool results in the transcript, in call order (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff(wantResults, toolMessages(res.Transcript)), "tool results in the transcript, in call order (-want +got)")
 	assert.Equal(t, int32(2), b.transferRuns.Load())
 	assert.Equal(t, int32(0), b.closeRuns.Load())
 	assert.Equal(t, int32(1), b.balanceRuns.Load())
@@ -253,11 +251,11 @@ func TestApprovalNotAskedForRefusedCalls(t *testing.T) {
 func TestApprovalDecisionFailureIsAnErrorResult(t *testing.T) {
 	fn := func(p *prompt.Prompt) error {
 		prompt.DefTool(p, "pay", "Pay.", func(ctx context.Context, a transferArgs) (string, error) {
-			t.Error("the tool ran")
+			assert.Fail(t, "the tool ran")
 			return "", nil
 		}, prompt.NeedsApprovalIf(func(a transferArgs) bool { panic("no rule for " + a.To) }))
 		p.DefSchemaTool("raw", "Raw.", json.RawMessage(`{"type":"object"}`), func(ctx context.Context, args json.RawMessage) (string, error) {
-			t.Error("the tool ran")
+			assert.Fail(t, "the tool ran")
 			return "", nil
 		}, prompt.NeedsApprovalIf(func(a transferArgs) bool { return true }))
 		p.User("go")

@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/reprompt/reprompt/internal/scenario"
 	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/runtime"
@@ -33,9 +36,8 @@ func BenchmarkScenarioS1(b *testing.B) {
 			cfg := runtime.Config{MaxSteps: steps}
 			// One untimed run first: process-wide caches (tool schemas, call
 			// site names) are filled once per process, not per step.
-			if _, err := runtime.Run(context.Background(), snapshots.Script(script...), scenarioS1, cfg); err != nil {
-				b.Fatal(err)
-			}
+			_, err := runtime.Run(context.Background(), snapshots.Script(script...), scenarioS1, cfg)
+			require.NoError(b, err)
 			benchSteps(b, steps, func() (*runtime.Result, error) {
 				return runtime.Run(context.Background(), snapshots.Script(script...), scenarioS1, cfg)
 			})
@@ -63,12 +65,8 @@ func benchSteps(b *testing.B, steps int, run func() (*runtime.Result, error)) {
 		cpu += cpu1 - cpu0
 		goruntime.ReadMemStats(&ms1)
 		mallocs += ms1.Mallocs - ms0.Mallocs
-		if err != nil {
-			b.Fatal(err)
-		}
-		if len(res.Steps) != steps {
-			b.Fatalf("ran %d steps, want %d", len(res.Steps), steps)
-		}
+		require.NoError(b, err)
+		require.Len(b, res.Steps, steps, "steps run")
 	}
 	n := float64(b.N * steps)
 	b.ReportMetric(float64(elapsed.Nanoseconds())/n, "ns/step")
@@ -100,20 +98,12 @@ func TestScenarioS1PerStepCostFlat(t *testing.T) {
 		goruntime.ReadMemStats(&ms0)
 		res, err := runtime.Run(context.Background(), m, scenarioS1, cfg)
 		goruntime.ReadMemStats(&ms1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(res.Steps) != steps {
-			t.Fatalf("ran %d steps, want %d", len(res.Steps), steps)
-		}
+		require.NoError(t, err)
+		require.Len(t, res.Steps, steps, "steps run")
 		return float64(ms1.Mallocs-ms0.Mallocs) / float64(steps)
 	}
 	small, large := perStep(10), perStep(1000)
 	t.Logf("allocs/step: steps=10 %.1f, steps=1000 %.1f, ratio %.2f", small, large, large/small)
-	if large > 1.2*small {
-		t.Errorf("allocs/step grows with history: %.1f at 1000 steps > 1.2 × %.1f at 10 steps", large, small)
-	}
-	if large > maxS1Allocs {
-		t.Errorf("%.1f allocs/step at 1000 steps, want at most %d", large, maxS1Allocs)
-	}
+	assert.LessOrEqual(t, large, 1.2*small, "allocs/step grows with history: at 1000 steps against 1.2 × at 10 steps")
+	assert.LessOrEqual(t, large, float64(maxS1Allocs), "allocs/step at 1000 steps")
 }

@@ -86,9 +86,7 @@ func TestCloseRunsPendingCleanupsOnce(t *testing.T) {
 	}
 	assert.Empty(t, log, "cleanups ran before Close")
 	require.NoError(t, r.Close())
-	if diff := cmp.Diff([]string{"first", "second"}, log); diff != "" {
-		t.Errorf("cleanups mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff([]string{"first", "second"}, log), "cleanups mismatch (-want +got)")
 	require.NoError(t, r.Close())
 	assert.Len(t, log, 2, "the second Close ran cleanups again")
 	_, err := r.Next(context.Background())

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/defs"
@@ -132,9 +133,7 @@ func TestKillAtEverySaveWithCommits(t *testing.T) {
 					require.NoError(t, err)
 				}
 				require.NoError(t, runtime.ValidateMessages(got.Transcript))
-				if diff := cmp.Diff(want.Transcript, got.Transcript); diff != "" {
-					t.Errorf("transcript differs from the uninterrupted run's (-want +got):\n%s", diff)
-				}
+				assert.Empty(t, cmp.Diff(want.Transcript, got.Transcript), "transcript differs from the uninterrupted run's (-want +got)")
 				for _, name := range []string{"k", "compactions"} {
 					w, _ := runtime.StateOf[int](want, name)
 					g, err := runtime.StateOf[int](got, name)

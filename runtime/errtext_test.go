@@ -2,8 +2,9 @@ package runtime_test
 
 import (
 	"errors"
-	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
 
 	"github.com/reprompt/reprompt/runtime"
 )
@@ -28,9 +29,7 @@ func TestErrorTexts(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, w := range tt.want {
-				if !strings.Contains(tt.err.Error(), w) {
-					t.Errorf("%q does not contain %q", tt.err, w)
-				}
+				assert.Contains(t, tt.err.Error(), w, "error text")
 			}
 		})
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/llm"
@@ -99,9 +100,7 @@ func TestToolExecutorMatchesTheRuntime(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 4, x.runs)
 
-	if d := cmp.Diff(want.Transcript, got.Transcript); d != "" {
-		t.Errorf("transcript mismatch (-want +got):\n%s", d)
-	}
+	assert.Empty(t, cmp.Diff(want.Transcript, got.Transcript), "transcript mismatch (-want +got)")
 	for _, k := range []string{"total", "k_a", "k_b"} {
 		w, err := runtime.StateOf[int](want, k)
 		require.NoError(t, err)

@@ -2,14 +2,16 @@ package runtime_test
 
 import (
 	"context"
-	"errors"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
@@ -64,22 +66,17 @@ func TestRetriesRetryableModelErrors(t *testing.T) {
 		script := snapshots.Script(snapshots.Fail(busy), snapshots.Fail(busy), snapshots.Text("ok"))
 		m := &timedModel{Model: script}
 		res, err := runtime.Run(context.Background(), m, echoPrompt, runtime.Config{Retries: 2}) // RetryBackoff 0: one second
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res.Text != "ok" || len(script.Requests()) != 3 {
-			t.Fatalf("text %q after %d requests, want ok after 3", res.Text, len(script.Requests()))
-		}
+		require.NoError(t, err)
+		require.Equal(t, "ok", res.Text, "text after the retries")
+		require.Len(t, script.Requests(), 3, "requests: the first and two retries")
 		// Retry n waits between half and all of RetryBackoff·2ⁿ (jitter).
 		gaps := m.gaps()
 		for n, gap := range gaps {
-			if full := time.Second << n; gap < full/2 || gap > full {
-				t.Errorf("wait before retry %d = %v, want between %v and %v", n+1, gap, full/2, full)
-			}
+			full := time.Second << n
+			assert.GreaterOrEqual(t, gap, full/2, "wait before retry %d", n+1)
+			assert.LessOrEqual(t, gap, full, "wait before retry %d", n+1)
 		}
-		if len(gaps) != 2 {
-			t.Errorf("%d waits, want 2", len(gaps))
-		}
+		assert.Len(t, gaps, 2, "waits")
 	})
 
 	// Not retryable, or out of retries: the error ends the run and still
@@ -97,12 +94,11 @@ func TestRetriesRetryableModelErrors(t *testing.T) {
 				_, err := runtime.Run(context.Background(), m, echoPrompt, runtime.Config{Retries: tc.retries, RetryBackoff: time.Minute})
 				var me *llm.ModelError
 				var se *runtime.StepError
-				if !errors.As(err, &me) || !errors.As(err, &se) || se.Op != runtime.OpModel || se.Step != 0 {
-					t.Fatalf("err = %v, want a *StepError of op model wrapping the *ModelError", err)
-				}
-				if want := min(tc.retries+1, len(tc.replies)-1); len(m.Requests()) != want {
-					t.Errorf("%d requests, want %d", len(m.Requests()), want)
-				}
+				require.ErrorAs(t, err, &me, "want the *ModelError wrapped")
+				require.ErrorAs(t, err, &se, "want a *StepError")
+				require.Equal(t, runtime.OpModel, se.Op, "StepError.Op")
+				require.Equal(t, 0, se.Step, "StepError.Step")
+				assert.Len(t, m.Requests(), min(tc.retries+1, len(tc.replies)-1), "requests")
 			})
 		})
 	}
@@ -118,15 +114,10 @@ func TestRetryWaitEndsWithContext(t *testing.T) {
 		m := snapshots.Script(snapshots.Fail(busy), snapshots.Text("never"))
 		start := time.Now()
 		_, err := runtime.Run(ctx, m, echoPrompt, runtime.Config{Retries: 1, RetryBackoff: time.Hour})
-		if !errors.Is(err, busy) || !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("err = %v, want the model's error and the context's", err)
-		}
-		if d := time.Since(start); d != time.Minute {
-			t.Errorf("the run ended after %v, want the context's minute", d)
-		}
-		if len(m.Requests()) != 1 {
-			t.Errorf("%d requests, want 1", len(m.Requests()))
-		}
+		require.ErrorIs(t, err, busy, "want the model's error")
+		require.ErrorIs(t, err, context.DeadlineExceeded, "want the context's error")
+		assert.Equal(t, time.Minute, time.Since(start), "time until the run ended, want the context's minute")
+		assert.Len(t, m.Requests(), 1, "requests")
 	})
 }
 
@@ -144,12 +135,8 @@ func TestModelTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
 		_, err := runtime.Run(context.Background(), blockingModel{}, echoPrompt, runtime.Config{ModelTimeout: time.Minute})
-		if !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("err = %v, want a deadline error", err)
-		}
-		if d := time.Since(start); d != time.Minute {
-			t.Errorf("the model call was cut short after %v, want ModelTimeout, a minute", d)
-		}
+		require.ErrorIs(t, err, context.DeadlineExceeded, "want a deadline error")
+		assert.Equal(t, time.Minute, time.Since(start), "time until the model call was cut short, want ModelTimeout")
 	})
 }
 
@@ -171,24 +158,17 @@ func TestToolTimeoutIsAnErrorResult(t *testing.T) {
 		m := snapshots.Script(snapshots.CallTool("stuck", nil), snapshots.Text("gave up"))
 		start := time.Now()
 		res, err := runtime.Run(context.Background(), m, fn, runtime.Config{ToolTimeout: 30 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if d := time.Since(start); d != 30*time.Second {
-			t.Errorf("the run took %v, want ToolTimeout, 30s", d)
-		}
+		require.NoError(t, err)
+		assert.Equal(t, 30*time.Second, time.Since(start), "time the run took, want ToolTimeout")
 		r := res.Steps[0].ToolResults[0]
 		var te *runtime.ToolTimeoutError
-		if !errors.As(res.Steps[0].ToolErrors[r.CallID], &te) || *te != (runtime.ToolTimeoutError{Tool: "stuck", Timeout: "30s"}) {
-			t.Errorf("ToolErrors[%s] = %v, want a *ToolTimeoutError for stuck after 30s", r.CallID, res.Steps[0].ToolErrors[r.CallID])
+		if assert.ErrorAs(t, res.Steps[0].ToolErrors[r.CallID], &te, "ToolErrors[%s]", r.CallID) {
+			assert.Equal(t, runtime.ToolTimeoutError{Tool: "stuck", Timeout: "30s"}, *te, "ToolErrors[%s]", r.CallID)
 		}
 		// What the model reads is the contract here: the tool and the limit.
-		if !r.IsError || !strings.Contains(r.Content, `tool "stuck" did not finish within 30s`) {
-			t.Fatalf("result %+v, want a timeout error result naming the tool", r)
-		}
-		if res.Text != "gave up" {
-			t.Errorf("the run did not go on after the timeout: %q", res.Text)
-		}
+		require.True(t, r.IsError, "result %+v: IsError", r)
+		require.Contains(t, r.Content, `tool "stuck" did not finish within 30s`, "the timeout error result names the tool")
+		assert.Equal(t, "gave up", res.Text, "the run did not go on after the timeout")
 	})
 }
 
@@ -220,43 +200,30 @@ func TestCancelMidToolLeavesAResumableCheckpoint(t *testing.T) {
 	}
 	m := snapshots.Script(snapshots.CallTools(snapshots.Call{ID: "f", Name: "fast"}, snapshots.Call{ID: "s", Name: "slow"}))
 	_, err := runtime.Run(ctx, m, fn, cfg)
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("err = %v, want context.Canceled", err)
-	}
+	require.ErrorIs(t, err, context.Canceled)
 	cp, err := store.Latest(context.Background(), "cancel")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cp.Pending == nil || len(cp.Pending.Results) != 1 || cp.Pending.Results[0].CallID != "f" {
-		t.Fatalf("latest checkpoint pending = %+v, want the step with the fast call's result only", cp.Pending)
-	}
-	if err := runtime.ValidateMessages(cp.Transcript); err != nil {
-		t.Fatalf("checkpoint transcript invalid: %v", err)
-	}
+	require.NoError(t, err)
+	require.NotNil(t, cp.Pending, "latest checkpoint: Pending, want the step with the fast call's result only")
+	require.Len(t, cp.Pending.Results, 1, "latest checkpoint pending = %+v, want the step with the fast call's result only", cp.Pending)
+	require.Equal(t, "f", cp.Pending.Results[0].CallID, "latest checkpoint pending = %+v, want the step with the fast call's result only", cp.Pending)
+	require.NoError(t, runtime.ValidateMessages(cp.Transcript), "checkpoint transcript invalid")
 
 	r, err := runtime.Resume(context.Background(), snapshots.Script(snapshots.Text("done")), fn, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	res, err := r.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	first := res.Steps[0]
-	if !first.Resumed || len(first.Interrupted) != 1 || first.Interrupted[0] != "s" {
-		t.Fatalf("resumed step: Resumed=%t Interrupted=%v, want the slow call interrupted", first.Resumed, first.Interrupted)
-	}
-	if fastRuns.Load() != 1 || slowRuns.Load() != 1 {
-		t.Errorf("fast ran %d times, slow %d: a tool ran twice", fastRuns.Load(), slowRuns.Load())
-	}
+	require.True(t, first.Resumed, "resumed step: Resumed")
+	require.Len(t, first.Interrupted, 1, "resumed step: Interrupted, want the slow call")
+	require.Equal(t, "s", first.Interrupted[0], "resumed step: Interrupted, want the slow call")
+	assert.Equal(t, int32(1), fastRuns.Load(), "runs of the fast tool")
+	assert.Equal(t, int32(1), slowRuns.Load(), "runs of the slow tool")
 	want := []defs.Role{defs.RoleUser, defs.RoleAssistant, defs.RoleTool, defs.RoleTool, defs.RoleAssistant}
 	var got []defs.Role
 	for _, msg := range res.Transcript {
 		got = append(got, msg.Role)
 	}
-	if len(got) != len(want) {
-		t.Fatalf("transcript roles %v, want %v", got, want)
-	}
+	require.Len(t, got, len(want), "transcript roles %v, want %v", got, want)
 }
 
 func TestPanicsNameTheirSite(t *testing.T) {
@@ -271,21 +238,17 @@ func TestPanicsNameTheirSite(t *testing.T) {
 		return nil
 	}
 	res, err := runtime.Run(context.Background(), snapshots.Script(snapshots.CallTool("boom", nil), snapshots.Text("ok")), fn, runtime.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	r := res.Steps[0].ToolResults[0]
-	if !r.IsError || !strings.Contains(r.Content, `tool "boom" panicked: `) || !strings.Contains(r.Content, "nil map") {
-		t.Fatalf("result %q, want a panic naming the tool and its value", r.Content)
-	}
+	require.True(t, r.IsError, "result %q: IsError", r.Content)
+	require.Contains(t, r.Content, `tool "boom" panicked: `, "the result names the tool")
+	require.Contains(t, r.Content, "nil map", "the result names the panic's value")
 	// Issue 8 item 15: the model is not shown a Go source location; the
 	// step record keeps it.
-	if strings.Contains(r.Content, ".go:") {
-		t.Errorf("result %q shows the model a source location", r.Content)
-	}
+	assert.NotContains(t, r.Content, ".go:", "the result shows the model a source location")
 	var pe *runtime.ToolPanicError
-	if err := res.Steps[0].ToolErrors[r.CallID]; !errors.As(err, &pe) || !strings.HasPrefix(pe.Site, "faults_test.go:") {
-		t.Errorf("ToolErrors[%s] = %v, want a *ToolPanicError at faults_test.go", r.CallID, err)
+	if assert.ErrorAs(t, res.Steps[0].ToolErrors[r.CallID], &pe, "ToolErrors[%s]", r.CallID) {
+		assert.True(t, strings.HasPrefix(pe.Site, "faults_test.go:"), "ToolPanicError.Site %q, want faults_test.go", pe.Site)
 	}
 }
 
@@ -310,25 +273,17 @@ func TestRecoveryKeepsTheStepsViews(t *testing.T) {
 	tooLong := &llm.ModelError{StatusCode: 400, ContextTooLong: true, Message: "context_length_exceeded"}
 	m := snapshots.Script(snapshots.Fail(tooLong), snapshots.Text("ok"))
 	res, err := runtime.Run(context.Background(), m, fn, runtime.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !res.Steps[0].Recovered {
-		t.Error("step 0 not marked Recovered")
-	}
+	require.NoError(t, err)
+	assert.True(t, res.Steps[0].Recovered, "step 0 not marked Recovered")
 	reqs := m.Requests()
-	if len(reqs) != 2 {
-		t.Fatalf("%d requests, want 2", len(reqs))
-	}
+	require.Len(t, reqs, 2, "requests")
 	var got []string
 	for _, msg := range reqs[1].Messages {
 		got = append(got, msg.Content)
 	}
-	if want := []string{"short", "wrap up"}; !slices.Equal(got, want) {
-		t.Errorf("resent messages %q, want %q", got, want)
-	}
-	if len(reqs[1].Tools) != 1 || reqs[1].Tools[0].Name != "safe" {
-		t.Errorf("resent tools %+v, want only safe", reqs[1].Tools)
+	assert.Empty(t, cmp.Diff([]string{"short", "wrap up"}, got), "resent messages mismatch (-want +got)")
+	if assert.Len(t, reqs[1].Tools, 1, "resent tools, want only safe") {
+		assert.Equal(t, "safe", reqs[1].Tools[0].Name, "resent tool")
 	}
 }
 
@@ -345,18 +300,11 @@ func TestSubAgentUsageCountsInTheParent(t *testing.T) {
 		snapshots.Reply{Text: "all done", Usage: u},
 	)
 	res, err := runtime.Run(context.Background(), m, fn, runtime.Config{Pricing: llm.Pricing{Input: 1, Output: 1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Usage.InputTokens != 3000 || res.Usage.OutputTokens != 30 {
-		t.Errorf("usage %+v, want 3000 input and 30 output tokens (the sub-agent's call included)", res.Usage)
-	}
-	if want := 3030.0 / 1e6; res.Stats.Cost < want-1e-12 || res.Stats.Cost > want+1e-12 {
-		t.Errorf("cost %v, want %v", res.Stats.Cost, want)
-	}
-	if res.Stats.Steps != 2 {
-		t.Errorf("steps %d, want the parent's 2", res.Stats.Steps)
-	}
+	require.NoError(t, err)
+	assert.Equal(t, 3000, res.Usage.InputTokens, "Usage.InputTokens (the sub-agent's call included)")
+	assert.Equal(t, 30, res.Usage.OutputTokens, "Usage.OutputTokens (the sub-agent's call included)")
+	assert.InDelta(t, 3030.0/1e6, res.Stats.Cost, 1e-12, "Stats.Cost")
+	assert.Equal(t, 2, res.Stats.Steps, "Stats.Steps, want the parent's")
 }
 
 func TestPanickingStopWhenIsAnError(t *testing.T) {
@@ -366,7 +314,7 @@ func TestPanickingStopWhenIsAnError(t *testing.T) {
 	}}
 	_, err := runtime.Run(context.Background(), snapshots.Script(snapshots.CallTool("echo", map[string]string{"text": "x"}), snapshots.Text("ok")), echoPrompt, cfg)
 	var pe *runtime.PanicError
-	if !errors.As(err, &pe) || !strings.Contains(pe.Site, "faults_test.go:") || pe.Step != 0 {
-		t.Fatalf("err = %v, want a *PanicError at step 0 naming faults_test.go", err)
-	}
+	require.ErrorAs(t, err, &pe)
+	require.Contains(t, pe.Site, "faults_test.go:", "PanicError.Site")
+	require.Equal(t, 0, pe.Step, "PanicError.Step")
 }

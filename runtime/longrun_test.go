@@ -10,6 +10,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects/builtin"
 	"github.com/reprompt/reprompt/llm"
@@ -162,28 +165,18 @@ func TestExactCountsTokeniseEachMessageOnce(t *testing.T) {
 			m := &readerModel{n: tc.steps - 1}
 			res, err := runtime.Run(context.Background(), m, longRunAgent(tc.window, tc.reserve),
 				runtime.Config{MaxSteps: tc.steps, Window: tc.window, Reserve: tc.reserve, Counter: c})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(res.Steps) != tc.steps {
-				t.Fatalf("ran %d steps, want %d", len(res.Steps), tc.steps)
-			}
-			if tc.compactions != (m.summaries > 0) {
-				t.Fatalf("%d summaries: the run does not exercise what it should", m.summaries)
-			}
+			require.NoError(t, err)
+			require.Len(t, res.Steps, tc.steps, "steps run")
+			require.Equal(t, tc.compactions, m.summaries > 0, "%d summaries: the run does not exercise what it should", m.summaries)
 			rewrites := 0
 			for _, s := range res.Steps {
 				if s.Committed {
 					rewrites++
 				}
 			}
-			if rewrites < tc.steps/2 {
-				t.Errorf("only %d rewrites in %d steps", rewrites, tc.steps)
-			}
+			assert.GreaterOrEqual(t, rewrites, tc.steps/2, "rewrites in %d steps", tc.steps)
 			for k, n := range c.seen {
-				if n > 1 {
-					t.Errorf("tokenised %d times: %.80s", n, k)
-				}
+				assert.LessOrEqual(t, n, 1, "times tokenised: %.80s", k)
 			}
 			// Every count from scratch, each distinct message tokenised once.
 			memo := map[string]int{}
@@ -201,9 +194,7 @@ func TestExactCountsTokeniseEachMessageOnce(t *testing.T) {
 					}
 					want += n
 				}
-				if s.InputTokens != want {
-					t.Errorf("step %d: InputTokens = %d, counted from scratch %d", i, s.InputTokens, want)
-				}
+				assert.Equal(t, want, s.InputTokens, "step %d: InputTokens against a count from scratch", i)
 			}
 			t.Logf("%d steps, %d rewrites, %d summaries, %d distinct messages tokenised", len(res.Steps), rewrites, m.summaries, len(c.seen))
 		})

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
@@ -76,12 +78,8 @@ func systems(reqs []*llm.Request) []string {
 func run(t *testing.T, m *snapshots.Model, fn prompt.Func, cfg runtime.Config) *runtime.Result {
 	t.Helper()
 	res, err := runtime.Run(context.Background(), m, fn, cfg)
-	if err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	if n := m.Remaining(); n != 0 {
-		t.Errorf("%d scripted replies left unused", n)
-	}
+	require.NoError(t, err, "Run")
+	assert.Equal(t, 0, m.Remaining(), "scripted replies left unused")
 	return res
 }
 
@@ -125,18 +123,14 @@ func TestLoopReExecutesPromptWithCurrentState(t *testing.T) {
 	)
 	res := run(t, m, counter(&executions), runtime.Config{})
 
-	if n := executions.Load(); n != 3 {
-		t.Errorf("prompt executed %d times, want 3 (once per step)", n)
-	}
+	assert.Equal(t, int32(3), executions.Load(), "prompt executions, want one per step")
 	reqs := m.Requests()
 	wantSystems := []string{
 		"<role>\nYou count.\n</role>\n\n<variables>\n<count>0</count>\n</variables>",
 		"<role>\nYou count.\n</role>\n\n<variables>\n<count>2</count>\n</variables>",
 		"<role>\nYou count.\n</role>\n\n<variables>\n<count>5</count>\n</variables>",
 	}
-	if diff := cmp.Diff(wantSystems, systems(reqs)); diff != "" {
-		t.Errorf("system prompts mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff(wantSystems, systems(reqs)), "system prompts mismatch (-want +got)")
 	wantLast := []string{
 		"user: Count.",
 		`assistant:  {call_1 add {"n":2}}`,
@@ -144,24 +138,19 @@ func TestLoopReExecutesPromptWithCurrentState(t *testing.T) {
 		`assistant:  {call_2 add {"n":3}}`,
 		"tool[call_2 add]: ok",
 	}
-	if diff := cmp.Diff(wantLast, transcriptOf(reqs[2].Messages)); diff != "" {
-		t.Errorf("last request messages mismatch (-want +got):\n%s", diff)
-	}
-	if res.Text != "five" || len(res.Steps) != 3 || !res.Steps[2].Done {
-		t.Errorf("result: text %q, %d steps", res.Text, len(res.Steps))
+	assert.Empty(t, cmp.Diff(wantLast, transcriptOf(reqs[2].Messages)), "last request messages mismatch (-want +got)")
+	assert.Equal(t, "five", res.Text, "result: Text")
+	if assert.Len(t, res.Steps, 3, "result: Steps") {
+		assert.True(t, res.Steps[2].Done, "result: Steps[2].Done")
 	}
 	wantStates := []any{2, 5, 5}
 	for i, s := range res.Steps {
-		if s.Number != i || s.State["count"] != wantStates[i] {
-			t.Errorf("step %d record: number %d, state %v; want count %v", i, s.Number, s.State, wantStates[i])
-		}
+		assert.Equal(t, i, s.Number, "step %d record: Number", i)
+		assert.Equal(t, wantStates[i], s.State["count"], "step %d record: state count", i)
 	}
-	if diff := cmp.Diff(append(transcriptOf(reqs[2].Messages), "assistant: five"), transcriptOf(res.Transcript)); diff != "" {
-		t.Errorf("final transcript mismatch (-want +got):\n%s", diff)
-	}
-	if res.Usage.InputTokens == 0 || res.Usage.OutputTokens == 0 {
-		t.Errorf("usage not summed: %+v", res.Usage)
-	}
+	assert.Empty(t, cmp.Diff(append(transcriptOf(reqs[2].Messages), "assistant: five"), transcriptOf(res.Transcript)), "final transcript mismatch (-want +got)")
+	assert.NotZero(t, res.Usage.InputTokens, "usage not summed: InputTokens")
+	assert.NotZero(t, res.Usage.OutputTokens, "usage not summed: OutputTokens")
 }
 
 func TestLoopReconciliationRemovesToolDeclaredOnlyAtStep0(t *testing.T) {
@@ -189,19 +178,14 @@ func TestLoopReconciliationRemovesToolDeclaredOnlyAtStep0(t *testing.T) {
 	for _, r := range reqs {
 		got = append(got, toolNames(r))
 	}
-	if diff := cmp.Diff([][]string{{"setup", "work"}, {"work"}, {"work"}}, got); diff != "" {
-		t.Errorf("tools per request mismatch (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff([]string{"<onboarding>\nSet up first.\n</onboarding>", "", ""}, systems(reqs)); diff != "" {
-		t.Errorf("system prompts mismatch (-want +got):\n%s", diff)
-	}
-	if n := setupRuns.Load(); n != 1 {
-		t.Errorf("setup ran %d times, want 1", n)
-	}
+	assert.Empty(t, cmp.Diff([][]string{{"setup", "work"}, {"work"}, {"work"}}, got), "tools per request mismatch (-want +got)")
+	assert.Empty(t, cmp.Diff([]string{"<onboarding>\nSet up first.\n</onboarding>", "", ""}, systems(reqs)), "system prompts mismatch (-want +got)")
+	assert.Equal(t, int32(1), setupRuns.Load(), "setup runs")
+	// Calling a removed tool: an unknown-tool error listing the tools.
 	r := res.Steps[1].ToolResults[0]
-	if !r.IsError || !strings.Contains(r.Content, `unknown tool "setup"`) || !strings.Contains(r.Content, "work") {
-		t.Errorf("result of calling a removed tool = %+v, want an unknown-tool error listing the tools", r)
-	}
+	assert.True(t, r.IsError, "result of calling a removed tool: IsError")
+	assert.Contains(t, r.Content, `unknown tool "setup"`, "result of calling a removed tool")
+	assert.Contains(t, r.Content, "work", "result of calling a removed tool lists the tools")
 }
 
 func TestStepLimit(t *testing.T) {
@@ -246,23 +230,18 @@ func TestStepLimit(t *testing.T) {
 			}
 			m := snapshots.Script(tt.replies...)
 			res, err := runtime.Run(context.Background(), m, counter(nil), tt.cfg)
-			if got := errors.Is(err, runtime.ErrMaxSteps); got != tt.wantLimit {
-				t.Fatalf("Run error = %v; errors.Is(err, ErrMaxSteps) = %v, want %v", err, got, tt.wantLimit)
+			require.Equal(t, tt.wantLimit, errors.Is(err, runtime.ErrMaxSteps), "Run error = %v: errors.Is(err, ErrMaxSteps)", err)
+			if !tt.wantLimit {
+				require.NoError(t, err, "Run")
 			}
-			if !tt.wantLimit && err != nil {
-				t.Fatalf("Run error = %v", err)
-			}
-			if len(m.Requests()) != tt.wantSteps || len(res.Steps) != tt.wantSteps {
-				t.Errorf("%d requests, %d step records; want %d", len(m.Requests()), len(res.Steps), tt.wantSteps)
-			}
+			assert.Len(t, m.Requests(), tt.wantSteps, "requests")
+			assert.Len(t, res.Steps, tt.wantSteps, "step records")
 			// ErrMaxSteps is wrapped by an untyped error: the limit is only
 			// in the text.
-			if tt.wantLimit && !strings.Contains(err.Error(), strconv.Itoa(tt.wantSteps)+" steps") {
-				t.Errorf("error %q does not say the limit", err)
+			if tt.wantLimit {
+				assert.Contains(t, err.Error(), strconv.Itoa(tt.wantSteps)+" steps", "the error does not say the limit")
 			}
-			if last := res.Steps[len(res.Steps)-1]; !last.Done {
-				t.Error("last step record is not Done")
-			}
+			assert.True(t, res.Steps[len(res.Steps)-1].Done, "last step record is not Done")
 		})
 	}
 }
@@ -280,8 +259,9 @@ func TestStopToolThatFailsDoesNotStop(t *testing.T) {
 	}
 	m := snapshots.Script(snapshots.CallTool("finish", amountArgs{N: 0}), snapshots.CallTool("finish", amountArgs{N: 1}))
 	res := run(t, m, fn, runtime.Config{StopTools: []string{"finish"}})
-	if len(res.Steps) != 2 || res.Steps[1].ToolResults[0].Content != "finished" || !res.Steps[1].Done {
-		t.Errorf("steps = %d, last results %+v", len(res.Steps), res.Steps[len(res.Steps)-1].ToolResults)
+	if assert.Len(t, res.Steps, 2, "steps") {
+		assert.Equal(t, "finished", res.Steps[1].ToolResults[0].Content, "step 1's result")
+		assert.True(t, res.Steps[1].Done, "step 1 is not Done")
 	}
 }
 
@@ -333,9 +313,7 @@ func TestThreeGrainsAgree(t *testing.T) {
 	ctx := context.Background()
 
 	res, err := runtime.Run(ctx, grainScript(), grainPrompt, runtime.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var viaRun []stepSummary
 	for _, s := range res.Steps {
 		viaRun = append(viaRun, summarize(s))
@@ -344,49 +322,32 @@ func TestThreeGrainsAgree(t *testing.T) {
 	var viaNext []stepSummary
 	r := runtime.New(grainScript(), grainPrompt, runtime.Config{})
 	for {
-		if n := r.StepNumber(); n != len(viaNext) {
-			t.Fatalf("StepNumber = %d before step %d", n, len(viaNext))
-		}
+		require.Equal(t, len(viaNext), r.StepNumber(), "StepNumber before step %d", len(viaNext))
 		s, err := r.Next(ctx)
 		if errors.Is(err, runtime.ErrDone) {
 			break
 		}
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		viaNext = append(viaNext, summarize(s))
 	}
-	if _, err := r.Next(ctx); !errors.Is(err, runtime.ErrDone) {
-		t.Errorf("Next after the end = %v, want ErrDone", err)
-	}
+	_, err = r.Next(ctx)
+	assert.ErrorIs(t, err, runtime.ErrDone, "Next after the end")
 
 	var viaAll []stepSummary
 	ra := runtime.New(grainScript(), grainPrompt, runtime.Config{})
 	for s, err := range ra.All(ctx) {
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		viaAll = append(viaAll, summarize(s))
 	}
-	if _, err := ra.Next(ctx); !errors.Is(err, runtime.ErrDone) {
-		t.Errorf("Next after All = %v, want ErrDone", err)
-	}
+	_, err = ra.Next(ctx)
+	assert.ErrorIs(t, err, runtime.ErrDone, "Next after All")
 
-	if len(viaRun) != 3 {
-		t.Fatalf("Run made %d steps, want 3", len(viaRun))
-	}
-	if diff := cmp.Diff(viaRun, viaNext); diff != "" {
-		t.Errorf("Run and Next disagree (-run +next):\n%s", diff)
-	}
-	if diff := cmp.Diff(viaRun, viaAll); diff != "" {
-		t.Errorf("Run and All disagree (-run +all):\n%s", diff)
-	}
-	if diff := cmp.Diff(transcriptOf(res.Transcript), transcriptOf(r.Transcript())); diff != "" {
-		t.Errorf("transcripts disagree (-run +next):\n%s", diff)
-	}
-	if n, _ := prompt.GetState[int](context.Background(), r.Prompt(), "count"); n != 6 {
-		t.Errorf("count after the run = %d, want 6", n)
-	}
+	require.Len(t, viaRun, 3, "steps Run made")
+	assert.Empty(t, cmp.Diff(viaRun, viaNext), "Run and Next disagree (-run +next)")
+	assert.Empty(t, cmp.Diff(viaRun, viaAll), "Run and All disagree (-run +all)")
+	assert.Empty(t, cmp.Diff(transcriptOf(res.Transcript), transcriptOf(r.Transcript())), "transcripts disagree (-run +next)")
+	n, _ := prompt.GetState[int](context.Background(), r.Prompt(), "count")
+	assert.Equal(t, 6, n, "count after the run")
 }
 
 func TestAllStopsWhenTheLoopBreaks(t *testing.T) {
@@ -395,13 +356,11 @@ func TestAllStopsWhenTheLoopBreaks(t *testing.T) {
 	for range r.All(context.Background()) {
 		break
 	}
-	if n := len(m.Requests()); n != 1 {
-		t.Fatalf("%d requests after breaking at the first step, want 1", n)
-	}
+	require.Len(t, m.Requests(), 1, "requests after breaking at the first step")
 	// The run can be continued.
 	s, err := r.Next(context.Background())
-	if err != nil || s.Number != 1 {
-		t.Errorf("Next after break = step %v, %v", s, err)
+	if assert.NoError(t, err, "Next after break") {
+		assert.Equal(t, 1, s.Number, "Next after break: step Number")
 	}
 }
 
@@ -411,15 +370,13 @@ func TestNextAfterErrorReturnsSameError(t *testing.T) {
 	r := runtime.New(m, counter(nil), runtime.Config{})
 	_, err := r.Next(context.Background())
 	var se *runtime.StepError
-	if !errors.As(err, &se) || se.Op != "model" || se.Step != 0 || !errors.Is(err, boom) {
-		t.Fatalf("Next = %v, want *StepError{Op: model} wrapping the model's error", err)
-	}
-	if _, err2 := r.Next(context.Background()); err2 != err {
-		t.Errorf("second Next = %v, want the same error", err2)
-	}
-	if len(m.Requests()) != 1 {
-		t.Errorf("%d requests, want 1", len(m.Requests()))
-	}
+	require.ErrorAs(t, err, &se, "Next")
+	require.Equal(t, "model", se.Op, "StepError.Op")
+	require.Equal(t, 0, se.Step, "StepError.Step")
+	require.ErrorIs(t, err, boom, "Next, want the model's error wrapped")
+	_, err2 := r.Next(context.Background())
+	assert.True(t, err2 == err, "second Next = %v, want the same error", err2)
+	assert.Len(t, m.Requests(), 1, "requests")
 }
 
 func TestCanceledContext(t *testing.T) {
@@ -427,9 +384,8 @@ func TestCanceledContext(t *testing.T) {
 	cancel()
 	m := snapshots.Script(snapshots.Text("never"))
 	_, err := runtime.Run(ctx, m, counter(nil), runtime.Config{})
-	if !errors.Is(err, context.Canceled) || len(m.Requests()) != 0 {
-		t.Errorf("Run = %v with %d requests, want context.Canceled and none", err, len(m.Requests()))
-	}
+	assert.ErrorIs(t, err, context.Canceled, "Run")
+	assert.Empty(t, m.Requests(), "requests")
 }
 
 // Section 2: state.
@@ -456,9 +412,7 @@ func TestStateVisibility(t *testing.T) {
 	m := snapshots.Script(snapshots.CallTool("bump", nil), snapshots.CallTool("bump", nil), snapshots.Text("ok"))
 	res := run(t, m, fn, runtime.Config{})
 	want := []string{"snapshot=0 live=11", "snapshot=11 live=22"}
-	if diff := cmp.Diff(want, toolSaw); diff != "" {
-		t.Errorf("tool saw mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff(want, toolSaw), "tool saw mismatch (-want +got)")
 	var seen []string
 	for _, r := range m.Requests() {
 		seen = append(seen, r.System)
@@ -468,13 +422,9 @@ func TestStateVisibility(t *testing.T) {
 		"<variables>\n<seen>11</seen>\n</variables>",
 		"<variables>\n<seen>22</seen>\n</variables>",
 	}
-	if diff := cmp.Diff(wantSys, seen); diff != "" {
-		t.Errorf("execution-time values mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff(wantSys, seen), "execution-time values mismatch (-want +got)")
 	// Setting state never triggers a step: one step per scripted reply.
-	if len(res.Steps) != 3 {
-		t.Errorf("%d steps, want 3", len(res.Steps))
-	}
+	assert.Len(t, res.Steps, 3, "steps")
 }
 
 func TestEffectClosureSeesSnapshotOfItsExecution(t *testing.T) {
@@ -492,9 +442,7 @@ func TestEffectClosureSeesSnapshotOfItsExecution(t *testing.T) {
 		return nil
 	}
 	run(t, snapshots.Script(snapshots.CallTool("noop", nil), snapshots.Text("ok")), fn, runtime.Config{})
-	if diff := cmp.Diff([]string{"0/1", "1/2"}, got); diff != "" {
-		t.Errorf("effect saw mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff([]string{"0/1", "1/2"}, got), "effect saw mismatch (-want +got)")
 }
 
 func TestStateKeyOfWrongTypeFailsRun(t *testing.T) {
@@ -513,22 +461,14 @@ func TestStateKeyOfWrongTypeFailsRun(t *testing.T) {
 	_, err := runtime.Run(context.Background(), m, fn, runtime.Config{})
 	var pe *prompt.Error
 	var te *state.TypeError
-	if !errors.As(err, &pe) || !errors.As(err, &te) {
-		t.Fatalf("Run = %v, want *prompt.Error wrapping *state.TypeError", err)
-	}
-	if pe.Step != 1 || pe.Site != site {
-		t.Errorf("error at step %d, site %q; want step 1, %s", pe.Step, pe.Site, site)
-	}
-	if diff := cmp.Diff(&state.TypeError{Key: "mode", Have: "string", Want: "int"}, te); diff != "" {
-		t.Errorf("TypeError mismatch (-want +got):\n%s", diff)
-	}
+	require.ErrorAs(t, err, &pe, "Run")
+	require.ErrorAs(t, err, &te, "Run, want the *state.TypeError wrapped")
+	assert.Equal(t, 1, pe.Step, "prompt.Error.Step")
+	assert.Equal(t, site, pe.Site, "prompt.Error.Site")
+	assert.Empty(t, cmp.Diff(&state.TypeError{Key: "mode", Have: "string", Want: "int"}, te), "TypeError mismatch (-want +got)")
 	// The message is the contract here: it names the user's call site.
-	if !strings.Contains(err.Error(), site) {
-		t.Errorf("error %q does not name the site %s", err, site)
-	}
-	if len(m.Requests()) != 1 {
-		t.Errorf("%d requests, want 1", len(m.Requests()))
-	}
+	assert.Contains(t, err.Error(), site, "the error does not name the site")
+	assert.Len(t, m.Requests(), 1, "requests")
 }
 
 func TestPromptPanicFailsRunWithSite(t *testing.T) {
@@ -551,26 +491,19 @@ func TestPromptPanicFailsRunWithSite(t *testing.T) {
 	m := snapshots.Script(snapshots.CallTool("noop", nil), snapshots.Text("unreached"))
 	res, err := runtime.Run(context.Background(), m, fn, runtime.Config{})
 	var pe *prompt.Error
-	if !errors.As(err, &pe) {
-		t.Fatalf("Run = %v, want *prompt.Error", err)
-	}
-	if !pe.Panicked || pe.Step != 1 || pe.Site != site {
-		t.Errorf("Error = %+v, want a panic at %s at step 1", pe, site)
-	}
+	require.ErrorAs(t, err, &pe, "Run")
+	assert.True(t, pe.Panicked, "prompt.Error.Panicked")
+	assert.Equal(t, 1, pe.Step, "prompt.Error.Step")
+	assert.Equal(t, site, pe.Site, "prompt.Error.Site")
 	var re goruntime.Error // the panic's value: assignment to entry in nil map
-	if !errors.As(err, &re) {
-		t.Errorf("Run = %v, want it to wrap the panic's runtime.Error", err)
-	}
+	assert.ErrorAs(t, err, &re, "Run, want the panic's runtime.Error wrapped")
 	// The message is the contract here: it names the user's call site.
-	if !strings.Contains(err.Error(), site) {
-		t.Errorf("error %q does not name the site %s", err, site)
+	assert.Contains(t, err.Error(), site, "the error does not name the site")
+	// The completed step and the failed one without a request.
+	if assert.Len(t, res.Steps, 2, "steps") {
+		assert.Nil(t, res.Steps[1].Request, "the failed step's Request")
 	}
-	if len(res.Steps) != 2 || res.Steps[1].Request != nil {
-		t.Errorf("want the completed step and the failed one without a request; got %d steps", len(res.Steps))
-	}
-	if !cleaned.Load() {
-		t.Error("effect cleanup did not run when the run failed")
-	}
+	assert.True(t, cleaned.Load(), "effect cleanup did not run when the run failed")
 }
 
 // Section 3: effects across real steps.
@@ -605,9 +538,7 @@ func TestEffectCadencesAcrossSteps(t *testing.T) {
 		"on count":     {0, 2, 4},
 		"on constants": {0},
 	}
-	if diff := cmp.Diff(want, runsAt); diff != "" {
-		t.Errorf("effect runs mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff(want, runsAt), "effect runs mismatch (-want +got)")
 	var reasons []string
 	for _, s := range res.Steps {
 		for _, e := range s.Effects {
@@ -616,9 +547,7 @@ func TestEffectCadencesAcrossSteps(t *testing.T) {
 			}
 		}
 	}
-	if diff := cmp.Diff([]string{"0 first run", "2 deps[0]: 0 → 1", "4 deps[0]: 1 → 3"}, reasons); diff != "" {
-		t.Errorf("step records' reasons mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff([]string{"0 first run", "2 deps[0]: 0 → 1", "4 deps[0]: 1 → 3"}, reasons), "step records' reasons mismatch (-want +got)")
 }
 
 // TestDependencyMemorySurvivesReExecution is the seed bug: the prompt
@@ -644,16 +573,12 @@ func TestDependencyMemorySurvivesReExecution(t *testing.T) {
 		snapshots.CallTool("noop", nil), snapshots.Text("done"),
 	)
 	run(t, m, fn, runtime.Config{})
-	if n := runs.Load(); n != 1 {
-		t.Errorf("effect ran %d times over 4 executions, want 1", n)
-	}
+	assert.Equal(t, int32(1), runs.Load(), "effect runs over 4 executions")
 	var tails []string
 	for _, r := range m.Requests() {
 		tails = append(tails, r.Messages[len(r.Messages)-1].Content)
 	}
-	if diff := cmp.Diff([]string{"effect ran", "", "", ""}, tails); diff != "" {
-		t.Errorf("last message of each request (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff([]string{"effect ran", "", "", ""}, tails), "last message of each request (-want +got)")
 }
 
 func TestEffectErrorAbortsRun(t *testing.T) {
@@ -673,21 +598,17 @@ func TestEffectErrorAbortsRun(t *testing.T) {
 	m := snapshots.Script(snapshots.CallTool("add", amountArgs{N: 1}), snapshots.Text("unreached"))
 	res, err := runtime.Run(context.Background(), m, fn, runtime.Config{})
 	var ee *effects.Error
-	if !errors.As(err, &ee) || !errors.Is(err, quota) {
-		t.Fatalf("Run = %v, want *effects.Error wrapping the effect's error", err)
-	}
-	if ee.ID != "#1" || ee.Step != 1 || ee.Site != site || ee.Phase != effects.BeforeCall {
-		t.Errorf("Error = %+v, want effect #1 registered at %s, step 1", ee, site)
-	}
+	require.ErrorAs(t, err, &ee, "Run")
+	require.ErrorIs(t, err, quota, "Run, want the effect's error wrapped")
+	assert.Equal(t, "#1", ee.ID, "effects.Error.ID")
+	assert.Equal(t, 1, ee.Step, "effects.Error.Step")
+	assert.Equal(t, site, ee.Site, "effects.Error.Site")
+	assert.Equal(t, effects.BeforeCall, ee.Phase, "effects.Error.Phase")
 	// The message is the contract here: it names the user's call site.
-	if !strings.Contains(err.Error(), site) {
-		t.Errorf("error %q does not name the site %s", err, site)
-	}
-	if len(m.Requests()) != 1 {
-		t.Errorf("model called %d times, want 1: the failing step must not be sent", len(m.Requests()))
-	}
-	if n := len(res.Steps); n != 2 || len(res.Steps[1].Effects) != 2 {
-		t.Errorf("want 2 step records, the failed one listing both effects; got %d", n)
+	assert.Contains(t, err.Error(), site, "the error does not name the site")
+	assert.Len(t, m.Requests(), 1, "model calls: the failing step must not be sent")
+	if assert.Len(t, res.Steps, 2, "step records") {
+		assert.Len(t, res.Steps[1].Effects, 2, "the failed step's record lists both effects")
 	}
 }
 
@@ -705,16 +626,13 @@ func TestEffectPanicAbortsRun(t *testing.T) {
 	m := snapshots.Script(snapshots.Text("unreached"))
 	_, err := runtime.Run(context.Background(), m, fn, runtime.Config{})
 	var ee *effects.Error
-	if !errors.As(err, &ee) {
-		t.Fatalf("Run = %v, want *effects.Error", err)
-	}
-	if ee.ID != "key:reader" || ee.PanicSite != site || ee.Step != 0 {
-		t.Errorf("Error = %+v, want key:reader panicking at %s", ee, site)
-	}
+	require.ErrorAs(t, err, &ee, "Run")
+	assert.Equal(t, "key:reader", ee.ID, "effects.Error.ID")
+	assert.Equal(t, site, ee.PanicSite, "effects.Error.PanicSite")
+	assert.Equal(t, 0, ee.Step, "effects.Error.Step")
 	// The message is the contract here: it names the panic's site.
-	if !strings.Contains(err.Error(), "panicked at "+site) || len(m.Requests()) != 0 {
-		t.Errorf("error %q, %d requests", err, len(m.Requests()))
-	}
+	assert.Contains(t, err.Error(), "panicked at "+site, "the error does not name the panic's site")
+	assert.Empty(t, m.Requests(), "requests")
 }
 
 func TestEffectCleanups(t *testing.T) {
@@ -741,9 +659,7 @@ func TestEffectCleanups(t *testing.T) {
 	)
 	run(t, m, fn, runtime.Config{})
 	want := []string{"run 0", "conditional gone", "cleanup 0", "run 1", "cleanup 1"}
-	if diff := cmp.Diff(want, log); diff != "" {
-		t.Errorf("log mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff(want, log), "log mismatch (-want +got)")
 }
 
 func TestEffectSeesStepContext(t *testing.T) {
@@ -772,18 +688,15 @@ func TestEffectSeesStepContext(t *testing.T) {
 	}
 	m := snapshots.Script(snapshots.CallTool("add", amountArgs{N: 4}), snapshots.Text("done"))
 	ctx := context.WithValue(context.Background(), ctxKey{}, "v")
-	if _, err := runtime.Run(ctx, m, fn, runtime.Config{}); err != nil {
-		t.Fatal(err)
-	}
+	_, err := runtime.Run(ctx, m, fn, runtime.Config{})
+	require.NoError(t, err)
 	want := []seen{
 		{0, []string{"user: Count."}, []string{"add"}, []string{"role"}, []string{"count"}, true, nil, "v"},
 		{1, []string{"user: Count.", `assistant:  {call_1 add {"n":4}}`, "tool[call_1 add]: ok"},
 			[]string{"add"}, []string{"role"}, []string{"count"}, true,
 			&defs.ToolResult{CallID: "call_1", Name: "add", Arguments: []byte(`{"n":4}`), Content: "ok"}, "v"},
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("effect saw mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff(want, got), "effect saw mismatch (-want +got)")
 }
 
 func TestAfterReplyEffects(t *testing.T) {
@@ -822,27 +735,18 @@ func TestAfterReplyEffects(t *testing.T) {
 		"before 1 reply=false results=false",
 		"after 1 calls=0 results=0 phase=after-reply",
 	}
-	if diff := cmp.Diff(want, seen); diff != "" {
-		t.Errorf("phases mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff(want, seen), "phases mismatch (-want +got)")
 	// The step record keeps the full result; the next request sees it trimmed.
-	if got := res.Steps[0].ToolResults[0].Content; len(got) != 50 {
-		t.Errorf("step record result has %d bytes, want the untrimmed 50", len(got))
-	}
-	if !res.Steps[0].Committed || res.Steps[1].Committed {
-		t.Errorf("Committed = %v, %v; want true, false", res.Steps[0].Committed, res.Steps[1].Committed)
-	}
+	assert.Len(t, res.Steps[0].ToolResults[0].Content, 50, "step record result, want the untrimmed bytes")
+	assert.True(t, res.Steps[0].Committed, "step 0: Committed")
+	assert.False(t, res.Steps[1].Committed, "step 1: Committed")
 	wantMsgs := []string{"user: go", "assistant:  {call_1 fetch {}}", "tool[call_1 fetch]: xxxxxxxxxx…"}
-	if diff := cmp.Diff(wantMsgs, transcriptOf(m.Requests()[1].Messages)); diff != "" {
-		t.Errorf("second request mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff(wantMsgs, transcriptOf(m.Requests()[1].Messages)), "second request mismatch (-want +got)")
 	var phases []string
 	for _, e := range res.Steps[0].Effects {
 		phases = append(phases, e.ID+" "+e.Phase.String())
 	}
-	if diff := cmp.Diff([]string{"#0 before-call", "#1 after-reply"}, phases); diff != "" {
-		t.Errorf("step record effects mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff([]string{"#0 before-call", "#1 after-reply"}, phases), "step record effects mismatch (-want +got)")
 }
 
 func TestAfterReplyCommitIsValidated(t *testing.T) {
@@ -861,12 +765,11 @@ func TestAfterReplyCommitIsValidated(t *testing.T) {
 	_, err := runtime.Run(context.Background(), m, fn, runtime.Config{})
 	var se *runtime.StepError
 	var re *llm.RequestError
-	if !errors.As(err, &se) || !errors.As(err, &re) || se.Op != "validate" || re.Index != 1 {
-		t.Fatalf("Run = %v, want a validate *StepError naming message 1", err)
-	}
-	if len(m.Requests()) != 1 {
-		t.Errorf("%d requests, want 1", len(m.Requests()))
-	}
+	require.ErrorAs(t, err, &se, "Run")
+	require.ErrorAs(t, err, &re, "Run, want the *llm.RequestError wrapped")
+	require.Equal(t, "validate", se.Op, "StepError.Op")
+	require.Equal(t, 1, re.Index, "RequestError.Index")
+	assert.Len(t, m.Requests(), 1, "requests")
 }
 
 func TestHookOrderChangeFailsRun(t *testing.T) {
@@ -883,34 +786,27 @@ func TestHookOrderChangeFailsRun(t *testing.T) {
 	m := snapshots.Script(snapshots.CallTool("add", amountArgs{N: 1}), snapshots.Text("unreached"))
 	_, err := runtime.Run(context.Background(), m, fn, runtime.Config{})
 	var he *effects.HookOrderError
-	if !errors.As(err, &he) {
-		t.Fatalf("Run = %v, want *effects.HookOrderError", err)
-	}
-	if he.Was != condSite || he.Now != mainSite {
-		t.Errorf("HookOrderError = %+v, want was %s, now %s", he, condSite, mainSite)
-	}
+	require.ErrorAs(t, err, &he, "Run")
+	assert.Equal(t, condSite, he.Was, "HookOrderError.Was")
+	assert.Equal(t, mainSite, he.Now, "HookOrderError.Now")
 	var pe *prompt.Error
-	if !errors.As(err, &pe) || pe.Step != 1 || pe.Site != mainSite {
-		t.Errorf("Run = %v, want a *prompt.Error at step 1, site %s", err, mainSite)
+	if assert.ErrorAs(t, err, &pe, "Run") {
+		assert.Equal(t, 1, pe.Step, "prompt.Error.Step")
+		assert.Equal(t, mainSite, pe.Site, "prompt.Error.Site")
 	}
 }
 
 func TestSettingStateDoesNotTriggerAStep(t *testing.T) {
 	m := snapshots.Script(snapshots.CallTool("add", amountArgs{N: 1}), snapshots.Text("done"))
 	r := runtime.New(m, counter(nil), runtime.Config{})
-	if _, err := r.Next(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	_, err := r.Next(context.Background())
+	require.NoError(t, err)
 	// Between steps, state set from outside is seen by the next execution
 	// only; nothing runs on its own.
 	state.Set(context.Background(), r.Prompt().Store(), "count", 40)
-	if len(m.Requests()) != 1 || r.StepNumber() != 1 {
-		t.Fatalf("setting state ran something: %d requests, next step %d", len(m.Requests()), r.StepNumber())
-	}
-	if _, err := r.Next(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if sys := m.Requests()[1].System; !strings.Contains(sys, "<count>40</count>") {
-		t.Errorf("next execution did not see the new value: %q", sys)
-	}
+	require.Len(t, m.Requests(), 1, "setting state ran something: requests")
+	require.Equal(t, 1, r.StepNumber(), "setting state ran something: next step")
+	_, err = r.Next(context.Background())
+	require.NoError(t, err)
+	assert.Contains(t, m.Requests()[1].System, "<count>40</count>", "next execution did not see the new value")
 }

@@ -7,6 +7,9 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
@@ -65,13 +68,9 @@ func retainedPerStep(tb testing.TB, steps int) (perStep float64, retained uint64
 	before := liveHeap()
 	// The scripted model keeps every request: it is left unreachable.
 	res, err := runtime.Run(context.Background(), snapshots.Script(script...), scenarioS1, cfg)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	require.NoError(tb, err)
 	after := liveHeap()
-	if len(res.Steps) != steps {
-		tb.Fatalf("ran %d steps, want %d", len(res.Steps), steps)
-	}
+	require.Len(tb, res.Steps, steps, "steps run")
 	retained = after - before
 	transcript = transcriptBytes(res.Transcript)
 	goruntime.KeepAlive(res)
@@ -89,9 +88,7 @@ func TestRetainedHeapPerStep(t *testing.T) {
 	retainedPerStep(t, 10) // fill process-wide caches first
 	perStep, retained, transcript := retainedPerStep(t, 990)
 	t.Logf("990 steps: %d B retained, transcript %d B, %.0f B/step above the transcript", retained, transcript, perStep)
-	if perStep > 4096 {
-		t.Errorf("%.0f B retained per step above the transcript, want at most 4096", perStep)
-	}
+	assert.LessOrEqual(t, perStep, 4096.0, "bytes retained per step above the transcript")
 }
 
 // TestStepStateSharedWhileUnchanged checks the copy-on-write of
@@ -108,20 +105,17 @@ func TestStepStateSharedWhileUnchanged(t *testing.T) {
 	m := snapshots.Script(snapshots.CallTool("look", nil), snapshots.CallTool("look", nil),
 		snapshots.CallTool("bump", nil), snapshots.CallTool("look", nil), snapshots.Text("done"))
 	res, err := runtime.Run(context.Background(), m, fn, runtime.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	st := res.Steps
 	same := func(a, b map[string]any) bool {
 		return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
 	}
-	if !same(st[0].State, st[1].State) || !same(st[2].State, st[3].State) || !same(st[3].State, st[4].State) {
-		t.Error("records after which the state did not change do not share their map")
-	}
-	if same(st[1].State, st[2].State) {
-		t.Error("the record after a change shares the map of the one before")
-	}
-	if st[1].State["n"] != 0 || st[2].State["n"] != 1 || st[4].State["n"] != 1 {
-		t.Errorf("n by step: %v %v %v, want 0 1 1", st[1].State["n"], st[2].State["n"], st[4].State["n"])
-	}
+	// Records after which the state did not change share their map.
+	assert.True(t, same(st[0].State, st[1].State), "records 0 and 1 do not share their state map")
+	assert.True(t, same(st[2].State, st[3].State), "records 2 and 3 do not share their state map")
+	assert.True(t, same(st[3].State, st[4].State), "records 3 and 4 do not share their state map")
+	assert.False(t, same(st[1].State, st[2].State), "the record after a change shares the map of the one before")
+	assert.Equal(t, 0, st[1].State["n"], "n at step 1")
+	assert.Equal(t, 1, st[2].State["n"], "n at step 2")
+	assert.Equal(t, 1, st[4].State["n"], "n at step 4")
 }

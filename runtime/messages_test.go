@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/defs"
@@ -66,9 +67,7 @@ var wantCountingTranscript = []string{
 func TestMessagesFromStateDoNotPileUp(t *testing.T) {
 	m := countingScript()
 	res := run(t, m, countingPrompt, runtime.Config{})
-	if diff := cmp.Diff(wantCountingTranscript, transcriptOf(res.Transcript)); diff != "" {
-		t.Errorf("transcript mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff(wantCountingTranscript, transcriptOf(res.Transcript)), "transcript mismatch (-want +got)")
 	// The appended message stays in every later request.
 	last := m.Requests()[len(m.Requests())-1]
 	require.Contains(t, transcriptOf(last.Messages), "user: Two reached: stop counting.")
@@ -140,9 +139,7 @@ func TestResumeDoesNotAddMessagesAgain(t *testing.T) {
 				require.NoError(t, err)
 				res, err := r2.Run(ctx)
 				require.NoError(t, err)
-				if diff := cmp.Diff(tt.want, transcriptOf(res.Transcript)); diff != "" {
-					t.Errorf("transcript mismatch (-want +got):\n%s", diff)
-				}
+				assert.Empty(t, cmp.Diff(tt.want, transcriptOf(res.Transcript)), "transcript mismatch (-want +got)")
 			})
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"testing"
 
+	"github.com/stretchr/testify/require"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace/noop"
@@ -40,9 +41,8 @@ func BenchmarkScenarioS1Observe(b *testing.B) {
 			script := s1Script(steps)
 			cfg := v.cfg
 			cfg.MaxSteps = steps
-			if _, err := runtime.Run(context.Background(), snapshots.Script(script...), scenarioS1, cfg); err != nil {
-				b.Fatal(err)
-			}
+			_, err := runtime.Run(context.Background(), snapshots.Script(script...), scenarioS1, cfg)
+			require.NoError(b, err)
 			benchSteps(b, steps, func() (*runtime.Result, error) {
 				exp.Reset()
 				return runtime.Run(context.Background(), snapshots.Script(script...), scenarioS1, cfg)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"go.opentelemetry.io/otel/attribute"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace/noop"
@@ -38,9 +39,7 @@ func TestTraceKeysAreTheConventions(t *testing.T) {
 		{keyErrorType, semconv.ErrorTypeKey},
 		{keyHTTPStatus, semconv.HTTPResponseStatusCodeKey},
 	} {
-		if k.ours != k.conv {
-			t.Errorf("key %q, the conventions say %q", k.ours, k.conv)
-		}
+		assert.Equal(t, k.conv, k.ours, "key %q against the conventions", k.ours)
 	}
 	for _, op := range []struct {
 		ours string
@@ -50,9 +49,7 @@ func TestTraceKeysAreTheConventions(t *testing.T) {
 		{"invoke_agent", semconv.GenAIOperationNameInvokeAgent},
 		{"execute_tool", semconv.GenAIOperationNameExecuteTool},
 	} {
-		if op.ours != op.conv.Value.AsString() {
-			t.Errorf("operation %q, the conventions say %q", op.ours, op.conv.Value.AsString())
-		}
+		assert.Equal(t, op.conv.Value.AsString(), op.ours, "operation %q against the conventions", op.ours)
 	}
 }
 
@@ -87,12 +84,8 @@ func TestObserveAllocatesNothingWhenUnset(t *testing.T) {
 				r.observeCommit(nil)
 				r.observeStepEnd(ctx, s, nil)
 			})
-			if allocs != 0 {
-				t.Errorf("%v allocations per step, want 0", allocs)
-			}
-			if (r.obs != nil) != (tt.cfg.TracerProvider != nil) {
-				t.Errorf("observer %v with Config %+v", r.obs, tt.cfg)
-			}
+			assert.Equal(t, 0.0, allocs, "allocations per step")
+			assert.Equal(t, tt.cfg.TracerProvider != nil, r.obs != nil, "observer %v with Config %+v", r.obs, tt.cfg)
 		})
 	}
 }

@@ -101,18 +101,14 @@ func TestLogOneRecordPerStep(t *testing.T) {
 			want["effects"] = []string{"#0 always", "#2 changed: deps[0]"}
 			want["done"] = true
 		}
-		if diff := cmp.Diff(want, r.Attrs); diff != "" {
-			t.Errorf("step %d record mismatch (-want +got):\n%s", i, diff)
-		}
+		assert.Empty(t, cmp.Diff(want, r.Attrs), "step %d record mismatch (-want +got)", i)
 	}
 	assert.Positive(t, res.Steps[1].PrefixTokens)
 	end := h.records[2].Attrs
 	delete(end, "elapsed")
-	if diff := cmp.Diff(map[string]any{
+	assert.Empty(t, cmp.Diff(map[string]any{
 		"agent": "counter", "steps": int64(2), "input_tokens": int64(800), "output_tokens": int64(20), "cached_tokens": int64(600),
-	}, end); diff != "" {
-		t.Errorf("run record mismatch (-want +got):\n%s", diff)
-	}
+	}, end), "run record mismatch (-want +got)")
 }
 
 // TestLogRetriesRecoveriesCompactionsAndErrors runs in a synctest bubble:
@@ -151,8 +147,9 @@ func testLogRetriesRecoveriesCompactionsAndErrors(t *testing.T) {
 	assert.Equal(t, int64(1), retry["attempt"])
 	assert.Equal(t, "*llm.ModelError", retry["error_type"])
 	assert.Contains(t, retry["error"], "busy")
-	if d, ok := retry["backoff"].(time.Duration); !ok || d < time.Second/2 || d > time.Second {
-		t.Errorf("backoff = %v, want a duration between half a second and a second", retry["backoff"])
+	if d, ok := retry["backoff"].(time.Duration); assert.True(t, ok, "backoff = %v, want a time.Duration", retry["backoff"]) {
+		assert.GreaterOrEqual(t, d, time.Second/2, "backoff")
+		assert.LessOrEqual(t, d, time.Second, "backoff")
 	}
 	compacted := h.records[1].Attrs
 	assert.Equal(t, int64(1), compacted["messages_before"])
@@ -166,11 +163,9 @@ func testLogRetriesRecoveriesCompactionsAndErrors(t *testing.T) {
 	_, err = runtime.Run(context.Background(), snapshots.Script(snapshots.Fail(denied)), fn, runtime.Config{Logger: slog.New(h)})
 	require.Error(t, err)
 	require.Equal(t, []string{"ERROR step failed", "INFO run ended"}, h.messages())
-	if diff := cmp.Diff(map[string]any{
+	assert.Empty(t, cmp.Diff(map[string]any{
 		"step": int64(0), "error": err.Error(), "error_type": "*llm.ModelError",
-	}, h.records[0].Attrs); diff != "" {
-		t.Errorf("error record mismatch (-want +got):\n%s", diff)
-	}
+	}, h.records[0].Attrs), "error record mismatch (-want +got)")
 	assert.Equal(t, "*llm.ModelError", h.records[1].Attrs["error_type"])
 
 	// The step limit: the completed step's record, then the error.

@@ -209,15 +209,13 @@ func TestTraceSpanTreeAndAttributes(t *testing.T) {
 		"    chat test-model (summary)",
 		"    chat test-model",
 	}
-	if diff := cmp.Diff(want, spanTree(spans)); diff != "" {
-		t.Fatalf("span tree mismatch (-want +got):\n%s", diff)
-	}
+	require.Empty(t, cmp.Diff(want, spanTree(spans)), "span tree mismatch (-want +got)")
 	for _, s := range spans {
 		assert.Equal(t, runtime.TracerName, s.InstrumentationScope.Name, s.Name)
 	}
 
 	run := one(t, spans, "invoke_agent main", "", nil)
-	if diff := cmp.Diff(map[string]any{
+	assert.Empty(t, cmp.Diff(map[string]any{
 		"gen_ai.operation.name":                "invoke_agent",
 		"gen_ai.provider.name":                 "openai",
 		"gen_ai.request.model":                 "test-model",
@@ -229,15 +227,13 @@ func TestTraceSpanTreeAndAttributes(t *testing.T) {
 		"gen_ai.usage.cache_read.input_tokens": int64(5 * 300),
 	}, attrs(run, "gen_ai.operation.name", "gen_ai.provider.name", "gen_ai.request.model", "gen_ai.agent.name",
 		"gen_ai.conversation.id", "reprompt.steps", "gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens",
-		"gen_ai.usage.cache_read.input_tokens")); diff != "" {
-		t.Errorf("run span attributes mismatch (-want +got):\n%s", diff)
-	}
+		"gen_ai.usage.cache_read.input_tokens")), "run span attributes mismatch (-want +got)")
 	assert.Equal(t, codes.Unset, run.Status.Code)
 
 	// The first model call of the parent.
 	chats := find(spans, "chat test-model", "gen_ai.response.id", "resp_1")
 	require.Len(t, chats, 1)
-	if diff := cmp.Diff(map[string]any{
+	assert.Empty(t, cmp.Diff(map[string]any{
 		"gen_ai.operation.name":                "chat",
 		"gen_ai.provider.name":                 "openai",
 		"gen_ai.request.model":                 "test-model",
@@ -249,22 +245,18 @@ func TestTraceSpanTreeAndAttributes(t *testing.T) {
 		"reprompt.step":                        int64(0),
 	}, attrs(chats[0], "gen_ai.operation.name", "gen_ai.provider.name", "gen_ai.request.model", "gen_ai.response.id",
 		"gen_ai.response.finish_reasons", "gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens",
-		"gen_ai.usage.cache_read.input_tokens", "reprompt.step")); diff != "" {
-		t.Errorf("chat span attributes mismatch (-want +got):\n%s", diff)
-	}
+		"gen_ai.usage.cache_read.input_tokens", "reprompt.step")), "chat span attributes mismatch (-want +got)")
 	assert.Equal(t, "chat test-model", chats[0].Name)
 
 	// Tool calls: name and id; the panic is a typed error on its span.
 	add := one(t, spans, "execute_tool add", "", nil)
-	if diff := cmp.Diff(map[string]any{
+	assert.Empty(t, cmp.Diff(map[string]any{
 		"gen_ai.operation.name": "execute_tool",
 		"gen_ai.tool.name":      "add",
 		"gen_ai.tool.call.id":   "call_1",
 		"gen_ai.tool.type":      "function",
 		"reprompt.step":         int64(0),
-	}, attrs(add, "gen_ai.operation.name", "gen_ai.tool.name", "gen_ai.tool.call.id", "gen_ai.tool.type", "reprompt.step", "error.type")); diff != "" {
-		t.Errorf("tool span attributes mismatch (-want +got):\n%s", diff)
-	}
+	}, attrs(add, "gen_ai.operation.name", "gen_ai.tool.name", "gen_ai.tool.call.id", "gen_ai.tool.type", "reprompt.step", "error.type")), "tool span attributes mismatch (-want +got)")
 	assert.Equal(t, codes.Unset, add.Status.Code)
 	boom := one(t, spans, "execute_tool boom", "", nil)
 	assert.Equal(t, codes.Error, boom.Status.Code)
@@ -390,19 +382,15 @@ func TestTraceContentIsOptIn(t *testing.T) {
 			call = o[0]["parts"].([]any)[0].(map[string]any)["id"].(string)
 		}
 	}
-	if diff := cmp.Diff([]map[string]any{
+	assert.Empty(t, cmp.Diff([]map[string]any{
 		{"role": "user", "parts": []any{map[string]any{"type": "text", "content": "Do the secret task."}}},
 		{"role": "assistant", "parts": []any{map[string]any{"type": "tool_call", "id": call, "name": "bump",
 			"arguments": map[string]any{"text": "secret-arg"}}}},
 		{"role": "tool", "parts": []any{map[string]any{"type": "tool_call_response", "id": call, "response": "bumped secret-arg"}}},
-	}, in); diff != "" {
-		t.Errorf("input messages mismatch (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff([]map[string]any{
+	}, in), "input messages mismatch (-want +got)")
+	assert.Empty(t, cmp.Diff([]map[string]any{
 		{"role": "assistant", "finish_reason": "stop", "parts": []any{map[string]any{"type": "text", "content": "secret answer"}}},
-	}, out); diff != "" {
-		t.Errorf("output messages mismatch (-want +got):\n%s", diff)
-	}
+	}, out), "output messages mismatch (-want +got)")
 	assert.JSONEq(t, `[{"type":"text","content":"<role>\nYou bump.\n</role>"}]`, attr(chat, "gen_ai.system_instructions").AsString())
 	tool := one(t, spans, "execute_tool bump", "", nil)
 	assert.JSONEq(t, `{"text":"secret-arg"}`, attr(tool, "gen_ai.tool.call.arguments").AsString())
@@ -461,8 +449,10 @@ func testTraceRetries(t *testing.T) {
 	i := slices.IndexFunc(step.Events[0].Attributes, func(a attribute.KeyValue) bool { return a.Key == "reprompt.backoff" })
 	require.GreaterOrEqual(t, i, 0, "no reprompt.backoff attribute")
 	backoff := step.Events[0].Attributes[i].Value.AsString()
-	if d, err := time.ParseDuration(backoff); err != nil || d < time.Second/2 || d > time.Second {
-		t.Errorf("reprompt.backoff = %q, want between half a second and a second (the default backoff, with jitter)", backoff)
+	// Between half a second and a second: the default backoff, with jitter.
+	if d, err := time.ParseDuration(backoff); assert.NoError(t, err, "reprompt.backoff") {
+		assert.GreaterOrEqual(t, d, time.Second/2, "reprompt.backoff")
+		assert.LessOrEqual(t, d, time.Second, "reprompt.backoff")
 	}
 }
 

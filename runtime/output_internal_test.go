@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
 )
 
 func TestUnfence(t *testing.T) {
@@ -18,9 +20,7 @@ func TestUnfence(t *testing.T) {
 		"```":                           "```",
 	}
 	for in, want := range tests {
-		if got := string(unfence(in)); got != want {
-			t.Errorf("unfence(%q) = %q, want %q", in, got, want)
-		}
+		assert.Equal(t, want, string(unfence(in)), "unfence(%q)", in)
 	}
 }
 
@@ -32,8 +32,8 @@ func FuzzUnfence(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		out := unfence(s)
-		if json.Valid([]byte(s)) && !strings.Contains(s, "```") && string(out) != strings.TrimSpace(s) {
-			t.Errorf("unfence(%q) = %q", s, out)
+		if json.Valid([]byte(s)) && !strings.Contains(s, "```") {
+			assert.Equal(t, strings.TrimSpace(s), string(out), "unfence(%q)", s)
 		}
 	})
 }

@@ -458,11 +458,9 @@ func BenchmarkOutputRun(b *testing.B) {
 			for b.Loop() {
 				model := snapshots.Script(snapshots.CallTool("lookup", nil), bc.reply)
 				res, err := runtime.Run(ctx, model, bc.fn, runtime.Config{OutputMode: bc.mode})
-				if err != nil {
-					b.Fatal(err)
-				}
-				if _, err := runtime.Output[summary](res); err != nil && bc.mode != llm.OutputAuto {
-					b.Fatal(err)
+				require.NoError(b, err)
+				if _, err := runtime.Output[summary](res); bc.mode != llm.OutputAuto {
+					require.NoError(b, err, "Output")
 				}
 			}
 		})
@@ -490,9 +488,8 @@ func TestOutputNoAllocationPerStep(t *testing.T) {
 					replies = append(replies, snapshots.CallTool("lookup", nil))
 				}
 				replies = append(replies, snapshots.Text(`{"title":"T","points":null}`))
-				if _, err := runtime.Run(context.Background(), snapshots.Script(replies...), fn, runtime.Config{OutputMode: mode, MaxSteps: -1}); err != nil {
-					t.Fatal(err)
-				}
+				_, err := runtime.Run(context.Background(), snapshots.Script(replies...), fn, runtime.Config{OutputMode: mode, MaxSteps: -1})
+				require.NoError(t, err)
 			})
 		}
 		return (run(200) - run(100)) / 100

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
 	"github.com/reprompt/reprompt/prompt"
@@ -66,7 +68,6 @@ func TestToolGoroutinesOutliveTheirCalls(t *testing.T) {
 	}
 	replies = append(replies, snapshots.Text("done"))
 	m := snapshots.Script(replies...)
-	if _, err := runtime.Run(context.Background(), m, fn, runtime.Config{Store: session.NewMemory(), SessionID: "s"}); err != nil {
-		t.Fatal(err)
-	}
+	_, err := runtime.Run(context.Background(), m, fn, runtime.Config{Store: session.NewMemory(), SessionID: "s"})
+	require.NoError(t, err)
 }

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+
 	"github.com/reprompt/reprompt/effects"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
@@ -22,9 +24,8 @@ func TestEffectCompletesFromGoroutines(t *testing.T) {
 			var wg sync.WaitGroup
 			for range n {
 				wg.Go(func() {
-					if _, err := s.Model.Complete(ctx, "Summarise.", "some text"); err != nil {
-						t.Error(err)
-					}
+					_, err := s.Model.Complete(ctx, "Summarise.", "some text")
+					assert.NoError(t, err, "Complete from a goroutine")
 				})
 			}
 			wg.Wait()
@@ -39,14 +40,10 @@ func TestEffectCompletesFromGoroutines(t *testing.T) {
 	}
 	m := snapshots.Script(append(replies, snapshots.Text("done"))...)
 	res := run(t, m, fn, runtime.Config{})
-	if got := len(res.Steps[0].Summaries); got != n {
-		t.Errorf("%d summaries recorded, want %d", got, n)
-	}
+	assert.Len(t, res.Steps[0].Summaries, n, "summaries recorded")
 	var want int
 	for _, req := range m.Requests() {
 		want += snapshots.EstimateTokens(req)
 	}
-	if res.Usage.InputTokens != want {
-		t.Errorf("input tokens %d, want %d (the step's and the summaries')", res.Usage.InputTokens, want)
-	}
+	assert.Equal(t, want, res.Usage.InputTokens, "Usage.InputTokens (the step's and the summaries')")
 }

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/snapshots"
@@ -65,12 +67,9 @@ func TestConcurrentFinishOfOneCall(t *testing.T) {
 				failed++
 			}
 		}
-		if failed != 1 {
-			t.Fatalf("%d of 2 concurrent Finish calls of one call failed, want 1: %v", failed, x.errs)
-		}
+		require.Equal(t, 1, failed, "failed ones of 2 concurrent Finish calls of one call: %v", x.errs)
 		n, err := json.Marshal(res.Steps[0].State["n"])
-		if err != nil || string(n) != strconv.Itoa(x.won) {
-			t.Fatalf("n = %s (%v), want %d, the change of the Finish that succeeded", n, err, x.won)
-		}
+		require.NoError(t, err, "marshal n")
+		require.Equal(t, strconv.Itoa(x.won), string(n), "n, want the change of the Finish that succeeded")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/llm"
@@ -70,9 +71,7 @@ func parallelSubAgentsOnce(t *testing.T, calls int, cfg runtime.Config) {
 	}
 	res := run(t, twoWorkersScript(calls), parent, cfg)
 	want := append(slices.Repeat([]string{"A"}, calls), slices.Repeat([]string{"B"}, calls)...)
-	if diff := cmp.Diff(want, res.Steps[0].State["log"]); diff != "" {
-		t.Errorf("parent state mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff(want, res.Steps[0].State["log"]), "parent state mismatch (-want +got)")
 }
 
 // twoWorkersScript answers a parent that calls the sub-agent "worker"
@@ -102,7 +101,7 @@ func waitTimeout(t *testing.T, wg *sync.WaitGroup) {
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):
-		t.Error("the tool calls did not all start")
+		assert.Fail(t, "the tool calls did not all start")
 	}
 }
 
@@ -149,14 +148,11 @@ func TestParallelRunsShareCaches(t *testing.T) {
 				snapshots.Text("all done"),
 			)
 			res, err := runtime.Run(context.Background(), m, parent, runtime.Config{})
-			if err != nil {
-				t.Error(err)
+			if !assert.NoError(t, err) {
 				return
 			}
 			for _, r := range res.Steps[0].ToolResults {
-				if r.IsError {
-					t.Errorf("result %+v is an error", r)
-				}
+				assert.False(t, r.IsError, "result %+v is an error", r)
 			}
 		})
 	}

@@ -119,9 +119,7 @@ func TestInvalidToolArgumentsWithStore(t *testing.T) {
 			require.NotEmpty(t, second.requests)
 			sent := second.requests[0]
 			require.GreaterOrEqual(t, len(sent), 3)
-			if diff := cmp.Diff(first.requests[1], sent); diff != "" {
-				t.Errorf("request after Resume differs from the one before (-want +got):\n%s", diff)
-			}
+			assert.Empty(t, cmp.Diff(first.requests[1], sent), "request after Resume differs from the one before (-want +got)")
 			assert.Equal(t, []byte(args), []byte(got.Transcript[1].ToolCalls[0].Arguments), "arguments after Resume")
 		})
 	}

@@ -62,9 +62,7 @@ func TestNestedSubAgentRecords(t *testing.T) {
 		got = append(got, who{r.Agent, r.Step})
 	}
 	want := []who{{"", 0}, {"outer", 0}, {"inner", 0}, {"outer", 1}, {"", 1}}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("requests mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff(want, got), "requests mismatch (-want +got)")
 }
 
 // TestFailedSubAgentIsRecorded: a sub-agent that fails keeps the steps it

@@ -4,11 +4,11 @@ import (
 	"math"
 	"testing"
 
-	"github.com/reprompt/reprompt/defs"
-	"github.com/reprompt/reprompt/internal/stepmods"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/internal/stepmods"
 )
 
 type namedMap map[string]any
@@ -39,21 +39,13 @@ func TestYAMLCacheRendersEveryChange(t *testing.T) {
 			var c yamlCache
 			prev := tc.prev()
 			first, err := c.render("v", prev)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			next := tc.next()
 			want, err := valueText("v", next)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			got, err := c.render("v", next)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != want {
-				t.Errorf("second rendering %q, want %q (first %q)", got, want, first)
-			}
+			require.NoError(t, err)
+			assert.Equal(t, want, got, "second rendering (first %q)", first)
 		})
 	}
 }
@@ -70,19 +62,15 @@ func TestYAMLCacheReusesPlainValues(t *testing.T) {
 	}
 	var c yamlCache
 	first, err := c.render("config", mk())
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	v := mk()
 	allocs := testing.AllocsPerRun(100, func() {
+		// Only bools and constants reach testify here: it allocates nothing.
 		got, err := c.render("config", v)
-		if err != nil || got != first {
-			t.Fatalf("got %q, %v; want %q", got, err, first)
-		}
+		require.NoError(t, err, "render of an unchanged value")
+		require.True(t, got == first, "render of an unchanged value differs from the first")
 	})
-	if allocs != 0 {
-		t.Errorf("rendering an unchanged value allocates %v times", allocs)
-	}
+	assert.Equal(t, 0.0, allocs, "allocations to render an unchanged value")
 }
 
 // TestSharedYAMLAcrossRuns checks that a new run's first render of a data
@@ -95,10 +83,10 @@ func TestSharedYAMLAcrossRuns(t *testing.T) {
 	require.NoError(t, err)
 	allocs := testing.AllocsPerRun(20, func() {
 		var c yamlCache // a new run's cache
+		// Only bools and constants reach testify here: it allocates nothing.
 		got, err := c.render("shared_cfg", v)
-		if err != nil || got != want {
-			t.Fatalf("render = %q, %v; want %q", got, err, want)
-		}
+		require.NoError(t, err, "render in a new run's cache")
+		require.True(t, got == want, "render in a new run's cache differs from the shared one")
 	})
 	assert.LessOrEqual(t, allocs, 3.0, "a shared render allocates only the run's own map")
 

@@ -3,12 +3,13 @@ package runtime_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
@@ -86,9 +87,7 @@ func TestRenderSystemPrompt(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			req := firstRequest(t, func(p *prompt.Prompt) error { tt.fn(p); p.User("hi"); return nil })
-			if diff := cmp.Diff(tt.want, req.System); diff != "" {
-				t.Errorf("system prompt mismatch (-want +got):\n%s", diff)
-			}
+			assert.Empty(t, cmp.Diff(tt.want, req.System), "system prompt mismatch (-want +got)")
 		})
 	}
 }
@@ -101,27 +100,19 @@ func TestRenderToolList(t *testing.T) {
 		p.User("hi")
 		return nil
 	})
-	if diff := cmp.Diff([]string{"b_second", "a_first", "helper"}, toolNames(req)); diff != "" {
-		t.Errorf("tool order mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff([]string{"b_second", "a_first", "helper"}, toolNames(req)), "tool order mismatch (-want +got)")
 	var schema struct {
 		Type       string                       `json:"type"`
 		Required   []string                     `json:"required"`
 		Properties map[string]map[string]string `json:"properties"`
 	}
-	if err := json.Unmarshal(req.Tools[0].Parameters, &schema); err != nil {
-		t.Fatal(err)
-	}
-	if schema.Type != "object" || !cmp.Equal([]string{"n"}, schema.Required) ||
-		schema.Properties["n"]["type"] != "integer" || schema.Properties["n"]["description"] != "how much to add" {
-		t.Errorf("schema of b_second = %s", req.Tools[0].Parameters)
-	}
-	if req.Tools[0].Description != "Second." {
-		t.Errorf("description = %q", req.Tools[0].Description)
-	}
-	if !strings.Contains(string(req.Tools[2].Parameters), `"task"`) {
-		t.Errorf("sub-agent schema = %s, want a task argument", req.Tools[2].Parameters)
-	}
+	require.NoError(t, json.Unmarshal(req.Tools[0].Parameters, &schema))
+	assert.Equal(t, "object", schema.Type, "schema of b_second: type")
+	assert.Empty(t, cmp.Diff([]string{"n"}, schema.Required), "schema of b_second: required mismatch (-want +got)")
+	assert.Equal(t, "integer", schema.Properties["n"]["type"], "schema of b_second: n's type")
+	assert.Equal(t, "how much to add", schema.Properties["n"]["description"], "schema of b_second: n's description")
+	assert.Equal(t, "Second.", req.Tools[0].Description, "description of b_second")
+	assert.Contains(t, string(req.Tools[2].Parameters), `"task"`, "sub-agent schema, want a task argument")
 }
 
 func TestRenderErrorNamesVariable(t *testing.T) {
@@ -133,16 +124,13 @@ func TestRenderErrorNamesVariable(t *testing.T) {
 	}, runtime.Config{})
 	var se *runtime.StepError
 	var ue *json.UnsupportedTypeError
-	if !errors.As(err, &se) || se.Op != runtime.OpRender || se.Step != 0 || !errors.As(err, &ue) {
-		t.Fatalf("Run = %v, want a render *StepError wrapping *json.UnsupportedTypeError", err)
-	}
+	require.ErrorAs(t, err, &se, "Run")
+	require.Equal(t, runtime.OpRender, se.Op, "StepError.Op")
+	require.Equal(t, 0, se.Step, "StepError.Step")
+	require.ErrorAs(t, err, &ue, "Run, want the *json.UnsupportedTypeError wrapped")
 	// The variable's name is in no field: the message is the contract here.
-	if !strings.Contains(err.Error(), `"callback"`) {
-		t.Errorf("error %q does not name the variable", err)
-	}
-	if len(m.Requests()) != 0 {
-		t.Error("a request that failed to render was sent")
-	}
+	assert.Contains(t, err.Error(), `"callback"`, "the error does not name the variable")
+	assert.Empty(t, m.Requests(), "a request that failed to render was sent")
 }
 
 // assertPrefixes checks that the messages of each request start with the
@@ -152,17 +140,13 @@ func assertPrefixes(t *testing.T, reqs []*llm.Request, breaks ...int) {
 	for k := 1; k < len(reqs); k++ {
 		prev, cur := reqs[k-1].Messages, reqs[k].Messages
 		broke := len(cur) < len(prev) || !cmp.Equal(prev, cur[:len(prev)])
-		if broke != contains(breaks, k) {
-			t.Errorf("request %d extends request %d: %v, want %v\nprev: %q\ncur:  %q",
-				k, k-1, !broke, !contains(breaks, k), transcriptOf(prev), transcriptOf(cur))
+		if !assert.Equal(t, !contains(breaks, k), !broke, "request %d extends request %d\nprev: %q\ncur:  %q", k, k-1, transcriptOf(prev), transcriptOf(cur)) {
 			continue
 		}
 		if !broke {
 			a, _ := json.Marshal(prev)
 			b, _ := json.Marshal(cur[:len(prev)])
-			if string(a) != string(b) {
-				t.Errorf("request %d: prefix bytes differ from request %d", k, k-1)
-			}
+			assert.Equal(t, string(a), string(b), "request %d: prefix bytes differ from request %d", k, k-1)
 		}
 	}
 }
@@ -202,12 +186,8 @@ func TestPromptCacheDiscipline(t *testing.T) {
 	run(t, m, fn, runtime.Config{})
 	reqs := m.Requests()
 	for k := 1; k < len(reqs); k++ {
-		if reqs[k].System != reqs[0].System {
-			t.Errorf("system prompt of request %d differs from request 0:\n%q\n%q", k, reqs[k].System, reqs[0].System)
-		}
-		if diff := cmp.Diff(reqs[0].Tools, reqs[k].Tools); diff != "" {
-			t.Errorf("tools of request %d differ (-req0 +req%d):\n%s", k, k, diff)
-		}
+		assert.Equal(t, reqs[0].System, reqs[k].System, "system prompt of request %d differs from request 0", k)
+		assert.Empty(t, cmp.Diff(reqs[0].Tools, reqs[k].Tools), "tools of request %d differ (-req0 +req%d)", k, k)
 	}
 	assertPrefixes(t, reqs)
 }
@@ -230,16 +210,12 @@ func TestVolatileViewStaysAtTheTail(t *testing.T) {
 	stripped := make([]*llm.Request, len(reqs))
 	for i, r := range reqs {
 		last := r.Messages[len(r.Messages)-1]
-		if want := fmt.Sprintf("(step %d, %d messages so far)", i, 1+2*i); last.Content != want {
-			t.Errorf("request %d tail = %q, want %q", i, last.Content, want)
-		}
+		assert.Equal(t, fmt.Sprintf("(step %d, %d messages so far)", i, 1+2*i), last.Content, "request %d tail", i)
 		stripped[i] = &llm.Request{Messages: r.Messages[:len(r.Messages)-1]}
 	}
 	assertPrefixes(t, stripped)
 	for _, msg := range res.Transcript {
-		if strings.HasPrefix(msg.Content, "(step") {
-			t.Errorf("a view reached the transcript: %q", msg.Content)
-		}
+		assert.False(t, strings.HasPrefix(msg.Content, "(step"), "a view reached the transcript: %q", msg.Content)
 	}
 }
 
@@ -276,18 +252,14 @@ func TestCommitBreaksPrefixOnce(t *testing.T) {
 	for _, s := range res.Steps {
 		committed = append(committed, s.Committed)
 	}
-	if diff := cmp.Diff([]bool{false, false, true, false, false, false}, committed); diff != "" {
-		t.Errorf("Committed per step mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff([]bool{false, false, true, false, false, false}, committed), "Committed per step mismatch (-want +got)")
 	want3 := []string{
 		"user: Go.",
 		"assistant:  {call_1 work {}}", "tool[call_1 work]: [trimmed]",
 		"assistant:  {call_2 work {}}", "tool[call_2 work]: [trimmed]",
 		"assistant:  {call_3 work {}}", "tool[call_3 work]: " + strings.Repeat("data ", 20),
 	}
-	if diff := cmp.Diff(want3, transcriptOf(reqs[3].Messages)); diff != "" {
-		t.Errorf("request 3 mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff(want3, transcriptOf(reqs[3].Messages)), "request 3 mismatch (-want +got)")
 }
 
 // Section 6: step modifications.
@@ -394,12 +366,8 @@ func TestStepModifications(t *testing.T) {
 			for _, r := range m.Requests() {
 				got = append(got, request{r.System, transcriptOf(r.Messages), toolNames(r)})
 			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("requests mismatch (-want +got):\n%s", diff)
-			}
-			if res.Steps[1].Committed != tt.committed {
-				t.Errorf("step 1 Committed = %v, want %v", res.Steps[1].Committed, tt.committed)
-			}
+			assert.Empty(t, cmp.Diff(tt.want, got), "requests mismatch (-want +got)")
+			assert.Equal(t, tt.committed, res.Steps[1].Committed, "step 1 Committed")
 		})
 	}
 }
@@ -415,9 +383,10 @@ func TestToolLeftOutByLimitToolsIsNotRun(t *testing.T) {
 	}
 	m := snapshots.Script(snapshots.CallTool("write", nil), snapshots.Text("ok"))
 	res := run(t, m, fn, runtime.Config{})
-	if r := res.Steps[0].ToolResults[0]; !r.IsError || !strings.Contains(r.Content, `"write" is disabled`) || writes != 0 {
-		t.Errorf("result = %+v, writes = %d; want an error result and no write", r, writes)
-	}
+	r := res.Steps[0].ToolResults[0]
+	assert.True(t, r.IsError, "result %+v: IsError", r)
+	assert.Contains(t, r.Content, `"write" is disabled`, "result of the disabled tool")
+	assert.Equal(t, 0, writes, "writes")
 }
 
 func TestBrokenViewIsNotSent(t *testing.T) {
@@ -437,15 +406,12 @@ func TestBrokenViewIsNotSent(t *testing.T) {
 	_, err := runtime.Run(context.Background(), m, fn, runtime.Config{})
 	var se *runtime.StepError
 	var re *llm.RequestError
-	if !errors.As(err, &se) || !errors.As(err, &re) {
-		t.Fatalf("Run = %v, want *StepError wrapping *RequestError", err)
-	}
-	if se.Op != "validate" || se.Step != 1 || re.Index != 1 {
-		t.Errorf("StepError %+v, RequestError %+v; want validate at step 1, message 1", se, re)
-	}
-	if len(m.Requests()) != 1 {
-		t.Errorf("%d requests: the broken one was sent", len(m.Requests()))
-	}
+	require.ErrorAs(t, err, &se, "Run")
+	require.ErrorAs(t, err, &re, "Run, want the *llm.RequestError wrapped")
+	assert.Equal(t, "validate", se.Op, "StepError.Op")
+	assert.Equal(t, 1, se.Step, "StepError.Step")
+	assert.Equal(t, 1, re.Index, "RequestError.Index")
+	assert.Len(t, m.Requests(), 1, "requests: the broken one was sent")
 }
 
 func TestDeclarationOrderAcrossStepsKeepsPositions(t *testing.T) {
@@ -472,12 +438,8 @@ func TestDeclarationOrderAcrossStepsKeepsPositions(t *testing.T) {
 	run(t, m, fn, runtime.Config{})
 	const want = "<a>\nA\n</a>\n\n<b>\nB\n</b>\n\n<variables>\n<x>1</x>\n<y>2</y>\n</variables>"
 	for i, r := range m.Requests() {
-		if r.System != want {
-			t.Errorf("request %d system = %q, want %q", i, r.System, want)
-		}
-		if diff := cmp.Diff([]string{"t1", "t2"}, toolNames(r)); diff != "" {
-			t.Errorf("request %d tools mismatch (-want +got):\n%s", i, diff)
-		}
+		assert.Equal(t, want, r.System, "request %d system", i)
+		assert.Empty(t, cmp.Diff([]string{"t1", "t2"}, toolNames(r)), "request %d tools mismatch (-want +got)", i)
 	}
 	assertPrefixes(t, m.Requests())
 }

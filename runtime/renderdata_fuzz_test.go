@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/reprompt/reprompt/prompt"
@@ -42,25 +43,15 @@ func FuzzDefData(f *testing.F) {
 			p.DefData("d", v)
 			return nil
 		}, runtime.Config{})
-		if err != nil {
-			t.Fatalf("DefData(%s): %v", data, err)
-		}
+		require.NoError(t, err, "DefData(%s)", data)
 		sys := m.Requests()[0].System
 		text, ok := strings.CutPrefix(sys, "<variables>\n<d>")
-		if !ok {
-			t.Fatalf("system prompt %q", sys)
-		}
+		require.True(t, ok, "system prompt %q, want it to open the variable", sys)
 		text, ok = strings.CutSuffix(text, "</d>\n</variables>")
-		if !ok {
-			t.Fatalf("system prompt %q", sys)
-		}
+		require.True(t, ok, "system prompt %q, want it to close the variable", sys)
 		var back any
-		if err := yaml.Unmarshal([]byte(text), &back); err != nil {
-			t.Fatalf("DefData(%s) rendered %q, not YAML: %v", data, text, err)
-		}
-		if shape(back) != shape(v) {
-			t.Fatalf("DefData(%s) rendered %q, which reads back as %v", data, text, back)
-		}
+		require.NoError(t, yaml.Unmarshal([]byte(text), &back), "DefData(%s) rendered %q, not YAML", data, text)
+		require.Equal(t, shape(v), shape(back), "DefData(%s) rendered %q, which reads back as %v", data, text, back)
 	})
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/prompt"
@@ -68,8 +69,6 @@ func TestDefDataRendersItsJSONForm(t *testing.T) {
 		"</account>\n" +
 		"<empty>\nstreet: \"\"\ncity: \"\"\n</empty>\n" +
 		"</variables>"
-	if diff := cmp.Diff(want, req.System); diff != "" {
-		t.Errorf("system prompt mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff(want, req.System), "system prompt mismatch (-want +got)")
 	require.NotContains(t, req.System, "hunter2")
 }

@@ -11,6 +11,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
@@ -78,41 +80,27 @@ func TestResumeAfterModelFailureMatchesUninterruptedRun(t *testing.T) {
 	ctx := context.Background()
 	var plain resumable
 	want, err := runtime.Run(ctx, snapshots.Script(script()...), plain.fn, runtime.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 
 	store := session.NewMemory()
 	cfg := runtime.Config{Store: store, SessionID: "s1"}
 	var rp resumable
 	first := script()
 	first[1] = snapshots.Fail(&llm.ModelError{StatusCode: 503, Message: "down"})
-	if _, err := runtime.Run(ctx, snapshots.Script(first...), rp.fn, cfg); err == nil {
-		t.Fatal("first run: want the model failure")
-	}
+	_, err = runtime.Run(ctx, snapshots.Script(first...), rp.fn, cfg)
+	require.Error(t, err, "first run: want the model failure")
 	r, err := runtime.Resume(ctx, snapshots.Script(script()[1:]...), rp.fn, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if step, ok := r.ResumedAt(); !ok || step != 1 {
-		t.Fatalf("ResumedAt = %d, %t; want 1, true", step, ok)
-	}
+	require.NoError(t, err)
+	step, ok := r.ResumedAt()
+	require.True(t, ok, "ResumedAt: ok")
+	require.Equal(t, 1, step, "ResumedAt: step")
 	got, err := r.Run(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(want.Transcript, got.Transcript); diff != "" {
-		t.Errorf("transcript mismatch (-want +got):\n%s", diff)
-	}
-	if n, _ := prompt.GetState[int](context.Background(), r.Prompt(), "n"); n != 2 {
-		t.Errorf("state n = %d, want 2", n)
-	}
-	if got := rp.onceRuns.Load(); got != 1 {
-		t.Errorf("once-effect ran %d times across the resume, want 1", got)
-	}
-	if got := rp.aRuns.Load(); got != 2 {
-		t.Errorf("tool a ran %d times, want 2 (once per call)", got)
-	}
+	require.NoError(t, err)
+	assert.Empty(t, cmp.Diff(want.Transcript, got.Transcript), "transcript mismatch (-want +got)")
+	n, _ := prompt.GetState[int](context.Background(), r.Prompt(), "n")
+	assert.Equal(t, 2, n, "state n")
+	assert.Equal(t, int32(1), rp.onceRuns.Load(), "runs of the once-effect across the resume")
+	assert.Equal(t, int32(2), rp.aRuns.Load(), "runs of tool a, want one per call")
 }
 
 func TestResumeInterruptedToolCalls(t *testing.T) {
@@ -125,29 +113,19 @@ func TestResumeInterruptedToolCalls(t *testing.T) {
 	}}
 	var rp resumable
 	_, err := runtime.Run(ctx, snapshots.Script(script()...), rp.fn, runtime.Config{Store: store, SessionID: "s2"})
-	if !errors.Is(err, errCrash) {
-		t.Fatalf("first run: err = %v, want the simulated crash", err)
-	}
+	require.ErrorIs(t, err, errCrash, "first run: want the simulated crash")
 	cp, err := mem.Latest(ctx, "s2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cp.Pending == nil || len(cp.Pending.Reply.ToolCalls) != 2 {
-		t.Fatalf("latest checkpoint has no pending step with two calls: %+v", cp.Pending)
-	}
+	require.NoError(t, err)
+	require.NotNil(t, cp.Pending, "latest checkpoint has no pending step")
+	require.Len(t, cp.Pending.Reply.ToolCalls, 2, "latest checkpoint's pending step: calls")
 	aBefore, bBefore := rp.aRuns.Load(), rp.bRuns.Load()
 
 	r, err := runtime.Resume(ctx, snapshots.Script(snapshots.Text("done")), rp.fn, runtime.Config{Store: mem, SessionID: "s2"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	first, err := r.Next(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !first.Resumed || first.Number != 1 {
-		t.Fatalf("first step after resume: Resumed=%t Number=%d, want a resumed step 1", first.Resumed, first.Number)
-	}
+	require.NoError(t, err)
+	require.True(t, first.Resumed, "first step after resume: Resumed")
+	require.Equal(t, 1, first.Number, "first step after resume: Number")
 	// Results become durable in call order, with their state changes: the
 	// checkpoint holds the result of a (c2), or none if b finished first
 	// and waited for a. A saved result is kept and its tool not run again;
@@ -158,63 +136,46 @@ func TestResumeInterruptedToolCalls(t *testing.T) {
 	case 0:
 	case 1:
 		saved = &cp.Pending.Results[0]
-		if saved.CallID != "c2" {
-			t.Fatalf("saved result %+v, want c2's: results are saved in call order", *saved)
-		}
+		require.Equal(t, "c2", saved.CallID, "saved result %+v, want c2's: results are saved in call order", *saved)
 	default:
-		t.Fatalf("latest checkpoint holds %d results, want at most 1", len(cp.Pending.Results))
+		require.Failf(t, "too many saved results", "latest checkpoint holds %d results, want at most 1", len(cp.Pending.Results))
 	}
 	for _, res := range first.ToolResults {
 		switch {
 		case saved != nil && res.CallID == saved.CallID:
-			if diff := cmp.Diff(*saved, res); diff != "" {
-				t.Errorf("saved result changed (-want +got):\n%s", diff)
-			}
+			assert.Empty(t, cmp.Diff(*saved, res), "saved result changed (-want +got)")
 		case res.Name == "a":
-			if !res.IsError || !strings.Contains(res.Content, "interrupted") {
-				t.Errorf("unfinished non-idempotent call got %q, want an interrupted error result", res.Content)
-			}
-			if diff := cmp.Diff([]string{res.CallID}, first.Interrupted); diff != "" {
-				t.Errorf("Interrupted mismatch (-want +got):\n%s", diff)
-			}
+			// An unfinished non-idempotent call: an interrupted error result.
+			assert.True(t, res.IsError, "unfinished non-idempotent call: IsError")
+			assert.Contains(t, res.Content, "interrupted", "unfinished non-idempotent call")
+			assert.Empty(t, cmp.Diff([]string{res.CallID}, first.Interrupted), "Interrupted mismatch (-want +got)")
 		case res.Name == "b":
-			if res.IsError || res.Content != "looked up "+res.CallID {
-				t.Errorf("idempotent call got %q, want it run again", res.Content)
-			}
+			// An idempotent call is run again.
+			assert.False(t, res.IsError, "idempotent call: IsError")
+			assert.Equal(t, "looked up "+res.CallID, res.Content, "idempotent call")
 		}
 	}
 	aAfter, bAfter := rp.aRuns.Load()-aBefore, rp.bRuns.Load()-bBefore
-	if aAfter != 0 || bAfter != 1 {
-		t.Errorf("after resume a ran %d times and b %d times, want 0 and 1", aAfter, bAfter)
-	}
+	assert.Equal(t, int32(0), aAfter, "runs of a after resume")
+	assert.Equal(t, int32(1), bAfter, "runs of b after resume")
 	wantN := 1 // step 0's a; step 1's a was interrupted and its change lost with its result
 	if saved != nil {
 		wantN = 2
 	}
-	if n, _ := prompt.GetState[int](context.Background(), r.Prompt(), "n"); n != wantN {
-		t.Errorf("state n = %d after the resumed step, want %d", n, wantN)
-	}
+	n, _ := prompt.GetState[int](context.Background(), r.Prompt(), "n")
+	assert.Equal(t, wantN, n, "state n after the resumed step")
 	res, err := r.Run(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Text != "done" {
-		t.Errorf("final text %q", res.Text)
-	}
-	if err := runtime.ValidateMessages(r.Transcript()); err != nil {
-		t.Errorf("resumed transcript is invalid: %v", err)
-	}
+	require.NoError(t, err)
+	assert.Equal(t, "done", res.Text, "final text")
+	assert.NoError(t, runtime.ValidateMessages(r.Transcript()), "resumed transcript is invalid")
 }
 
 func TestResumeUnknownSession(t *testing.T) {
 	_, err := runtime.Resume(context.Background(), snapshots.Script(), (&resumable{}).fn,
 		runtime.Config{Store: session.NewMemory(), SessionID: "nope"})
-	if !errors.Is(err, session.ErrNotFound) {
-		t.Fatalf("err = %v, want ErrNotFound", err)
-	}
-	if _, err := runtime.Resume(context.Background(), snapshots.Script(), (&resumable{}).fn, runtime.Config{}); !errors.Is(err, runtime.ErrNoStore) {
-		t.Fatalf("err = %v, want ErrNoStore", err)
-	}
+	require.ErrorIs(t, err, session.ErrNotFound, "Resume of an unknown session")
+	_, err = runtime.Resume(context.Background(), snapshots.Script(), (&resumable{}).fn, runtime.Config{})
+	require.ErrorIs(t, err, runtime.ErrNoStore, "Resume without a store")
 }
 
 func TestResumePendingKeepsMessagesDeclaredLater(t *testing.T) {
@@ -235,27 +196,18 @@ func TestResumePendingKeepsMessagesDeclaredLater(t *testing.T) {
 		return snapshots.Script(snapshots.CallTools(snapshots.Call{ID: "a1", Name: "advance"}), snapshots.Text("done"))
 	}
 	want, err := runtime.Run(ctx, script(), fn, runtime.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 
 	mem := session.NewMemory()
 	// Crash at the end of step 0, after the tool's result was saved.
 	store := &failingStore{Store: mem, fail: func(cp *session.Checkpoint) bool { return cp.Pending == nil && cp.Step == 1 }}
-	if _, err := runtime.Run(ctx, script(), fn, runtime.Config{Store: store, SessionID: "p"}); !errors.Is(err, errCrash) {
-		t.Fatalf("first run: %v, want the simulated crash", err)
-	}
+	_, err = runtime.Run(ctx, script(), fn, runtime.Config{Store: store, SessionID: "p"})
+	require.ErrorIs(t, err, errCrash, "first run: want the simulated crash")
 	r, err := runtime.Resume(ctx, snapshots.Script(snapshots.Text("done")), fn, runtime.Config{Store: mem, SessionID: "p"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	got, err := r.Run(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(want.Transcript, got.Transcript); diff != "" {
-		t.Errorf("transcript mismatch (-want +got):\n%s", diff)
-	}
+	require.NoError(t, err)
+	assert.Empty(t, cmp.Diff(want.Transcript, got.Transcript), "transcript mismatch (-want +got)")
 }
 
 func TestResumeDoesNotRunToolsTheStepDidNotOffer(t *testing.T) {
@@ -278,23 +230,17 @@ func TestResumeDoesNotRunToolsTheStepDidNotOffer(t *testing.T) {
 	mem := session.NewMemory()
 	store := &failingStore{Store: mem, fail: func(cp *session.Checkpoint) bool { return cp.Pending != nil && len(cp.Pending.Results) == 1 }}
 	m := snapshots.Script(snapshots.CallTools(snapshots.Call{ID: "x", Name: "again"}))
-	if _, err := runtime.Run(ctx, m, fn, runtime.Config{Store: store, SessionID: "o"}); !errors.Is(err, errCrash) {
-		t.Fatalf("first run: %v, want the simulated crash", err)
-	}
+	_, err := runtime.Run(ctx, m, fn, runtime.Config{Store: store, SessionID: "o"})
+	require.ErrorIs(t, err, errCrash, "first run: want the simulated crash")
 	r, err := runtime.Resume(ctx, snapshots.Script(snapshots.Text("done")), fn, runtime.Config{Store: mem, SessionID: "o"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	s, err := r.Next(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if runs.Load() != 0 {
-		t.Errorf("a tool the step did not offer ran %d times after resume", runs.Load())
-	}
-	if res := s.ToolResults[0]; !res.IsError || !strings.Contains(res.Content, "disabled") {
-		t.Errorf("result %q, want the refusal a disabled tool gets", res.Content)
-	}
+	require.NoError(t, err)
+	assert.Equal(t, int32(0), runs.Load(), "runs after resume of a tool the step did not offer")
+	// The refusal a disabled tool gets.
+	res := s.ToolResults[0]
+	assert.True(t, res.IsError, "result of the tool not offered: IsError")
+	assert.Contains(t, res.Content, "disabled", "result of the tool not offered")
 }
 
 // TestRewritesStoreOnlyTheChangedTail runs 60 steps on a store while an
@@ -329,21 +275,11 @@ func TestRewritesStoreOnlyTheChangedTail(t *testing.T) {
 	mem := session.NewMemory()
 	cfg := runtime.Config{Store: mem, SessionID: "tail"}
 	res, err := runtime.Run(ctx, snapshots.Script(replies...), fn, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	rows, err := mem.Rows(ctx, "tail")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := len(res.Transcript); rows > 3*n {
-		t.Errorf("%d message rows stored for a transcript of %d messages after 59 rewrites: rewrites copy the transcript", rows, n)
-	}
+	require.NoError(t, err)
+	assert.LessOrEqual(t, rows, 3*len(res.Transcript), "message rows stored for a transcript of %d messages after 59 rewrites: rewrites copy the transcript", len(res.Transcript))
 	cp, err := mem.Latest(ctx, "tail")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(res.Transcript, cp.Transcript, cmpopts.EquateEmpty()); diff != "" {
-		t.Errorf("stored transcript mismatch (-want +got):\n%s", diff)
-	}
+	require.NoError(t, err)
+	assert.Empty(t, cmp.Diff(res.Transcript, cp.Transcript, cmpopts.EquateEmpty()), "stored transcript mismatch (-want +got)")
 }

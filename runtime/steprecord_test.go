@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/defs"
@@ -67,9 +68,7 @@ func TestStepRecords(t *testing.T) {
 		require.Equal(t, s.PrefixTokens, rec.PrefixTokens)
 		require.Equal(t, s.Reply.Usage.InputTokens, rec.Usage.InputTokens)
 		require.Equal(t, string(s.Reply.FinishReason), rec.Finish)
-		if diff := cmp.Diff(s.Effects, rec.Effects, cmpopts.EquateEmpty()); diff != "" {
-			t.Errorf("step %d: effects mismatch (-want +got):\n%s", i, diff)
-		}
+		assert.Empty(t, cmp.Diff(s.Effects, rec.Effects, cmpopts.EquateEmpty()), "step %d: effects mismatch (-want +got)", i)
 		require.NotEmpty(t, rec.System)
 		require.Positive(t, rec.DurationNS)
 		require.Len(t, rec.Calls, len(s.Reply.Message.ToolCalls))

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/session"
 	"github.com/reprompt/reprompt/snapshots"
@@ -25,9 +27,8 @@ func BenchmarkScenarioS1Store(b *testing.B) {
 				cfg := runtime.Config{MaxSteps: steps, Store: session.NewMemory(), SessionID: fmt.Sprint("s1-", n)}
 				return runtime.Run(context.Background(), snapshots.Script(script...), scenarioS1, cfg)
 			}
-			if _, err := run(); err != nil {
-				b.Fatal(err)
-			}
+			_, err := run()
+			require.NoError(b, err)
 			benchSteps(b, steps, run)
 		})
 	}

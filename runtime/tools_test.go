@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
@@ -80,28 +82,19 @@ func TestDisabledToolIsAbsentAndNotRun(t *testing.T) {
 			)
 			res := run(t, m, fn, runtime.Config{})
 			reqs := m.Requests()
-			if diff := cmp.Diff([]string{"read"}, toolNames(reqs[0])); diff != "" {
-				t.Errorf("step 0 tools mismatch (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff([]string{"read", "delete"}, toolNames(reqs[1])); diff != "" {
-				t.Errorf("step 1 tools mismatch (-want +got):\n%s", diff)
-			}
+			assert.Empty(t, cmp.Diff([]string{"read"}, toolNames(reqs[0])), "step 0 tools mismatch (-want +got)")
+			assert.Empty(t, cmp.Diff([]string{"read", "delete"}, toolNames(reqs[1])), "step 1 tools mismatch (-want +got)")
 			r0 := res.Steps[0].ToolResults[0]
 			want0 := defs.ToolResult{CallID: "call_1", Name: "delete", Arguments: []byte("{}"),
 				Content: `error: tool "delete" is disabled at this step and was not run`, IsError: true}
-			if diff := cmp.Diff(want0, r0); diff != "" {
-				t.Errorf("step 0 result mismatch (-want +got):\n%s", diff)
-			}
-			if r1 := res.Steps[1].ToolResults[0]; r1.IsError || r1.Content != "deleted" {
-				t.Errorf("step 1 result = %+v, want the tool to run", r1)
-			}
-			if n := deletes.Load(); n != 1 {
-				t.Errorf("delete ran %d times, want 1 (only when enabled)", n)
-			}
+			assert.Empty(t, cmp.Diff(want0, r0), "step 0 result mismatch (-want +got)")
+			// Step 1: the tool runs.
+			r1 := res.Steps[1].ToolResults[0]
+			assert.False(t, r1.IsError, "step 1 result: IsError")
+			assert.Equal(t, "deleted", r1.Content, "step 1 result")
+			assert.Equal(t, int32(1), deletes.Load(), "runs of delete, want one (only when enabled)")
 			// The model sees the error result.
-			if diff := cmp.Diff("tool[call_1 delete]!: "+want0.Content, transcriptOf(reqs[1].Messages)[2]); diff != "" {
-				t.Errorf("error result in the next request mismatch (-want +got):\n%s", diff)
-			}
+			assert.Empty(t, cmp.Diff("tool[call_1 delete]!: "+want0.Content, transcriptOf(reqs[1].Messages)[2]), "error result in the next request mismatch (-want +got)")
 		})
 	}
 }
@@ -117,12 +110,10 @@ func TestDisabledRecordedInStep(t *testing.T) {
 	m := snapshots.Script(snapshots.Text("ok"))
 	res := run(t, m, fn, runtime.Config{})
 	want := []defs.Ref{{Kind: defs.KindSystem, Name: "a"}, {Kind: defs.KindVariable, Name: "v"}, {Kind: defs.KindTool, Name: "t"}}
-	if diff := cmp.Diff(want, res.Steps[0].Disabled); diff != "" {
-		t.Errorf("Disabled mismatch (-want +got):\n%s", diff)
-	}
-	if req := m.Requests()[0]; req.System != "" || len(req.Tools) != 0 {
-		t.Errorf("request with everything disabled: system %q, tools %v", req.System, toolNames(req))
-	}
+	assert.Empty(t, cmp.Diff(want, res.Steps[0].Disabled), "Disabled mismatch (-want +got)")
+	req := m.Requests()[0]
+	assert.Empty(t, req.System, "system of the request with everything disabled")
+	assert.Empty(t, req.Tools, "tools of the request with everything disabled")
 }
 
 const wantReminder = "<reminder>\nKeep these in mind for your next action:\n- <rules> (system)\n- <lookup> (tool)\n</reminder>"
@@ -168,33 +159,24 @@ func TestReminderIsTrailingUserMessage(t *testing.T) {
 			m := snapshots.Script(snapshots.CallTool("lookup", nil), snapshots.CallTool("lookup", nil), snapshots.Text("done"))
 			res := run(t, m, fn, runtime.Config{})
 			reqs := m.Requests()
-			if diff := cmp.Diff(tt.want1, transcriptOf(reqs[1].Messages)); diff != "" {
-				t.Errorf("step 1 request mismatch (-want +got):\n%s", diff)
-			}
+			assert.Empty(t, cmp.Diff(tt.want1, transcriptOf(reqs[1].Messages)), "step 1 request mismatch (-want +got)")
 			last := reqs[1].Messages[len(reqs[1].Messages)-1]
-			if last.Role != defs.RoleUser || last.Meta["reminder"] != "true" {
-				t.Errorf("reminder message = %+v, want a user message marked as reminder", last)
-			}
+			// The reminder: a user message marked as reminder.
+			assert.Equal(t, defs.RoleUser, last.Role, "reminder message: Role")
+			assert.Equal(t, "true", last.Meta["reminder"], "reminder message: Meta[reminder]")
 			// For this step only: not in the transcript, not in the next request.
 			for i, r := range []*llm.Request{reqs[0], reqs[2]} {
 				for _, msg := range r.Messages {
-					if strings.Contains(msg.Content, "<reminder>") {
-						t.Errorf("request %d carries a reminder", 2*i)
-					}
+					assert.NotContains(t, msg.Content, "<reminder>", "request %d carries a reminder", 2*i)
 				}
 			}
 			for _, msg := range res.Transcript {
-				if strings.Contains(msg.Content, "<reminder>") {
-					t.Error("the reminder reached the transcript")
-				}
+				assert.NotContains(t, msg.Content, "<reminder>", "the reminder reached the transcript")
 			}
 			want := []defs.Ref{{Kind: defs.KindSystem, Name: "rules"}, {Kind: defs.KindTool, Name: "lookup"}}
-			if diff := cmp.Diff(want, res.Steps[1].Reminded); diff != "" {
-				t.Errorf("Reminded mismatch (-want +got):\n%s", diff)
-			}
-			if res.Steps[0].Reminded != nil || res.Steps[2].Reminded != nil {
-				t.Error("reminders leaked into other steps")
-			}
+			assert.Empty(t, cmp.Diff(want, res.Steps[1].Reminded), "Reminded mismatch (-want +got)")
+			assert.Nil(t, res.Steps[0].Reminded, "reminders leaked into step 0")
+			assert.Nil(t, res.Steps[2].Reminded, "reminders leaked into step 2")
 		})
 	}
 }
@@ -212,9 +194,7 @@ func TestReminderFromPromptFunction(t *testing.T) {
 		"user: Work towards <goal>.",
 		"user: <reminder>\nKeep these in mind for your next action:\n- <goal> (variable)\n</reminder>",
 	}
-	if diff := cmp.Diff(want, transcriptOf(m.Requests()[0].Messages)); diff != "" {
-		t.Errorf("request mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff(want, transcriptOf(m.Requests()[0].Messages)), "request mismatch (-want +got)")
 }
 
 func TestDeclaredMessagesDoNotPileUp(t *testing.T) {
@@ -236,9 +216,7 @@ func TestDeclaredMessagesDoNotPileUp(t *testing.T) {
 		"assistant:  {call_2 look {}}",
 		"tool[call_2 look]: 42",
 	}
-	if diff := cmp.Diff(want, transcriptOf(m.Requests()[2].Messages)); diff != "" {
-		t.Errorf("last request mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff(want, transcriptOf(m.Requests()[2].Messages)), "last request mismatch (-want +got)")
 }
 
 func TestToolDeclaredAtLaterStepWorks(t *testing.T) {
@@ -258,12 +236,10 @@ func TestToolDeclaredAtLaterStepWorks(t *testing.T) {
 	}
 	m := snapshots.Script(snapshots.CallTool("unlock", nil), snapshots.CallTool("secret", amountArgs{N: 7}), snapshots.Text("done"))
 	res := run(t, m, fn, runtime.Config{})
-	if diff := cmp.Diff([]string{"unlock", "secret"}, toolNames(m.Requests()[1])); diff != "" {
-		t.Errorf("step 1 tools mismatch (-want +got):\n%s", diff)
-	}
-	if r := res.Steps[1].ToolResults[0]; r.IsError || r.Content != "secret #7" {
-		t.Errorf("result = %+v", r)
-	}
+	assert.Empty(t, cmp.Diff([]string{"unlock", "secret"}, toolNames(m.Requests()[1])), "step 1 tools mismatch (-want +got)")
+	r := res.Steps[1].ToolResults[0]
+	assert.False(t, r.IsError, "step 1 result: IsError")
+	assert.Equal(t, "secret #7", r.Content, "step 1 result")
 }
 
 func TestToolFailuresBecomeErrorResults(t *testing.T) {
@@ -305,36 +281,32 @@ func TestToolFailuresBecomeErrorResults(t *testing.T) {
 			m := snapshots.Script(tt.call, snapshots.Text("recovered"))
 			res := run(t, m, fn, runtime.Config{})
 			r := res.Steps[0].ToolResults[0]
-			if !r.IsError || !strings.HasPrefix(r.Content, "error: ") || r.Name != tt.call.Calls[0].Name || r.CallID != "call_1" {
-				t.Errorf("result = %+v, want an error result for %s", r, tt.call.Calls[0].Name)
-			}
+			// An error result for the call.
+			assert.True(t, r.IsError, "result: IsError")
+			assert.True(t, strings.HasPrefix(r.Content, "error: "), "result %q, want it to start with error: ", r.Content)
+			assert.Equal(t, tt.call.Calls[0].Name, r.Name, "result: Name")
+			assert.Equal(t, "call_1", r.CallID, "result: CallID")
 			want := tt.want
 			if tt.name == "tool panic" {
 				// The site is in the step record, not in the model's text.
-				if strings.Contains(r.Content, panicSite) {
-					t.Errorf("result %q shows the model the panic's site", r.Content)
-				}
+				assert.NotContains(t, r.Content, panicSite, "the result shows the model the panic's site")
 				var pe *runtime.ToolPanicError
-				if err := res.Steps[0].ToolErrors[r.CallID]; !errors.As(err, &pe) || pe.Site != panicSite {
-					t.Errorf("ToolErrors[%s] = %v, want a panic at %s", r.CallID, err, panicSite)
+				if assert.ErrorAs(t, res.Steps[0].ToolErrors[r.CallID], &pe, "ToolErrors[%s]", r.CallID) {
+					assert.Equal(t, panicSite, pe.Site, "ToolPanicError.Site")
 				}
 			}
 			for _, s := range want {
-				if !strings.Contains(r.Content, s) {
-					t.Errorf("result %q does not contain %q", r.Content, s)
-				}
+				assert.Contains(t, r.Content, s, "result")
 			}
-			if got := ran.Load() > 0; got != tt.ranOK {
-				t.Errorf("tool function ran: %v, want %v", got, tt.ranOK)
-			}
+			assert.Equal(t, tt.ranOK, ran.Load() > 0, "tool function ran")
 			// The run goes on: the model sees the error and answers.
-			if res.Text != "recovered" || len(m.Requests()) != 2 {
-				t.Errorf("run ended with %q after %d requests", res.Text, len(m.Requests()))
-			}
+			assert.Equal(t, "recovered", res.Text, "run's text")
+			assert.Len(t, m.Requests(), 2, "requests")
 			msgs := m.Requests()[1].Messages
-			if last := msgs[len(msgs)-1]; last.Role != defs.RoleTool || !last.IsError || last.Content != r.Content {
-				t.Errorf("next request's last message = %+v", last)
-			}
+			last := msgs[len(msgs)-1]
+			assert.Equal(t, defs.RoleTool, last.Role, "next request's last message: Role")
+			assert.True(t, last.IsError, "next request's last message: IsError")
+			assert.Equal(t, r.Content, last.Content, "next request's last message: Content")
 		})
 	}
 }
@@ -382,12 +354,8 @@ func testParallelToolCallsRunConcurrentlyResultsInCallOrder(t *testing.T) {
 		got = append(got, r.CallID+" "+r.Content)
 	}
 	want := []string{"call_1 result 0", "call_2 result 1", "call_3 result 2"}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("results mismatch (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff([]int{2, 1, 0}, finished); diff != "" {
-		t.Errorf("completion order mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff(want, got), "results mismatch (-want +got)")
+	assert.Empty(t, cmp.Diff([]int{2, 1, 0}, finished), "completion order mismatch (-want +got)")
 	wantMsgs := []string{
 		"user: go",
 		`assistant:  {call_1 slow {"n":0}} {call_2 slow {"n":1}} {call_3 slow {"n":2}}`,
@@ -395,9 +363,7 @@ func testParallelToolCallsRunConcurrentlyResultsInCallOrder(t *testing.T) {
 		"tool[call_2 slow]: result 1",
 		"tool[call_3 slow]: result 2",
 	}
-	if diff := cmp.Diff(wantMsgs, transcriptOf(m.Requests()[1].Messages)); diff != "" {
-		t.Errorf("transcript mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff(wantMsgs, transcriptOf(m.Requests()[1].Messages)), "transcript mismatch (-want +got)")
 }
 
 func TestParallelCallsMixedOutcomes(t *testing.T) {
@@ -416,12 +382,8 @@ func TestParallelCallsMixedOutcomes(t *testing.T) {
 	for _, r := range res.Steps[0].ToolResults {
 		got = append(got, fmt.Sprintf("%s %s %v", r.CallID, r.Name, r.IsError))
 	}
-	if diff := cmp.Diff([]string{"call_1 boom true", "call_2 nope true", "call_3 ok false"}, got); diff != "" {
-		t.Errorf("results mismatch (-want +got):\n%s", diff)
-	}
-	if err := runtime.ValidateMessages(m.Requests()[1].Messages); err != nil {
-		t.Errorf("request after mixed outcomes is invalid: %v", err)
-	}
+	assert.Empty(t, cmp.Diff([]string{"call_1 boom true", "call_2 nope true", "call_3 ok false"}, got), "results mismatch (-want +got)")
+	assert.NoError(t, runtime.ValidateMessages(m.Requests()[1].Messages), "request after mixed outcomes is invalid")
 }
 
 func TestSubAgent(t *testing.T) {
@@ -454,41 +416,28 @@ func TestSubAgent(t *testing.T) {
 	)
 	res := run(t, m, parent, runtime.Config{})
 	reqs := m.Requests()
-	if len(reqs) != 4 {
-		t.Fatalf("%d requests, want 4", len(reqs))
-	}
+	require.Len(t, reqs, 4, "requests")
 	wantSys := []string{
 		"<role>\nYou delegate.\n</role>",
 		"<role>\nYou research.\n</role>\n\n<variables>\n<notes>0</notes>\n</variables>",
 		"<role>\nYou research.\n</role>\n\n<variables>\n<notes>1</notes>\n</variables>",
 		"<role>\nYou delegate.\n</role>",
 	}
-	if diff := cmp.Diff(wantSys, systems(reqs)); diff != "" {
-		t.Errorf("system prompts mismatch (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff([]string{"user: find the answer"}, transcriptOf(reqs[1].Messages)); diff != "" {
-		t.Errorf("sub-agent's first request mismatch (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff([]string{"note"}, toolNames(reqs[1])); diff != "" {
-		t.Errorf("sub-agent tools mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff(wantSys, systems(reqs)), "system prompts mismatch (-want +got)")
+	assert.Empty(t, cmp.Diff([]string{"user: find the answer"}, transcriptOf(reqs[1].Messages)), "sub-agent's first request mismatch (-want +got)")
+	assert.Empty(t, cmp.Diff([]string{"note"}, toolNames(reqs[1])), "sub-agent tools mismatch (-want +got)")
 	wantParent := []string{
 		"user: What is the answer?",
 		`assistant:  {call_1 researcher {"task":"find the answer"}}`,
 		"tool[call_1 researcher]: The answer is 42.",
 	}
-	if diff := cmp.Diff(wantParent, transcriptOf(reqs[3].Messages)); diff != "" {
-		t.Errorf("parent's second request mismatch (-want +got):\n%s", diff)
-	}
-	if subExecutions.Load() != 2 || subEffectRuns.Load() != 1 || subInput != "find the answer" {
-		t.Errorf("sub-agent: %d executions, effect ran %d times, input %q", subExecutions.Load(), subEffectRuns.Load(), subInput)
-	}
-	if _, ok := res.Steps[1].State["notes"]; ok {
-		t.Error("the sub-agent's state leaked into the parent's")
-	}
-	if res.Text != "42." || len(res.Steps) != 2 {
-		t.Errorf("parent: text %q, %d steps", res.Text, len(res.Steps))
-	}
+	assert.Empty(t, cmp.Diff(wantParent, transcriptOf(reqs[3].Messages)), "parent's second request mismatch (-want +got)")
+	assert.Equal(t, int32(2), subExecutions.Load(), "sub-agent: executions")
+	assert.Equal(t, int32(1), subEffectRuns.Load(), "sub-agent: effect runs")
+	assert.Equal(t, "find the answer", subInput, "sub-agent: input")
+	assert.NotContains(t, res.Steps[1].State, "notes", "the sub-agent's state leaked into the parent's")
+	assert.Equal(t, "42.", res.Text, "parent: text")
+	assert.Len(t, res.Steps, 2, "parent: steps")
 }
 
 func TestSubAgentFailureIsErrorResult(t *testing.T) {
@@ -508,12 +457,11 @@ func TestSubAgentFailureIsErrorResult(t *testing.T) {
 	)
 	res := run(t, m, parent, runtime.Config{AgentMaxSteps: 2})
 	r := res.Steps[0].ToolResults[0]
-	if !r.IsError || !strings.Contains(r.Content, `sub-agent "worker"`) || !strings.Contains(r.Content, "step limit") {
-		t.Errorf("result = %+v, want an error naming the sub-agent and its step limit", r)
-	}
-	if res.Text != "gave up" {
-		t.Errorf("parent ended with %q", res.Text)
-	}
+	// An error naming the sub-agent and its step limit.
+	assert.True(t, r.IsError, "result: IsError")
+	assert.Contains(t, r.Content, `sub-agent "worker"`, "result")
+	assert.Contains(t, r.Content, "step limit", "result")
+	assert.Equal(t, "gave up", res.Text, "parent's text")
 }
 
 func TestSubAgentUnderSessionStore(t *testing.T) {
@@ -528,9 +476,10 @@ func TestSubAgentUnderSessionStore(t *testing.T) {
 		snapshots.Text("done"),
 	)
 	res := run(t, m, parent, runtime.Config{Store: session.NewMemory(), SessionID: "parent"})
-	if r := res.Steps[0].ToolResults[0]; r.IsError || r.Content != "sub answer" {
-		t.Errorf("sub-agent result = %+v, want its answer: a sub-agent must not write into the parent's session", r)
-	}
+	// The sub-agent's answer: a sub-agent must not write into the parent's session.
+	r := res.Steps[0].ToolResults[0]
+	assert.False(t, r.IsError, "sub-agent result %+v: IsError", r)
+	assert.Equal(t, "sub answer", r.Content, "sub-agent result")
 }
 
 func TestParallelSubAgentsAndStateUpdates(t *testing.T) {
@@ -572,20 +521,14 @@ func TestParallelSubAgentsAndStateUpdates(t *testing.T) {
 		got = append(got, r.Name+" "+r.Content)
 	}
 	want := []string{"worker done: A", "tick tick", "worker done: B", "tick tick", "tick tick"}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("results mismatch (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff(map[string]any{"done": 3}, res.Steps[0].State); diff != "" {
-		t.Errorf("parent state mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff(want, got), "results mismatch (-want +got)")
+	assert.Empty(t, cmp.Diff(map[string]any{"done": 3}, res.Steps[0].State), "parent state mismatch (-want +got)")
 	var subSystems []string
 	for _, r := range m.Requests()[1:3] {
 		subSystems = append(subSystems, r.System)
 	}
 	slices.Sort(subSystems)
-	if diff := cmp.Diff([]string{"<role>\nYou work on: A\n</role>", "<role>\nYou work on: B\n</role>"}, subSystems); diff != "" {
-		t.Errorf("sub-agent system prompts mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff([]string{"<role>\nYou work on: A\n</role>", "<role>\nYou work on: B\n</role>"}, subSystems), "sub-agent system prompts mismatch (-want +got)")
 }
 
 func TestHookMisuseFromToolAndEffect(t *testing.T) {
@@ -603,27 +546,21 @@ func TestHookMisuseFromToolAndEffect(t *testing.T) {
 		m := snapshots.Script(snapshots.CallTool("sneaky", nil), snapshots.Text("ok"))
 		res := run(t, m, fn, runtime.Config{})
 		r := res.Steps[0].ToolResults[0]
+		assert.True(t, r.IsError, "result: IsError")
 		for _, s := range []string{`tool "sneaky" panicked`, "Def: ", "outside the prompt function"} {
-			if !r.IsError || !strings.Contains(r.Content, s) {
-				t.Errorf("result %q does not contain %q", r.Content, s)
-			}
+			assert.Contains(t, r.Content, s, "result")
 		}
 		err := res.Steps[0].ToolErrors[r.CallID]
 		var pe *runtime.ToolPanicError
 		var me *prompt.MisuseError
-		if !errors.As(err, &pe) || !errors.As(err, &me) {
-			t.Fatalf("ToolErrors[%s] = %v, want *runtime.ToolPanicError wrapping *prompt.MisuseError", r.CallID, err)
-		}
-		if pe.Tool != "sneaky" || me.Hook != "Def" || me.Site != site {
-			t.Errorf("ToolPanicError %+v, MisuseError %+v: want tool sneaky, Def at %s", pe, me, site)
-		}
+		require.ErrorAs(t, err, &pe, "ToolErrors[%s]", r.CallID)
+		require.ErrorAs(t, err, &me, "ToolErrors[%s], want the *prompt.MisuseError wrapped", r.CallID)
+		assert.Equal(t, "sneaky", pe.Tool, "ToolPanicError.Tool")
+		assert.Equal(t, "Def", me.Hook, "MisuseError.Hook")
+		assert.Equal(t, site, me.Site, "MisuseError.Site")
 		// What the model reads is the contract here: no Go source location.
-		if strings.Contains(r.Content, site) {
-			t.Errorf("result %q names the misuse's site %s: it belongs in ToolErrors only", r.Content, site)
-		}
-		if m.Requests()[1].System != "" {
-			t.Error("the misused hook declared a variable")
-		}
+		assert.NotContains(t, r.Content, site, "the result names the misuse's site: it belongs in ToolErrors only")
+		assert.Empty(t, m.Requests()[1].System, "the misused hook declared a variable")
 	})
 	t.Run("effect", func(t *testing.T) {
 		var site string
@@ -640,12 +577,10 @@ func TestHookMisuseFromToolAndEffect(t *testing.T) {
 		_, err := runtime.Run(context.Background(), m, fn, runtime.Config{})
 		var ee *effects.Error
 		var me *prompt.MisuseError
-		if !errors.As(err, &ee) || !errors.As(err, &me) {
-			t.Fatalf("Run = %v, want *effects.Error wrapping *prompt.MisuseError", err)
-		}
-		if me.Hook != "State" || me.Site != site {
-			t.Errorf("MisuseError = %+v, want State at %s", me, site)
-		}
+		require.ErrorAs(t, err, &ee, "Run")
+		require.ErrorAs(t, err, &me, "Run, want the *prompt.MisuseError wrapped")
+		assert.Equal(t, "State", me.Hook, "MisuseError.Hook")
+		assert.Equal(t, site, me.Site, "MisuseError.Site")
 	})
 }
 
@@ -660,7 +595,5 @@ func TestSubAgentDeclaringItsTaskDoesNotRepeatIt(t *testing.T) {
 	}
 	m := snapshots.Script(snapshots.CallTool("echo", prompt.AgentArgs{Task: "say hi"}), snapshots.Text("hi"), snapshots.Text("done"))
 	run(t, m, parent, runtime.Config{})
-	if diff := cmp.Diff([]string{"user: say hi"}, transcriptOf(m.Requests()[1].Messages)); diff != "" {
-		t.Errorf("sub-agent request mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff([]string{"user: say hi"}, transcriptOf(m.Requests()[1].Messages)), "sub-agent request mismatch (-want +got)")
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/runtime"
@@ -47,15 +49,10 @@ func FuzzValidateDecodedMessages(f *testing.F) {
 			return
 		}
 		re, ok := errors.AsType[*llm.RequestError](err)
-		if !ok {
-			t.Fatalf("error %T (%v), want an *llm.RequestError", err, err)
-		}
-		if re.Index < 0 || re.Index >= len(msgs) {
-			t.Fatalf("RequestError.Index %d outside the %d messages: %v", re.Index, len(msgs), err)
-		}
-		if re.Error() == "" {
-			t.Fatal("empty error message")
-		}
+		require.True(t, ok, "error %T (%v), want an *llm.RequestError", err, err)
+		require.GreaterOrEqual(t, re.Index, 0, "RequestError.Index outside the %d messages: %v", len(msgs), err)
+		require.Less(t, re.Index, len(msgs), "RequestError.Index outside the %d messages: %v", len(msgs), err)
+		require.NotEmpty(t, re.Error(), "RequestError's message")
 	})
 }
 

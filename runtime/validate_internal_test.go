@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/defs"
@@ -72,8 +73,6 @@ func FuzzCheckCommit(f *testing.F) {
 		var fresh validator
 		require.NoError(t, fresh.check(msgs, msgs, len(msgs)))
 		require.NoError(t, v.check(msgs, msgs, len(msgs)))
-		if diff := cmp.Diff(fresh, v, cmp.AllowUnexported(validator{})); diff != "" {
-			t.Errorf("kept state differs from a fresh one (-fresh +kept):\n%s", diff)
-		}
+		assert.Empty(t, cmp.Diff(fresh, v, cmp.AllowUnexported(validator{})), "kept state differs from a fresh one (-fresh +kept)")
 	})
 }

@@ -1,11 +1,11 @@
 package runtime_test
 
 import (
-	"errors"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/llm"
@@ -61,18 +61,13 @@ func TestValidateMessages(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			err := runtime.ValidateMessages(tt.msgs)
 			if tt.wantIndex < 0 {
-				if err != nil {
-					t.Errorf("ValidateMessages = %v, want nil", err)
-				}
+				assert.NoError(t, err, "ValidateMessages")
 				return
 			}
 			var re *llm.RequestError
-			if !errors.As(err, &re) {
-				t.Fatalf("ValidateMessages = %v, want *llm.RequestError", err)
-			}
-			if re.Index != tt.wantIndex || !strings.Contains(re.Reason, tt.wantIn) {
-				t.Errorf("RequestError{Index: %d, Reason: %q}, want index %d and a reason containing %q", re.Index, re.Reason, tt.wantIndex, tt.wantIn)
-			}
+			require.ErrorAs(t, err, &re, "ValidateMessages")
+			assert.Equal(t, tt.wantIndex, re.Index, "RequestError.Index")
+			assert.Contains(t, re.Reason, tt.wantIn, "RequestError.Reason")
 		})
 	}
 }
@@ -80,12 +75,8 @@ func TestValidateMessages(t *testing.T) {
 func TestValidateDoesNotModify(t *testing.T) {
 	msgs := []defs.Message{user("a"), calls("c1", "c2"), result("c2"), result("c1")}
 	before := transcriptOf(msgs)
-	if err := runtime.ValidateMessages(msgs); err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(before, transcriptOf(msgs)); diff != "" {
-		t.Errorf("ValidateMessages modified its input (-before +after):\n%s", diff)
-	}
+	require.NoError(t, runtime.ValidateMessages(msgs))
+	assert.Empty(t, cmp.Diff(before, transcriptOf(msgs)), "ValidateMessages modified its input (-before +after)")
 }
 
 func FuzzValidateMessages(f *testing.F) {
@@ -96,8 +87,10 @@ func FuzzValidateMessages(f *testing.F) {
 		msgs := runtime.ScriptMessages(script)
 		err := runtime.ValidateMessages(msgs) // must not panic
 		var re *llm.RequestError
-		if err != nil && (!errors.As(err, &re) || re.Index < 0 || re.Index >= len(msgs)) {
-			t.Errorf("ValidateMessages = %v: not a RequestError naming a message of %d", err, len(msgs))
+		if err != nil && assert.ErrorAs(t, err, &re, "ValidateMessages: want a RequestError") {
+			// The RequestError names one of the messages.
+			assert.GreaterOrEqual(t, re.Index, 0, "RequestError.Index")
+			assert.Less(t, re.Index, len(msgs), "RequestError.Index, against the %d messages", len(msgs))
 		}
 	})
 }
