@@ -2,9 +2,11 @@ package prompt
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"strconv"
+	"sync/atomic"
 )
 
 // callCtx is the context of a tool call: its id and, when the runtime runs
@@ -13,8 +15,10 @@ import (
 // boxed in an interface) and one more for the runner.
 type callCtx struct {
 	context.Context
-	id     string
-	runner AgentRunner // nil: the parent's, if any
+	id      string
+	runner  AgentRunner       // nil: the parent's, if any
+	answers []json.RawMessage // the user's answers to the call's questions so far (Ask)
+	asked   atomic.Int32      // the questions the call asked
 }
 
 // Value returns c itself for the call id key (CallID reads its id), c's
@@ -45,10 +49,12 @@ func contextName(c context.Context) string {
 }
 
 // WithToolCall returns the context a runtime gives a tool call: it carries
-// the id of the call (CallID returns it) and r, which runs the sub-agents a
-// DefAgent tool starts, in one value. A test that calls a tool's function
-// directly may use it too (WithCallID when the tool starts no sub-agent).
-// A nil r leaves the runner ctx carries, if any.
-func WithToolCall(ctx context.Context, r AgentRunner, id string) context.Context {
-	return &callCtx{Context: ctx, id: id, runner: r}
+// the id of the call (CallID returns it), r, which runs the sub-agents a
+// DefAgent tool starts, and the user's answers to the questions the call
+// asked before it was run again (Ask returns them in order), in one value.
+// A test that calls a tool's function directly may use it too (WithCallID
+// when the tool starts no sub-agent and asks nothing). A nil r leaves the
+// runner ctx carries, if any.
+func WithToolCall(ctx context.Context, r AgentRunner, id string, answers ...json.RawMessage) context.Context {
+	return &callCtx{Context: ctx, id: id, runner: r, answers: answers}
 }

@@ -42,6 +42,11 @@ type PendingApproval struct {
 	// against its schema, as the model sent them.
 	Tool      string
 	Arguments json.RawMessage
+	// Question is, for a call that asked the user (prompt.Ask), the
+	// question, and Schema the JSON Schema of the answer it takes: answer
+	// it with Runner.Answer. Empty for a call that needs approval.
+	Question string
+	Schema   json.RawMessage
 }
 
 // Decision is the decision on a call that needed approval, as recorded by
@@ -125,7 +130,12 @@ func (r *Runner) Awaiting() []PendingApproval {
 			continue
 		}
 		c, _ := r.pendingCall(a.CallID)
-		out = append(out, PendingApproval{Step: r.step, CallID: c.ID, Tool: c.Name, Arguments: c.Arguments})
+		pa := PendingApproval{Step: r.step, CallID: c.ID, Tool: c.Name, Arguments: c.Arguments}
+		if hasQuestion(a) {
+			q := a.Asks[len(a.Asks)-1]
+			pa.Question, pa.Schema = q.Question, q.Schema
+		}
+		out = append(out, pa)
 	}
 	return out
 }
@@ -157,7 +167,7 @@ func (r *Runner) awaitingIDs() []string {
 }
 
 func (r *Runner) awaitingError() error {
-	return fmt.Errorf("step %d: %w: %s (decide each with Approve or Deny)", r.step, ErrAwaitingApproval, strings.Join(r.awaitingIDs(), ", "))
+	return fmt.Errorf("step %d: %w: %s (decide each with Approve or Deny, or answer its question with Answer)", r.step, ErrAwaitingApproval, strings.Join(r.awaitingIDs(), ", "))
 }
 
 // pendingCall returns the call id of the pending reply.
@@ -186,6 +196,9 @@ func (r *Runner) decide(op, callID string, d session.Decision, reason string) er
 	}
 	if prev := r.approvals[i].Decision; prev != session.Awaiting {
 		return fail(ErrAlreadyDecided, prev)
+	}
+	if d == session.Approved && hasQuestion(r.approvals[i]) {
+		return fail(ErrAwaitingAnswer, session.Awaiting)
 	}
 	results := r.pending.Results
 	r.approvals[i].Decision = d
@@ -328,7 +341,7 @@ func (r *Runner) pause(ctx context.Context, rec *Step, offered []llm.ToolSpec, g
 func decisions(p *session.Pending, approvals []session.Approval, results map[string]defs.ToolResult) []Decision {
 	var out []Decision
 	for _, a := range approvals {
-		d := Decision{CallID: a.CallID, Approved: a.Decision == session.Approved}
+		d := Decision{CallID: a.CallID, Approved: a.Decision == session.Approved || a.Decision == session.Answered}
 		for _, c := range p.Reply.ToolCalls {
 			if c.ID == a.CallID {
 				d.Tool = c.Name
@@ -352,6 +365,9 @@ type SubAgentApprovalError struct {
 }
 
 func (e *SubAgentApprovalError) Error() string {
+	if e.Call.Question != "" {
+		return fmt.Sprintf("call %s of tool %q asks the user %q, which sub-agent %q cannot wait for (ask from a tool of the top-level prompt)", e.Call.CallID, e.Call.Tool, e.Call.Question, e.Agent)
+	}
 	return fmt.Sprintf("call %s of tool %q needs approval, which sub-agent %q cannot wait for (declare the tool in the top-level prompt)", e.Call.CallID, e.Call.Tool, e.Agent)
 }
 

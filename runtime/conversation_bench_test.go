@@ -44,7 +44,7 @@ func converse(tb testing.TB, turns int) (time.Duration, float64) {
 	start := time.Now()
 	for _, q := range questions {
 		if _, err := r.Continue(context.Background(), q); err != nil {
-			tb.Fatal(err)
+			require.NoError(tb, err)
 		}
 	}
 	elapsed := time.Since(start)

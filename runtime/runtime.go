@@ -255,6 +255,8 @@ type Runner struct {
 	out outputState
 	// conv is the conversation's (see conversation.go).
 	conv conversation
+	// asking holds the questions of the step under way (see ask.go).
+	asking asking
 }
 
 // noteToolError records the error of a tool call for the step record. Tool
@@ -607,6 +609,9 @@ func (r *Runner) complete(ctx context.Context, rec *Step, offered []llm.ToolSpec
 		}
 		if err != nil {
 			return rec, err
+		}
+		if asks := r.takeAsks(); len(asks) > 0 {
+			return r.pauseForAnswers(ctx, rec, asks) // ask.go
 		}
 	}
 	r.grow(1 + len(rec.ToolResults))

@@ -193,7 +193,12 @@ func (r *Runner) resumePending(ctx context.Context) (*Step, error) {
 	n := r.step
 	rec := &Step{Number: n, Turn: r.conv.turn, Resumed: r.restored, Reply: &llm.Reply{Message: p.Reply}}
 	r.restored = false
-	defer func() { r.approvals = nil }()
+	defer func() {
+		if r.pending == nil { // not paused again for a question (ask.go)
+			r.approvals = nil
+		}
+	}()
+	r.setAnswers(r.approvals)
 	reg := r.c().Registry()
 	reg.BeginStep()
 	// Executed again to declare the tools and effects; messages it
@@ -225,7 +230,7 @@ func (r *Runner) resumePending(ctx context.Context) (*Step, error) {
 		if i >= 0 {
 			a := &r.approvals[i]
 			switch {
-			case a.Decision == session.Approved && !a.Started:
+			case (a.Decision == session.Approved || a.Decision == session.Answered) && !a.Started:
 				a.Started, started = true, true
 				offered = append(offered, llm.ToolSpec{Name: c.Name})
 				continue

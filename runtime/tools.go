@@ -231,11 +231,20 @@ func (r *Runner) runTool(ctx context.Context, c defs.ToolCall, offered []llm.Too
 	// may start, and its transaction: the state changes made with it (by
 	// the tool, by goroutines it starts, by a sub-agent it runs and that
 	// sub-agent's tools) are recorded in tx (see state.Tx).
-	tctx := prompt.WithToolCall(ctx, r, c.ID)
+	tctx := prompt.WithToolCall(ctx, r, c.ID, r.answersFor(c.ID)...)
 	if tx != nil {
 		tctx = state.ContextWithTx(tctx, tx)
 	}
 	out, err := r.callTool(tctx, def.Tool, c.Arguments)
+	if ae, ok := errors.AsType[*prompt.AskError](err); ok {
+		// The call asks the user a question (ask.go): it runs again once
+		// answered, so what it changed so far is dropped.
+		if tx != nil {
+			tx.Discard()
+		}
+		r.noteAsk(c.ID, ae)
+		return fail("tool %q asks the user %q", c.Name, ae.Question.Text) // never in the transcript: the step pauses
+	}
 	r.observeToolError(ctx, err)
 	if err != nil {
 		r.noteToolError(c.ID, err)

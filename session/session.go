@@ -115,8 +115,20 @@ type Approval struct {
 	// Started reports that the approved call's tool was started. Without a
 	// result in Pending.Results, the run stopped before it returned: on
 	// resume it gets an "interrupted" result, or runs again if the tool is
-	// idempotent. Only an Approved call may be Started.
+	// idempotent. Only an Approved or Answered call may be Started.
 	Started bool `json:"started,omitempty"`
+	// Asks are the questions the call asked the user (prompt.Ask), in
+	// order, with their answers: a call that asks is Awaiting until its
+	// last question is answered, then Answered, and runs again with the
+	// answers.
+	Asks []Ask `json:"asks,omitempty"`
+}
+
+// Ask is a question a tool call asked the user, and the answer once given.
+type Ask struct {
+	Question string          `json:"question"`
+	Schema   json.RawMessage `json:"schema,omitempty"` // of the answer
+	Answer   json.RawMessage `json:"answer,omitempty"` // nil until answered
 }
 
 // Decision is a person's decision on a tool call.
@@ -127,6 +139,7 @@ const (
 	Awaiting Decision = ""         // no decision yet
 	Approved Decision = "approved" // the call runs
 	Denied   Decision = "denied"   // the call does not run; the model gets the reason
+	Answered Decision = "answered" // the call's questions are answered: it runs again with the answers
 )
 
 // check reports an error when p's approvals are not consistent with its
@@ -142,10 +155,12 @@ func (p *Pending) check() error {
 			return fmt.Errorf("approval %d names call %q, which the pending reply does not make", i, a.CallID)
 		case seen[a.CallID]:
 			return fmt.Errorf("approval %d names call %q a second time", i, a.CallID)
-		case a.Decision != Awaiting && a.Decision != Approved && a.Decision != Denied:
+		case a.Decision != Awaiting && a.Decision != Approved && a.Decision != Denied && a.Decision != Answered:
 			return fmt.Errorf("approval %d of call %q: unknown decision %q", i, a.CallID, a.Decision)
-		case a.Started && a.Decision != Approved:
-			return fmt.Errorf("approval %d of call %q: started without being approved", i, a.CallID)
+		case a.Started && a.Decision != Approved && a.Decision != Answered:
+			return fmt.Errorf("approval %d of call %q: started without being approved or answered", i, a.CallID)
+		case a.Decision == Answered && (len(a.Asks) == 0 || a.Asks[len(a.Asks)-1].Answer == nil):
+			return fmt.Errorf("approval %d of call %q: answered without an answer", i, a.CallID)
 		}
 		seen[a.CallID] = true
 	}
