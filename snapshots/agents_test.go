@@ -92,9 +92,7 @@ func TestSubAgentSteps(t *testing.T) {
 		got = append(got, who{r.Agent, r.Step})
 	}
 	want := []who{{"", 0}, {"researcher", 0}, {"researcher", 1}, {"", 1}}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("requests' agents mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff(want, got), "requests' agents mismatch (-want +got)")
 	assert.Zero(t, m.Remaining())
 	assert.NoError(t, m.Err())
 }
@@ -120,9 +118,7 @@ func TestSubAgentWithoutScript(t *testing.T) {
 		Request: 2, Agent: "writer", Step: 0, Purpose: llm.PurposeStep, Err: snapshots.ErrNoAgentScript,
 		Hint: `the model has scripts for "researcher" only; give this one its replies with Script(...).Agent("writer", ...)`,
 	}
-	if diff := cmp.Diff(want, *se, cmpopts.EquateErrors()); diff != "" {
-		t.Errorf("ScriptError mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff(want, *se, cmpopts.EquateErrors()), "ScriptError mismatch (-want +got)")
 
 	// The parent's replies were its own: its second one ended the run.
 	assert.Equal(t, "I could not get it written.", res.Text)
@@ -189,9 +185,7 @@ func TestSingleScriptExhaustedNamesSubAgents(t *testing.T) {
 		Request: 4, Agent: "", Step: 1, Purpose: llm.PurposeStep, Err: snapshots.ErrScriptExhausted,
 		Hint: `the script has 3 replies, and sub-agents took some of them ("researcher" 2): give each sub-agent its own with Agent(name, ...)`,
 	}
-	if diff := cmp.Diff(want, *se, cmpopts.EquateErrors()); diff != "" {
-		t.Errorf("ScriptError mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff(want, *se, cmpopts.EquateErrors()), "ScriptError mismatch (-want +got)")
 }
 
 // TestAgentScriptsRunInParallel: two sub-agents called at once each answer

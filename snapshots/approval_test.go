@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+
 	"github.com/reprompt/reprompt/effects"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
@@ -53,18 +55,14 @@ func TestApprovalGolden(t *testing.T) {
 		}
 		return true, ""
 	}))
-	if fmt.Sprint(asked) != "[call_1 call_3]" {
-		t.Errorf("Decide asked for %v, want [call_1 call_3]", asked)
-	}
-	if paid, err := runtime.StateOf[int](res, "paid"); err != nil || paid != 930 {
-		t.Errorf("paid = %d, %v; want 930", paid, err)
-	}
+	assert.Equal(t, "[call_1 call_3]", fmt.Sprint(asked), "Decide asked for %v, want [call_1 call_3]", asked)
+	paid, err := runtime.StateOf[int](res, "paid")
+	assert.NoError(t, err, "state paid")
+	assert.Equal(t, 930, paid, "state paid")
 }
 
 // TestApprovalGoldenPaused has no Decide: the snapshot ends with the pause.
 func TestApprovalGoldenPaused(t *testing.T) {
 	res := snapshots.Run(t, payer, payScript())
-	if len(res.Awaiting) != 2 {
-		t.Errorf("Awaiting = %v, want two calls", res.Awaiting)
-	}
+	assert.Len(t, res.Awaiting, 2, "Awaiting = %v, want two calls", res.Awaiting)
 }

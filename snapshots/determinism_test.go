@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
@@ -24,35 +26,25 @@ func TestRedactionAppliesBeforeComparingSteps(t *testing.T) {
 		return nil
 	}
 	res, err := runtime.Run(context.Background(), snapshots.Script(snapshots.CallTool("tick", nil), snapshots.Text("done")), fn, runtime.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	out := string(snapshots.Format(res.Steps, nil, snapshots.Redact(regexp.MustCompile(`\d\d:\d\d:\d\d`), "<time>")))
-	if !strings.Contains(out, "-- step 1/system --\n(as in step 0)\n") {
-		t.Errorf("step 1's system prompt differs only in a redacted value but was written again:\n%s", out)
-	}
+	assert.Contains(t, out, "-- step 1/system --\n(as in step 0)\n", "step 1's system prompt differs only in a redacted value but was written again:\n%s", out)
 }
 
 // TestErrorTextHasNoLineNumbers: the run error in a golden file names
 // files without line numbers.
 func TestErrorTextHasNoLineNumbers(t *testing.T) {
 	out := string(snapshots.Format(nil, errors.New("effect #0 (registered at agent.go:18) panicked at tools.go:7")))
-	if strings.Contains(out, ".go:") || !strings.Contains(out, "agent.go)") {
-		t.Errorf("error line keeps line numbers:\n%s", out)
-	}
+	assert.NotContains(t, out, ".go:", "error line keeps line numbers")
+	assert.Contains(t, out, "agent.go)", "error line keeps line numbers")
 }
 
 func TestNoFinishReplaysNoFinishReason(t *testing.T) {
 	m := snapshots.Script(snapshots.Reply{Text: "hi", Finish: snapshots.NoFinish}, snapshots.Text("hi"))
 	r1, err := m.Generate(context.Background(), &llm.Request{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	r2, err := m.Generate(context.Background(), &llm.Request{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r1.FinishReason != "" || r2.FinishReason != llm.FinishStop {
-		t.Errorf("finish reasons %q and %q, want none and stop", r1.FinishReason, r2.FinishReason)
-	}
+	require.NoError(t, err)
+	assert.Empty(t, r1.FinishReason, "finish reason of the NoFinish reply")
+	assert.Equal(t, llm.FinishStop, r2.FinishReason, "finish reason of the default reply")
 }

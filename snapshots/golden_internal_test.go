@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/llm"
@@ -23,9 +25,8 @@ func TestGoldenPath(t *testing.T) {
 		{"TestX/..", "testdata/TestX/___.txtar"},
 		{"TestX/", "testdata/TestX/_.txtar"},
 	} {
-		if got := filepath.ToSlash(goldenPath("testdata", tc.name)); got != tc.want {
-			t.Errorf("goldenPath(%q) = %q, want %q", tc.name, got, tc.want)
-		}
+		got := filepath.ToSlash(goldenPath("testdata", tc.name))
+		assert.Equal(t, tc.want, got, "goldenPath(%q) = %q, want %q", tc.name, got, tc.want)
 	}
 }
 
@@ -36,18 +37,16 @@ func TestUpdateCommand(t *testing.T) {
 		{"TestX/1+1", `REPROMPT_UPDATE=1 go test ./snapshots -run '^TestX$/^1\+1$'`},
 		{"TestX/it's", `REPROMPT_UPDATE=1 go test ./snapshots -run '^TestX$/^it'\''s$'`},
 	} {
-		if got := updateCommand(tc.name); got != tc.want {
-			t.Errorf("updateCommand(%q) = %s, want %s", tc.name, got, tc.want)
-		}
+		got := updateCommand(tc.name)
+		assert.Equal(t, tc.want, got, "updateCommand(%q) = %s, want %s", tc.name, got, tc.want)
 	}
 }
 
 func TestEnvOn(t *testing.T) {
 	for v, want := range map[string]bool{"": false, "0": false, "false": false, "FALSE": false, "1": true, "true": true, "yes": true} {
 		t.Setenv("REPROMPT_TEST_ENV", v)
-		if got := envOn("REPROMPT_TEST_ENV"); got != want {
-			t.Errorf("envOn(%q) = %t, want %t", v, got, want)
-		}
+		got := envOn("REPROMPT_TEST_ENV")
+		assert.Equal(t, want, got, "envOn(%q) = %t, want %t", v, got, want)
 	}
 }
 
@@ -56,9 +55,7 @@ func TestUnusedGoldens(t *testing.T) {
 	write := func(rel, content string) string {
 		p := filepath.Join(dir, rel)
 		os.MkdirAll(filepath.Dir(p), 0o755)
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
 		return p
 	}
 	usedFile := write("TestA.txtar", Header+"\n")
@@ -68,9 +65,7 @@ func TestUnusedGoldens(t *testing.T) {
 	write("TestD.json", Header+"\n")
 
 	got := unusedGoldens([]string{dir, filepath.Join(dir, "missing")}, map[string]bool{usedFile: true})
-	if diff := cmp.Diff([]string{unusedFile, oldVersion}, got); diff != "" {
-		t.Errorf("unused mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff([]string{unusedFile, oldVersion}, got), "unused mismatch (-want +got)")
 }
 
 func TestDiffSections(t *testing.T) {
@@ -78,13 +73,9 @@ func TestDiffSections(t *testing.T) {
 	got := Header + "\n-- step 0/system --\nB\n-- step 0/reply --\ncontent: hi\n-- end --\nsteps: 1\n"
 	d := diffSections(want, got)
 	for _, s := range []string{"-- step 0/system --\n", "-- step 0/reply -- (only in got)\n", "-- step 0/state -- (only in want)\n"} {
-		if !strings.Contains(d, s) {
-			t.Errorf("diff lacks %q:\n%s", s, d)
-		}
+		assert.Contains(t, d, s, "diff lacks %q:\n%s", s, d)
 	}
-	if strings.Contains(d, "-- end --") {
-		t.Errorf("diff shows an equal section:\n%s", d)
-	}
+	assert.NotContains(t, d, "-- end --", "diff shows an equal section:\n%s", d)
 }
 
 // FuzzFormatSections: whatever text the system prompt, a message, a tool
@@ -113,11 +104,8 @@ func FuzzFormatSections(f *testing.F) {
 			names = append(names, s.name)
 		}
 		want := []string{"", "step 0/system", "step 0/tools", "step 0/messages", "step 0/reply", "step 0/results", "step 0/state", "end"}
-		if diff := cmp.Diff(want, names); diff != "" {
-			t.Errorf("sections mismatch (-want +got):\n%s\n%s", diff, out)
-		}
-		if !strings.HasPrefix(out, Header+"\n") || !strings.HasSuffix(out, "\n") {
-			t.Errorf("bad framing:\n%s", out)
-		}
+		assert.Empty(t, cmp.Diff(want, names), "sections of\n%s\nmismatch (-want +got)", out)
+		assert.True(t, strings.HasPrefix(out, Header+"\n"), "bad framing:\n%s", out)
+		assert.True(t, strings.HasSuffix(out, "\n"), "bad framing:\n%s", out)
 	})
 }

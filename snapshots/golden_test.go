@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
@@ -24,9 +26,7 @@ const role = "You count. Use the add tool."
 // testdata/TestGolden.txtar.
 func TestGolden(t *testing.T) {
 	res := snapshots.Run(t, counter(role), counterScript())
-	if got, want := res.Text, "The count is three."; got != want {
-		t.Errorf("final text = %q, want %q", got, want)
-	}
+	assert.Equal(t, "The count is three.", res.Text, "final text")
 }
 
 // TestGoldenSubtests keys golden files of subtests by their full name, one
@@ -62,13 +62,10 @@ func golden(t *testing.T, dir, name, role string) string {
 	f := runFake(t, name, func(tb testing.TB) {
 		snapshots.Run(tb, counter(role), counterScript(), snapshots.Dir(dir))
 	})
-	if msg := f.failed(); msg != "" {
-		t.Fatalf("writing the golden file failed: %s", msg)
-	}
+	require.Empty(t, f.failed(), "writing the golden file failed")
 	path := filepath.Join(dir, filepath.FromSlash(name)+".txtar")
-	if _, err := os.Stat(path); err != nil {
-		t.Fatalf("golden file not written: %v", err)
-	}
+	_, err := os.Stat(path)
+	require.NoError(t, err, "golden file not written")
 	return path
 }
 
@@ -81,9 +78,8 @@ func TestMismatchFailsWithDiff(t *testing.T) {
 	f := runFake(t, "TestAgent/changed role", func(tb testing.TB) {
 		snapshots.Run(tb, counter("You count carefully."), counterScript(), snapshots.Dir(dir))
 	})
-	if len(f.errors) != 1 || len(f.fatals) != 0 {
-		t.Fatalf("got errors %q, fatals %q; want one error", f.errors, f.fatals)
-	}
+	require.Len(t, f.errors, 1, "got errors %q, fatals %q; want one error", f.errors, f.fatals)
+	require.Empty(t, f.fatals, "got errors %q, fatals %q; want one error", f.errors, f.fatals)
 	// go-cmp randomly writes some spaces of a diff as U+00A0, so that its
 	// output is not parsed; read it with plain spaces.
 	msg := strings.ReplaceAll(f.errors[0], "\u00a0", " ")
@@ -94,20 +90,15 @@ func TestMismatchFailsWithDiff(t *testing.T) {
 		`+ 	"You count carefully.",`,
 		"REPROMPT_UPDATE=1 go test ./snapshots -run '^TestAgent$/^changed role$'",
 	} {
-		if !strings.Contains(msg, want) {
-			t.Errorf("the failure does not contain %q:\n%s", want, msg)
-		}
+		assert.Contains(t, msg, want, "the failure does not contain %q:\n%s", want, msg)
 	}
 	// Only the system sections differ: the messages, replies and state are
 	// the same.
 	for _, unwanted := range []string{"/messages --", "/reply --", "/state --"} {
-		if strings.Contains(msg, unwanted) {
-			t.Errorf("the diff shows a section %q that did not change:\n%s", unwanted, msg)
-		}
+		assert.NotContains(t, msg, unwanted, "the diff shows a section %q that did not change:\n%s", unwanted, msg)
 	}
-	if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
-		t.Errorf("the golden file changed without %s", snapshots.UpdateEnv)
-	}
+	after, _ := os.ReadFile(path)
+	assert.True(t, bytes.Equal(before, after), "the golden file changed without %s", snapshots.UpdateEnv)
 }
 
 func TestMismatchOtherVersion(t *testing.T) {
@@ -120,9 +111,7 @@ func TestMismatchOtherVersion(t *testing.T) {
 	f := runFake(t, "TestOld", func(tb testing.TB) {
 		snapshots.Run(tb, counter(role), counterScript(), snapshots.Dir(dir))
 	})
-	if msg := f.failed(); !strings.Contains(msg, "written by another version") {
-		t.Errorf("failure %q does not name the version", msg)
-	}
+	assert.Contains(t, f.failed(), "written by another version", "the failure does not name the version")
 }
 
 func TestUpdateRewrites(t *testing.T) {
@@ -133,25 +122,19 @@ func TestUpdateRewrites(t *testing.T) {
 	f := runFake(t, "TestAgent", func(tb testing.TB) {
 		snapshots.Run(tb, counter("You count carefully."), counterScript(), snapshots.Dir(dir))
 	})
-	if msg := f.failed(); msg != "" {
-		t.Fatalf("update failed: %s", msg)
-	}
-	if len(f.logs) != 1 || !strings.Contains(f.logs[0], "updated "+path) {
-		t.Errorf("logs = %q, want one naming the updated file", f.logs)
+	require.Empty(t, f.failed(), "update failed")
+	if assert.Len(t, f.logs, 1, "logs = %q, want one naming the updated file", f.logs) {
+		assert.Contains(t, f.logs[0], "updated "+path, "logs = %q, want one naming the updated file", f.logs)
 	}
 	data, _ := os.ReadFile(path)
-	if !strings.Contains(string(data), "You count carefully.") {
-		t.Errorf("the file was not rewritten:\n%s", data)
-	}
+	assert.Contains(t, string(data), "You count carefully.", "the file was not rewritten:\n%s", data)
 
 	// Without the variable, the rewritten file now matches.
 	setEnv(t, "", "")
 	f = runFake(t, "TestAgent", func(tb testing.TB) {
 		snapshots.Run(tb, counter("You count carefully."), counterScript(), snapshots.Dir(dir))
 	})
-	if msg := f.failed(); msg != "" {
-		t.Errorf("after the update the comparison failed: %s", msg)
-	}
+	assert.Empty(t, f.failed(), "after the update the comparison failed")
 }
 
 func TestUpdateRefusedOnCI(t *testing.T) {
@@ -163,12 +146,11 @@ func TestUpdateRefusedOnCI(t *testing.T) {
 	f := runFake(t, "TestAgent", func(tb testing.TB) {
 		snapshots.Run(tb, counter("You count carefully."), counterScript(), snapshots.Dir(dir))
 	})
-	if len(f.fatals) != 1 || !strings.Contains(f.fatals[0], "never written on CI") {
-		t.Errorf("fatals = %q, want one refusing to update on CI", f.fatals)
+	if assert.Len(t, f.fatals, 1, "fatals = %q, want one refusing to update on CI", f.fatals) {
+		assert.Contains(t, f.fatals[0], "never written on CI", "fatals = %q, want one refusing to update on CI", f.fatals)
 	}
-	if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
-		t.Errorf("the golden file was rewritten on CI")
-	}
+	after, _ := os.ReadFile(path)
+	assert.True(t, bytes.Equal(before, after), "the golden file was rewritten on CI")
 }
 
 func TestMissingGolden(t *testing.T) {
@@ -190,16 +172,14 @@ func TestMissingGolden(t *testing.T) {
 				snapshots.Run(tb, counter(role), counterScript(), snapshots.Dir(dir))
 			})
 			msg := f.failed()
-			switch {
-			case tc.fail == "" && msg != "":
-				t.Errorf("unexpected failure: %s", msg)
-			case tc.fail != "" && !strings.Contains(msg, tc.fail):
-				t.Errorf("failure %q does not contain %q", msg, tc.fail)
+			if tc.fail == "" {
+				assert.Empty(t, msg, "unexpected failure")
+			} else {
+				assert.Contains(t, msg, tc.fail, "the failure does not say what failed")
 			}
 			_, err := os.Stat(filepath.Join(dir, "TestNew.txtar"))
-			if created := err == nil; created != tc.wantCreated {
-				t.Errorf("file created = %t, want %t", created, tc.wantCreated)
-			}
+			created := err == nil
+			assert.Equal(t, tc.wantCreated, created, "file created = %t, want %t", created, tc.wantCreated)
 		})
 	}
 }
@@ -210,15 +190,13 @@ func TestRunErrors(t *testing.T) {
 	f := runFake(t, "TestFails", func(tb testing.TB) {
 		snapshots.Run(tb, counter(role), snapshots.Script(snapshots.Fail(errors.New("boom"))), snapshots.Dir(dir))
 	})
-	if msg := f.failed(); !strings.Contains(msg, "the run failed") || !strings.Contains(msg, "boom") {
-		t.Errorf("failure %q does not report the run's error", msg)
-	}
+	msg := f.failed()
+	assert.Contains(t, msg, "the run failed", "the failure does not report the run's error")
+	assert.Contains(t, msg, "boom", "the failure does not report the run's error")
 	f = runFake(t, "TestSucceeds", func(tb testing.TB) {
 		snapshots.Run(tb, counter(role), counterScript(), snapshots.Dir(dir), snapshots.ExpectError())
 	})
-	if msg := f.failed(); !strings.Contains(msg, "ExpectError") {
-		t.Errorf("failure %q does not report the missing error", msg)
-	}
+	assert.Contains(t, f.failed(), "ExpectError", "the failure does not report the missing error")
 }
 
 // stamped declares a variable holding the time, which differs on every
@@ -239,16 +217,12 @@ func TestRedact(t *testing.T) {
 	snapshots.Run(t, stamped, snapshots.Script(snapshots.Text("Noon.")), redact)
 
 	res, err := runtime.Run(context.Background(), snapshots.Script(snapshots.Text("Noon.")), stamped, runtime.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	out := string(snapshots.Format(res.Steps, nil, redact))
-	if !strings.Contains(out, "<now><time></now>") || timestamp.MatchString(out) {
-		t.Errorf("the time is not redacted:\n%s", out)
-	}
-	if raw := string(snapshots.Format(res.Steps, nil)); !timestamp.MatchString(raw) {
-		t.Errorf("without Redact the time should be there:\n%s", raw)
-	}
+	assert.Contains(t, out, "<now><time></now>", "the time is not redacted")
+	assert.NotRegexp(t, timestamp, out, "the time is not redacted")
+	raw := string(snapshots.Format(res.Steps, nil))
+	assert.Regexp(t, timestamp, raw, "without Redact the time should be there")
 }
 
 // TestFormatDeterministic formats the same run twice, in runs whose tool
@@ -267,9 +241,7 @@ func TestFormatDeterministic(t *testing.T) {
 	}
 	first := run()
 	for range 20 {
-		if diff := cmp.Diff(first, run()); diff != "" {
-			t.Fatalf("Format differs between runs (-first +later):\n%s", diff)
-		}
+		require.Empty(t, cmp.Diff(first, run()), "Format differs between runs (-first +later)")
 	}
 }
 
@@ -282,13 +254,11 @@ func TestFormatEscapesMarkers(t *testing.T) {
 		return nil
 	}
 	res, err := runtime.Run(context.Background(), snapshots.Script(snapshots.Text("ok")), fn, runtime.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	out := string(snapshots.Format(res.Steps, nil))
 	for line := range strings.Lines(out) {
-		if strings.Contains(line, "answer") && line != `\-- answer --`+"\n" {
-			t.Errorf("marker-like line written as %q", line)
+		if strings.Contains(line, "answer") {
+			assert.Equal(t, `\-- answer --`+"\n", line, "marker-like line written as %q", line)
 		}
 	}
 	var markers []string
@@ -298,7 +268,5 @@ func TestFormatEscapesMarkers(t *testing.T) {
 		}
 	}
 	want := []string{"-- step 0/system --", "-- step 0/tools --", "-- step 0/messages --", "-- step 0/reply --", "-- step 0/state --", "-- end --"}
-	if diff := cmp.Diff(want, markers); diff != "" {
-		t.Errorf("section markers mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff(want, markers), "section markers mismatch (-want +got)")
 }

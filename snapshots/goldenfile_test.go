@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/reprompt/reprompt/snapshots"
 )
 
@@ -47,22 +50,15 @@ func TestUpdateSwitch(t *testing.T) {
 				dir := t.TempDir()
 				path := filepath.Join(dir, way.path)
 				const stale = "stale golden file\n"
-				if err := os.WriteFile(path, []byte(stale), 0o644); err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, os.WriteFile(path, []byte(stale), 0o644))
 				setEnv(t, tt.update, "")
 				f := runFake(t, "TestAgent", func(tb testing.TB) { way.compare(tb, dir) })
 				data, err := os.ReadFile(path)
-				if err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, err)
 				rewritten := string(data) != stale
-				if rewritten != tt.rewrite {
-					t.Errorf("%s=%q: rewritten = %t, want %t (%s)", snapshots.UpdateEnv, tt.update, rewritten, tt.rewrite, tt.reason)
-				}
-				if failed := f.failed() != ""; failed == tt.rewrite {
-					t.Errorf("%s=%q: failed = %t, want %t (%s); failure: %s", snapshots.UpdateEnv, tt.update, failed, !tt.rewrite, tt.reason, f.failed())
-				}
+				assert.Equal(t, tt.rewrite, rewritten, "%s=%q: rewritten = %t, want %t (%s)", snapshots.UpdateEnv, tt.update, rewritten, tt.rewrite, tt.reason)
+				failed := f.failed() != ""
+				assert.Equal(t, !tt.rewrite, failed, "%s=%q: failed = %t, want %t (%s); failure: %s", snapshots.UpdateEnv, tt.update, failed, !tt.rewrite, tt.reason, f.failed())
 			})
 		}
 	}
@@ -88,14 +84,11 @@ func TestGoldenMismatch(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "out.golden")
-			if err := os.WriteFile(path, []byte(tt.want), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, os.WriteFile(path, []byte(tt.want), 0o644))
 			setEnv(t, "", "")
 			f := runFake(t, "TestOut/case", func(tb testing.TB) { snapshots.Golden(tb, path, []byte(tt.got)) })
-			if len(f.errors) != 1 || len(f.fatals) != 0 {
-				t.Fatalf("got errors %q, fatals %q; want one error", f.errors, f.fatals)
-			}
+			require.Len(t, f.errors, 1, "got errors %q, fatals %q; want one error", f.errors, f.fatals)
+			require.Empty(t, f.fatals, "got errors %q, fatals %q; want one error", f.errors, f.fatals)
 			// go-cmp writes some spaces of a diff as U+00A0; read them as
 			// plain spaces.
 			msg := strings.ReplaceAll(f.errors[0], "\u00a0", " ")
@@ -103,18 +96,13 @@ func TestGoldenMismatch(t *testing.T) {
 				path + " does not match the test's output (-want +got)",
 				"REPROMPT_UPDATE=1 go test ./snapshots -run '^TestOut$/^case$'",
 			}, tt.diff...) {
-				if !strings.Contains(msg, s) {
-					t.Errorf("the failure does not contain %q (%s):\n%s", s, tt.reason, msg)
-				}
+				assert.Contains(t, msg, s, "the failure does not contain %q (%s):\n%s", s, tt.reason, msg)
 			}
 			for _, s := range tt.unwanted {
-				if strings.Contains(msg, s) {
-					t.Errorf("the failure contains %q (%s):\n%s", s, tt.reason, msg)
-				}
+				assert.NotContains(t, msg, s, "the failure contains %q (%s):\n%s", s, tt.reason, msg)
 			}
-			if data, _ := os.ReadFile(path); string(data) != tt.want {
-				t.Errorf("the golden file changed without %s", snapshots.UpdateEnv)
-			}
+			data, _ := os.ReadFile(path)
+			assert.Equal(t, tt.want, string(data), "the golden file changed without %s", snapshots.UpdateEnv)
 		})
 	}
 }
@@ -140,28 +128,22 @@ func TestGoldenMissingAndCI(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "sub", "out.golden")
 			if tt.file != "" {
-				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, []byte(tt.file), 0o644); err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+				require.NoError(t, os.WriteFile(path, []byte(tt.file), 0o644))
 			}
 			setEnv(t, tt.update, tt.ci)
 			f := runFake(t, "TestOut", func(tb testing.TB) { snapshots.Golden(tb, path, []byte("got\n")) })
 			msg := f.failed()
-			switch {
-			case tt.fail == "" && msg != "":
-				t.Errorf("unexpected failure: %s", msg)
-			case tt.fail != "" && !strings.Contains(msg, tt.fail):
-				t.Errorf("failure %q does not contain %q", msg, tt.fail)
+			if tt.fail == "" {
+				assert.Empty(t, msg, "unexpected failure")
+			} else {
+				assert.Contains(t, msg, tt.fail, "the failure does not say what failed")
 			}
 			data, err := os.ReadFile(path)
-			switch {
-			case tt.wantFile == "" && err == nil:
-				t.Errorf("file written: %q", data)
-			case tt.wantFile != "" && string(data) != tt.wantFile:
-				t.Errorf("file = %q, %v; want %q", data, err, tt.wantFile)
+			if tt.wantFile == "" {
+				assert.Error(t, err, "file written: %q", data)
+			} else {
+				assert.Equal(t, tt.wantFile, string(data), "file = %q, %v; want %q", data, err, tt.wantFile)
 			}
 		})
 	}

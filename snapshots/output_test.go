@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/llm"
@@ -57,9 +58,7 @@ func TestStructuredOutput(t *testing.T) {
 			res := snapshots.Run(t, reviewer, reviewScript(), snapshots.Config(runtime.Config{OutputMode: mode}))
 			v, err := runtime.Output[verdict](res)
 			require.NoError(t, err)
-			if diff := cmp.Diff(verdict{Approved: true, Reasons: []string{"a one-line change"}}, v); diff != "" {
-				t.Errorf("output mismatch (-want +got):\n%s", diff)
-			}
+			assert.Empty(t, cmp.Diff(verdict{Approved: true, Reasons: []string{"a one-line change"}}, v), "output mismatch (-want +got)")
 			require.JSONEq(t, `{"approved":true,"reasons":["a one-line change"]}`, res.Text) // the answer as the model gave it
 		})
 	}
@@ -128,9 +127,7 @@ func TestStructuredOutputRecordReplay(t *testing.T) {
 			require.Equal(t, native, replay.NativeOutput())
 			got, err := runtime.Run(ctx, replay, reviewer, runtime.Config{})
 			require.NoError(t, err)
-			if diff := cmp.Diff(string(snapshots.Format(want.Steps, nil)), string(snapshots.Format(got.Steps, nil))); diff != "" {
-				t.Errorf("replayed run differs from the recorded one (-recorded +replayed):\n%s", diff)
-			}
+			assert.Empty(t, cmp.Diff(string(snapshots.Format(want.Steps, nil)), string(snapshots.Format(got.Steps, nil))), "replayed run differs from the recorded one (-recorded +replayed)")
 			wantMode := llm.OutputTool
 			if native {
 				wantMode = llm.OutputNative

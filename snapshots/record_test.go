@@ -34,45 +34,25 @@ func TestRecordReplay(t *testing.T) {
 	)
 	rec := snapshots.Record(real)
 	want, err := runtime.Run(ctx, rec, counter(role), runtime.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	path := filepath.Join(t.TempDir(), "recording.json")
-	if err := rec.WriteFile(path); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, rec.WriteFile(path))
 
 	replay, err := snapshots.Replay(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	got, err := runtime.Run(ctx, replay, counter(role), runtime.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(string(snapshots.Format(want.Steps, nil)), string(snapshots.Format(got.Steps, nil))); diff != "" {
-		t.Errorf("replayed run differs from the recorded one (-recorded +replayed):\n%s", diff)
-	}
-	if diff := cmp.Diff(want.Usage, got.Usage); diff != "" {
-		t.Errorf("usage mismatch (-recorded +replayed):\n%s", diff)
-	}
+	require.NoError(t, err)
+	assert.Empty(t, cmp.Diff(string(snapshots.Format(want.Steps, nil)), string(snapshots.Format(got.Steps, nil))), "replayed run differs from the recorded one (-recorded +replayed)")
+	assert.Empty(t, cmp.Diff(want.Usage, got.Usage), "usage mismatch (-recorded +replayed)")
 	for i := range want.Steps {
-		if w, g := want.Steps[i].Reply.FinishReason, got.Steps[i].Reply.FinishReason; w != g {
-			t.Errorf("step %d: finish reason %q, recorded %q", i, g, w)
-		}
+		assert.Equal(t, want.Steps[i].Reply.FinishReason, got.Steps[i].Reply.FinishReason, "step %d: finish reason (recorded, replayed)", i)
 	}
-	if replay.Remaining() != 0 {
-		t.Errorf("%d replies left unused", replay.Remaining())
-	}
+	assert.Zero(t, replay.Remaining(), "replies left unused")
 
 	// In memory, without a file, the same.
 	again, err := runtime.Run(ctx, snapshots.Script(rec.Replies()...), counter(role), runtime.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(string(snapshots.Format(want.Steps, nil)), string(snapshots.Format(again.Steps, nil))); diff != "" {
-		t.Errorf("Replies differ from the recorded run (-recorded +replayed):\n%s", diff)
-	}
+	require.NoError(t, err)
+	assert.Empty(t, cmp.Diff(string(snapshots.Format(want.Steps, nil)), string(snapshots.Format(again.Steps, nil))), "Replies differ from the recorded run (-recorded +replayed)")
 }
 
 // TestRecordReplayErrors: a model error comes back as an *llm.ModelError
@@ -88,25 +68,21 @@ func TestRecordReplayErrors(t *testing.T) {
 	_, err1 := rec.Generate(ctx, req)
 	_, err2 := rec.Generate(ctx, req)
 	path := filepath.Join(t.TempDir(), "errors.json")
-	if err := rec.WriteFile(path); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, rec.WriteFile(path))
 	replay, err := snapshots.Replay(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	_, got1 := replay.Generate(ctx, req)
 	_, got2 := replay.Generate(ctx, req)
 	me, ok := errors.AsType[*llm.ModelError](got1)
-	if !ok || me.StatusCode != 429 || !me.Retryable || !llm.IsRetryable(got1) {
-		t.Errorf("replayed model error = %#v, want status 429, retryable", got1)
+	if assert.True(t, ok, "replayed model error = %#v, want an *llm.ModelError", got1) {
+		assert.Equal(t, 429, me.StatusCode, "replayed model error = %#v, want status 429, retryable", got1)
+		assert.True(t, me.Retryable, "replayed model error = %#v, want status 429, retryable", got1)
 	}
+	assert.True(t, llm.IsRetryable(got1), "replayed model error = %#v, want status 429, retryable", got1)
 	// The recorded text is what a replay can give back.
-	if got1.Error() != err1.Error() {
-		t.Errorf("replayed %q, recorded %q", got1, err1)
-	}
-	if got2 == nil || got2.Error() != err2.Error() {
-		t.Errorf("replayed %v, recorded %v", got2, err2)
+	assert.Equal(t, err1.Error(), got1.Error(), "replayed %q, recorded %q", got1, err1)
+	if assert.Error(t, got2, "replayed %v, recorded %v", got2, err2) {
+		assert.Equal(t, err2.Error(), got2.Error(), "replayed %v, recorded %v", got2, err2)
 	}
 }
 
@@ -114,9 +90,7 @@ func TestRecordReplayErrors(t *testing.T) {
 // snapshots the run: the way a bug seen against a real model becomes a test.
 func TestReplayCommitted(t *testing.T) {
 	model, err := snapshots.Replay("testdata/counter.recording.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	snapshots.Run(t, counter(role), model)
 }
 
@@ -129,13 +103,11 @@ func TestReplayBadFile(t *testing.T) {
 	} {
 		path := filepath.Join(dir, name)
 		os.WriteFile(path, []byte(content), 0o644)
-		if _, err := snapshots.Replay(path); err == nil {
-			t.Errorf("Replay(%s) succeeded", name)
-		}
+		_, err := snapshots.Replay(path)
+		assert.Error(t, err, "Replay(%s) succeeded", name)
 	}
-	if _, err := snapshots.Replay(filepath.Join(dir, "missing.json")); err == nil {
-		t.Errorf("Replay of a missing file succeeded")
-	}
+	_, err := snapshots.Replay(filepath.Join(dir, "missing.json"))
+	assert.Error(t, err, "Replay of a missing file succeeded")
 }
 
 // TestRecordStream: the recorder streams through a streaming model and
@@ -144,15 +116,12 @@ func TestRecordStream(t *testing.T) {
 	rec := snapshots.Record(snapshots.Script(snapshots.Text("hello there")))
 	var deltas []string
 	cfg := runtime.Config{OnDelta: func(d llm.Delta) { deltas = append(deltas, d.Content) }}
-	if _, err := runtime.Run(context.Background(), rec, counter(role), cfg); err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff([]string{"hello ", "there"}, deltas); diff != "" {
-		t.Errorf("deltas mismatch (-want +got):\n%s", diff)
-	}
+	_, err := runtime.Run(context.Background(), rec, counter(role), cfg)
+	require.NoError(t, err)
+	assert.Empty(t, cmp.Diff([]string{"hello ", "there"}, deltas), "deltas mismatch (-want +got)")
 	replies := rec.Replies()
-	if len(replies) != 1 || replies[0].Text != "hello there" {
-		t.Errorf("recorded %+v, want one reply with text %q", replies, "hello there")
+	if assert.Len(t, replies, 1, "recorded %+v, want one reply with text %q", replies, "hello there") {
+		assert.Equal(t, "hello there", replies[0].Text, "recorded %+v, want one reply with text %q", replies, "hello there")
 	}
 }
 
@@ -203,9 +172,7 @@ func TestRecordReplayAgentsAndSummaries(t *testing.T) {
 		require.NoError(t, err, name)
 		require.NoError(t, m.Err(), name)
 		assert.Zero(t, m.Remaining(), name)
-		if diff := cmp.Diff(string(snapshots.Format(want.Steps, nil)), string(snapshots.Format(got.Steps, nil))); diff != "" {
-			t.Errorf("%s: replayed run differs from the recorded one (-recorded +replayed):\n%s", name, diff)
-		}
+		assert.Empty(t, cmp.Diff(string(snapshots.Format(want.Steps, nil)), string(snapshots.Format(got.Steps, nil))), "%s: replayed run differs from the recorded one (-recorded +replayed)", name)
 	}
 	require.Len(t, want.Steps[1].Summaries, 1)
 	require.Len(t, want.Steps[0].Agents, 1)

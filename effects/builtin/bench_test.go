@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
 	"github.com/reprompt/reprompt/effects/builtin"
@@ -40,19 +43,13 @@ func benchStep(b *testing.B, n int, mk func() effects.Func, window int) {
 			fn = mk()
 			s := effects.NewStep(0, full[:n])
 			s.Budget.Window = window
-			if err := fn(ctx, s); err != nil {
-				b.Fatal(err)
-			}
+			require.NoError(b, fn(ctx, s))
 			b.StartTimer()
 		}
 		s := effects.NewStep(i, full[:n+j+1])
 		s.Budget.Window = window
-		if err := fn(ctx, s); err != nil {
-			b.Fatal(err)
-		}
-		if s.Mods().Committed {
-			b.Fatal("the effect acted")
-		}
+		require.NoError(b, fn(ctx, s))
+		require.False(b, s.Mods().Committed, "the effect acted")
 	}
 }
 
@@ -83,11 +80,7 @@ func TestCompactCountsOnlyNewMessages(t *testing.T) {
 	for n := 1000; n < 2000; n++ {
 		s := effects.NewStep(n, full[:n])
 		s.Budget = budget
-		if err := c(context.Background(), s); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, c(context.Background(), s))
 	}
-	if counted > 2000 {
-		t.Errorf("counted %d messages over 1000 steps of 1000 to 2000 messages: the history is counted again", counted)
-	}
+	assert.LessOrEqual(t, counted, 2000, "counted %d messages over 1000 steps of 1000 to 2000 messages: the history is counted again", counted)
 }

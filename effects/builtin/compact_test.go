@@ -2,11 +2,13 @@ package builtin_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects/builtin"
@@ -35,16 +37,12 @@ func TestCompactBelowThresholdDoesNothing(t *testing.T) {
 	model := &fakeModel{}
 	c := builtin.Compact(builtin.CompactConfig{Model: model})
 	msgs := conversation(3, 100)
-	if got := committed(t, c, newStep(1, msgs, 100_000)); got != nil {
-		t.Fatalf("compacted below the threshold:\n%s", dump(got))
-	}
+	got := committed(t, c, newStep(1, msgs, 100_000))
+	require.Nil(t, got, "compacted below the threshold:\n%s", dump(got))
 	// No window known: nothing either.
-	if got := committed(t, c, newStep(1, conversation(100, 1000), 0)); got != nil {
-		t.Fatal("compacted with no window")
-	}
-	if len(model.Calls()) != 0 {
-		t.Fatal("the model was called")
-	}
+	got = committed(t, c, newStep(1, conversation(100, 1000), 0))
+	require.Nil(t, got, "compacted with no window")
+	require.Empty(t, model.Calls(), "the model was called")
 }
 
 func TestCompactTrimsFirst(t *testing.T) {
@@ -54,23 +52,16 @@ func TestCompactTrimsFirst(t *testing.T) {
 	msgs := conversation(8, 2000) // ≈ 8×(500+…) tokens
 	window := count(msgs) * 100 / 90
 	got := committed(t, c, newStep(1, msgs, window))
-	if got == nil {
-		t.Fatal("no commit")
-	}
-	if len(model.Calls()) != 0 {
-		t.Fatal("summarised although trimming was enough")
-	}
-	if len(got) != len(msgs) {
-		t.Fatalf("messages %d → %d", len(msgs), len(got))
-	}
-	if len(infos) != 1 || infos[0].Strategy != builtin.StrategyTrim || infos[0].Trimmed == 0 || infos[0].TokensAfter >= infos[0].TokensBefore {
-		t.Fatalf("info = %+v", infos)
-	}
+	require.NotNil(t, got, "no commit")
+	require.Empty(t, model.Calls(), "summarised although trimming was enough")
+	require.Len(t, got, len(msgs), "messages %d → %d", len(msgs), len(got))
+	require.Len(t, infos, 1, "info = %+v", infos)
+	require.Equal(t, builtin.StrategyTrim, infos[0].Strategy, "info = %+v", infos)
+	require.NotZero(t, infos[0].Trimmed, "info = %+v", infos)
+	require.Less(t, infos[0].TokensAfter, infos[0].TokensBefore, "info = %+v", infos)
 	// The last messages are not trimmed.
 	for _, m := range got[len(got)-6:] {
-		if m.Meta[builtin.MetaTrimmed] != "" {
-			t.Fatal("a recent message was trimmed")
-		}
+		require.Equal(t, "", m.Meta[builtin.MetaTrimmed], "a recent message was trimmed")
 	}
 }
 
@@ -81,44 +72,34 @@ func TestCompactSummarises(t *testing.T) {
 	msgs := conversation(20, 400)
 	window := count(msgs) / 2
 	got := committed(t, c, newStep(5, msgs, window))
-	if got == nil {
-		t.Fatal("no commit")
-	}
+	require.NotNil(t, got, "no commit")
 	calls := model.Calls()
-	if len(calls) != 1 {
-		t.Fatalf("model called %d times", len(calls))
-	}
-	if calls[0].system != builtin.DefaultSummaryPrompt {
-		t.Error("summariser system prompt")
-	}
-	if !strings.Contains(calls[0].user, "Summarise the conversation below.") || !strings.Contains(calls[0].user, "→ call read_file {\"path\":\"r") {
-		t.Errorf("summariser input:\n%s", calls[0].user)
-	}
+	require.Len(t, calls, 1, "model called %d times", len(calls))
+	assert.Equal(t, builtin.DefaultSummaryPrompt, calls[0].system, "summariser system prompt")
+	assert.Contains(t, calls[0].user, "Summarise the conversation below.", "summariser input")
+	assert.Contains(t, calls[0].user, "→ call read_file {\"path\":\"r", "summariser input")
 	// Layout: task, summary, kept messages verbatim.
-	if got[0].Content != msgs[0].Content {
-		t.Fatal("the task is not first")
-	}
-	if n, at := summaries(got); n != 1 || at != 1 {
-		t.Fatalf("%d summaries, at %d", n, at)
-	}
+	require.Equal(t, msgs[0].Content, got[0].Content, "the task is not first")
+	n, at := summaries(got)
+	require.Equal(t, 1, n, "%d summaries, at %d", n, at)
+	require.Equal(t, 1, at, "%d summaries, at %d", n, at)
 	sm := got[1]
-	if sm.Role != defs.RoleUser || sm.Meta[builtin.MetaSummary] != "1" {
-		t.Fatalf("summary message %+v", sm)
-	}
+	require.Equal(t, defs.RoleUser, sm.Role, "summary message %+v", sm)
+	require.Equal(t, "1", sm.Meta[builtin.MetaSummary], "summary message %+v", sm)
 	kept := got[2:]
 	tail := msgs[len(msgs)-len(kept):]
 	for i := range kept {
-		if kept[i].Content != tail[i].Content || kept[i].ToolCallID != tail[i].ToolCallID {
-			t.Fatalf("kept message %d differs from the original", i)
-		}
+		require.Equal(t, tail[i].Content, kept[i].Content, "kept message %d differs from the original", i)
+		require.Equal(t, tail[i].ToolCallID, kept[i].ToolCallID, "kept message %d differs from the original", i)
 	}
-	if count(got) > window*8/10 {
-		t.Errorf("after compaction %d tokens, threshold %d", count(got), window*8/10)
-	}
-	if info.Summarized+info.Kept+1 != len(msgs) || info.Kept != len(kept) || info.MessagesAfter != len(got) ||
-		info.Incremental || info.SummaryLen != len(model.summary) || info.Strategy != builtin.StrategySummarize || info.Step != 5 {
-		t.Errorf("info = %+v", info)
-	}
+	assert.LessOrEqual(t, count(got), window*8/10, "after compaction %d tokens, threshold %d", count(got), window*8/10)
+	assert.Equal(t, len(msgs), info.Summarized+info.Kept+1, "info = %+v: Summarized+Kept+1", info)
+	assert.Equal(t, len(kept), info.Kept, "info = %+v: Kept", info)
+	assert.Equal(t, len(got), info.MessagesAfter, "info = %+v: MessagesAfter", info)
+	assert.False(t, info.Incremental, "info = %+v: Incremental", info)
+	assert.Equal(t, len(model.summary), info.SummaryLen, "info = %+v: SummaryLen", info)
+	assert.Equal(t, builtin.StrategySummarize, info.Strategy, "info = %+v: Strategy", info)
+	assert.Equal(t, 5, info.Step, "info = %+v: Step", info)
 	// The summarised files: every summarised read and write.
 	summarised := msgs[1 : 1+info.Summarized]
 	for _, m := range summarised {
@@ -127,9 +108,7 @@ func TestCompactSummarises(t *testing.T) {
 			if tc.Name == "write_file" {
 				key = builtin.MetaModifiedFiles
 			}
-			if !strings.Contains(sm.Meta[key], tc.ID+".go") {
-				t.Errorf("%s missing from %s: %q", tc.ID, key, sm.Meta[key])
-			}
+			assert.Contains(t, sm.Meta[key], tc.ID+".go", "%s missing from %s: %q", tc.ID, key, sm.Meta[key])
 		}
 	}
 }
@@ -144,15 +123,11 @@ func TestCompactSummaryFormat(t *testing.T) {
 		"<read-files>\na.go\nb.go\n</read-files>\n" +
 		"<modified-files>\nc.go\n</modified-files>\n" +
 		"</summary>"
-	if got != want {
-		t.Errorf("mismatch:\n got %q\nwant %q", got, want)
-	}
-	if got := builtin.SummaryContent("Only text.", nil, nil); got != "<summary>\nThis summary replaces the earlier part of the conversation; the messages after it continue from where it ends.\n\nOnly text.\n</summary>" {
-		t.Errorf("no files: %q", got)
-	}
-	if got := builtin.SummaryContent("X", nil, []string{"m.go"}); !strings.HasSuffix(got, "X\n\n<modified-files>\nm.go\n</modified-files>\n</summary>") {
-		t.Errorf("modified only: %q", got)
-	}
+	assert.Equal(t, want, got, "mismatch:\n got %q\nwant %q", got, want)
+	got = builtin.SummaryContent("Only text.", nil, nil)
+	assert.Equal(t, "<summary>\nThis summary replaces the earlier part of the conversation; the messages after it continue from where it ends.\n\nOnly text.\n</summary>", got, "no files: %q", got)
+	got = builtin.SummaryContent("X", nil, []string{"m.go"})
+	assert.True(t, strings.HasSuffix(got, "X\n\n<modified-files>\nm.go\n</modified-files>\n</summary>"), "modified only: %q", got)
 }
 
 func TestCompactSummaryMessageGolden(t *testing.T) {
@@ -173,9 +148,7 @@ func TestCompactSummaryMessageGolden(t *testing.T) {
 	s := newStep(3, msgs, 600)
 	s.ContextTooLong = true
 	got := committed(t, c, s)
-	if got == nil {
-		t.Fatal("no commit")
-	}
+	require.NotNil(t, got, "no commit")
 	want := "<summary>\n" +
 		"This summary replaces the earlier part of the conversation; the messages after it continue from where it ends.\n\n" +
 		"Goal: fix the parser.\n\n" +
@@ -183,22 +156,14 @@ func TestCompactSummaryMessageGolden(t *testing.T) {
 		"<modified-files>\ne.go\n</modified-files>\n" +
 		"</summary>"
 	want = strings.Replace(want, "b.go\n", "a.go\nb.go\n", 1)
-	if got[1].Content != want {
-		t.Errorf("summary content:\n got %q\nwant %q", got[1].Content, want)
-	}
+	assert.Equal(t, want, got[1].Content, "summary content:\n got %q\nwant %q", got[1].Content, want)
 	wantMeta := map[string]string{"summary": "1", "summary_text": "Goal: fix the parser.", "compact_failures": "0",
 		"read_files": "a.go\nb.go", "modified_files": "e.go"}
 	for k, v := range wantMeta {
-		if got[1].Meta[k] != v {
-			t.Errorf("Meta[%q] = %q, want %q", k, got[1].Meta[k], v)
-		}
+		assert.Equal(t, v, got[1].Meta[k], "Meta[%q] = %q, want %q", k, got[1].Meta[k], v)
 	}
-	if len(got[1].Meta) != len(wantMeta) {
-		t.Errorf("Meta = %v", got[1].Meta)
-	}
-	if got[2].Content != "Now run the tests." {
-		t.Errorf("kept part starts with %q", got[2].Content)
-	}
+	assert.Len(t, got[1].Meta, len(wantMeta), "Meta = %v", got[1].Meta)
+	assert.Equal(t, "Now run the tests.", got[2].Content, "kept part starts with %q", got[2].Content)
 }
 
 func TestCompactUpdatesThePreviousSummary(t *testing.T) {
@@ -214,30 +179,22 @@ func TestCompactUpdatesThePreviousSummary(t *testing.T) {
 		got = append(got, more[len(more)-5:]...)
 	}
 	again := committed(t, c, newStep(2, got, window))
-	if again == nil {
-		t.Fatal("no second compaction")
-	}
-	if n, at := summaries(again); n != 1 || at != 1 {
-		t.Fatalf("%d summaries at %d:\n%s", n, at, dump(again))
-	}
-	if again[1].Meta[builtin.MetaSummary] != "2" || !strings.Contains(again[1].Content, "Summary #2") {
-		t.Errorf("second summary: %+v", again[1])
-	}
+	require.NotNil(t, again, "no second compaction")
+	n, at := summaries(again)
+	require.Equal(t, 1, n, "%d summaries at %d:\n%s", n, at, dump(again))
+	require.Equal(t, 1, at, "%d summaries at %d:\n%s", n, at, dump(again))
+	assert.Equal(t, "2", again[1].Meta[builtin.MetaSummary], "second summary: %+v", again[1])
+	assert.Contains(t, again[1].Content, "Summary #2", "second summary: %+v", again[1])
 	calls := model.Calls()
-	if len(calls) != 2 || !strings.Contains(calls[1].user, "<previous-summary>\nSummary #1 of the conversation.\n</previous-summary>") ||
-		!strings.Contains(calls[1].user, "Update the previous summary") {
-		t.Fatalf("second call:\n%s", calls[len(calls)-1].user)
-	}
-	if strings.Contains(calls[1].user, "[earlier summary]") {
-		t.Error("the previous summary was rendered as a message too")
-	}
-	if len(infos) != 2 || !infos[1].Incremental {
-		t.Errorf("infos = %+v", infos)
+	require.Len(t, calls, 2, "model calls")
+	require.Contains(t, calls[1].user, "<previous-summary>\nSummary #1 of the conversation.\n</previous-summary>", "second call:\n%s", calls[1].user)
+	require.Contains(t, calls[1].user, "Update the previous summary", "second call:\n%s", calls[1].user)
+	assert.NotContains(t, calls[1].user, "[earlier summary]", "the previous summary was rendered as a message too")
+	if assert.Len(t, infos, 2, "infos = %+v", infos) {
+		assert.True(t, infos[1].Incremental, "infos = %+v", infos)
 	}
 	// Files accumulate across compactions.
-	if !strings.Contains(again[1].Meta[builtin.MetaReadFiles], "r0.go") {
-		t.Errorf("r0.go was forgotten: %q", again[1].Meta[builtin.MetaReadFiles])
-	}
+	assert.Contains(t, again[1].Meta[builtin.MetaReadFiles], "r0.go", "r0.go was forgotten: %q", again[1].Meta[builtin.MetaReadFiles])
 }
 
 func TestCompactSplitTurn(t *testing.T) {
@@ -251,17 +208,13 @@ func TestCompactSplitTurn(t *testing.T) {
 	}
 	window := count(msgs) / 2
 	got := committed(t, c, newStep(1, msgs, window))
-	if got == nil {
-		t.Fatal("no commit")
-	}
-	if !info.SplitTurn || got[2].Role != defs.RoleAssistant || got[1].Meta[builtin.MetaSplitTurn] != "true" {
-		t.Fatalf("split turn not reported: %+v\n%s", info, dump(got))
-	}
+	require.NotNil(t, got, "no commit")
+	require.True(t, info.SplitTurn, "split turn not reported: %+v\n%s", info, dump(got))
+	require.Equal(t, defs.RoleAssistant, got[2].Role, "split turn not reported: %+v\n%s", info, dump(got))
+	require.Equal(t, "true", got[1].Meta[builtin.MetaSplitTurn], "split turn not reported: %+v\n%s", info, dump(got))
 	in := model.Calls()[0].user
-	if !strings.Contains(in, "ends inside a turn that is still in progress") ||
-		!strings.Contains(in, "[The turn below is still in progress: it continues in the messages kept after this summary.]\n[user]\nDo all files.") {
-		t.Errorf("split turn not labelled for the summariser:\n%s", in[:min(len(in), 800)])
-	}
+	assert.True(t, strings.Contains(in, "ends inside a turn that is still in progress"), "split turn not labelled for the summariser:\n%s", in[:min(len(in), 800)])
+	assert.True(t, strings.Contains(in, "[The turn below is still in progress: it continues in the messages kept after this summary.]\n[user]\nDo all files."), "split turn not labelled for the summariser:\n%s", in[:min(len(in), 800)])
 }
 
 func TestCompactNeverSeparatesParallelCalls(t *testing.T) {
@@ -286,16 +239,11 @@ func TestCompactBoundsTheSummariserInput(t *testing.T) {
 	model := &fakeModel{}
 	c := builtin.Compact(builtin.CompactConfig{Model: model, SummaryInputTokens: 500})
 	msgs := conversation(40, 800)
-	if committed(t, c, newStep(1, msgs, count(msgs)/2)) == nil {
-		t.Fatal("no commit")
-	}
+	require.NotNil(t, committed(t, c, newStep(1, msgs, count(msgs)/2)), "no commit")
 	in := model.Calls()[0].user
-	if n := count([]defs.Message{user(in)}); n > 500 {
-		t.Errorf("summariser input is %d tokens, bound 500", n)
-	}
-	if !strings.Contains(in, "earlier messages left out") {
-		t.Errorf("input does not say what was left out:\n%s", in)
-	}
+	n := count([]defs.Message{user(in)})
+	assert.LessOrEqual(t, n, 500, "summariser input is %d tokens, bound 500", n)
+	assert.Contains(t, in, "earlier messages left out", "input does not say what was left out:\n%s", in)
 }
 
 func TestCompactCircuitBreaker(t *testing.T) {
@@ -310,9 +258,7 @@ func TestCompactCircuitBreaker(t *testing.T) {
 		s := newStep(step, msgs, window)
 		s.ContextTooLong = true
 		got := committed(t, c, s)
-		if got == nil {
-			t.Fatalf("step %d: no fallback compaction", step)
-		}
+		require.NotNil(t, got, "step %d: no fallback compaction", step)
 		msgs = got
 		more := conversation(2, 400)
 		msgs = append(msgs, more[1:]...)
@@ -326,36 +272,29 @@ func TestCompactCircuitBreaker(t *testing.T) {
 			}
 		}
 	}
-	if n := len(model.Calls()); n != 3 {
-		t.Fatalf("model called %d times, want 3 then the breaker open", n)
-	}
+	n := len(model.Calls())
+	require.Equal(t, 3, n, "model called %d times, want 3 then the breaker open", n)
 	for i, info := range infos {
-		if info.Strategy != builtin.StrategyHeuristic || info.Err == nil {
-			t.Errorf("compaction %d: %+v", i, info)
-		}
+		assert.Equal(t, builtin.StrategyHeuristic, info.Strategy, "compaction %d: %+v", i, info)
+		assert.Error(t, info.Err, "compaction %d: %+v", i, info)
 	}
-	if !errors.Is(infos[4].Err, builtin.ErrBreakerOpen) || !infos[4].BreakerOpen || infos[2].Failures != 3 {
-		t.Errorf("breaker: %+v", infos)
-	}
-	if !errors.Is(infos[0].Err, errModelDown) {
-		t.Errorf("first error = %v", infos[0].Err)
-	}
-	if n, _ := state.Get[int](context.Background(), st, builtin.DefaultStateKey); n != 3 {
-		t.Errorf("state holds %d failures", n)
-	}
+	assert.ErrorIs(t, infos[4].Err, builtin.ErrBreakerOpen, "breaker: %+v", infos)
+	assert.True(t, infos[4].BreakerOpen, "breaker: %+v", infos)
+	assert.Equal(t, 3, infos[2].Failures, "breaker: %+v", infos)
+	assert.ErrorIs(t, infos[0].Err, errModelDown, "first error = %v", infos[0].Err)
+	n, _ = state.Get[int](context.Background(), st, builtin.DefaultStateKey)
+	assert.Equal(t, 3, n, "state holds %d failures", n)
 	// A resumed run (a new effect) over the transcript keeps the breaker
 	// open, from the summary's Meta alone.
 	_, at := summaries(msgs)
-	if msgs[at].Meta[builtin.MetaFailures] != "3" || !strings.Contains(msgs[at].Content, "Summarised by rule") {
-		t.Fatalf("summary meta %v", msgs[at].Meta)
-	}
+	require.Equal(t, "3", msgs[at].Meta[builtin.MetaFailures], "summary meta %v", msgs[at].Meta)
+	require.Contains(t, msgs[at].Content, "Summarised by rule", "summary meta %v", msgs[at].Meta)
 	resumed := builtin.Compact(builtin.CompactConfig{Model: model})
 	s := newStep(9, msgs, window)
 	s.ContextTooLong = true
 	committed(t, resumed, s)
-	if n := len(model.Calls()); n != 3 {
-		t.Fatalf("resumed run called the model (%d calls)", n)
-	}
+	n = len(model.Calls())
+	require.Equal(t, 3, n, "resumed run called the model (%d calls)", n)
 }
 
 func TestCompactRecoversAfterAFailure(t *testing.T) {
@@ -374,9 +313,9 @@ func TestCompactRecoversAfterAFailure(t *testing.T) {
 	s = newStep(2, got, count(msgs)/2)
 	s.ContextTooLong = true
 	got = committed(t, c, s)
-	if infos[1].Strategy != builtin.StrategySummarize || infos[1].Failures != 0 || got[1].Meta[builtin.MetaFailures] != "0" {
-		t.Errorf("after a success: %+v, meta %v", infos[1], got[1].Meta)
-	}
+	assert.Equal(t, builtin.StrategySummarize, infos[1].Strategy, "after a success: %+v, meta %v", infos[1], got[1].Meta)
+	assert.Zero(t, infos[1].Failures, "after a success: %+v, meta %v", infos[1], got[1].Meta)
+	assert.Equal(t, "0", got[1].Meta[builtin.MetaFailures], "after a success: %+v, meta %v", infos[1], got[1].Meta)
 }
 
 func TestCompactContextTooLongForcesCompaction(t *testing.T) {
@@ -387,12 +326,9 @@ func TestCompactContextTooLongForcesCompaction(t *testing.T) {
 	s := newStep(1, msgs, window)
 	s.ContextTooLong = true
 	got := committed(t, c, s)
-	if got == nil || len(model.Calls()) != 1 {
-		t.Fatal("ContextTooLong did not force a summary")
-	}
-	if count(got) > count(msgs)*3/4 {
-		t.Errorf("forced compaction kept %d of %d tokens", count(got), count(msgs))
-	}
+	require.NotNil(t, got, "ContextTooLong did not force a summary")
+	require.Len(t, model.Calls(), 1, "ContextTooLong did not force a summary")
+	assert.LessOrEqual(t, count(got), count(msgs)*3/4, "forced compaction kept %d of %d tokens", count(got), count(msgs))
 }
 
 func TestCompactRuleBasedStrategies(t *testing.T) {
@@ -404,39 +340,27 @@ func TestCompactRuleBasedStrategies(t *testing.T) {
 			msgs := conversation(20, 400)
 			window := count(msgs) / 2
 			got := committed(t, c, newStep(1, msgs, window))
-			if got == nil {
-				t.Fatal("no commit")
-			}
-			if len(model.Calls()) != 0 {
-				t.Fatal("a rule-based strategy called the model")
-			}
-			if info.Strategy != st {
-				t.Errorf("strategy %q", info.Strategy)
-			}
+			require.NotNil(t, got, "no commit")
+			require.Empty(t, model.Calls(), "a rule-based strategy called the model")
+			assert.Equal(t, st, info.Strategy, "strategy %q", info.Strategy)
 			n, at := summaries(got)
 			switch st {
 			case builtin.StrategyTruncate:
-				if n != 0 || got[0].Content != msgs[0].Content {
-					t.Errorf("truncate: %d summaries\n%s", n, dump(got))
-				}
+				assert.Zero(t, n, "truncate: %d summaries\n%s", n, dump(got))
+				assert.Equal(t, msgs[0].Content, got[0].Content, "truncate: the task is not first\n%s", dump(got))
 			case builtin.StrategyWindow:
-				if n != 1 || at != 1 || len(got) > 2+builtin.DefaultWindowMessages {
-					t.Errorf("window kept %d messages\n%s", len(got), dump(got))
-				}
+				assert.Equal(t, 1, n, "window: %d summaries at %d\n%s", n, at, dump(got))
+				assert.Equal(t, 1, at, "window: %d summaries at %d\n%s", n, at, dump(got))
+				assert.LessOrEqual(t, len(got), 2+builtin.DefaultWindowMessages, "window kept %d messages\n%s", len(got), dump(got))
 			default:
-				if n != 1 || at != 1 {
-					t.Fatalf("heuristic: %d summaries at %d", n, at)
-				}
+				require.Equal(t, 1, n, "heuristic: %d summaries at %d", n, at)
+				require.Equal(t, 1, at, "heuristic: %d summaries at %d", n, at)
 				text := got[1].Meta[builtin.MetaSummaryText]
 				for _, want := range []string{"Summarised by rule", "User requests (most recent last):\n- Step", "Tools used: read_file ×", "write_file ×"} {
-					if !strings.Contains(text, want) {
-						t.Errorf("heuristic summary lacks %q:\n%s", want, text)
-					}
+					assert.Contains(t, text, want, "heuristic summary lacks %q:\n%s", want, text)
 				}
 			}
-			if count(got) > window*8/10 {
-				t.Errorf("%d tokens after, threshold %d", count(got), window*8/10)
-			}
+			assert.LessOrEqual(t, count(got), window*8/10, "%d tokens after, threshold %d", count(got), window*8/10)
 		})
 	}
 }
@@ -447,16 +371,17 @@ func TestCompactSummaryAtStartWithoutTask(t *testing.T) {
 	msgs := conversation(20, 400)[1:] // starts with a user message that is a step, still the "task"
 	msgs = append([]defs.Message{assistant("Hello, what shall I do?")}, msgs...)
 	got := committed(t, c, newStep(1, msgs, count(msgs)/2))
-	if n, at := summaries(got); n != 1 || at != 0 {
-		t.Fatalf("%d summaries at %d", n, at)
-	}
+	n, at := summaries(got)
+	require.Equal(t, 1, n, "%d summaries at %d", n, at)
+	require.Equal(t, 0, at, "%d summaries at %d", n, at)
 	// A second compaction updates it in place.
 	s := newStep(2, got, count(msgs)/2)
 	s.ContextTooLong = true
 	again := committed(t, c, s)
-	if n, at := summaries(again); n != 1 || at != 0 || again[0].Meta[builtin.MetaSummary] != "2" {
-		t.Fatalf("%d summaries at %d:\n%s", n, at, dump(again))
-	}
+	n, at = summaries(again)
+	require.Equal(t, 1, n, "%d summaries at %d:\n%s", n, at, dump(again))
+	require.Equal(t, 0, at, "%d summaries at %d:\n%s", n, at, dump(again))
+	require.Equal(t, "2", again[0].Meta[builtin.MetaSummary], "%d summaries at %d:\n%s", n, at, dump(again))
 }
 
 func TestCompactUsesStepModel(t *testing.T) {
@@ -465,9 +390,8 @@ func TestCompactUsesStepModel(t *testing.T) {
 	msgs := conversation(20, 400)
 	s := newStep(1, msgs, count(msgs)/2)
 	s.Model = model
-	if committed(t, c, s) == nil || len(model.Calls()) != 1 {
-		t.Fatal("Step.Model was not used")
-	}
+	require.NotNil(t, committed(t, c, s), "Step.Model was not used")
+	require.Len(t, model.Calls(), 1, "Step.Model was not used")
 }
 
 func TestCompactCancelled(t *testing.T) {
@@ -476,9 +400,7 @@ func TestCompactCancelled(t *testing.T) {
 	c := builtin.Compact(builtin.CompactConfig{Model: model})
 	msgs := conversation(20, 400)
 	s := newStep(1, msgs, count(msgs)/2)
-	if err := c(ctx, s); !errors.Is(err, context.Canceled) {
-		t.Fatalf("err = %v", err)
-	}
+	require.ErrorIs(t, c(ctx, s), context.Canceled)
 }
 
 func TestCompactHeuristicSummary(t *testing.T) {
@@ -499,9 +421,7 @@ func TestCompactHeuristicSummary(t *testing.T) {
 	s := newStep(1, msgs, 3000)
 	s.ContextTooLong = true
 	got := committed(t, c, s)
-	if got == nil {
-		t.Fatal("no commit")
-	}
+	require.NotNil(t, got, "no commit")
 	text := got[1].Meta[builtin.MetaSummaryText]
 	for _, want := range []string{
 		"Summarised by rule, without a model:",
@@ -511,13 +431,10 @@ func TestCompactHeuristicSummary(t *testing.T) {
 		"Tools used: run ×1 (1 failed), read_file ×1, grep ×1, edit_file ×1",
 		"Current turn (in progress, continues after this summary): it began with the request \"First, find the failing test.\"",
 	} {
-		if !strings.Contains(text, want) {
-			t.Errorf("summary lacks %q:\n%s", want, text)
-		}
+		assert.Contains(t, text, want, "summary lacks %q:\n%s", want, text)
 	}
-	if got[1].Meta[builtin.MetaModifiedFiles] != "e1.go" || got[1].Meta[builtin.MetaReadFiles] != "p1.go" {
-		t.Errorf("files: %v", got[1].Meta)
-	}
+	assert.Equal(t, "e1.go", got[1].Meta[builtin.MetaModifiedFiles], "files: %v", got[1].Meta)
+	assert.Equal(t, "p1.go", got[1].Meta[builtin.MetaReadFiles], "files: %v", got[1].Meta)
 }
 
 func TestCompactTarget(t *testing.T) {
@@ -526,12 +443,9 @@ func TestCompactTarget(t *testing.T) {
 	msgs := conversation(30, 100)
 	window := count(msgs) * 100 / 95
 	got := committed(t, c, newStep(1, msgs, window))
-	if got == nil {
-		t.Fatal("no commit")
-	}
-	if n := count(got); n > window*3/10 {
-		t.Errorf("%d tokens after, target %d (info %+v)", n, window*3/10, info)
-	}
+	require.NotNil(t, got, "no commit")
+	n := count(got)
+	assert.LessOrEqual(t, n, window*3/10, "%d tokens after, target %d (info %+v)", n, window*3/10, info)
 }
 
 func TestCompactNeverModifiesTheTranscript(t *testing.T) {
@@ -542,13 +456,11 @@ func TestCompactNeverModifiesTheTranscript(t *testing.T) {
 	orig := append([]defs.Message(nil), msgs...)
 	c := builtin.Compact(builtin.CompactConfig{Strategy: builtin.StrategyHeuristic})
 	got := committed(t, c, newStep(1, msgs, 1500))
-	if got == nil || got[2].Meta[builtin.MetaTrimmed] == "" {
-		t.Fatalf("kept results not trimmed:\n%s", dump(got))
-	}
+	require.NotNil(t, got, "kept results not trimmed:\n%s", dump(got))
+	require.NotEmpty(t, got[2].Meta[builtin.MetaTrimmed], "kept results not trimmed:\n%s", dump(got))
 	for i := range msgs {
-		if msgs[i].Content != orig[i].Content || msgs[i].Meta != nil {
-			t.Fatalf("message %d of the step's transcript was modified", i)
-		}
+		require.Equal(t, orig[i].Content, msgs[i].Content, "message %d of the step's transcript was modified", i)
+		require.Nil(t, msgs[i].Meta, "message %d of the step's transcript was modified", i)
 	}
 }
 
@@ -562,21 +474,19 @@ func TestCompactKeepsDeclaredSystemMessagesAndTask(t *testing.T) {
 			msgs := append(head, conversation(20, 400)[1:]...)
 			c := builtin.Compact(builtin.CompactConfig{Model: &fakeModel{}, Strategy: st})
 			got := committed(t, c, newStep(1, msgs, count(msgs)/2))
-			if got == nil {
-				t.Fatal("no commit")
-			}
-			if got[0].Content != head[0].Content || got[1].Content != head[1].Content {
-				t.Fatalf("declared system message or task not kept:\n%s", dump(got))
-			}
-			if n, at := summaries(got); n != 1 || at != 2 {
-				t.Errorf("%d summaries at %d, want 1 right after the task\n%s", n, at, dump(got))
-			}
+			require.NotNil(t, got, "no commit")
+			require.Equal(t, head[0].Content, got[0].Content, "declared system message or task not kept:\n%s", dump(got))
+			require.Equal(t, head[1].Content, got[1].Content, "declared system message or task not kept:\n%s", dump(got))
+			n, at := summaries(got)
+			assert.Equal(t, 1, n, "%d summaries at %d, want 1 right after the task\n%s", n, at, dump(got))
+			assert.Equal(t, 2, at, "%d summaries at %d, want 1 right after the task\n%s", n, at, dump(got))
 			// A second compaction updates the summary where it is.
 			more := append(append([]defs.Message(nil), got...), conversation(20, 400)[1:]...)
 			again := committed(t, c, newStep(2, more, count(more)/2))
-			if n, at := summaries(again); n != 1 || at != 2 || again[0].Content != head[0].Content {
-				t.Errorf("second compaction: %d summaries at %d\n%s", n, at, dump(again))
-			}
+			n, at = summaries(again)
+			assert.Equal(t, 1, n, "second compaction: %d summaries at %d\n%s", n, at, dump(again))
+			assert.Equal(t, 2, at, "second compaction: %d summaries at %d\n%s", n, at, dump(again))
+			assert.Equal(t, head[0].Content, again[0].Content, "second compaction: %d summaries at %d\n%s", n, at, dump(again))
 		})
 	}
 }
@@ -596,16 +506,10 @@ func TestCompactWindowKeepsTheLastToolResults(t *testing.T) {
 	}
 	c := builtin.Compact(builtin.CompactConfig{Strategy: builtin.StrategyWindow, WindowMessages: 4})
 	got := committed(t, c, newStep(1, msgs, count(msgs)/2))
-	if got == nil {
-		t.Fatal("no commit")
-	}
+	require.NotNil(t, got, "no commit")
 	tail := got[len(got)-13:]
-	if len(tail[0].ToolCalls) != 12 {
-		t.Fatalf("the call of the last results was not kept:\n%s", dump(got))
-	}
+	require.Len(t, tail[0].ToolCalls, 12, "the call of the last results was not kept:\n%s", dump(got))
 	for i, m := range tail[1:] {
-		if m.ToolCallID != fmt.Sprintf("p%d", i) {
-			t.Fatalf("result %d not kept:\n%s", i, dump(got))
-		}
+		require.Equal(t, fmt.Sprintf("p%d", i), m.ToolCallID, "result %d not kept:\n%s", i, dump(got))
 	}
 }

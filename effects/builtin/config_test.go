@@ -1,14 +1,15 @@
 package builtin_test
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/reprompt/reprompt/effects"
 	"github.com/reprompt/reprompt/effects/builtin"
 )
@@ -33,40 +34,38 @@ effects:
 
 func TestParse(t *testing.T) {
 	cfg, err := builtin.Parse("agent.yaml", []byte(goodConfig))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cfg.Profile != builtin.ProfileFor("gpt-4o") || len(cfg.Effects) != 3 {
-		t.Fatalf("config %+v", cfg)
-	}
+	require.NoError(t, err)
+	require.Equal(t, builtin.ProfileFor("gpt-4o"), cfg.Profile, "config %+v", cfg)
+	require.Len(t, cfg.Effects, 3, "config %+v", cfg)
 	e := cfg.Effects
-	if e[0].Kind != "trim_tool_results" || e[0].Phase != effects.AfterReply || *e[0].Trim != (builtin.TrimConfig{MaxResultLength: 400, PreserveRecent: 3, Batch: 2}) {
-		t.Errorf("trim %+v %+v", e[0], e[0].Trim)
-	}
+	assert.Equal(t, "trim_tool_results", e[0].Kind, "trim %+v %+v", e[0], e[0].Trim)
+	assert.Equal(t, effects.AfterReply, e[0].Phase, "trim %+v %+v", e[0], e[0].Trim)
+	assert.Equal(t, builtin.TrimConfig{MaxResultLength: 400, PreserveRecent: 3, Batch: 2}, *e[0].Trim, "trim %+v %+v", e[0], e[0].Trim)
 	c := e[1].Compact
-	if e[1].Phase != effects.BeforeCall || c.Threshold != 0.75 || c.Target != 0.5 || c.Strategy != builtin.StrategyHeuristic || c.KeepRecentTokens != 5000 ||
-		len(c.Files.ReadTools) != 1 || e[1].When != "step > 2 && tokens > 0.5 * window" || e[1].Line != 8 || e[1].Column != 5 {
-		t.Errorf("compact %+v %+v", e[1], c)
-	}
-	if l := e[2].Limits; *l != (builtin.LimitsConfig{MaxIterations: 40, MaxCost: 2.5, MaxTime: 10 * time.Minute, Warn: 0.9}) {
-		t.Errorf("limits %+v", l)
-	}
+	assert.Equal(t, effects.BeforeCall, e[1].Phase, "compact %+v %+v", e[1], c)
+	assert.Equal(t, 0.75, c.Threshold, "compact %+v %+v", e[1], c)
+	assert.Equal(t, 0.5, c.Target, "compact %+v %+v", e[1], c)
+	assert.Equal(t, builtin.StrategyHeuristic, c.Strategy, "compact %+v %+v", e[1], c)
+	assert.Equal(t, 5000, c.KeepRecentTokens, "compact %+v %+v", e[1], c)
+	assert.Len(t, c.Files.ReadTools, 1, "compact %+v %+v", e[1], c)
+	assert.Equal(t, "step > 2 && tokens > 0.5 * window", e[1].When, "compact %+v %+v", e[1], c)
+	assert.Equal(t, 8, e[1].Line, "compact %+v %+v", e[1], c)
+	assert.Equal(t, 5, e[1].Column, "compact %+v %+v", e[1], c)
+	l := e[2].Limits
+	assert.Equal(t, (builtin.LimitsConfig{MaxIterations: 40, MaxCost: 2.5, MaxTime: 10 * time.Minute, Warn: 0.9}), *l, "limits %+v", l)
 }
 
 func TestParseDefaults(t *testing.T) {
 	for _, src := range []string{"model: gpt-4o\n", "model: gpt-4o\neffects: []\n", "window: 8192\nreserve: 1024\neffects:\n"} {
 		cfg, err := builtin.Parse("a.yaml", []byte(src))
-		if err != nil {
-			t.Fatalf("%q: %v", src, err)
-		}
-		if len(cfg.Effects) != 2 || cfg.Effects[1].Compact.Window == 0 {
-			t.Errorf("%q: effects %+v", src, cfg.Effects)
+		require.NoError(t, err, "%q", src)
+		if assert.Len(t, cfg.Effects, 2, "%q: effects %+v", src, cfg.Effects) {
+			assert.NotZero(t, cfg.Effects[1].Compact.Window, "%q: effects %+v", src, cfg.Effects)
 		}
 	}
 	cfg, err := builtin.Parse("empty.yaml", nil)
-	if err != nil || len(cfg.Effects) != 0 {
-		t.Errorf("empty file: %v %+v", err, cfg)
-	}
+	assert.NoError(t, err, "empty file")
+	assert.Empty(t, cfg.Effects, "empty file: %+v", cfg)
 }
 
 // TestParseErrors compares the *ConfigError values Parse joins, whole: the
@@ -104,12 +103,8 @@ func TestParseErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg, err := builtin.Parse("c.yaml", []byte(tt.src))
-			if err == nil {
-				t.Fatalf("no error; config %+v", cfg)
-			}
-			if diff := cmp.Diff(tt.want, configErrors(t, err)); diff != "" {
-				t.Errorf("errors mismatch (-want +got):\n%s", diff)
-			}
+			require.Error(t, err, "no error; config %+v", cfg)
+			assert.Empty(t, cmp.Diff(tt.want, configErrors(t, err)), "errors mismatch (-want +got)")
 		})
 	}
 }
@@ -130,9 +125,7 @@ func configErrors(t *testing.T, err error) []builtin.ConfigError {
 	var out []builtin.ConfigError
 	for _, e := range errs {
 		ce, ok := e.(*builtin.ConfigError)
-		if !ok {
-			t.Fatalf("%T %v is not a *builtin.ConfigError", e, e)
-		}
+		require.True(t, ok, "%T %v is not a *builtin.ConfigError", e, e)
 		out = append(out, *ce)
 	}
 	return out
@@ -140,17 +133,12 @@ func configErrors(t *testing.T, err error) []builtin.ConfigError {
 
 func TestLoad(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "effects.yaml")
-	if err := os.WriteFile(path, []byte("effects:\n  - kind: limits\n    params: {max_tokens: x}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(path, []byte("effects:\n  - kind: limits\n    params: {max_tokens: x}\n"), 0o644))
 	_, err := builtin.Load(path)
 	want := []builtin.ConfigError{{File: path, Line: 3, Column: 26, Msg: `max_tokens: want an integer, got "x"`}}
-	if diff := cmp.Diff(want, configErrors(t, err)); diff != "" {
-		t.Errorf("errors mismatch (-want +got):\n%s", diff)
-	}
-	if _, err := builtin.Load(filepath.Join(t.TempDir(), "missing.yaml")); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("missing file: %v", err)
-	}
+	assert.Empty(t, cmp.Diff(want, configErrors(t, err)), "errors mismatch (-want +got)")
+	_, err = builtin.Load(filepath.Join(t.TempDir(), "missing.yaml"))
+	require.ErrorIs(t, err, os.ErrNotExist, "missing file: %v", err)
 }
 
 func FuzzParse(f *testing.F) {
@@ -163,9 +151,10 @@ func FuzzParse(f *testing.F) {
 			// Every error is a *ConfigError with a position, on one line
 			// (the joined errors print one a line).
 			for _, ce := range configErrors(t, err) {
-				if ce.File != "f.yaml" || ce.Line < 1 || ce.Column < 1 || strings.Contains(ce.Msg, "\n") {
-					t.Fatalf("error without a position or on several lines: %#v", ce)
-				}
+				require.Equal(t, "f.yaml", ce.File, "error without a position or on several lines: %#v", ce)
+				require.GreaterOrEqual(t, ce.Line, 1, "error without a position or on several lines: %#v", ce)
+				require.GreaterOrEqual(t, ce.Column, 1, "error without a position or on several lines: %#v", ce)
+				require.NotContains(t, ce.Msg, "\n", "error without a position or on several lines: %#v", ce)
 			}
 			return
 		}
@@ -176,9 +165,7 @@ func FuzzParse(f *testing.F) {
 					n++
 				}
 			}
-			if n != 1 {
-				t.Fatalf("effect with several configs: %+v", e)
-			}
+			require.Equal(t, 1, n, "effect with several configs: %+v", e)
 		}
 	})
 }

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects/builtin"
 	"github.com/reprompt/reprompt/snapshots"
@@ -44,9 +47,8 @@ func TestSummariserInputGolden(t *testing.T) {
 	s := newStep(4, msgs, 3000)
 	s.ContextTooLong = true
 	got := committed(t, c, s)
-	if got == nil || len(model.Calls()) != 1 {
-		t.Fatal("no summary")
-	}
+	require.NotNil(t, got, "no summary")
+	require.Len(t, model.Calls(), 1, "no summary")
 	call := model.Calls()[0]
 	golden(t, "-- system --\n"+call.system+"\n-- user --\n"+call.user+"\n-- summary message --\n"+got[1].Content+"\n")
 }
@@ -68,26 +70,18 @@ func TestGoldenUpdateSwitch(t *testing.T) {
 			t.Chdir(t.TempDir())
 			const stale = "-- out --\nstale\n"
 			path := filepath.Join("testdata", "TestOut.golden")
-			if err := os.Mkdir("testdata", 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(path, []byte(stale), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, os.Mkdir("testdata", 0o755))
+			require.NoError(t, os.WriteFile(path, []byte(stale), 0o644))
 			t.Setenv(snapshots.UpdateEnv, tt.update)
 			t.Setenv(snapshots.CIEnv, "")
 			f := &failures{TB: t, name: "TestOut"}
 			golden(f, "-- out --\nnew\n")
 			data, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if rewritten := string(data) != stale; rewritten != tt.rewrite {
-				t.Errorf("rewritten = %t, want %t", rewritten, tt.rewrite)
-			}
-			if failed := len(f.errors) > 0; failed == tt.rewrite {
-				t.Errorf("failed = %t, want %t: %q", failed, !tt.rewrite, f.errors)
-			}
+			require.NoError(t, err)
+			rewritten := string(data) != stale
+			assert.Equal(t, tt.rewrite, rewritten, "rewritten = %t, want %t", rewritten, tt.rewrite)
+			failed := len(f.errors) > 0
+			assert.Equal(t, !tt.rewrite, failed, "failed = %t, want %t: %q", failed, !tt.rewrite, f.errors)
 		})
 	}
 }

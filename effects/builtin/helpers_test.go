@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
 	"github.com/reprompt/reprompt/internal/stepmods"
@@ -36,16 +38,12 @@ func count(msgs []defs.Message) int {
 // nothing was committed.
 func committed(t testing.TB, fn effects.Func, s *effects.Step) []defs.Message {
 	t.Helper()
-	if err := fn(context.Background(), s); err != nil {
-		t.Fatalf("effect: %v", err)
-	}
+	require.NoError(t, fn(context.Background(), s), "effect")
 	mods := s.Mods()
 	if !mods.Committed {
 		return nil
 	}
-	if err := runtime.ValidateMessages(mods.Transcript); err != nil {
-		t.Fatalf("committed transcript is invalid: %v\n%s", err, dump(mods.Transcript))
-	}
+	require.NoError(t, runtime.ValidateMessages(mods.Transcript), "committed transcript is invalid:\n%s", dump(mods.Transcript))
 	return mods.Transcript
 }
 

@@ -2,11 +2,13 @@ package builtin_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
@@ -46,22 +48,16 @@ func reads(n int) []snapshots.Reply {
 func checkRequests(t *testing.T, reqs []*llm.Request) {
 	t.Helper()
 	for i, r := range reqs {
-		if err := runtime.ValidateMessages(r.Messages); err != nil {
-			t.Fatalf("request %d: %v", i, err)
-		}
+		require.NoError(t, runtime.ValidateMessages(r.Messages), "request %d", i)
 	}
 }
 
 func TestRunTrim(t *testing.T) {
 	cfg, err := builtin.Parse("trim.yaml", []byte("effects:\n  - kind: trim_tool_results\n    params: {preserve_recent: 1, batch: 2}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	model := snapshots.Script(reads(6)...)
 	res, err := runtime.Run(context.Background(), model, agent(cfg, 2000), runtime.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	reqs := model.Requests()
 	checkRequests(t, reqs)
 	last := reqs[len(reqs)-1].Messages
@@ -72,26 +68,21 @@ func TestRunTrim(t *testing.T) {
 		}
 		if m.Meta[builtin.MetaTrimmed] != "" {
 			trimmed++
-			if len(m.Content) > 600 {
-				t.Errorf("trimmed result is %d long", len(m.Content))
-			}
+			assert.LessOrEqual(t, len(m.Content), 600, "trimmed result is %d long", len(m.Content))
 		} else {
 			full++
 		}
 	}
 	// Six results, the last preserved; trimmed in batches of two, so four.
-	if trimmed != 4 || full != 2 {
-		t.Errorf("trimmed %d, full %d:\n%s", trimmed, full, dump(last))
-	}
+	assert.Equal(t, 4, trimmed, "trimmed %d, full %d:\n%s", trimmed, full, dump(last))
+	assert.Equal(t, 2, full, "trimmed %d, full %d:\n%s", trimmed, full, dump(last))
 	commits := 0
 	for _, s := range res.Steps {
 		if s.Committed {
 			commits++
 		}
 	}
-	if commits != 2 {
-		t.Errorf("%d commits, want 2 (batches of two)", commits)
-	}
+	assert.Equal(t, 2, commits, "%d commits, want 2 (batches of two)", commits)
 	// Prompt-cache discipline: each request starts with the previous one's
 	// messages, except at the steps after a commit.
 	breaks := 0
@@ -105,9 +96,7 @@ func TestRunTrim(t *testing.T) {
 			breaks++
 		}
 	}
-	if breaks != commits {
-		t.Errorf("the prefix broke %d times for %d commits", breaks, commits)
-	}
+	assert.Equal(t, commits, breaks, "the prefix broke %d times for %d commits", breaks, commits)
 }
 
 func TestRunCompactWithTheRunsModel(t *testing.T) {
@@ -134,12 +123,8 @@ func TestRunCompactWithTheRunsModel(t *testing.T) {
 	}
 	model := snapshots.Script(script...)
 	_, err := runtime.Run(context.Background(), model, agent(cfg, 1500), runtime.Config{Window: 6000, Reserve: 1000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := model.Err(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	require.NoError(t, model.Err())
 	reqs := model.Requests()
 	var steps []*llm.Request
 	for _, r := range reqs {
@@ -148,21 +133,17 @@ func TestRunCompactWithTheRunsModel(t *testing.T) {
 		}
 	}
 	checkRequests(t, steps)
-	if summaries.Load() == 0 || len(infos) == 0 {
-		t.Fatalf("no summary: %d compactions", len(infos))
-	}
+	require.NotZero(t, summaries.Load(), "no summary: %d compactions", len(infos))
+	require.NotEmpty(t, infos, "no summary: %d compactions", len(infos))
 	for i, r := range steps {
-		if n := snapshots.EstimateTokens(r); n > 5000 {
-			t.Errorf("request %d: %d tokens, usable 5000", i, n)
-		}
+		n := snapshots.EstimateTokens(r)
+		assert.LessOrEqual(t, n, 5000, "request %d: %d tokens, usable 5000", i, n)
 	}
 	last := steps[len(steps)-1].Messages
-	if last[0].Content != "Read the files." || !strings.HasPrefix(last[1].Content, "<summary>\n") || last[1].Meta[builtin.MetaSummary] == "" {
-		t.Fatalf("layout after compaction:\n%s", dump(last[:3]))
-	}
-	if !strings.Contains(last[1].Content, "<read-files>\nf.go\n</read-files>") {
-		t.Errorf("files not tracked:\n%s", last[1].Content)
-	}
+	require.Equal(t, "Read the files.", last[0].Content, "layout after compaction:\n%s", dump(last[:3]))
+	require.True(t, strings.HasPrefix(last[1].Content, "<summary>\n"), "layout after compaction:\n%s", dump(last[:3]))
+	require.NotEmpty(t, last[1].Meta[builtin.MetaSummary], "layout after compaction:\n%s", dump(last[:3]))
+	assert.Contains(t, last[1].Content, "<read-files>\nf.go\n</read-files>", "files not tracked:\n%s", last[1].Content)
 }
 
 func TestRunCompactRecoversFromContextTooLong(t *testing.T) {
@@ -191,49 +172,38 @@ func TestRunCompactRecoversFromContextTooLong(t *testing.T) {
 	}
 	// A window far above what is used: only the rejection compacts.
 	res, err := runtime.Run(context.Background(), scripted, fn, runtime.Config{Window: 1_000_000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !rejected || len(infos) != 1 || !infos[0].Forced {
-		t.Fatalf("rejected=%v infos=%+v", rejected, infos)
-	}
-	if !res.Steps[len(res.Steps)-1].Recovered {
-		t.Error("the last step was not recovered")
-	}
+	require.NoError(t, err)
+	require.True(t, rejected, "rejected=%v infos=%+v", rejected, infos)
+	require.Len(t, infos, 1, "rejected=%v infos=%+v", rejected, infos)
+	require.True(t, infos[0].Forced, "rejected=%v infos=%+v", rejected, infos)
+	assert.True(t, res.Steps[len(res.Steps)-1].Recovered, "the last step was not recovered")
 	reqs := scripted.Requests()
 	final := reqs[len(reqs)-1].Messages
-	if _, at := summaries(final); at != 1 || len(final) >= len(reqs[len(reqs)-2].Messages) {
-		t.Fatalf("the request sent again was not compacted:\n%s", dump(final))
-	}
+	_, at := summaries(final)
+	require.Equal(t, 1, at, "the request sent again was not compacted:\n%s", dump(final))
+	require.Less(t, len(final), len(reqs[len(reqs)-2].Messages), "the request sent again was not compacted:\n%s", dump(final))
 }
 
 func TestRunLimits(t *testing.T) {
 	cfg, err := builtin.Parse("limits.yaml", []byte("effects:\n  - kind: limits\n    params: {max_iterations: 5}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	model := snapshots.Script(reads(20)...)
 	_, err = runtime.Run(context.Background(), model, agent(cfg, 10), runtime.Config{})
-	if !errors.Is(err, builtin.ErrIterationLimit) {
-		t.Fatalf("err = %v", err)
-	}
+	require.ErrorIs(t, err, builtin.ErrIterationLimit, "err = %v", err)
 	var ee *effects.Error
 	var le *builtin.LimitError
-	if !errors.As(err, &ee) || !errors.As(err, &le) || le.Used != 5 || le.Max != 5 {
-		t.Fatalf("err = %#v", err)
-	}
+	require.ErrorAs(t, err, &ee, "err = %#v", err)
+	require.ErrorAs(t, err, &le, "err = %#v", err)
+	require.Equal(t, 5.0, le.Used, "LimitError = %+v", le)
+	require.Equal(t, 5.0, le.Max, "LimitError = %+v", le)
 	reqs := model.Requests()
-	if len(reqs) != 5 {
-		t.Fatalf("%d model calls, want 5", len(reqs))
-	}
+	require.Len(t, reqs, 5, "%d model calls, want 5", len(reqs))
 	for i, r := range reqs {
 		tail := r.Messages[len(r.Messages)-1]
 		warned := tail.Role == defs.RoleUser && strings.Contains(tail.Content, "Finish now")
-		if want := i >= 3; warned != want { // 4 of 5 is 80%
-			t.Errorf("request %d: wrap-up %v, want %v", i, warned, want)
-		}
-		if i > 0 && strings.Contains(r.Messages[len(r.Messages)-2].Content, "Finish now") {
-			t.Errorf("request %d: the wrap-up of the previous step stayed in the transcript", i)
+		assert.Equal(t, i >= 3, warned, "request %d: wrap-up", i) // 4 of 5 is 80%
+		if i > 0 {
+			assert.NotContains(t, r.Messages[len(r.Messages)-2].Content, "Finish now", "request %d: the wrap-up of the previous step stayed in the transcript", i)
 		}
 	}
 }
@@ -241,18 +211,13 @@ func TestRunLimits(t *testing.T) {
 func TestRunWhen(t *testing.T) {
 	src := "effects:\n  - kind: trim_tool_results\n    params: {preserve_recent: -1, batch: 1}\n    when: step >= 3 && last_tool == \"read_file\"\n"
 	cfg, err := builtin.Parse("when.yaml", []byte(src))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	model := snapshots.Script(reads(5)...)
 	res, err := runtime.Run(context.Background(), model, agent(cfg, 1000), runtime.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for _, s := range res.Steps {
-		if s.Committed != (s.Number == 3 || s.Number == 4) { // from step 3 on, each new result is trimmed
-			t.Errorf("step %d: committed %v", s.Number, s.Committed)
-		}
+		// From step 3 on, each new result is trimmed.
+		assert.Equal(t, s.Number == 3 || s.Number == 4, s.Committed, "step %d: committed", s.Number)
 	}
 }
 
@@ -260,9 +225,7 @@ func TestRunWhen(t *testing.T) {
 // gets its own effects, so their memories do not mix (run with -race).
 func TestRunSharedConfig(t *testing.T) {
 	cfg, err := builtin.Parse("shared.yaml", []byte("effects:\n  - kind: trim_tool_results\n    params: {preserve_recent: 1, batch: 2}\n  - kind: compact\n    params: {window: 4000, strategy: heuristic}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	errs := make(chan error, 8)
 	for i := range 8 {
 		go func() {
@@ -284,9 +247,7 @@ func TestRunSharedConfig(t *testing.T) {
 		}()
 	}
 	for range 8 {
-		if err := <-errs; err != nil {
-			t.Error(err)
-		}
+		assert.NoError(t, <-errs)
 	}
 }
 
@@ -295,26 +256,19 @@ func TestRunSharedConfig(t *testing.T) {
 func TestRunLimitsBeforeCompact(t *testing.T) {
 	src := "effects:\n  - kind: limits\n    params: {max_iterations: 6, warn: 0.5}\n  - kind: compact\n    params: {window: 2000, strategy: truncate}\n"
 	cfg, err := builtin.Parse("order.yaml", []byte(src))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	model := snapshots.Script(reads(10)...)
 	res, err := runtime.Run(context.Background(), model, agent(cfg, 1500), runtime.Config{})
-	if !errors.Is(err, builtin.ErrIterationLimit) {
-		t.Fatalf("err = %v", err)
-	}
+	require.ErrorIs(t, err, builtin.ErrIterationLimit, "err = %v", err)
 	committedAfterWarn := false
 	for i, r := range model.Requests() {
 		tail := r.Messages[len(r.Messages)-1]
 		warned := strings.Contains(tail.Content, "Finish now")
-		if want := i >= 2; warned != want {
-			t.Errorf("request %d: wrap-up %v, want %v", i, warned, want)
-		}
+		want := i >= 2
+		assert.Equal(t, want, warned, "request %d: wrap-up %v, want %v", i, warned, want)
 		if i >= 2 && res.Steps[i].Committed {
 			committedAfterWarn = true
 		}
 	}
-	if !committedAfterWarn {
-		t.Error("no compaction at a step with a wrap-up: the test does not test the order")
-	}
+	assert.True(t, committedAfterWarn, "no compaction at a step with a wrap-up: the test does not test the order")
 }

@@ -2,10 +2,12 @@ package builtin_test
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
@@ -38,40 +40,30 @@ func TestLimits(t *testing.T) {
 			s := newStep(tt.stats.Steps, transcript, 0)
 			s.Stats = tt.stats
 			err := builtin.Limits(cfg)(context.Background(), s)
-			if !errors.Is(err, tt.err) || (err == nil) != (tt.err == nil) {
-				t.Fatalf("err = %v, want %v", err, tt.err)
-			}
+			require.ErrorIs(t, err, tt.err, "err = %v, want %v", err, tt.err)
+			require.Equal(t, tt.err == nil, err == nil, "err = %v, want %v", err, tt.err)
 			if err != nil {
 				var le *builtin.LimitError
-				if !errors.As(err, &le) || le.Max == 0 || le.Used < le.Max {
-					t.Errorf("LimitError = %+v", le)
+				if assert.ErrorAs(t, err, &le, "err = %v", err) {
+					assert.NotZero(t, le.Max, "LimitError = %+v", le)
+					assert.GreaterOrEqual(t, le.Used, le.Max, "LimitError = %+v", le)
 				}
 			}
 			mods := s.Mods()
-			if mods.Committed {
-				t.Fatal("Limits committed")
-			}
+			require.False(t, mods.Committed, "Limits committed")
 			if tt.warn == nil {
-				if mods.Viewed {
-					t.Fatalf("unexpected wrap-up: %q", s.Messages()[len(s.Messages())-1].Content)
-				}
+				require.False(t, mods.Viewed, "unexpected wrap-up: %q", s.Messages()[len(s.Messages())-1].Content)
 				return
 			}
 			msgs := s.Messages()
-			if !mods.Viewed || len(msgs) != 2 || msgs[1].Role != defs.RoleUser {
-				t.Fatalf("no wrap-up message: %+v", msgs)
-			}
-			if len(s.Transcript()) != 1 {
-				t.Fatal("the wrap-up was committed")
-			}
+			require.True(t, mods.Viewed, "no wrap-up message: %+v", msgs)
+			require.Len(t, msgs, 2, "no wrap-up message: %+v", msgs)
+			require.Equal(t, defs.RoleUser, msgs[1].Role, "no wrap-up message: %+v", msgs)
+			require.Len(t, s.Transcript(), 1, "the wrap-up was committed")
 			for _, w := range tt.warn {
-				if !strings.Contains(msgs[1].Content, w) {
-					t.Errorf("wrap-up lacks %q:\n%s", w, msgs[1].Content)
-				}
+				assert.Contains(t, msgs[1].Content, w, "wrap-up lacks %q:\n%s", w, msgs[1].Content)
 			}
-			if !strings.Contains(msgs[1].Content, "Finish now") {
-				t.Errorf("wrap-up does not ask to finish:\n%s", msgs[1].Content)
-			}
+			assert.Contains(t, msgs[1].Content, "Finish now", "wrap-up does not ask to finish:\n%s", msgs[1].Content)
 		})
 	}
 }
@@ -79,27 +71,22 @@ func TestLimits(t *testing.T) {
 func TestLimitErrorMessage(t *testing.T) {
 	err := error(&builtin.LimitError{Limit: builtin.LimitCost, Used: 1.25, Max: 1})
 	// The message is the contract here: how a LimitError prints.
-	if got := err.Error(); got != "cost limit reached: used $1.2500 of $1.0000" {
-		t.Errorf("Error() = %q", got)
-	}
+	got := err.Error()
+	assert.Equal(t, "cost limit reached: used $1.2500 of $1.0000", got, "Error() = %q", got)
 	wrapped := &effects.Error{ID: "key:limits#0", Err: err}
-	if !errors.Is(wrapped, builtin.ErrCostLimit) || errors.Is(wrapped, builtin.ErrTimeLimit) {
-		t.Error("errors.Is through *effects.Error")
-	}
+	assert.ErrorIs(t, wrapped, builtin.ErrCostLimit, "errors.Is through *effects.Error")
+	assert.NotErrorIs(t, wrapped, builtin.ErrTimeLimit, "errors.Is through *effects.Error")
 }
 
 func TestLimitsCustomWarn(t *testing.T) {
 	s := newStep(0, []defs.Message{user("task")}, 0)
 	s.Stats = effects.RunStats{Steps: 5}
-	if err := builtin.Limits(builtin.LimitsConfig{MaxIterations: 10, Warn: 0.5, WrapUp: "Stop soon."})(context.Background(), s); err != nil {
-		t.Fatal(err)
-	}
-	if got := s.Messages(); len(got) != 2 || !strings.HasPrefix(got[1].Content, "Stop soon.\nLimits close to being reached:\n- iterations") {
-		t.Fatalf("messages = %+v", got)
-	}
+	require.NoError(t, builtin.Limits(builtin.LimitsConfig{MaxIterations: 10, Warn: 0.5, WrapUp: "Stop soon."})(context.Background(), s))
+	got := s.Messages()
+	require.Len(t, got, 2, "messages = %+v", got)
+	require.True(t, strings.HasPrefix(got[1].Content, "Stop soon.\nLimits close to being reached:\n- iterations"), "messages = %+v", got)
 	s = newStep(0, []defs.Message{user("task")}, 0)
 	s.Stats = effects.RunStats{Steps: 9}
-	if err := builtin.Limits(builtin.LimitsConfig{MaxIterations: 10, Warn: 1})(context.Background(), s); err != nil || s.Mods().Viewed {
-		t.Fatal("Warn 1 warned")
-	}
+	require.NoError(t, builtin.Limits(builtin.LimitsConfig{MaxIterations: 10, Warn: 1})(context.Background(), s), "Warn 1")
+	require.False(t, s.Mods().Viewed, "Warn 1 warned")
 }

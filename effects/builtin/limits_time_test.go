@@ -2,13 +2,14 @@ package builtin_test
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/effects"
 	"github.com/reprompt/reprompt/effects/builtin"
@@ -40,23 +41,17 @@ func TestMaxTimeInARun(t *testing.T) {
 		m := snapshots.Script(replies...)
 		_, err := runtime.Run(context.Background(), m, agent, runtime.Config{})
 		var le *builtin.LimitError
-		if !errors.As(err, &le) || !errors.Is(err, builtin.ErrTimeLimit) {
-			t.Fatalf("Run = %v, want a *builtin.LimitError for the time", err)
-		}
-		if diff := cmp.Diff(builtin.LimitError{Limit: builtin.LimitTime, Used: 75, Max: 60}, *le); diff != "" {
-			t.Errorf("LimitError mismatch (-want +got):\n%s", diff)
-		}
+		require.ErrorAs(t, err, &le, "Run = %v, want a *builtin.LimitError for the time", err)
+		require.ErrorIs(t, err, builtin.ErrTimeLimit, "Run = %v, want a *builtin.LimitError for the time", err)
+		assert.Empty(t, cmp.Diff(builtin.LimitError{Limit: builtin.LimitTime, Used: 75, Max: 60}, *le), "LimitError mismatch (-want +got)")
 		reqs := m.Requests()
-		if len(reqs) != 3 {
-			t.Fatalf("%d requests, want 3", len(reqs))
-		}
+		require.Len(t, reqs, 3, "%d requests, want 3", len(reqs))
 		// What the model reads is the contract here: the limit and its use.
 		for i, want := range []string{"", "", "time: 50s of 1m0s"} {
 			msgs := reqs[i].Messages
 			last := msgs[len(msgs)-1]
-			if got := strings.Contains(last.Content, "time: "); got != (want != "") || !strings.Contains(last.Content, want) {
-				t.Errorf("request %d ends with %q, want a wrap-up saying %q (none if empty)", i, last.Content, want)
-			}
+			assert.Equal(t, want != "", strings.Contains(last.Content, "time: "), "request %d ends with %q, want a wrap-up saying %q (none if empty)", i, last.Content, want)
+			assert.Contains(t, last.Content, want, "request %d ends with %q, want a wrap-up saying %q (none if empty)", i, last.Content, want)
 		}
 	})
 }

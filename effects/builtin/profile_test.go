@@ -37,9 +37,8 @@ func TestProfileFor(t *testing.T) {
 		{"", builtin.Profile{}},
 	}
 	for _, tt := range tests {
-		if got := builtin.ProfileFor(tt.model); got != tt.want {
-			t.Errorf("ProfileFor(%q) = %+v, want %+v", tt.model, got, tt.want)
-		}
+		got := builtin.ProfileFor(tt.model)
+		assert.Equal(t, tt.want, got, "ProfileFor(%q) = %+v, want %+v", tt.model, got, tt.want)
 	}
 }
 
@@ -54,36 +53,39 @@ func TestLocalProfile(t *testing.T) {
 	}
 	for _, tt := range tests {
 		p := builtin.Local(tt.window)
-		if !p.Local || p.Floor != builtin.LocalFloor || p.EffectiveWindow() != tt.effective || p.OutputReserve != tt.reserve || p.Usable() != tt.usable {
-			t.Errorf("Local(%d) = %+v (effective %d, usable %d)", tt.window, p, p.EffectiveWindow(), p.Usable())
-		}
+		assert.True(t, p.Local, "Local(%d) = %+v: Local", tt.window, p)
+		assert.Equal(t, builtin.LocalFloor, p.Floor, "Local(%d) = %+v: Floor", tt.window, p)
+		assert.Equal(t, tt.effective, p.EffectiveWindow(), "Local(%d) = %+v: EffectiveWindow", tt.window, p)
+		assert.Equal(t, tt.reserve, p.OutputReserve, "Local(%d) = %+v: OutputReserve", tt.window, p)
+		assert.Equal(t, tt.usable, p.Usable(), "Local(%d) = %+v: Usable", tt.window, p)
 	}
-	if u := (builtin.Profile{Window: 1000, OutputReserve: 2000}).Usable(); u != 500 {
-		t.Errorf("a reserve larger than the window: usable %d", u)
-	}
+	u := (builtin.Profile{Window: 1000, OutputReserve: 2000}).Usable()
+	assert.Equal(t, 500, u, "a reserve larger than the window: usable %d", u)
 }
 
 func TestDefaults(t *testing.T) {
-	if cfg := builtin.Defaults(builtin.Profile{}); len(cfg.Effects) != 0 {
-		t.Fatalf("no window, effects %+v", cfg.Effects)
-	}
-	cfg := builtin.Defaults(builtin.ProfileFor("gpt-4o"))
-	if len(cfg.Effects) != 2 || cfg.Effects[0].Kind != builtin.KindTrimToolResults || cfg.Effects[1].Kind != builtin.KindCompact {
-		t.Fatalf("effects %+v", cfg.Effects)
-	}
-	if c := cfg.Effects[1].Compact; c.Window != 128_000 || c.Reserve != 16_384 || c.Threshold != 0.4 { // gpt-4o's cached input: 0.5
-		t.Errorf("compact %+v", c)
-	}
+	cfg := builtin.Defaults(builtin.Profile{})
+	require.Empty(t, cfg.Effects, "no window, effects %+v", cfg.Effects)
+	cfg = builtin.Defaults(builtin.ProfileFor("gpt-4o"))
+	require.Len(t, cfg.Effects, 2, "effects %+v", cfg.Effects)
+	require.Equal(t, builtin.KindTrimToolResults, cfg.Effects[0].Kind, "effects %+v", cfg.Effects)
+	require.Equal(t, builtin.KindCompact, cfg.Effects[1].Kind, "effects %+v", cfg.Effects)
+	c := cfg.Effects[1].Compact
+	assert.Equal(t, 128_000, c.Window, "compact %+v", c)
+	assert.Equal(t, 16_384, c.Reserve, "compact %+v", c)
+	assert.Equal(t, 0.4, c.Threshold, "compact %+v", c) // gpt-4o's cached input: 0.5
 	local := builtin.Defaults(builtin.Local(0))
-	if c := local.Effects[1].Compact; c.Window != 4096 || c.Threshold != 0.7 {
-		t.Errorf("local compact %+v", c)
-	}
-	if tr := local.Effects[0].Trim; tr.MaxResultLength != 300 || tr.PreserveTurns != 1 || tr.Batch != 1 {
-		t.Errorf("local trim %+v", tr)
-	}
-	if tr := cfg.Effects[0].Trim; tr.MaxResultLength != 600 || tr.PreserveTurns != 1 || tr.Batch != 1 {
-		t.Errorf("trim %+v", tr)
-	}
+	c = local.Effects[1].Compact
+	assert.Equal(t, 4096, c.Window, "local compact %+v", c)
+	assert.Equal(t, 0.7, c.Threshold, "local compact %+v", c)
+	tr := local.Effects[0].Trim
+	assert.Equal(t, 300, tr.MaxResultLength, "local trim %+v", tr)
+	assert.Equal(t, 1, tr.PreserveTurns, "local trim %+v", tr)
+	assert.Equal(t, 1, tr.Batch, "local trim %+v", tr)
+	tr = cfg.Effects[0].Trim
+	assert.Equal(t, 600, tr.MaxResultLength, "trim %+v", tr)
+	assert.Equal(t, 1, tr.PreserveTurns, "trim %+v", tr)
+	assert.Equal(t, 1, tr.Batch, "trim %+v", tr)
 }
 
 // TestDefaultsThreshold: the dearer cached input, the earlier Defaults

@@ -6,6 +6,9 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects/builtin"
 	"github.com/reprompt/reprompt/runtime"
@@ -26,17 +29,13 @@ func TestCompactProperty(t *testing.T) {
 	defer func() {
 		t.Logf("%v", seen)
 		for _, k := range []string{"split", "summarize", "fallback", "trim", "truncate", "window", "heuristic", "parallel"} {
-			if seen[k] < n/100 {
-				t.Errorf("only %d cases of %s: the generator does not cover it", seen[k], k)
-			}
+			assert.GreaterOrEqual(t, seen[k], n/100, "only %d cases of %s: the generator does not cover it", seen[k], k)
 		}
 	}()
 	for seed := range n {
 		r := rand.New(rand.NewPCG(uint64(seed), 42))
 		msgs := randomHistory(r, 1+r.IntN(25))
-		if err := runtime.ValidateMessages(msgs); err != nil {
-			t.Fatalf("seed %d: generator made an invalid history: %v", seed, err)
-		}
+		require.NoError(t, runtime.ValidateMessages(msgs), "seed %d: generator made an invalid history", seed)
 		window := 2500 + r.IntN(20000)
 		reserve := r.IntN(window / 4)
 		model := &fakeModel{}
@@ -72,34 +71,26 @@ func TestCompactProperty(t *testing.T) {
 		s := newStep(1, msgs, window)
 		s.Budget.Reserve = reserve
 		s.ContextTooLong = r.IntN(3) == 0
-		if err := c(context.Background(), s); err != nil {
-			t.Fatalf("seed %d: %v", seed, err)
-		}
+		require.NoError(t, c(context.Background(), s), "seed %d", seed)
 		for i := range msgs {
-			if msgs[i].Content != orig[i].Content || len(msgs[i].Meta) != len(orig[i].Meta) {
-				t.Fatalf("seed %d: message %d of the input was modified", seed, i)
-			}
+			require.Equal(t, orig[i].Content, msgs[i].Content, "seed %d: message %d of the input was modified", seed, i)
+			require.Len(t, msgs[i].Meta, len(orig[i].Meta), "seed %d: message %d of the input was modified", seed, i)
 		}
 		mods := s.Mods()
 		if !mods.Committed {
 			if s.ContextTooLong || count(msgs) > int(cfg.Threshold*float64(window-reserve)) {
 				// Only acceptable when there was nothing to cut or trim.
-				if len(msgs) > 8 {
-					t.Errorf("seed %d: nothing committed for %d tokens, window %d-%d\n%s", seed, count(msgs), window, reserve, dump(msgs))
-				}
+				assert.LessOrEqual(t, len(msgs), 8, "seed %d: nothing committed for %d tokens, window %d-%d\n%s", seed, count(msgs), window, reserve, dump(msgs))
 			}
 			continue
 		}
 		got := mods.Transcript
-		if err := runtime.ValidateMessages(got); err != nil {
-			t.Fatalf("seed %d: invalid after compaction: %v\n%s", seed, err, dump(got))
-		}
-		if tok := count(got); tok > window-reserve {
-			t.Errorf("seed %d (%s): %d tokens after compaction, usable window %d (before %d)\n%s", seed, cfg.Strategy, tok, window-reserve, count(msgs), dump(got))
-		}
-		if k, at := summaries(got); k > 1 || at > 8 {
-			t.Errorf("seed %d: %d summaries, last at %d", seed, k, at)
-		}
+		require.NoError(t, runtime.ValidateMessages(got), "seed %d: invalid after compaction:\n%s", seed, dump(got))
+		tok := count(got)
+		assert.LessOrEqual(t, tok, window-reserve, "seed %d (%s): %d tokens after compaction, usable window %d (before %d)\n%s", seed, cfg.Strategy, tok, window-reserve, count(msgs), dump(got))
+		k, at := summaries(got)
+		assert.LessOrEqual(t, k, 1, "seed %d: %d summaries, last at %d", seed, k, at)
+		assert.LessOrEqual(t, at, 8, "seed %d: %d summaries, last at %d", seed, k, at)
 		checkVerbatimTail(t, seed, msgs, got)
 	}
 }
@@ -120,8 +111,7 @@ func checkVerbatimTail(t *testing.T, seed int, before, after []defs.Message) {
 			break // the task: one user message after the declared system messages
 		}
 	}
-	if at >= 0 && head != at {
-		t.Errorf("seed %d: summary at %d, after a head of %d original messages", seed, at, head)
+	if at >= 0 && !assert.Equal(t, head, at, "seed %d: summary at %d, after a head of %d original messages", seed, at, head) {
 		return
 	}
 	start := head
@@ -129,19 +119,18 @@ func checkVerbatimTail(t *testing.T, seed int, before, after []defs.Message) {
 		start = at + 1
 	}
 	tail := after[start:]
-	if len(tail) > len(before) {
-		t.Errorf("seed %d: more messages kept than there were", seed)
+	if !assert.LessOrEqual(t, len(tail), len(before), "seed %d: more messages kept than there were", seed) {
 		return
 	}
 	orig := before[len(before)-len(tail):]
 	for i := range tail {
 		a, b := tail[i], orig[i]
-		if a.Role != b.Role || a.ToolCallID != b.ToolCallID || len(a.ToolCalls) != len(b.ToolCalls) {
-			t.Errorf("seed %d: kept message %d is not the original", seed, i)
+		if !assert.Equal(t, b.Role, a.Role, "seed %d: kept message %d is not the original", seed, i) ||
+			!assert.Equal(t, b.ToolCallID, a.ToolCallID, "seed %d: kept message %d is not the original", seed, i) ||
+			!assert.Len(t, a.ToolCalls, len(b.ToolCalls), "seed %d: kept message %d is not the original", seed, i) {
 			return
 		}
-		if a.Content != b.Content && a.Meta[builtin.MetaTrimmed] == "" {
-			t.Errorf("seed %d: kept message %d changed without a trim mark", seed, i)
+		if a.Content != b.Content && !assert.NotEmpty(t, a.Meta[builtin.MetaTrimmed], "seed %d: kept message %d changed without a trim mark", seed, i) {
 			return
 		}
 	}
@@ -167,18 +156,14 @@ func TestCompactRunProperty(t *testing.T) {
 		for step := range 60 {
 			s := newStep(step, transcript, window)
 			full := count(transcript)
-			if err := compact(context.Background(), s); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, compact(context.Background(), s))
 			// The incremental count must decide as a count from scratch.
-			if over := full > int(0.7*float64(window)); over != s.Mods().Committed {
-				t.Fatalf("seed %d step %d: %d tokens, limit %d, committed %v", seed, step, full, int(0.7*float64(window)), s.Mods().Committed)
-			}
+			over := full > int(0.7*float64(window))
+			require.Equal(t, over, s.Mods().Committed, "seed %d step %d: %d tokens, limit %d, committed %v", seed, step, full, int(0.7*float64(window)), s.Mods().Committed)
 			if m := s.Mods(); m.Committed {
 				transcript = m.Transcript
-				if tok := count(transcript); tok > window {
-					t.Fatalf("seed %d step %d: %d tokens, window %d", seed, step, tok, window)
-				}
+				tok := count(transcript)
+				require.LessOrEqual(t, tok, window, "seed %d step %d: %d tokens, window %d", seed, step, tok, window)
 			}
 			// The reply and its results.
 			a := defs.AssistantMessage("step " + strconv.Itoa(step))
@@ -191,18 +176,13 @@ func TestCompactRunProperty(t *testing.T) {
 			}
 			transcript = append(append(transcript, a), res...)
 			s = newStep(step, transcript, window)
-			if err := trim(context.Background(), s); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, trim(context.Background(), s))
 			if m := s.Mods(); m.Committed {
 				transcript = m.Transcript
 			}
-			if err := runtime.ValidateMessages(transcript); err != nil {
-				t.Fatalf("seed %d step %d: %v\n%s", seed, step, err, dump(transcript))
-			}
-			if k, _ := summaries(transcript); k > 1 {
-				t.Fatalf("seed %d step %d: %d summaries", seed, step, k)
-			}
+			require.NoError(t, runtime.ValidateMessages(transcript), "seed %d step %d:\n%s", seed, step, dump(transcript))
+			k, _ := summaries(transcript)
+			require.LessOrEqual(t, k, 1, "seed %d step %d: %d summaries", seed, step, k)
 			if len(a.ToolCalls) == 0 && r.IntN(2) == 0 {
 				transcript = append(transcript, user("more"))
 			}
@@ -222,16 +202,11 @@ func FuzzCompact(f *testing.F) {
 		c := builtin.Compact(builtin.CompactConfig{Model: &fakeModel{}, Strategy: strategies[int(strategy)%len(strategies)], KeepRecentTokens: int(keep)})
 		s := newStep(1, msgs, w)
 		s.ContextTooLong = tooLong
-		if err := c(context.Background(), s); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, c(context.Background(), s))
 		if m := s.Mods(); m.Committed {
-			if err := runtime.ValidateMessages(m.Transcript); err != nil {
-				t.Fatalf("invalid: %v\n%s", err, dump(m.Transcript))
-			}
-			if n := count(m.Transcript); n > w {
-				t.Fatalf("%d tokens, window %d", n, w)
-			}
+			require.NoError(t, runtime.ValidateMessages(m.Transcript), "invalid:\n%s", dump(m.Transcript))
+			n := count(m.Transcript)
+			require.LessOrEqual(t, n, w, "%d tokens, window %d", n, w)
 		}
 	})
 }

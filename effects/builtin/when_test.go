@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/expr-lang/expr/file"
-
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/stretchr/testify/assert"
@@ -34,9 +33,7 @@ func TestWhenHugeConstantRangeRejected(t *testing.T) {
 	var ce *builtin.ConfigError
 	require.ErrorAs(t, err, &ce)
 	want := &builtin.ConfigError{File: "stall.yaml", Line: 3, Column: 24, Msg: "when: range of more than 10000 elements"}
-	if diff := cmp.Diff(want, ce); diff != "" {
-		t.Errorf("mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff(want, ce), "mismatch (-want +got)")
 }
 
 // runWhen runs a short session with a trim effect guarded by cond and
@@ -62,9 +59,7 @@ func TestWhenStallIsBounded(t *testing.T) {
 	require.ErrorAs(t, err, &we)
 	assert.ErrorIs(t, err, builtin.ErrWhenTimeout)
 	want := builtin.WhenError{File: "stall.yaml", Line: 4, Column: 11, When: cond, Limit: 100 * time.Millisecond, Err: builtin.ErrWhenTimeout}
-	if diff := cmp.Diff(want, *we, cmpopts.EquateErrors()); diff != "" {
-		t.Errorf("mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff(want, *we, cmpopts.EquateErrors()), "mismatch (-want +got)")
 	// The message is the contract here: it names the file, line and column.
 	assert.Equal(t, fmt.Sprintf("stall.yaml:4:11: when %q: condition ran past its time limit (100ms)", cond), we.Error())
 }
@@ -220,14 +215,11 @@ func FuzzWhen(f *testing.F) {
 		}}}
 		start := time.Now()
 		_, err := runtime.Run(context.Background(), snapshots.Script(reads(2)...), agent(cfg, 100), runtime.Config{})
-		if d := time.Since(start); d > 2*time.Second {
-			t.Fatalf("%q: ran %v", cond, d)
-		}
+		d := time.Since(start)
+		require.LessOrEqual(t, d, 2*time.Second, "%q: ran %v", cond, d)
 		if err != nil {
 			var we *builtin.WhenError
-			if !errors.As(err, &we) {
-				t.Fatalf("%q: %v (%T), want a *WhenError", cond, err, err)
-			}
+			require.ErrorAs(t, err, &we, "%q: %v (%T), want a *WhenError", cond, err, err)
 		}
 	})
 }

@@ -2,15 +2,15 @@ package openai
 
 import (
 	"context"
-	"errors"
 	"math/rand/v2"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	sdk "github.com/sashabaranov/go-openai"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/llm"
 )
@@ -94,30 +94,22 @@ func TestOpenAPIErrors(t *testing.T) {
 					_, err = m.Generate(context.Background(), userRequest("q"))
 				}
 				var me *llm.ModelError
-				if !errors.As(err, &me) {
-					t.Fatalf("error %v (%T) is not an *llm.ModelError", err, err)
-				}
+				require.ErrorAs(t, err, &me, "error %v (%T) is not an *llm.ModelError", err, err)
 				got := *me
 				got.Err = nil
-				if diff := cmp.Diff(tt.want, got); diff != "" {
-					t.Errorf("ModelError mismatch (-want +got):\n%s", diff)
-				}
-				if srv.hits() != tt.wantHits {
-					t.Errorf("server hit %d times, want %d", srv.hits(), tt.wantHits)
-				}
-				if len(sleeps) != tt.wantHits-1 {
-					t.Errorf("slept %d times, want %d", len(sleeps), tt.wantHits-1)
-				}
+				assert.Empty(t, cmp.Diff(tt.want, got), "ModelError mismatch (-want +got)")
+				assert.Equal(t, tt.wantHits, srv.hits(), "server hit %d times, want %d", srv.hits(), tt.wantHits)
+				assert.Len(t, sleeps, tt.wantHits-1, "slept %d times, want %d", len(sleeps), tt.wantHits-1)
 				switch tt.sdkErr {
 				case "api":
 					var apiErr *sdk.APIError
-					if !errors.As(err, &apiErr) || apiErr.HTTPStatusCode != tt.want.StatusCode {
-						t.Errorf("errors.As(*openai.APIError) failed on %v", err)
+					if assert.ErrorAs(t, err, &apiErr, "errors.As(*openai.APIError) failed on %v", err) {
+						assert.Equal(t, tt.want.StatusCode, apiErr.HTTPStatusCode, "*openai.APIError's HTTPStatusCode")
 					}
 				case "request":
 					var reqErr *sdk.RequestError
-					if !errors.As(err, &reqErr) || reqErr.HTTPStatusCode != tt.want.StatusCode {
-						t.Errorf("errors.As(*openai.RequestError) failed on %v", err)
+					if assert.ErrorAs(t, err, &reqErr, "errors.As(*openai.RequestError) failed on %v", err) {
+						assert.Equal(t, tt.want.StatusCode, reqErr.HTTPStatusCode, "*openai.RequestError's HTTPStatusCode")
 					}
 				}
 			})
@@ -179,26 +171,22 @@ func TestOpenAPIRetry(t *testing.T) {
 					got, err = m.Generate(context.Background(), userRequest("q"))
 				}
 				if tt.wantErr {
-					if !llm.IsRetryable(err) {
-						t.Fatalf("error = %v, want a retryable error", err)
-					}
-				} else if err != nil || got == nil {
-					t.Fatalf("call failed after retries: %v", err)
+					require.True(t, llm.IsRetryable(err), "error = %v, want a retryable error", err)
+				} else {
+					require.NoError(t, err, "call failed after retries")
+					require.NotNil(t, got, "call failed after retries: no reply")
 				}
 				if tt.wantSleeps != nil {
-					if diff := cmp.Diff(tt.wantSleeps, sleeps); diff != "" {
-						t.Errorf("sleeps mismatch (-want +got):\n%s", diff)
-					}
-				} else if len(sleeps) != tt.nSleeps {
-					t.Errorf("slept %v, want %d sleeps", sleeps, tt.nSleeps)
+					assert.Empty(t, cmp.Diff(tt.wantSleeps, sleeps), "sleeps mismatch (-want +got)")
+				} else {
+					assert.Len(t, sleeps, tt.nSleeps, "slept %v, want %d sleeps", sleeps, tt.nSleeps)
 				}
 				for i, d := range sleeps {
 					if tt.wantSleeps == nil && tt.maxDelay == 0 {
 						// Backoff: base·2ⁱ minus at most 25% jitter.
 						hi := DefaultRetryBaseDelay << i
-						if d > hi || d < hi*3/4 {
-							t.Errorf("sleep %d = %v, want in [%v, %v]", i, d, hi*3/4, hi)
-						}
+						assert.LessOrEqual(t, d, hi, "sleep %d = %v, want in [%v, %v]", i, d, hi*3/4, hi)
+						assert.GreaterOrEqual(t, d, hi*3/4, "sleep %d = %v, want in [%v, %v]", i, d, hi*3/4, hi)
 					}
 				}
 			})
@@ -217,17 +205,16 @@ func TestOpenAPIRetryWaitCanceled(t *testing.T) {
 	cfg.Sleep = func(ctx context.Context, d time.Duration) error { cancel(); return ctx.Err() }
 	_, err := New(cfg).Generate(ctx, userRequest("q"))
 	var apiErr *sdk.APIError
-	if !errors.Is(err, context.Canceled) || !errors.As(err, &apiErr) || llm.IsRetryable(err) {
-		t.Errorf("error = %v, want a non-retryable error wrapping context.Canceled and the *openai.APIError", err)
-	}
-	if srv.hits() != 1 {
-		t.Errorf("server hit %d times, want 1", srv.hits())
-	}
+	assert.ErrorIs(t, err, context.Canceled, "error = %v, want a non-retryable error wrapping context.Canceled and the *openai.APIError", err)
+	assert.ErrorAs(t, err, &apiErr, "error = %v, want a non-retryable error wrapping context.Canceled and the *openai.APIError", err)
+	assert.False(t, llm.IsRetryable(err), "error = %v, want a non-retryable error wrapping context.Canceled and the *openai.APIError", err)
+	assert.Equal(t, 1, srv.hits(), "server hit %d times, want 1", srv.hits())
 
 	srv = newFakeServer(t, reply{status: 429, header: map[string]string{"Retry-After": "120"}, body: errorBody("Slow down.", "requests", "rate_limit_exceeded")})
 	_, err = New(srv.config("gpt-4.1", nil)).Generate(context.Background(), userRequest("q"))
 	var me *llm.ModelError
-	if !errors.As(err, &me) || !me.Retryable || !strings.Contains(me.Message, "retry after 2m0s") {
-		t.Errorf("error = %v, want a retryable error naming the Retry-After", err)
+	if assert.ErrorAs(t, err, &me, "error = %v, want a retryable error naming the Retry-After", err) {
+		assert.True(t, me.Retryable, "error = %v, want a retryable error naming the Retry-After", err)
+		assert.Contains(t, me.Message, "retry after 2m0s", "error = %v, want a retryable error naming the Retry-After", err)
 	}
 }

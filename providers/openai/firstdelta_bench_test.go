@@ -13,6 +13,7 @@ import (
 	"time"
 
 	sdk "github.com/sashabaranov/go-openai"
+	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/llm"
@@ -87,9 +88,7 @@ func BenchmarkFirstDelta(b *testing.B) {
 				at = time.Since(base)
 			}
 		}})
-		if err != nil {
-			b.Fatal(err)
-		}
+		require.NoError(b, err)
 		return at - time.Duration(flushed.Load()), at - start
 	}
 	// The adapter alone: Model.Stream with the request S1's first step
@@ -109,28 +108,23 @@ func BenchmarkFirstDelta(b *testing.B) {
 				at = time.Since(base)
 			}
 		})
-		if err != nil {
-			b.Fatal(err)
-		}
+		require.NoError(b, err)
 		return at - time.Duration(flushed.Load()), at - start
 	}
 	floor := func() (afterFlush, fromCall time.Duration) {
 		start := time.Since(base)
 		stream, err := client.CreateChatCompletionStream(context.Background(), bareReq)
-		if err != nil {
-			b.Fatal(err)
-		}
+		require.NoError(b, err)
 		defer stream.Close()
-		if _, err := stream.Recv(); err != nil {
-			b.Fatal(err)
-		}
+		_, err = stream.Recv()
+		require.NoError(b, err)
 		at := time.Since(base)
 		for {
-			if _, err := stream.Recv(); errors.Is(err, io.EOF) {
+			_, err := stream.Recv()
+			if errors.Is(err, io.EOF) {
 				break
-			} else if err != nil {
-				b.Fatal(err)
 			}
+			require.NoError(b, err)
 		}
 		return at - time.Duration(flushed.Load()), at - start
 	}

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/llm"
@@ -165,17 +167,13 @@ func TestOpenAPIRequestMapping(t *testing.T) {
 			} else {
 				_, err = m.Generate(context.Background(), &tt.req)
 			}
-			if err != nil {
-				t.Fatalf("call: %v", err)
-			}
+			require.NoError(t, err, "call")
 			body := srv.body(0)
 			got := map[string]any{}
 			for k := range tt.want {
 				got[k] = body[k]
 			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("request body mismatch (-want +got):\n%s", diff)
-			}
+			assert.Empty(t, cmp.Diff(tt.want, got), "request body mismatch (-want +got)")
 		})
 	}
 }
@@ -244,15 +242,10 @@ func TestOpenAPIGenerateReplies(t *testing.T) {
 				Messages: []defs.Message{defs.UserMessage("question")},
 				Tools:    []llm.ToolSpec{weatherTool},
 			})
-			if err != nil {
-				t.Fatalf("Generate: %v", err)
-			}
-			if diff := cmp.Diff(&tt.want, got); diff != "" {
-				t.Errorf("reply mismatch (-want +got):\n%s", diff)
-			}
-			if auth := srv.headers[0].Get("Authorization"); auth != "Bearer sk-test" {
-				t.Errorf("Authorization = %q, want the bearer key", auth)
-			}
+			require.NoError(t, err, "Generate")
+			assert.Empty(t, cmp.Diff(&tt.want, got), "reply mismatch (-want +got)")
+			auth := srv.headers[0].Get("Authorization")
+			assert.Equal(t, "Bearer sk-test", auth, "Authorization = %q, want the bearer key", auth)
 		})
 	}
 }
@@ -263,10 +256,8 @@ func TestOpenAPIGenerateNoKey(t *testing.T) {
 	srv := newFakeServer(t, reply{file: "text.json"})
 	cfg := srv.config("llama3.2", nil)
 	cfg.APIKey = ""
-	if _, err := New(cfg).Generate(context.Background(), &llm.Request{Messages: []defs.Message{defs.UserMessage("hi")}}); err != nil {
-		t.Fatalf("Generate: %v", err)
-	}
-	if auth, ok := srv.headers[0]["Authorization"]; ok {
-		t.Errorf("Authorization header sent without a key: %q", auth)
-	}
+	_, err := New(cfg).Generate(context.Background(), &llm.Request{Messages: []defs.Message{defs.UserMessage("hi")}})
+	require.NoError(t, err, "Generate")
+	auth, ok := srv.headers[0]["Authorization"]
+	assert.False(t, ok, "Authorization header sent without a key: %q", auth)
 }

@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/runtime"
@@ -30,44 +33,32 @@ func TestLive(t *testing.T) {
 		Messages: []defs.Message{defs.UserMessage("What is the capital of France?")},
 	}
 	reply, err := m.Generate(ctx, req)
-	if err != nil {
-		t.Fatalf("Generate: %v", err)
-	}
+	require.NoError(t, err, "Generate")
 	t.Logf("Generate: %q (reasoning %d bytes), %s, %+v", reply.Message.Content, len(reply.Message.Reasoning), reply.FinishReason, reply.Usage)
-	if !strings.Contains(strings.ToLower(reply.Message.Content), "paris") {
-		t.Errorf("reply %q does not mention Paris", reply.Message.Content)
-	}
+	assert.Contains(t, strings.ToLower(reply.Message.Content), "paris", "reply %q does not mention Paris", reply.Message.Content)
 
 	var streamed strings.Builder
 	reply, err = m.Stream(ctx, req, func(d llm.Delta) { streamed.WriteString(d.Content) })
-	if err != nil {
-		t.Fatalf("Stream: %v", err)
-	}
+	require.NoError(t, err, "Stream")
 	t.Logf("Stream: %q, %s, %+v", reply.Message.Content, reply.FinishReason, reply.Usage)
-	if streamed.String() != reply.Message.Content {
-		t.Errorf("deltas %q differ from the reply %q", streamed.String(), reply.Message.Content)
-	}
+	assert.Equal(t, reply.Message.Content, streamed.String(), "deltas %q differ from the reply %q", streamed.String(), reply.Message.Content)
 
 	req.Messages = []defs.Message{defs.UserMessage("Use the tool to get the weather in Paris.")}
 	req.Tools = []llm.ToolSpec{weatherTool}
 	reply, err = m.Stream(ctx, req, nil)
-	if err != nil {
-		t.Fatalf("Stream with tools: %v", err)
-	}
+	require.NoError(t, err, "Stream with tools")
 	t.Logf("Stream with tools: %+v, %s", reply.Message.ToolCalls, reply.FinishReason)
 
 	// A typed answer, in both modes (a server that rejects a
 	// response_format fails the first).
 	for _, mode := range []llm.OutputMode{llm.OutputNative, llm.OutputTool} {
 		res, err := runtime.Run(ctx, m, forecaster, runtime.Config{OutputMode: mode, MaxSteps: 4})
-		if err != nil {
-			t.Errorf("typed answer (%s): %v", mode, err)
+		if !assert.NoError(t, err, "typed answer (%s)", mode) {
 			continue
 		}
 		f, err := runtime.Output[forecast](res)
 		t.Logf("typed answer (%s) in %d steps: %+v, %v", mode, len(res.Steps), f, err)
-		if err != nil || f.City == "" {
-			t.Errorf("typed answer (%s): %+v, %v", mode, f, err)
-		}
+		assert.NoError(t, err, "typed answer (%s): %+v", mode, f)
+		assert.NotEmpty(t, f.City, "typed answer (%s): %+v, %v", mode, f, err)
 	}
 }

@@ -66,9 +66,7 @@ func startMockLLM(t *testing.T) *mockLLM {
 	t.Helper()
 	bin := os.Getenv(envMockLLM)
 	if bin == "" {
-		if os.Getenv(envMockLLMRequired) != "" {
-			t.Fatalf("%s is set but %s is not: run eval \"$(bash .ci/mockllm.sh)\" first", envMockLLMRequired, envMockLLM)
-		}
+		require.Empty(t, os.Getenv(envMockLLMRequired), "%s is set but %s is not: run eval \"$(bash .ci/mockllm.sh)\" first", envMockLLMRequired, envMockLLM)
 		t.Skipf("skipping: %s is not set; run eval \"$(bash .ci/mockllm.sh)\" to install @dwmkerr/mock-llm and run these tests", envMockLLM)
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -114,7 +112,9 @@ func startMockLLM(t *testing.T) *mockLLM {
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("mock-llm did not answer on %s within 60s: %v\nstdout: %s\nstderr: %s", m.url, err, strings.Join(m.output(), "\n"), stderr.String())
+			// Not require.False: the message reads stderr, which the
+			// process is still writing; read it only on failure.
+			require.Failf(t, "mock-llm did not answer", "on %s within 60s: %v\nstdout: %s\nstderr: %s", m.url, err, strings.Join(m.output(), "\n"), stderr.String())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -191,9 +191,7 @@ func (m *mockLLM) attempts(t *testing.T, path string) int {
 				return n
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("mock-llm did not log the /health request: %q", lines)
-		}
+		require.False(t, time.Now().After(deadline), "mock-llm did not log the /health request: %q", lines)
 		time.Sleep(5 * time.Millisecond)
 	}
 }

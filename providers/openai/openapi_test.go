@@ -19,6 +19,8 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // specPath is the official OpenAI description, kept in the repository with
@@ -49,9 +51,7 @@ func chatRoute(tb testing.TB) *routers.Route {
 		}
 		spec.route = &routers.Route{Spec: doc, Path: "/chat/completions", PathItem: item, Method: http.MethodPost, Operation: item.Post}
 	})
-	if spec.route == nil {
-		tb.Fatalf("OpenAPI spec: %v", spec.err)
-	}
+	require.NotNil(tb, spec.route, "OpenAPI spec: %v", spec.err)
 	return spec.route
 }
 
@@ -140,22 +140,18 @@ func (f *fakeServer) body(i int) map[string]any {
 
 func (f *fakeServer) serve(w http.ResponseWriter, r *http.Request) {
 	raw, err := io.ReadAll(r.Body)
-	if err != nil {
-		f.t.Errorf("reading request: %v", err)
+	// The server's goroutine: assert only, never require.
+	if !assert.NoError(f.t, err, "reading request") {
 		return
 	}
-	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
-		f.t.Errorf("unexpected %s %s", r.Method, r.URL.Path)
-	}
-	if err := validateChatRequest(f.route, raw); err != nil {
-		f.t.Errorf("request does not match the OpenAPI spec: %v\nbody: %s", err, raw)
+	assert.Equal(f.t, http.MethodPost, r.Method, "unexpected %s %s", r.Method, r.URL.Path)
+	assert.Equal(f.t, "/v1/chat/completions", r.URL.Path, "unexpected %s %s", r.Method, r.URL.Path)
+	if err := validateChatRequest(f.route, raw); !assert.NoError(f.t, err, "request does not match the OpenAPI spec\nbody: %s", raw) {
 		http.Error(w, `{"error":{"message":"invalid request","type":"invalid_request_error"}}`, http.StatusBadRequest)
 		return
 	}
 	var body map[string]any
-	if err := json.Unmarshal(raw, &body); err != nil {
-		f.t.Errorf("request body: %v", err)
-	}
+	assert.NoError(f.t, json.Unmarshal(raw, &body), "request body")
 	f.mu.Lock()
 	n := len(f.bodies)
 	f.bodies = append(f.bodies, body)
@@ -168,8 +164,7 @@ func (f *fakeServer) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	data := []byte(rep.body)
 	if rep.file != "" {
-		if data, err = os.ReadFile(filepath.Join("testdata", rep.file)); err != nil {
-			f.t.Errorf("fixture: %v", err)
+		if data, err = os.ReadFile(filepath.Join("testdata", rep.file)); !assert.NoError(f.t, err, "fixture") {
 			return
 		}
 	}
@@ -208,12 +203,11 @@ func (f *fakeServer) serve(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
 		case <-time.After(10 * time.Second):
-			f.t.Errorf("client did not go away after cancellation")
+			assert.Fail(f.t, "client did not go away after cancellation")
 		}
 	case rep.drop:
 		conn, _, err := http.NewResponseController(w).Hijack()
-		if err != nil {
-			f.t.Errorf("hijack: %v", err)
+		if !assert.NoError(f.t, err, "hijack") {
 			return
 		}
 		conn.Close()

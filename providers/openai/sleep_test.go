@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/llm"
@@ -47,9 +49,9 @@ func TestDefaultSleep(t *testing.T) {
 				}
 				start := time.Now()
 				err := sleep(ctx, tt.d)
-				if got := time.Since(start); got != tt.want || !errors.Is(err, tt.wantErr) {
-					t.Errorf("sleep(%v) = %v after %v, want %v after %v", tt.d, err, got, tt.wantErr, tt.want)
-				}
+				got := time.Since(start)
+				assert.Equal(t, tt.want, got, "sleep(%v) = %v after %v, want %v after %v", tt.d, err, got, tt.wantErr, tt.want)
+				assert.ErrorIs(t, err, tt.wantErr, "sleep(%v) = %v after %v, want %v after %v", tt.d, err, got, tt.wantErr, tt.want)
 			})
 		})
 	}
@@ -131,16 +133,10 @@ func TestRetriesWaitBackoffAndRetryAfter(t *testing.T) {
 		cfg := memoryConfig(tr)
 		twin := New(memoryConfig(&memoryTransport{})) // same seed: the same jitter
 		reply, err := New(cfg).Generate(context.Background(), &llm.Request{Messages: []defs.Message{defs.UserMessage("hi")}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if reply.Message.Content != "hi" {
-			t.Errorf("reply %q, want hi", reply.Message.Content)
-		}
+		require.NoError(t, err)
+		assert.Equal(t, "hi", reply.Message.Content, "reply %q, want hi", reply.Message.Content)
 		want := []time.Duration{twin.backoff(0), 7 * time.Second}
-		if diff := cmp.Diff(want, tr.gaps()); diff != "" {
-			t.Errorf("waits between attempts mismatch (-want +got):\n%s", diff)
-		}
+		assert.Empty(t, cmp.Diff(want, tr.gaps()), "waits between attempts mismatch (-want +got)")
 	})
 }
 
@@ -157,14 +153,11 @@ func TestRetryAfterPastDeadlineIsNotWaited(t *testing.T) {
 		start := time.Now()
 		_, err := New(memoryConfig(tr)).Generate(ctx, &llm.Request{Messages: []defs.Message{defs.UserMessage("hi")}})
 		var me *llm.ModelError
-		if !errors.As(err, &me) || me.StatusCode != 429 || !me.Retryable {
-			t.Fatalf("err = %v, want the retryable 429", err)
-		}
-		if d := time.Since(start); d != 0 {
-			t.Errorf("Generate returned after %v, want at once", d)
-		}
-		if n := len(tr.at); n != 1 {
-			t.Errorf("%d attempts, want 1", n)
-		}
+		require.ErrorAs(t, err, &me, "err = %v, want the retryable 429", err)
+		require.Equal(t, 429, me.StatusCode, "err = %v, want the retryable 429", err)
+		require.True(t, me.Retryable, "err = %v, want the retryable 429", err)
+		d := time.Since(start)
+		assert.Zero(t, d, "Generate returned after %v, want at once", d)
+		assert.Len(t, tr.at, 1, "attempts")
 	})
 }

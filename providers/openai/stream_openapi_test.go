@@ -3,13 +3,13 @@ package openai
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	sdk "github.com/sashabaranov/go-openai"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/llm"
@@ -96,19 +96,11 @@ func TestOpenAPIStream(t *testing.T) {
 			cfg.OmitStreamUsage = tt.omitUsage
 			var deltas []llm.Delta
 			got, err := New(cfg).Stream(context.Background(), userRequest("q"), func(d llm.Delta) { deltas = append(deltas, d) })
-			if err != nil {
-				t.Fatalf("Stream: %v", err)
-			}
-			if diff := cmp.Diff(&tt.want, got); diff != "" {
-				t.Errorf("reply mismatch (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(tt.wantDeltas, deltas); diff != "" {
-				t.Errorf("deltas mismatch (-want +got):\n%s", diff)
-			}
+			require.NoError(t, err, "Stream")
+			assert.Empty(t, cmp.Diff(&tt.want, got), "reply mismatch (-want +got)")
+			assert.Empty(t, cmp.Diff(tt.wantDeltas, deltas), "deltas mismatch (-want +got)")
 			_, asked := srv.body(0)["stream_options"]
-			if asked == tt.omitUsage {
-				t.Errorf("stream_options sent = %t, want %t", asked, !tt.omitUsage)
-			}
+			assert.Equal(t, !tt.omitUsage, asked, "stream_options sent = %t, want %t", asked, !tt.omitUsage)
 		})
 	}
 }
@@ -137,30 +129,20 @@ func TestOpenAPIStreamCut(t *testing.T) {
 			var sleeps []time.Duration
 			var deltas int
 			got, err := New(srv.config("gpt-4.1", &sleeps)).Stream(context.Background(), userRequest("q"), func(llm.Delta) { deltas++ })
-			if srv.hits() != tt.wantHits {
-				t.Errorf("server hit %d times, want %d", srv.hits(), tt.wantHits)
-			}
-			if deltas != tt.wantDelta {
-				t.Errorf("%d deltas, want %d", deltas, tt.wantDelta)
-			}
+			assert.Equal(t, tt.wantHits, srv.hits(), "server hit %d times, want %d", srv.hits(), tt.wantHits)
+			assert.Equal(t, tt.wantDelta, deltas, "%d deltas, want %d", deltas, tt.wantDelta)
 			if !tt.wantErr {
-				if err != nil || got.Message.Content != "The capital is Paris." {
-					t.Fatalf("Stream = %+v, %v; want the retried reply", got, err)
-				}
+				require.NoError(t, err, "Stream: want the retried reply")
+				require.Equal(t, "The capital is Paris.", got.Message.Content, "Stream = %+v; want the retried reply", got)
 				return
 			}
 			var me *llm.ModelError
-			if !errors.As(err, &me) {
-				t.Fatalf("error %v (%T) is not an *llm.ModelError", err, err)
-			}
-			if !me.Retryable || me.StatusCode != 0 {
-				t.Errorf("ModelError = %+v, want retryable with no status", me)
-			}
-			if got != nil {
-				t.Errorf("reply = %+v, want nil", got)
-			}
-			if tt.wantCut && !errors.Is(err, ErrStreamCut) {
-				t.Errorf("error %v does not wrap ErrStreamCut", err)
+			require.ErrorAs(t, err, &me, "error %v (%T) is not an *llm.ModelError", err, err)
+			assert.True(t, me.Retryable, "ModelError = %+v, want retryable with no status", me)
+			assert.Zero(t, me.StatusCode, "ModelError = %+v, want retryable with no status", me)
+			assert.Nil(t, got, "reply = %+v, want nil", got)
+			if tt.wantCut {
+				assert.ErrorIs(t, err, ErrStreamCut, "error %v does not wrap ErrStreamCut", err)
 			}
 		})
 	}
@@ -174,19 +156,14 @@ func TestOpenAPIStreamCancel(t *testing.T) {
 	defer cancel()
 	start := time.Now()
 	_, err := New(srv.config("gpt-4.1", nil)).Stream(ctx, userRequest("q"), func(llm.Delta) { cancel() })
-	if elapsed := time.Since(start); elapsed > 2*time.Second {
-		t.Errorf("Stream returned after %v, want promptly", elapsed)
-	}
-	if !errors.Is(err, context.Canceled) {
-		t.Errorf("error %v does not wrap context.Canceled", err)
-	}
+	elapsed := time.Since(start)
+	assert.LessOrEqual(t, elapsed, 2*time.Second, "Stream returned after %v, want promptly", elapsed)
+	assert.ErrorIs(t, err, context.Canceled, "error %v does not wrap context.Canceled", err)
 	var me *llm.ModelError
-	if !errors.As(err, &me) || me.Retryable {
-		t.Errorf("error %#v, want a non-retryable *llm.ModelError", err)
+	if assert.ErrorAs(t, err, &me, "error %#v, want a non-retryable *llm.ModelError", err) {
+		assert.False(t, me.Retryable, "error %#v, want a non-retryable *llm.ModelError", err)
 	}
-	if srv.hits() != 1 {
-		t.Errorf("server hit %d times, want 1", srv.hits())
-	}
+	assert.Equal(t, 1, srv.hits(), "server hit %d times, want 1", srv.hits())
 }
 
 // TestOpenAPIStreamDeadline checks a deadline that expires mid-stream.
@@ -196,12 +173,9 @@ func TestOpenAPIStreamDeadline(t *testing.T) {
 	defer cancel()
 	start := time.Now()
 	_, err := New(srv.config("gpt-4.1", nil)).Stream(ctx, userRequest("q"), nil)
-	if elapsed := time.Since(start); elapsed > 2*time.Second {
-		t.Errorf("Stream returned after %v, want promptly", elapsed)
-	}
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("error %v does not wrap context.DeadlineExceeded", err)
-	}
+	elapsed := time.Since(start)
+	assert.LessOrEqual(t, elapsed, 2*time.Second, "Stream returned after %v, want promptly", elapsed)
+	assert.ErrorIs(t, err, context.DeadlineExceeded, "error %v does not wrap context.DeadlineExceeded", err)
 }
 
 // TestOpenAPIStreamErrorEvent checks an error sent inside a stream.
@@ -211,11 +185,9 @@ func TestOpenAPIStreamErrorEvent(t *testing.T) {
 	cfg.MaxRetries = -1
 	_, err := New(cfg).Stream(context.Background(), userRequest("q"), nil)
 	var me *llm.ModelError
-	if !errors.As(err, &me) || !me.Retryable || !strings.Contains(me.Message, "server had an error") {
-		t.Fatalf("error = %#v, want a retryable ModelError with the server's message", err)
-	}
+	require.ErrorAs(t, err, &me, "error = %#v, want a retryable ModelError with the server's message", err)
+	require.True(t, me.Retryable, "error = %#v, want a retryable ModelError with the server's message", err)
+	require.Contains(t, me.Message, "server had an error", "error = %#v, want a retryable ModelError with the server's message", err)
 	var apiErr *sdk.APIError
-	if !errors.As(err, &apiErr) {
-		t.Errorf("errors.As(*openai.APIError) failed on %v", err)
-	}
+	assert.ErrorAs(t, err, &apiErr, "errors.As(*openai.APIError) failed on %v", err)
 }

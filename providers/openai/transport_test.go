@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"syscall"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
 )
 
 func TestRetryableTransport(t *testing.T) {
@@ -23,8 +25,7 @@ func TestRetryableTransport(t *testing.T) {
 		{"unknown host", post(&net.OpError{Op: "dial", Err: &net.DNSError{Err: "no such host", Name: "x.invalid", IsNotFound: true}}), false},
 		{"unsupported scheme", post(&url.Error{Op: "Post", URL: "ftp://x", Err: net.UnknownNetworkError("ftp")}), false},
 	} {
-		if got := retryableTransport(tc.err); got != tc.want {
-			t.Errorf("%s: retryableTransport = %v, want %v", tc.name, got, tc.want)
-		}
+		got := retryableTransport(tc.err)
+		assert.Equal(t, tc.want, got, "%s: retryableTransport = %v, want %v", tc.name, got, tc.want)
 	}
 }

@@ -15,6 +15,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	sdk "github.com/sashabaranov/go-openai"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/llm"
@@ -39,9 +41,8 @@ func TestRetryAfter(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := retryAfter(tt.header, now); got != tt.want {
-				t.Errorf("retryAfter = %v, want %v", got, tt.want)
-			}
+			got := retryAfter(tt.header, now)
+			assert.Equal(t, tt.want, got, "retryAfter = %v, want %v", got, tt.want)
 		})
 	}
 }
@@ -52,9 +53,8 @@ func TestIsReasoningModel(t *testing.T) {
 		"gpt-5": true, "gpt-5-mini": true, "openai/o3": true, "openai/gpt-5-nano": true, "GPT-5": true,
 		"gpt-4o": false, "gpt-4.1-mini": false, "llama3.2": false, "qwen3:4b": false, "deepseek-reasoner": false, "": false,
 	} {
-		if got := isReasoningModel(name); got != want {
-			t.Errorf("isReasoningModel(%q) = %t, want %t", name, got, want)
-		}
+		got := isReasoningModel(name)
+		assert.Equal(t, want, got, "isReasoningModel(%q) = %t, want %t", name, got, want)
 	}
 }
 
@@ -63,40 +63,37 @@ func TestConfigFromEnv(t *testing.T) {
 	t.Setenv(EnvBaseURL, "http://localhost:11434/v1")
 	t.Setenv(EnvModel, "qwen3:4b")
 	want := Config{BaseURL: "http://localhost:11434/v1", Model: "qwen3:4b"}
-	if diff := cmp.Diff(want, ConfigFromEnv(), cmp.Comparer(func(a, b *rand.Rand) bool { return a == b })); diff != "" {
-		t.Errorf("ConfigFromEnv mismatch (-want +got):\n%s", diff)
-	}
-	if got := FromEnv().Name(); got != "qwen3:4b" {
-		t.Errorf("FromEnv().Name() = %q", got)
-	}
+	assert.Empty(t, cmp.Diff(want, ConfigFromEnv(), cmp.Comparer(func(a, b *rand.Rand) bool { return a == b })), "ConfigFromEnv mismatch (-want +got)")
+	got := FromEnv().Name()
+	assert.Equal(t, "qwen3:4b", got, "FromEnv().Name() = %q", got)
 }
 
 func TestConfigDefaults(t *testing.T) {
 	c := Config{}.withDefaults()
-	if c.BaseURL != DefaultBaseURL || c.Model != DefaultModel || c.MaxRetries != DefaultMaxRetries ||
-		c.RetryBaseDelay != DefaultRetryBaseDelay || c.RetryMaxDelay != DefaultRetryMaxDelay || c.HTTPClient == nil || c.Sleep == nil {
-		t.Errorf("defaults not applied: %+v", c)
-	}
-	if c := (Config{MaxRetries: -1}).withDefaults(); c.MaxRetries != 0 {
-		t.Errorf("MaxRetries -1 gives %d retries, want 0", c.MaxRetries)
-	}
+	assert.Equal(t, DefaultBaseURL, c.BaseURL, "defaults not applied: BaseURL")
+	assert.Equal(t, DefaultModel, c.Model, "defaults not applied: Model")
+	assert.Equal(t, DefaultMaxRetries, c.MaxRetries, "defaults not applied: MaxRetries")
+	assert.Equal(t, DefaultRetryBaseDelay, c.RetryBaseDelay, "defaults not applied: RetryBaseDelay")
+	assert.Equal(t, DefaultRetryMaxDelay, c.RetryMaxDelay, "defaults not applied: RetryMaxDelay")
+	assert.NotNil(t, c.HTTPClient, "defaults not applied: HTTPClient")
+	assert.NotNil(t, c.Sleep, "defaults not applied: Sleep")
+	none := (Config{MaxRetries: -1}).withDefaults()
+	assert.Equal(t, 0, none.MaxRetries, "MaxRetries -1 gives %d retries, want 0", none.MaxRetries)
 }
 
 func TestBackoff(t *testing.T) {
 	m := New(Config{RetryBaseDelay: 100 * time.Millisecond, RetryMaxDelay: time.Second, Rand: rand.New(rand.NewPCG(7, 7))})
 	for n, hi := range []time.Duration{100, 200, 400, 800, 1000, 1000, 1000} {
 		hi *= time.Millisecond
-		if d := m.backoff(n); d > hi || d < hi*3/4 {
-			t.Errorf("backoff(%d) = %v, want in [%v, %v]", n, d, hi*3/4, hi)
-		}
+		d := m.backoff(n)
+		assert.LessOrEqual(t, d, hi, "backoff(%d) = %v, want in [%v, %v]", n, d, hi*3/4, hi)
+		assert.GreaterOrEqual(t, d, hi*3/4, "backoff(%d) = %v, want in [%v, %v]", n, d, hi*3/4, hi)
 	}
 	// The same seed gives the same delays.
 	a := New(Config{Rand: rand.New(rand.NewPCG(1, 1))})
 	b := New(Config{Rand: rand.New(rand.NewPCG(1, 1))})
 	for n := range 5 {
-		if da, db := a.backoff(n), b.backoff(n); da != db {
-			t.Errorf("backoff(%d) differs with the same seed: %v, %v", n, da, db)
-		}
+		assert.Equal(t, a.backoff(n), b.backoff(n), "backoff(%d) differs with the same seed", n)
 	}
 }
 
@@ -143,14 +140,13 @@ func TestClassify(t *testing.T) {
 				ctx = context.Background()
 			}
 			me := classify(ctx, tt.err)
-			if me.Retryable != tt.retryable || me.ContextTooLong != tt.tooLong || me.StatusCode != tt.status {
-				t.Errorf("classify = %+v, want retryable=%t tooLong=%t status=%d", me, tt.retryable, tt.tooLong, tt.status)
-			}
-			if !errors.Is(me, tt.err) && tt.ctx == nil {
-				t.Errorf("ModelError does not unwrap to %v", tt.err)
-			}
-			if tt.ctx != nil && !errors.Is(me, context.Canceled) {
-				t.Errorf("ModelError %v does not unwrap to context.Canceled", me)
+			assert.Equal(t, tt.retryable, me.Retryable, "classify = %+v: Retryable", me)
+			assert.Equal(t, tt.tooLong, me.ContextTooLong, "classify = %+v: ContextTooLong", me)
+			assert.Equal(t, tt.status, me.StatusCode, "classify = %+v: StatusCode", me)
+			if tt.ctx == nil {
+				assert.ErrorIs(t, me, tt.err, "ModelError does not unwrap to %v", tt.err)
+			} else {
+				assert.ErrorIs(t, me, context.Canceled, "ModelError %v does not unwrap to context.Canceled", me)
 			}
 		})
 	}
@@ -165,12 +161,8 @@ func TestNetworkErrorRetried(t *testing.T) {
 	var sleeps int
 	m := New(Config{BaseURL: url, Sleep: func(context.Context, time.Duration) error { sleeps++; return nil }})
 	_, err := m.Generate(context.Background(), &llm.Request{Messages: []defs.Message{defs.UserMessage("hi")}})
-	if !llm.IsRetryable(err) {
-		t.Fatalf("error = %v, want retryable", err)
-	}
-	if sleeps != DefaultMaxRetries {
-		t.Errorf("slept %d times, want %d", sleeps, DefaultMaxRetries)
-	}
+	require.True(t, llm.IsRetryable(err), "error = %v, want retryable", err)
+	assert.Equal(t, DefaultMaxRetries, sleeps, "slept %d times, want %d", sleeps, DefaultMaxRetries)
 }
 
 // TestInvalidRequest checks errors found before anything is sent.
@@ -183,8 +175,8 @@ func TestInvalidRequest(t *testing.T) {
 	} {
 		_, err := m.Generate(context.Background(), req)
 		var me *llm.ModelError
-		if !errors.As(err, &me) || me.Retryable {
-			t.Errorf("%s: error = %v, want a non-retryable *llm.ModelError", name, err)
+		if assert.ErrorAs(t, err, &me, "%s: error = %v, want a non-retryable *llm.ModelError", name, err) {
+			assert.False(t, me.Retryable, "%s: error = %v, want a non-retryable *llm.ModelError", name, err)
 		}
 	}
 }
@@ -202,14 +194,13 @@ func TestOpenAPIConcurrent(t *testing.T) {
 		wg.Go(func() {
 			req := &llm.Request{Messages: []defs.Message{defs.UserMessage(fmt.Sprint("question ", i))}}
 			reply, err := m.Generate(context.Background(), req)
-			if err != nil || reply.Message.Content != "Paris." {
-				t.Errorf("Generate %d = %+v, %v", i, reply, err)
+			// wg.Go's goroutine: assert only, never require.
+			if assert.NoError(t, err, "Generate %d", i) {
+				assert.Equal(t, "Paris.", reply.Message.Content, "Generate %d = %+v", i, reply)
 			}
 			m.backoff(i)
 		})
 	}
 	wg.Wait()
-	if srv.hits() != 8 {
-		t.Errorf("server hit %d times, want 8", srv.hits())
-	}
+	assert.Equal(t, 8, srv.hits(), "server hit %d times, want 8", srv.hits())
 }

@@ -73,12 +73,10 @@ func (s *s1Server) serve(w http.ResponseWriter, r *http.Request) {
 func runReprompt(tb testing.TB, s *s1Server, m *openai.Model) {
 	s.n.Store(0)
 	res, err := runtime.Run(context.Background(), m, scenarioS1, runtime.Config{MaxSteps: s.steps})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if len(res.Steps) != s.steps {
-		tb.Fatalf("ran %d steps, want %d", len(res.Steps), s.steps)
-	}
+	require.NoError(tb, err)
+	// A bool and a constant message: benchmarks run this in their
+	// measured loop, where the check must not allocate.
+	require.True(tb, len(res.Steps) == s.steps, "runtime.Run ran fewer or more steps than the scenario's")
 }
 
 // bareS1 is the floor: a plain go-openai loop sending the requests S1
@@ -128,9 +126,7 @@ func (b *bareS1) run(tb testing.TB, s *s1Server) {
 	count := 0
 	for range s.steps {
 		resp, err := b.client.CreateChatCompletion(context.Background(), sdk.ChatCompletionRequest{Model: "gpt-4.1", Messages: msgs, Tools: b.tools})
-		if err != nil {
-			tb.Fatal(err)
-		}
+		require.NoError(tb, err)
 		msg := resp.Choices[0].Message
 		msgs = append(msgs, msg)
 		for _, tc := range msg.ToolCalls {
@@ -165,7 +161,9 @@ func TestWireSameRequestsAsBare(t *testing.T) {
 		for k < min(len(bare[i]), len(ours[i])) && bare[i][k] == ours[i][k] {
 			k++
 		}
-		t.Fatalf("request %d differs from the bare loop's (-bare +reprompt):\n%s\nfirst difference at byte %d:\nbare:     %.300s\nreprompt: %.300s", i, cmp.Diff(a, b), k, bare[i][k:], ours[i][k:])
+		require.Empty(t, cmp.Diff(a, b), "request %d differs from the bare loop's, first at byte %d (-bare +reprompt)", i, k)
+		// The same JSON value, written differently.
+		require.Failf(t, "request differs from the bare loop's", "request %d: first difference at byte %d:\nbare:     %.300s\nreprompt: %.300s", i, k, bare[i][k:], ours[i][k:])
 	}
 }
 

@@ -70,9 +70,7 @@ func requireSameJSON(t *testing.T, want, got []byte) {
 	var w, g any
 	require.NoError(t, json.Unmarshal(want, &w), "%s", want)
 	require.NoError(t, json.Unmarshal(got, &g), "%s", got)
-	if diff := cmp.Diff(w, g); diff != "" {
-		t.Fatalf("request body mismatch (-want +got):\n%s", diff)
-	}
+	require.Empty(t, cmp.Diff(w, g), "request body mismatch (-want +got)")
 }
 
 // TestWireBodyMatchesGoOpenAI checks the assembled body against go-openai's

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/reprompt/reprompt/session"
 )
 
@@ -19,9 +21,7 @@ func benchSession(b *testing.B, st session.Store, id string, n, room int) *sessi
 	cp := Fixture(id, n)
 	cp.Pending = nil
 	cp.Transcript = slices.Grow(cp.Transcript, room)
-	if err := st.Save(context.Background(), cp); err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, st.Save(context.Background(), cp))
 	return cp
 }
 
@@ -45,9 +45,7 @@ func BenchmarkSave(b *testing.B, newStore func(b *testing.B) session.Store) {
 				}
 				cp.Step++
 				cp.Transcript = append(cp.Transcript, Messages(len(cp.Transcript), 2)...)
-				if err := st.Save(ctx, cp); err != nil {
-					b.Fatal(err)
-				}
+				require.NoError(b, st.Save(ctx, cp))
 			}
 		})
 	}
@@ -92,9 +90,7 @@ func BenchmarkSaveRewrite(b *testing.B, newStore func(b *testing.B) session.Stor
 					if tail {
 						cp.Base = prev - 3
 					}
-					if err := st.Save(ctx, cp); err != nil {
-						b.Fatal(err)
-					}
+					require.NoError(b, st.Save(ctx, cp))
 					saves++
 				}
 				b.StopTimer()
@@ -105,9 +101,7 @@ func BenchmarkSaveRewrite(b *testing.B, newStore func(b *testing.B) session.Stor
 				rows := 0
 				for s := 1; s <= sessions; s++ {
 					r, err := rc.Rows(ctx, fmt.Sprintf("bench-%d", s))
-					if err != nil {
-						b.Fatal(err)
-					}
+					require.NoError(b, err)
 					rows += r - n // the rows of the session's first save
 				}
 				b.ReportMetric(float64(rows)/float64(saves), "rows/save")

@@ -7,9 +7,7 @@
 //	func TestConformance(t *testing.T) {
 //		sessiontest.Run(t, func(t *testing.T) session.Store {
 //			st, err := mystore.Open(filepath.Join(t.TempDir(), "db"))
-//			if err != nil {
-//				t.Fatal(err)
-//			}
+//			require.NoError(t, err)
 //			t.Cleanup(func() { st.Close() })
 //			return st
 //		})
@@ -40,6 +38,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
@@ -268,29 +269,21 @@ func Messages(from, n int) []defs.Message {
 func save(t *testing.T, st session.Store, cp *session.Checkpoint) {
 	t.Helper()
 	seq := cp.Seq
-	if err := st.Save(context.Background(), cp); err != nil {
-		t.Fatalf("Save(%q, seq %d, step %d): %v", cp.SessionID, seq, cp.Step, err)
-	}
-	if cp.Seq != seq+1 {
-		t.Fatalf("Save(%q): Seq = %d, want %d", cp.SessionID, cp.Seq, seq+1)
-	}
+	require.NoError(t, st.Save(context.Background(), cp), "Save(%q, seq %d, step %d)", cp.SessionID, seq, cp.Step)
+	require.Equal(t, seq+1, cp.Seq, "Save(%q): Seq = %d, want %d", cp.SessionID, cp.Seq, seq+1)
 }
 
 func latest(t *testing.T, st session.Store, id string) *session.Checkpoint {
 	t.Helper()
 	cp, err := st.Latest(context.Background(), id)
-	if err != nil {
-		t.Fatalf("Latest(%q): %v", id, err)
-	}
+	require.NoError(t, err, "Latest(%q)", id)
 	return cp
 }
 
 func atStep(t *testing.T, st session.Store, id string, step int) *session.Checkpoint {
 	t.Helper()
 	cp, err := st.AtStep(context.Background(), id, step)
-	if err != nil {
-		t.Fatalf("AtStep(%q, %d): %v", id, step, err)
-	}
+	require.NoError(t, err, "AtStep(%q, %d)", id, step)
 	return cp
 }
 
@@ -301,9 +294,10 @@ func same(t *testing.T, what string, want, got *session.Checkpoint) {
 	w.Version = want.FormatVersion()
 	w.Base = 0 // a loaded checkpoint has Base 0
 	if !reflect.DeepEqual(w, g) {
+		// Their JSON's first difference: clearer than a dump of both.
 		wb, _ := json.MarshalIndent(w, "", " ")
 		gb, _ := json.MarshalIndent(g, "", " ")
-		t.Fatalf("%s: checkpoint mismatch: %s", what, firstDiff(string(wb), string(gb)))
+		require.Failf(t, "checkpoint mismatch", "%s: %s", what, firstDiff(string(wb), string(gb)))
 	}
 }
 
@@ -369,13 +363,10 @@ func trim(s string) string {
 
 func isNotFound(t *testing.T, err error, id string) {
 	t.Helper()
-	if !errors.Is(err, session.ErrNotFound) {
-		t.Fatalf("err = %v, want one matching session.ErrNotFound", err)
-	}
+	require.ErrorIs(t, err, session.ErrNotFound, "err = %v, want one matching session.ErrNotFound", err)
 	nf, ok := errors.AsType[*session.NotFoundError](err)
-	if !ok || nf.ID != id {
-		t.Fatalf("err = %#v, want a *session.NotFoundError for %q", err, id)
-	}
+	require.True(t, ok, "err = %#v, want a *session.NotFoundError for %q", err, id)
+	require.Equal(t, id, nf.ID, "err = %#v, want a *session.NotFoundError for %q", err, id)
 }
 
 func testNotFound(t *testing.T, st session.Store) {
@@ -384,21 +375,18 @@ func testNotFound(t *testing.T, st session.Store) {
 	isNotFound(t, err, "nope")
 	_, err = st.AtStep(ctx, "nope", 0)
 	isNotFound(t, err, "nope")
-	if err := st.Delete(ctx, "nope"); err != nil {
-		t.Fatalf("Delete of an unknown session: %v", err)
-	}
+	require.NoError(t, st.Delete(ctx, "nope"), "Delete of an unknown session")
 	infos, err := st.List(ctx)
-	if err != nil || len(infos) != 0 {
-		t.Fatalf("List of an empty store = %v, %v; want none", infos, err)
-	}
+	require.NoError(t, err, "List of an empty store = %v, %v; want none", infos, err)
+	require.Empty(t, infos, "List of an empty store = %v, %v; want none", infos, err)
 	cp := Fixture("s", 4)
 	cp.Step = 1
 	save(t, st, cp)
 	_, err = st.AtStep(ctx, "s", 2)
 	isNotFound(t, err, "s")
-	if nf, _ := errors.AsType[*session.NotFoundError](err); !nf.AtStep || nf.Step != 2 {
-		t.Fatalf("AtStep of a missing step: %#v, want AtStep and Step 2", nf)
-	}
+	nf, _ := errors.AsType[*session.NotFoundError](err)
+	require.True(t, nf.AtStep, "AtStep of a missing step: %#v, want AtStep and Step 2", nf)
+	require.Equal(t, 2, nf.Step, "AtStep of a missing step: %#v, want AtStep and Step 2", nf)
 }
 
 func testRoundTrip(t *testing.T, st session.Store) {
@@ -442,9 +430,8 @@ func testIncremental(t *testing.T, st session.Store) {
 	for _, step := range []int{1, 2, 50, 149, steps} {
 		same(t, fmt.Sprintf("AtStep(%d)", step), saved[step-1], atStep(t, st, "inc", step))
 	}
-	if got := latest(t, st, "inc").Seq; got != steps {
-		t.Fatalf("Seq after %d saves = %d", steps, got)
-	}
+	got := latest(t, st, "inc").Seq
+	require.Equal(t, int64(steps), got, "Seq after %d saves = %d", steps, got)
 }
 
 func testGeneration(t *testing.T, st session.Store) {
@@ -539,18 +526,14 @@ func testRewriteTail(t *testing.T, st session.Store) {
 		return
 	}
 	rows, err := rc.Rows(ctx, "tail")
-	if err != nil {
-		t.Fatalf("Rows: %v", err)
-	}
+	require.NoError(t, err, "Rows")
 	n := len(cp.Transcript)
 	t.Logf("%d saves, %d messages: %d rows stored", saves, n, rows)
-	if limit := 4*n + saves; rows > limit {
-		t.Fatalf("%d saves of a transcript of %d messages stored %d rows, want at most %d: a new generation with a Base must store only the messages from its Base on", saves, n, rows, limit)
-	}
+	limit := 4*n + saves
+	require.LessOrEqual(t, rows, limit, "%d saves of a transcript of %d messages stored %d rows, want at most %d: a new generation with a Base must store only the messages from its Base on", saves, n, rows, limit)
 	// Exactly: the first save's messages, then 5 per save.
-	if want := 6 + 5*(saves-1); rows != want {
-		t.Fatalf("%d rows stored, want %d", rows, want)
-	}
+	want := 6 + 5*(saves-1)
+	require.Equal(t, want, rows, "%d rows stored, want %d", rows, want)
 }
 
 // testRewindLineage rewinds a session of generations with a Base and
@@ -586,12 +569,10 @@ func testRewindLineage(t *testing.T, st session.Store) {
 		old[step] = snapshot(cp)
 	}
 	rw, err := session.Rewind(ctx, st, id, 12)
-	if err != nil {
-		t.Fatalf("Rewind: %v", err)
-	}
-	if rw.Base != 0 || rw.Seq != cp.Seq || rw.Generation != cp.Generation+1 {
-		t.Fatalf("Rewind: Base %d, Seq %d, Generation %d; want 0, %d and %d", rw.Base, rw.Seq, rw.Generation, cp.Seq, cp.Generation+1)
-	}
+	require.NoError(t, err, "Rewind")
+	require.Equal(t, 0, rw.Base, "Rewind: Base %d, Seq %d, Generation %d; want 0, %d and %d", rw.Base, rw.Seq, rw.Generation, cp.Seq, cp.Generation+1)
+	require.Equal(t, cp.Seq, rw.Seq, "Rewind: Base %d, Seq %d, Generation %d; want 0, %d and %d", rw.Base, rw.Seq, rw.Generation, cp.Seq, cp.Generation+1)
+	require.Equal(t, cp.Generation+1, rw.Generation, "Rewind: Base %d, Seq %d, Generation %d; want 0, %d and %d", rw.Base, rw.Seq, rw.Generation, cp.Seq, cp.Generation+1)
 	at12 := *old[12]
 	at12.Seq, at12.Generation = rw.Seq, rw.Generation
 	same(t, "Rewind(12)", &at12, rw)
@@ -637,12 +618,9 @@ func testRules(t *testing.T, st session.Store) {
 		t.Helper()
 		seq := c.Seq
 		err := st.Save(ctx, c)
-		if err == nil || !check(err) {
-			t.Fatalf("%s: Save error = %v", what, err)
-		}
-		if c.Seq != seq {
-			t.Fatalf("%s: a refused Save changed Seq from %d to %d", what, seq, c.Seq)
-		}
+		require.Error(t, err, "%s: Save error = %v", what, err)
+		require.True(t, check(err), "%s: Save error = %v", what, err)
+		require.Equal(t, seq, c.Seq, "%s: a refused Save changed Seq from %d to %d", what, seq, c.Seq)
 		same(t, what+": Latest after a refused Save", &want, latest(t, st, "rules"))
 	}
 	conflict := func(err error) bool { _, ok := errors.AsType[*session.ConflictError](err); return ok }
@@ -677,24 +655,20 @@ func testRules(t *testing.T, st session.Store) {
 	refused("a base beyond the latest transcript", based(1, 7, longer), invalid)
 	first := Fixture("rules-first", 3)
 	first.Base = 1
-	if err := st.Save(ctx, first); err == nil || !invalid(err) {
-		t.Fatalf("first Save with a base: %v, want an *InvalidError", err)
-	}
-	if _, err := st.Latest(ctx, "rules-first"); !errors.Is(err, session.ErrNotFound) {
-		t.Fatalf("a refused first Save left a session behind: %v", err)
-	}
+	err := st.Save(ctx, first)
+	require.Error(t, err, "first Save with a base: want an *InvalidError")
+	require.True(t, invalid(err), "first Save with a base: %v, want an *InvalidError", err)
+	_, err = st.Latest(ctx, "rules-first")
+	require.ErrorIs(t, err, session.ErrNotFound, "a refused first Save left a session behind: %v", err)
 
-	if err := st.Save(ctx, &session.Checkpoint{}); err == nil || !invalid(err) {
-		t.Fatalf("Save without a session id: %v, want an *InvalidError", err)
-	}
+	err = st.Save(ctx, &session.Checkpoint{})
+	require.Error(t, err, "Save without a session id: want an *InvalidError")
+	require.True(t, invalid(err), "Save without a session id: %v, want an *InvalidError", err)
 	badState := Fixture("bad-state", 1)
 	badState.State = json.RawMessage(`{"unterminated`)
-	if err := st.Save(ctx, badState); err == nil {
-		t.Fatal("Save with state that is not JSON succeeded")
-	}
-	if _, err := st.Latest(ctx, "bad-state"); !errors.Is(err, session.ErrNotFound) {
-		t.Fatalf("a refused first Save left a session behind: %v", err)
-	}
+	require.Error(t, st.Save(ctx, badState), "Save with state that is not JSON succeeded")
+	_, err = st.Latest(ctx, "bad-state")
+	require.ErrorIs(t, err, session.ErrNotFound, "a refused first Save left a session behind: %v", err)
 
 	// The same checkpoint again (nothing new) is fine and gets the next Seq.
 	save(t, st, cp)
@@ -718,15 +692,10 @@ func testRewind(t *testing.T, st session.Store) {
 		}
 	}
 	rw, err := session.Rewind(ctx, st, "rw", 3)
-	if err != nil {
-		t.Fatalf("Rewind: %v", err)
-	}
-	if rw.Seq != cp.Seq || rw.Generation != cp.Generation+1 {
-		t.Fatalf("Rewind: Seq %d Generation %d, want %d and %d", rw.Seq, rw.Generation, cp.Seq, cp.Generation+1)
-	}
-	if len(rw.Transcript) != len(at3.Transcript) {
-		t.Fatalf("Rewind: %d messages, want %d", len(rw.Transcript), len(at3.Transcript))
-	}
+	require.NoError(t, err, "Rewind")
+	require.Equal(t, cp.Seq, rw.Seq, "Rewind: Seq %d Generation %d, want %d and %d", rw.Seq, rw.Generation, cp.Seq, cp.Generation+1)
+	require.Equal(t, cp.Generation+1, rw.Generation, "Rewind: Seq %d Generation %d, want %d and %d", rw.Seq, rw.Generation, cp.Seq, cp.Generation+1)
+	require.Len(t, rw.Transcript, len(at3.Transcript), "Rewind: %d messages, want %d", len(rw.Transcript), len(at3.Transcript))
 	// Continue differently.
 	for rw.Step < 5 {
 		rw.Step++
@@ -737,9 +706,8 @@ func testRewind(t *testing.T, st session.Store) {
 	same(t, "AtStep(5) after a rewind: the new branch", rw, atStep(t, st, "rw", 5))
 	same(t, "AtStep(3) after a rewind", at3, atStep(t, st, "rw", 3))
 	// The abandoned branch's checkpoints stay loadable as they were.
-	if got := atStep(t, st, "rw", 6); len(got.Transcript) != len(cp.Transcript) {
-		t.Fatalf("abandoned step 6: %d messages, want %d", len(got.Transcript), len(cp.Transcript))
-	}
+	got := atStep(t, st, "rw", 6)
+	require.Len(t, got.Transcript, len(cp.Transcript), "abandoned step 6: %d messages, want %d", len(got.Transcript), len(cp.Transcript))
 }
 
 func testAtStepPending(t *testing.T, st session.Store) {
@@ -814,7 +782,7 @@ func testConcurrent(t *testing.T, st session.Store) {
 	wg.Wait()
 	close(errs)
 	for err := range errs {
-		t.Error(err)
+		assert.NoError(t, err)
 	}
 	if t.Failed() {
 		return
@@ -822,18 +790,15 @@ func testConcurrent(t *testing.T, st session.Store) {
 	for w := range writers {
 		id := fmt.Sprintf("concurrent-%d", w)
 		cp := latest(t, st, id)
-		if cp.Seq != steps || len(cp.Transcript) != 1+2*steps || cp.SessionID != id {
-			t.Fatalf("%s: seq %d, %d messages", id, cp.Seq, len(cp.Transcript))
-		}
+		require.Equal(t, int64(steps), cp.Seq, "%s: seq %d, %d messages", id, cp.Seq, len(cp.Transcript))
+		require.Len(t, cp.Transcript, 1+2*steps, "%s: seq %d, %d messages", id, cp.Seq, len(cp.Transcript))
+		require.Equal(t, id, cp.SessionID, "%s: seq %d, %d messages", id, cp.Seq, len(cp.Transcript))
 		want := Messages(0, 1+2*steps)
-		if !reflect.DeepEqual(want, cp.Transcript) {
-			t.Fatalf("%s: transcript differs", id)
-		}
+		require.Equal(t, want, cp.Transcript, "%s: transcript differs", id)
 	}
 	infos, err := st.List(context.Background())
-	if err != nil || len(infos) != writers {
-		t.Fatalf("List: %d sessions, %v; want %d", len(infos), err, writers)
-	}
+	require.NoError(t, err, "List: %d sessions, %v; want %d", len(infos), err, writers)
+	require.Len(t, infos, writers, "List: %d sessions, %v; want %d", len(infos), err, writers)
 }
 
 func testListDelete(t *testing.T, st session.Store) {
@@ -850,33 +815,24 @@ func testListDelete(t *testing.T, st session.Store) {
 		}
 	}
 	infos, err := st.List(ctx)
-	if err != nil {
-		t.Fatalf("List: %v", err)
-	}
+	require.NoError(t, err, "List")
 	want := []session.Info{{ID: "a", Seq: 2, Step: 20}, {ID: "b", Seq: 1, Step: 10}, {ID: "c", Seq: 1, Step: 12, Done: true}}
-	if len(infos) != len(want) {
-		t.Fatalf("List = %+v, want %+v", infos, want)
-	}
+	require.Len(t, infos, len(want), "List = %+v, want %+v", infos, want)
 	for i, in := range infos {
-		if in.Updated.Before(start) || in.Updated.After(time.Now().Add(time.Minute)) {
-			t.Fatalf("List[%d].Updated = %v, not the time of the save", i, in.Updated)
-		}
+		require.False(t, in.Updated.Before(start), "List[%d].Updated = %v, not the time of the save", i, in.Updated)
+		require.False(t, in.Updated.After(time.Now().Add(time.Minute)), "List[%d].Updated = %v, not the time of the save", i, in.Updated)
 		in.Updated = time.Time{}
-		if in != want[i] {
-			t.Fatalf("List[%d] = %+v, want %+v", i, in, want[i])
-		}
+		require.Equal(t, want[i], in, "List[%d] = %+v, want %+v", i, in, want[i])
 	}
-	if err := st.Delete(ctx, "a"); err != nil {
-		t.Fatalf("Delete: %v", err)
-	}
+	require.NoError(t, st.Delete(ctx, "a"), "Delete")
 	_, err = st.Latest(ctx, "a")
 	isNotFound(t, err, "a")
 	_, err = st.AtStep(ctx, "a", 10)
 	isNotFound(t, err, "a")
 	infos, _ = st.List(ctx)
-	if len(infos) != 2 || infos[0].ID != "b" || infos[1].ID != "c" {
-		t.Fatalf("List after Delete = %+v", infos)
-	}
+	require.Len(t, infos, 2, "List after Delete = %+v", infos)
+	require.Equal(t, "b", infos[0].ID, "List after Delete = %+v", infos)
+	require.Equal(t, "c", infos[1].ID, "List after Delete = %+v", infos)
 	b := Fixture("b", 2)
 	b.Step, b.Seq = 10, 1
 	same(t, "another session after Delete", b, latest(t, st, "b"))
@@ -891,15 +847,11 @@ func testCanceled(t *testing.T, st session.Store) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	cp := Fixture("canceled", 2)
-	if err := st.Save(ctx, cp); !errors.Is(err, context.Canceled) {
-		t.Fatalf("Save with a canceled context: %v, want context.Canceled", err)
-	}
-	if _, err := st.Latest(context.Background(), "canceled"); !errors.Is(err, session.ErrNotFound) {
-		t.Fatalf("a canceled Save left a session: %v", err)
-	}
-	if _, err := st.Latest(ctx, "canceled"); err == nil {
-		t.Fatal("Latest with a canceled context succeeded")
-	}
+	require.ErrorIs(t, st.Save(ctx, cp), context.Canceled, "Save with a canceled context")
+	_, err := st.Latest(context.Background(), "canceled")
+	require.ErrorIs(t, err, session.ErrNotFound, "a canceled Save left a session: %v", err)
+	_, err = st.Latest(ctx, "canceled")
+	require.Error(t, err, "Latest with a canceled context succeeded")
 }
 
 // RawArguments are tool-call arguments as models may send them, each of
@@ -937,15 +889,14 @@ func testRawArguments(t *testing.T, st session.Store) {
 	check := func(what string, got *session.Checkpoint) {
 		t.Helper()
 		for i, want := range RawArguments {
-			if a := got.Transcript[2].ToolCalls[i].Arguments; !bytes.Equal(a, want) || (a == nil) != (want == nil) {
-				t.Fatalf("%s: arguments of call %d in the transcript = %q (nil %t), want %q (nil %t)", what, i, a, a == nil, want, want == nil)
-			}
-			if a := got.Pending.Reply.ToolCalls[i].Arguments; !bytes.Equal(a, want) || (a == nil) != (want == nil) {
-				t.Fatalf("%s: arguments of call %d in the pending reply = %q, want %q", what, i, a, want)
-			}
-			if a := got.Pending.Results[i].Arguments; !bytes.Equal(a, want) {
-				t.Fatalf("%s: arguments of pending result %d = %q, want %q", what, i, a, want)
-			}
+			a := got.Transcript[2].ToolCalls[i].Arguments
+			require.True(t, bytes.Equal(a, want), "%s: arguments of call %d in the transcript = %q (nil %t), want %q (nil %t)", what, i, a, a == nil, want, want == nil)
+			require.Equal(t, want == nil, a == nil, "%s: arguments of call %d in the transcript = %q (nil %t), want %q (nil %t)", what, i, a, a == nil, want, want == nil)
+			a = got.Pending.Reply.ToolCalls[i].Arguments
+			require.True(t, bytes.Equal(a, want), "%s: arguments of call %d in the pending reply = %q, want %q", what, i, a, want)
+			require.Equal(t, want == nil, a == nil, "%s: arguments of call %d in the pending reply = %q, want %q", what, i, a, want)
+			a = got.Pending.Results[i].Arguments
+			require.True(t, bytes.Equal(a, want), "%s: arguments of pending result %d = %q, want %q", what, i, a, want)
 		}
 		same(t, what, cp, got)
 	}
@@ -957,9 +908,9 @@ func testRawArguments(t *testing.T, st session.Store) {
 	save(t, st, cp)
 	got := latest(t, st, "raw-args")
 	for i, want := range RawArguments {
-		if a := got.Transcript[2].ToolCalls[i].Arguments; !bytes.Equal(a, want) || (a == nil) != (want == nil) {
-			t.Fatalf("after a second save: arguments of call %d = %q, want %q", i, a, want)
-		}
+		a := got.Transcript[2].ToolCalls[i].Arguments
+		require.True(t, bytes.Equal(a, want), "after a second save: arguments of call %d = %q, want %q", i, a, want)
+		require.Equal(t, want == nil, a == nil, "after a second save: arguments of call %d = %q, want %q", i, a, want)
 	}
 	same(t, "Latest after a second save", cp, got)
 }
@@ -979,24 +930,19 @@ func testCorrupt(t *testing.T, st session.Store, damage func(*testing.T, session
 	sameSteps(t, st, "victim", -1, 3)
 
 	var err error
-	func() {
-		defer func() {
-			if v := recover(); v != nil {
-				t.Fatalf("Latest of a damaged session panicked: %v", v)
-			}
-		}()
-		_, err = st.Latest(ctx, "victim")
-	}()
+	require.NotPanics(t, func() { _, err = st.Latest(ctx, "victim") }, "Latest of a damaged session panicked")
 	if d == FutureHead {
 		ve, ok := errors.AsType[*session.VersionError](err)
-		if !ok || ve.Got != session.Version+1 || ve.Max != session.Version || ve.ID != "victim" {
-			t.Fatalf("Latest of a head from a later version: %#v, want a *session.VersionError for %q, Got %d, Max %d", err, "victim", session.Version+1, session.Version)
-		}
+		require.True(t, ok, "Latest of a head from a later version: %#v, want a *session.VersionError for %q, Got %d, Max %d", err, "victim", session.Version+1, session.Version)
+		require.Equal(t, session.Version+1, ve.Got, "Latest of a head from a later version: %#v, want a *session.VersionError for %q, Got %d, Max %d", err, "victim", session.Version+1, session.Version)
+		require.Equal(t, session.Version, ve.Max, "Latest of a head from a later version: %#v, want a *session.VersionError for %q, Got %d, Max %d", err, "victim", session.Version+1, session.Version)
+		require.Equal(t, "victim", ve.ID, "Latest of a head from a later version: %#v, want a *session.VersionError for %q, Got %d, Max %d", err, "victim", session.Version+1, session.Version)
 	} else {
 		ce, ok := errors.AsType[*session.CorruptError](err)
-		if !ok || ce.ID != "victim" || ce.Seq != 2 || !errors.Is(err, session.ErrCorrupt) {
-			t.Fatalf("Latest of a damaged session: %#v (%v), want a *session.CorruptError for %q seq 2", err, err, "victim")
-		}
+		require.True(t, ok, "Latest of a damaged session: %#v (%v), want a *session.CorruptError for %q seq 2", err, err, "victim")
+		require.Equal(t, "victim", ce.ID, "Latest of a damaged session: %#v (%v), want a *session.CorruptError for %q seq 2", err, err, "victim")
+		require.Equal(t, int64(2), ce.Seq, "Latest of a damaged session: %#v (%v), want a *session.CorruptError for %q seq 2", err, err, "victim")
+		require.ErrorIs(t, err, session.ErrCorrupt, "Latest of a damaged session: %#v (%v), want a *session.CorruptError for %q seq 2", err, err, "victim")
 	}
 	// The other session is untouched.
 	same(t, "an undamaged session", other, latest(t, st, "bystander"))
@@ -1004,20 +950,17 @@ func testCorrupt(t *testing.T, st session.Store, damage func(*testing.T, session
 	if !d.OnHead() {
 		// Step 1 holds 5 messages; the damage hit message 7.
 		cp1 := atStep(t, st, "victim", 1)
-		if len(cp1.Transcript) != 5 {
-			t.Fatalf("checkpoint before the damage: %d messages", len(cp1.Transcript))
-		}
+		require.Len(t, cp1.Transcript, 5, "checkpoint before the damage: %d messages", len(cp1.Transcript))
 	}
 	// Stat does not decode the damaged checkpoint, so a session can be
 	// rewound past it and go on.
 	in, err := st.Stat(ctx, "victim")
-	if err != nil || in.Seq != 2 || in.Step != 2 || in.ID != "victim" {
-		t.Fatalf("Stat of a damaged session = %+v, %v; want seq 2, step 2", in, err)
-	}
+	require.NoError(t, err, "Stat of a damaged session = %+v, %v; want seq 2, step 2", in, err)
+	require.Equal(t, int64(2), in.Seq, "Stat of a damaged session = %+v, %v; want seq 2, step 2", in, err)
+	require.Equal(t, 2, in.Step, "Stat of a damaged session = %+v, %v; want seq 2, step 2", in, err)
+	require.Equal(t, "victim", in.ID, "Stat of a damaged session = %+v, %v; want seq 2, step 2", in, err)
 	rw, err := session.Rewind(ctx, st, "victim", 1)
-	if err != nil {
-		t.Fatalf("Rewind past a damaged latest checkpoint: %v", err)
-	}
+	require.NoError(t, err, "Rewind past a damaged latest checkpoint")
 	rw.Step = 3
 	rw.Transcript = append(rw.Transcript, Messages(5, 1)...)
 	save(t, st, rw)
@@ -1045,9 +988,7 @@ func testApprovals(t *testing.T, st session.Store) {
 	save(t, st, cp)
 	got := latest(t, st, "approve")
 	same(t, "Latest with calls awaiting approval", cp, got)
-	if got.Version != 2 {
-		t.Fatalf("Latest with approvals: Version = %d, want 2", got.Version)
-	}
+	require.Equal(t, 2, got.Version, "Latest with approvals: Version = %d, want 2", got.Version)
 	// Deny one, approve the other, start it.
 	cp.Pending.Approvals[1].Decision = session.Denied
 	cp.Pending.Results = append(cp.Pending.Results, defs.ToolResult{CallID: "c", Name: "pay", Arguments: reply.ToolCalls[2].Arguments, Content: "too much", IsError: true})
@@ -1062,9 +1003,9 @@ func testApprovals(t *testing.T, st session.Store) {
 	cp.Step = 3
 	cp.Transcript = append(cp.Transcript, Messages(3, 1)...)
 	save(t, st, cp)
-	if got := latest(t, st, "approve"); got.Version != 1 || got.Pending != nil {
-		t.Fatalf("Latest after the step completed: Version %d, Pending %v; want 1, nil", got.Version, got.Pending)
-	}
+	got = latest(t, st, "approve")
+	require.Equal(t, 1, got.Version, "Latest after the step completed: Version %d, Pending %v; want 1, nil", got.Version, got.Pending)
+	require.Nil(t, got.Pending, "Latest after the step completed: Version %d, Pending %v; want 1, nil", got.Version, got.Pending)
 	// Inconsistent approvals are refused.
 	bad := []struct {
 		name      string
@@ -1080,9 +1021,8 @@ func testApprovals(t *testing.T, st session.Store) {
 		next := *cp
 		next.Pending = &session.Pending{Reply: reply, Approvals: b.approvals}
 		err := st.Save(ctx, &next)
-		if _, ok := errors.AsType[*session.InvalidError](err); !ok {
-			t.Errorf("Save with approvals %s: %v, want a *session.InvalidError", b.name, err)
-		}
+		var invalid *session.InvalidError
+		assert.ErrorAs(t, err, &invalid, "Save with approvals %s: %v, want a *session.InvalidError", b.name, err)
 	}
 }
 
@@ -1103,18 +1043,19 @@ func testStepRecords(t *testing.T, st session.Store) {
 			Calls: []session.CallRecord{{ID: fmt.Sprint("call-", step), Name: "lookup", DurationNS: int64(step + 1)}}}
 		save(t, st, cp)
 	}
-	if got := atStep(t, st, id, 0).Record; got != nil {
-		t.Fatalf("AtStep(0).Record = %+v, want nil: the first checkpoint has none", got)
-	}
+	got := atStep(t, st, id, 0).Record
+	require.Nil(t, got, "AtStep(0).Record = %+v, want nil: the first checkpoint has none", got)
 	for step := range 3 {
 		got := atStep(t, st, id, step+1).Record
-		if got == nil || got.Step != step || got.InputTokens != 100*(step+1) || len(got.Calls) != 1 || got.Calls[0].DurationNS != int64(step+1) {
-			t.Fatalf("AtStep(%d).Record = %+v, want the record of step %d", step+1, got, step)
-		}
+		require.NotNil(t, got, "AtStep(%d).Record = %+v, want the record of step %d", step+1, got, step)
+		require.Equal(t, step, got.Step, "AtStep(%d).Record = %+v, want the record of step %d", step+1, got, step)
+		require.Equal(t, 100*(step+1), got.InputTokens, "AtStep(%d).Record = %+v, want the record of step %d", step+1, got, step)
+		require.Len(t, got.Calls, 1, "AtStep(%d).Record = %+v, want the record of step %d", step+1, got, step)
+		require.Equal(t, int64(step+1), got.Calls[0].DurationNS, "AtStep(%d).Record = %+v, want the record of step %d", step+1, got, step)
 	}
-	if got := latest(t, st, id).Record; got == nil || got.Step != 2 {
-		t.Fatalf("Latest().Record = %+v, want the record of step 2", got)
-	}
+	got = latest(t, st, id).Record
+	require.NotNil(t, got, "Latest().Record = %+v, want the record of step 2", got)
+	require.Equal(t, 2, got.Step, "Latest().Record = %+v, want the record of step 2", got)
 }
 
 // sameSteps fails the test unless session.AtSteps yields, for each step of
@@ -1124,28 +1065,20 @@ func sameSteps(t *testing.T, st session.Store, id string, first, last int) {
 	ctx := context.Background()
 	step := first
 	for got, gotErr := range session.AtSteps(ctx, st, id, first, last) {
-		if step > last {
-			t.Fatalf("AtSteps(%q, %d, %d) yielded more than %d steps", id, first, last, last-first+1)
-		}
+		require.LessOrEqual(t, step, last, "AtSteps(%q, %d, %d) yielded more than %d steps", id, first, last, last-first+1)
 		want, wantErr := st.AtStep(ctx, id, step)
 		switch {
 		case wantErr != nil || gotErr != nil:
-			if !reflect.DeepEqual(wantErr, gotErr) {
-				t.Fatalf("AtSteps(%q, %d, %d), step %d: error %#v (%v), AtStep's %#v (%v)", id, first, last, step, gotErr, gotErr, wantErr, wantErr)
-			}
-			if got != nil {
-				t.Fatalf("AtSteps(%q, %d, %d), step %d: a checkpoint beside the error %v", id, first, last, step, gotErr)
-			}
+			require.Equal(t, wantErr, gotErr, "AtSteps(%q, %d, %d), step %d: error %#v (%v), AtStep's %#v (%v)", id, first, last, step, gotErr, gotErr, wantErr, wantErr)
+			require.Nil(t, got, "AtSteps(%q, %d, %d), step %d: a checkpoint beside the error %v", id, first, last, step, gotErr)
 		case !reflect.DeepEqual(want, got):
 			wb, _ := json.MarshalIndent(want, "", " ")
 			gb, _ := json.MarshalIndent(got, "", " ")
-			t.Fatalf("AtSteps(%q, %d, %d), step %d: checkpoint mismatch with AtStep's: %s", id, first, last, step, firstDiff(string(wb), string(gb)))
+			require.Failf(t, "checkpoint mismatch", "AtSteps(%q, %d, %d), step %d: checkpoint mismatch with AtStep's: %s", id, first, last, step, firstDiff(string(wb), string(gb)))
 		}
 		step++
 	}
-	if step != last+1 {
-		t.Fatalf("AtSteps(%q, %d, %d) ended after %d steps, want %d", id, first, last, step-first, last-first+1)
-	}
+	require.Equal(t, last+1, step, "AtSteps(%q, %d, %d) ended after %d steps, want %d", id, first, last, step-first, last-first+1)
 }
 
 // testAtSteps checks StepReader.AtSteps (through session.AtSteps) against
@@ -1196,9 +1129,7 @@ func testAtSteps(t *testing.T, st session.Store) {
 	}
 	sameSteps(t, st, id, -2, 33)
 	rw, err := session.Rewind(ctx, st, id, 12)
-	if err != nil {
-		t.Fatalf("Rewind: %v", err)
-	}
+	require.NoError(t, err, "Rewind")
 	for step := 13; step <= 15; step++ {
 		prev := len(rw.Transcript)
 		rw.Step = step
@@ -1216,16 +1147,14 @@ func testAtSteps(t *testing.T, st session.Store) {
 	sameSteps(t, st, id, 14, 14)
 	sameSteps(t, st, id, 20, 40)
 	for range session.AtSteps(ctx, st, id, 5, 4) {
-		t.Fatal("AtSteps(5, 4) yielded a step")
+		require.Fail(t, "AtSteps(5, 4) yielded a step")
 	}
 
 	// The transcripts may share messages, but appending to one does not
 	// change another.
 	var cps []*session.Checkpoint
 	for cp, err := range session.AtSteps(ctx, st, id, 1, 4) {
-		if err != nil {
-			t.Fatalf("AtSteps(1, 4): %v", err)
-		}
+		require.NoError(t, err, "AtSteps(1, 4)")
 		cps = append(cps, cp)
 	}
 	for _, cp := range cps {
@@ -1234,9 +1163,7 @@ func testAtSteps(t *testing.T, st session.Store) {
 	for i, cp := range cps {
 		want := atStep(t, st, id, 1+i)
 		want.Transcript = append(want.Transcript, defs.UserMessage("appended"))
-		if !reflect.DeepEqual(want, cp) {
-			t.Fatalf("AtSteps(1, 4), step %d, after appending to each transcript: not AtStep's checkpoint plus the message appended", 1+i)
-		}
+		require.Equal(t, want, cp, "AtSteps(1, 4), step %d, after appending to each transcript: not AtStep's checkpoint plus the message appended", 1+i)
 	}
 
 	// A loop that stops early.
@@ -1252,17 +1179,12 @@ func testAtSteps(t *testing.T, st session.Store) {
 	n = 0
 	for cp, err := range session.AtSteps(ctx, st, "nope", 0, 5) {
 		n++
-		if cp != nil {
-			t.Fatal("AtSteps of an unknown session yielded a checkpoint")
-		}
+		require.Nil(t, cp, "AtSteps of an unknown session yielded a checkpoint")
 		isNotFound(t, err, "nope")
-		if nf, _ := errors.AsType[*session.NotFoundError](err); nf.AtStep {
-			t.Fatalf("AtSteps of an unknown session: %#v, want the session's error, not a step's", nf)
-		}
+		nf, _ := errors.AsType[*session.NotFoundError](err)
+		require.False(t, nf.AtStep, "AtSteps of an unknown session: %#v, want the session's error, not a step's", nf)
 	}
-	if n == 0 {
-		t.Fatal("AtSteps of an unknown session yielded nothing")
-	}
+	require.NotZero(t, n, "AtSteps of an unknown session yielded nothing")
 
 	// A canceled context ends the sequence with its error.
 	canceled, cancel := context.WithCancel(ctx)
@@ -1271,12 +1193,10 @@ func testAtSteps(t *testing.T, st session.Store) {
 	n = 0
 	for cp, err := range session.AtSteps(canceled, st, id, 0, 30) {
 		n++
-		if err == nil && cp == nil {
-			t.Fatal("AtSteps with a canceled context yielded neither a checkpoint nor an error")
-		}
+		require.False(t, err == nil && cp == nil, "AtSteps with a canceled context yielded neither a checkpoint nor an error")
 		last = err
 	}
-	if n == 0 || n > 31 || !errors.Is(last, context.Canceled) {
-		t.Fatalf("AtSteps with a canceled context: %d pairs, the last error %v; want it to end with context.Canceled", n, last)
-	}
+	require.NotZero(t, n, "AtSteps with a canceled context: %d pairs, the last error %v; want it to end with context.Canceled", n, last)
+	require.LessOrEqual(t, n, 31, "AtSteps with a canceled context: %d pairs, the last error %v; want it to end with context.Canceled", n, last)
+	require.ErrorIs(t, last, context.Canceled, "AtSteps with a canceled context: %d pairs, the last error %v; want it to end with context.Canceled", n, last)
 }

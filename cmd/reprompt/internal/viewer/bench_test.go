@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/reprompt/reprompt/cmd/reprompt/internal/viewer"
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
@@ -28,9 +30,7 @@ import (
 func longSession(b *testing.B, st session.Store, id string, steps int) {
 	ctx := context.Background()
 	save := func(cp *session.Checkpoint) {
-		if err := st.Save(ctx, cp); err != nil {
-			b.Fatal(err)
-		}
+		require.NoError(b, st.Save(ctx, cp))
 		cp.Base = 0
 	}
 	body := strings.Repeat("func f() { return g(x) } // line of a file\n", 36)
@@ -95,9 +95,7 @@ func BenchmarkFromStore(b *testing.B) {
 	const steps = 1000
 	b.Run("sqlite", func(b *testing.B) {
 		st, err := sqlite.Open(filepath.Join(b.TempDir(), "long.db"))
-		if err != nil {
-			b.Fatal(err)
-		}
+		require.NoError(b, err)
 		defer st.Close()
 		longSession(b, st, "long", steps)
 		benchmarkFromStore(b, st, "long", steps)
@@ -105,9 +103,7 @@ func BenchmarkFromStore(b *testing.B) {
 	b.Run("postgres", func(b *testing.B) {
 		url := pgtest.URL(b)
 		st, err := postgres.Open(context.Background(), url)
-		if err != nil {
-			b.Fatal(err)
-		}
+		require.NoError(b, err)
 		defer st.Close()
 		id := fmt.Sprintf("viewer-bench-%d", time.Now().UnixNano())
 		defer st.Delete(context.Background(), id)
@@ -128,12 +124,10 @@ func benchmarkFromStore(b *testing.B, st session.Store, id string, steps int) {
 			b.ReportAllocs()
 			for b.Loop() {
 				run, err := viewer.FromStore(context.Background(), bb.st, id)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if len(run.Steps) != steps {
-					b.Fatalf("%d steps, want %d", len(run.Steps), steps)
-				}
+				require.NoError(b, err)
+				// A bool and a constant message: the check must not allocate
+				// inside the measured loop.
+				require.True(b, len(run.Steps) == steps, "FromStore read fewer or more steps than were saved")
 			}
 			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*steps), "µs/step")
 		})

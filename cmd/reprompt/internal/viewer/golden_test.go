@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/reprompt/reprompt/internal/steprec"
 )
 
@@ -25,21 +28,14 @@ func TestGoldenFilesOfTheRepository(t *testing.T) {
 		}
 		n++
 		run, err := FromGolden(path, data)
-		if err != nil {
-			t.Errorf("%v", err)
+		if !assert.NoError(t, err, "FromGolden(%s)", path) {
 			return nil
 		}
-		if len(run.Steps) == 0 && run.Error == "" {
-			t.Errorf("%s: no steps", path)
-		}
+		assert.True(t, len(run.Steps) > 0 || run.Error != "", "%s: no steps", path)
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n < 10 {
-		t.Fatalf("found %d golden files, want at least 10", n)
-	}
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, n, 10, "found %d golden files, want at least 10", n)
 }
 
 // TestGoldenApprovalAndAnswer reads the golden files of a run paused for
@@ -50,32 +46,24 @@ func TestGoldenApprovalAndAnswer(t *testing.T) {
 	read := func(path string) *Run {
 		t.Helper()
 		data, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		run, err := FromGolden(path, data)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		return run
 	}
 	run := read("../../../../snapshots/testdata/TestApprovalGolden.txtar")
-	if len(run.Steps) != 3 || run.Steps[1].Label != "decided" || run.Steps[1].Number != 0 {
-		t.Fatalf("steps: want step 0, step 0 decided, step 1; got %d steps", len(run.Steps))
-	}
+	require.Len(t, run.Steps, 3, "steps: want step 0, step 0 decided, step 1")
+	require.Equal(t, "decided", run.Steps[1].Label, "steps[1]: want step 0 decided")
+	require.Equal(t, 0, run.Steps[1].Number, "steps[1]: want step 0 decided")
 	notes := strings.Join(run.Steps[0].Notes, "\n") + "\n" + strings.Join(run.Steps[1].Notes, "\n")
 	for _, want := range []string{"awaiting approval: call_1 pay", "decided: call_1 pay approved", "decided: call_3 pay denied"} {
-		if !strings.Contains(notes, want) {
-			t.Errorf("notes %q lack %q", notes, want)
-		}
+		assert.Contains(t, notes, want, "notes %q lack %q", notes, want)
 	}
-	if d := run.Steps[2].Diff; d.Shared != 1 || len(d.Added) != 4 {
-		t.Errorf("step 1's diff = %+v, want 1 shared with step 0's request and 4 added", d)
-	}
+	d := run.Steps[2].Diff
+	assert.Equal(t, 1, d.Shared, "step 1's diff = %+v: messages shared with step 0's request", d)
+	assert.Len(t, d.Added, 4, "step 1's diff = %+v: messages added", d)
 
 	run = read("../../../../examples/structured/testdata/TestStructured/tool.txtar")
 	last := run.Steps[len(run.Steps)-1]
-	if !slices.ContainsFunc(last.Notes, func(n string) bool { return strings.HasPrefix(n, "typed answer: {") }) {
-		t.Errorf("last step's notes %q lack the typed answer", last.Notes)
-	}
+	assert.True(t, slices.ContainsFunc(last.Notes, func(n string) bool { return strings.HasPrefix(n, "typed answer: {") }), "last step's notes %q lack the typed answer", last.Notes)
 }

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestDiff compares requests: a shared prefix, then messages added,
@@ -16,9 +18,8 @@ func TestDiff(t *testing.T) {
 	trimmed := run.add(Message{Role: "tool", CallID: "c1", Name: "read", Content: "a lo… (trimmed)", Meta: map[string]string{"trimmed": "13"}})
 	answer := run.add(Message{Role: "assistant", Content: "done"})
 	summary := run.add(Message{Role: "user", Content: "<summary>…</summary>"})
-	if again := run.add(Message{Role: "user", Content: "go"}); again != user {
-		t.Fatalf("the same message twice got pool indices %d and %d", user, again)
-	}
+	again := run.add(Message{Role: "user", Content: "go"})
+	require.Equal(t, user, again, "the same message twice got pool indices %d and %d", user, again)
 	for _, tt := range []struct {
 		name      string
 		prev, cur []int
@@ -30,9 +31,7 @@ func TestDiff(t *testing.T) {
 		{"same", []int{user, call}, []int{user, call}, Diff{Shared: 2}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if diff := cmp.Diff(tt.want, run.diff(tt.prev, tt.cur)); diff != "" {
-				t.Errorf("diff mismatch (-want +got):\n%s", diff)
-			}
+			assert.Empty(t, cmp.Diff(tt.want, run.diff(tt.prev, tt.cur)), "diff mismatch (-want +got)")
 		})
 	}
 }
@@ -40,7 +39,5 @@ func TestDiff(t *testing.T) {
 func TestStateChanges(t *testing.T) {
 	got := stateChanges(map[string]string{"a": "1", "b": "2", "gone": "x"}, map[string]string{"a": "1", "b": "3", "new": "[]"})
 	want := []Change{{Key: "b", Before: "2", After: "3"}, {Key: "new", After: "[]"}, {Key: "gone", Before: "x"}}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("changes mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff(want, got), "changes mismatch (-want +got)")
 }

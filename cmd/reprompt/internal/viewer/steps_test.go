@@ -109,9 +109,8 @@ func sameView(t *testing.T, st session.Store, id string) error {
 		require.NoError(t, show.fn(&want, old))
 		require.NoError(t, show.fn(&got, run))
 		require.Positive(t, want.Len())
-		if want.String() != got.String() {
-			t.Errorf("%s: the %s read in one pass differs from the one read step by step:\n%s", id, show.name, firstLineDiff(want.String(), got.String()))
-		}
+		// The views are long: report their first differing line only.
+		assert.True(t, want.String() == got.String(), "%s: the %s read in one pass differs from the one read step by step:\n%s", id, show.name, firstLineDiff(want.String(), got.String()))
 	}
 	return err
 }
@@ -206,9 +205,7 @@ func damaged(t *testing.T, st session.Store, id string, exec func(q string, args
 	// generation: the rewind wrote that generation's transcript in full.
 	exec(updateMessage, []byte("\x00not json"), id, at2.Generation, len(at2.Transcript)-1)
 	exec(updateHead, []byte(`{"version":1,"session_id":`), id, at4.Seq)
-	if at4.Seq == latest.Seq {
-		t.Fatalf("the damaged head is the latest checkpoint's")
-	}
+	require.NotEqual(t, latest.Seq, at4.Seq, "the damaged head is the latest checkpoint's")
 	err = sameView(t, st, id)
 	dmg, ok := err.(*viewer.DamageError)
 	require.True(t, ok, "%v", err)

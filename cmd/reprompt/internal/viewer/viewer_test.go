@@ -99,9 +99,7 @@ func TestSourcesAgree(t *testing.T) {
 		assert.Equal(t, messages(s.Request.Messages), pool(fromStore, a.Request), "step %d: request from the store", i)
 		assert.Equal(t, messages(s.Request.Messages), pool(fromGolden, b.Request), "step %d: request from the golden file", i)
 		assert.Equal(t, fromStore.Messages[a.Reply], fromGolden.Messages[b.Reply], "step %d: reply", i)
-		if diff := cmp.Diff(a.Calls, b.Calls, cmpopts.IgnoreUnexported(viewer.ToolCall{}), cmpopts.IgnoreFields(viewer.ToolCall{}, "DurationMS")); diff != "" {
-			t.Errorf("step %d: calls mismatch (-store +golden):\n%s", i, diff)
-		}
+		assert.Empty(t, cmp.Diff(a.Calls, b.Calls, cmpopts.IgnoreUnexported(viewer.ToolCall{}), cmpopts.IgnoreFields(viewer.ToolCall{}, "DurationMS")), "step %d: calls mismatch (-store +golden)", i)
 		assert.Equal(t, a.State, b.State, "step %d: state", i)
 		assert.Equal(t, a.Changes, b.Changes, "step %d: state changes", i)
 		assert.Equal(t, a.Diff.Shared, b.Diff.Shared, "step %d: shared messages", i)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	sdk "github.com/sashabaranov/go-openai"
+	"github.com/stretchr/testify/require"
 )
 
 // loadChunks reads the data payloads of a recorded stream.
@@ -16,9 +17,7 @@ func loadChunks(tb testing.TB, file string) [][]byte {
 	tb.Helper()
 	// The adapter's recorded streams.
 	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", file))
-	if err != nil {
-		tb.Fatal(err)
-	}
+	require.NoError(tb, err)
 	var out [][]byte
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {
@@ -41,9 +40,7 @@ func BenchmarkStreamAssembly(b *testing.B) {
 				acc := newStreamAcc()
 				for _, raw := range chunks {
 					var chunk sdk.ChatCompletionStreamResponse
-					if err := json.Unmarshal(raw, &chunk); err != nil {
-						b.Fatal(err)
-					}
+					require.NoError(b, json.Unmarshal(raw, &chunk))
 					acc.add(&chunk, extraReasoning(raw))
 				}
 				acc.reply()

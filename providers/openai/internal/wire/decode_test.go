@@ -7,6 +7,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	sdk "github.com/sashabaranov/go-openai"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/llm"
@@ -20,25 +22,21 @@ func FuzzToolArguments(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		raw := ToolArguments(s)
-		if !json.Valid(raw) {
-			t.Fatalf("ToolArguments(%q) = %q, not valid JSON", s, raw)
-		}
+		require.True(t, json.Valid(raw), "ToolArguments(%q) = %q, not valid JSON", s, raw)
 		back := argumentsText(raw)
 		t2 := strings.TrimSpace(s)
 		switch {
 		case t2 == "" || t2 == "null":
-			if back != "{}" {
-				t.Errorf("empty arguments %q sent back as %q, want {}", s, back)
-			}
+			assert.Equal(t, "{}", back, "empty arguments %q sent back as %q, want {}", s, back)
 		case json.Valid([]byte(t2)):
-			if t2[0] != '"' && back != t2 {
-				t.Errorf("valid JSON %q sent back as %q", s, back)
+			if t2[0] != '"' {
+				assert.Equal(t, t2, back, "valid JSON %q sent back as %q", s, back)
 			}
 		default:
 			var want string // s itself, with invalid UTF-8 replaced
-			if err := json.Unmarshal(raw, &want); err != nil || back != want {
-				t.Errorf("invalid JSON %q sent back as %q, want %q", s, back, want)
-			}
+			err := json.Unmarshal(raw, &want)
+			assert.NoError(t, err, "invalid JSON %q: ToolArguments = %q, not a JSON string", s, raw)
+			assert.Equal(t, want, back, "invalid JSON %q sent back as %q, want %q", s, back, want)
 		}
 	})
 }
@@ -69,7 +67,5 @@ func TestStreamAccToolCallsWithoutIndex(t *testing.T) {
 		}},
 		FinishReason: llm.FinishStop,
 	}
-	if diff := cmp.Diff(want, acc.reply()); diff != "" {
-		t.Errorf("reply mismatch (-want +got):\n%s", diff)
-	}
+	assert.Empty(t, cmp.Diff(want, acc.reply()), "reply mismatch (-want +got)")
 }

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	sdk "github.com/sashabaranov/go-openai"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestStreamSameIndexNewID feeds the chunks Ollama sends for a parallel
@@ -25,12 +27,10 @@ func TestStreamSameIndexNewID(t *testing.T) {
 	}
 	got := a.reply().Message.ToolCalls
 	want := []struct{ id, name, args string }{{"a", "get", `{"x":1}`}, {"b", "put", `{"y":2}`}, {"c", "get", `{"x":3}`}}
-	if len(got) != len(want) {
-		t.Fatalf("%d calls, want %d: %+v", len(got), len(want), got)
-	}
+	require.Len(t, got, len(want), "%d calls, want %d: %+v", len(got), len(want), got)
 	for i, w := range want {
-		if got[i].ID != w.id || got[i].Name != w.name || string(got[i].Arguments) != w.args {
-			t.Errorf("call %d = %s %s %s, want %s %s %s", i, got[i].ID, got[i].Name, got[i].Arguments, w.id, w.name, w.args)
-		}
+		assert.Equal(t, w.id, got[i].ID, "call %d: ID", i)
+		assert.Equal(t, w.name, got[i].Name, "call %d: Name", i)
+		assert.Equal(t, w.args, string(got[i].Arguments), "call %d: Arguments", i)
 	}
 }
