@@ -219,6 +219,53 @@
 // and decides offline (-ask asks you; -db pay.db -stop leaves the session
 // paused for another run).
 //
+// # Asking the user
+//
+// A tool asks the user a question with prompt.Ask[T]: the run pauses as
+// for an approval, and [Runner.Awaiting] lists the call with its Question
+// and the JSON Schema of T. [Runner.Answer] validates the answer against
+// that schema and checkpoints it; the call then runs again from its start,
+// and Ask returns the answer (a call may ask several questions, each a
+// pause of its own). [Runner.Deny] declines: the model gets the reason as
+// the call's result. A question is as durable as an approval: a process
+// that resumes the paused session sees it, may answer it, and the run
+// completes. A sub-agent cannot ask (it fails, as for an approval).
+//
+// # Conversations
+//
+// A run ends when the model answers without calling a tool; a conversation
+// goes on with the user's next message. [Runner.Continue] adds the message
+// and runs the turn: the transcript, the state, the effects' memory and the
+// definitions carry over, and the prompt function reads its turn with
+// prompt.Prompt.Turn (to declare what the turn's question needs). Run on a
+// finished runner without a new message returns [ErrDone], with a result
+// that still holds the transcript and the last typed answer.
+//
+//	r := runtime.New(model, chat, runtime.Config{Store: store, SessionID: "chat"})
+//	for line := range lines {
+//		res, err := r.Continue(ctx, line)
+//		...
+//		fmt.Println(res.Text)
+//	}
+//
+// [Runner.Send] adds a message from any goroutine while the run goes on: it
+// joins the transcript at the start of the next step (Step.Sent lists it),
+// or starts the next turn when the run has finished. A message sent while
+// the run is paused for approval or an answer waits until the paused step
+// is completed. A message sent is held in memory until the step that takes
+// it is checkpointed.
+//
+// With a store, a new turn is saved before its first model request: a crash
+// inside a turn resumes inside it ([Resume], then Run finishes the turn), a
+// process that starts between turns continues from the store alone
+// ([Resume], then Continue), and of two processes that continue one session
+// at once the second fails with a [*StepError] wrapping a
+// *session.ConflictError before it asks its model anything. A new run given
+// a session id its store already holds fails with a [*SessionExistsError],
+// also before any model request. Step.Turn and the step record say which
+// turn a step belongs to; snapshots.Turns makes a golden file of a
+// conversation.
+//
 // # Concurrency
 //
 // A [Runner] is not safe for concurrent use: one goroutine drives it
