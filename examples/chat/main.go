@@ -269,7 +269,7 @@ func printTurn(out io.Writer, res *runtime.Result) {
 	for _, s := range res.Steps {
 		for _, tr := range s.ToolResults {
 			result := tr.Content
-			if tr.IsError {
+			if tr.IsError && !strings.HasPrefix(result, "error: ") {
 				result = "error: " + result
 			}
 			if len(result) > 72 {

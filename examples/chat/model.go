@@ -97,7 +97,7 @@ func echo(question, turn, notes string) string {
 // answerFrom is the answer to a tool result.
 func answerFrom(r defs.Message, reminded bool, notes string) string {
 	if r.IsError {
-		return fmt.Sprintf("%s failed: %s.", r.Name, strings.TrimSuffix(r.Content, "."))
+		return fmt.Sprintf("%s failed: %s.", r.Name, strings.TrimSuffix(strings.TrimPrefix(r.Content, "error: "), "."))
 	}
 	switch r.Name {
 	case "remember":
