@@ -40,6 +40,7 @@
 //   - examples/resumable: a run killed and resumed
 //   - examples/approval: payments that wait for a person's approval
 //   - examples/structured: an agent ending with a typed answer
+//   - examples/chat: a terminal chat kept in SQLite: one turn a line, resumed after kill -9
 //   - examples/internal/models: the model the examples run on
 //   - cmd/reprompt/internal/viewer: what cmd/reprompt shows, as text or HTML
 //   - internal/steprec: the step record and its golden text: one writer, one parser
