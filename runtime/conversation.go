@@ -32,6 +32,7 @@ type conversation struct {
 
 	turn        int
 	turnMessage string
+	turnStart   int // the step the turn began at: Config.MaxSteps counts a turn's steps
 	turnStarted bool           // the first turn has begun (a step ran, or it was restored)
 	sent        []defs.Message // the messages that joined at the step under way
 	checkedNew  bool           // the session id was checked unused (see checkNewSession)
@@ -43,7 +44,7 @@ type conversation struct {
 // Keys of session.Checkpoint.Extra the runtime writes for a conversation.
 const (
 	// TurnKey holds the turn the conversation is on: {"number": n,
-	// "message": "..."}.
+	// "message": "...", "start": the step it began at}.
 	TurnKey = "runtime.turn"
 	// AnswerKey holds the run's last typed answer (JSON), once it has one.
 	AnswerKey = "runtime.answer"
@@ -52,6 +53,7 @@ const (
 type turnInfo struct {
 	Number  int    `json:"number"`
 	Message string `json:"message,omitempty"`
+	Start   int    `json:"start,omitempty"` // the step the turn began at
 }
 
 // Send adds a user message to the conversation. It is safe to call from
@@ -128,6 +130,7 @@ func (r *Runner) takeMessages(ctx context.Context) (sent []defs.Message, ok bool
 		if r.conv.turnStarted {
 			r.conv.turn++
 		}
+		r.conv.turnStart = r.step
 	}
 	if newTurn || !r.conv.turnStarted {
 		r.conv.turnMessage = sent[0].Content
@@ -186,7 +189,7 @@ func (r *Runner) conversationExtra(extra map[string]json.RawMessage) (map[string
 		extra = make(map[string]json.RawMessage, 2)
 	}
 	if r.conv.turnStarted {
-		b, err := json.Marshal(turnInfo{Number: r.conv.turn, Message: r.conv.turnMessage})
+		b, err := json.Marshal(turnInfo{Number: r.conv.turn, Message: r.conv.turnMessage, Start: r.conv.turnStart})
 		if err != nil {
 			return nil, err
 		}
@@ -205,10 +208,10 @@ func (r *Runner) restoreConversation(cp *session.Checkpoint) error {
 		if err := json.Unmarshal(raw, &t); err != nil {
 			return fmt.Errorf("%s: %w", TurnKey, err)
 		}
-		if t.Number < 0 {
-			return fmt.Errorf("%s: negative turn %d", TurnKey, t.Number)
+		if t.Number < 0 || t.Start < 0 || t.Start > cp.Step {
+			return fmt.Errorf("%s: turn %d starting at step %d, at step %d", TurnKey, t.Number, t.Start, cp.Step)
 		}
-		r.conv.turn, r.conv.turnMessage, r.conv.turnStarted = t.Number, t.Message, true
+		r.conv.turn, r.conv.turnMessage, r.conv.turnStart, r.conv.turnStarted = t.Number, t.Message, t.Start, true
 		r.c().SetTurn(t.Number, t.Message)
 	} else if cp.Step > 0 || len(cp.Transcript) > 0 {
 		r.conv.turnStarted = true // a run saved before turns were recorded: its first turn

@@ -260,3 +260,24 @@ func TestManyTurns(t *testing.T) {
 	require.Len(t, tr, 100)
 	assert.True(t, strings.HasPrefix(tr[98], "user: q49"))
 }
+
+// Config.MaxSteps limits each turn: a turn that reaches it ends with
+// ErrMaxSteps, and the conversation goes on with the next message.
+func TestMaxStepsPerTurn(t *testing.T) {
+	ctx := context.Background()
+	var c chatter
+	m := snapshots.Script(
+		snapshots.CallTool("add", nil), snapshots.CallTool("add", nil), // turn 0: two steps, still calling tools
+		snapshots.CallTool("add", nil), snapshots.Text("ok"), // turn 1: two steps, done
+	)
+	r := runtime.New(m, c.fn, runtime.Config{MaxSteps: 2})
+	res, err := r.Continue(ctx, "count a lot")
+	require.ErrorIs(t, err, runtime.ErrMaxSteps)
+	require.Len(t, res.Steps, 2)
+	res, err = r.Continue(ctx, "now stop")
+	require.NoError(t, err, "the limit counts the steps of a turn")
+	assert.Equal(t, "ok", res.Text)
+	n, err := runtime.StateOf[int](res, "count")
+	require.NoError(t, err)
+	assert.Equal(t, 3, n)
+}

@@ -426,7 +426,15 @@ func (r *Runner) Next(ctx context.Context) (*Step, error) {
 	r.conv.sent = nil
 	r.conv.turnStarted = true
 	r.observeStepEnd(ctx, s, err)
-	if err != nil {
+	if err != nil && s != nil && s.Done && errors.Is(err, ErrMaxSteps) {
+		// The step limit ends the turn, not the conversation: a message
+		// sent continues it (Continue).
+		r.done = true
+		if cerr := r.Close(); cerr != nil {
+			err = errors.Join(err, cerr)
+			r.err = err
+		}
+	} else if err != nil {
 		if cerr := r.Close(); cerr != nil {
 			err = errors.Join(err, cerr)
 		}
@@ -660,7 +668,7 @@ func (r *Runner) complete(ctx context.Context, rec *Step, offered []llm.ToolSpec
 		rec.Done = true
 	case r.cfg.StopWhen != nil && r.cfg.StopWhen(rec):
 		rec.Done = true
-	case r.maxSteps() > 0 && r.step >= r.maxSteps():
+	case r.maxSteps() > 0 && r.step-r.conv.turnStart >= r.maxSteps():
 		rec.Done = true
 		stepErr = fmt.Errorf("%w: %d steps, and the model still called tools", ErrMaxSteps, r.maxSteps())
 	}
