@@ -32,7 +32,7 @@ type conversation struct {
 
 	turn        int
 	turnMessage string
-	turnStart   int // the step the turn began at: Config.MaxSteps counts a turn's steps
+	turnStart   int            // the step the turn began at: Config.MaxSteps counts a turn's steps
 	turnStarted bool           // the first turn has begun (a step ran, or it was restored)
 	sent        []defs.Message // the messages that joined at the step under way
 	checkedNew  bool           // the session id was checked unused (see checkNewSession)
