@@ -9,6 +9,7 @@ import (
 
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
+	"github.com/reprompt/reprompt/session"
 	"github.com/reprompt/reprompt/snapshots"
 )
 
@@ -41,4 +42,32 @@ func TestConversationGolden(t *testing.T) {
 	notes, err := runtime.StateOf[[]string](res, "notes")
 	require.NoError(t, err)
 	assert.Equal(t, []string{"buy milk"}, notes)
+}
+
+// A process that continues a conversation takes up the script where the
+// one before stopped: Skip passes over the replies given before, and the
+// call ids go on from there.
+func TestSkipAcrossProcesses(t *testing.T) {
+	ctx := context.Background()
+	st := session.NewMemory()
+	cfg := runtime.Config{Store: st, SessionID: "c"}
+	script := []snapshots.Reply{snapshots.CallTool("note", nil), snapshots.Text("one"), snapshots.CallTool("note", nil), snapshots.Text("two")}
+	fn := func(p *prompt.Prompt) error {
+		prompt.DefTool(p, "note", "Note.", func(context.Context, struct{}) (string, error) { return "noted", nil })
+		return nil
+	}
+	r := runtime.New(snapshots.Script(script...), fn, cfg)
+	_, err := r.Continue(ctx, "first")
+	require.NoError(t, err)
+
+	r, err = runtime.Resume(ctx, nil, fn, cfg) // another process: the model is set below
+	require.NoError(t, err)
+	m := snapshots.Script(script...).Skip(r.StepNumber())
+	r, err = runtime.Resume(ctx, m, fn, cfg)
+	require.NoError(t, err)
+	res, err := r.Continue(ctx, "second")
+	require.NoError(t, err)
+	assert.Equal(t, "two", res.Text)
+	assert.Zero(t, m.Remaining())
+	assert.Equal(t, "call_2", res.Steps[0].Reply.Message.ToolCalls[0].ID, "ids go on from the skipped replies'")
 }

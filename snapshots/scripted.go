@@ -214,6 +214,30 @@ func (m *Model) Agent(name string, replies ...Reply) *Model {
 	return m
 }
 
+// Skip passes over the next n replies of the run's own prompt as if they
+// had been given, and numbers the tool calls that follow as if they had:
+// it is how a process that resumes a run, or continues a conversation,
+// takes up the script where the process before it stopped. A *Model
+// answers from its first reply in each process; a resumed runner asks for
+// the replies after those its checkpoint holds: Skip as many as the run's
+// prompt received before (one a step, runtime.Runner.StepNumber, plus one
+// for a step resumed between its reply and its results; a summary reply
+// is not counted here, see Summary). It returns m.
+func (m *Model) Skip(n int) *Model {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for ; n > 0 && m.main.next < len(m.main.replies); n-- {
+		r := m.main.replies[m.main.next]
+		for _, c := range r.Calls {
+			if c.ID == "" {
+				m.calls++
+			}
+		}
+		m.main.next++
+	}
+	return m
+}
+
 // Append adds replies to the end of the script of the run's own prompt.
 func (m *Model) Append(replies ...Reply) {
 	m.mu.Lock()
