@@ -368,3 +368,23 @@ func (r *Runner) RunAgent(ctx context.Context, name string, fn prompt.Func, task
 	}
 	return res.Text, nil
 }
+
+// noteToolError records the error of a tool call for the step record. Tool
+// calls of one reply run concurrently.
+func (r *Runner) noteToolError(callID string, err error) {
+	r.toolErrMu.Lock()
+	defer r.toolErrMu.Unlock()
+	if r.toolErrs == nil {
+		r.toolErrs = make(map[string]error)
+	}
+	r.toolErrs[callID] = err
+}
+
+// takeToolErrors returns the errors noted since the last call.
+func (r *Runner) takeToolErrors() map[string]error {
+	r.toolErrMu.Lock()
+	defer r.toolErrMu.Unlock()
+	errs := r.toolErrs
+	r.toolErrs = nil
+	return errs
+}
