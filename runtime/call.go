@@ -11,8 +11,38 @@ import (
 	"github.com/reprompt/reprompt/llm"
 )
 
-func (r *Runner) call(ctx context.Context, req *llm.Request) (*llm.Reply, error) {
-	return r.callModel(ctx, r.model, req)
+// Stage 5 of "A step" (doc.go): the request is sent to the model, with
+// retries, streaming, and recovery from a request too long.
+
+// call sends req, the request of step rec.Number, and records the reply in
+// rec. A request the provider finds too long is sent once more after the
+// recovery effects shortened it (see recover). It returns the request sent
+// last; every failure is a *StepError with Op OpModel.
+func (r *Runner) call(ctx context.Context, rec *Step, es *effects.Step, req *llm.Request) (*llm.Request, error) {
+	n := rec.Number
+	reply, err := r.callModel(ctx, r.model, req)
+	if err != nil && contextTooLong(err) {
+		req, reply, err = r.recover(ctx, n, rec, es, err)
+	}
+	if err != nil {
+		return nil, &StepError{Step: n, Op: OpModel, Err: err}
+	}
+	reply.Message.Role = defs.RoleAssistant
+	r.uniqueCallIDs(&reply.Message, n)
+	rec.Reply = reply
+	r.account(reply.Usage)
+	r.ledger.observe(rec.InputTokens, reply.Usage.InputTokens)
+	r.usageMu.Lock()
+	r.stats.Steps++
+	r.usageMu.Unlock()
+	if r.offered == nil {
+		r.offered = []string{} // non-nil: "none offered" is not "unknown"
+	}
+	r.offered = r.offered[:0]
+	for _, t := range req.Tools {
+		r.offered = append(r.offered, t.Name)
+	}
+	return req, nil
 }
 
 func (r *Runner) callModel(ctx context.Context, m llm.Model, req *llm.Request) (*llm.Reply, error) {
@@ -79,12 +109,12 @@ func (r *Runner) recover(ctx context.Context, n int, rec *Step, es *effects.Step
 	if !ok {
 		return nil, nil, cause
 	}
-	req, err := r.prepare(n, rec, es.Mods())
+	req, err := r.request(n, rec, es.Mods())
 	if err != nil {
 		return nil, nil, err
 	}
 	rec.Recovered = true
-	reply, err := r.call(ctx, req)
+	reply, err := r.callModel(ctx, r.model, req)
 	return req, reply, err
 }
 

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"slices"
 
 	"github.com/reprompt/reprompt/defs"
@@ -9,11 +10,52 @@ import (
 	"github.com/reprompt/reprompt/llm"
 )
 
+// Stages 1–4 of "A step" (doc.go): the prompt function is executed, the
+// effects due before the call run, and the request is rendered.
+
 // stepRequest is a step's record and its first request, allocated
 // together.
 type stepRequest struct {
 	step Step
 	req  llm.Request
+}
+
+// prepare begins a new step and makes its request: it executes the prompt
+// function, whose new messages join the transcript, runs the effects due
+// before the call, applies their changes, and renders and checks the
+// request. It returns the step's record (also on error), the step the
+// effects saw (the recovery effects run on it, see recover) and the
+// request.
+func (r *Runner) prepare(ctx context.Context) (*Step, *effects.Step, *llm.Request, error) {
+	n := r.step
+	sr := &stepRequest{step: Step{Number: n}}
+	rec := &sr.step
+	r.spareReq = &sr.req // for the step's first request (see render)
+	reg := r.c().Registry()
+	reg.BeginStep()
+
+	// Stages 1–2: execute the prompt function; reconcile definitions.
+	added, err := r.execute(ctx, n)
+	if err != nil {
+		return rec, nil, nil, err
+	}
+	r.grow(len(added))
+	r.transcript = append(r.transcript, added...)
+
+	// Stage 3: the effects before the call.
+	es := r.effectStep(n, &r.before)
+	ran, err := r.c().Effects().Run(ctx, effects.BeforeCall, es)
+	rec.Effects = ran
+	if err != nil {
+		return rec, nil, nil, err
+	}
+
+	// Stage 4: apply their changes, render, check.
+	req, err := r.request(n, rec, es.Mods())
+	if err != nil {
+		return rec, nil, nil, err
+	}
+	return rec, es, req, nil
 }
 
 // effectStep makes es the step effects see at step n and returns it.
@@ -45,8 +87,8 @@ func (r *Runner) effectStep(n int, es *effects.Step) *effects.Step {
 	return es
 }
 
-// prepare applies the effects' changes and renders and checks the request.
-func (r *Runner) prepare(n int, rec *Step, mods *stepmods.Mods) (*llm.Request, error) {
+// request applies the effects' changes and renders and checks the request.
+func (r *Runner) request(n int, rec *Step, mods *stepmods.Mods) (*llm.Request, error) {
 	if mods.Committed && !sameSlice(mods.Transcript, r.transcript) {
 		if err := r.commit(mods.Transcript); err != nil {
 			return nil, &StepError{Step: n, Op: OpValidate, Err: err}

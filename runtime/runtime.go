@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"iter"
 	"slices"
 	"sync"
@@ -260,64 +259,23 @@ func (r *Runner) elapsedSince(started time.Time) time.Duration {
 	return r.elapsed0 + r.now().Sub(started)
 }
 
+// next runs a new step, stage by stage (see "A step" in doc.go): each
+// stage is a method in the file named for it.
 func (r *Runner) next(ctx context.Context) (*Step, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	n := r.step
-	sr := &stepRequest{step: Step{Number: n}}
-	rec := &sr.step
-	r.spareReq = &sr.req // for the step's first request (see render)
-	reg := r.c().Registry()
-	reg.BeginStep()
-
-	// Stages 1–2 of "A step" (doc.go): execute the prompt function;
-	// reconcile definitions.
-	added, err := r.execute(ctx, n)
+	rec, es, req, err := r.prepare(ctx) // stages 1–4 (prepare.go)
 	if err != nil {
 		return rec, err
 	}
-	r.grow(len(added))
-	r.transcript = append(r.transcript, added...)
-
-	// Stage 3: the effects before the call.
-	es := r.effectStep(n, &r.before)
-	ran, err := r.c().Effects().Run(ctx, effects.BeforeCall, es)
-	rec.Effects = ran
-	if err != nil {
+	if req, err = r.call(ctx, rec, es, req); err != nil { // stage 5 (call.go)
 		return rec, err
 	}
-
-	// Stages 4–5: apply their changes, render, check, send.
-	req, err := r.prepare(n, rec, es.Mods())
-	if err != nil {
-		return rec, err
-	}
-	reply, err := r.call(ctx, req)
-	if err != nil && contextTooLong(err) {
-		req, reply, err = r.recover(ctx, n, rec, es, err)
-	}
-	if err != nil {
-		return rec, &StepError{Step: n, Op: OpModel, Err: err}
-	}
-	reply.Message.Role = defs.RoleAssistant
-	r.uniqueCallIDs(&reply.Message, n)
-	rec.Reply = reply
-	r.account(reply.Usage)
-	r.ledger.observe(rec.InputTokens, reply.Usage.InputTokens)
-	r.usageMu.Lock()
-	r.stats.Steps++
-	r.usageMu.Unlock()
-	if r.offered == nil {
-		r.offered = []string{} // non-nil: "none offered" is not "unknown"
-	}
-	r.offered = r.offered[:0]
-	for _, t := range req.Tools {
-		r.offered = append(r.offered, t.Name)
-	}
-	given, held := r.classify(reply.Message, req.Tools) // calls that need approval (approval.go)
-	if err := r.savePending(ctx, reply.Message, nil); err != nil {
-		return rec, &StepError{Step: n, Op: OpCheckpoint, Err: err}
+	reply := rec.Reply.Message
+	given, held := r.classify(reply, req.Tools) // calls that need approval (approval.go)
+	if err := r.savePending(ctx, reply, nil); err != nil {
+		return rec, &StepError{Step: rec.Number, Op: OpCheckpoint, Err: err}
 	}
 	if len(held) > 0 {
 		return r.pause(ctx, rec, req.Tools, given, held)
@@ -326,83 +284,20 @@ func (r *Runner) next(ctx context.Context) (*Step, error) {
 }
 
 // complete finishes a step whose reply is in rec: it runs the tool calls
-// (those without a result in given), appends the reply and the results to
-// the transcript, runs the after-reply effects, saves a checkpoint and
-// decides whether the run goes on.
+// (those without a result in given), runs the after-reply effects,
+// completes the record, saves a checkpoint and decides whether the run
+// goes on.
 func (r *Runner) complete(ctx context.Context, rec *Step, offered []llm.ToolSpec, given map[string]defs.ToolResult) (*Step, error) {
-	n := rec.Number
-	reply := rec.Reply
-
-	// Stage 6: the tools, concurrently, results in call order. The reply
-	// joins the transcript once they are done: until then checkpoints hold
-	// it as pending.
-	calls := reply.Message.ToolCalls
-	stopTool := false
-	if len(calls) > 0 {
-		var err error
-		rec.ToolResults, err = r.runCalls(ctx, reply.Message, offered, given, nil)
-		rec.Agents = r.takeAgentRuns(calls)
-		rec.ToolErrors = r.takeToolErrors()
-		if se, ok := err.(*StepError); ok {
-			se.Step = n // runCalls does not know the step's number
-		}
-		if err != nil {
-			return rec, err
-		}
-	}
-	r.grow(1 + len(rec.ToolResults))
-	r.transcript = append(r.transcript, reply.Message)
-	if len(calls) > 0 {
-		for i := range rec.ToolResults {
-			res := &rec.ToolResults[i]
-			r.transcript = append(r.transcript, res.Message())
-			if !res.IsError && slices.Contains(r.cfg.StopTools, res.Name) {
-				stopTool = true
-			}
-		}
-		r.lastTool = &rec.ToolResults[len(rec.ToolResults)-1]
-	}
-	answered, feedback, outErr := r.settleOutput(rec)
-	if feedback != nil {
-		r.grow(1)
-		r.transcript = append(r.transcript, *feedback)
-	}
-
-	// Stage 7: the effects after the reply.
-	es := r.effectStep(n, &r.after)
-	es.Reply = &reply.Message
-	es.Results = rec.ToolResults
-	ran, err := r.c().Effects().Run(ctx, effects.AfterReply, es)
-	rec.Effects = append(rec.Effects, ran...)
+	stop, err := r.runTools(ctx, rec, offered, given) // stage 6 (tools.go)
 	if err != nil {
 		return rec, err
 	}
-	if mods := es.Mods(); mods.Committed {
-		if err := r.commit(mods.Transcript); err != nil {
-			return rec, &StepError{Step: n, Op: OpValidate, Err: err}
-		}
-		rec.Committed = true
+	endErr, err := r.settle(ctx, rec, stop) // stages 7–8 (settle.go)
+	if err != nil {
+		return rec, err
 	}
-
-	// Stage 8: the record, the checkpoint, and whether the run goes on.
-	rec.State = r.stateSnapshot()
-	r.step++
-	var stepErr error
-	switch {
-	case outErr != nil:
-		rec.Done = true
-		stepErr = outErr
-	case answered, stopTool, len(calls) == 0 && feedback == nil:
-		rec.Done = true
-	case r.cfg.StopWhen != nil && r.cfg.StopWhen(rec):
-		rec.Done = true
-	case r.maxSteps() > 0 && r.step >= r.maxSteps():
-		rec.Done = true
-		stepErr = fmt.Errorf("%w: %d steps, and the model still called tools", ErrMaxSteps, r.maxSteps())
+	if err := r.save(ctx, rec.Done, nil); err != nil { // stage 8 (save.go)
+		return rec, &StepError{Step: rec.Number, Op: OpCheckpoint, Err: err}
 	}
-	r.recorder.end(rec)
-	if err := r.save(ctx, rec.Done, nil); err != nil {
-		return rec, &StepError{Step: n, Op: OpCheckpoint, Err: err}
-	}
-	return rec, stepErr
+	return rec, endErr
 }

@@ -1,11 +1,69 @@
 package runtime
 
 import (
+	"context"
+	"fmt"
 	"slices"
 
 	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/effects"
 	"github.com/reprompt/reprompt/llm"
 )
+
+// Stages 7–8 of "A step" (doc.go): the typed answer is settled, the
+// effects after the reply run, the transcript they commit is kept, and the
+// step's record is completed; and the accounting of the run's usage.
+
+// settle ends a step whose reply and tool results joined the transcript:
+// it accepts or refuses a typed answer (see settleOutput), runs the
+// effects due after the reply and keeps the transcript they commit,
+// completes rec and decides whether the run goes on (rec.Done). endErr is
+// the error the run ends with at this completed step (ErrMaxSteps wrapped,
+// an *OutputError); err is a failure of the step.
+func (r *Runner) settle(ctx context.Context, rec *Step, stopTool bool) (endErr, err error) {
+	n := rec.Number
+	reply := rec.Reply
+	answered, feedback, outErr := r.settleOutput(rec)
+	if feedback != nil {
+		r.grow(1)
+		r.transcript = append(r.transcript, *feedback)
+	}
+
+	// Stage 7: the effects after the reply.
+	es := r.effectStep(n, &r.after)
+	es.Reply = &reply.Message
+	es.Results = rec.ToolResults
+	ran, err := r.c().Effects().Run(ctx, effects.AfterReply, es)
+	rec.Effects = append(rec.Effects, ran...)
+	if err != nil {
+		return nil, err
+	}
+	if mods := es.Mods(); mods.Committed {
+		if err := r.commit(mods.Transcript); err != nil {
+			return nil, &StepError{Step: n, Op: OpValidate, Err: err}
+		}
+		rec.Committed = true
+	}
+
+	// Stage 8: the record, and whether the run goes on (the checkpoint
+	// is save's).
+	rec.State = r.stateSnapshot()
+	r.step++
+	switch {
+	case outErr != nil:
+		rec.Done = true
+		endErr = outErr
+	case answered, stopTool, len(reply.Message.ToolCalls) == 0 && feedback == nil:
+		rec.Done = true
+	case r.cfg.StopWhen != nil && r.cfg.StopWhen(rec):
+		rec.Done = true
+	case r.maxSteps() > 0 && r.step >= r.maxSteps():
+		rec.Done = true
+		endErr = fmt.Errorf("%w: %d steps, and the model still called tools", ErrMaxSteps, r.maxSteps())
+	}
+	r.recorder.end(rec)
+	return endErr, nil
+}
 
 // grow makes room for n more transcript messages. An array that grew by
 // appending grows by doubling: step records keep the arrays their requests

@@ -17,6 +17,44 @@ import (
 	"github.com/reprompt/reprompt/state"
 )
 
+// Stage 6 of "A step" (doc.go): the tool calls of the reply run, each in
+// its own state transaction, and their results join the transcript.
+
+// runTools runs the tool calls of rec's reply that have no result in
+// given, concurrently, results in call order, and records them in rec.
+// The reply joins the transcript once they are done, followed by the
+// results: until then checkpoints hold it as pending. stop reports a
+// result of one of Config.StopTools.
+func (r *Runner) runTools(ctx context.Context, rec *Step, offered []llm.ToolSpec, given map[string]defs.ToolResult) (stop bool, err error) {
+	n := rec.Number
+	reply := rec.Reply
+	calls := reply.Message.ToolCalls
+	if len(calls) > 0 {
+		rec.ToolResults, err = r.runCalls(ctx, reply.Message, offered, given, nil)
+		rec.Agents = r.takeAgentRuns(calls)
+		rec.ToolErrors = r.takeToolErrors()
+		if se, ok := err.(*StepError); ok {
+			se.Step = n // runCalls does not know the step's number
+		}
+		if err != nil {
+			return false, err
+		}
+	}
+	r.grow(1 + len(rec.ToolResults))
+	r.transcript = append(r.transcript, reply.Message)
+	if len(calls) > 0 {
+		for i := range rec.ToolResults {
+			res := &rec.ToolResults[i]
+			r.transcript = append(r.transcript, res.Message())
+			if !res.IsError && slices.Contains(r.cfg.StopTools, res.Name) {
+				stop = true
+			}
+		}
+		r.lastTool = &rec.ToolResults[len(rec.ToolResults)-1]
+	}
+	return stop, nil
+}
+
 // runCalls runs the tool calls of reply that have no result in given and
 // are not held (awaiting approval), and returns all results in call order
 // (a held call's is the zero result).
