@@ -57,7 +57,7 @@ func (r *Runner) callModel(ctx context.Context, m llm.Model, req *llm.Request) (
 		}
 		d := backoff << attempt
 		d = d/2 + rand.N(d/2+1) // jitter: between half and the full backoff
-		r.observeRetry(ctx, attempt, err, d)
+		r.obs.retrying(ctx, attempt, err, d)
 		select {
 		case <-ctx.Done():
 			return nil, errors.Join(err, ctx.Err())
@@ -67,7 +67,7 @@ func (r *Runner) callModel(ctx context.Context, m llm.Model, req *llm.Request) (
 }
 
 func (r *Runner) callOnce(ctx context.Context, m llm.Model, req *llm.Request) (*llm.Reply, error) {
-	ctx, span := r.observeCall(ctx, req)
+	ctx, span := r.obs.modelCalled(ctx, req)
 	if r.cfg.ModelTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, r.cfg.ModelTimeout)
@@ -83,7 +83,7 @@ func (r *Runner) callOnce(ctx context.Context, m llm.Model, req *llm.Request) (*
 	if err == nil && reply == nil {
 		err = errors.New("model returned no reply and no error")
 	}
-	r.observeCallEnd(span, reply, err)
+	r.obs.modelReplied(span, reply, err)
 	return reply, err
 }
 
@@ -129,7 +129,7 @@ func (c completer) Complete(ctx context.Context, system, user string) (string, e
 	if m == nil {
 		m = c.r.model
 	}
-	ctx = c.r.observeSummary(ctx)
+	ctx = c.r.obs.summarizing(ctx)
 	reply, err := c.r.callModel(ctx, m, req)
 	c.r.recordSummary(req, reply, err)
 	if err != nil {

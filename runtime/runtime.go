@@ -55,7 +55,7 @@ type Runner struct {
 	spareReq   *llm.Request        // where render puts the step's first request, allocated with its record
 	saveMu     sync.Mutex
 	usageMu    sync.Mutex // guards usage and stats
-	obs        *observer  // tracing and logging (see observe.go); nil without them
+	obs        observer   // tracing and logging (see observe.go)
 	// The retired call ids as checkpoints keep them; nil until needed (see callids.go).
 	retiredJSON json.RawMessage
 	// Records for the step under way (see record.go).
@@ -85,6 +85,7 @@ type Runner struct {
 func New(model llm.Model, fn prompt.Func, cfg Config) *Runner {
 	r := &Runner{model: model, fn: fn, cfg: cfg, p: prompt.New(""), ledger: newLedger(cfg.Counter)}
 	r.count, r.prefix, r.completer = r.ledger.count, r.ledger.prefix, completer{r}
+	r.obs = newObserver(r)
 	return r
 }
 
@@ -193,10 +194,10 @@ func (r *Runner) Next(ctx context.Context) (*Step, error) {
 		r.started = now
 		r.usageMu.Unlock()
 	}
-	ctx = r.observeStep(ctx)
+	ctx = r.obs.stepStarted(ctx, r.step)
 	r.recorder.begin(r)
 	s, err := r.step1(ctx)
-	r.observeStepEnd(ctx, s, err)
+	r.obs.stepEnded(ctx, s, err)
 	if err != nil {
 		if cerr := r.Close(); cerr != nil {
 			err = errors.Join(err, cerr)

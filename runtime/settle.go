@@ -101,7 +101,7 @@ func (r *Runner) commit(msgs []defs.Message) error {
 		gone, kept = gone[r.valid.n:], kept[r.valid.n:]
 	}
 	r.retire(gone, kept)
-	r.observeCommit(msgs)
+	r.obs.committed(r.transcript, msgs)
 	r.recorder.commit(len(r.transcript), len(msgs))
 	r.transcript = slices.Clip(msgs)
 	r.appended = false

@@ -189,7 +189,7 @@ type callSlot struct {
 // run runs call i, on the calling goroutine, and records its result.
 func (b *callBatch) run(i int) {
 	r, c, tx := b.r, b.reply.ToolCalls[i], b.slots[i].tx
-	tctx, span := r.observeTool(b.ctx, c)
+	tctx, span := r.obs.toolStarted(b.ctx, c)
 	var start time.Time
 	if r.recorder.on { // only a step record keeps how long a call ran
 		start = time.Now()
@@ -199,7 +199,7 @@ func (b *callBatch) run(i int) {
 	if r.recorder.on {
 		dur = time.Since(start)
 	}
-	r.observeToolEnd(span, res)
+	r.obs.toolEnded(span, res)
 	if b.ctx.Err() != nil && res.IsError {
 		tx.Discard() // cancelled: on resume it counts as not completed
 		return
@@ -274,7 +274,7 @@ func (r *Runner) runTool(ctx context.Context, c defs.ToolCall, offered []llm.Too
 		tctx = state.ContextWithTx(tctx, tx)
 	}
 	out, err := r.callTool(tctx, def.Tool, c.Arguments)
-	r.observeToolError(ctx, err)
+	r.obs.toolFailed(ctx, err)
 	if err != nil {
 		r.noteToolError(c.ID, err)
 		var pe *ToolPanicError
