@@ -41,7 +41,7 @@ type Runner struct {
 	count     func([]defs.Message) int
 	prefix    func(int) int
 	completer effects.Completer
-	// Sessions (see session.go).
+	// Sessions (see save.go).
 	seq        int64
 	generation int            // incremented by every rewrite of the transcript
 	savedGen   int            // generation of the last checkpoint saved
@@ -118,6 +118,15 @@ func (r *Runner) Stats() effects.RunStats {
 	return s
 }
 
+// elapsedSince returns the run's elapsed time for a run that started (in
+// this process) at started. elapsed0 is set before the run starts.
+func (r *Runner) elapsedSince(started time.Time) time.Duration {
+	if started.IsZero() {
+		return r.elapsed0
+	}
+	return r.elapsed0 + r.now().Sub(started)
+}
+
 // Run runs steps until the run ends or pauses, and returns every step's
 // record. On error the result holds the steps completed so far. It closes
 // the runner (see Close) before it returns, unless the run paused for
@@ -170,6 +179,28 @@ func (r *Runner) All(ctx context.Context) iter.Seq2[*Step, error] {
 			}
 		}
 	}
+}
+
+// Close ends the run: it runs the cleanups the effects registered
+// (effects.Step.Cleanup) that are still pending, in the order the effects
+// were registered, and returns the *effects.Error of each effect whose
+// cleanup panicked, joined. Next calls it when the run ends or fails, and Run
+// always does; a caller that may stop before the end (breaking out of All,
+// or calling Next until it has seen enough) should defer it:
+//
+//	r := runtime.New(model, agent, cfg)
+//	defer r.Close()
+//	for step, err := range r.All(ctx) { ... }
+//
+// Close is safe to call more than once: later calls do nothing and return
+// nil. After Close, Next returns ErrDone.
+func (r *Runner) Close() error {
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	r.done = true
+	return r.c().Effects().Close()
 }
 
 // Next runs one step and returns its record. After the last step it
@@ -227,37 +258,6 @@ func (r *Runner) step1(ctx context.Context) (s *Step, err error) {
 		return r.resumePending(ctx)
 	}
 	return r.next(ctx)
-}
-
-// Close ends the run: it runs the cleanups the effects registered
-// (effects.Step.Cleanup) that are still pending, in the order the effects
-// were registered, and returns the *effects.Error of each effect whose
-// cleanup panicked, joined. Next calls it when the run ends or fails, and Run
-// always does; a caller that may stop before the end (breaking out of All,
-// or calling Next until it has seen enough) should defer it:
-//
-//	r := runtime.New(model, agent, cfg)
-//	defer r.Close()
-//	for step, err := range r.All(ctx) { ... }
-//
-// Close is safe to call more than once: later calls do nothing and return
-// nil. After Close, Next returns ErrDone.
-func (r *Runner) Close() error {
-	if r.closed {
-		return nil
-	}
-	r.closed = true
-	r.done = true
-	return r.c().Effects().Close()
-}
-
-// elapsedSince returns the run's elapsed time for a run that started (in
-// this process) at started. elapsed0 is set before the run starts.
-func (r *Runner) elapsedSince(started time.Time) time.Duration {
-	if started.IsZero() {
-		return r.elapsed0
-	}
-	return r.elapsed0 + r.now().Sub(started)
 }
 
 // next runs a new step, stage by stage (see "A step" in doc.go): each
