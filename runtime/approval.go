@@ -5,12 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strings"
-
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/internal/callsite"
@@ -369,58 +365,4 @@ func (e *SubAgentApprovalError) Error() string {
 		return fmt.Sprintf("call %s of tool %q asks the user %q, which sub-agent %q cannot wait for (ask from a tool of the top-level prompt)", e.Call.CallID, e.Call.Tool, e.Call.Question, e.Agent)
 	}
 	return fmt.Sprintf("call %s of tool %q needs approval, which sub-agent %q cannot wait for (declare the tool in the top-level prompt)", e.Call.CallID, e.Call.Tool, e.Agent)
-}
-
-// Attributes of a step span about approvals: the calls a step paused for,
-// and those approved and denied by the record that completes it.
-var (
-	keyAwaiting = attribute.Key("reprompt.awaiting")
-	keyApproved = attribute.Key("reprompt.approved")
-	keyDenied   = attribute.Key("reprompt.denied")
-)
-
-// decidedIDs returns the ids of the calls approved (or denied) in ds.
-func decidedIDs(ds []Decision, approved bool) []string {
-	var ids []string
-	for _, d := range ds {
-		if d.Approved == approved {
-			ids = append(ids, d.CallID)
-		}
-	}
-	return ids
-}
-
-func pendingIDs(as []PendingApproval) []string {
-	ids := make([]string, len(as))
-	for i, a := range as {
-		ids[i] = a.CallID
-	}
-	return ids
-}
-
-// traceApproval sets the approval attributes of a step span.
-func traceApproval(sp trace.Span, s *Step) {
-	if len(s.Awaiting) > 0 {
-		sp.SetAttributes(keyAwaiting.StringSlice(pendingIDs(s.Awaiting)))
-	}
-	if ids := decidedIDs(s.Decisions, true); len(ids) > 0 {
-		sp.SetAttributes(keyApproved.StringSlice(ids))
-	}
-	if ids := decidedIDs(s.Decisions, false); len(ids) > 0 {
-		sp.SetAttributes(keyDenied.StringSlice(ids))
-	}
-}
-
-// appendApprovalAttrs adds the approval attributes of a step's log record.
-func appendApprovalAttrs(attrs []slog.Attr, s *Step) []slog.Attr {
-	if len(s.Awaiting) > 0 {
-		attrs = append(attrs, slog.Any("awaiting", pendingIDs(s.Awaiting)))
-	}
-	if ids := decidedIDs(s.Decisions, true); len(ids) > 0 {
-		attrs = append(attrs, slog.Any("approved", ids))
-	}
-	if ids := decidedIDs(s.Decisions, false); len(ids) > 0 {
-		attrs = append(attrs, slog.Any("denied", ids))
-	}
-	return attrs
 }

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -84,4 +85,60 @@ func (r *Runner) restoreRetired(cp *session.Checkpoint) error {
 	}
 	r.retiredJSON = nil
 	return nil
+}
+
+// uniqueCallIDs gives every tool call of m an id used by no other call of
+// the run, before the reply enters the transcript or a checkpoint: some
+// servers send calls without ids, repeat an id within one reply, or reuse
+// "call_0" on every turn, and a conversation with such ids would fail
+// validation at the next step, and at every Resume. A missing id becomes
+// "call_<step>_<index>"; a repeated one gets a suffix "_2", "_3"… The
+// calls are copied before they are changed: the model's reply may be
+// shared.
+func (r *Runner) uniqueCallIDs(m *defs.Message, step int) {
+	if len(m.ToolCalls) == 0 {
+		return
+	}
+	// The ids used so far: those of the transcript, which the validator
+	// holds for the messages it has read (all of them once the request
+	// was checked), those commits took out of it, and those of m's calls
+	// before the one at hand.
+	read := r.valid.n
+	copied := false
+	taken := func(id string, i int) bool {
+		if _, ok := r.valid.seen[id]; ok {
+			return true
+		}
+		if _, ok := r.retired[id]; ok {
+			return true
+		}
+		for _, msg := range r.transcript[read:] {
+			for _, c := range msg.ToolCalls {
+				if c.ID == id {
+					return true
+				}
+			}
+		}
+		for _, c := range m.ToolCalls[:i] {
+			if c.ID == id {
+				return true
+			}
+		}
+		return false
+	}
+	for i, c := range m.ToolCalls {
+		id := c.ID
+		if id == "" {
+			id = fmt.Sprintf("call_%d_%d", step, i)
+		}
+		for k := 2; taken(id, i); k++ {
+			id = fmt.Sprintf("%s_%d", cmp.Or(c.ID, fmt.Sprintf("call_%d_%d", step, i)), k)
+		}
+		if id != c.ID {
+			if !copied {
+				m.ToolCalls, copied = slices.Clone(m.ToolCalls), true
+			}
+			m.ToolCalls[i].ID = id
+		}
+	}
 }

@@ -18,9 +18,9 @@ import (
 	"github.com/reprompt/reprompt/llm"
 )
 
-// Tracing and logging (Config.TracerProvider, Config.Logger). Each site of
-// the step loop calls one method below; each returns at once when the run
-// has neither, so that a run without them allocates nothing here.
+// Tracing and logging (Config.TracerProvider, Config.Logger), behind one
+// interface, observer: the step loop calls it at the boundaries of its
+// stages, and only this file knows about spans and loggers.
 
 // TracerName is the instrumentation scope of the runtime's spans.
 const TracerName = "github.com/reprompt/reprompt/runtime"
@@ -92,31 +92,106 @@ const (
 	eventRetry      = "reprompt.retry"
 )
 
-// observer holds what tracing and logging need across the calls of Next.
-// It exists only when Config.TracerProvider or Config.Logger is set.
-type observer struct {
-	tracer  trace.Tracer // nil: no tracing
-	log     *slog.Logger // nil: no logging
-	content bool
+// Attributes of a step span about approvals: the calls a step paused for,
+// and those approved and denied by the record that completes it.
+var (
+	keyAwaiting = attribute.Key("reprompt.awaiting")
+	keyApproved = attribute.Key("reprompt.approved")
+	keyDenied   = attribute.Key("reprompt.denied")
+)
 
-	agent, model, provider, conversation string
-	chatName                             string
-	baseAttrs                            []attribute.KeyValue // provider and model
+// Attributes of the chat span of a request for a typed answer.
+var (
+	keyOutputType = attribute.Key("gen_ai.output.type")
+	keyOutputMode = attribute.Key("reprompt.output.mode")
+	keyOutputName = attribute.Key("reprompt.output.name")
+)
 
-	run       trace.Span // from the first step to the end of the run
-	step      trace.Span // the step under way
-	stepN     int
-	stepStart time.Time
-	stepCtx   context.Context // the context of the step under way, for logs
-	commits   int             // commits and compactions of the step under way
-	compacts  int
+// An observer is told what a run does at the boundaries of its stages (see
+// "A step" in doc.go). It is the only part of the runtime that knows about
+// tracing and logging: the step loop calls its methods and nothing else.
+// New gives a runner an *otelObserver when Config.TracerProvider or
+// Config.Logger is set, and noObserver otherwise.
+//
+// The rules every implementation follows:
+//   - A method with nothing to record returns at once and allocates
+//     nothing: the loop calls them at every step.
+//   - stepStarted and stepEnded are called in pairs, by the goroutine that
+//     drives the runner (Next); the other methods are called between them,
+//     except toolFailed, which RunTool also calls outside any step. An
+//     observer records nothing before its first stepStarted.
+//   - toolStarted, toolFailed and toolEnded are called from the goroutines
+//     of a reply's tool calls, concurrently; the other methods only from
+//     the goroutine that drives the runner.
+//   - A context an observer returns is the one the rest of the stage runs
+//     with: it carries the stage's span to what the stage calls.
+//   - The handles returned by modelCalled and toolStarted are passed back,
+//     unchanged, to modelReplied and toolEnded; only the observer reads
+//     them.
+type observer interface {
+	// stepStarted begins step n: the run's span at its first step, and the
+	// step's span under it.
+	stepStarted(ctx context.Context, n int) context.Context
+	// stepEnded ends the step begun by stepStarted, with its record (nil
+	// when the step failed before it had one) and its error, and ends the
+	// run with it when err is not nil or s.Done.
+	stepEnded(ctx context.Context, s *Step, err error)
+	// modelCalled begins one attempt of a model call sending req.
+	modelCalled(ctx context.Context, req *llm.Request) (context.Context, callSpan)
+	// modelReplied ends the attempt begun by modelCalled, with the reply
+	// or the error it got.
+	modelReplied(sp callSpan, reply *llm.Reply, err error)
+	// retrying records a model call that failed with err and is sent again
+	// after backoff; attempt counts from 0.
+	retrying(ctx context.Context, attempt int, err error, backoff time.Duration)
+	// summarizing marks ctx as that of a completion an effect asked for
+	// (effects.Step.Model), for the model call made with it.
+	summarizing(ctx context.Context) context.Context
+	// toolStarted begins tool call c.
+	toolStarted(ctx context.Context, c defs.ToolCall) (context.Context, *toolSpan)
+	// toolFailed records the Go error a tool call failed with, before it
+	// becomes an error result; ctx is the one toolStarted returned. err
+	// may be nil.
+	toolFailed(ctx context.Context, err error)
+	// toolEnded ends the call begun by toolStarted, with its result.
+	toolEnded(ts *toolSpan, res defs.ToolResult)
+	// committed records a rewrite of the transcript from one to the other
+	// (read-only, both).
+	committed(from, to []defs.Message)
 }
 
-func newObserver(r *Runner) *observer {
-	o := &observer{log: r.cfg.Logger, content: r.cfg.TraceContent, agent: r.cfg.Name, conversation: r.cfg.SessionID}
-	if tp := r.cfg.TracerProvider; tp != nil {
-		o.tracer = tp.Tracer(TracerName)
+// noObserver is the observer of a run without tracing or logging.
+type noObserver struct{}
+
+func (noObserver) stepStarted(ctx context.Context, _ int) context.Context { return ctx }
+func (noObserver) stepEnded(context.Context, *Step, error)                {}
+
+func (noObserver) modelCalled(ctx context.Context, _ *llm.Request) (context.Context, callSpan) {
+	return ctx, callSpan{}
+}
+
+func (noObserver) modelReplied(callSpan, *llm.Reply, error)            {}
+func (noObserver) retrying(context.Context, int, error, time.Duration) {}
+func (noObserver) summarizing(ctx context.Context) context.Context     { return ctx }
+
+func (noObserver) toolStarted(ctx context.Context, _ defs.ToolCall) (context.Context, *toolSpan) {
+	return ctx, nil
+}
+
+func (noObserver) toolFailed(context.Context, error)    {}
+func (noObserver) toolEnded(*toolSpan, defs.ToolResult) {}
+func (noObserver) committed(_, _ []defs.Message)        {}
+
+// newObserver returns the observer of r, made by New: noObserver unless
+// its Config has a tracer provider or a logger. The observer uses nothing
+// of r but its Stats and its token count.
+func newObserver(r *Runner) observer {
+	cfg := &r.cfg
+	if cfg.TracerProvider == nil && cfg.Logger == nil {
+		return noObserver{}
 	}
+	o := &otelObserver{tp: cfg.TracerProvider, log: cfg.Logger, content: cfg.TraceContent, agent: cfg.Name,
+		conversation: cfg.SessionID, stats: r, count: r.count}
 	if m, ok := r.model.(llm.ModelNamer); ok {
 		o.model = m.ModelName()
 	}
@@ -139,18 +214,37 @@ func newObserver(r *Runner) *observer {
 	return o
 }
 
-// observeStep begins a step: the run's span at the first one, and the
+// otelObserver is the observer of a run with Config.TracerProvider or
+// Config.Logger: it makes OpenTelemetry spans and slog records (see
+// "Tracing" and "Logging" in doc.go).
+type otelObserver struct {
+	tp      trace.TracerProvider // until the first step, which takes its tracer
+	tracer  trace.Tracer         // nil: no tracing
+	log     *slog.Logger         // nil: no logging
+	content bool
+	stats   interface{ Stats() effects.RunStats } // the runner, for the run's totals
+	count   func([]defs.Message) int              // the runner's token count
+
+	agent, model, provider, conversation string
+	chatName                             string
+	baseAttrs                            []attribute.KeyValue // provider and model
+
+	run       trace.Span // from the first step to the end of the run
+	step      trace.Span // the step under way
+	stepN     int
+	stepStart time.Time
+	stepCtx   context.Context // the context of the step under way, for logs
+	commits   int             // commits and compactions of the step under way
+	compacts  int
+}
+
+// stepStarted begins a step: the run's span at the first one, and the
 // step's span under it. The returned context carries the step's span.
-func (r *Runner) observeStep(ctx context.Context) context.Context {
-	o := r.obs
-	if o == nil {
-		if r.cfg.TracerProvider == nil && r.cfg.Logger == nil {
-			return ctx
-		}
-		o = newObserver(r)
-		r.obs = o
+func (o *otelObserver) stepStarted(ctx context.Context, n int) context.Context {
+	if o.tp != nil {
+		o.tracer, o.tp = o.tp.Tracer(TracerName), nil
 	}
-	o.stepN, o.stepStart, o.commits, o.compacts = r.step, time.Now(), 0, 0
+	o.stepN, o.stepStart, o.commits, o.compacts = n, time.Now(), 0, 0
 	o.stepCtx = ctx
 	if o.tracer == nil {
 		return ctx
@@ -183,19 +277,15 @@ func (r *Runner) observeStep(ctx context.Context) context.Context {
 	}
 	ctx, o.step = o.tracer.Start(ctx, spanStep, trace.WithSpanKind(trace.SpanKindInternal))
 	if o.step.IsRecording() {
-		o.step.SetAttributes(keyStep.Int(r.step))
+		o.step.SetAttributes(keyStep.Int(n))
 	}
 	o.stepCtx = ctx
 	return ctx
 }
 
-// observeStepEnd ends the step begun by observeStep, and the run's span
-// when the run ended with it.
-func (r *Runner) observeStepEnd(ctx context.Context, s *Step, err error) {
-	o := r.obs
-	if o == nil {
-		return
-	}
+// stepEnded ends the step begun by stepStarted, and the run's span when
+// the run ended with it.
+func (o *otelObserver) stepEnded(ctx context.Context, s *Step, err error) {
 	d := time.Since(o.stepStart)
 	if o.step != nil {
 		o.traceStep(s, err)
@@ -207,11 +297,11 @@ func (r *Runner) observeStepEnd(ctx context.Context, s *Step, err error) {
 	}
 	o.stepCtx = nil
 	if err != nil || s != nil && s.Done {
-		o.endRun(ctx, r, err)
+		o.endRun(ctx, err)
 	}
 }
 
-func (o *observer) traceStep(s *Step, err error) {
+func (o *otelObserver) traceStep(s *Step, err error) {
 	sp := o.step
 	if !sp.IsRecording() {
 		return
@@ -272,8 +362,8 @@ func (o *observer) traceStep(s *Step, err error) {
 }
 
 // endRun ends the run's span with the run's totals.
-func (o *observer) endRun(ctx context.Context, r *Runner, err error) {
-	st := r.Stats()
+func (o *otelObserver) endRun(ctx context.Context, err error) {
+	st := o.stats.Stats()
 	if o.run != nil {
 		if o.run.IsRecording() {
 			o.run.SetAttributes(
@@ -309,14 +399,14 @@ func (o *observer) endRun(ctx context.Context, r *Runner, err error) {
 }
 
 // logAttrs starts the attributes of a record with the agent's name.
-func (o *observer) logAttrs(attrs []slog.Attr) []slog.Attr {
+func (o *otelObserver) logAttrs(attrs []slog.Attr) []slog.Attr {
 	if o.agent != "" {
 		attrs = append(attrs, slog.String("agent", o.agent))
 	}
 	return attrs
 }
 
-func (o *observer) logStep(ctx context.Context, s *Step, err error, d time.Duration) {
+func (o *otelObserver) logStep(ctx context.Context, s *Step, err error, d time.Duration) {
 	if s != nil && (err == nil || s.Reply != nil) && o.log.Enabled(ctx, slog.LevelInfo) {
 		attrs := o.logAttrs(make([]slog.Attr, 0, 16))
 		attrs = append(attrs,
@@ -369,14 +459,10 @@ func (o *observer) logStep(ctx context.Context, s *Step, err error, d time.Durat
 	}
 }
 
-// observeCommit records a rewrite of the transcript from the current one
-// to msgs: a compaction when it has fewer tokens.
-func (r *Runner) observeCommit(msgs []defs.Message) {
-	o := r.obs
-	if o == nil {
-		return
-	}
-	before, after := r.count(r.transcript), r.count(msgs)
+// committed records a rewrite of the transcript from one to the other: a
+// compaction when it has fewer tokens.
+func (o *otelObserver) committed(from, to []defs.Message) {
+	before, after := o.count(from), o.count(to)
 	o.commits++
 	compaction := after < before
 	if compaction {
@@ -388,7 +474,7 @@ func (r *Runner) observeCommit(msgs []defs.Message) {
 			name = eventCompaction
 		}
 		o.step.AddEvent(name, trace.WithAttributes(
-			keyMessagesBefore.Int(len(r.transcript)), keyMessagesAfter.Int(len(msgs)),
+			keyMessagesBefore.Int(len(from)), keyMessagesAfter.Int(len(to)),
 			keyTokensBefore.Int(before), keyTokensAfter.Int(after)))
 	}
 	if o.log != nil {
@@ -398,7 +484,7 @@ func (r *Runner) observeCommit(msgs []defs.Message) {
 		}
 		o.log.LogAttrs(o.stepCtx, level, msg, append(o.logAttrs(nil),
 			slog.Int("step", o.stepN),
-			slog.Int("messages_before", len(r.transcript)), slog.Int("messages_after", len(msgs)),
+			slog.Int("messages_before", len(from)), slog.Int("messages_after", len(to)),
 			slog.Int("tokens_before", before), slog.Int("tokens_after", after))...)
 	}
 }
@@ -406,24 +492,27 @@ func (r *Runner) observeCommit(msgs []defs.Message) {
 // summaryKey marks the context of a completion asked by an effect.
 type summaryKey struct{}
 
-// observeSummary marks ctx as that of a completion asked by an effect
-// (a summary), for the model call's span.
-func (r *Runner) observeSummary(ctx context.Context) context.Context {
-	if r.obs == nil || r.obs.tracer == nil {
+// summarizing marks ctx as that of a completion asked by an effect (a
+// summary), for the model call's span.
+func (o *otelObserver) summarizing(ctx context.Context) context.Context {
+	if o.tracer == nil {
 		return ctx
 	}
 	return context.WithValue(ctx, summaryKey{}, true)
 }
 
-// observeCall begins the span of one model call (one attempt).
-func (r *Runner) observeCall(ctx context.Context, req *llm.Request) (context.Context, trace.Span) {
-	o := r.obs
-	if o == nil || o.tracer == nil {
-		return ctx, nil
+// callSpan is the span of one model call (one attempt), from modelCalled
+// to modelReplied; the zero callSpan has none.
+type callSpan struct{ sp trace.Span }
+
+// modelCalled begins the span of one model call (one attempt).
+func (o *otelObserver) modelCalled(ctx context.Context, req *llm.Request) (context.Context, callSpan) {
+	if o.tracer == nil {
+		return ctx, callSpan{}
 	}
 	ctx, sp := o.tracer.Start(ctx, o.chatName, trace.WithSpanKind(trace.SpanKindClient))
 	if !sp.IsRecording() {
-		return ctx, sp
+		return ctx, callSpan{sp}
 	}
 	sp.SetAttributes(keyOperation.String("chat"), keyStep.Int(o.stepN))
 	sp.SetAttributes(o.baseAttrs...)
@@ -439,11 +528,12 @@ func (r *Runner) observeCall(ctx context.Context, req *llm.Request) (context.Con
 		}
 		sp.SetAttributes(keyInputMessages.String(jsonString(contentMessages(req.Messages, ""))))
 	}
-	return ctx, sp
+	return ctx, callSpan{sp}
 }
 
-// observeCallEnd ends the span begun by observeCall.
-func (r *Runner) observeCallEnd(sp trace.Span, reply *llm.Reply, err error) {
+// modelReplied ends the span begun by modelCalled.
+func (o *otelObserver) modelReplied(cs callSpan, reply *llm.Reply, err error) {
+	sp := cs.sp
 	if sp == nil {
 		return
 	}
@@ -466,7 +556,7 @@ func (r *Runner) observeCallEnd(sp trace.Span, reply *llm.Reply, err error) {
 			if reply.ID != "" {
 				sp.SetAttributes(keyResponseID.String(reply.ID))
 			}
-			if r.obs.content {
+			if o.content {
 				msg := reply.Message
 				msg.Role = defs.RoleAssistant
 				sp.SetAttributes(keyOutputMessages.String(jsonString(contentMessages([]defs.Message{msg}, string(reply.FinishReason)))))
@@ -476,12 +566,8 @@ func (r *Runner) observeCallEnd(sp trace.Span, reply *llm.Reply, err error) {
 	sp.End()
 }
 
-// observeRetry records a model call that failed and is sent again after d.
-func (r *Runner) observeRetry(ctx context.Context, attempt int, err error, d time.Duration) {
-	o := r.obs
-	if o == nil {
-		return
-	}
+// retrying records a model call that failed and is sent again after d.
+func (o *otelObserver) retrying(ctx context.Context, attempt int, err error, d time.Duration) {
 	if sp := trace.SpanFromContext(ctx); o.tracer != nil && sp.IsRecording() {
 		sp.AddEvent(eventRetry, trace.WithAttributes(keyAttempt.Int(attempt+1), keyBackoff.String(d.String()),
 			keyErrorType.String(errorType(err))))
@@ -494,18 +580,17 @@ func (r *Runner) observeRetry(ctx context.Context, attempt int, err error, d tim
 }
 
 // toolSpan is the span of one tool call, carried by its context so that
-// observeToolError finds it.
+// toolFailed finds it.
 type toolSpan struct {
 	sp      trace.Span
-	errType string // set by observeToolError
+	errType string // set by toolFailed
 }
 
 type toolSpanKey struct{}
 
-// observeTool begins the span of one tool call.
-func (r *Runner) observeTool(ctx context.Context, c defs.ToolCall) (context.Context, *toolSpan) {
-	o := r.obs
-	if o == nil || o.tracer == nil {
+// toolStarted begins the span of one tool call.
+func (o *otelObserver) toolStarted(ctx context.Context, c defs.ToolCall) (context.Context, *toolSpan) {
+	if o.tracer == nil {
 		return ctx, nil
 	}
 	ctx, sp := o.tracer.Start(ctx, "execute_tool "+c.Name, trace.WithSpanKind(trace.SpanKindInternal))
@@ -527,10 +612,10 @@ func (r *Runner) observeTool(ctx context.Context, c defs.ToolCall) (context.Cont
 	return context.WithValue(ctx, toolSpanKey{}, ts), ts
 }
 
-// observeToolError records the Go error a tool call failed with, before it
+// toolFailed records the Go error a tool call failed with, before it
 // becomes an error result.
-func (r *Runner) observeToolError(ctx context.Context, err error) {
-	if err == nil || r.obs == nil || r.obs.tracer == nil {
+func (o *otelObserver) toolFailed(ctx context.Context, err error) {
+	if err == nil || o.tracer == nil {
 		return
 	}
 	if ts, ok := ctx.Value(toolSpanKey{}).(*toolSpan); ok {
@@ -539,12 +624,12 @@ func (r *Runner) observeToolError(ctx context.Context, err error) {
 	}
 }
 
-// observeToolEnd ends the span begun by observeTool.
-func (r *Runner) observeToolEnd(ts *toolSpan, res defs.ToolResult) {
+// toolEnded ends the span begun by toolStarted.
+func (o *otelObserver) toolEnded(ts *toolSpan, res defs.ToolResult) {
 	if ts == nil {
 		return
 	}
-	if r.obs.content {
+	if o.content {
 		ts.sp.SetAttributes(keyToolResult.String(res.Content))
 	}
 	if res.IsError {
@@ -704,4 +789,50 @@ func jsonString(v any) string {
 		return ""
 	}
 	return string(b)
+}
+
+// decidedIDs returns the ids of the calls approved (or denied) in ds.
+func decidedIDs(ds []Decision, approved bool) []string {
+	var ids []string
+	for _, d := range ds {
+		if d.Approved == approved {
+			ids = append(ids, d.CallID)
+		}
+	}
+	return ids
+}
+
+func pendingIDs(as []PendingApproval) []string {
+	ids := make([]string, len(as))
+	for i, a := range as {
+		ids[i] = a.CallID
+	}
+	return ids
+}
+
+// traceApproval sets the approval attributes of a step span.
+func traceApproval(sp trace.Span, s *Step) {
+	if len(s.Awaiting) > 0 {
+		sp.SetAttributes(keyAwaiting.StringSlice(pendingIDs(s.Awaiting)))
+	}
+	if ids := decidedIDs(s.Decisions, true); len(ids) > 0 {
+		sp.SetAttributes(keyApproved.StringSlice(ids))
+	}
+	if ids := decidedIDs(s.Decisions, false); len(ids) > 0 {
+		sp.SetAttributes(keyDenied.StringSlice(ids))
+	}
+}
+
+// appendApprovalAttrs adds the approval attributes of a step's log record.
+func appendApprovalAttrs(attrs []slog.Attr, s *Step) []slog.Attr {
+	if len(s.Awaiting) > 0 {
+		attrs = append(attrs, slog.Any("awaiting", pendingIDs(s.Awaiting)))
+	}
+	if ids := decidedIDs(s.Decisions, true); len(ids) > 0 {
+		attrs = append(attrs, slog.Any("approved", ids))
+	}
+	if ids := decidedIDs(s.Decisions, false); len(ids) > 0 {
+		attrs = append(attrs, slog.Any("denied", ids))
+	}
+	return attrs
 }

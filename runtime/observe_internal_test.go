@@ -55,7 +55,7 @@ func TestTraceKeysAreTheConventions(t *testing.T) {
 
 // TestObserveAllocatesNothingWhenUnset calls every observation site of a
 // runner without a tracer provider or a logger, and of one with a no-op
-// tracer provider (after the first step, which makes the observer).
+// tracer provider (after the first step, which finds it a no-op).
 func TestObserveAllocatesNothingWhenUnset(t *testing.T) {
 	for _, tt := range []struct {
 		name string
@@ -73,19 +73,20 @@ func TestObserveAllocatesNothingWhenUnset(t *testing.T) {
 			s := &Step{}
 			err := context.Canceled
 			allocs := testing.AllocsPerRun(100, func() {
-				ctx := r.observeStep(ctx)
-				ctx, sp := r.observeCall(ctx, req)
-				r.observeCallEnd(sp, reply, nil)
-				r.observeRetry(ctx, 0, err, 0)
-				ctx = r.observeSummary(ctx)
-				tctx, ts := r.observeTool(ctx, call)
-				r.observeToolError(tctx, err)
-				r.observeToolEnd(ts, defs.ToolResult{})
-				r.observeCommit(nil)
-				r.observeStepEnd(ctx, s, nil)
+				ctx := r.obs.stepStarted(ctx, 0)
+				ctx, sp := r.obs.modelCalled(ctx, req)
+				r.obs.modelReplied(sp, reply, nil)
+				r.obs.retrying(ctx, 0, err, 0)
+				ctx = r.obs.summarizing(ctx)
+				tctx, ts := r.obs.toolStarted(ctx, call)
+				r.obs.toolFailed(tctx, err)
+				r.obs.toolEnded(ts, defs.ToolResult{})
+				r.obs.committed(nil, nil)
+				r.obs.stepEnded(ctx, s, nil)
 			})
 			assert.Equal(t, 0.0, allocs, "allocations per step")
-			assert.Equal(t, tt.cfg.TracerProvider != nil, r.obs != nil, "observer %v with Config %+v", r.obs, tt.cfg)
+			_, traced := r.obs.(*otelObserver)
+			assert.Equal(t, tt.cfg.TracerProvider != nil, traced, "observer %v with Config %+v", r.obs, tt.cfg)
 		})
 	}
 }

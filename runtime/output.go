@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"go.opentelemetry.io/otel/attribute"
-
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/llm"
 )
@@ -78,13 +76,6 @@ func Output[T any](res *Result) (T, error) {
 	}
 	return v, ErrNoOutput
 }
-
-// Attributes of the chat span of a request for a typed answer.
-var (
-	keyOutputType = attribute.Key("gen_ai.output.type")
-	keyOutputMode = attribute.Key("reprompt.output.mode")
-	keyOutputName = attribute.Key("reprompt.output.name")
-)
 
 // outputMode resolves Config.OutputMode for the run's model.
 func (r *Runner) outputMode() llm.OutputMode {

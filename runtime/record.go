@@ -1,10 +1,14 @@
 package runtime
 
 import (
+	"context"
+	"encoding/json"
 	"slices"
 
 	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/effects"
 	"github.com/reprompt/reprompt/llm"
+	"github.com/reprompt/reprompt/state"
 )
 
 // AgentRun is the record of a sub-agent that a tool call ran (a tool
@@ -86,4 +90,128 @@ func (r *Runner) attachSummaries(s *Step) {
 	if s != nil {
 		s.Summaries = append(s.Summaries, sums...)
 	}
+}
+
+// Step records what happened at one step. It is the unit of the iterator,
+// of snapshots and of logs.
+type Step struct {
+	Number int
+	// Request is what was sent. Its Messages share memory with the
+	// transcript: read-only. It is nil for a step interrupted by a crash
+	// after the model's reply and completed by Resume (Resumed is set).
+	Request *llm.Request
+	Reply   *llm.Reply
+	// ToolResults are the results of the reply's tool calls, in call order.
+	ToolResults []defs.ToolResult
+	// Agents are the sub-agents the reply's tool calls ran, in call order,
+	// each with the records of its steps.
+	Agents []*AgentRun
+	// ToolErrors are the Go errors behind the error results of tools that
+	// failed when they ran (returned an error, panicked, timed out), by
+	// call id, for the developer: a *ToolPanicError keeps the source
+	// location of the panic, which the model's text leaves out. Arguments
+	// that failed validation, unknown and disabled tools have no entry. nil
+	// when no tool failed.
+	ToolErrors map[string]error
+	// State is a shallow copy of the state after the step. Steps after
+	// which the state did not change share one map: read-only.
+	State map[string]any
+	// Effects are the effects that ran, both phases, and why.
+	Effects []effects.Ran
+	// Summaries are the completions the effects asked for at this step
+	// through effects.Step.Model (compaction's summaries), in order.
+	Summaries []*Summary
+	// Disabled and Reminded are the definitions disabled and reminded for
+	// this step's request.
+	Disabled []defs.Ref
+	Reminded []defs.Ref
+	// Committed reports that an effect rewrote the transcript at this step.
+	Committed bool
+	// Recovered reports that the provider rejected the request as too long
+	// and it was sent again after the Recovery effects compacted it.
+	Recovered bool
+	// InputTokens is the runtime's count of the request's tokens (system
+	// prompt, tool schemas, messages).
+	InputTokens int
+	// PrefixTokens is how many of them the request shares as an exact
+	// prefix with the previous step's request: what a provider's prompt
+	// cache can reuse.
+	PrefixTokens int
+	// BilledInput estimates the input tokens billed at full price: the
+	// tokens not in the shared prefix, plus the shared ones at
+	// Config.CachedInputFraction.
+	BilledInput float64
+	// Resumed reports a step that was interrupted by a crash after the
+	// model's reply and completed by Resume; Interrupted lists the calls
+	// that got an "interrupted" result instead of running.
+	Resumed     bool
+	Interrupted []string
+	// Awaiting lists the calls of the reply that wait for a person's
+	// decision (prompt.NeedsApproval): the step paused. ToolResults then
+	// hold the results of the reply's other calls, which ran; the step is
+	// not Done, and a later record of the same Number, with Decisions,
+	// completes it once every call is decided (see Runner.Approve).
+	Awaiting []PendingApproval
+	// Decisions are, on the record that completes a paused step, the
+	// decisions on its calls that needed approval, in call order. Its
+	// ToolResults are the results of all the reply's calls.
+	Decisions []Decision
+	// Output is the typed answer accepted at this step (see
+	// prompt.DefOutput and Output): the reply's text or the answer tool's
+	// arguments. nil for every other step.
+	Output json.RawMessage
+	// Done reports that the run ended with this step: the conversation's
+	// turn is over (a message sent continues it, see Runner.Continue).
+	Done bool
+	// Turn is the conversation's turn the step belongs to (see
+	// prompt.Turn); Sent are the user messages that joined the transcript
+	// at the start of this step: the turn's message, or messages sent while
+	// the run went on (Runner.Send).
+	Turn int
+	Sent []defs.Message
+}
+
+// Result is the outcome of a completed run.
+type Result struct {
+	// Text is the content of the last reply, or the typed answer (JSON)
+	// of a run that ended with one (see Output).
+	Text string
+	// Steps are the records of the steps this Run (or Continue) ran: in a
+	// conversation, those of the turn; after Resume, those run since. The
+	// store keeps the records of every step of a session
+	// (session.Store's steps).
+	Steps []*Step
+	// Transcript is the final transcript (read-only).
+	Transcript []defs.Message
+	// Usage sums the usage of every model call.
+	Usage llm.Usage
+	// Stats are the run's totals.
+	Stats effects.RunStats
+	// Awaiting lists the tool calls the run paused for (see
+	// prompt.NeedsApproval), nil if it did not pause. A paused run did not
+	// end: decide each call with Runner.Approve or Runner.Deny and call
+	// Runner.Run again (or, with a store, runtime.Resume in another
+	// process) to continue it.
+	Awaiting []PendingApproval
+
+	store  *state.Store    // the prompt's state, read by StateOf
+	answer json.RawMessage // the run's last typed answer, read by Output
+}
+
+// StateOf returns the value of a state key as the run left it, typed as
+// the prompt function declared it:
+//
+//	res, err := runtime.Run(ctx, model, agent, cfg)
+//	count, err := runtime.StateOf[int](res, "count")
+//
+// The error is a *state.TypeError when the key holds another type and a
+// *state.NotFoundError when it is not set (or res is nil or was not made by
+// a run). It is a function, not a method, because Go methods cannot take
+// type parameters.
+func StateOf[T any](res *Result, key string) (T, error) {
+	if res == nil || res.store == nil {
+		var zero T
+		return zero, &state.NotFoundError{Key: key}
+	}
+	return state.Get[T](context.Background(), res.store, key)
 }

@@ -17,6 +17,47 @@ import (
 	"github.com/reprompt/reprompt/state"
 )
 
+// Stage 6 of "A step" (doc.go): the tool calls of the reply run, each in
+// its own state transaction, and their results join the transcript.
+
+// runTools runs the tool calls of rec's reply that have no result in
+// given, concurrently, results in call order, and records them in rec.
+// The reply joins the transcript once they are done, followed by the
+// results: until then checkpoints hold it as pending. stop reports a
+// result of one of Config.StopTools.
+func (r *Runner) runTools(ctx context.Context, rec *Step, offered []llm.ToolSpec, given map[string]defs.ToolResult) (stop bool, asks map[string]*prompt.AskError, err error) {
+	n := rec.Number
+	reply := rec.Reply
+	calls := reply.Message.ToolCalls
+	if len(calls) > 0 {
+		rec.ToolResults, err = r.runCalls(ctx, reply.Message, offered, given, nil)
+		rec.Agents = r.takeAgentRuns(calls)
+		rec.ToolErrors = r.takeToolErrors()
+		if se, ok := err.(*StepError); ok {
+			se.Step = n // runCalls does not know the step's number
+		}
+		if err != nil {
+			return false, nil, err
+		}
+		if asks := r.takeAsks(); len(asks) > 0 {
+			return false, asks, nil // the step pauses for the answers (ask.go)
+		}
+	}
+	r.grow(1 + len(rec.ToolResults))
+	r.transcript = append(r.transcript, reply.Message)
+	if len(calls) > 0 {
+		for i := range rec.ToolResults {
+			res := &rec.ToolResults[i]
+			r.transcript = append(r.transcript, res.Message())
+			if !res.IsError && slices.Contains(r.cfg.StopTools, res.Name) {
+				stop = true
+			}
+		}
+		r.lastTool = &rec.ToolResults[len(rec.ToolResults)-1]
+	}
+	return stop, nil, nil
+}
+
 // runCalls runs the tool calls of reply that have no result in given and
 // are not held (awaiting approval), and returns all results in call order
 // (a held call's is the zero result).
@@ -151,7 +192,7 @@ type callSlot struct {
 // run runs call i, on the calling goroutine, and records its result.
 func (b *callBatch) run(i int) {
 	r, c, tx := b.r, b.reply.ToolCalls[i], b.slots[i].tx
-	tctx, span := r.observeTool(b.ctx, c)
+	tctx, span := r.obs.toolStarted(b.ctx, c)
 	var start time.Time
 	if r.recorder.on { // only a step record keeps how long a call ran
 		start = time.Now()
@@ -161,7 +202,7 @@ func (b *callBatch) run(i int) {
 	if r.recorder.on {
 		dur = time.Since(start)
 	}
-	r.observeToolEnd(span, res)
+	r.obs.toolEnded(span, res)
 	if b.ctx.Err() != nil && res.IsError {
 		tx.Discard() // cancelled: on resume it counts as not completed
 		return
@@ -245,7 +286,7 @@ func (r *Runner) runTool(ctx context.Context, c defs.ToolCall, offered []llm.Too
 		r.noteAsk(c.ID, ae)
 		return fail("tool %q asks the user %q", c.Name, ae.Question.Text) // never in the transcript: the step pauses
 	}
-	r.observeToolError(ctx, err)
+	r.obs.toolFailed(ctx, err)
 	if err != nil {
 		r.noteToolError(c.ID, err)
 		var pe *ToolPanicError
@@ -376,4 +417,24 @@ func (r *Runner) RunAgent(ctx context.Context, name string, fn prompt.Func, task
 		return "", fmt.Errorf("sub-agent %q: %w", name, err)
 	}
 	return res.Text, nil
+}
+
+// noteToolError records the error of a tool call for the step record. Tool
+// calls of one reply run concurrently.
+func (r *Runner) noteToolError(callID string, err error) {
+	r.toolErrMu.Lock()
+	defer r.toolErrMu.Unlock()
+	if r.toolErrs == nil {
+		r.toolErrs = make(map[string]error)
+	}
+	r.toolErrs[callID] = err
+}
+
+// takeToolErrors returns the errors noted since the last call.
+func (r *Runner) takeToolErrors() map[string]error {
+	r.toolErrMu.Lock()
+	defer r.toolErrMu.Unlock()
+	errs := r.toolErrs
+	r.toolErrs = nil
+	return errs
 }

@@ -14,6 +14,10 @@ import (
 	"github.com/reprompt/reprompt/session"
 )
 
+// Checkpoints (Config.Store): saved at the end of every step (stage 8 of
+// "A step", doc.go), after the model's reply and after each tool result;
+// and Resume, which continues a run from the latest.
+
 // ErrNoStore is returned by Resume when Config.Store or Config.SessionID is
 // not set.
 var ErrNoStore = errors.New("resume: Config.Store and Config.SessionID must be set")

@@ -1,0 +1,140 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+
+	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/effects"
+	"github.com/reprompt/reprompt/llm"
+)
+
+// Stage 5 of "A step" (doc.go): the request is sent to the model, with
+// retries, streaming, and recovery from a request too long.
+
+// call sends req, the request of step rec.Number, and records the reply in
+// rec. A request the provider finds too long is sent once more after the
+// recovery effects shortened it (see recover). It returns the request sent
+// last; every failure is a *StepError with Op OpModel.
+func (r *Runner) call(ctx context.Context, rec *Step, es *effects.Step, req *llm.Request) (*llm.Request, error) {
+	n := rec.Number
+	reply, err := r.callModel(ctx, r.model, req)
+	if err != nil && contextTooLong(err) {
+		req, reply, err = r.recover(ctx, n, rec, es, err)
+	}
+	if err != nil {
+		return nil, &StepError{Step: n, Op: OpModel, Err: err}
+	}
+	reply.Message.Role = defs.RoleAssistant
+	r.uniqueCallIDs(&reply.Message, n)
+	rec.Reply = reply
+	r.account(reply.Usage)
+	r.ledger.observe(rec.InputTokens, reply.Usage.InputTokens)
+	r.usageMu.Lock()
+	r.stats.Steps++
+	r.usageMu.Unlock()
+	if r.offered == nil {
+		r.offered = []string{} // non-nil: "none offered" is not "unknown"
+	}
+	r.offered = r.offered[:0]
+	for _, t := range req.Tools {
+		r.offered = append(r.offered, t.Name)
+	}
+	return req, nil
+}
+
+func (r *Runner) callModel(ctx context.Context, m llm.Model, req *llm.Request) (*llm.Reply, error) {
+	backoff := r.cfg.RetryBackoff
+	if backoff <= 0 {
+		backoff = time.Second
+	}
+	for attempt := 0; ; attempt++ {
+		reply, err := r.callOnce(ctx, m, req)
+		if err == nil || attempt >= r.cfg.Retries || !llm.IsRetryable(err) {
+			return reply, err
+		}
+		d := backoff << attempt
+		d = d/2 + rand.N(d/2+1) // jitter: between half and the full backoff
+		r.obs.retrying(ctx, attempt, err, d)
+		select {
+		case <-ctx.Done():
+			return nil, errors.Join(err, ctx.Err())
+		case <-time.After(d):
+		}
+	}
+}
+
+func (r *Runner) callOnce(ctx context.Context, m llm.Model, req *llm.Request) (*llm.Reply, error) {
+	ctx, span := r.obs.modelCalled(ctx, req)
+	if r.cfg.ModelTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, r.cfg.ModelTimeout)
+		defer cancel()
+	}
+	var reply *llm.Reply
+	var err error
+	if sm, ok := m.(llm.StreamingModel); ok && r.cfg.OnDelta != nil && req.Purpose == llm.PurposeStep {
+		reply, err = sm.Stream(ctx, req, r.cfg.OnDelta)
+	} else {
+		reply, err = m.Generate(ctx, req)
+	}
+	if err == nil && reply == nil {
+		err = errors.New("model returned no reply and no error")
+	}
+	r.obs.modelReplied(span, reply, err)
+	return reply, err
+}
+
+// contextTooLong reports whether err is a *ModelError rejecting the
+// request as too long. (Its own function, so that the target of errors.As
+// is allocated only for a failed call.)
+func contextTooLong(err error) bool {
+	var me *llm.ModelError
+	return errors.As(err, &me) && me.ContextTooLong
+}
+
+// recover handles a request rejected as too long: the Recovery effects run
+// once, and the request is rendered and sent again.
+// The Recovery effects run on the step the BeforeCall effects prepared, so
+// the changes those made (limits, variables, appended messages) hold for
+// the request sent again.
+func (r *Runner) recover(ctx context.Context, n int, rec *Step, es *effects.Step, cause error) (*llm.Request, *llm.Reply, error) {
+	ran, ok, err := r.c().Effects().RunRecovery(ctx, es)
+	rec.Effects = append(rec.Effects, ran...)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !ok {
+		return nil, nil, cause
+	}
+	req, err := r.request(n, rec, es.Mods())
+	if err != nil {
+		return nil, nil, err
+	}
+	rec.Recovered = true
+	reply, err := r.callModel(ctx, r.model, req)
+	return req, reply, err
+}
+
+// completer lets effects ask Config.Summarizer (or the run's model) for a
+// completion outside the transcript (summaries). Its usage counts in the
+// run's stats; each request is recorded in the step's Summaries.
+type completer struct{ r *Runner }
+
+func (c completer) Complete(ctx context.Context, system, user string) (string, error) {
+	req := &llm.Request{System: system, Messages: []defs.Message{defs.UserMessage(user)}, Agent: c.r.agent, Step: c.r.step, Purpose: llm.PurposeSummary}
+	m := c.r.cfg.Summarizer
+	if m == nil {
+		m = c.r.model
+	}
+	ctx = c.r.obs.summarizing(ctx)
+	reply, err := c.r.callModel(ctx, m, req)
+	c.r.recordSummary(req, reply, err)
+	if err != nil {
+		return "", err
+	}
+	c.r.account(reply.Usage)
+	return reply.Message.Content, nil
+}
