@@ -32,6 +32,7 @@ type conversation struct {
 
 	turn        int
 	turnMessage string
+	turnStep    int  // the step the turn began at: Config.MaxSteps counts from it
 	turnStarted bool // the first turn has begun (a step ran, or it was restored)
 	checkedNew  bool // the session id was checked unused (see checkNewSession)
 	// answer is the last typed answer (Step.Output), kept in checkpoints so
@@ -42,7 +43,7 @@ type conversation struct {
 // Keys of session.Checkpoint.Extra the runtime writes for a conversation.
 const (
 	// TurnKey holds the turn the conversation is on: {"number": n,
-	// "message": "..."}.
+	// "message": "...", "step": s}, s being the step the turn began at.
 	TurnKey = "runtime.turn"
 	// AnswerKey holds the run's last typed answer (JSON), once it has one.
 	AnswerKey = "runtime.answer"
@@ -51,6 +52,7 @@ const (
 type turnInfo struct {
 	Number  int    `json:"number"`
 	Message string `json:"message,omitempty"`
+	Step    int    `json:"step,omitempty"`
 }
 
 // Send adds a user message to the conversation. It is safe to call from
@@ -88,6 +90,10 @@ func (r *Runner) Continue(ctx context.Context, text string) (*Result, error) {
 
 // Turn returns the turn the conversation is on (see prompt.Turn).
 func (r *Runner) Turn() (number int, message string) { return r.conv.turn, r.conv.turnMessage }
+
+// turnSteps returns the steps run in the current turn, which
+// Config.MaxSteps bounds.
+func (r *Runner) turnSteps() int { return r.step - r.conv.turnStep }
 
 // hasSent reports whether messages wait in the inbox.
 func (r *Runner) hasSent() bool {
@@ -130,6 +136,7 @@ func (r *Runner) takeMessages(ctx context.Context) (sent []defs.Message, ok bool
 	}
 	if newTurn || !r.conv.turnStarted {
 		r.conv.turnMessage = sent[0].Content
+		r.conv.turnStep = r.step
 		r.c().SetTurn(r.conv.turn, r.conv.turnMessage)
 	}
 	r.conv.turnStarted = true
@@ -185,7 +192,7 @@ func (r *Runner) conversationExtra(extra map[string]json.RawMessage) (map[string
 		extra = make(map[string]json.RawMessage, 2)
 	}
 	if r.conv.turnStarted {
-		b, err := json.Marshal(turnInfo{Number: r.conv.turn, Message: r.conv.turnMessage})
+		b, err := json.Marshal(turnInfo{Number: r.conv.turn, Message: r.conv.turnMessage, Step: r.conv.turnStep})
 		if err != nil {
 			return nil, err
 		}
@@ -204,10 +211,11 @@ func (r *Runner) restoreConversation(cp *session.Checkpoint) error {
 		if err := json.Unmarshal(raw, &t); err != nil {
 			return fmt.Errorf("%s: %w", TurnKey, err)
 		}
-		if t.Number < 0 {
-			return fmt.Errorf("%s: negative turn %d", TurnKey, t.Number)
+		if t.Number < 0 || t.Step < 0 || t.Step > cp.Step {
+			return fmt.Errorf("%s: turn %d begun at step %d, at step %d", TurnKey, t.Number, t.Step, cp.Step)
 		}
 		r.conv.turn, r.conv.turnMessage, r.conv.turnStarted = t.Number, t.Message, true
+		r.conv.turnStep = t.Step
 		r.c().SetTurn(t.Number, t.Message)
 	} else if cp.Step > 0 || len(cp.Transcript) > 0 {
 		r.conv.turnStarted = true // a run saved before turns were recorded: its first turn

@@ -260,3 +260,37 @@ func TestManyTurns(t *testing.T) {
 	require.Len(t, tr, 100)
 	assert.True(t, strings.HasPrefix(tr[98], "user: q49"))
 }
+
+// MaxSteps bounds each turn of a conversation, not the conversation: a
+// chat whose turns each call a tool goes on past MaxSteps steps in all,
+// in process and after Resume inside a turn, and a turn that calls tools
+// MaxSteps times still ends with ErrMaxSteps.
+func TestMaxStepsPerTurn(t *testing.T) {
+	ctx := context.Background()
+	st := session.NewMemory()
+	cfg := runtime.Config{Store: st, SessionID: "steps", MaxSteps: 3}
+	var c chatter
+	r := runtime.New(snapshots.Script(turnScript(3)...), c.fn, cfg)
+	for i, q := range []string{"one", "two", "three"} { // 6 steps in all
+		res, err := r.Continue(ctx, q)
+		require.NoError(t, err, "turn %d: 2 steps, under MaxSteps 3", i)
+		assert.Equal(t, "answer "+strconv.Itoa(i), res.Text)
+	}
+
+	// A process dies inside the fourth turn after its first step (a
+	// failing model); another resumes it: the turn's steps count from its
+	// start, not from the resumed step.
+	down := errors.New("model down")
+	r, err := runtime.Resume(ctx, snapshots.Script(snapshots.CallTool("add", nil), snapshots.Fail(down)), c.fn, cfg)
+	require.NoError(t, err)
+	_, err = r.Continue(ctx, "four")
+	require.ErrorIs(t, err, down)
+	r, err = runtime.Resume(ctx, snapshots.Script(snapshots.CallTool("add", nil), snapshots.CallTool("add", nil)), c.fn, cfg)
+	require.NoError(t, err)
+	res, err := r.Run(ctx)
+	require.ErrorIs(t, err, runtime.ErrMaxSteps, "the fourth turn's third step called a tool")
+	assert.Len(t, res.Steps, 2, "steps 2 and 3 of the fourth turn")
+	count, err := runtime.StateOf[int](res, "count")
+	require.NoError(t, err)
+	assert.Equal(t, 6, count)
+}

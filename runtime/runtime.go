@@ -656,7 +656,7 @@ func (r *Runner) complete(ctx context.Context, rec *Step, offered []llm.ToolSpec
 		rec.Done = true
 	case r.cfg.StopWhen != nil && r.cfg.StopWhen(rec):
 		rec.Done = true
-	case r.maxSteps() > 0 && r.step >= r.maxSteps():
+	case r.maxSteps() > 0 && r.turnSteps() >= r.maxSteps():
 		rec.Done = true
 		stepErr = fmt.Errorf("%w: %d steps, and the model still called tools", ErrMaxSteps, r.maxSteps())
 	}
