@@ -14,6 +14,7 @@ import (
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/session"
@@ -293,4 +294,44 @@ func TestMaxStepsPerTurn(t *testing.T) {
 	count, err := runtime.StateOf[int](res, "count")
 	require.NoError(t, err)
 	assert.Equal(t, 6, count)
+}
+
+// blocking answers "first" once released, after telling that it was asked.
+type blocking struct {
+	asked, release chan struct{}
+}
+
+func (b blocking) Generate(ctx context.Context, req *llm.Request) (*llm.Reply, error) {
+	close(b.asked)
+	<-b.release
+	return &llm.Reply{Message: defs.AssistantMessage("first")}, nil
+}
+
+// Two processes start one conversation at once: the one that comes second
+// fails before asking its model, although the first has not finished its
+// first step: the first turn is saved before its model request too.
+func TestContinueNewSessionRace(t *testing.T) {
+	ctx := context.Background()
+	st := session.NewMemory()
+	cfg := runtime.Config{Store: st, SessionID: "new"}
+	fn := func(p *prompt.Prompt) error { return nil }
+	b := blocking{asked: make(chan struct{}), release: make(chan struct{})}
+	r1 := runtime.New(b, fn, cfg)
+	errs := make(chan error, 1)
+	go func() {
+		_, err := r1.Continue(ctx, "hello from one")
+		errs <- err
+	}()
+	<-b.asked // the first runner waits for its model's reply
+
+	m2 := snapshots.Script(snapshots.Text("second"))
+	_, err := runtime.New(m2, fn, cfg).Continue(ctx, "hello from two")
+	close(b.release)
+	var exists *runtime.SessionExistsError
+	assert.ErrorAs(t, err, &exists, "the second runner of a new session")
+	assert.Empty(t, m2.Requests(), "the second runner asked its model")
+	require.NoError(t, <-errs, "the first runner")
+	cp, err := st.Latest(ctx, "new")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"user: hello from one", "assistant: first"}, transcriptOf(cp.Transcript))
 }
