@@ -21,15 +21,18 @@ const module = "github.com/reprompt/reprompt"
 // always allowed. A package missing here may import anything but the
 // packages that restrict who imports them (see onlyImportedBy).
 var allowed = map[string][]string{
-	"state":              {},
-	"defs":               {},
-	"llm":                {"defs"},
-	"internal/callsite":  {},
-	"internal/pgtest":    {},
-	"internal/msghash":   {"defs"},
-	"internal/canon":     {},
-	"internal/stepmods":  {"defs"},
-	"internal/scenario":  {"prompt", "effects"},
+	"state":             {},
+	"defs":              {},
+	"llm":               {"defs"},
+	"internal/callsite": {},
+	"internal/pgtest":   {},
+	"internal/msghash":  {"defs"},
+	"internal/canon":    {},
+	"internal/stepmods": {"defs"},
+	"internal/scenario": {"prompt", "effects"},
+	// The conversation every store runs (and the crash test kills): it
+	// drives the runtime, so it lives outside session/sessiontest.
+	"internal/convtest":  {"defs", "llm", "effects", "prompt", "runtime", "session", "github.com/google/go-cmp", "github.com/stretchr/testify"},
 	"internal/modelcaps": {},
 	// The state of a prompt, behind package prompt (its handle) and the
 	// runtime (which executes it).
@@ -81,8 +84,10 @@ var onlyImportedBy = map[string][]string{
 	// What effects change in a step: effects records it, the runtime
 	// applies it.
 	module + "/internal/stepmods": {"effects", "runtime"},
-	// Benchmark prompts: tests only.
+	// Benchmark prompts and the conversation of the stores' tests: tests
+	// only.
 	module + "/internal/scenario": {},
+	module + "/internal/convtest": {},
 	// The adapter: examples only (and the adapter itself, for its
 	// internal/wire, which only it imports).
 	module + "/providers/openai":               {"examples/", "temporal/examples/", "providers/openai"},

@@ -19,8 +19,9 @@ const DefaultMaxSteps = 100
 // DefaultMaxSteps steps, no other stop condition, no context window, tokens
 // estimated at four characters a token.
 type Config struct {
-	// MaxSteps is the most steps (model calls) a run makes: in a
-	// conversation, each turn (Runner.Continue) may make as many. Zero means
+	// MaxSteps is the most steps (model calls) a run makes; in a
+	// conversation, the most each turn makes (Runner.Continue), counted
+	// from the turn's first step also after Resume. Zero means
 	// DefaultMaxSteps; a negative value means no limit. Reaching it while
 	// the model still calls tools ends the run with an error wrapping
 	// ErrMaxSteps. No other stop condition overrides it, and it overrides

@@ -92,6 +92,10 @@ func (r *Runner) Continue(ctx context.Context, text string) (*Result, error) {
 // Turn returns the turn the conversation is on (see prompt.Turn).
 func (r *Runner) Turn() (number int, message string) { return r.conv.turn, r.conv.turnMessage }
 
+// turnSteps returns the steps run in the current turn, which
+// Config.MaxSteps bounds.
+func (r *Runner) turnSteps() int { return r.step - r.conv.turnStart }
+
 // hasSent reports whether messages wait in the inbox.
 func (r *Runner) hasSent() bool {
 	r.conv.mu.Lock()
@@ -112,7 +116,9 @@ func (r *Runner) takeSent() []defs.Message {
 // sent since the last step to the transcript, starting a new turn when the
 // run had finished, and returns them for the step's record. ok is false
 // when the run is finished and nothing was sent. A new turn is saved
-// before the step runs.
+// before the step runs, and so is the first turn of a session that the
+// store does not hold yet: of two processes that start one session at
+// once, the second then fails before asking its model too.
 func (r *Runner) takeMessages(ctx context.Context) (sent []defs.Message, ok bool, err error) {
 	if r.pending != nil {
 		return nil, !r.done, nil // the paused or interrupted step first
@@ -125,6 +131,7 @@ func (r *Runner) takeMessages(ctx context.Context) (sent []defs.Message, ok bool
 		return nil, true, nil
 	}
 	newTurn := r.done
+	first := !r.conv.turnStarted && r.seq == 0 // nothing saved yet
 	if newTurn {
 		r.done, r.closed = false, false
 		if r.conv.turnStarted {
@@ -134,12 +141,13 @@ func (r *Runner) takeMessages(ctx context.Context) (sent []defs.Message, ok bool
 	}
 	if newTurn || !r.conv.turnStarted {
 		r.conv.turnMessage = sent[0].Content
+		r.conv.turnStart = r.step
 		r.c().SetTurn(r.conv.turn, r.conv.turnMessage)
 	}
 	r.conv.turnStarted = true
 	r.grow(len(sent))
 	r.transcript = append(r.transcript, sent...)
-	if newTurn {
+	if newTurn || first {
 		if err := r.save(ctx, false, nil); err != nil {
 			return sent, true, &StepError{Step: r.step, Op: OpCheckpoint, Err: err}
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/session"
@@ -263,7 +264,7 @@ func TestManyTurns(t *testing.T) {
 
 // Config.MaxSteps limits each turn: a turn that reaches it ends with
 // ErrMaxSteps, and the conversation goes on with the next message.
-func TestMaxStepsPerTurn(t *testing.T) {
+func TestMaxStepsEndsTheTurnNotTheConversation(t *testing.T) {
 	ctx := context.Background()
 	var c chatter
 	m := snapshots.Script(
@@ -280,4 +281,78 @@ func TestMaxStepsPerTurn(t *testing.T) {
 	n, err := runtime.StateOf[int](res, "count")
 	require.NoError(t, err)
 	assert.Equal(t, 3, n)
+}
+
+// MaxSteps bounds each turn of a conversation, not the conversation: a
+// chat whose turns each call a tool goes on past MaxSteps steps in all,
+// in process and after Resume inside a turn, and a turn that calls tools
+// MaxSteps times still ends with ErrMaxSteps.
+func TestMaxStepsPerTurn(t *testing.T) {
+	ctx := context.Background()
+	st := session.NewMemory()
+	cfg := runtime.Config{Store: st, SessionID: "steps", MaxSteps: 3}
+	var c chatter
+	r := runtime.New(snapshots.Script(turnScript(3)...), c.fn, cfg)
+	for i, q := range []string{"one", "two", "three"} { // 6 steps in all
+		res, err := r.Continue(ctx, q)
+		require.NoError(t, err, "turn %d: 2 steps, under MaxSteps 3", i)
+		assert.Equal(t, "answer "+strconv.Itoa(i), res.Text)
+	}
+
+	// A process dies inside the fourth turn after its first step (a
+	// failing model); another resumes it: the turn's steps count from its
+	// start, not from the resumed step.
+	down := errors.New("model down")
+	r, err := runtime.Resume(ctx, snapshots.Script(snapshots.CallTool("add", nil), snapshots.Fail(down)), c.fn, cfg)
+	require.NoError(t, err)
+	_, err = r.Continue(ctx, "four")
+	require.ErrorIs(t, err, down)
+	r, err = runtime.Resume(ctx, snapshots.Script(snapshots.CallTool("add", nil), snapshots.CallTool("add", nil)), c.fn, cfg)
+	require.NoError(t, err)
+	res, err := r.Run(ctx)
+	require.ErrorIs(t, err, runtime.ErrMaxSteps, "the fourth turn's third step called a tool")
+	assert.Len(t, res.Steps, 2, "steps 2 and 3 of the fourth turn")
+	count, err := runtime.StateOf[int](res, "count")
+	require.NoError(t, err)
+	assert.Equal(t, 6, count)
+}
+
+// blocking answers "first" once released, after telling that it was asked.
+type blocking struct {
+	asked, release chan struct{}
+}
+
+func (b blocking) Generate(ctx context.Context, req *llm.Request) (*llm.Reply, error) {
+	close(b.asked)
+	<-b.release
+	return &llm.Reply{Message: defs.AssistantMessage("first")}, nil
+}
+
+// Two processes start one conversation at once: the one that comes second
+// fails before asking its model, although the first has not finished its
+// first step: the first turn is saved before its model request too.
+func TestContinueNewSessionRace(t *testing.T) {
+	ctx := context.Background()
+	st := session.NewMemory()
+	cfg := runtime.Config{Store: st, SessionID: "new"}
+	fn := func(p *prompt.Prompt) error { return nil }
+	b := blocking{asked: make(chan struct{}), release: make(chan struct{})}
+	r1 := runtime.New(b, fn, cfg)
+	errs := make(chan error, 1)
+	go func() {
+		_, err := r1.Continue(ctx, "hello from one")
+		errs <- err
+	}()
+	<-b.asked // the first runner waits for its model's reply
+
+	m2 := snapshots.Script(snapshots.Text("second"))
+	_, err := runtime.New(m2, fn, cfg).Continue(ctx, "hello from two")
+	close(b.release)
+	var exists *runtime.SessionExistsError
+	assert.ErrorAs(t, err, &exists, "the second runner of a new session")
+	assert.Empty(t, m2.Requests(), "the second runner asked its model")
+	require.NoError(t, <-errs, "the first runner")
+	cp, err := st.Latest(ctx, "new")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"user: hello from one", "assistant: first"}, transcriptOf(cp.Transcript))
 }

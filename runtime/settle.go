@@ -57,7 +57,7 @@ func (r *Runner) settle(ctx context.Context, rec *Step, stopTool bool) (endErr, 
 		rec.Done = true
 	case r.cfg.StopWhen != nil && r.cfg.StopWhen(rec):
 		rec.Done = true
-	case r.maxSteps() > 0 && r.step-r.conv.turnStart >= r.maxSteps(): // a conversation's turn (conversation.go)
+	case r.maxSteps() > 0 && r.turnSteps() >= r.maxSteps(): // a conversation's turn (conversation.go)
 		rec.Done = true
 		endErr = fmt.Errorf("%w: %d steps, and the model still called tools", ErrMaxSteps, r.maxSteps())
 	}

@@ -3,6 +3,7 @@ package session_test
 import (
 	"testing"
 
+	"github.com/reprompt/reprompt/internal/convtest"
 	"github.com/reprompt/reprompt/session"
 	"github.com/reprompt/reprompt/session/sessiontest"
 )
@@ -12,4 +13,10 @@ func TestMemoryConformance(t *testing.T) {
 		sessiontest.WithDamage(func(t *testing.T, st session.Store, id string, d sessiontest.Damage) {
 			session.DamageMemory(t, st.(*session.Memory), id, d.OnHead(), d.Apply)
 		}))
+}
+
+// The conversation of internal/convtest on the memory store: turns in
+// fresh runners, interrupted turns resumed, two runners racing.
+func TestMemoryConversation(t *testing.T) {
+	convtest.Run(t, session.NewMemory())
 }

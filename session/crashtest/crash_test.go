@@ -224,6 +224,9 @@ func TestCrashChild(t *testing.T) {
 	if phase := os.Getenv(approvalEnv); phase != "" {
 		approvalChild(dir, phase) // approval_test.go; exits
 	}
+	if os.Getenv(convEnv) != "" {
+		convChild(dir) // conversation_test.go; exits
+	}
 	if err := child(dir); err != nil {
 		fmt.Fprintln(os.Stderr, "child:", err)
 		os.Exit(2)

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/internal/convtest"
 	"github.com/reprompt/reprompt/internal/pgtest"
 	"github.com/reprompt/reprompt/session"
 	"github.com/reprompt/reprompt/session/postgres"
@@ -76,6 +77,14 @@ func TestConformance(t *testing.T) {
 		mu.Unlock()
 		damage(t, pool, id, d)
 	}))
+}
+
+// The conversation of internal/convtest on PostgreSQL: turns in fresh
+// runners, interrupted turns resumed, two runners racing.
+func TestConversation(t *testing.T) {
+	st, err := postgres.New(context.Background(), newPool(t))
+	require.NoError(t, err)
+	convtest.Run(t, st)
 }
 
 func damage(t *testing.T, pool *pgxpool.Pool, id string, d sessiontest.Damage) {

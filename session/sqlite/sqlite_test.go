@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/internal/convtest"
 	"github.com/reprompt/reprompt/session"
 	"github.com/reprompt/reprompt/session/sessiontest"
 	"github.com/reprompt/reprompt/session/sqlite"
@@ -40,6 +41,15 @@ func TestConformance(t *testing.T) {
 		mu.Unlock()
 		Damage(t, path, id, d)
 	}))
+}
+
+// The conversation of internal/convtest on SQLite: turns in fresh
+// runners, interrupted turns resumed, two runners racing.
+func TestConversation(t *testing.T) {
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "sessions.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	convtest.Run(t, st)
 }
 
 // Damage applies d to session id's latest checkpoint in the database at
