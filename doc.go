@@ -51,6 +51,7 @@
 //   - internal/stepmods: what effects change in a step, which the runtime applies
 //   - internal/modelcaps: which models take a strict response_format
 //   - internal/msghash: message hashes for content-keyed token counts
+//   - internal/convtest: one 20-turn conversation, run on every store and under SIGKILL, for tests
 //   - internal/scenario: the prompts the benchmarks share
 //   - internal/pgtest: the PostgreSQL server of REPROMPT_PG_URL, for tests
 //   - internal/skipcheck: CI's check that no test skips unless .ci/allowed-skips says so
