@@ -277,6 +277,12 @@
 // the goroutine that drives the runner, for its own steps: not for those
 // of its sub-agents.
 //
+// # Running tools elsewhere
+//
+// This is the seam the Temporal integration is built on, and all of it is
+// in executor.go: [ToolExecutor], [ToolCalls], [RunTool] with [ToolRun]
+// and [ToolOutcome], and [NewAgent].
+//
 // A [ToolExecutor] (Config.ToolExecutor) takes the tool calls of each reply
 // instead: it may run them wherever it likes and report their results and
 // state changes in any order; they are recorded in call order all the
