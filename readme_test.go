@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/reprompt/reprompt/snapshots"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -309,14 +310,21 @@ type mdFile struct{ name, text string }
 // blocks, or the go command's complaints, or why the blocks could not be
 // laid out.
 func checkDocs(t *testing.T, files ...mdFile) (int, error) {
+	n, _, err := buildDocs(t, files...)
+	return n, err
+}
+
+// buildDocs is checkDocs, and it returns the programs (package main) of the
+// first file, built, in the order of their blocks.
+func buildDocs(t *testing.T, files ...mdFile) (int, []string, error) {
 	t.Helper()
 	root, err := os.Getwd()
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	mods, pkgs, err := repoModules(root)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	tmp := t.TempDir()
 	var gomod, gosum strings.Builder
@@ -326,7 +334,7 @@ func checkDocs(t *testing.T, files ...mdFile) (int, error) {
 		fmt.Fprintf(&gomod, "require %s v0.0.0\nreplace %s => %s\n", m.path, m.path, m.dir)
 		data, err := os.ReadFile(filepath.Join(m.dir, "go.sum"))
 		if err != nil && !os.IsNotExist(err) {
-			return 0, err
+			return 0, nil, err
 		}
 		for l := range strings.SplitSeq(string(data), "\n") {
 			if l != "" && !sums[l] {
@@ -336,16 +344,17 @@ func checkDocs(t *testing.T, files ...mdFile) (int, error) {
 		}
 	}
 	if err := os.WriteFile(filepath.Join(tmp, "go.mod"), []byte(gomod.String()), 0o644); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	if err := os.WriteFile(filepath.Join(tmp, "go.sum"), []byte(gosum.String()), 0o644); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	total := 0
+	var mains []string
 	for fi, md := range files {
 		blocks, err := readmeGoBlocks(md.name, md.text)
 		if err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 		total += len(blocks)
 		dir, pkg := "", "" // a package never spans two Markdown files
@@ -356,6 +365,9 @@ func checkDocs(t *testing.T, files ...mdFile) (int, error) {
 			switch {
 			case perr == nil: // a complete file
 				dir, pkg = fmt.Sprintf("f%db%d", fi, i), f.Name.Name
+				if fi == 0 && pkg == "main" {
+					mains = append(mains, dir)
+				}
 			default:
 				if dir == "" {
 					dir, pkg = fmt.Sprintf("f%db%d", fi, i), "readme"
@@ -363,23 +375,23 @@ func checkDocs(t *testing.T, files ...mdFile) (int, error) {
 				var isTest bool
 				content, isTest, err = wrapFragment(b, pkg, pkgs)
 				if err != nil {
-					return 0, fmt.Errorf("%s:%d: %v", b.file, b.line, err)
+					return 0, nil, fmt.Errorf("%s:%d: %v", b.file, b.line, err)
 				}
 				if isTest {
 					name = strings.TrimSuffix(name, ".go") + "_test.go"
 				}
 			}
 			if err := os.MkdirAll(filepath.Join(tmp, dir), 0o755); err != nil {
-				return 0, err
+				return 0, nil, err
 			}
 			if err := os.WriteFile(filepath.Join(tmp, dir, name), []byte(content), 0o644); err != nil {
-				return 0, err
+				return 0, nil, err
 			}
 		}
 	}
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		return 0, fmt.Errorf("this test needs the go command: %v", err)
+		return 0, nil, fmt.Errorf("this test needs the go command: %v", err)
 	}
 	var flags []string
 	for _, f := range strings.Fields(os.Getenv("GOFLAGS")) {
@@ -394,10 +406,13 @@ func checkDocs(t *testing.T, files ...mdFile) (int, error) {
 		cmd.Dir, cmd.Env = tmp, env
 		if out, err := cmd.CombinedOutput(); err != nil {
 			out = regexp.MustCompile(`f\d+b\d+/`).ReplaceAll(out, nil) // the //line names are relative
-			return 0, fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+			return 0, nil, fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
-	return total, nil
+	for i, dir := range mains {
+		mains[i] = filepath.Join(bin, dir)
+	}
+	return total, mains, nil
 }
 
 // TestDocsGoBlocksCompile compiles every ```go block of README.md and of
@@ -416,9 +431,16 @@ func TestDocsGoBlocksCompile(t *testing.T) {
 	blocks, err := readmeGoBlocks("README.md", files[0].text)
 	require.NoError(t, err)
 	require.NotEmpty(t, blocks, "README.md has no ```go block: its program is gone")
-	n, err := checkDocs(t, files...)
+	n, mains, err := buildDocs(t, files...)
 	require.NoError(t, err)
 	t.Logf("%d Go blocks of %s compile", n, strings.Join(names, ", "))
+
+	// The README's program runs, offline, and prints what its golden file
+	// holds: a conversation of two turns.
+	require.NotEmpty(t, mains, "README.md has no program (package main)")
+	out, err := exec.Command(mains[0]).CombinedOutput()
+	require.NoError(t, err, "the README's program: %s", out)
+	snapshots.Golden(t, "testdata/README.program.txt", out)
 }
 
 // TestReadmeCheckFails shows that the check above can fail: a statement at
