@@ -37,9 +37,10 @@ import (
 // resumed in another process asks and answers the same way.
 //
 // Ask takes the tool call's context; called with another one (outside a
-// tool call) it returns ErrNoToolCall. A sub-agent's tool cannot ask (its
-// run cannot pause inside its parent's call): the sub-agent fails, as it
-// does for a call that needs approval.
+// tool call) it returns ErrNoToolCall. A sub-agent's tool asks through its
+// parent: the parent's call that runs the sub-agent pauses with the
+// question, and once it is answered the sub-agent runs again from its
+// start, its questions answered in order.
 func Ask[T any](ctx context.Context, question string) (T, error) {
 	var zero T
 	c, _ := ctx.Value(callIDKey{}).(*callCtx)

@@ -170,3 +170,42 @@ func TestAskDeclinedAndMisused(t *testing.T) {
 	_, err = prompt.Ask[int](ctx, "outside a call?")
 	assert.ErrorIs(t, err, prompt.ErrNoToolCall)
 }
+
+// A sub-agent's tool that asks is answered through its parent's run: the
+// parent's call pauses with the sub-agent's question, and once answered
+// the sub-agent runs again from its start and gets the answer.
+func TestAskFromASubAgent(t *testing.T) {
+	ctx := context.Background()
+	var picks atomic.Int32
+	painter := func(p *prompt.Prompt) error {
+		prompt.DefTool(p, "pick", "Pick a color.", func(ctx context.Context, _ struct{}) (string, error) {
+			c, err := prompt.Ask[string](ctx, "Which color?")
+			if err != nil {
+				return "", err
+			}
+			picks.Add(1)
+			return c, nil
+		})
+		return nil
+	}
+	parent := func(p *prompt.Prompt) error {
+		p.DefAgent("painter", "Paints.", painter)
+		p.User("Paint the door.")
+		return nil
+	}
+	m := snapshots.Script(snapshots.CallTool("painter", prompt.AgentArgs{Task: "the door"}), snapshots.Text("Painted.")).
+		Agent("painter", snapshots.CallTool("pick", nil), // the first run, which asks
+			snapshots.CallTool("pick", nil), snapshots.Text("blue it is")) // the run again, answered
+	r := runtime.New(m, parent, runtime.Config{})
+	res, err := r.Run(ctx)
+	require.NoError(t, err)
+	require.Len(t, res.Awaiting, 1, "the parent's call waits for the sub-agent's question")
+	assert.Equal(t, "painter", res.Awaiting[0].Tool)
+	assert.Equal(t, "Which color?", res.Awaiting[0].Question)
+	require.NoError(t, r.Answer(res.Awaiting[0].CallID, "blue"))
+	res, err = r.Run(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, "Painted.", res.Text)
+	assert.Contains(t, transcriptOf(res.Transcript), "tool[call_1 painter]: blue it is")
+	assert.Equal(t, int32(1), picks.Load())
+}

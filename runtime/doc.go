@@ -229,7 +229,9 @@
 // pause of its own). [Runner.Deny] declines: the model gets the reason as
 // the call's result. A question is as durable as an approval: a process
 // that resumes the paused session sees it, may answer it, and the run
-// completes. A sub-agent cannot ask (it fails, as for an approval).
+// completes. A sub-agent's question is answered through its parent's run:
+// the parent's call pauses with it, and the sub-agent runs again with the
+// answers (a sub-agent still cannot wait for an approval).
 //
 // # Conversations
 //

@@ -401,22 +401,49 @@ func (r *Runner) RunAgent(ctx context.Context, name string, fn prompt.Func, task
 	}
 	sub := NewAgent(r.model, fn, cfg, name, task)
 	res, err := sub.Run(ctx)
-	if err == nil && len(res.Awaiting) > 0 {
-		// A sub-agent runs inside one tool call: it cannot wait for a
-		// person's decision.
-		err = errors.Join(&SubAgentApprovalError{Agent: name, Call: res.Awaiting[0]}, sub.Close())
+	steps := res.Steps
+	// A sub-agent whose tool asks the user (prompt.Ask) is answered
+	// through its parent: its questions get the answers the parent's call
+	// was given, in order, and the first one without an answer pauses the
+	// parent's call (the sub-agent runs again from its start, answers and
+	// all, once that is answered: see ask.go).
+	answers := r.answersFor(prompt.CallID(ctx))
+	for used := 0; err == nil && len(res.Awaiting) > 0; used++ {
+		a := res.Awaiting[0]
+		if a.Question == "" {
+			// A call that needs approval: a sub-agent cannot wait for a
+			// person's decision inside one tool call.
+			err = errors.Join(&SubAgentApprovalError{Agent: name, Call: a}, sub.Close())
+			break
+		}
+		if used == len(answers) {
+			r.recordAgent(prompt.CallID(ctx), name, steps, nil)
+			r.account(sub.totalUsage())
+			_ = sub.Close()
+			return "", &prompt.AskError{Question: prompt.Question{Text: a.Question, Schema: a.Schema}, Index: used}
+		}
+		if err = sub.Answer(a.CallID, answers[used]); err != nil {
+			_ = sub.Close()
+			break
+		}
+		res, err = sub.Run(ctx)
+		steps = append(steps, res.Steps...)
 	}
-	r.recordAgent(prompt.CallID(ctx), name, res.Steps, err)
+	r.recordAgent(prompt.CallID(ctx), name, steps, err)
 	// The sub-agent's model calls count in the parent's usage, cost and
 	// limits, whether it succeeded or not.
-	sub.usageMu.Lock()
-	u := sub.usage
-	sub.usageMu.Unlock()
-	r.account(u)
+	r.account(sub.totalUsage())
 	if err != nil {
 		return "", fmt.Errorf("sub-agent %q: %w", name, err)
 	}
 	return res.Text, nil
+}
+
+// totalUsage returns the usage of every model call of the run so far.
+func (r *Runner) totalUsage() llm.Usage {
+	r.usageMu.Lock()
+	defer r.usageMu.Unlock()
+	return r.usage
 }
 
 // noteToolError records the error of a tool call for the step record. Tool
