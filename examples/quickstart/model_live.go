@@ -5,7 +5,6 @@ package main
 import (
 	"github.com/reprompt/reprompt/examples/internal/models"
 	"github.com/reprompt/reprompt/llm"
-	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/snapshots"
 )
 
