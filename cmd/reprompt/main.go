@@ -9,6 +9,10 @@
 //	reprompt --store STORE sessions                  list the sessions: id, steps, last update, status
 //	reprompt [--store STORE] show SESSION|FILE       the steps as text, each with the diff of its request
 //	reprompt [--store STORE] view SESSION|FILE       one self-contained HTML page (-o FILE; --serve to serve it on localhost)
+//
+// show writes a conversation as a chat log, turn by turn, with each turn's
+// steps folded under its answer, one line each (--steps: every step in
+// full).
 //	reprompt --store STORE rewind SESSION --to STEP  rewind a stored session to the start of STEP
 //
 // STORE is sqlite:PATH (a file made by session/sqlite) or a PostgreSQL URL
@@ -41,6 +45,7 @@ import (
 const usage = `usage:
   reprompt --store STORE sessions                  list the sessions: id, steps, last update, status
   reprompt [--store STORE] show SESSION|FILE       the steps as text, each with the diff of its request
+                                                   (a conversation: a chat log; --steps: every step in full)
   reprompt [--store STORE] view SESSION|FILE       one self-contained HTML page (-o FILE, or --serve [--addr ADDR])
   reprompt --store STORE rewind SESSION --to STEP  rewind a stored session to the start of STEP
 
@@ -84,6 +89,7 @@ type options struct {
 	addr   string
 	to     int
 	width  int
+	steps  bool
 	toSet  bool
 	fs     *flag.FlagSet
 	params []string
@@ -99,6 +105,7 @@ func parse(args []string) (*options, error) {
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:0", "view --serve: the address to listen on")
 	fs.IntVar(&o.to, "to", -1, "rewind: the step to rewind to")
 	fs.IntVar(&o.width, "width", 160, "show: the most characters of a message shown (negative: all)")
+	fs.BoolVar(&o.steps, "steps", false, "show: every step of a conversation in full, not a chat log")
 	o.fs = fs
 	// Flags may come before or after the positional arguments.
 	for {
@@ -146,7 +153,7 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if cmd == "show" {
 			r, err := load(ctx, o, params[0])
 			if r != nil {
-				if werr := viewer.Text(stdout, r, viewer.TextOptions{Width: o.width}); werr != nil {
+				if werr := viewer.Text(stdout, r, viewer.TextOptions{Width: o.width, Steps: o.steps}); werr != nil {
 					return werr
 				}
 			}
