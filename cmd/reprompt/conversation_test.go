@@ -2,10 +2,15 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	neturl "net/url"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -121,4 +126,73 @@ assistant: You asked me to remember: buy milk.
     step 3 · answer
 `
 	assert.Equal(t, want, out)
+}
+
+// TestServeFollows: the page served by view --serve follows the session:
+// /steps answers with the steps from the one asked for, then 204 until
+// the session changes, and then with the new turn's steps.
+func TestServeFollows(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "chat.db")
+	st, err := sqlite.Open(path)
+	require.NoError(t, err)
+	defer st.Close()
+	model := snapshots.Script(snapshots.Text("Hello."), snapshots.Text("Still here."))
+	n := &notes{}
+	n.r = runtime.New(model, n.fn, runtime.Config{Store: st, SessionID: "chat"})
+	_, err = n.r.Continue(t.Context(), "Hi.")
+	require.NoError(t, err)
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var out syncBuffer
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, []string{"--store", "sqlite:" + path, "view", "--serve", "chat"}, &out, &out) }()
+	var url string
+	require.Eventually(t, func() bool {
+		url = regexp.MustCompile(`http://\S+/`).FindString(out.String())
+		return url != ""
+	}, 10*time.Second, 10*time.Millisecond)
+	assert.Contains(t, httpGet(t, url), `<body data-follow="steps">`, "the served page follows the run")
+
+	type update struct {
+		Version string `json:"version"`
+		From    int    `json:"from"`
+		Turns   bool   `json:"turns"`
+		Steps   []struct {
+			N    int    `json:"n"`
+			Turn int    `json:"turn"`
+			User string `json:"user"`
+		} `json:"steps"`
+	}
+	get := func(from int, v string) (int, update) {
+		resp, err := http.Get(fmt.Sprintf("%ssteps?from=%d&v=%s", url, from, neturl.QueryEscape(v)))
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var u update
+		if resp.StatusCode == http.StatusOK {
+			require.NoError(t, json.NewDecoder(resp.Body).Decode(&u))
+		}
+		return resp.StatusCode, u
+	}
+	code, u := get(0, "")
+	require.Equal(t, http.StatusOK, code)
+	assert.True(t, u.Turns)
+	require.Len(t, u.Steps, 1)
+	assert.Equal(t, "Hi.", u.Steps[0].User)
+	code, _ = get(0, u.Version)
+	assert.Equal(t, http.StatusNoContent, code, "nothing changed")
+
+	_, err = n.r.Continue(t.Context(), "Are you there?")
+	require.NoError(t, err)
+	code, u2 := get(0, u.Version)
+	require.Equal(t, http.StatusOK, code, "a new turn")
+	assert.NotEqual(t, u.Version, u2.Version)
+	require.Len(t, u2.Steps, 2)
+	assert.Equal(t, 1, u2.Steps[1].Turn)
+	assert.Equal(t, "Are you there?", u2.Steps[1].User)
+
+	code, _ = get(-1, "")
+	assert.Equal(t, http.StatusBadRequest, code)
+	cancel()
+	assert.Equal(t, 0, <-done)
 }
