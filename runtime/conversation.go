@@ -39,6 +39,13 @@ type conversation struct {
 	// answer is the last typed answer (Step.Output), kept in checkpoints so
 	// that a resumed runner still has it (Result.Output).
 	answer json.RawMessage
+	// record is the record of the last step that ended (the checkpoint
+	// that ended it has it), and startingTurn reports the save of a new
+	// turn, before its first step: that checkpoint keeps the record too,
+	// since it is the one Store.AtStep returns for the start of the step
+	// (see save).
+	record       *session.StepRecord
+	startingTurn bool
 }
 
 // Keys of session.Checkpoint.Extra the runtime writes for a conversation.
@@ -148,7 +155,10 @@ func (r *Runner) takeMessages(ctx context.Context) (sent []defs.Message, ok bool
 	r.grow(len(sent))
 	r.transcript = append(r.transcript, sent...)
 	if newTurn || first {
-		if err := r.save(ctx, false, nil); err != nil {
+		r.conv.startingTurn = newTurn
+		err := r.save(ctx, false, nil)
+		r.conv.startingTurn = false
+		if err != nil {
 			return sent, true, &StepError{Step: r.step, Op: OpCheckpoint, Err: err}
 		}
 	}
@@ -229,6 +239,9 @@ func (r *Runner) restoreConversation(cp *session.Checkpoint) error {
 			return fmt.Errorf("%s: not valid JSON", AnswerKey)
 		}
 		r.conv.answer = slices.Clone(raw)
+	}
+	if cp.Pending == nil && cp.Record != nil && cp.Record.Step == cp.Step-1 {
+		r.conv.record = cp.Record // for the checkpoint of the next turn's start
 	}
 	r.conv.checkedNew = true
 	return nil

@@ -356,3 +356,31 @@ func TestContinueNewSessionRace(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"user: hello from one", "assistant: first"}, transcriptOf(cp.Transcript))
 }
+
+// The checkpoint saved at the start of a turn is the one Store.AtStep
+// returns for its first step: it keeps the record of the step before it
+// (the last step of the previous turn), in the same process and after a
+// restart between turns.
+func TestTurnStartKeepsTheRecord(t *testing.T) {
+	ctx := context.Background()
+	st := session.NewMemory()
+	cfg := runtime.Config{Store: st, SessionID: "rec"}
+	var c chatter
+	r := runtime.New(snapshots.Script(turnScript(3)...), c.fn, cfg)
+	for _, msg := range []string{"one", "two"} {
+		_, err := r.Continue(ctx, msg)
+		require.NoError(t, err)
+	}
+	r, err := runtime.Resume(ctx, snapshots.Script(turnScript(3)[4:]...), c.fn, cfg)
+	require.NoError(t, err)
+	_, err = r.Continue(ctx, "three")
+	require.NoError(t, err)
+	for _, step := range []int{2, 4} { // the first steps of turns 1 and 2
+		cp, err := st.AtStep(ctx, "rec", step)
+		require.NoError(t, err, "AtStep(%d)", step)
+		require.NotNil(t, cp.Record, "AtStep(%d): the record of step %d", step, step-1)
+		assert.Equal(t, step-1, cp.Record.Step, "AtStep(%d): Record.Step", step)
+		assert.Equal(t, step/2-1, cp.Record.Turn, "AtStep(%d): Record.Turn", step)
+		assert.Equal(t, "stop", cp.Record.Finish, "AtStep(%d): the record of the turn's answer", step)
+	}
+}

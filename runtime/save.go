@@ -151,6 +151,15 @@ func (r *Runner) save(ctx context.Context, done bool, pending *session.Pending) 
 	}
 	if pending == nil {
 		cp.Record = r.recorder.take() // set at the end of a step only
+		switch {
+		case cp.Record != nil:
+			r.conv.record = cp.Record
+		case r.conv.startingTurn && r.conv.record != nil && r.conv.record.Step == cp.Step-1:
+			// A new turn replaces, as the checkpoint at the start of
+			// cp.Step (Store.AtStep), the one that ended the step before:
+			// it keeps that step's record, which the step viewer reads.
+			cp.Record = r.conv.record
+		}
 	}
 	if r.generation > r.savedGen {
 		// A rewrite since the last save: one new generation, sharing with

@@ -9,6 +9,12 @@
 //	reprompt --store STORE sessions                  list the sessions: id, steps, last update, status
 //	reprompt [--store STORE] show SESSION|FILE       the steps as text, each with the diff of its request
 //	reprompt [--store STORE] view SESSION|FILE       one self-contained HTML page (-o FILE; --serve to serve it on localhost)
+//
+// show writes a conversation as a chat log, turn by turn, with each turn's
+// steps folded under its answer, one line each (--steps: every step in
+// full). view --serve follows a session that is still running: the open
+// page shows new steps and turns as they are saved.
+//
 //	reprompt --store STORE rewind SESSION --to STEP  rewind a stored session to the start of STEP
 //
 // STORE is sqlite:PATH (a file made by session/sqlite) or a PostgreSQL URL
@@ -28,6 +34,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -41,7 +48,9 @@ import (
 const usage = `usage:
   reprompt --store STORE sessions                  list the sessions: id, steps, last update, status
   reprompt [--store STORE] show SESSION|FILE       the steps as text, each with the diff of its request
-  reprompt [--store STORE] view SESSION|FILE       one self-contained HTML page (-o FILE, or --serve [--addr ADDR])
+                                                   (a conversation: a chat log; --steps: every step in full)
+  reprompt [--store STORE] view SESSION|FILE       one self-contained HTML page (-o FILE, or --serve [--addr ADDR]
+                                                   to serve it, following the session while it runs)
   reprompt --store STORE rewind SESSION --to STEP  rewind a stored session to the start of STEP
 
 STORE is sqlite:PATH or postgres://… (default $REPROMPT_STORE). Without a
@@ -84,6 +93,7 @@ type options struct {
 	addr   string
 	to     int
 	width  int
+	steps  bool
 	toSet  bool
 	fs     *flag.FlagSet
 	params []string
@@ -99,6 +109,7 @@ func parse(args []string) (*options, error) {
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:0", "view --serve: the address to listen on")
 	fs.IntVar(&o.to, "to", -1, "rewind: the step to rewind to")
 	fs.IntVar(&o.width, "width", 160, "show: the most characters of a message shown (negative: all)")
+	fs.BoolVar(&o.steps, "steps", false, "show: every step of a conversation in full, not a chat log")
 	o.fs = fs
 	// Flags may come before or after the positional arguments.
 	for {
@@ -146,7 +157,7 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if cmd == "show" {
 			r, err := load(ctx, o, params[0])
 			if r != nil {
-				if werr := viewer.Text(stdout, r, viewer.TextOptions{Width: o.width}); werr != nil {
+				if werr := viewer.Text(stdout, r, viewer.TextOptions{Width: o.width, Steps: o.steps}); werr != nil {
 					return werr
 				}
 			}
@@ -327,7 +338,9 @@ func writeHTML(path string, r *viewer.Run) error {
 }
 
 // serve serves the page of arg on localhost, read anew at each request, until
-// ctx is done.
+// ctx is done. The page follows the run: every second it asks /steps for
+// the steps saved since it was read (viewer.WriteUpdate), answered with 204
+// No Content while the session's (or the file's) version is unchanged.
 func serve(ctx context.Context, o *options, arg string, stdout io.Writer) error {
 	if _, err := load(ctx, o, arg); err != nil {
 		var de *viewer.DamageError
@@ -339,9 +352,32 @@ func serve(ctx context.Context, o *options, arg string, stdout io.Writer) error 
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if req.URL.Path != "/" {
-			http.NotFound(w, req)
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, req *http.Request) {
+		r, err := load(req.Context(), o, arg)
+		if r == nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_ = viewer.HTMLWith(w, r, viewer.HTMLOptions{Follow: "steps"})
+	})
+	mux.HandleFunc("GET /steps", func(w http.ResponseWriter, req *http.Request) {
+		from, err := strconv.Atoi(req.FormValue("from"))
+		if err != nil || from < 0 {
+			http.Error(w, "from: want a step index (≥ 0)", http.StatusBadRequest)
+			return
+		}
+		// The version first: a change saved while the run is read shows
+		// at the next request.
+		v, err := version(req.Context(), o, arg)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Cache-Control", "no-store")
+		if v == req.FormValue("v") {
+			w.WriteHeader(http.StatusNoContent)
 			return
 		}
 		r, err := load(req.Context(), o, arg)
@@ -349,9 +385,10 @@ func serve(ctx context.Context, o *options, arg string, stdout io.Writer) error 
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		_ = viewer.HTML(w, r)
-	}), ReadHeaderTimeout: 10 * time.Second}
+		w.Header().Set("Content-Type", "application/json")
+		_ = viewer.WriteUpdate(w, r, from, v)
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(stdout, "serving %s on http://%s/ (Ctrl-C to stop)\n", arg, ln.Addr())
 	go func() {
 		<-ctx.Done()
@@ -363,6 +400,24 @@ func serve(ctx context.Context, o *options, arg string, stdout io.Writer) error 
 		return err
 	}
 	return nil
+}
+
+// version identifies what arg holds now: a file's size and modification
+// time, or a stored session's latest checkpoint.
+func version(ctx context.Context, o *options, arg string) (string, error) {
+	if fi, err := os.Stat(arg); err == nil && !fi.IsDir() {
+		return fmt.Sprintf("file-%d-%d", fi.Size(), fi.ModTime().UnixNano()), nil
+	}
+	st, done, err := openStore(ctx, o.store)
+	if err != nil {
+		return "", err
+	}
+	defer done()
+	info, err := st.Stat(ctx, arg)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("seq-%d-%d-%t", info.Seq, info.Updated.UnixNano(), info.Done), nil
 }
 
 // safeName makes a file name of a session id.

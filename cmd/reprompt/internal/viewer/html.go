@@ -10,6 +10,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 var (
@@ -27,7 +28,22 @@ var (
 // marked; a timeline of the steps; the selected step's effects, request
 // changes, reply, tool calls, state changes and sub-agents). The page loads
 // nothing else.
-func HTML(w io.Writer, run *Run) error {
+func HTML(w io.Writer, run *Run) error { return HTMLWith(w, run, HTMLOptions{}) }
+
+// HTMLOptions configure HTMLWith.
+type HTMLOptions struct {
+	// Follow is the URL, relative to the page's, that a page served while
+	// the run goes on reads every second to show new steps and turns
+	// without a reload: it is given "from" (the index of the first step
+	// the page wants, its last one, which may have changed) and "v" (the
+	// version the page has), and answers with the JSON of WriteUpdate, or
+	// 204 No Content when nothing changed. Empty (the default): the page
+	// shows the run as written and reads nothing.
+	Follow string
+}
+
+// HTMLWith writes run as HTML does, with opts.
+func HTMLWith(w io.Writer, run *Run, opts HTMLOptions) error {
 	data, enc, err := encodeData(summaryOf(run))
 	if err != nil {
 		return err
@@ -51,6 +67,8 @@ func HTML(w io.Writer, run *Run) error {
 		switch rest[:j+2] {
 		case "{{TITLE}}":
 			b.WriteString(html.EscapeString(run.Title))
+		case "{{FOLLOW}}":
+			b.WriteString(html.EscapeString(opts.Follow))
 		case "{{CSS}}":
 			b.WriteString(pageCSS)
 		case "{{JS}}":
@@ -100,12 +118,14 @@ const compressAbove = 512 << 10
 // summary is what the page draws first, before it reads the rest: the
 // run's title and notes, and per step what the chart and the timeline show.
 type summary struct {
-	Title  string        `json:"title"`
-	Source string        `json:"source"`
-	Notes  []string      `json:"notes,omitempty"`
-	Done   bool          `json:"done"`
-	Error  string        `json:"error,omitempty"`
-	Steps  []stepSummary `json:"steps"`
+	Title  string   `json:"title"`
+	Source string   `json:"source"`
+	Notes  []string `json:"notes,omitempty"`
+	Done   bool     `json:"done"`
+	Error  string   `json:"error,omitempty"`
+	// Turns reports a conversation: the timeline groups the steps by turn.
+	Turns bool          `json:"turns,omitempty"`
+	Steps []stepSummary `json:"steps"`
 }
 
 type stepSummary struct {
@@ -116,12 +136,30 @@ type stepSummary struct {
 	Compaction bool   `json:"compaction,omitempty"`
 	Damage     bool   `json:"damage,omitempty"`
 	What       string `json:"what,omitempty"` // the tools called, "answer", or the step's label
+	Turn       int    `json:"turn,omitempty"`
+	TurnStart  bool   `json:"turn_start,omitempty"`
+	User       string `json:"user,omitempty"` // the turn's message, shortened, on the first step of a turn
+	Sent       int    `json:"sent,omitempty"` // how many messages were sent while the run went on
+	Asks       int    `json:"asks,omitempty"`
 }
 
+// userShown is the most bytes of a turn's message the timeline shows.
+const userShown = 160
+
 func summaryOf(run *Run) *summary {
-	sm := &summary{Title: run.Title, Source: run.Source, Notes: run.Notes, Done: run.Done, Error: run.Error, Steps: make([]stepSummary, len(run.Steps))}
-	for i, s := range run.Steps {
-		ss := stepSummary{N: s.Number, Input: s.InputTokens, Prefix: s.PrefixTokens, Commit: len(s.Commits) > 0, Compaction: s.Compaction, Damage: s.Damage != ""}
+	sm := &summary{Title: run.Title, Source: run.Source, Notes: run.Notes, Done: run.Done, Error: run.Error, Turns: run.Conversation()}
+	sm.Steps = stepSummaries(run.Steps)
+	return sm
+}
+
+func stepSummaries(steps []*Step) []stepSummary {
+	out := make([]stepSummary, len(steps))
+	for i, s := range steps {
+		ss := stepSummary{N: s.Number, Input: s.InputTokens, Prefix: s.PrefixTokens, Commit: len(s.Commits) > 0, Compaction: s.Compaction, Damage: s.Damage != "",
+			Turn: s.Turn, TurnStart: s.TurnStart, Sent: len(s.Steering()), Asks: len(s.Asks)}
+		if s.TurnStart && len(s.Sent) > 0 {
+			ss.User = shorten(s.Sent[0], userShown)
+		}
 		switch {
 		case s.Label != "":
 			ss.What = s.Label
@@ -134,9 +172,22 @@ func summaryOf(run *Run) *summary {
 		case s.Reply >= 0:
 			ss.What = "answer"
 		}
-		sm.Steps[i] = ss
+		out[i] = ss
 	}
-	return sm
+	return out
+}
+
+// shorten returns s cut to at most n bytes, on a rune boundary, with "…"
+// when cut, and its line breaks as spaces.
+func shorten(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // detail is what the page reads once it has drawn the timeline: the steps
@@ -214,4 +265,63 @@ func detailOf(run *Run) *detail {
 		p.Steps[i] = ps
 	}
 	return p
+}
+
+// Update is what a page that follows a run (HTMLOptions.Follow) reads to
+// catch up: the run's header, its steps from From on (the page replaces
+// its own from there), and the messages they added to the pool. The pool
+// is built in step order, so that its first MessagesFrom messages, those
+// the steps before From refer to, are the page's already.
+type Update struct {
+	Version string   `json:"version"`
+	Title   string   `json:"title"`
+	Source  string   `json:"source"`
+	Notes   []string `json:"notes,omitempty"`
+	Done    bool     `json:"done"`
+	Error   string   `json:"error,omitempty"`
+	Turns   bool     `json:"turns,omitempty"`
+	From    int      `json:"from"`
+	// Steps are the summaries of the steps from From on, and Detail the
+	// same steps in full, as the page holds them.
+	Steps        []stepSummary `json:"steps"`
+	Detail       []pageStep    `json:"detail"`
+	MessagesFrom int           `json:"messages_from"`
+	Messages     []Message     `json:"messages"`
+}
+
+// WriteUpdate writes, as JSON, the Update of run from step index from
+// (clamped to the run's steps), for a page that has the steps before it;
+// version identifies what run was read from, for the page to send back.
+func WriteUpdate(w io.Writer, run *Run, from int, version string) error {
+	from = max(0, min(from, len(run.Steps)))
+	d := detailOf(run)
+	u := &Update{Version: version, Title: run.Title, Source: run.Source, Notes: run.Notes, Done: run.Done, Error: run.Error,
+		Turns: run.Conversation(), From: from, Steps: stepSummaries(run.Steps[from:]), Detail: d.Steps[from:]}
+	for _, s := range run.Steps[:from] {
+		u.MessagesFrom = max(u.MessagesFrom, 1+maxRef(s))
+	}
+	u.MessagesFrom = min(u.MessagesFrom, len(run.Messages))
+	u.Messages = run.Messages[u.MessagesFrom:]
+	return json.NewEncoder(w).Encode(u)
+}
+
+// maxRef returns the highest pool index s refers to, -1 for none. The pool
+// grows in step order: every message a step added is one it refers to.
+func maxRef(s *Step) int {
+	m := s.Reply
+	for _, i := range s.Request {
+		m = max(m, i)
+	}
+	for _, i := range s.Diff.Removed {
+		m = max(m, i)
+	}
+	for _, c := range s.Calls {
+		m = max(m, c.resultMsg-1)
+	}
+	for _, a := range s.Agents {
+		for _, sub := range a.Steps {
+			m = max(m, maxRef(sub))
+		}
+	}
+	return m
 }

@@ -70,6 +70,19 @@ type Step struct {
 	// Label says what the step is when it is not a step of the run's own
 	// prompt (in a recording: "summary", "agent NAME").
 	Label string `json:"label,omitempty"`
+	// Turn is the conversation's turn the step belongs to, from 0, and
+	// TurnStart reports that the step is the first of its turn. Sent are
+	// the user messages that joined the transcript at the step's start: on
+	// the first step of a turn, the turn's message first; on any other, the
+	// messages sent while the run went on (steering). A run that is not a
+	// conversation has every step in turn 0 and no Sent.
+	Turn      int      `json:"turn,omitempty"`
+	TurnStart bool     `json:"turn_start,omitempty"`
+	Sent      []string `json:"sent,omitempty"`
+	// Asks are the questions the step's tool calls asked the user
+	// (prompt.Ask) and the approvals they waited for, with the answers and
+	// decisions given, in call order.
+	Asks []Ask `json:"asks,omitempty"`
 	// Request are the request's messages, as indices into Run.Messages;
 	// nil when the source does not hold them.
 	Request []int `json:"request"`
@@ -176,6 +189,72 @@ type ToolCall struct {
 	resultMsg int // 1 + the pool index of the result's message; 0 if none
 }
 
+// Ask is a tool call that waited for the user: a question it asked
+// (prompt.Ask) or an approval.
+type Ask struct {
+	CallID string `json:"call_id"`
+	Tool   string `json:"tool,omitempty"`
+	// Question is the question asked; "" for an approval, or when the
+	// source does not hold it (a golden file).
+	Question string `json:"question,omitempty"`
+	// Answer is the answer given, as one line of JSON; "" until answered.
+	Answer string `json:"answer,omitempty"`
+	// Decision is "awaiting", "answered", "approved" or "denied".
+	Decision string `json:"decision"`
+	// Reason is, for a denied call, what the model got as its result.
+	Reason string `json:"reason,omitempty"`
+}
+
+// Turn is one turn of a conversation: the user's message and the steps
+// that answered it.
+type Turn struct {
+	Number int
+	// Message is the user's message that started the turn; "" when the
+	// source does not hold it.
+	Message string
+	// Steps are the turn's steps, in order; the caller must not modify
+	// them.
+	Steps []*Step
+}
+
+// Conversation reports whether run is a conversation: a step records the
+// user messages that joined it, or a turn after the first.
+func (run *Run) Conversation() bool {
+	for _, s := range run.Steps {
+		if len(s.Sent) > 0 || s.Turn > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// Turns returns the turns of run, in order; a run that is not a
+// conversation is one turn.
+func (run *Run) Turns() []Turn {
+	var out []Turn
+	for _, s := range run.Steps {
+		if s.TurnStart || len(out) == 0 {
+			t := Turn{Number: s.Turn}
+			if s.TurnStart && len(s.Sent) > 0 {
+				t.Message = s.Sent[0]
+			}
+			out = append(out, t)
+		}
+		t := &out[len(out)-1]
+		t.Steps = append(t.Steps, s)
+	}
+	return out
+}
+
+// Steering returns the user messages sent while the run went on that
+// joined at s: its Sent but for the turn's message.
+func (s *Step) Steering() []string {
+	if s.TurnStart && len(s.Sent) > 0 {
+		return s.Sent[1:]
+	}
+	return s.Sent
+}
+
 // Commit is one rewrite of the transcript, in messages.
 type Commit struct {
 	Before int `json:"before"`
@@ -251,6 +330,39 @@ func fromDefs(m defs.Message) Message {
 // of their own.
 func (r *Run) finish() {
 	r.finishSteps(r.Steps)
+	r.finishTurns()
+}
+
+// finishTurns sets each step's turn and marks the first step of each. A
+// golden file writes the turn only on a step that user messages joined,
+// and the record that completes a paused step has no Sent: a step
+// without Sent is in the turn of the step before it unless its record
+// says a later one. The message of a turn whose first step does not hold
+// it is the last user message of that step's request.
+func (r *Run) finishTurns() {
+	if !r.Conversation() {
+		return
+	}
+	for i, s := range r.Steps {
+		if i == 0 {
+			s.TurnStart = true
+		} else {
+			prev := r.Steps[i-1]
+			if len(s.Sent) == 0 && s.Turn < prev.Turn {
+				s.Turn = prev.Turn
+			}
+			s.TurnStart = s.Turn != prev.Turn
+		}
+		if !s.TurnStart || len(s.Sent) > 0 {
+			continue
+		}
+		for j := len(s.Request) - 1; j >= 0; j-- {
+			if m := r.Messages[s.Request[j]]; m.Role == string(defs.RoleUser) {
+				s.Sent = []string{m.Content}
+				break
+			}
+		}
+	}
 }
 
 func (r *Run) finishSteps(steps []*Step) {

@@ -10,6 +10,7 @@ import (
 // (what was sent and answered, and the state); s.Record gets the rest.
 func (run *Run) applyRecord(s *Step, rec *steprec.Step) {
 	s.Record = pageRecord(rec)
+	s.Turn, s.Sent = rec.Turn, rec.Sent
 	s.InputTokens, s.PrefixTokens, s.OutputTokens = rec.InputTokens, rec.PrefixTokens, rec.Usage.OutputTokens
 	s.Disabled, s.Reminded, s.Tools = rec.Disabled, rec.Reminded, rec.Tools
 	if s.Tools == nil {
@@ -67,6 +68,7 @@ func (run *Run) applyRecord(s *Step, rec *steprec.Step) {
 	}
 	for _, a := range rec.Awaiting {
 		s.Notes = append(s.Notes, "awaiting approval: "+a.CallID+" "+a.Tool+" "+a.Arguments)
+		s.Asks = append(s.Asks, Ask{CallID: a.CallID, Tool: a.Tool, Decision: "awaiting"})
 	}
 	if len(rec.Decisions) > 0 {
 		s.Label = "decided"
@@ -76,6 +78,11 @@ func (run *Run) applyRecord(s *Step, rec *steprec.Step) {
 		if !d.Approved {
 			n = "decided: " + d.CallID + " " + d.Tool + " denied: " + d.Reason
 		}
+		a := Ask{CallID: d.CallID, Tool: d.Tool, Decision: "approved"}
+		if !d.Approved {
+			a.Decision, a.Reason = "denied", d.Reason
+		}
+		s.Asks = append(s.Asks, a)
 		s.Notes = append(s.Notes, n)
 	}
 	if rec.State != nil {
@@ -110,5 +117,6 @@ func pageRecord(rec *steprec.Step) *steprec.Step {
 	r.Effects, r.Disabled, r.Reminded, r.Tools, r.Calls, r.Commits, r.Agents = nil, nil, nil, nil, nil, nil, nil
 	r.Request, r.Response, r.Results, r.SummaryCalls, r.Awaiting, r.Decisions, r.State = nil, nil, nil, nil, nil, nil, nil
 	r.Reply, r.Interrupted, r.System = "", nil, ""
+	r.Turn, r.Sent = 0, nil
 	return &r
 }

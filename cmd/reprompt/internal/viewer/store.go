@@ -2,6 +2,7 @@ package viewer
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -202,6 +203,10 @@ func (m *transcriptMemo) next(run *Run, tr []defs.Message) func(i int) int {
 	}
 }
 
+// turnKey is runtime.TurnKey, the key of session.Checkpoint.Extra that
+// holds the turn a conversation is on: {"number": n, "message": "..."}.
+const turnKey = "runtime.turn"
+
 // pendingStep fills s from a checkpoint saved in the middle of its step.
 func (run *Run) pendingStep(s *Step, cp *session.Checkpoint) {
 	s.Request = make([]int, len(cp.Transcript))
@@ -223,6 +228,57 @@ func (run *Run) pendingStep(s *Step, cp *session.Checkpoint) {
 		s.State = st
 	}
 	s.Estimated = true
+	if rec := cp.Record; rec != nil && rec.Step == s.Number {
+		s.Turn, s.Sent = rec.Turn, rec.Sent
+	} else if n := len(run.Steps); n > 0 {
+		s.Turn = run.Steps[n-1].Turn
+	}
+	var t struct {
+		Number  int    `json:"number"`
+		Message string `json:"message"`
+	}
+	if raw, ok := cp.Extra[turnKey]; ok && json.Unmarshal(raw, &t) == nil && t.Number > s.Turn {
+		// The first step of a turn, paused: its record is not saved yet.
+		s.Turn, s.Sent = t.Number, []string{t.Message}
+	}
+	s.Asks = asksOf(p)
+}
+
+// asksOf returns the questions and approvals of a paused step.
+func asksOf(p *session.Pending) []Ask {
+	var out []Ask
+	for _, a := range p.Approvals {
+		tool := ""
+		for _, c := range p.Reply.ToolCalls {
+			if c.ID == a.CallID {
+				tool = c.Name
+			}
+		}
+		decision := string(a.Decision)
+		if a.Decision == session.Awaiting {
+			decision = "awaiting"
+		}
+		if len(a.Asks) == 0 {
+			ask := Ask{CallID: a.CallID, Tool: tool, Decision: decision}
+			if a.Decision == session.Denied {
+				for _, r := range p.Results {
+					if r.CallID == a.CallID {
+						ask.Reason = r.Content
+					}
+				}
+			}
+			out = append(out, ask)
+			continue
+		}
+		for _, q := range a.Asks {
+			ask := Ask{CallID: a.CallID, Tool: tool, Question: q.Question, Decision: "awaiting"}
+			if q.Answer != nil {
+				ask.Answer, ask.Decision = compactJSON(q.Answer), "answered"
+			}
+			out = append(out, ask)
+		}
+	}
+	return out
 }
 
 func ms(ns int64) float64 { return float64(time.Duration(ns).Microseconds()) / 1000 }

@@ -12,6 +12,9 @@ type TextOptions struct {
 	// Width is the most characters of a message or result shown on its
 	// line; zero means 160, a negative value no limit.
 	Width int
+	// Steps shows every step of a conversation in full, as for a run
+	// that is not one, instead of a chat log.
+	Steps bool
 }
 
 // Text writes run as text, one screen per step: a rule with the step's
@@ -20,13 +23,24 @@ type TextOptions struct {
 // rewritten; tools offered and withdrawn; the system prompt), disables and
 // reminders, commits, the reply and its tool calls with their results, and
 // the state changes. Sub-agents follow their step, indented.
+//
+// A conversation (Run.Conversation) is written as a chat log instead,
+// unless opts.Steps is set: turn by turn, the user's message, the messages
+// sent while the run went on, the questions asked and answered, and the
+// answer, with the turn's steps folded under it, one line each (the tools
+// called, the effects that ran, the tokens).
 func Text(w io.Writer, run *Run, opts TextOptions) error {
 	bw := bufio.NewWriter(w)
 	t := &textWriter{w: bw, run: run, width: opts.Width}
 	if t.width == 0 {
 		t.width = 160
 	}
-	fmt.Fprintf(bw, "%s (%s): %d steps", run.Title, run.Source, len(run.Steps))
+	chat := !opts.Steps && run.Conversation()
+	fmt.Fprintf(bw, "%s (%s): ", run.Title, run.Source)
+	if chat {
+		fmt.Fprintf(bw, "%d turns, ", len(run.Turns()))
+	}
+	fmt.Fprintf(bw, "%d steps", len(run.Steps))
 	if run.Done {
 		bw.WriteString(", done")
 	}
@@ -37,10 +51,150 @@ func Text(w io.Writer, run *Run, opts TextOptions) error {
 	for _, n := range run.Notes {
 		fmt.Fprintf(bw, "note: %s\n", n)
 	}
+	if chat {
+		for _, turn := range run.Turns() {
+			t.turn(turn)
+		}
+		return bw.Flush()
+	}
 	for _, s := range run.Steps {
 		t.step("", s)
 	}
 	return bw.Flush()
+}
+
+// turn writes one turn of a conversation as a chat log.
+func (t *textWriter) turn(turn Turn) {
+	t.line("", "")
+	msg := turn.Message
+	if msg == "" {
+		msg = "(not recorded)"
+	}
+	t.line("", "user: %s", t.short(msg))
+	for i, s := range turn.Steps {
+		for _, m := range s.Steering() {
+			t.line("", "user (sent while the run went on, joined at step %d): %s", s.Number, t.short(m))
+		}
+		for _, a := range s.Asks {
+			t.ask(a)
+		}
+		if i == len(turn.Steps)-1 {
+			t.answer(s)
+		}
+	}
+	for _, s := range turn.Steps {
+		t.line("    ", "%s", t.short(t.fold(s)))
+	}
+}
+
+// ask writes a question asked, or an approval waited for, and its answer.
+func (t *textWriter) ask(a Ask) {
+	call := a.CallID + " " + a.Tool
+	if a.Question != "" {
+		t.line("", "assistant asks (call %s): %s", call, t.short(a.Question))
+	} else if a.Decision == "awaiting" {
+		t.line("", "assistant awaits approval of call %s", call)
+	}
+	switch a.Decision {
+	case "answered":
+		t.line("", "user answers: %s", t.short(a.Answer))
+	case "approved":
+		t.line("", "user approves call %s", call)
+	case "denied":
+		t.line("", "user denies call %s: %s", call, t.short(a.Reason))
+	case "awaiting":
+		if a.Question != "" {
+			t.line("", "(awaiting the answer)")
+		}
+	}
+}
+
+// answer writes the reply that ends a turn, or what the turn is at.
+func (t *textWriter) answer(s *Step) {
+	switch {
+	case s.Damage != "" && s.Reply < 0:
+		t.line("", "assistant: (no answer: %s)", t.short(s.Damage))
+	case s.Reply < 0:
+		t.line("", "assistant: (no answer)")
+	case len(s.Calls) > 0 && len(s.Asks) == 0:
+		m := t.run.Messages[s.Reply]
+		if m.Content != "" {
+			t.line("", "assistant: %s", t.short(m.Content))
+		}
+		t.line("", "assistant: (no answer yet: the last step called %s)", callNames(s.Calls))
+	case len(s.Calls) == 0:
+		t.line("", "assistant: %s", t.short(t.run.Messages[s.Reply].Content))
+	}
+}
+
+// fold is the one line of a step under its turn's answer.
+func (t *textWriter) fold(s *Step) string {
+	parts := []string{fmt.Sprintf("step %d", s.Number)}
+	if s.Label != "" {
+		parts[0] += " (" + s.Label + ")"
+	}
+	if n := len(s.Steering()); n > 0 {
+		parts = append(parts, fmt.Sprintf("+%d sent", n))
+	}
+	switch {
+	case len(s.Calls) > 0:
+		calls := make([]string, len(s.Calls))
+		for i, c := range s.Calls {
+			calls[i] = c.Name + " " + c.Args
+			if c.IsError {
+				calls[i] += " (error)"
+			}
+		}
+		parts = append(parts, "called "+strings.Join(calls, ", "))
+	case s.Reply >= 0:
+		parts = append(parts, "answer")
+	}
+	for _, a := range s.Agents {
+		parts = append(parts, fmt.Sprintf("sub-agent %s: %d steps", a.Name, len(a.Steps)))
+	}
+	if len(s.Effects) > 0 {
+		effs := make([]string, len(s.Effects))
+		for i, e := range s.Effects {
+			effs[i] = e.ID + " (" + e.Reason + ")"
+		}
+		parts = append(parts, "effects "+strings.Join(effs, ", "))
+	}
+	if len(s.Changes) > 0 {
+		keys := make([]string, len(s.Changes))
+		for i, c := range s.Changes {
+			keys[i] = c.Key
+		}
+		parts = append(parts, "state "+strings.Join(keys, ", "))
+	}
+	if s.Compaction {
+		parts = append(parts, "compaction")
+	} else if len(s.Commits) > 0 {
+		parts = append(parts, "commit")
+	}
+	if s.InputTokens > 0 {
+		parts = append(parts, fmt.Sprintf("input %d tokens (cached %d)", s.InputTokens, s.PrefixTokens))
+	}
+	if s.OutputTokens > 0 {
+		parts = append(parts, fmt.Sprintf("output %d", s.OutputTokens))
+	}
+	if s.DurationMS > 0 {
+		parts = append(parts, fmt.Sprintf("%.1f ms", s.DurationMS))
+	}
+	if s.Resumed {
+		parts = append(parts, "resumed")
+	}
+	if s.Damage != "" {
+		parts = append(parts, "! "+s.Damage)
+	}
+	return strings.Join(parts, " · ")
+}
+
+func callNames(calls []ToolCall) string {
+	names := make([]string, len(calls))
+	for i, c := range calls {
+		names[i] = c.Name
+	}
+	return strings.Join(names, ", ")
 }
 
 type textWriter struct {

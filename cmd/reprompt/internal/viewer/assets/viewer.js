@@ -6,6 +6,9 @@
 // #run-data, before this script, with what the chart and the timeline
 // show, drawn at once; #run-detail, after it, with the steps in full and
 // their messages, read once the document is parsed.
+// A page served by "reprompt view --serve" has data-follow on its body: the
+// URL it reads every second for the steps saved since (see viewer.Update),
+// which it adds without a reload. A page written to a file reads nothing.
 (function () {
   "use strict";
   var t0 = performance.now();
@@ -43,12 +46,20 @@ function show(run, t0) {
   function el(id) { return document.getElementById(id); }
 
   // Header.
-  el("title").textContent = run.title;
-  el("meta").textContent = run.source + " · " + steps.length + " steps" + (run.done ? " · done" : " · not finished");
-  if (run.error) { el("run-error").textContent = "error: " + run.error; }
-  var notes = "";
-  (run.notes || []).forEach(function (n) { notes += "<li>" + esc(n) + "</li>"; });
-  el("notes").innerHTML = notes;
+  function turnCount() {
+    var n = 0;
+    steps.forEach(function (s, i) { if (s.turn_start || i === 0) { n++; } });
+    return n;
+  }
+  function drawHeader() {
+    el("title").textContent = run.title;
+    el("meta").textContent = run.source + " · " + (run.turns ? turnCount() + " turns · " : "") + steps.length + " steps" + (run.done ? " · done" : " · not finished");
+    el("run-error").textContent = run.error ? "error: " + run.error : "";
+    var notes = "";
+    (run.notes || []).forEach(function (n) { notes += "<li>" + esc(n) + "</li>"; });
+    el("notes").innerHTML = notes;
+  }
+  drawHeader();
 
   // steps are the summaries (chart, timeline); detail the steps in full,
   // once read.
@@ -86,14 +97,21 @@ function show(run, t0) {
     svg.setAttribute("data-bar", bw);
   }
 
-  // Timeline: one entry a step.
+  // Timeline: one entry a step; in a conversation, each turn's steps
+  // under its user message.
   function drawTimeline() {
     var parts = [];
     steps.forEach(function (s, i) {
+      if (run.turns && (s.turn_start || i === 0)) {
+        parts.push('<li class="turn" data-n="' + i + '" data-turn="' + (s.turn || 0) + '"><span class="num">turn ' + (s.turn || 0) +
+          '</span> <span class="user">' + esc(s.user || "") + "</span></li>");
+      }
       var tags = "";
       if (isCompaction(s)) { tags += '<span class="tag compaction">compaction</span>'; }
       else if (isCommit(s)) { tags += '<span class="tag commit">commit</span>'; }
       if (s.damage) { tags += '<span class="tag damage">!</span>'; }
+      if (s.sent) { tags += '<span class="tag sent" title="messages sent while the run went on">+' + s.sent + " sent</span>"; }
+      if (s.asks) { tags += '<span class="tag ask">asked</span>'; }
       var what = s.what || "";
       parts.push('<li class="step" data-n="' + i + '"><span class="num">' + s.n + "</span>" + tags +
         ' <span class="calls">' + esc(what) + "</span></li>");
@@ -117,6 +135,32 @@ function show(run, t0) {
 
   function pills(list, cls) {
     return (list || []).map(function (x) { return '<span class="pill ' + (cls || "") + '">' + esc(x) + "</span>"; }).join("");
+  }
+
+  // turnHTML renders the turn of top-level step i: the user's message,
+  // the messages sent while the run went on that joined at the step.
+  function turnHTML(i) {
+    var s = detail[i], first = i;
+    while (first > 0 && !detail[first].turn_start) { first--; }
+    var msg = (detail[first].sent || [])[0], h = '<div class="conversation">';
+    h += '<p class="turn-info">turn ' + (s.turn || 0) + (first === i ? "" : " · from step " + detail[first].n) + "</p>";
+    h += '<div class="msg user-turn"><div class="role">user</div><pre>' + (msg == null ? '<span class="muted">not recorded</span>' : esc(msg)) + "</pre></div>";
+    var sent = (s.sent || []).slice(s.turn_start ? 1 : 0);
+    if (sent.length) {
+      h += '<h3>Sent while the run went on</h3>';
+      sent.forEach(function (m) { h += '<div class="msg sent"><div class="role">user</div><pre>' + esc(m) + "</pre></div>"; });
+    }
+    return h + "</div>";
+  }
+
+  function asksHTML(asks) {
+    var h = '<h3>Questions and approvals</h3><table class="asks"><tr><th>call</th><th>question</th><th>answer</th></tr>';
+    asks.forEach(function (a) {
+      var ans = a.decision === "answered" ? "<pre>" + esc(a.answer) + "</pre>" : esc(a.decision) + (a.reason ? ": " + esc(a.reason) : "");
+      h += '<tr class="ask ' + esc(a.decision) + '"><td>' + esc(a.call_id) + "<br><b>" + esc(a.tool) + "</b></td><td>" +
+        (a.question ? esc(a.question) : '<span class="muted">approval</span>') + "</td><td>" + ans + "</td></tr>";
+    });
+    return h + "</table>";
   }
 
   // stepHTML renders one step; sub-agents are <details> rendered when opened.
@@ -173,6 +217,8 @@ function show(run, t0) {
     if (s.summaries) { h += "<p>" + s.summaries + " summary request(s)</p>"; }
     (s.notes || []).forEach(function (n) { h += '<p class="note">' + esc(n) + "</p>"; });
     h += "</div>";
+
+    if ((s.asks || []).length) { h += asksHTML(s.asks); }
 
     h += "<h3>Reply" + (s.finish ? ' <span class="muted">(' + esc(s.finish) + ")</span>" : "") + "</h3>";
     h += s.reply >= 0 ? message(s.reply, "reply") : '<p class="muted">none</p>';
@@ -251,7 +297,7 @@ function show(run, t0) {
     var tl = el("timeline");
     var old = tl.querySelector("li.selected");
     if (old) { old.classList.remove("selected"); }
-    var li = tl.children[i];
+    var li = tl.querySelector('li.step[data-n="' + i + '"]');
     li.classList.add("selected");
     if (!quiet) { li.scrollIntoView({ block: "nearest" }); }
     selected = i;
@@ -262,7 +308,7 @@ function show(run, t0) {
       s.changes = changes(sc.before, sc.state);
     }
     el("detail").innerHTML = '<div class="nav"><button id="prev">◀ step</button><button id="next">step ▶</button></div>' +
-      '<h2 id="step-title">Step ' + s.n + (s.label ? " (" + esc(s.label) + ")" : "") + "</h2>" + stepHTML(s, "");
+      '<h2 id="step-title">Step ' + s.n + (s.label ? " (" + esc(s.label) + ")" : "") + "</h2>" + (run.turns ? turnHTML(i) : "") + stepHTML(s, "");
     el("prev").onclick = function () { select(selected - 1); };
     el("next").onclick = function () { select(selected + 1); };
     var cur = el("cursor");
@@ -284,7 +330,7 @@ function show(run, t0) {
   }, true);
 
   el("timeline").addEventListener("click", function (ev) {
-    var li = ev.target.closest("li.step");
+    var li = ev.target.closest("li.step, li.turn");
     if (li) { select(+li.getAttribute("data-n")); }
   });
   el("chart").addEventListener("click", function (ev) {
@@ -308,6 +354,49 @@ function show(run, t0) {
   // When the timeline was drawn, in ms since navigation began (for tests).
   window.repromptViewer = { readyMs: performance.now(), steps: steps.length,
     scriptMs: t0, parseMs: tParsed - t0, chartMs: tChart - tParsed, timelineMs: tTimeline - tChart };
+  // update adds what a followed run saved since the page read it: the
+  // steps from u.from on replace the page's, the pool keeps its first
+  // u.messages_from messages and takes the rest.
+  function update(u) {
+    if (pool.length < u.messages_from) { location.reload(); return; }
+    var following = selected < 0 || selected >= steps.length - 1, changedFrom = u.from;
+    run.title = u.title; run.source = u.source; run.notes = u.notes; run.done = u.done; run.error = u.error; run.turns = u.turns;
+    steps.length = u.from;
+    detail.length = u.from;
+    pool.length = u.messages_from;
+    (u.steps || []).forEach(function (s) { steps.push(s); });
+    (u.detail || []).forEach(function (s) { detail.push(s); });
+    (u.messages || []).forEach(function (m) { pool.push(m); });
+    drawHeader();
+    drawChart();
+    drawTimeline();
+    window.repromptViewer.steps = steps.length;
+    document.body.setAttribute("data-steps", steps.length);
+    if (!steps.length) { return; }
+    var i = following ? steps.length - 1 : Math.min(selected, steps.length - 1);
+    if (i !== selected || i >= changedFrom) { selected = -1; select(i, !following); } else {
+      var li = el("timeline").querySelector('li.step[data-n="' + i + '"]');
+      if (li) { li.classList.add("selected"); }
+    }
+  }
+
+  var version = "";
+  function follow(url) {
+    var poll = function () {
+      var from = Math.max(steps.length - 1, 0);
+      fetch(url + (url.indexOf("?") < 0 ? "?" : "&") + "from=" + from + "&v=" + encodeURIComponent(version), { cache: "no-store" })
+        .then(function (resp) {
+          if (resp.status === 204) { return null; }
+          if (!resp.ok) { throw new Error("HTTP " + resp.status); }
+          return resp.json();
+        })
+        .then(function (u) { if (u) { version = u.version; update(u); } })
+        .catch(function (err) { el("meta").setAttribute("title", "following the run: " + err); })
+        .then(function () { setTimeout(poll, 1000); });
+    };
+    poll();
+  }
+
   return {
     detail: function (d) {
       detail = d.steps || [];
@@ -316,7 +405,10 @@ function show(run, t0) {
       if (m) { steps.forEach(function (s, i) { if (s.n === +m[1]) { start = i; } }); }
       if (steps.length) { select(start, start === 0); } else { el("detail").innerHTML = '<p class="muted">no steps</p>'; }
       window.repromptViewer.detailMs = performance.now();
+      document.body.setAttribute("data-steps", steps.length);
       document.body.setAttribute("data-ready", "1");
+      var url = document.body.getAttribute("data-follow");
+      if (url) { follow(url); }
     }
   };
 }
