@@ -133,7 +133,7 @@ func testInboxUnknown(t *testing.T, st session.Store, in session.Inbox) {
 // which asks only for posts above the last one it saw, sees every post
 // exactly once, in order.
 func testInboxConcurrent(t *testing.T, st session.Store, in session.Inbox) {
-	const posters, each = 6, 15
+	const posters, each = 5, 12
 	ctx := context.Background()
 	cp := Fixture("busy", 1)
 	cp.Pending = nil
