@@ -34,7 +34,8 @@ type Inbox interface {
 	// number above after, in order. It returns none (and no error) when
 	// there are none, and for a session the store does not hold: a run
 	// asks before its first checkpoint. A stored post that cannot be
-	// decoded is a *CorruptError. The slice belongs to the caller.
+	// decoded is a *CorruptError (its Seq is 0: it names no checkpoint;
+	// its Err names the post). The slice belongs to the caller.
 	Posted(ctx context.Context, id string, after int64) ([]Post, error)
 }
 
