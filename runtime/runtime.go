@@ -105,7 +105,7 @@ type Step struct {
 	// Turn is the conversation's turn the step belongs to (see
 	// prompt.Turn); Sent are the user messages that joined the transcript
 	// at the start of this step: the turn's message, or messages sent while
-	// the run went on (Runner.Send).
+	// the run went on (Runner.Send) or posted through the store (Post).
 	Turn int
 	Sent []defs.Message
 }
@@ -322,7 +322,7 @@ func (r *Runner) Stats() effects.RunStats {
 // again to continue, or Close the runner to abandon the run (with a store,
 // its checkpoint stays paused, for Resume).
 func (r *Runner) Run(ctx context.Context) (*Result, error) {
-	if r.err == nil && r.done && !r.hasSent() {
+	if r.err == nil && r.done && !r.waitingMessages(ctx) {
 		return r.result(nil), ErrDone
 	}
 	var steps []*Step
@@ -377,7 +377,7 @@ func (r *Runner) result(steps []*Step) *Result {
 // continue it: defer Close to run the effects' pending cleanups.
 func (r *Runner) All(ctx context.Context) iter.Seq2[*Step, error] {
 	return func(yield func(*Step, error) bool) {
-		for (!r.done || r.hasSent()) && r.err == nil && !r.paused() {
+		for (!r.done || r.waitingMessages(ctx)) && r.err == nil && !r.paused() {
 			s, err := r.Next(ctx)
 			if !yield(s, err) || err != nil {
 				return
