@@ -57,7 +57,7 @@ var allowed = map[string][]string{
 	// What providers/openai says and hears on the wire, through go-openai.
 	"providers/openai/internal/wire": {"llm", "defs", "github.com/sashabaranov/go-openai"},
 	"cmd/reprompt/internal/viewer":   {"defs", "session", "internal/steprec"},
-	"cmd/reprompt":                   {"cmd/reprompt/internal/viewer", "session", "session/sqlite", "session/postgres"},
+	"cmd/reprompt":                   {"cmd/reprompt/internal/viewer", "defs", "session", "session/sqlite", "session/postgres"},
 	"runtime": {"state", "defs", "llm", "effects", "prompt", "session", "internal/callsite", "internal/steprec", "internal/msghash", "internal/core", "internal/canon", "internal/stepmods", "go.yaml.in/yaml/v3",
 		// The OpenTelemetry API only (tracing is optional; see Config.TracerProvider).
 		"go.opentelemetry.io/otel/trace", "go.opentelemetry.io/otel/attribute", "go.opentelemetry.io/otel/codes"},

@@ -94,7 +94,10 @@ type Config struct {
 	// that Resume can continue the run after a crash. New starts a new
 	// session (saving fails if SessionID already exists); Resume continues
 	// one. The checkpoint that ends a step carries the step's record
-	// (session.StepRecord), which cmd/reprompt shows.
+	// (session.StepRecord), which cmd/reprompt shows. When Store also
+	// implements session.Inbox, messages posted to the session by another
+	// process (Post) join the run at its next step, as Runner.Send's do:
+	// the runner reads them once per step (see Post).
 	Store     session.Store
 	SessionID string
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 
 	"github.com/reprompt/reprompt/defs"
@@ -46,6 +47,13 @@ type conversation struct {
 	// (see save).
 	record       *session.StepRecord
 	startingTurn bool
+
+	// Messages posted through the store (inbox.go), all on the runner's
+	// goroutine.
+	posted  int64 // Seq of the last post in the transcript: the cursor kept in checkpoints (InboxKey)
+	fetched int64 // Seq of the last post read into the inbox (≥ posted)
+	polled  bool  // waitingMessages just read the store: takeMessages need not again
+	pollErr error // what that read failed with, for takeMessages to report
 }
 
 // Keys of session.Checkpoint.Extra the runtime writes for a conversation.
@@ -55,6 +63,10 @@ const (
 	TurnKey = "runtime.turn"
 	// AnswerKey holds the run's last typed answer (JSON), once it has one.
 	AnswerKey = "runtime.answer"
+	// InboxKey holds, once a message posted through the store
+	// (session.Inbox) joined the transcript, the Seq of the last one that
+	// did: the run's cursor in its session's posts.
+	InboxKey = "runtime.inbox"
 )
 
 type turnInfo struct {
@@ -110,27 +122,36 @@ func (r *Runner) hasSent() bool {
 	return len(r.conv.inbox) > 0
 }
 
-// takeSent empties the inbox.
+// takeSent empties the inbox. The posts read into it join with the rest:
+// the cursor moves past them.
 func (r *Runner) takeSent() []defs.Message {
 	r.conv.mu.Lock()
 	defer r.conv.mu.Unlock()
 	msgs := r.conv.inbox
 	r.conv.inbox = nil
+	r.conv.posted = r.conv.fetched
 	return msgs
 }
 
 // takeMessages is called by Next before a step: it appends the messages
-// sent since the last step to the transcript, starting a new turn when the
-// run had finished, and returns them for the step's record. ok is false
-// when the run is finished and nothing was sent. A new turn is saved
-// before the step runs, and so is the first turn of a session that the
-// store does not hold yet: of two processes that start one session at
-// once, the second then fails before asking its model too.
+// sent since the last step, and those posted through the store (inbox.go),
+// to the transcript, starting a new turn when the run had finished, and
+// returns them for the step's record. ok is false when the run is finished
+// and nothing was sent. A new turn is saved before the step runs, and so
+// is the first turn of a session that the store does not hold yet: of two
+// processes that start one session at once, the second then fails before
+// asking its model too.
 func (r *Runner) takeMessages(ctx context.Context) (sent []defs.Message, ok bool, err error) {
 	if r.pending != nil {
 		return nil, !r.done, nil // the paused or interrupted step first
 	}
-	if r.done && (r.err != nil || !r.hasSent()) {
+	if r.done && r.err != nil {
+		return nil, false, nil
+	}
+	if err := r.pollOnce(ctx); err != nil {
+		return nil, false, &StepError{Step: r.step, Op: OpCheckpoint, Err: err}
+	}
+	if r.done && !r.hasSent() {
 		return nil, false, nil
 	}
 	sent = r.takeSent()
@@ -198,13 +219,17 @@ func (r *Runner) checkNewSession(ctx context.Context) error {
 	}
 }
 
-// conversationExtra adds the turn and the answer to a checkpoint's Extra.
+// conversationExtra adds the turn, the answer and the cursor in the posts
+// to a checkpoint's Extra.
 func (r *Runner) conversationExtra(extra map[string]json.RawMessage) (map[string]json.RawMessage, error) {
-	if !r.conv.turnStarted && r.conv.answer == nil {
+	if !r.conv.turnStarted && r.conv.answer == nil && r.conv.posted == 0 {
 		return extra, nil
 	}
 	if extra == nil {
-		extra = make(map[string]json.RawMessage, 2)
+		extra = make(map[string]json.RawMessage, 3)
+	}
+	if r.conv.posted > 0 {
+		extra[InboxKey] = strconv.AppendInt(nil, r.conv.posted, 10)
 	}
 	if r.conv.turnStarted {
 		b, err := json.Marshal(turnInfo{Number: r.conv.turn, Message: r.conv.turnMessage, Start: r.conv.turnStart})
@@ -219,7 +244,8 @@ func (r *Runner) conversationExtra(extra map[string]json.RawMessage) (map[string
 	return extra, nil
 }
 
-// restoreConversation reads the turn and the answer of a checkpoint.
+// restoreConversation reads the turn, the answer and the cursor in the
+// posts of a checkpoint.
 func (r *Runner) restoreConversation(cp *session.Checkpoint) error {
 	if raw, ok := cp.Extra[TurnKey]; ok {
 		var t turnInfo
@@ -242,6 +268,13 @@ func (r *Runner) restoreConversation(cp *session.Checkpoint) error {
 	}
 	if cp.Pending == nil && cp.Record != nil && cp.Record.Step == cp.Step-1 {
 		r.conv.record = cp.Record // for the checkpoint of the next turn's start
+	}
+	if raw, ok := cp.Extra[InboxKey]; ok {
+		var seq int64
+		if err := json.Unmarshal(raw, &seq); err != nil || seq < 0 {
+			return fmt.Errorf("%s: %s is not the number of a post", InboxKey, raw)
+		}
+		r.conv.posted, r.conv.fetched = seq, seq
 	}
 	r.conv.checkedNew = true
 	return nil

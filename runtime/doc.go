@@ -255,7 +255,11 @@
 // or starts the next turn when the run has finished. A message sent while
 // the run is paused for approval or an answer waits until the paused step
 // is completed. A message sent is held in memory until the step that takes
-// it is checkpointed.
+// it is checkpointed. Another process steers the run the same way through
+// the store: [Post] (or session.Inbox, which the SQLite, PostgreSQL and
+// memory stores implement) adds a message that joins at the next step, in
+// the order posted; the runner's cursor in the posts is checkpointed with
+// the transcript, so after a crash each post joins exactly once.
 //
 // With a store, a new turn is saved before its first model request: a crash
 // inside a turn resumes inside it ([Resume], then Run finishes the turn), a

@@ -166,7 +166,7 @@ type Step struct {
 	// Turn is the conversation's turn the step belongs to (see
 	// prompt.Turn); Sent are the user messages that joined the transcript
 	// at the start of this step: the turn's message, or messages sent while
-	// the run went on (Runner.Send).
+	// the run went on (Runner.Send) or posted through the store (Post).
 	Turn int
 	Sent []defs.Message
 }

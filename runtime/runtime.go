@@ -138,7 +138,7 @@ func (r *Runner) elapsedSince(started time.Time) time.Duration {
 // again to continue, or Close the runner to abandon the run (with a store,
 // its checkpoint stays paused, for Resume).
 func (r *Runner) Run(ctx context.Context) (*Result, error) {
-	if r.err == nil && r.done && !r.hasSent() {
+	if r.err == nil && r.done && !r.waitingMessages(ctx) {
 		return r.result(nil), ErrDone
 	}
 	var steps []*Step
@@ -193,7 +193,7 @@ func (r *Runner) result(steps []*Step) *Result {
 // continue it: defer Close to run the effects' pending cleanups.
 func (r *Runner) All(ctx context.Context) iter.Seq2[*Step, error] {
 	return func(yield func(*Step, error) bool) {
-		for (!r.done || r.hasSent()) && r.err == nil && !r.paused() {
+		for (!r.done || r.waitingMessages(ctx)) && r.err == nil && !r.paused() {
 			s, err := r.Next(ctx)
 			if !yield(s, err) || err != nil {
 				return

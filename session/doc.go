@@ -111,6 +111,17 @@
 // runtime/crashpoints_test.go) kill runs at every save and at random
 // moments.
 //
+// # Posted messages
+//
+// A Store that is also an Inbox (Memory and the stores of session/sqlite
+// and session/postgres are) keeps messages posted to its sessions by other
+// processes: Post numbers them per session in commit order, Posted reads
+// those after a cursor. The runtime reads them at the start of each step
+// and keeps its cursor in the checkpoints (runtime.InboxKey), so a posted
+// message joins a run exactly once, even across crashes; runtime.Post and
+// `reprompt send` post one. A rewound session's cursor is that of the
+// checkpoint it was rewound to: the posts after it join again.
+//
 // # Rewinding
 //
 // AtStep returns an earlier checkpoint. To continue a session from it, call

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/reprompt/reprompt/defs"
 )
 
 // Memory is a Store that keeps sessions in memory, in their stored
@@ -28,6 +30,7 @@ type memSession struct {
 	msgs    map[int]*memGen // generation → its stored messages
 	byStep  map[int][]int64 // step → seqs without Pending, oldest first
 	pending map[int][]int64 // step → seqs with Pending, oldest first
+	posts   [][]byte        // posted messages (Inbox), encoded: posts[i] has seq i+1
 }
 
 // memGen holds the rows of one generation: rows[i] is the message of index
@@ -51,6 +54,7 @@ func NewMemory() *Memory {
 var (
 	_ Store      = (*Memory)(nil)
 	_ StepReader = (*Memory)(nil)
+	_ Inbox      = (*Memory)(nil)
 )
 
 // Save implements Store.
@@ -302,4 +306,52 @@ func (m *Memory) Delete(ctx context.Context, id string) error {
 	defer m.mu.Unlock()
 	delete(m.sessions, id)
 	return nil
+}
+
+// Post implements Inbox.
+func (m *Memory) Post(ctx context.Context, id string, msg defs.Message) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if err := CheckPost(id, msg); err != nil {
+		return 0, err
+	}
+	data, err := EncodeMessage(msg)
+	if err != nil {
+		return 0, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.sessions[id]
+	if s == nil {
+		return 0, &NotFoundError{ID: id}
+	}
+	s.posts = append(s.posts, data)
+	return int64(len(s.posts)), nil
+}
+
+// Posted implements Inbox.
+func (m *Memory) Posted(ctx context.Context, id string, after int64) ([]Post, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	var posts [][]byte
+	if s := m.sessions[id]; s != nil && after < int64(len(s.posts)) {
+		posts = s.posts[max(after, 0):] // never changed: decoded outside the lock
+	}
+	m.mu.Unlock()
+	if len(posts) == 0 {
+		return nil, nil
+	}
+	out := make([]Post, len(posts))
+	for i, data := range posts {
+		seq := max(after, 0) + int64(i) + 1
+		p, err := DecodePost(id, seq, data)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = p
+	}
+	return out, nil
 }

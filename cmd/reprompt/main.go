@@ -1,6 +1,6 @@
 // Command reprompt shows what a run did, from a session store, a golden
-// step file (package snapshots' format) or a recording, and rewinds stored
-// sessions.
+// step file (package snapshots' format) or a recording, rewinds stored
+// sessions, and posts the user's messages to them.
 //
 //	go install github.com/reprompt/reprompt/cmd/reprompt@latest
 //
@@ -16,6 +16,11 @@
 // page shows new steps and turns as they are saved.
 //
 //	reprompt --store STORE rewind SESSION --to STEP  rewind a stored session to the start of STEP
+//	reprompt --store STORE send SESSION TEXT          post TEXT as the user's next message
+//
+// send posts through the store (session.Inbox): the process that runs the
+// session takes the message at its next step, or, if the run has
+// finished, as the next turn when it is run again (see runtime.Post).
 //
 // STORE is sqlite:PATH (a file made by session/sqlite) or a PostgreSQL URL
 // (postgres://…); the default is $REPROMPT_STORE. Without a store, SESSION|FILE
@@ -40,6 +45,7 @@ import (
 	"time"
 
 	"github.com/reprompt/reprompt/cmd/reprompt/internal/viewer"
+	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/session"
 	"github.com/reprompt/reprompt/session/postgres"
 	"github.com/reprompt/reprompt/session/sqlite"
@@ -52,6 +58,7 @@ const usage = `usage:
   reprompt [--store STORE] view SESSION|FILE       one self-contained HTML page (-o FILE, or --serve [--addr ADDR]
                                                    to serve it, following the session while it runs)
   reprompt --store STORE rewind SESSION --to STEP  rewind a stored session to the start of STEP
+  reprompt --store STORE send SESSION TEXT          post TEXT as the user's next message
 
 STORE is sqlite:PATH or postgres://… (default $REPROMPT_STORE). Without a
 store, SESSION|FILE is a file: a golden step file or a recording.
@@ -189,6 +196,16 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		defer done()
 		return rewind(ctx, st, params[0], o.to, stdout)
+	case "send":
+		if len(params) != 2 {
+			return &usageError{"send takes one SESSION and one TEXT (quote it)"}
+		}
+		st, done, err := openStore(ctx, o.store)
+		if err != nil {
+			return err
+		}
+		defer done()
+		return send(ctx, st, params[0], params[1], o.store, stdout)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return nil
@@ -304,6 +321,23 @@ func listSessions(ctx context.Context, st session.Store, w io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", in.ID, in.Step, in.Updated.Local().Format(time.DateTime), status)
 	}
 	return tw.Flush()
+}
+
+// send posts text to session id as the user's message.
+func send(ctx context.Context, st session.Store, id, text, store string, w io.Writer) error {
+	in, ok := st.(session.Inbox)
+	if !ok {
+		return fmt.Errorf("the store %s does not take posted messages", store)
+	}
+	seq, err := in.Post(ctx, id, defs.UserMessage(text))
+	if errors.Is(err, session.ErrNotFound) {
+		return unknownSession(ctx, st, id, store)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "posted message %d to session %q; it joins the run at its next step (or starts the next turn when the run is continued)\n", seq, id)
+	return nil
 }
 
 func rewind(ctx context.Context, st session.Store, id string, step int, w io.Writer) error {

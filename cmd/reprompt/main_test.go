@@ -246,3 +246,34 @@ func TestServe(t *testing.T) {
 	cancel()
 	assert.Equal(t, 0, <-done)
 }
+
+// send posts the user's next message through the store: a finished run
+// resumed from the store takes it as its next turn.
+func TestSend(t *testing.T) {
+	path := newStore(t)
+	store := "sqlite:" + path
+	code, out, errs := cli(t, "--store", store, "send", "count", "now count to four")
+	require.Equal(t, 0, code, errs)
+	assert.Equal(t, "posted message 1 to session \"count\"; it joins the run at its next step (or starts the next turn when the run is continued)\n", out)
+	code, out, errs = cli(t, "send", "count", "again", "--store", store)
+	require.Equal(t, 0, code, errs)
+	assert.Contains(t, out, "posted message 2 ")
+
+	st, err := sqlite.Open(path)
+	require.NoError(t, err)
+	defer st.Close()
+	r, err := runtime.Resume(t.Context(), snapshots.Script(snapshots.Text("Four.")), agent, runtime.Config{Store: st, SessionID: "count"})
+	require.NoError(t, err)
+	res, err := r.Run(t.Context())
+	require.NoError(t, err, "Run after send")
+	require.Len(t, res.Steps, 1)
+	assert.Equal(t, []defs.Message{defs.UserMessage("now count to four"), defs.UserMessage("again")}, res.Steps[0].Sent, "the posts joined, in order")
+	assert.Equal(t, 1, res.Steps[0].Turn, "as the next turn")
+
+	code, _, errs = cli(t, "--store", store, "send", "nope", "hello")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errs, `unknown session "nope"`)
+	code, _, errs = cli(t, "--store", store, "send", "count")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errs, "send takes one SESSION and one TEXT")
+}

@@ -182,7 +182,7 @@ func TestOpenRunsNoDDL(t *testing.T) {
 	for _, q := range []string{
 		`CREATE ROLE ` + role + ` LOGIN`,
 		`GRANT USAGE ON SCHEMA ` + schema + ` TO ` + role,
-		`GRANT SELECT, INSERT, UPDATE, DELETE ON reprompt_sessions, reprompt_checkpoints, reprompt_messages TO ` + role,
+		`GRANT SELECT, INSERT, UPDATE, DELETE ON reprompt_sessions, reprompt_checkpoints, reprompt_messages, reprompt_posts TO ` + role,
 		`GRANT SELECT ON reprompt_schema TO ` + role,
 	} {
 		_, err := pool.Exec(ctx, q)

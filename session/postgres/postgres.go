@@ -15,7 +15,8 @@
 //	reprompt_sessions(id, seq, step, generation, root, messages, done, updated)
 //	reprompt_checkpoints(session, seq, step, pending, head)
 //	reprompt_messages(session, generation, idx, data)
-//	reprompt_schema(one, version)  -- one row: SchemaVersion
+//	reprompt_posts(session, seq, data)  -- messages posted (session.Inbox)
+//	reprompt_schema(one, version)       -- one row: SchemaVersion
 //
 // A checkpoint's message idx is the row of that idx with the highest
 // generation from the root of its lineage to its own generation (see
@@ -32,6 +33,16 @@
 // was recorded are migrated: what earlier versions of this package did not
 // create is added (the root column, NULL for tips saved before it, meaning
 // root == generation, and an index by idx), so they load unchanged.
+// Version 2 added reprompt_posts: a worker's role needs SELECT, INSERT
+// and DELETE on it too.
+//
+// # Posted messages
+//
+// Store implements session.Inbox. A Post is one transaction under an
+// advisory lock of its session (not the session's row, so posts do not
+// wait for saves), which numbers the post one more than the session's
+// last: numbers follow the order of commits, so a reader's cursor never
+// skips a post. Posted is one indexed read.
 package postgres
 
 import (
@@ -53,13 +64,16 @@ type Store struct {
 	owned bool
 }
 
-var _ session.Store = (*Store)(nil)
+var (
+	_ session.Store = (*Store)(nil)
+	_ session.Inbox = (*Store)(nil)
+)
 
 // SchemaVersion is the version of the tables this package uses, recorded in
 // reprompt_schema. Open and New bring tables of an earlier version (or of
 // no recorded version: those of the releases before it was recorded) up to
-// it, and refuse tables of a later one.
-const SchemaVersion = 1
+// it, and refuse tables of a later one. Version 2 added reprompt_posts.
+const SchemaVersion = 2
 
 // migrations[v] brings tables from version v to v+1. Version 0 is no
 // recorded version: no tables, or those of an earlier release, which had
@@ -94,6 +108,14 @@ CREATE TABLE IF NOT EXISTS reprompt_messages (
 );
 ALTER TABLE reprompt_sessions ADD COLUMN IF NOT EXISTS root BIGINT;
 CREATE INDEX IF NOT EXISTS reprompt_messages_by_idx ON reprompt_messages (session, idx, generation DESC);
+`,
+	1: `
+CREATE TABLE IF NOT EXISTS reprompt_posts (
+	session TEXT   NOT NULL,
+	seq     BIGINT NOT NULL,
+	data    BYTEA  NOT NULL,
+	PRIMARY KEY (session, seq)
+);
 `,
 }
 
@@ -190,9 +212,10 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 			return nil // another process migrated
 		}
 		// Save locks reprompt_sessions, then reprompt_checkpoints, then
-		// reprompt_messages: take them in that order, before any DDL.
+		// reprompt_messages (and Post reprompt_posts): take them in that
+		// order, before any DDL.
 		var existing []string
-		for _, t := range []string{"reprompt_sessions", "reprompt_checkpoints", "reprompt_messages"} {
+		for _, t := range []string{"reprompt_sessions", "reprompt_checkpoints", "reprompt_messages", "reprompt_posts"} {
 			var ok bool
 			if err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, t).Scan(&ok); err != nil {
 				return err
@@ -393,6 +416,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 			`DELETE FROM reprompt_sessions WHERE id = $1`,
 			`DELETE FROM reprompt_checkpoints WHERE session = $1`,
 			`DELETE FROM reprompt_messages WHERE session = $1`,
+			`DELETE FROM reprompt_posts WHERE session = $1`,
 		} {
 			if _, err := tx.Exec(ctx, q, id); err != nil {
 				return err

@@ -228,3 +228,28 @@ func TestDamagedTip(t *testing.T) {
 	require.True(t, ok, "Save = %v, want a *session.CorruptError", err)
 	assert.Equal(t, "tip", ce.ID)
 }
+
+// TestMigrateVersion1 checks that tables of schema version 1 (before
+// reprompt_posts) are migrated: their sessions load, and they take posts.
+func TestMigrateVersion1(t *testing.T) {
+	pool := newPool(t)
+	ctx := context.Background()
+	st, err := postgres.New(ctx, pool)
+	require.NoError(t, err)
+	cp := sessiontest.Fixture("v1", 4)
+	require.NoError(t, st.Save(ctx, cp))
+	_, err = pool.Exec(ctx, `DROP TABLE reprompt_posts; UPDATE reprompt_schema SET version = 1`)
+	require.NoError(t, err, "make the tables those of version 1")
+
+	st, err = postgres.New(ctx, pool)
+	require.NoError(t, err, "New on tables of version 1")
+	var version int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT version FROM reprompt_schema`).Scan(&version))
+	assert.Equal(t, postgres.SchemaVersion, version, "schema version after the migration")
+	got, err := st.Latest(ctx, "v1")
+	require.NoError(t, err, "Latest after the migration")
+	assert.Equal(t, cp.Transcript, got.Transcript, "transcript after the migration")
+	seq, err := st.Post(ctx, "v1", defs.UserMessage("after the migration"))
+	require.NoError(t, err, "Post after the migration")
+	assert.Equal(t, int64(1), seq, "first post: seq")
+}

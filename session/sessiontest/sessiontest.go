@@ -22,6 +22,11 @@
 // pending and damaged checkpoints; for a store without it, session.AtSteps
 // (which then calls AtStep) is checked the same way.
 //
+// A store that implements session.Inbox has its posts checked: numbered
+// in the order sent, per session, read back after a cursor that never
+// skips one, under concurrent posters and saves; refused for a session
+// the store does not hold, and deleted with the session.
+//
 // A store that implements RowCounter has its row count checked too: a
 // session whose every save is a new generation rewriting only its last
 // messages (Checkpoint.Base) must store rows in proportion to its length.
@@ -189,6 +194,17 @@ func Run(t *testing.T, newStore func(t *testing.T) session.Store, opts ...Option
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			tt.fn(t, newStore(t))
+		})
+	}
+	for _, tt := range inboxTests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			st := newStore(t)
+			in, ok := st.(session.Inbox)
+			if !ok {
+				t.Skip("the store does not implement session.Inbox")
+			}
+			tt.fn(t, st, in)
 		})
 	}
 	t.Run("Corrupt", func(t *testing.T) {

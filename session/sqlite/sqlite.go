@@ -15,6 +15,7 @@
 //	sessions(id, seq, step, generation, root, messages, done, updated)  -- the tip of each session
 //	checkpoints(session, seq, step, pending, head)                      -- one row per Save
 //	messages(session, generation, idx, data)                             -- one row per message written
+//	posts(session, seq, data)                                            -- one row per message posted (session.Inbox)
 //
 // A checkpoint's message idx is the row of that idx with the highest
 // generation from the root of its lineage to its own generation (see
@@ -26,8 +27,17 @@
 // wait for others' saves. A file of an earlier version is migrated once, in
 // an IMMEDIATE transaction: Open adds what earlier versions of this package
 // did not create (the root column, NULL for tips saved before it, meaning
-// root == generation, and an index by idx), so databases they wrote open
-// and load unchanged. A file of a later version is refused.
+// root == generation, and an index by idx; the posts table, from version 2
+// on), so databases they wrote open and load unchanged. A file of a later
+// version is refused: a program built with an earlier version of this
+// package cannot open a file that a later one migrated.
+//
+// # Posted messages
+//
+// Store implements session.Inbox. A Post is one IMMEDIATE transaction,
+// like a Save: it numbers the post one more than the session's last, so
+// that numbers follow the order of commits and a reader's cursor never
+// skips a post. Posted is one indexed read.
 package sqlite
 
 import (
@@ -49,7 +59,10 @@ type Store struct {
 	db *sql.DB
 }
 
-var _ session.Store = (*Store)(nil)
+var (
+	_ session.Store = (*Store)(nil)
+	_ session.Inbox = (*Store)(nil)
+)
 
 const schema = `
 CREATE TABLE IF NOT EXISTS sessions (
@@ -79,11 +92,17 @@ CREATE TABLE IF NOT EXISTS messages (
 	PRIMARY KEY (session, generation, idx)
 );
 CREATE INDEX IF NOT EXISTS messages_by_idx ON messages (session, idx, generation);
+CREATE TABLE IF NOT EXISTS posts (
+	session TEXT    NOT NULL,
+	seq     INTEGER NOT NULL,
+	data    BLOB    NOT NULL,
+	PRIMARY KEY (session, seq)
+);
 `
 
 // SchemaVersion is the version of the tables, recorded in the file's
-// PRAGMA user_version.
-const SchemaVersion = 1
+// PRAGMA user_version. Version 2 added the posts table.
+const SchemaVersion = 2
 
 // addRoot adds the root column to a sessions table created before it
 // existed. Its rows keep NULL: their root is their generation.
@@ -113,7 +132,9 @@ func Open(path string) (*Store, error) {
 // Otherwise the migration runs in one IMMEDIATE transaction, which reads
 // the version again so that processes opening the same file at once
 // migrate it once. Files written before the version was recorded (version
-// 0) get what they lack (the root column); a later version is an error.
+// 0) get what they lack (the root column), and files of version 1 the posts
+// table (every statement of schema completes on tables that exist); a
+// later version is an error.
 func migrate(db *sql.DB) error {
 	ctx := context.Background()
 	conn, err := db.Conn(ctx)
@@ -376,6 +397,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 		`DELETE FROM sessions WHERE id = ?`,
 		`DELETE FROM checkpoints WHERE session = ?`,
 		`DELETE FROM messages WHERE session = ?`,
+		`DELETE FROM posts WHERE session = ?`,
 	} {
 		if _, err := tx.ExecContext(ctx, q, id); err != nil {
 			return fmt.Errorf("session/sqlite: delete %q: %w", id, err)

@@ -273,3 +273,33 @@ func TestOpenNewerFile(t *testing.T) {
 	// The error is untyped: both versions are only in the text.
 	assert.Contains(t, err.Error(), fmt.Sprintf("schema version %d", sqlite.SchemaVersion+1))
 }
+
+// TestMigrateVersion1 checks that a file of schema version 1 (before the
+// posts table) is migrated on Open: its sessions load, and they take posts.
+func TestMigrateVersion1(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "v1.db")
+	st, err := sqlite.Open(path)
+	require.NoError(t, err)
+	cp := sessiontest.Fixture("v1", 4)
+	require.NoError(t, st.Save(ctx, cp))
+	require.NoError(t, st.Close())
+	db, err := sql.Open("sqlite", path)
+	require.NoError(t, err)
+	defer db.Close()
+	_, err = db.Exec(`DROP TABLE posts; PRAGMA user_version = 1`)
+	require.NoError(t, err, "make the file a version 1 file")
+
+	st, err = sqlite.Open(path)
+	require.NoError(t, err, "Open of a version 1 file")
+	defer st.Close()
+	var version int
+	require.NoError(t, db.QueryRow(`PRAGMA user_version`).Scan(&version))
+	assert.Equal(t, sqlite.SchemaVersion, version, "schema version after the migration")
+	got, err := st.Latest(ctx, "v1")
+	require.NoError(t, err, "Latest after the migration")
+	assert.Equal(t, cp.Transcript, got.Transcript, "transcript after the migration")
+	seq, err := st.Post(ctx, "v1", defs.UserMessage("after the migration"))
+	require.NoError(t, err, "Post after the migration")
+	assert.Equal(t, int64(1), seq, "first post: seq")
+}
