@@ -118,7 +118,11 @@ func askSchemaFor(t reflect.Type) *askSchema {
 		return v.(*askSchema)
 	}
 	s := &askSchema{}
-	sch, err := jsonschema.ForType(t, nil)
+	opts, err := schemaOptions(t)
+	var sch *jsonschema.Schema
+	if err == nil {
+		sch, err = jsonschema.ForType(t, opts)
+	}
 	if err == nil {
 		s.raw, err = json.Marshal(sch)
 	}

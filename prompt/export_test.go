@@ -55,3 +55,5 @@ func IsArgumentsError(err error) bool {
 // compares each option that makes a tool different, and a new one must be
 // compared there too.
 var ToolOptionFields = reflect.TypeFor[toolOptions]().NumField()
+
+func (p *Prompt) Output() *defs.Output { return p.c().Output() }

@@ -115,8 +115,14 @@ func outputSchemaFor(t reflect.Type) *outputSchema {
 		// left out (a model that is not held to the strict schema, or a
 		// value encoded by encoding/json with omitempty, leaves them out).
 		var sent, checked *jsonschema.Schema
-		if sent, sch.err = jsonschema.ForType(t, nil); sch.err == nil {
-			checked, _ = jsonschema.ForType(t, nil)
+		var opts *jsonschema.ForOptions
+		if opts, sch.err = schemaOptions(t); sch.err != nil {
+			sch.err = fmt.Errorf("cannot make a JSON Schema for output type %s: %w", t, sch.err)
+			v, _ := outputSchemas.LoadOrStore(t, sch)
+			return v.(*outputSchema)
+		}
+		if sent, sch.err = jsonschema.ForType(t, opts); sch.err == nil {
+			checked, _ = jsonschema.ForType(t, opts)
 			strictSchema(sent, true)
 			strictSchema(checked, false)
 			if sch.raw, sch.err = json.Marshal(sent); sch.err == nil {
@@ -275,5 +281,8 @@ func nullable(s *jsonschema.Schema) {
 		s.Types, s.Type = []string{s.Type, "null"}, ""
 	case len(s.Types) > 0:
 		s.Types = append(s.Types, "null")
+	}
+	if s != nil && s.Enum != nil && !slices.Contains(s.Enum, nil) {
+		s.Enum = append(s.Enum, nil) // an enum admits null only if it lists it
 	}
 }

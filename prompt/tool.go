@@ -35,7 +35,11 @@ func schemaFor(t reflect.Type) *toolSchema {
 		return v.(*toolSchema)
 	}
 	ts := &toolSchema{NoFields: t.Kind() == reflect.Struct && t.NumField() == 0}
-	s, err := jsonschema.ForType(t, nil)
+	opts, err := schemaOptions(t)
+	var s *jsonschema.Schema
+	if err == nil {
+		s, err = jsonschema.ForType(t, opts)
+	}
 	switch {
 	case err != nil:
 		ts.Err = fmt.Errorf("cannot make a JSON Schema for %s: %w", t, err)
