@@ -78,7 +78,9 @@
 // it has returned. While the calls of a reply run, a setter given a context
 // without the call's transaction (context.Background(), an unrelated
 // goroutine's) panics with a *state.ContextError rather than write around
-// the calls' order; from a tool, that panic is the tool's error result. A
+// the calls' order; from a tool, that panic ends the run with a
+// *prompt.Error naming the setter's call site, as a hook misused from a
+// tool does: a programmer's mistake is not fed to the model. A
 // sub-agent's prompt function, effects and tools that change its parent's
 // state do so in the transaction of the parent's call that runs it.
 //

@@ -65,6 +65,7 @@ type Runner struct {
 	summaries []*Summary
 	toolErrMu sync.Mutex // guards toolErrs
 	toolErrs  map[string]error
+	misuse    error        // a tool's programmer's mistake (programmerError), guarded by toolErrMu
 	recorder  stepRecorder // the session record of the step under way (see steprecord.go)
 
 	// The steps effects see, one per phase, reused from step to step: a

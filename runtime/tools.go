@@ -39,6 +39,9 @@ func (r *Runner) runTools(ctx context.Context, rec *Step, offered []llm.ToolSpec
 		if err != nil {
 			return false, nil, err
 		}
+		if err := r.takeMisuse(); err != nil {
+			return false, nil, err
+		}
 		if asks := r.takeAsks(); len(asks) > 0 {
 			return false, asks, nil // the step pauses for the answers (ask.go)
 		}
@@ -293,6 +296,9 @@ func (r *Runner) runTool(ctx context.Context, c defs.ToolCall, offered []llm.Too
 		var te *ToolTimeoutError
 		var ae *prompt.ArgumentsError
 		if errors.As(err, &pe) {
+			if misuse := programmerError(pe); misuse != nil {
+				r.noteMisuse(misuse) // the run fails with it (see runTools)
+			}
 			return fail("%s", pe.modelText()) // without the Go source location
 		}
 		if errors.As(err, &te) || errors.As(err, &ae) {
@@ -464,4 +470,46 @@ func (r *Runner) takeToolErrors() map[string]error {
 	errs := r.toolErrs
 	r.toolErrs = nil
 	return errs
+}
+
+// programmerError returns the *prompt.Error a tool's panic is when it is a
+// programmer's mistake rather than the tool's failure: a hook called from
+// the tool (a *prompt.MisuseError) or a state change made without the
+// call's context (a *state.ContextError). The run fails with it, naming
+// the site, instead of feeding the mistake to the model.
+func programmerError(pe *ToolPanicError) error {
+	err, _ := pe.Value.(error)
+	if err == nil {
+		return nil
+	}
+	if me, ok := errors.AsType[*prompt.MisuseError](err); ok {
+		return &prompt.Error{Site: me.Site, Err: fmt.Errorf("tool %q: %w", pe.Tool, me)}
+	}
+	if ce, ok := errors.AsType[*state.ContextError](err); ok {
+		return &prompt.Error{Site: pe.Site, Err: fmt.Errorf("tool %q: %w", pe.Tool, ce)}
+	}
+	return nil
+}
+
+// noteMisuse records the first programmer's mistake made by a tool of the
+// step under way.
+func (r *Runner) noteMisuse(err error) {
+	r.toolErrMu.Lock()
+	defer r.toolErrMu.Unlock()
+	if r.misuse == nil {
+		r.misuse = err
+	}
+}
+
+// takeMisuse returns the mistake noted since the last call, with the
+// step's number.
+func (r *Runner) takeMisuse() error {
+	r.toolErrMu.Lock()
+	defer r.toolErrMu.Unlock()
+	err := r.misuse
+	r.misuse = nil
+	if pe, ok := err.(*prompt.Error); ok {
+		pe.Step = r.step
+	}
+	return err
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/session"
 	"github.com/reprompt/reprompt/snapshots"
+	"github.com/reprompt/reprompt/state"
 )
 
 // Section 4: definitions, tools, sub-agents.
@@ -544,23 +545,40 @@ func TestHookMisuseFromToolAndEffect(t *testing.T) {
 			return nil
 		}
 		m := snapshots.Script(snapshots.CallTool("sneaky", nil), snapshots.Text("ok"))
-		res := run(t, m, fn, runtime.Config{})
-		r := res.Steps[0].ToolResults[0]
-		assert.True(t, r.IsError, "result: IsError")
-		for _, s := range []string{`tool "sneaky" panicked`, "Def: ", "outside the prompt function"} {
-			assert.Contains(t, r.Content, s, "result")
-		}
-		err := res.Steps[0].ToolErrors[r.CallID]
-		var pe *runtime.ToolPanicError
+		// A programmer's mistake ends the run, naming the site; the model is
+		// not asked to deal with it (issue 23 item 14).
+		res, err := runtime.Run(context.Background(), m, fn, runtime.Config{})
+		var perr *prompt.Error
+		require.ErrorAs(t, err, &perr)
 		var me *prompt.MisuseError
-		require.ErrorAs(t, err, &pe, "ToolErrors[%s]", r.CallID)
-		require.ErrorAs(t, err, &me, "ToolErrors[%s], want the *prompt.MisuseError wrapped", r.CallID)
-		assert.Equal(t, "sneaky", pe.Tool, "ToolPanicError.Tool")
+		require.ErrorAs(t, err, &me)
 		assert.Equal(t, "Def", me.Hook, "MisuseError.Hook")
 		assert.Equal(t, site, me.Site, "MisuseError.Site")
-		// What the model reads is the contract here: no Go source location.
-		assert.NotContains(t, r.Content, site, "the result names the misuse's site: it belongs in ToolErrors only")
-		assert.Empty(t, m.Requests()[1].System, "the misused hook declared a variable")
+		assert.Equal(t, site, perr.Site, "Error.Site")
+		assert.Equal(t, 0, perr.Step)
+		assert.Contains(t, err.Error(), `tool "sneaky"`)
+		assert.Len(t, m.Requests(), 1, "the model was not asked again")
+		require.Len(t, res.Steps, 1)
+		assert.Equal(t, []string{"user: go"}, transcriptOf(res.Transcript), "the step did not complete")
+	})
+	t.Run("setter without the call's context", func(t *testing.T) {
+		fn := func(p *prompt.Prompt) error {
+			_, setN := prompt.State(p, "n", 0)
+			prompt.DefTool(p, "careless", "d", func(context.Context, noArgs) (string, error) {
+				setN.Set(context.Background(), 1) // not the call's context
+				return "unreached", nil
+			})
+			p.User("go")
+			return nil
+		}
+		m := snapshots.Script(snapshots.CallTool("careless", nil), snapshots.Text("ok"))
+		_, err := runtime.Run(context.Background(), m, fn, runtime.Config{})
+		var ce *state.ContextError
+		require.ErrorAs(t, err, &ce)
+		assert.Equal(t, "n", ce.Key)
+		var perr *prompt.Error
+		require.ErrorAs(t, err, &perr)
+		assert.Contains(t, perr.Site, "tools_test.go:")
 	})
 	t.Run("effect", func(t *testing.T) {
 		var site string

@@ -234,8 +234,8 @@ func (st Setter[T]) Key() string { return st.key }
 // function at its next execution; made with a tool call's context, it is
 // applied when the call's changes are (see Tx). Setting state never
 // triggers a step. It panics with a *ContextError if ctx lacks the tool
-// call's transaction while tool calls run: a programmer error, which the
-// runtime reports as the tool's failure.
+// call's transaction while tool calls run: a programmer error, with which
+// the runtime ends the run.
 func (st Setter[T]) Set(ctx context.Context, v T) {
 	if err := Set(ctx, st.s, st.key, v); err != nil {
 		panic(err)

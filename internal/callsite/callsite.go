@@ -74,7 +74,8 @@ func Name(pc uintptr) string {
 
 // Panic returns the site that raised the panic being recovered: the first
 // frame after the runtime's panic machinery that is not in the standard
-// library's runtime package. Call it from the deferred function that
+// library's runtime package, nor in package state (whose setters panic on
+// their caller's mistake). Call it from the deferred function that
 // recovers.
 func Panic() Site {
 	var pcs [64]uintptr
@@ -85,7 +86,7 @@ func Panic() Site {
 		fr, more := frames.Next()
 		if strings.HasPrefix(fr.Function, "runtime.gopanic") || strings.HasPrefix(fr.Function, "runtime.panic") {
 			afterPanic = true
-		} else if afterPanic && !strings.HasPrefix(fr.Function, "runtime.") {
+		} else if afterPanic && !strings.HasPrefix(fr.Function, "runtime.") && !strings.HasPrefix(fr.Function, "github.com/reprompt/reprompt/state.") {
 			return Site{PC: fr.PC, File: fr.File, Line: fr.Line, Func: fr.Function}
 		}
 		if !more {
