@@ -27,8 +27,6 @@ func register(m *effects.Manager, deps effects.Deps, fn effects.Func, opts ...ef
 	m.Register(callsite.CallerPC(1), deps, fn, opts...)
 }
 
-func isExecute(function string) bool { return strings.HasSuffix(function, "effects_test.execute") }
-
 // execute runs one execution of a "prompt function" (body) and the
 // before-call effects of step n, and returns the IDs of the effects that ran.
 func execute(t *testing.T, m *effects.Manager, n int, body func()) []effects.Ran {

@@ -173,7 +173,7 @@ func testInboxConcurrent(t *testing.T, st session.Store, in session.Inbox) {
 			cp.Step = step
 			cp.Transcript = append(cp.Transcript, Messages(len(cp.Transcript), 2)...)
 			if err := st.Save(ctx, cp); err != nil {
-				errs <- fmt.Errorf("Save of step %d: %w", step, err)
+				errs <- fmt.Errorf("save of step %d: %w", step, err)
 				return
 			}
 		}
@@ -185,12 +185,12 @@ func testInboxConcurrent(t *testing.T, st session.Store, in session.Inbox) {
 			done := running.Load() == 0
 			got, err := in.Posted(ctx, "busy", cursor)
 			if err != nil {
-				errs <- fmt.Errorf("Posted after %d: %w", cursor, err)
+				errs <- fmt.Errorf("posted after %d: %w", cursor, err)
 				return
 			}
 			for _, p := range got {
 				if p.Seq != cursor+1 {
-					errs <- fmt.Errorf("Posted after %d: seq %d, want %d (a post skipped or repeated)", cursor, p.Seq, cursor+1)
+					errs <- fmt.Errorf("posted after %d: seq %d, want %d (a post skipped or repeated)", cursor, p.Seq, cursor+1)
 					return
 				}
 				cursor = p.Seq
