@@ -43,7 +43,9 @@ import (
 //     it fail with a 500 TypeError (TestMockLLMStreamedToolCalls below shows
 //     it; TestStreamedToolCallsWithoutIDs and TestOpenAPIStream cover them);
 //   - it sends every streamed error as a 200 stream with one error event,
-//     so a streamed error keeps only the status its body names;
+//     so a streamed error keeps only the status its body names or its
+//     error code implies (429 for rate_limit_exceeded), 502 for a bare
+//     string naming none;
 //   - it always finishes a stream, so it cannot end one early
 //     (TestOpenAPIStreamCut).
 
@@ -307,26 +309,26 @@ func TestMockLLMErrors(t *testing.T) {
 		generate want
 		// stream: mock-llm sends every streamed error as a 200 stream
 		// with the body as its one event, so only the status the body
-		// names survives.
+		// names (or its error code implies) survives.
 		stream want
 	}{
 		{
 			name: "429 OpenAI-shaped rate limit", status: 429,
 			content:  openAIError("Rate limit reached for requests", "requests", "rate_limit_exceeded"),
 			generate: want{429, true, "Rate limit reached for requests", retries},
-			stream:   want{0, true, "Rate limit reached for requests", retries},
+			stream:   want{429, true, "Rate limit reached for requests", retries},
 		},
 		{
 			name: "429 OpenAI-shaped quota", status: 429,
 			content:  openAIError("You exceeded your current quota.", "insufficient_quota", "insufficient_quota"),
 			generate: want{429, false, "You exceeded your current quota.", 1},
-			stream:   want{0, false, "You exceeded your current quota.", 1},
+			stream:   want{429, false, "You exceeded your current quota.", 1},
 		},
 		{
 			name: "500 OpenAI-shaped", status: 500,
 			content:  openAIError("The server had an error while processing your request.", "server_error", ""),
 			generate: want{500, true, "The server had an error", retries},
-			stream:   want{0, true, "The server had an error", retries},
+			stream:   want{500, true, "The server had an error", retries},
 		},
 		{
 			name: "503 string error", status: 503,
@@ -344,9 +346,10 @@ func TestMockLLMErrors(t *testing.T) {
 			name: "502 body that is a JSON string of HTML", status: 502,
 			content:  `"<html><body>502 Bad Gateway</body></html>"`,
 			generate: want{502, true, "502 Bad Gateway", retries},
-			// Streamed, the mock sends the string as a data event:
-			// nothing says it is an error, but it is not a chunk.
-			stream: want{0, false, "502 Bad Gateway", 1},
+			// Streamed, the mock sends the string as a data event: no
+			// chunk is a string, so it is an error event, whose text
+			// names its status.
+			stream: want{502, true, "502 Bad Gateway", retries},
 		},
 		{
 			name: "400 string error", status: 400,
