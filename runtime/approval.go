@@ -54,6 +54,9 @@ type Decision struct {
 	// Reason is, for a denied call, what the model got as its result: the
 	// reason given to Deny, or a default text when it was empty.
 	Reason string
+	// Asked are, for a call that asked the user (prompt.Ask), its
+	// questions with their answers, in order (Approved: it ran again).
+	Asked []session.Ask
 }
 
 // ApprovalError is a decision that Runner.Approve or Runner.Deny refused.
@@ -337,7 +340,7 @@ func (r *Runner) pause(ctx context.Context, rec *Step, offered []llm.ToolSpec, g
 func decisions(p *session.Pending, approvals []session.Approval, results map[string]defs.ToolResult) []Decision {
 	var out []Decision
 	for _, a := range approvals {
-		d := Decision{CallID: a.CallID, Approved: a.Decision == session.Approved || a.Decision == session.Answered}
+		d := Decision{CallID: a.CallID, Approved: a.Decision == session.Approved || a.Decision == session.Answered, Asked: a.Asks}
 		for _, c := range p.Reply.ToolCalls {
 			if c.ID == a.CallID {
 				d.Tool = c.Name

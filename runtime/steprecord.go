@@ -105,6 +105,13 @@ func fillRecord(out *session.StepRecord, rec *Step, durs []time.Duration, sr *st
 		Interrupted:  rec.Interrupted,
 		Turn:         rec.Turn,
 	}
+	for _, d := range rec.Decisions {
+		sd := steprec.Decision{CallID: d.CallID, Tool: d.Tool, Approved: d.Approved, Reason: d.Reason}
+		for _, a := range d.Asked {
+			sd.Asked = append(sd.Asked, steprec.Asked{Question: a.Question, Answer: a.Answer})
+		}
+		out.Decisions = append(out.Decisions, sd)
+	}
 	for _, m := range rec.Sent {
 		out.Sent = append(out.Sent, m.Content)
 	}
@@ -247,9 +254,6 @@ func shown(out *session.StepRecord, rec *Step) {
 	}
 	for _, a := range rec.Awaiting {
 		out.Awaiting = append(out.Awaiting, steprec.Awaiting{CallID: a.CallID, Tool: a.Tool, Arguments: string(a.Arguments)})
-	}
-	for _, d := range rec.Decisions {
-		out.Decisions = append(out.Decisions, steprec.Decision{CallID: d.CallID, Tool: d.Tool, Approved: d.Approved, Reason: d.Reason})
 	}
 	if rec.State != nil {
 		out.State = make(map[string]string, len(rec.State))

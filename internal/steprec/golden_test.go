@@ -49,7 +49,7 @@ func goldenRun() *steprec.Run {
 			Awaiting: []steprec.Awaiting{{CallID: "c2", Tool: "pay", Arguments: `{"x":1}`}},
 			State:    map[string]string{"n": "5"},
 		},
-		{Step: 1, Decisions: []steprec.Decision{{CallID: "c2", Tool: "pay", Approved: true}, {CallID: "c3", Tool: "pay", Reason: "too\nmuch"}},
+		{Step: 1, Decisions: []steprec.Decision{{CallID: "c2", Tool: "pay", Approved: true}, {CallID: "c4", Tool: "book", Approved: true, Asked: []steprec.Asked{{Question: "How many: really?", Answer: json.RawMessage(`2`)}, {Question: "Where?", Answer: json.RawMessage(`"patio"`)}}}, {CallID: "c3", Tool: "pay", Reason: "too\nmuch"}},
 			Results: []steprec.Result{{CallID: "c2", Name: "pay", Arguments: `"not json"`, Content: "paid\n\nok"}},
 			Answer:  `{"sum":5}`,
 			State:   map[string]string{},

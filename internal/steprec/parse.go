@@ -236,20 +236,43 @@ func (p *parser) stepSection(s *section, lv *level, step *Step, kind string) err
 	prev := lv.prev()
 	switch {
 	case kind == "decisions":
-		for _, f := range fields(s.lines, "") {
-			l := f.label
-			if l == "" {
-				l = f.value
+		var rest []string // the lines of approved and denied calls, read by fields
+		flush := func() error {
+			for _, f := range fields(rest, "") {
+				l := f.label
+				if l == "" {
+					l = f.value
+				}
+				w := strings.Split(l, " ")
+				if len(w) != 3 || (w[2] != "approved" && w[2] != "denied") {
+					return p.errf(s, f.line, "want a decision \"call tool approved|denied|answered\", got %q", trunc(l, 60))
+				}
+				d := Decision{CallID: w[0], Tool: w[1], Approved: w[2] == "approved"}
+				if !d.Approved {
+					d.Reason = f.value
+				}
+				step.Decisions = append(step.Decisions, d)
 			}
-			w := strings.Split(l, " ")
-			if len(w) != 3 || (w[2] != "approved" && w[2] != "denied") {
-				return p.errf(s, f.line, "want a decision \"call tool approved|denied\", got %q", trunc(l, 60))
+			rest = rest[:0]
+			return nil
+		}
+		for i, l := range s.lines {
+			w := strings.SplitN(l, " ", 4)
+			if len(w) < 4 || w[2] != "answered" {
+				rest = append(rest, l)
+				continue
 			}
-			d := Decision{CallID: w[0], Tool: w[1], Approved: w[2] == "approved"}
-			if !d.Approved {
-				d.Reason = f.value
+			if err := flush(); err != nil {
+				return err
+			}
+			d := Decision{CallID: w[0], Tool: w[1], Approved: true}
+			if err := json.Unmarshal([]byte(w[3]), &d.Asked); err != nil || len(d.Asked) == 0 {
+				return p.errf(s, i, "want the questions and answers of an answered call as JSON, got %q", trunc(w[3], 60))
 			}
 			step.Decisions = append(step.Decisions, d)
+		}
+		if err := flush(); err != nil {
+			return err
 		}
 		if len(step.Decisions) == 0 {
 			return p.errf(s, -1, "no decisions")

@@ -22,6 +22,8 @@
 package steprec
 
 import (
+	"encoding/json"
+
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
 )
@@ -247,4 +249,14 @@ type Decision struct {
 	Approved bool   `json:"approved,omitempty"`
 	// Reason is, for a denied call, what the model got as its result.
 	Reason string `json:"reason,omitempty"`
+	// Asked are, for a call that asked the user (prompt.Ask), its
+	// questions and their answers, in order; the call was approved once
+	// they were answered.
+	Asked []Asked `json:"asked,omitempty"`
+}
+
+// Asked is a question a call asked the user, and the answer (JSON).
+type Asked struct {
+	Question string          `json:"question"`
+	Answer   json.RawMessage `json:"answer,omitempty"`
 }

@@ -154,6 +154,12 @@ func (w *writer) step(s, prev *Step) {
 		name += " decided" // the record that completes a paused step
 		w.section(name + "/decisions")
 		for _, d := range s.Decisions {
+			if len(d.Asked) > 0 && d.Approved {
+				// One line: the questions and answers as JSON.
+				qa, _ := json.Marshal(d.Asked)
+				fmt.Fprintf(&w.b, "%s %s answered %s\n", d.CallID, d.Tool, w.red(string(qa)))
+				continue
+			}
 			if d.Approved {
 				fmt.Fprintf(&w.b, "%s %s approved\n", d.CallID, d.Tool)
 				continue

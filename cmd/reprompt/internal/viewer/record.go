@@ -74,6 +74,13 @@ func (run *Run) applyRecord(s *Step, rec *steprec.Step) {
 		s.Label = "decided"
 	}
 	for _, d := range rec.Decisions {
+		if d.Approved && len(d.Asked) > 0 { // a call that asked the user: its questions and answers
+			for _, q := range d.Asked {
+				s.Asks = append(s.Asks, Ask{CallID: d.CallID, Tool: d.Tool, Question: q.Question, Decision: "answered", Answer: string(q.Answer)})
+				s.Notes = append(s.Notes, "answered: "+d.CallID+" "+d.Tool+" "+q.Question+" → "+string(q.Answer))
+			}
+			continue
+		}
 		n := "decided: " + d.CallID + " " + d.Tool + " approved"
 		if !d.Approved {
 			n = "decided: " + d.CallID + " " + d.Tool + " denied: " + d.Reason

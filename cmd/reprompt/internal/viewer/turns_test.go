@@ -113,5 +113,6 @@ func TestTurns(t *testing.T) {
 	assert.Empty(t, cmp.Diff(want, turnsOf(run)), "turns once answered (-want +got)")
 	text.Reset()
 	require.NoError(t, viewer.Text(&text, run, viewer.TextOptions{}))
-	assert.Contains(t, text.String(), "user: Order eggs.\nassistant: Ordered.\n    step 3 · called order {\"item\":\"eggs\"}")
+	// Once answered, the store's record keeps the question and the answer.
+	assert.Contains(t, text.String(), "user: Order eggs.\nassistant asks (call call_2 order): How many eggs?\nuser answers: 12\nassistant: Ordered.\n    step 3 (decided) · called order {\"item\":\"eggs\"}")
 }
