@@ -250,6 +250,13 @@
 //		fmt.Println(res.Text)
 //	}
 //
+// Run closes the runner at the end of each turn, as at the end of any run:
+// the effects' pending cleanups run then. Their dependency memory is kept,
+// so an effect whose dependencies did not change does not run again in the
+// next turn: what a Once effect opened and its cleanup closed is gone from
+// the second turn on. An effect that holds a resource for a turn depends on
+// the turn (effects.On(p.Turn().Number)).
+//
 // [Runner.Send] adds a message from any goroutine while the run goes on: it
 // joins the transcript at the start of the next step (Step.Sent lists it),
 // or starts the next turn when the run has finished. A message sent while
