@@ -62,7 +62,9 @@
 // and decides the retry, and the message shows the body's text. An error
 // event inside a stream that began with 200 takes the status its body names
 // (a "status" or "code" number, or an "error" that is a status text). A 404
-// whose body is not OpenAI's says to check that BaseURL ends in /v1.
+// whose body is not OpenAI's, from a BaseURL whose path names no API
+// version (/v1, /api/v1, /v1beta/openai), says to check that BaseURL ends
+// in /v1.
 // A failure reported inside a successful reply is an error too, and the
 // partial reply is dropped: a 200 body whose top level is {"error":…}, a
 // stream chunk with an "error" beside its choices (OpenRouter's mid-stream

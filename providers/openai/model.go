@@ -181,16 +181,34 @@ func (m *Model) withRetries(ctx context.Context, body []byte, attempt attemptFun
 
 // classify turns the failure of one attempt into an *llm.ModelError
 // without the API key, with a hint when a 404 that is not OpenAI's
-// suggests a wrong BaseURL.
+// suggests a wrong BaseURL: one whose path names no API version.
 func (m *Model) classify(ctx context.Context, err error, ex *wire.Exchange) *llm.ModelError {
 	me := classify(ctx, err)
-	if me.StatusCode == http.StatusNotFound && ex != nil && ex.Status == http.StatusNotFound {
+	if me.StatusCode == http.StatusNotFound && ex != nil && ex.Status == http.StatusNotFound && !namesVersion(m.cfg.BaseURL) {
 		if _, ok := errors.AsType[*sdk.RequestError](err); ok {
 			me.Message += fmt.Sprintf(" (POST %s/chat/completions was not found: BaseURL should be the API root, which ends in /v1 for most servers)",
 				strings.TrimRight(m.cfg.BaseURL, "/"))
 		}
 	}
 	return m.redact.scrub(me)
+}
+
+// namesVersion reports whether the path of baseURL has a segment that
+// names an API version: "v" and a digit, as in /v1, /openai/v1,
+// /v1beta/openai or /api/paas/v4. A server reached at such a path that
+// answers 404 is the right server saying something else (a model it does
+// not have), not a BaseURL missing its /v1.
+func namesVersion(baseURL string) bool {
+	u, err := url.Parse(baseURL)
+	if err != nil {
+		return false
+	}
+	for seg := range strings.SplitSeq(u.Path, "/") {
+		if len(seg) >= 2 && (seg[0] == 'v' || seg[0] == 'V') && seg[1] >= '0' && seg[1] <= '9' {
+			return true
+		}
+	}
+	return false
 }
 
 // backoff returns the delay before retry n+1: RetryBaseDelay·2ⁿ capped at
