@@ -59,9 +59,11 @@
 // Servers that are not OpenAI answer errors in other shapes: an "error"
 // that is a string ({"error":"Service Unavailable"}), an HTML page from a
 // proxy, an empty body. The HTTP status always reaches ModelError.StatusCode
-// and decides the retry, and the message shows the body's text. An error
-// event inside a stream that began with 200 takes the status its body names
-// (a "status" or "code" number, or an "error" that is a status text). A 404
+// and decides the retry, and the message shows the body's text: a JSON
+// string unquoted, an HTML page by its title (its text without tags when it
+// has none). An error event inside a stream that began with 200 takes the
+// status its body names (a "status" or "code" number, or an "error" that is
+// a status text). A 404
 // whose body is not OpenAI's, from a BaseURL whose path names no API
 // version (/v1, /api/v1, /v1beta/openai), says to check that BaseURL ends
 // in /v1.
