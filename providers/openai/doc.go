@@ -63,7 +63,8 @@
 // string unquoted, an HTML page by its title (its text without tags when it
 // has none). An error event inside a stream that began with 200 takes the
 // status its body names (a "status" or "code" number, or an "error" that is
-// a status text). A 404
+// a status text), or else the one OpenAI answers its code with (429 for
+// rate_limit_exceeded and insufficient_quota, 500 for server_error). A 404
 // whose body is not OpenAI's, from a BaseURL whose path names no API
 // version (/v1, /api/v1, /v1beta/openai), says to check that BaseURL ends
 // in /v1.

@@ -116,8 +116,14 @@ func classify(ctx context.Context, err error) *llm.ModelError {
 		if msg == "" {
 			msg = strings.TrimSpace(apiErr.Type + " " + code)
 		}
+		status := apiErr.HTTPStatusCode
+		if status == 0 {
+			// An error event inside a stream carries no status: the one
+			// OpenAI answers its code with (429 for rate_limit_exceeded).
+			status = wire.StatusOfCode(code, apiErr.Type)
+		}
 		e := &llm.ModelError{
-			StatusCode:     apiErr.HTTPStatusCode,
+			StatusCode:     status,
 			Message:        msg,
 			ContextTooLong: contextTooLong(code, apiErr.Type, apiErr.Message),
 			Err:            err,

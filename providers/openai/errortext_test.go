@@ -15,6 +15,41 @@ import (
 	"github.com/reprompt/reprompt/llm"
 )
 
+// TestStreamedErrorCodeStatus sends OpenAI-shaped error events inside a
+// 200 stream, which name a code but no status: the status is the one
+// OpenAI answers that code with, so that a caller branching on 429 sees
+// a rate limit whether it was streamed or not (issue 23 item 15).
+func TestStreamedErrorCodeStatus(t *testing.T) {
+	tests := []struct {
+		name      string
+		event     string
+		status    int
+		retryable bool
+	}{
+		{"rate limit", `{"error":{"message":"Rate limit reached for requests","type":"requests","code":"rate_limit_exceeded"}}`, 429, true},
+		{"rate limit without a message", `{"error":{"code":"rate_limit_exceeded"}}`, 429, true},
+		{"quota", `{"error":{"message":"You exceeded your current quota.","type":"insufficient_quota","code":"insufficient_quota"}}`, 429, false},
+		{"server error", `{"error":{"message":"The server had an error.","type":"server_error","code":null}}`, 500, true},
+		{"unknown code", `{"error":{"message":"no such model","type":"invalid_request_error","code":"model_not_found"}}`, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := newFakeServer(t, reply{events: []string{tt.event}})
+			m := New(srv.config("gpt-4.1", nil))
+			_, err := m.Stream(context.Background(), userRequest("q"), nil)
+			var me *llm.ModelError
+			require.ErrorAs(t, err, &me)
+			assert.Equal(t, tt.status, me.StatusCode, "StatusCode")
+			assert.Equal(t, tt.retryable, me.Retryable, "Retryable")
+			wantHits := 1
+			if tt.retryable {
+				wantHits = 1 + DefaultMaxRetries
+			}
+			assert.Equal(t, wantHits, srv.hits(), "attempts")
+		})
+	}
+}
+
 // TestErrorBodyText checks the message of failed responses whose body is
 // not OpenAI's shape: an HTML page gives its title (its text without tags
 // when it has none), not its markup cut at 1 KB; a JSON string is

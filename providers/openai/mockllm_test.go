@@ -43,7 +43,8 @@ import (
 //     it fail with a 500 TypeError (TestMockLLMStreamedToolCalls below shows
 //     it; TestStreamedToolCallsWithoutIDs and TestOpenAPIStream cover them);
 //   - it sends every streamed error as a 200 stream with one error event,
-//     so a streamed error keeps only the status its body names;
+//     so a streamed error keeps only the status its body names or its
+//     error code implies (429 for rate_limit_exceeded);
 //   - it always finishes a stream, so it cannot end one early
 //     (TestOpenAPIStreamCut).
 
@@ -307,26 +308,26 @@ func TestMockLLMErrors(t *testing.T) {
 		generate want
 		// stream: mock-llm sends every streamed error as a 200 stream
 		// with the body as its one event, so only the status the body
-		// names survives.
+		// names (or its error code implies) survives.
 		stream want
 	}{
 		{
 			name: "429 OpenAI-shaped rate limit", status: 429,
 			content:  openAIError("Rate limit reached for requests", "requests", "rate_limit_exceeded"),
 			generate: want{429, true, "Rate limit reached for requests", retries},
-			stream:   want{0, true, "Rate limit reached for requests", retries},
+			stream:   want{429, true, "Rate limit reached for requests", retries},
 		},
 		{
 			name: "429 OpenAI-shaped quota", status: 429,
 			content:  openAIError("You exceeded your current quota.", "insufficient_quota", "insufficient_quota"),
 			generate: want{429, false, "You exceeded your current quota.", 1},
-			stream:   want{0, false, "You exceeded your current quota.", 1},
+			stream:   want{429, false, "You exceeded your current quota.", 1},
 		},
 		{
 			name: "500 OpenAI-shaped", status: 500,
 			content:  openAIError("The server had an error while processing your request.", "server_error", ""),
 			generate: want{500, true, "The server had an error", retries},
-			stream:   want{0, true, "The server had an error", retries},
+			stream:   want{500, true, "The server had an error", retries},
 		},
 		{
 			name: "503 string error", status: 503,

@@ -10,6 +10,7 @@ import (
 	"html"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -440,8 +441,10 @@ func htmlText(b []byte) string {
 func collapse(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // StatusInBody returns the HTTP status an error body names, or 0: a
-// numeric "status" or "code", at the top level or inside "error", or an
-// "error" string that is a status text ("Service Unavailable").
+// numeric "status" or "code", at the top level or inside "error"; a
+// "code" or "type" inside "error" that OpenAI answers with a known status
+// (StatusOfCode); or an "error" that is a string naming a status
+// (StatusInText).
 func StatusInBody(b []byte) int {
 	var obj map[string]json.RawMessage
 	if json.Unmarshal(b, &obj) != nil {
@@ -461,15 +464,53 @@ func StatusInBody(b []byte) int {
 	}
 	var inner map[string]json.RawMessage
 	if json.Unmarshal(obj["error"], &inner) == nil {
-		return number(inner)
+		if n := number(inner); n != 0 {
+			return n
+		}
+		var code, typ string
+		_ = json.Unmarshal(inner["code"], &code)
+		_ = json.Unmarshal(inner["type"], &typ)
+		return StatusOfCode(code, typ)
 	}
-	var text string
-	if json.Unmarshal(obj["error"], &text) == nil {
-		text = strings.TrimSpace(text)
-		for code := 100; code <= 599; code++ {
-			if st := http.StatusText(code); st != "" && strings.EqualFold(st, text) {
-				return code
-			}
+	if text, ok := jsonString(obj["error"]); ok {
+		return StatusInText(text)
+	}
+	return 0
+}
+
+// StatusOfCode returns the HTTP status OpenAI answers an error code or
+// type with, for an error that names no status (an error event inside a
+// stream that began with 200): 429 for a rate limit or an exhausted quota,
+// 500 for a server error, 529 for Anthropic's overloaded_error; 0 for any
+// other.
+func StatusOfCode(code, typ string) int {
+	for _, s := range []string{code, typ} {
+		switch s {
+		case "rate_limit_exceeded", "rate_limit_error", "insufficient_quota":
+			return http.StatusTooManyRequests
+		case "server_error":
+			return http.StatusInternalServerError
+		case "overloaded_error":
+			return 529
+		}
+	}
+	return 0
+}
+
+// StatusInText returns the HTTP status a short error text names, or 0: a
+// status text ("Service Unavailable", in any case), or a text that begins
+// with a status code ("502 Bad Gateway", "524: A timeout occurred").
+func StatusInText(text string) int {
+	text = strings.TrimSpace(text)
+	if len(text) >= 3 {
+		if n, err := strconv.Atoi(text[:3]); err == nil && n >= 100 && n <= 599 &&
+			(len(text) == 3 || strings.ContainsRune(" :-", rune(text[3]))) {
+			return n
+		}
+	}
+	for code := 100; code <= 599; code++ {
+		if st := http.StatusText(code); st != "" && strings.EqualFold(st, text) {
+			return code
 		}
 	}
 	return 0
