@@ -64,10 +64,14 @@
 // has none). An error event inside a stream that began with 200 takes the
 // status its body names (a "status" or "code" number, or an "error" that is
 // a status text), or else the one OpenAI answers its code with (429 for
-// rate_limit_exceeded and insufficient_quota, 500 for server_error). A 404
-// whose body is not OpenAI's, from a BaseURL whose path names no API
-// version (/v1, /api/v1, /v1beta/openai), says to check that BaseURL ends
-// in /v1.
+// rate_limit_exceeded and insufficient_quota, 500 for server_error). A
+// stream event whose data is a bare JSON string (data: "Service
+// Unavailable", as @dwmkerr/mock-llm sends an error to a streaming client)
+// is an error event: its status is the one its text names ("Service
+// Unavailable", "502 Bad Gateway"), else 502 Bad Gateway, and it is
+// retried like any 5xx. A 404 whose body is not OpenAI's, from a BaseURL
+// whose path names no API version (/v1, /api/v1, /v1beta/openai), says to
+// check that BaseURL ends in /v1.
 // A failure reported inside a successful reply is an error too, and the
 // partial reply is dropped: a 200 body whose top level is {"error":…}, a
 // stream chunk with an "error" beside its choices (OpenRouter's mid-stream

@@ -83,8 +83,14 @@ func classify(ctx context.Context, err error) *llm.ModelError {
 		status := reqErr.HTTPStatusCode
 		if status < 400 {
 			// An error event inside a stream that began with 200: the
-			// status is whatever the event names.
+			// status is whatever the event names. An event that is a
+			// bare JSON string naming none is taken for a failure of the
+			// server or of a proxy before it, 502 Bad Gateway, and
+			// retried as one.
 			status = wire.StatusInBody(reqErr.Body)
+			if status == 0 && errors.Is(reqErr, wire.ErrStringEvent) {
+				status = http.StatusBadGateway
+			}
 		}
 		msg := wire.BodyText(reqErr.Body)
 		if msg == "" {

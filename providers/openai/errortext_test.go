@@ -8,12 +8,65 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/llm"
 )
+
+// TestStreamErrorEventBareString sends, inside a 200 stream, an event whose
+// data is a JSON string, as @dwmkerr/mock-llm does for an error scripted
+// with a string body: it used to fail as "a stream event is not a chunk",
+// status 0, not retried. It is an error event: its status is the one its
+// text names, or 502 when it names none, and it is retried like a 5xx
+// (issue 23 item 15).
+func TestStreamErrorEventBareString(t *testing.T) {
+	tests := []struct {
+		name    string
+		event   string
+		status  int
+		message string
+	}{
+		{"status text", `"Service Unavailable"`, 503, "Service Unavailable"},
+		{"status text, other case", `"service unavailable"`, 503, "service unavailable"},
+		{"code and text", `"429 Too Many Requests"`, 429, "429 Too Many Requests"},
+		{"HTML page", `"<html><head><title>502 Bad Gateway</title></head><body>nginx</body></html>"`, 502, "502 Bad Gateway"},
+		{"text naming no status", `"upstream exploded"`, 502, "upstream exploded"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := newFakeServer(t, reply{events: []string{tt.event}})
+			var sleeps []time.Duration
+			m := New(srv.config("gpt-4.1", &sleeps))
+			_, err := m.Stream(context.Background(), userRequest("q"), nil)
+			var me *llm.ModelError
+			require.ErrorAs(t, err, &me)
+			assert.NotContains(t, me.Message, "not a chunk")
+			assert.Equal(t, tt.status, me.StatusCode, "StatusCode")
+			assert.True(t, me.Retryable, "Retryable")
+			assert.Equal(t, tt.message, me.Message, "Message: the text, unquoted")
+			assert.Equal(t, 1+DefaultMaxRetries, srv.hits(), "attempts")
+		})
+	}
+}
+
+// TestStreamErrorEventBareStringAfterDeltas sends a JSON string event after
+// part of the reply was delivered: the error keeps its status, and the
+// call is not retried (the caller saw part of a reply).
+func TestStreamErrorEventBareStringAfterDeltas(t *testing.T) {
+	srv := newFakeServer(t, reply{events: []string{
+		`{"id":"x","choices":[{"index":0,"delta":{"content":"half"}}]}`,
+		`"Service Unavailable"`,
+	}})
+	m := New(srv.config("gpt-4.1", nil))
+	_, err := m.Stream(context.Background(), userRequest("q"), nil)
+	var me *llm.ModelError
+	require.ErrorAs(t, err, &me)
+	assert.Equal(t, 503, me.StatusCode, "StatusCode")
+	assert.Equal(t, 1, srv.hits(), "attempts: a delta was delivered")
+}
 
 // TestStreamedErrorCodeStatus sends OpenAI-shaped error events inside a
 // 200 stream, which name a code but no status: the status is the one

@@ -44,7 +44,8 @@ import (
 //     it; TestStreamedToolCallsWithoutIDs and TestOpenAPIStream cover them);
 //   - it sends every streamed error as a 200 stream with one error event,
 //     so a streamed error keeps only the status its body names or its
-//     error code implies (429 for rate_limit_exceeded);
+//     error code implies (429 for rate_limit_exceeded), or 502 for a bare
+//     string naming none;
 //   - it always finishes a stream, so it cannot end one early
 //     (TestOpenAPIStreamCut).
 
@@ -345,9 +346,10 @@ func TestMockLLMErrors(t *testing.T) {
 			name: "502 body that is a JSON string of HTML", status: 502,
 			content:  `"<html><body>502 Bad Gateway</body></html>"`,
 			generate: want{502, true, "502 Bad Gateway", retries},
-			// Streamed, the mock sends the string as a data event:
-			// nothing says it is an error, but it is not a chunk.
-			stream: want{0, false, "502 Bad Gateway", 1},
+			// Streamed, the mock sends the string as a data event: no
+			// chunk is a string, so it is an error event, whose text
+			// names its status.
+			stream: want{502, true, "502 Bad Gateway", retries},
 		},
 		{
 			name: "400 string error", status: 400,

@@ -443,9 +443,12 @@ func collapse(s string) string { return strings.Join(strings.Fields(s), " ") }
 // StatusInBody returns the HTTP status an error body names, or 0: a
 // numeric "status" or "code", at the top level or inside "error"; a
 // "code" or "type" inside "error" that OpenAI answers with a known status
-// (StatusOfCode); or an "error" that is a string naming a status
-// (StatusInText).
+// (StatusOfCode); or an "error", or the whole body, that is a string
+// naming a status (StatusInText).
 func StatusInBody(b []byte) int {
+	if _, ok := jsonString(b); ok {
+		return StatusInText(BodyText(b))
+	}
 	var obj map[string]json.RawMessage
 	if json.Unmarshal(b, &obj) != nil {
 		return 0
