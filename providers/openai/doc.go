@@ -91,7 +91,11 @@
 // replaced by Redacted, in the ModelError and in go-openai's errors it
 // wraps, so recordings (snapshots.Record) and golden files made from them
 // hold no key either. Config and *Model print and log (fmt, slog) with the
-// key redacted.
+// key redacted. A key echoed inside a successful reply (its text, its
+// reasoning, a tool call's arguments) stays in the reply, which the run
+// acts on, but *Model implements llm.Redactor, and the runtime redacts it
+// from every span and log record it writes (Config.TraceContent,
+// Config.Logger).
 //
 // # Requests on the wire
 //

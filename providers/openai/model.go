@@ -40,6 +40,7 @@ var (
 	_ llm.StreamingModel = (*Model)(nil)
 	_ llm.ModelNamer     = (*Model)(nil)
 	_ llm.ProviderNamer  = (*Model)(nil)
+	_ llm.Redactor       = (*Model)(nil)
 )
 
 // New returns a Model configured by cfg; zero fields of cfg take the
@@ -80,6 +81,13 @@ func (m *Model) ProviderName() string {
 	}
 	return ""
 }
+
+// Redact returns s with every occurrence of the API key replaced by
+// Redacted, and s itself when there is none (or no key). It implements
+// llm.Redactor: the runtime applies it to what it traces and logs, since a
+// server may echo the key inside a successful reply, which the adapter
+// returns unchanged.
+func (m *Model) Redact(s string) string { return m.redact.string(s) }
 
 // NativeOutput reports whether the model takes a typed answer as a strict
 // json_schema response_format: Config.NativeOutput if set, otherwise the
