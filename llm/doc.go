@@ -5,9 +5,10 @@
 //
 // A provider adapter (such as providers/openai) imports this package and
 // defs, never the runtime: it implements [Model], and [StreamingModel],
-// [NativeOutputModel], [ModelNamer] and [ProviderNamer] when it can. The
-// runtime (package runtime) consumes a Model; package snapshots scripts
-// one for tests. The package imports only the standard library and defs.
+// [NativeOutputModel], [ModelNamer], [ProviderNamer] and [Redactor] when it
+// can. The runtime (package runtime) consumes a Model; package snapshots
+// scripts one for tests. The package imports only the standard library and
+// defs.
 //
 // # Errors
 //

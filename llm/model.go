@@ -45,3 +45,22 @@ type ModelNamer interface {
 type ProviderNamer interface {
 	ProviderName() string
 }
+
+// Redactor is an optional interface of a Model that holds a secret a
+// server may echo back (an API key copied into a reply by a proxy, a
+// model that repeats its prompt). Redact returns s with every secret of
+// the model replaced by a placeholder, and s itself when it holds none.
+//
+// The runtime applies Redact to every text it records about a run, and
+// only there: the content of spans with Config.TraceContent (system
+// instructions, input and output messages, reasoning, tool arguments and
+// results, effect reasons), span statuses and exception events, and the
+// errors in log records. The reply the run uses, the transcript and the
+// session keep the model's text as it came: a model must not change its
+// reply to hide a secret, since the run acts on it.
+//
+// Redact must be safe for concurrent use and must not return text that
+// holds a secret of the model.
+type Redactor interface {
+	Redact(s string) string
+}

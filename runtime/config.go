@@ -126,7 +126,9 @@ type Config struct {
 	// TraceContent records message content in spans: system instructions,
 	// input and output messages, tool arguments and results, and the
 	// dependency values in effect reasons. The zero value records none, as
-	// the conventions advise: content may be sensitive.
+	// the conventions advise: content may be sensitive. A model that
+	// implements llm.Redactor has its secrets redacted from what is
+	// recorded.
 	TraceContent bool
 	// Logger, if set, receives structured records of the run: one per step,
 	// warnings for retries, recoveries and compactions, errors with their

@@ -349,8 +349,13 @@
 // records the error as an exception event and names its type in
 // error.type. Message content (system instructions, messages, tool
 // arguments and results, dependency values in effect reasons) is recorded
-// only with Config.TraceContent. The run's span ends when the run does: a
-// runner abandoned before its last step leaves it open.
+// only with Config.TraceContent. When the model implements llm.Redactor
+// (providers/openai does, with its API key), every text recorded in spans
+// and log records (content, span statuses, exception events, errors) goes
+// through it first, so a secret that a server echoes in a reply is not
+// exported; the run itself, its transcript and its session keep the text as
+// it came. The run's span ends when the run does: a runner abandoned
+// before its last step leaves it open.
 //
 // # Logging
 //

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"strconv"
 	"time"
 
@@ -50,6 +51,9 @@ const (
 	keyOutputMessages  = attribute.Key("gen_ai.output.messages")
 	keyErrorType       = attribute.Key("error.type")
 	keyHTTPStatus      = attribute.Key("http.response.status_code")
+
+	keyExceptionType    = attribute.Key("exception.type")
+	keyExceptionMessage = attribute.Key("exception.message")
 )
 
 // Attribute keys of reprompt's own, under "reprompt.".
@@ -198,6 +202,9 @@ func newObserver(r *Runner) observer {
 	if p, ok := r.model.(llm.ProviderNamer); ok {
 		o.provider = p.ProviderName()
 	}
+	if rd, ok := r.model.(llm.Redactor); ok {
+		o.redactor = rd
+	}
 	o.chatName = "chat"
 	if o.model != "" {
 		o.chatName += " " + o.model
@@ -224,6 +231,9 @@ type otelObserver struct {
 	content bool
 	stats   interface{ Stats() effects.RunStats } // the runner, for the run's totals
 	count   func([]defs.Message) int              // the runner's token count
+	// redactor, if not nil, is the model's (llm.Redactor): every text
+	// recorded goes through it (see text).
+	redactor llm.Redactor
 
 	agent, model, provider, conversation string
 	chatName                             string
@@ -350,14 +360,14 @@ func (o *otelObserver) traceStep(s *Step, err error) {
 			if len(e.Reason.Changes) > 0 {
 				attrs = append(attrs, keyEffectChanged.StringSlice(changedNames(e.Reason.Changes)))
 				if o.content {
-					attrs = append(attrs, keyEffectDetail.String(e.Reason.String()))
+					attrs = append(attrs, keyEffectDetail.String(o.text(e.Reason.String())))
 				}
 			}
 			sp.AddEvent(eventEffect, trace.WithAttributes(attrs...))
 		}
 	}
 	if err != nil {
-		recordError(sp, err)
+		o.recordError(sp, err)
 	}
 }
 
@@ -373,7 +383,7 @@ func (o *otelObserver) endRun(ctx context.Context, err error) {
 				keyCacheReadTokens.Int(st.CachedTokens),
 			)
 			if err != nil {
-				recordError(o.run, err)
+				o.recordError(o.run, err)
 			}
 		}
 		o.run.End()
@@ -455,7 +465,7 @@ func (o *otelObserver) logStep(ctx context.Context, s *Step, err error, d time.D
 	}
 	if err != nil {
 		o.log.LogAttrs(ctx, slog.LevelError, "step failed",
-			append(o.logAttrs(nil), slog.Int("step", o.stepN), slog.String("error", err.Error()), slog.String("error_type", errorType(err)))...)
+			append(o.logAttrs(nil), slog.Int("step", o.stepN), slog.String("error", o.text(err.Error())), slog.String("error_type", errorType(err)))...)
 	}
 }
 
@@ -524,9 +534,9 @@ func (o *otelObserver) modelCalled(ctx context.Context, req *llm.Request) (conte
 	}
 	if o.content {
 		if req.System != "" {
-			sp.SetAttributes(keySystem.String(jsonString([]part{{Type: "text", Content: req.System}})))
+			sp.SetAttributes(keySystem.String(jsonString([]part{{Type: "text", Content: o.text(req.System)}})))
 		}
-		sp.SetAttributes(keyInputMessages.String(jsonString(contentMessages(req.Messages, ""))))
+		sp.SetAttributes(keyInputMessages.String(jsonString(o.contentMessages(req.Messages, ""))))
 	}
 	return ctx, callSpan{sp}
 }
@@ -539,7 +549,7 @@ func (o *otelObserver) modelReplied(cs callSpan, reply *llm.Reply, err error) {
 	}
 	if sp.IsRecording() {
 		if err != nil {
-			recordError(sp, err)
+			o.recordError(sp, err)
 		} else {
 			u := reply.Usage
 			sp.SetAttributes(
@@ -554,12 +564,12 @@ func (o *otelObserver) modelReplied(cs callSpan, reply *llm.Reply, err error) {
 				sp.SetAttributes(keyFinishReasons.StringSlice([]string{string(reply.FinishReason)}))
 			}
 			if reply.ID != "" {
-				sp.SetAttributes(keyResponseID.String(reply.ID))
+				sp.SetAttributes(keyResponseID.String(o.text(reply.ID)))
 			}
 			if o.content {
 				msg := reply.Message
 				msg.Role = defs.RoleAssistant
-				sp.SetAttributes(keyOutputMessages.String(jsonString(contentMessages([]defs.Message{msg}, string(reply.FinishReason)))))
+				sp.SetAttributes(keyOutputMessages.String(jsonString(o.contentMessages([]defs.Message{msg}, string(reply.FinishReason)))))
 			}
 		}
 	}
@@ -575,7 +585,7 @@ func (o *otelObserver) retrying(ctx context.Context, attempt int, err error, d t
 	if o.log != nil {
 		o.log.LogAttrs(ctx, slog.LevelWarn, "model call failed: retrying", append(o.logAttrs(nil),
 			slog.Int("step", o.stepN), slog.Int("attempt", attempt+1), slog.Duration("backoff", d),
-			slog.String("error", err.Error()), slog.String("error_type", errorType(err)))...)
+			slog.String("error", o.text(err.Error())), slog.String("error_type", errorType(err)))...)
 	}
 }
 
@@ -606,7 +616,7 @@ func (o *otelObserver) toolStarted(ctx context.Context, c defs.ToolCall) (contex
 		keyStep.Int(o.stepN),
 	)
 	if o.content {
-		sp.SetAttributes(keyToolArguments.String(string(c.Arguments)))
+		sp.SetAttributes(keyToolArguments.String(o.text(string(c.Arguments))))
 	}
 	ts := &toolSpan{sp: sp}
 	return context.WithValue(ctx, toolSpanKey{}, ts), ts
@@ -619,7 +629,7 @@ func (o *otelObserver) toolFailed(ctx context.Context, err error) {
 		return
 	}
 	if ts, ok := ctx.Value(toolSpanKey{}).(*toolSpan); ok {
-		ts.sp.RecordError(err)
+		o.recordException(ts.sp, err)
 		ts.errType = errorType(err)
 	}
 }
@@ -630,7 +640,7 @@ func (o *otelObserver) toolEnded(ts *toolSpan, res defs.ToolResult) {
 		return
 	}
 	if o.content {
-		ts.sp.SetAttributes(keyToolResult.String(res.Content))
+		ts.sp.SetAttributes(keyToolResult.String(o.text(res.Content)))
 	}
 	if res.IsError {
 		typ := ts.errType
@@ -638,16 +648,51 @@ func (o *otelObserver) toolEnded(ts *toolSpan, res defs.ToolResult) {
 			typ = "tool_error" // refused or invalid before the tool ran
 		}
 		ts.sp.SetAttributes(keyErrorType.String(typ))
-		ts.sp.SetStatus(codes.Error, res.Content)
+		ts.sp.SetStatus(codes.Error, o.text(res.Content))
 	}
 	ts.sp.End()
 }
 
-// recordError sets the span's status to Error and records err, its type
-// in error.type.
-func recordError(sp trace.Span, err error) {
-	sp.RecordError(err)
-	sp.SetStatus(codes.Error, err.Error())
+// text returns s as the observer records it: without the model's secrets
+// when the model is an llm.Redactor.
+func (o *otelObserver) text(s string) string {
+	if o.redactor == nil || s == "" {
+		return s
+	}
+	return o.redactor.Redact(s)
+}
+
+// recordException records err as the span's exception event, as
+// trace.Span.RecordError does, with its message redacted (see text).
+func (o *otelObserver) recordException(sp trace.Span, err error) string {
+	msg := err.Error()
+	red := o.text(msg)
+	if red == msg {
+		sp.RecordError(err)
+		return msg
+	}
+	sp.AddEvent("exception", trace.WithAttributes(
+		keyExceptionType.String(exceptionType(err)),
+		keyExceptionMessage.String(red),
+	))
+	return red
+}
+
+// exceptionType names err's type as trace.Span.RecordError does in
+// exception.type.
+func exceptionType(err error) string {
+	t := reflect.TypeOf(err)
+	if t.PkgPath() == "" && t.Name() == "" {
+		return t.String()
+	}
+	return t.PkgPath() + "." + t.Name()
+}
+
+// recordError sets the span's status to Error and records err (redacted,
+// see text), its type in error.type.
+func (o *otelObserver) recordError(sp trace.Span, err error) {
+	msg := o.recordException(sp, err)
+	sp.SetStatus(codes.Error, msg)
 	sp.SetAttributes(keyErrorType.String(errorType(err)))
 	var me *llm.ModelError
 	if errors.As(err, &me) && me.StatusCode != 0 {
@@ -758,25 +803,30 @@ type part struct {
 	Response  string          `json:"response,omitempty"`
 }
 
-func contentMessages(msgs []defs.Message, finish string) []contentMessage {
+// contentMessages returns msgs in the shape of gen_ai.input.messages, each
+// text redacted (see text).
+func (o *otelObserver) contentMessages(msgs []defs.Message, finish string) []contentMessage {
 	out := make([]contentMessage, 0, len(msgs))
 	for _, m := range msgs {
 		cm := contentMessage{Role: string(m.Role), Parts: []part{}, FinishReason: finish}
 		if m.Reasoning != "" {
-			cm.Parts = append(cm.Parts, part{Type: "reasoning", Content: m.Reasoning})
+			cm.Parts = append(cm.Parts, part{Type: "reasoning", Content: o.text(m.Reasoning)})
 		}
 		switch {
 		case m.Role == defs.RoleTool:
-			cm.Parts = append(cm.Parts, part{Type: "tool_call_response", ID: m.ToolCallID, Response: m.Content})
+			cm.Parts = append(cm.Parts, part{Type: "tool_call_response", ID: o.text(m.ToolCallID), Response: o.text(m.Content)})
 		case m.Content != "":
-			cm.Parts = append(cm.Parts, part{Type: "text", Content: m.Content})
+			cm.Parts = append(cm.Parts, part{Type: "text", Content: o.text(m.Content)})
 		}
 		for _, c := range m.ToolCalls {
 			args := c.Arguments
+			if o.redactor != nil {
+				args = json.RawMessage(o.text(string(args)))
+			}
 			if !json.Valid(args) {
 				args = nil
 			}
-			cm.Parts = append(cm.Parts, part{Type: "tool_call", ID: c.ID, Name: c.Name, Arguments: args})
+			cm.Parts = append(cm.Parts, part{Type: "tool_call", ID: o.text(c.ID), Name: o.text(c.Name), Arguments: args})
 		}
 		out = append(out, cm)
 	}

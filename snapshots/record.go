@@ -87,6 +87,16 @@ func (r *Recorder) NativeOutput() bool {
 	return ok && m.NativeOutput()
 }
 
+// Redact implements llm.Redactor as the wrapped model does (s unchanged
+// when it does not), so that a recorded run's traces and logs hide the
+// same secrets as they would without the Recorder.
+func (r *Recorder) Redact(s string) string {
+	if m, ok := r.model.(llm.Redactor); ok {
+		return m.Redact(s)
+	}
+	return s
+}
+
 // Generate passes req to the wrapped model and records its reply or error.
 func (r *Recorder) Generate(ctx context.Context, req *llm.Request) (*llm.Reply, error) {
 	reply, err := r.model.Generate(ctx, req)

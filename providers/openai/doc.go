@@ -59,10 +59,19 @@
 // Servers that are not OpenAI answer errors in other shapes: an "error"
 // that is a string ({"error":"Service Unavailable"}), an HTML page from a
 // proxy, an empty body. The HTTP status always reaches ModelError.StatusCode
-// and decides the retry, and the message shows the body's text. An error
-// event inside a stream that began with 200 takes the status its body names
-// (a "status" or "code" number, or an "error" that is a status text). A 404
-// whose body is not OpenAI's says to check that BaseURL ends in /v1.
+// and decides the retry, and the message shows the body's text: a JSON
+// string unquoted, an HTML page by its title (its text without tags when it
+// has none). An error event inside a stream that began with 200 takes the
+// status its body names (a "status" or "code" number, or an "error" that is
+// a status text), or else the one OpenAI answers its code with (429 for
+// rate_limit_exceeded and insufficient_quota, 500 for server_error). A
+// stream event whose data is a bare JSON string (data: "Service
+// Unavailable", as @dwmkerr/mock-llm sends an error to a streaming client)
+// is an error event: its status is the one its text names ("Service
+// Unavailable", "502 Bad Gateway"), else 502 Bad Gateway, and it is
+// retried like any 5xx. A 404 whose body is not OpenAI's, from a BaseURL
+// whose path names no API version (/v1, /api/v1, /v1beta/openai), says to
+// check that BaseURL ends in /v1.
 // A failure reported inside a successful reply is an error too, and the
 // partial reply is dropped: a 200 body whose top level is {"error":…}, a
 // stream chunk with an "error" beside its choices (OpenRouter's mid-stream
@@ -82,7 +91,11 @@
 // replaced by Redacted, in the ModelError and in go-openai's errors it
 // wraps, so recordings (snapshots.Record) and golden files made from them
 // hold no key either. Config and *Model print and log (fmt, slog) with the
-// key redacted.
+// key redacted. A key echoed inside a successful reply (its text, its
+// reasoning, a tool call's arguments) stays in the reply, which the run
+// acts on, but *Model implements llm.Redactor, and the runtime redacts it
+// from every span and log record it writes (Config.TraceContent,
+// Config.Logger).
 //
 // # Requests on the wire
 //

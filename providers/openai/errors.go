@@ -83,8 +83,14 @@ func classify(ctx context.Context, err error) *llm.ModelError {
 		status := reqErr.HTTPStatusCode
 		if status < 400 {
 			// An error event inside a stream that began with 200: the
-			// status is whatever the event names.
+			// status is whatever the event names. An event that is a
+			// bare JSON string naming none is taken for a failure of the
+			// server or of a proxy before it, 502 Bad Gateway, and
+			// retried as one.
 			status = wire.StatusInBody(reqErr.Body)
+			if status == 0 && errors.Is(reqErr, wire.ErrStringEvent) {
+				status = http.StatusBadGateway
+			}
 		}
 		msg := wire.BodyText(reqErr.Body)
 		if msg == "" {
@@ -116,8 +122,14 @@ func classify(ctx context.Context, err error) *llm.ModelError {
 		if msg == "" {
 			msg = strings.TrimSpace(apiErr.Type + " " + code)
 		}
+		status := apiErr.HTTPStatusCode
+		if status == 0 {
+			// An error event inside a stream carries no status: the one
+			// OpenAI answers its code with (429 for rate_limit_exceeded).
+			status = wire.StatusOfCode(code, apiErr.Type)
+		}
 		e := &llm.ModelError{
-			StatusCode:     apiErr.HTTPStatusCode,
+			StatusCode:     status,
 			Message:        msg,
 			ContextTooLong: contextTooLong(code, apiErr.Type, apiErr.Message),
 			Err:            err,

@@ -73,7 +73,7 @@ func TestOpenAPIErrors(t *testing.T) {
 		{
 			name:     "502 HTML from a proxy",
 			reply:    reply{status: 502, header: map[string]string{"Content-Type": "text/html"}, body: "<html>Bad Gateway</html>"},
-			want:     llm.ModelError{StatusCode: 502, Retryable: true, Message: "<html>Bad Gateway</html>"},
+			want:     llm.ModelError{StatusCode: 502, Retryable: true, Message: "Bad Gateway"},
 			wantHits: 3, sdkErr: "request",
 		},
 	}

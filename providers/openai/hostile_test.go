@@ -64,7 +64,7 @@ func TestSecretNeverInErrors(t *testing.T) {
 		keep  string // text of the body that must survive
 	}{
 		{"401 OpenAI-shaped", reply{status: 401, body: errorBody("Incorrect API key provided: "+secretKey+". Header was "+echo+".", "invalid_request_error", "invalid_api_key")}, "Incorrect API key provided"},
-		{"500 HTML from a proxy", reply{status: 500, header: map[string]string{"Content-Type": "text/html"}, body: "<html><pre>Authorization: " + echo + "\nAuthorization: " + echo + "</pre></html>"}, "<html><pre>Authorization: "},
+		{"500 HTML from a proxy", reply{status: 500, header: map[string]string{"Content-Type": "text/html"}, body: "<html><pre>Authorization: " + echo + "\nAuthorization: " + echo + "</pre></html>"}, "Authorization: Bearer [redacted]"},
 		{"400 string error", reply{status: 400, body: `{"error":"bad header ` + echo + `"}`}, "bad header"},
 		{"stream error event, OpenAI-shaped", reply{events: []string{errorBody("denied for "+secretKey, "invalid_request_error", "")}}, "denied for"},
 		{"stream error event, string", reply{events: []string{`{"error":"denied for ` + secretKey + `"}`}}, "denied for"},

@@ -44,7 +44,7 @@ import (
 //     it; TestStreamedToolCallsWithoutIDs and TestOpenAPIStream cover them);
 //   - it sends every streamed error as a 200 stream with one error event,
 //     so a streamed error keeps only the status its body names or its
-//     error code implies (429 for rate_limit_exceeded), 502 for a bare
+//     error code implies (429 for rate_limit_exceeded), or 502 for a bare
 //     string naming none;
 //   - it always finishes a stream, so it cannot end one early
 //     (TestOpenAPIStreamCut).

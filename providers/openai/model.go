@@ -40,6 +40,7 @@ var (
 	_ llm.StreamingModel = (*Model)(nil)
 	_ llm.ModelNamer     = (*Model)(nil)
 	_ llm.ProviderNamer  = (*Model)(nil)
+	_ llm.Redactor       = (*Model)(nil)
 )
 
 // New returns a Model configured by cfg; zero fields of cfg take the
@@ -80,6 +81,13 @@ func (m *Model) ProviderName() string {
 	}
 	return ""
 }
+
+// Redact returns s with every occurrence of the API key replaced by
+// Redacted, and s itself when there is none (or no key). It implements
+// llm.Redactor: the runtime applies it to what it traces and logs, since a
+// server may echo the key inside a successful reply, which the adapter
+// returns unchanged.
+func (m *Model) Redact(s string) string { return m.redact.string(s) }
 
 // NativeOutput reports whether the model takes a typed answer as a strict
 // json_schema response_format: Config.NativeOutput if set, otherwise the
@@ -181,16 +189,34 @@ func (m *Model) withRetries(ctx context.Context, body []byte, attempt attemptFun
 
 // classify turns the failure of one attempt into an *llm.ModelError
 // without the API key, with a hint when a 404 that is not OpenAI's
-// suggests a wrong BaseURL.
+// suggests a wrong BaseURL: one whose path names no API version.
 func (m *Model) classify(ctx context.Context, err error, ex *wire.Exchange) *llm.ModelError {
 	me := classify(ctx, err)
-	if me.StatusCode == http.StatusNotFound && ex != nil && ex.Status == http.StatusNotFound {
+	if me.StatusCode == http.StatusNotFound && ex != nil && ex.Status == http.StatusNotFound && !namesVersion(m.cfg.BaseURL) {
 		if _, ok := errors.AsType[*sdk.RequestError](err); ok {
 			me.Message += fmt.Sprintf(" (POST %s/chat/completions was not found: BaseURL should be the API root, which ends in /v1 for most servers)",
 				strings.TrimRight(m.cfg.BaseURL, "/"))
 		}
 	}
 	return m.redact.scrub(me)
+}
+
+// namesVersion reports whether the path of baseURL has a segment that
+// names an API version: "v" and a digit, as in /v1, /openai/v1,
+// /v1beta/openai or /api/paas/v4. A server reached at such a path that
+// answers 404 is the right server saying something else (a model it does
+// not have), not a BaseURL missing its /v1.
+func namesVersion(baseURL string) bool {
+	u, err := url.Parse(baseURL)
+	if err != nil {
+		return false
+	}
+	for seg := range strings.SplitSeq(u.Path, "/") {
+		if len(seg) >= 2 && (seg[0] == 'v' || seg[0] == 'V') && seg[1] >= '0' && seg[1] <= '9' {
+			return true
+		}
+	}
+	return false
 }
 
 // backoff returns the delay before retry n+1: RetryBaseDelay·2ⁿ capped at

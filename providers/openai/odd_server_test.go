@@ -87,7 +87,7 @@ func TestErrorInsideSuccessfulReply(t *testing.T) {
 			body: sseData(half,
 				`{"id":"x","object":"chat.completion.chunk","provider":"openai","error":{"code":"server_error","message":"Provider disconnected unexpectedly"},"choices":[{"index":0,"delta":{"content":""},"finish_reason":"error"}]}`,
 				"[DONE]"),
-			retryable: true, message: "Provider disconnected unexpectedly",
+			retryable: true, status: 500, message: "Provider disconnected unexpectedly",
 		},
 		{
 			name: "error chunk with a numeric code", stream: true, ct: "text/event-stream",

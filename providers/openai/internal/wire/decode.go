@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -336,10 +338,20 @@ func undecodable(ex *Exchange, err error) error {
 // maxMessage bounds the body text a ModelError's message shows.
 const maxMessage = 1000
 
-// BodyText is the text of an error body as a message shows it: trimmed,
+// BodyText is the text of an error body as a message shows it: trimmed; a
+// JSON string unquoted; an HTML page (a proxy's, a load balancer's)
+// reduced to its title, or to its text without tags when it has none;
 // and cut at maxMessage bytes on a character boundary.
 func BodyText(b []byte) string {
 	b = bytes.TrimSpace(b)
+	if s, ok := jsonString(b); ok {
+		b = []byte(strings.TrimSpace(s))
+	}
+	if isHTML(b) {
+		if t := htmlText(b); t != "" {
+			b = []byte(t)
+		}
+	}
 	if len(b) <= maxMessage {
 		return string(b)
 	}
@@ -350,10 +362,93 @@ func BodyText(b []byte) string {
 	return string(b[:cut]) + "…"
 }
 
+// jsonString returns the text of b when b is a JSON string.
+func jsonString(b []byte) (string, bool) {
+	b = bytes.TrimSpace(b)
+	if len(b) < 2 || b[0] != '"' {
+		return "", false
+	}
+	var s string
+	if json.Unmarshal(b, &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// isHTML reports whether b looks like an HTML page or fragment: it begins
+// with a tag and names one a page has.
+func isHTML(b []byte) bool {
+	if len(b) == 0 || b[0] != '<' {
+		return false
+	}
+	head := bytes.ToLower(b[:min(len(b), 4096)])
+	for _, tag := range []string{"<!doctype html", "<html", "<head", "<title", "<body"} {
+		if bytes.Contains(head, []byte(tag)) {
+			return true
+		}
+	}
+	return false
+}
+
+// htmlText returns the title of an HTML page, or, when it has none, its
+// text without tags, scripts and styles; entities decoded and white space
+// collapsed.
+func htmlText(b []byte) string {
+	lower := bytes.ToLower(b)
+	if i := bytes.Index(lower, []byte("<title")); i >= 0 {
+		if j := bytes.IndexByte(lower[i:], '>'); j >= 0 {
+			start := i + j + 1
+			if k := bytes.Index(lower[start:], []byte("</title")); k >= 0 {
+				if t := collapse(html.UnescapeString(string(b[start : start+k]))); t != "" {
+					return t
+				}
+			}
+		}
+	}
+	var out strings.Builder
+	for i := 0; i < len(b); {
+		if b[i] != '<' {
+			j := bytes.IndexByte(b[i:], '<')
+			if j < 0 {
+				j = len(b) - i
+			}
+			out.Write(b[i : i+j])
+			i += j
+			continue
+		}
+		// Skip the tag, and the content of a script or style element.
+		end := bytes.IndexByte(b[i:], '>')
+		if end < 0 {
+			break
+		}
+		tag := lower[i : i+end]
+		i += end + 1
+		for _, el := range []string{"script", "style"} {
+			if bytes.HasPrefix(tag, []byte("<"+el)) {
+				if k := bytes.Index(lower[i:], []byte("</"+el)); k >= 0 {
+					i += k
+				} else {
+					i = len(b)
+				}
+			}
+		}
+		out.WriteByte(' ')
+	}
+	return collapse(html.UnescapeString(out.String()))
+}
+
+// collapse trims s and turns each run of white space into one space.
+func collapse(s string) string { return strings.Join(strings.Fields(s), " ") }
+
 // StatusInBody returns the HTTP status an error body names, or 0: a
-// numeric "status" or "code", at the top level or inside "error", or an
-// "error" string that is a status text ("Service Unavailable").
+// numeric "status" or "code", at the top level or inside "error"; a
+// "code" or "type" inside "error" that OpenAI answers with a known status
+// (StatusOfCode); or an "error", or the whole body, that is a string
+// naming a status (StatusInText).
 func StatusInBody(b []byte) int {
+	if _, ok := jsonString(b); ok {
+		return StatusInText(BodyText(b))
+	}
 	var obj map[string]json.RawMessage
 	if json.Unmarshal(b, &obj) != nil {
 		return 0
@@ -372,15 +467,53 @@ func StatusInBody(b []byte) int {
 	}
 	var inner map[string]json.RawMessage
 	if json.Unmarshal(obj["error"], &inner) == nil {
-		return number(inner)
+		if n := number(inner); n != 0 {
+			return n
+		}
+		var code, typ string
+		_ = json.Unmarshal(inner["code"], &code)
+		_ = json.Unmarshal(inner["type"], &typ)
+		return StatusOfCode(code, typ)
 	}
-	var text string
-	if json.Unmarshal(obj["error"], &text) == nil {
-		text = strings.TrimSpace(text)
-		for code := 100; code <= 599; code++ {
-			if st := http.StatusText(code); st != "" && strings.EqualFold(st, text) {
-				return code
-			}
+	if text, ok := jsonString(obj["error"]); ok {
+		return StatusInText(text)
+	}
+	return 0
+}
+
+// StatusOfCode returns the HTTP status OpenAI answers an error code or
+// type with, for an error that names no status (an error event inside a
+// stream that began with 200): 429 for a rate limit or an exhausted quota,
+// 500 for a server error, 529 for Anthropic's overloaded_error; 0 for any
+// other.
+func StatusOfCode(code, typ string) int {
+	for _, s := range []string{code, typ} {
+		switch s {
+		case "rate_limit_exceeded", "rate_limit_error", "insufficient_quota":
+			return http.StatusTooManyRequests
+		case "server_error":
+			return http.StatusInternalServerError
+		case "overloaded_error":
+			return 529
+		}
+	}
+	return 0
+}
+
+// StatusInText returns the HTTP status a short error text names, or 0: a
+// status text ("Service Unavailable", in any case), or a text that begins
+// with a status code ("502 Bad Gateway", "524: A timeout occurred").
+func StatusInText(text string) int {
+	text = strings.TrimSpace(text)
+	if len(text) >= 3 {
+		if n, err := strconv.Atoi(text[:3]); err == nil && n >= 100 && n <= 599 &&
+			(len(text) == 3 || strings.ContainsRune(" :-", rune(text[3]))) {
+			return n
+		}
+	}
+	for code := 100; code <= 599; code++ {
+		if st := http.StatusText(code); st != "" && strings.EqualFold(st, text) {
+			return code
 		}
 	}
 	return 0

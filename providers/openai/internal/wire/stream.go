@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -80,6 +81,9 @@ func Stream(ctx context.Context, client *sdk.Client, model string, ex *Exchange,
 		if err := replyError(raw, ex.Status); err != nil {
 			return nil, delivered, err
 		}
+		if _, ok := jsonString(raw); ok {
+			return nil, delivered, stringEventError(ex, raw)
+		}
 		var chunk sdk.ChatCompletionStreamResponse
 		if err := json.Unmarshal(raw, &chunk); err != nil {
 			chunk = sdk.ChatCompletionStreamResponse{}
@@ -131,6 +135,29 @@ func streamEventError(ex *Exchange) error {
 		HTTPStatusCode: status,
 		Err:            errors.New("openai: the stream sent an error event that is not in OpenAI's shape"),
 		Body:           payload,
+	}
+}
+
+// ErrStringEvent is the error of a *openai.RequestError made of a stream
+// event whose data is a JSON string (data: "Service Unavailable"): no
+// chunk is a string, and @dwmkerr/mock-llm sends every error scripted for
+// a streaming client so, inside a stream that began with 200.
+var ErrStringEvent = errors.New("openai: the stream sent an event that is a JSON string, not a chunk: taken for an error")
+
+// stringEventError is the error for a stream event whose data is a JSON
+// string, as a *openai.RequestError with the response's status (2xx)
+// carrying the event, so that openai's classify reads its text and the
+// status it names.
+func stringEventError(ex *Exchange, raw []byte) error {
+	status := http.StatusOK
+	if ex != nil && ex.Status != 0 {
+		status = ex.Status
+	}
+	return &sdk.RequestError{
+		HTTPStatus:     fmt.Sprintf("%d %s", status, http.StatusText(status)),
+		HTTPStatusCode: status,
+		Err:            ErrStringEvent,
+		Body:           bytes.Clone(raw),
 	}
 }
 
