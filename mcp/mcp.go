@@ -19,6 +19,9 @@
 // run and close it after. A connection that fails is opened again at the
 // next use, a bounded number of times. The server's tools are listed once
 // and listed again at the step after the server says they changed.
+// Connecting, listing and reading end with the context of the execution
+// that asked (prompt.Prompt.Context), so a run's deadline or cancellation
+// is not outlasted by a server that does not answer.
 //
 // Each MCP tool becomes a tool with the server's JSON Schema, and arguments
 // are validated against it before the call is sent (see
@@ -156,7 +159,9 @@ type Server struct {
 	life    context.Context
 	endLife context.CancelCauseFunc
 
-	mu     sync.Mutex
+	// mu guards cs, closed and tools, and is held while connecting and
+	// listing: a use waiting for it gives up when its context ends.
+	mu     ctxMutex
 	cs     *sdk.ClientSession
 	closed bool
 	tools  []listedTool // listed tools; nil: list them at the next use
@@ -198,7 +203,47 @@ func New(t Transport, opts Options) *Server {
 		name = t.name
 	}
 	life, end := context.WithCancelCause(context.Background())
-	return &Server{t: t, opts: opts, name: name, life: life, endLife: end, resources: map[string]resource{}}
+	return &Server{t: t, opts: opts, name: name, life: life, endLife: end, mu: make(ctxMutex, 1), resources: map[string]resource{}}
+}
+
+// ctxMutex is a mutex whose lockCtx gives up when a context ends: a use of
+// the Server waits for a connect or a listing under way no longer than its
+// caller lets it.
+type ctxMutex chan struct{}
+
+func (m ctxMutex) Lock()   { m <- struct{}{} }
+func (m ctxMutex) Unlock() { <-m }
+
+// lockCtx locks m, or returns the cause of ctx if it ends first.
+func (m ctxMutex) lockCtx(ctx context.Context) error {
+	select {
+	case m <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// useContext returns a context that ends with ctx, or with ErrClosed as
+// its cause when the Server is closed.
+func (s *Server) useContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(s.life, func() { cancel(ErrClosed) })
+	return ctx, func() {
+		stop()
+		cancel(nil)
+	}
+}
+
+// ended is the error of a use whose context ended before it did:
+// ErrClosed after Close, otherwise the context's cause (the run was
+// cancelled, or its deadline passed) with what was under way.
+func (s *Server) ended(ctx context.Context, doing string) error {
+	cause := context.Cause(ctx)
+	if s.life.Err() != nil || errors.Is(cause, ErrClosed) {
+		return ErrClosed
+	}
+	return fmt.Errorf("mcp: server %s: %s: %w", s.name, doing, cause)
 }
 
 // Close closes the connection (a command's process is asked to exit).
@@ -247,7 +292,7 @@ func (s *Server) session(ctx context.Context) (*sdk.ClientSession, error) {
 		if try > 1 {
 			select {
 			case <-ctx.Done():
-				return nil, &ConnectError{Server: s.name, Tries: try - 1, Err: errors.Join(last, ctx.Err())}
+				return nil, s.ended(ctx, "connecting")
 			case <-time.After(time.Duration(try-1) * 100 * time.Millisecond):
 			}
 		}
@@ -262,10 +307,15 @@ func (s *Server) session(ctx context.Context) (*sdk.ClientSession, error) {
 		})
 		cctx, cancel := context.WithTimeout(ctx, s.opts.ConnectTimeout)
 		cs, err := client.Connect(cctx, s.t.connect(), nil)
-		if err != nil && cctx.Err() != nil && ctx.Err() == nil {
+		timedOut := cctx.Err() != nil
+		cancel()
+		if err != nil && ctx.Err() != nil {
+			// The caller gave up, or the Server was closed: no more attempts.
+			return nil, s.ended(ctx, "connecting")
+		}
+		if err != nil && timedOut {
 			err = fmt.Errorf("no answer to the handshake within %s: %w", s.opts.ConnectTimeout, err)
 		}
-		cancel()
 		if err == nil {
 			s.cs = cs
 			s.tools = nil // list again: the server may have changed
@@ -392,13 +442,16 @@ func toolName(prefix, name string) string {
 // as any declaration.
 //
 // It returns a *ConnectError when the server cannot be reached; the prompt
-// function should return it, which ends the run with that error.
+// function should return it, which ends the run with that error. Connecting
+// and listing, and waiting for another execution's, end with the
+// execution's context (p.Context()): when the run is cancelled or its
+// deadline passes, Tools returns an error wrapping the context's cause.
 func (s *Server) Tools(p *prompt.Prompt, opts ...ToolsOption) (map[string]defs.Handle, error) {
 	var cfg toolsConfig
 	for _, o := range opts {
 		o(&cfg)
 	}
-	tools, err := s.listTools()
+	tools, err := s.listTools(p.Context())
 	if err != nil {
 		return nil, err
 	}
@@ -479,8 +532,14 @@ func newListedTool(t *sdk.Tool) listedTool {
 	return lt
 }
 
-func (s *Server) listTools() ([]listedTool, error) {
-	s.mu.Lock()
+// listTools returns the server's tools, listing them if they are not
+// known or are stale. It gives up when ctx ends or the Server is closed.
+func (s *Server) listTools(ctx context.Context) ([]listedTool, error) {
+	ctx, cancel := s.useContext(ctx)
+	defer cancel()
+	if s.mu.lockCtx(ctx) != nil {
+		return nil, s.ended(ctx, "waiting to list tools")
+	}
 	defer s.mu.Unlock()
 	if s.closed {
 		return nil, ErrClosed
@@ -488,8 +547,8 @@ func (s *Server) listTools() ([]listedTool, error) {
 	if s.tools != nil && !s.staleTools.Load() {
 		return s.tools, nil
 	}
-	ctx, cancel := context.WithTimeout(s.life, s.opts.ConnectTimeout*time.Duration(s.opts.MaxConnects+1))
-	defer cancel()
+	ctx, cancelTimeout := context.WithTimeout(ctx, s.opts.ConnectTimeout*time.Duration(s.opts.MaxConnects+1))
+	defer cancelTimeout()
 	for try := 1; ; try++ {
 		cs, err := s.session(ctx)
 		if s.life.Err() != nil {
@@ -503,6 +562,11 @@ func (s *Server) listTools() ([]listedTool, error) {
 		if err == nil {
 			s.tools = tools
 			return tools, nil
+		}
+		if ctx.Err() != nil {
+			// The caller gave up: the connection may be fine, keep it.
+			s.staleTools.Store(true)
+			return nil, s.ended(ctx, "listing tools")
 		}
 		if s.cs == cs {
 			s.cs = nil
@@ -582,7 +646,9 @@ func (s *Server) call(ctx context.Context, tool string, args json.RawMessage) (s
 	ctx, closed := context.WithCancelCause(ctx)
 	defer closed(nil)
 	defer context.AfterFunc(s.life, func() { closed(ErrClosed) })()
-	s.mu.Lock()
+	if err := s.mu.lockCtx(ctx); err != nil {
+		return "", &CallError{Server: s.name, Tool: tool, Err: err}
+	}
 	cs, err := s.session(ctx)
 	s.mu.Unlock()
 	if err != nil {
@@ -673,9 +739,10 @@ func contentText(content []sdk.Content, structured any) string {
 // as a string variable, or, for JSON content (MIME type application/json),
 // the decoded value as a structured one (see prompt.Prompt.Def and
 // DefData). The resource is read at the first use and read again after the
-// server says it changed.
+// server says it changed. Connecting and reading end with the execution's
+// context (p.Context()), as in Tools.
 func (s *Server) Resource(p *prompt.Prompt, name, uri string) (defs.Handle, error) {
-	r, err := s.read(uri)
+	r, err := s.read(p.Context(), uri)
 	if err != nil {
 		return defs.Handle{}, err
 	}
@@ -689,8 +756,14 @@ func (s *Server) Resource(p *prompt.Prompt, name, uri string) (defs.Handle, erro
 	return p.Def(name, r.text), nil
 }
 
-func (s *Server) read(uri string) (resource, error) {
-	s.mu.Lock()
+// read returns the resource at uri, reading it if it is not known or is
+// stale. It gives up when ctx ends or the Server is closed.
+func (s *Server) read(ctx context.Context, uri string) (resource, error) {
+	ctx, cancel := s.useContext(ctx)
+	defer cancel()
+	if s.mu.lockCtx(ctx) != nil {
+		return resource{}, s.ended(ctx, "waiting to read resource "+uri)
+	}
 	defer s.mu.Unlock()
 	if s.closed {
 		return resource{}, ErrClosed
@@ -702,8 +775,9 @@ func (s *Server) read(uri string) (resource, error) {
 	if ok && !r.stale {
 		return r, nil
 	}
-	ctx, cancel := context.WithTimeout(s.life, s.opts.ConnectTimeout+s.opts.CallTimeout)
-	defer cancel()
+	use := ctx
+	ctx, cancelTimeout := context.WithTimeout(use, s.opts.ConnectTimeout+s.opts.CallTimeout)
+	defer cancelTimeout()
 	cs, err := s.session(ctx)
 	if err != nil {
 		return resource{}, err
@@ -712,6 +786,9 @@ func (s *Server) read(uri string) (resource, error) {
 		_ = cs.Subscribe(ctx, &sdk.SubscribeParams{URI: uri}) // best effort: without it, read once
 	}
 	res, err := cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: uri})
+	if err != nil && use.Err() != nil {
+		return resource{}, s.ended(use, "reading resource "+uri)
+	}
 	if err != nil {
 		return resource{}, fmt.Errorf("mcp: server %s: reading resource %s: %w", s.name, uri, err)
 	}

@@ -586,3 +586,71 @@ func TestResourceUpdatedDuringRead(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, step.Request.System, "<a>v2</a>", "read again")
 }
+
+// silentServer is a server that reads what it is sent and never answers,
+// not even the handshake.
+func silentServer(t *testing.T, opts mcp.Options) *mcp.Server {
+	t.Helper()
+	s := mcp.New(mcp.SDKTransport("silent", func() sdk.Transport {
+		cr, _ := io.Pipe()
+		sr, cw := io.Pipe()
+		go func() { _, _ = io.Copy(io.Discard, sr) }()
+		return &sdk.IOTransport{Reader: cr, Writer: cw}
+	}), opts)
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// A run with a deadline, against a server that never answers the
+// handshake, ends at its deadline: connecting, waiting for another run's
+// connect, and reading a resource end with the execution's context, not
+// after ConnectTimeout × MaxConnects.
+func TestRunDeadlineEndsConnect(t *testing.T) {
+	opts := mcp.Options{ConnectTimeout: 5 * time.Second} // 15 s in all for three attempts
+	deadline := func(fn prompt.Func) (time.Duration, error) {
+		ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		_, err := runtime.Run(ctx, snapshots.Script(snapshots.Text("never")), fn, runtime.Config{})
+		return time.Since(start), err
+	}
+	tools := func(s *mcp.Server) prompt.Func {
+		return func(p *prompt.Prompt) error {
+			_, err := s.Tools(p)
+			p.User("Go.")
+			return err
+		}
+	}
+
+	t.Run("tools", func(t *testing.T) {
+		took, err := deadline(tools(silentServer(t, opts)))
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.Less(t, took, 2*time.Second, "the run ended at its deadline")
+	})
+
+	t.Run("waiting for another run", func(t *testing.T) {
+		s := silentServer(t, opts)
+		other, stop := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { // connects, without a deadline, until stopped
+			defer close(done)
+			_, _ = runtime.Run(other, snapshots.Script(snapshots.Text("never")), tools(s), runtime.Config{})
+		}()
+		defer func() { stop(); <-done }()
+		time.Sleep(100 * time.Millisecond) // the other run holds the connect
+		took, err := deadline(tools(s))
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.Less(t, took, 2*time.Second, "the run did not wait for the other's connect")
+	})
+
+	t.Run("resource", func(t *testing.T) {
+		s := silentServer(t, opts)
+		took, err := deadline(func(p *prompt.Prompt) error {
+			_, err := s.Resource(p, "a", "note://a")
+			p.User("Go.")
+			return err
+		})
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.Less(t, took, 2*time.Second, "the run ended at its deadline")
+	})
+}
