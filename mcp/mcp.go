@@ -146,6 +146,22 @@ type Options struct {
 	// zero, 1 MiB; if negative, no bound. (Whatever it is, one message from
 	// the server is bounded at 16 MiB when read.)
 	MaxResultBytes int
+	// MaxTools bounds how many tools one Tools call declares (those Only
+	// leaves): more is a *LimitError, so that a server listing thousands
+	// of tools does not have them all offered in every request. If zero,
+	// 128 (the most the OpenAI API accepts in one request); if negative, no
+	// bound. It bounds each Server on its own, not a request.
+	MaxTools int
+	// MaxSchemaBytes bounds the input schema of one declared tool, as JSON:
+	// a larger one is a *LimitError naming the tool, as the schema would be
+	// sent in every request. If zero, 64 KiB; if negative, no bound.
+	MaxSchemaBytes int
+	// MaxSchemaDepth bounds how deeply the input schema of one declared
+	// tool nests JSON objects and arrays: a deeper one is a *LimitError
+	// naming the tool. If zero, 64; if negative, no bound. (Whatever it
+	// is, a listing nested more than 10,000 levels deep cannot be decoded,
+	// which fails the listing.)
+	MaxSchemaDepth int
 }
 
 // Server is an MCP server whose tools and resources prompt functions
@@ -197,6 +213,15 @@ func New(t Transport, opts Options) *Server {
 	}
 	if opts.MaxResultBytes == 0 {
 		opts.MaxResultBytes = 1 << 20
+	}
+	if opts.MaxTools == 0 {
+		opts.MaxTools = 128
+	}
+	if opts.MaxSchemaBytes == 0 {
+		opts.MaxSchemaBytes = 64 << 10
+	}
+	if opts.MaxSchemaDepth == 0 {
+		opts.MaxSchemaDepth = 64
 	}
 	name := opts.Name
 	if name == "" {
@@ -459,12 +484,18 @@ func (s *Server) Tools(p *prompt.Prompt, opts ...ToolsOption) (map[string]defs.H
 		t      listedTool
 		remote string
 	}
+	var chosen []listedTool
+	for _, t := range tools {
+		if cfg.only == nil || cfg.only[t.Name] {
+			chosen = append(chosen, t)
+		}
+	}
+	if limit := s.opts.MaxTools; limit >= 0 && len(chosen) > limit {
+		return nil, &LimitError{Server: s.name, Tool: chosen[limit].Name, Limit: "MaxTools", Max: limit, Got: len(chosen)}
+	}
 	var decls []decl
 	byName := map[string]string{} // declared name → remote name
-	for _, t := range tools {
-		if cfg.only != nil && !cfg.only[t.Name] {
-			continue
-		}
+	for _, t := range chosen {
 		if t.Name == "" {
 			return nil, fmt.Errorf("mcp: server %s: a tool has an empty name", s.name)
 		}
@@ -476,7 +507,7 @@ func (s *Server) Tools(p *prompt.Prompt, opts ...ToolsOption) (map[string]defs.H
 			return nil, fmt.Errorf("mcp: server %s: tools %q and %q are both declared as %q (leave one out with mcp.Only)", s.name, other, t.Name, name)
 		}
 		if t.err != nil {
-			return nil, &SchemaError{Server: s.name, Tool: t.Name, Err: t.err}
+			return nil, t.err
 		}
 		byName[name] = t.Name
 		decls = append(decls, decl{t, name})
@@ -504,32 +535,68 @@ func (s *Server) Tools(p *prompt.Prompt, opts ...ToolsOption) (map[string]defs.H
 type listedTool struct {
 	*sdk.Tool
 	schema json.RawMessage // {"type":"object"} when the server gave none
-	err    error           // why schema cannot be used
+	err    error           // why the tool cannot be declared: a *SchemaError or a *LimitError
 }
 
-func newListedTool(t *sdk.Tool) listedTool {
+func (s *Server) newListedTool(t *sdk.Tool) listedTool {
 	lt := listedTool{Tool: t, schema: json.RawMessage(`{"type":"object"}`)}
 	if t.InputSchema == nil {
 		return lt // no arguments
 	}
 	b, err := json.Marshal(t.InputSchema)
 	if err != nil {
-		lt.err = err
+		lt.err = &SchemaError{Server: s.name, Tool: t.Name, Err: err}
+		return lt
+	}
+	if limit := s.opts.MaxSchemaBytes; limit >= 0 && len(b) > limit {
+		lt.err = &LimitError{Server: s.name, Tool: t.Name, Limit: "MaxSchemaBytes", Max: limit, Got: len(b)}
+		c := *t // keep no more of it than its name
+		c.InputSchema, c.OutputSchema = nil, nil
+		lt.Tool, lt.schema = &c, nil
+		return lt
+	}
+	if limit, depth := s.opts.MaxSchemaDepth, jsonDepth(b); limit >= 0 && depth > limit {
+		lt.err = &LimitError{Server: s.name, Tool: t.Name, Limit: "MaxSchemaDepth", Max: limit, Got: depth}
 		return lt
 	}
 	lt.schema = b
 	var js jsonschema.Schema
 	switch err := json.Unmarshal(b, &js); {
 	case err != nil:
-		lt.err = fmt.Errorf("not a JSON Schema: %w", err)
+		lt.err = &SchemaError{Server: s.name, Tool: t.Name, Err: fmt.Errorf("not a JSON Schema: %w", err)}
 	case js.Type != "object":
-		lt.err = fmt.Errorf("the type must be \"object\", not %q", js.Type)
+		lt.err = &SchemaError{Server: s.name, Tool: t.Name, Err: fmt.Errorf("the type must be \"object\", not %q", js.Type)}
 	default:
 		if _, err := js.Resolve(nil); err != nil {
-			lt.err = err
+			lt.err = &SchemaError{Server: s.name, Tool: t.Name, Err: err}
 		}
 	}
 	return lt
+}
+
+// jsonDepth returns how deeply the JSON text b nests objects and arrays.
+func jsonDepth(b []byte) int {
+	depth, deepest := 0, 0
+	inString, escaped := false, false
+	for _, c := range b {
+		switch {
+		case inString && escaped:
+			escaped = false
+		case inString && c == '\\':
+			escaped = true
+		case inString && c == '"':
+			inString = false
+		case inString:
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			depth++
+			deepest = max(deepest, depth)
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return deepest
 }
 
 // listTools returns the server's tools, listing them if they are not
@@ -598,7 +665,7 @@ func (s *Server) list(ctx context.Context, cs *sdk.ClientSession) ([]listedTool,
 			return nil, err
 		}
 		for _, t := range res.Tools {
-			tools = append(tools, newListedTool(t))
+			tools = append(tools, s.newListedTool(t))
 		}
 		if len(tools) > maxTools {
 			return nil, fmt.Errorf("more than %d tools", maxTools)
@@ -826,3 +893,31 @@ func (e *SchemaError) Error() string {
 }
 
 func (e *SchemaError) Unwrap() error { return e.Err }
+
+// LimitError is a tool, or a number of tools, over a bound of Options: a
+// tool whose input schema is larger than MaxSchemaBytes or nests deeper
+// than MaxSchemaDepth, or more tools declared by one Tools call than
+// MaxTools. Choose the tools to declare with Only (or raise the bound).
+type LimitError struct {
+	Server string
+	// Tool is the tool over the bound; for MaxTools, the first tool
+	// beyond it, in the order the server lists them.
+	Tool string
+	// Limit names the option: "MaxSchemaBytes", "MaxSchemaDepth" or
+	// "MaxTools".
+	Limit string
+	// Max is the bound, Got what the server offered (bytes, levels or
+	// tools).
+	Max, Got int
+}
+
+func (e *LimitError) Error() string {
+	switch e.Limit {
+	case "MaxTools":
+		return fmt.Sprintf("mcp: server %s: %d tools to declare, more than Options.MaxTools (%d); the first beyond it is %q (choose the tools with mcp.Only)", e.Server, e.Got, e.Max, e.Tool)
+	case "MaxSchemaDepth":
+		return fmt.Sprintf("mcp: server %s: tool %q: input schema nested %d levels deep, more than Options.MaxSchemaDepth (%d) (leave the tool out with mcp.Only)", e.Server, e.Tool, e.Got, e.Max)
+	default:
+		return fmt.Sprintf("mcp: server %s: tool %q: input schema of %d bytes, more than Options.%s (%d) (leave the tool out with mcp.Only)", e.Server, e.Tool, e.Got, e.Limit, e.Max)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -653,4 +654,64 @@ func TestRunDeadlineEndsConnect(t *testing.T) {
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
 		assert.Less(t, took, 2*time.Second, "the run ended at its deadline")
 	})
+}
+
+// manyTools is a JSON array of n tools named t0, t1, ….
+func manyTools(n int) string {
+	tools := make([]string, n)
+	for i := range tools {
+		tools[i] = fmt.Sprintf(`{"name":"t%d","inputSchema":{"type":"object"}}`, i)
+	}
+	return "[" + strings.Join(tools, ",") + "]"
+}
+
+// A tool whose schema is too large or too deep, and more tools than
+// MaxTools: a *LimitError naming the server, the tool and the bound, by
+// default; the other tools, chosen with Only, are usable.
+func TestToolBounds(t *testing.T) {
+	big := `{"type":"object","description":"` + strings.Repeat("x", 70_000) + `"}`
+	deep := strings.Repeat(`{"type":"object","properties":{"x":`, 40) + `{"type":"string"}` + strings.Repeat(`}}`, 40)
+	for name, c := range map[string]struct {
+		tools string
+		opts  mcp.Options
+		want  mcp.LimitError
+		msg   string
+		only  string // a tool within the bounds
+	}{
+		"schema bytes": {`[{"name":"small","inputSchema":{"type":"object"}},{"name":"big","inputSchema":` + big + `}]`, mcp.Options{},
+			mcp.LimitError{Server: "odd", Tool: "big", Limit: "MaxSchemaBytes", Max: 65536, Got: 70_034},
+			`mcp: server odd: tool "big": input schema of 70034 bytes, more than Options.MaxSchemaBytes (65536)`, "small"},
+		"schema bytes set": {`[{"name":"small","inputSchema":{"type":"object"}},{"name":"big","inputSchema":{"type":"object","description":"0123456789"}}]`, mcp.Options{MaxSchemaBytes: 20},
+			mcp.LimitError{Server: "odd", Tool: "big", Limit: "MaxSchemaBytes", Max: 20, Got: 44}, `more than Options.MaxSchemaBytes (20)`, "small"},
+		"schema depth": {`[{"name":"small","inputSchema":{"type":"object"}},{"name":"deep","inputSchema":` + deep + `}]`, mcp.Options{},
+			mcp.LimitError{Server: "odd", Tool: "deep", Limit: "MaxSchemaDepth", Max: 64, Got: 81},
+			`mcp: server odd: tool "deep": input schema nested 81 levels deep, more than Options.MaxSchemaDepth (64)`, "small"},
+		"tools": {manyTools(200), mcp.Options{},
+			mcp.LimitError{Server: "odd", Tool: "t128", Limit: "MaxTools", Max: 128, Got: 200},
+			`mcp: server odd: 200 tools to declare, more than Options.MaxTools (128); the first beyond it is "t128"`, "t0"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := rawServer(t, "odd", listing(c.tools, nil), c.opts)
+			_, err := runTools(t, s, snapshots.Text("never"))
+			var le *mcp.LimitError
+			require.ErrorAs(t, err, &le)
+			assert.Empty(t, cmp.Diff(c.want, *le), "LimitError mismatch (-want +got)")
+			assert.ErrorContains(t, err, c.msg)
+
+			fn := func(p *prompt.Prompt) error {
+				_, err := s.Tools(p, mcp.Only(c.only))
+				p.User("Go.")
+				return err
+			}
+			res, err := runtime.Run(t.Context(), snapshots.Script(snapshots.Text("ok")), fn, runtime.Config{})
+			require.NoError(t, err, "the tools Only leaves")
+			assert.Len(t, res.Steps[0].Request.Tools, 1, "the tools Only leaves")
+		})
+	}
+
+	// A negative MaxTools: no bound.
+	s := rawServer(t, "odd", listing(manyTools(200), nil), mcp.Options{MaxTools: -1})
+	res, err := runTools(t, s, snapshots.Text("ok"))
+	require.NoError(t, err)
+	assert.Len(t, res.Steps[0].Request.Tools, 200, "MaxTools -1")
 }
