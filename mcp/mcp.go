@@ -33,6 +33,10 @@
 // naming both, unless Only leaves them out. A result's text is cut to
 // Options.MaxResultBytes.
 //
+// A server started with Command that fails (at start, or during a call)
+// is explained by a *ProcessError: how its process exited and the end of
+// its standard error; the server is named by its command and arguments.
+//
 // Package mcp is its own Go module, so that users of reprompt's core do not
 // download the MCP SDK.
 package mcp
@@ -67,17 +71,24 @@ type Transport struct {
 }
 
 // Command returns a transport that starts the command and speaks MCP over
-// its standard input and output. Each connection starts it anew.
+// its standard input and output. Each connection starts it anew; closing
+// it closes the process's input, then sends SIGTERM, then kills it, a
+// second apart. A failure of the process is a *ProcessError with the end
+// of its standard error and how it exited. The server is named by the
+// command and its arguments, with the values of credential flags
+// (--api-key=…) and URL passwords hidden.
 func Command(name string, args ...string) Transport {
-	return Transport{name: name, connect: func() sdk.Transport {
-		return &sdk.CommandTransport{Command: exec.Command(name, args...), TerminateDuration: time.Second}
+	line := commandLine(name, args)
+	return Transport{name: line, connect: func() sdk.Transport {
+		return newProcess(line, exec.Command(name, args...))
 	}}
 }
 
 // HTTP returns a transport that speaks MCP's streamable HTTP to the
-// endpoint url.
+// endpoint url. The server is named by url, its password and credential
+// parameters hidden.
 func HTTP(url string) Transport {
-	return Transport{name: url, connect: func() sdk.Transport {
+	return Transport{name: redactURL(url), connect: func() sdk.Transport {
 		return &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: limitJSON{http.DefaultTransport}}}
 	}}
 }
@@ -179,6 +190,7 @@ type Server struct {
 	// listing: a use waiting for it gives up when its context ends.
 	mu     ctxMutex
 	cs     *sdk.ClientSession
+	proc   *process // cs's server process, if Command started one
 	closed bool
 	tools  []listedTool // listed tools; nil: list them at the next use
 	// stale is set by the server's notifications: list the tools (or read
@@ -282,7 +294,7 @@ func (s *Server) Close() error {
 		return nil
 	}
 	err := s.cs.Close()
-	s.cs = nil
+	s.cs, s.proc = nil, nil
 	return err
 }
 
@@ -331,7 +343,9 @@ func (s *Server) session(ctx context.Context) (*sdk.ClientSession, error) {
 			},
 		})
 		cctx, cancel := context.WithTimeout(ctx, s.opts.ConnectTimeout)
-		cs, err := client.Connect(cctx, s.t.connect(), nil)
+		t := s.t.connect()
+		proc, _ := t.(*process)
+		cs, err := client.Connect(cctx, t, nil)
 		timedOut := cctx.Err() != nil
 		cancel()
 		if err != nil && ctx.Err() != nil {
@@ -341,8 +355,11 @@ func (s *Server) session(ctx context.Context) (*sdk.ClientSession, error) {
 		if err != nil && timedOut {
 			err = fmt.Errorf("no answer to the handshake within %s: %w", s.opts.ConnectTimeout, err)
 		}
+		if err != nil && proc != nil {
+			err = proc.explain(err)
+		}
 		if err == nil {
-			s.cs = cs
+			s.cs, s.proc = cs, proc
 			s.tools = nil // list again: the server may have changed
 			go s.watch(cs)
 			return cs, nil
@@ -358,7 +375,7 @@ func (s *Server) watch(cs *sdk.ClientSession) {
 	_ = cs.Wait()
 	s.mu.Lock()
 	if s.cs == cs {
-		s.cs = nil
+		s.cs, s.proc = nil, nil
 	}
 	s.mu.Unlock()
 }
@@ -368,7 +385,7 @@ func (s *Server) watch(cs *sdk.ClientSession) {
 func (s *Server) drop(cs *sdk.ClientSession) {
 	s.mu.Lock()
 	if s.cs == cs {
-		s.cs = nil
+		s.cs, s.proc = nil, nil
 	}
 	s.mu.Unlock()
 	_ = cs.Close()
@@ -635,12 +652,16 @@ func (s *Server) listTools(ctx context.Context) ([]listedTool, error) {
 			s.staleTools.Store(true)
 			return nil, s.ended(ctx, "listing tools")
 		}
+		proc := s.proc
 		if s.cs == cs {
-			s.cs = nil
+			s.cs, s.proc = nil, nil
 		}
 		_ = cs.Close()
 		if s.life.Err() != nil {
 			return nil, ErrClosed
+		}
+		if proc != nil {
+			err = proc.explain(err)
 		}
 		if try >= s.opts.MaxConnects {
 			return nil, &ConnectError{Server: s.name, Tries: try, Err: fmt.Errorf("listing tools: %w", err)}
@@ -717,6 +738,7 @@ func (s *Server) call(ctx context.Context, tool string, args json.RawMessage) (s
 		return "", &CallError{Server: s.name, Tool: tool, Err: err}
 	}
 	cs, err := s.session(ctx)
+	proc := s.proc
 	s.mu.Unlock()
 	if err != nil {
 		return "", err
@@ -743,6 +765,9 @@ func (s *Server) call(ctx context.Context, tool string, args json.RawMessage) (s
 			s.drop(cs)
 			if errors.Is(err, sdk.ErrConnectionClosed) {
 				err = errors.New("the connection to the server was lost")
+			}
+			if proc != nil {
+				err = proc.explain(err)
 			}
 		}
 		return "", &CallError{Server: s.name, Tool: tool, Err: err}

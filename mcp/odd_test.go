@@ -715,3 +715,51 @@ func TestToolBounds(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, res.Steps[0].Request.Tools, 200, "MaxTools -1")
 }
+
+// A server process that dies at once: the error names the server by its
+// command and arguments (credentials hidden) and shows how the process
+// exited and the end of its standard error, not only "client is closing:
+// EOF".
+func TestServerDiesAtStart(t *testing.T) {
+	for name, c := range map[string]struct {
+		script, server string
+		want           mcp.ProcessError
+	}{
+		"exits": {
+			script: `echo "starting" >&2; echo "fatal: OPENAI_API_KEY is not set" >&2; exit 3`,
+			server: `sh -c 'echo "starting" >&2; echo "fatal: OPENAI_API_KEY is not set" >&2; exit 3' --api-key=xxxxx --token xxxxx postgres://ada:xxxxx@db/x`,
+			want:   mcp.ProcessError{Exit: "exit status 3", Stderr: "starting\nfatal: OPENAI_API_KEY is not set"},
+		},
+		"long stderr": {
+			script: `i=0; while [ $i -lt 2000 ]; do echo "line $i" >&2; i=$((i+1)); done; printf '\033]0;title\007last\n' >&2; kill -9 $$`,
+			want:   mcp.ProcessError{Exit: "signal: killed"},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := mcp.New(mcp.Command("sh", "-c", c.script, "--api-key=s3cret", "--token", "s3cret", "postgres://ada:s3cret@db/x"), mcp.Options{MaxConnects: 1})
+			defer s.Close()
+			start := time.Now()
+			_, err := runTools(t, s, snapshots.Text("never"))
+			assert.Less(t, time.Since(start), 5*time.Second)
+			var ce *mcp.ConnectError
+			require.ErrorAs(t, err, &ce)
+			assert.NotContains(t, err.Error(), "s3cret", "credentials in arguments are hidden")
+			if c.server != "" {
+				assert.Equal(t, c.server, ce.Server)
+			}
+			var pe *mcp.ProcessError
+			require.ErrorAs(t, err, &pe)
+			assert.Equal(t, c.want.Exit, pe.Exit)
+			assert.Equal(t, ce.Server, pe.Command)
+			assert.Contains(t, err.Error(), "the server process ended ("+c.want.Exit+"), its standard error ending with:\n\t")
+			if c.want.Stderr != "" {
+				assert.Equal(t, c.want.Stderr, pe.Stderr)
+				assert.Contains(t, err.Error(), "\tstarting\n\tfatal: OPENAI_API_KEY is not set")
+				return
+			}
+			assert.Less(t, len(pe.Stderr), 4200, "the end of standard error only (4 KiB, escapes added)")
+			assert.True(t, strings.HasPrefix(pe.Stderr, "line "), "from a line's start: %.20q", pe.Stderr)
+			assert.True(t, strings.HasSuffix(pe.Stderr, "line 1999\n\\x1b]0;title\\x07last"), "the end, control characters escaped: %q", pe.Stderr[len(pe.Stderr)-40:])
+		})
+	}
+}
