@@ -33,6 +33,11 @@
 // naming both, unless Only leaves them out. A result's text is cut to
 // Options.MaxResultBytes.
 //
+// A tool list that cannot be used and would not be at another try (page
+// cursors that repeat, more than 10,000 tools, an answer nested too deep
+// to decode) is a *ListError, not retried. Bounds on what is declared
+// (Options.MaxTools, MaxSchemaBytes, MaxSchemaDepth) are *LimitErrors.
+//
 // A server started with Command that fails (at start, or during a call)
 // is explained by a *ProcessError: how its process exited and the end of
 // its standard error; the server is named by its command and arguments.
@@ -652,6 +657,14 @@ func (s *Server) listTools(ctx context.Context) ([]listedTool, error) {
 			s.staleTools.Store(true)
 			return nil, s.ended(ctx, "listing tools")
 		}
+		le, broken := s.recurs(ctx, cs, err)
+		if le != nil && !broken {
+			// The server answered with a list that cannot be used: asking
+			// again would give the same one. Keep the connection, and list
+			// again at the next use (the server may have been fixed).
+			s.staleTools.Store(true)
+			return nil, le
+		}
 		proc := s.proc
 		if s.cs == cs {
 			s.cs, s.proc = nil, nil
@@ -659,6 +672,9 @@ func (s *Server) listTools(ctx context.Context) ([]listedTool, error) {
 		_ = cs.Close()
 		if s.life.Err() != nil {
 			return nil, ErrClosed
+		}
+		if le != nil {
+			return nil, le // broken by the list itself: no other try
 		}
 		if proc != nil {
 			err = proc.explain(err)
@@ -669,9 +685,9 @@ func (s *Server) listTools(ctx context.Context) ([]listedTool, error) {
 	}
 }
 
-// maxTools bounds how many tools one listing may hold: a server whose
+// maxListed bounds how many tools one listing may hold: a server whose
 // pages never end is an error, not a growing list.
-const maxTools = 10000
+const maxListed = 10000
 
 // list lists the tools of the server on cs, every page.
 func (s *Server) list(ctx context.Context, cs *sdk.ClientSession) ([]listedTool, error) {
@@ -688,19 +704,62 @@ func (s *Server) list(ctx context.Context, cs *sdk.ClientSession) ([]listedTool,
 		for _, t := range res.Tools {
 			tools = append(tools, s.newListedTool(t))
 		}
-		if len(tools) > maxTools {
-			return nil, fmt.Errorf("more than %d tools", maxTools)
+		if len(tools) > maxListed {
+			return nil, &ListError{Server: s.name, Err: fmt.Errorf("more than %d tools listed", maxListed)}
 		}
 		if res.NextCursor == "" {
 			return tools, nil
 		}
 		if seen[res.NextCursor] {
-			return nil, fmt.Errorf("the server handed out the page cursor %q twice", res.NextCursor)
+			return nil, &ListError{Server: s.name, Err: fmt.Errorf("the server handed out the page cursor %q twice", res.NextCursor)}
 		}
 		seen[res.NextCursor] = true
 		params = &sdk.ListToolsParams{Cursor: res.NextCursor}
 	}
 }
+
+// recurs returns the *ListError err is if the listing on cs failed in a
+// way that would recur, and whether the connection is broken with it: a
+// list over a bound of this package, an answer nested deeper than JSON is
+// decoded (which breaks the connection), or an answer of the wrong shape
+// on a connection that still answers a ping (garbage on a broken
+// connection is not the list's fault). It returns nil for a failure worth
+// another try.
+func (s *Server) recurs(ctx context.Context, cs *sdk.ClientSession, err error) (le *ListError, broken bool) {
+	if errors.As(err, &le) {
+		return le, false
+	}
+	var syntax *json.SyntaxError
+	if errors.As(err, &syntax) && strings.HasSuffix(syntax.Error(), "exceeded max depth") {
+		return &ListError{Server: s.name, Err: err}, true
+	}
+	var shape *json.UnmarshalTypeError
+	if !errors.As(err, &syntax) && !errors.As(err, &shape) {
+		return nil, false
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.opts.ConnectTimeout)
+	defer cancel()
+	if cs.Ping(ctx, nil) != nil {
+		return nil, false
+	}
+	return &ListError{Server: s.name, Err: err}, false
+}
+
+// ListError is a tool list the server answered with that cannot be used,
+// and would not be if asked again: more than 10,000 tools, page cursors
+// that repeat, an answer that cannot be decoded (nested more than 10,000
+// levels deep, say). It is not retried, and the connection is kept; the
+// next use lists again.
+type ListError struct {
+	Server string
+	Err    error
+}
+
+func (e *ListError) Error() string {
+	return fmt.Sprintf("mcp: server %s: the tool list cannot be used: %v", e.Server, e.Err)
+}
+
+func (e *ListError) Unwrap() error { return e.Err }
 
 // ToolError is an error the server reported for a tool call: a result
 // marked isError, or a JSON-RPC error answering the call (an unknown tool,

@@ -213,21 +213,74 @@ func TestToolErrorWithoutContent(t *testing.T) {
 	assert.Contains(t, r.Content, `failed: MCP server odd reported an error without a message`)
 }
 
-// A server whose tools/list pages never end (it hands back the same
-// cursor) fails promptly with a *ConnectError, not after filling memory
-// until ConnectTimeout.
-func TestToolListCursorLoop(t *testing.T) {
-	s := rawServer(t, "odd", func(c *rawConn, req rawRequest) {
+// A tool list that cannot be used and would not be if asked again (pages
+// that never end, more tools than a listing may hold, a schema nested
+// deeper than can be decoded, a list of the wrong shape): a *ListError at
+// once, on one connection, not retried and not called "cannot connect".
+func TestToolListRecurringFailure(t *testing.T) {
+	deep := strings.Repeat("[", 20_000) + strings.Repeat("]", 20_000)
+	for name, c := range map[string]struct {
+		result, want string
+		conns        int32 // after a second use
+	}{
+		"cursor loop": {`{"tools":[{"name":"t","inputSchema":{"type":"object"}}],"nextCursor":"again"}`,
+			`mcp: server odd: the tool list cannot be used: the server handed out the page cursor "again" twice`, 1},
+		"too many": {`{"tools":` + manyTools(10_001) + `}`,
+			`mcp: server odd: the tool list cannot be used: more than 10000 tools listed`, 1},
+		// The SDK cannot read the message: the connection is broken.
+		"too deep": {`{"tools":[{"name":"t","inputSchema":{"type":"object","x":` + deep + `}}]}`,
+			`mcp: server odd: the tool list cannot be used: calling "tools/list": invalid character '[' exceeded max depth`, 2},
+		"wrong shape": {`{"tools":5}`,
+			`mcp: server odd: the tool list cannot be used: calling "tools/list": json: cannot unmarshal`, 1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var lists atomic.Int32
+			s, conns := countedRawServer(t, "odd", func(rc *rawConn, req rawRequest) {
+				if req.Method == "tools/list" {
+					if !strings.Contains(string(req.Params), `"cursor"`) {
+						lists.Add(1) // a listing's first page
+					}
+					rc.result(req.ID, c.result)
+				}
+			}, mcp.Options{})
+			start := time.Now()
+			_, err := runTools(t, s, snapshots.Text("never"))
+			var le *mcp.ListError
+			require.ErrorAs(t, err, &le)
+			assert.Equal(t, "odd", le.Server)
+			assert.ErrorContains(t, err, c.want)
+			var ce *mcp.ConnectError
+			assert.False(t, errors.As(err, &ce), "not a *ConnectError: %v", err)
+			assert.NotContains(t, err.Error(), "cannot connect")
+			assert.Equal(t, int32(1), conns.Load(), "one connection, not retried")
+			assert.Equal(t, int32(1), lists.Load(), "listed once, not retried")
+			assert.Less(t, time.Since(start), 5*time.Second)
+
+			// The next use lists again (the server may have been fixed), on
+			// the same connection if it still stands.
+			_, err = runTools(t, s, snapshots.Text("never"))
+			assert.ErrorAs(t, err, &le)
+			assert.Equal(t, int32(2), lists.Load(), "listed again")
+			assert.Equal(t, c.conns, conns.Load(), "connections after the second use")
+		})
+	}
+
+	// Garbage on the connection during a listing breaks the connection,
+	// not the list: it is tried again on a new one.
+	var lists atomic.Int32
+	s, conns := countedRawServer(t, "odd", func(rc *rawConn, req rawRequest) {
 		if req.Method == "tools/list" {
-			c.result(req.ID, `{"tools":[{"name":"t","inputSchema":{"type":"object"}}],"nextCursor":"again"}`)
+			if lists.Add(1) == 1 {
+				rc.send(`Debugger listening on ws://127.0.0.1:9229`)
+				return
+			}
+			rc.result(req.ID, `{"tools":[{"name":"t","inputSchema":{"type":"object"}}]}`)
 		}
-	}, mcp.Options{MaxConnects: 1})
-	start := time.Now()
-	_, err := runTools(t, s, snapshots.Text("never"))
-	var ce *mcp.ConnectError
-	require.ErrorAs(t, err, &ce)
-	assert.Contains(t, err.Error(), "listing tools")
-	assert.Less(t, time.Since(start), 5*time.Second)
+	}, mcp.Options{})
+	res, err := runTools(t, s, snapshots.Text("ok"))
+	require.NoError(t, err, "garbage, then a good list")
+	assert.Equal(t, []string{"t"}, toolNames(res.Steps[0].Request))
+	assert.Equal(t, int32(2), conns.Load(), "the broken connection was dropped, a new one made")
 }
 
 // A call the runtime gives up on (its ToolTimeout, shorter than
