@@ -52,9 +52,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os/exec"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -419,7 +422,9 @@ type toolsConfig struct {
 	approveAll bool
 }
 
-// Only declares only the named tools (their names on the server).
+// Only declares only the named tools (their names on the server). A name
+// the server does not list is a *NameError, as it is for Idempotent and
+// NeedsApproval.
 func Only(names ...string) ToolsOption {
 	return func(c *toolsConfig) {
 		if c.only == nil {
@@ -506,6 +511,9 @@ func (s *Server) Tools(p *prompt.Prompt, opts ...ToolsOption) (map[string]defs.H
 		t      listedTool
 		remote string
 	}
+	if err := s.checkNames(tools, cfg); err != nil {
+		return nil, err
+	}
 	var chosen []listedTool
 	for _, t := range tools {
 		if cfg.only == nil || cfg.only[t.Name] {
@@ -550,6 +558,54 @@ func (s *Server) Tools(p *prompt.Prompt, opts ...ToolsOption) (map[string]defs.H
 		}, topts...)
 	}
 	return out, nil
+}
+
+// checkNames returns a *NameError for the first name given to Only,
+// Idempotent or NeedsApproval (in that order, each in sorted order) that
+// the server does not list.
+func (s *Server) checkNames(tools []listedTool, cfg toolsConfig) error {
+	listed := make(map[string]bool, len(tools))
+	for _, t := range tools {
+		listed[t.Name] = true
+	}
+	for _, o := range []struct {
+		option string
+		names  map[string]bool
+	}{{"Only", cfg.only}, {"Idempotent", cfg.idem}, {"NeedsApproval", cfg.approve}} {
+		for _, n := range slices.Sorted(maps.Keys(o.names)) {
+			if !listed[n] {
+				return &NameError{Server: s.name, Option: o.option, Tool: n, listed: tools}
+			}
+		}
+	}
+	return nil
+}
+
+// NameError is a tool name given to Only, Idempotent or NeedsApproval that
+// the server does not list: a misspelt name would otherwise leave a tool
+// out, or let a tool that needs approval run without it, silently.
+type NameError struct {
+	Server string
+	// Option is "Only", "Idempotent" or "NeedsApproval".
+	Option string
+	Tool   string
+	listed []listedTool
+}
+
+func (e *NameError) Error() string {
+	names := make([]string, 0, 10)
+	for _, t := range e.listed {
+		if len(names) == cap(names) {
+			names = append(names, "…")
+			break
+		}
+		names = append(names, strconv.Quote(t.Name))
+	}
+	if len(names) == 0 {
+		return fmt.Sprintf("mcp: server %s: mcp.%s names tool %q, but the server lists no tools", e.Server, e.Option, e.Tool)
+	}
+	return fmt.Sprintf("mcp: server %s: mcp.%s names tool %q, which the server does not list (it lists %d: %s)",
+		e.Server, e.Option, e.Tool, len(e.listed), strings.Join(names, ", "))
 }
 
 // listedTool is a tool as the server listed it, with its input schema

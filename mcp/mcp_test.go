@@ -246,7 +246,9 @@ func TestToolListChanged(t *testing.T) {
 	srv := newTestServer()
 	s := httpServer(t, srv)
 	ctx := context.Background()
-	r := runtime.New(snapshots.Script(snapshots.CallTool("add", addArgs{1, 1}), snapshots.Text("ok")), agent(s, mcp.Only("add", "mul")), runtime.Config{})
+	only := []string{"add"} // "mul" once the server lists it (an unlisted name is an error)
+	fn := func(p *prompt.Prompt) error { return agent(s, mcp.Only(only...))(p) }
+	r := runtime.New(snapshots.Script(snapshots.CallTool("add", addArgs{1, 1}), snapshots.Text("ok")), fn, runtime.Config{})
 	step, err := r.Next(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"add"}, toolNames(step.Request))
@@ -260,6 +262,7 @@ func TestToolListChanged(t *testing.T) {
 		return err == nil && slices.Contains(names, "mul")
 	}, 5*time.Second, 20*time.Millisecond)
 
+	only = append(only, "mul")
 	step, err = r.Next(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"add", "mul"}, toolNames(step.Request))

@@ -816,3 +816,33 @@ func TestServerDiesAtStart(t *testing.T) {
 		})
 	}
 }
+
+// A tool name given to Only, Idempotent or NeedsApproval that the server
+// does not list (misspelt, say): an error naming the server, the option
+// and the name, not a tool silently left out or left without approval.
+func TestUnknownToolName(t *testing.T) {
+	s := rawServer(t, "odd", listing(`[{"name":"read_file","inputSchema":{"type":"object"}},{"name":"write_file","inputSchema":{"type":"object"}}]`, nil), mcp.Options{})
+	for name, c := range map[string]struct {
+		opts []mcp.ToolsOption
+		want mcp.NameError
+	}{
+		"Only":          {[]mcp.ToolsOption{mcp.Only("read_file", "reed_file")}, mcp.NameError{Server: "odd", Option: "Only", Tool: "reed_file"}},
+		"Idempotent":    {[]mcp.ToolsOption{mcp.Idempotent("read_fil")}, mcp.NameError{Server: "odd", Option: "Idempotent", Tool: "read_fil"}},
+		"NeedsApproval": {[]mcp.ToolsOption{mcp.NeedsApproval("writefile")}, mcp.NameError{Server: "odd", Option: "NeedsApproval", Tool: "writefile"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			fn := func(p *prompt.Prompt) error {
+				_, err := s.Tools(p, c.opts...)
+				p.User("Go.")
+				return err
+			}
+			_, err := runtime.Run(t.Context(), snapshots.Script(snapshots.Text("never")), fn, runtime.Config{})
+			var ne *mcp.NameError
+			require.ErrorAs(t, err, &ne)
+			assert.Equal(t, c.want.Server, ne.Server)
+			assert.Equal(t, c.want.Option, ne.Option)
+			assert.Equal(t, c.want.Tool, ne.Tool)
+			assert.ErrorContains(t, err, fmt.Sprintf(`mcp: server odd: mcp.%s names tool %q, which the server does not list (it lists 2: "read_file", "write_file")`, c.want.Option, c.want.Tool))
+		})
+	}
+}
