@@ -757,11 +757,11 @@ func (s *Server) list(ctx context.Context, cs *sdk.ClientSession) ([]listedTool,
 		if err != nil {
 			return nil, err
 		}
+		if len(tools)+len(res.Tools) > maxListed { // before checking their schemas
+			return nil, &ListError{Server: s.name, Err: fmt.Errorf("more than %d tools listed", maxListed)}
+		}
 		for _, t := range res.Tools {
 			tools = append(tools, s.newListedTool(t))
-		}
-		if len(tools) > maxListed {
-			return nil, &ListError{Server: s.name, Err: fmt.Errorf("more than %d tools listed", maxListed)}
 		}
 		if res.NextCursor == "" {
 			return tools, nil

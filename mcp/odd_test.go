@@ -254,7 +254,7 @@ func TestToolListRecurringFailure(t *testing.T) {
 			assert.NotContains(t, err.Error(), "cannot connect")
 			assert.Equal(t, int32(1), conns.Load(), "one connection, not retried")
 			assert.Equal(t, int32(1), lists.Load(), "listed once, not retried")
-			assert.Less(t, time.Since(start), 5*time.Second)
+			assert.Less(t, time.Since(start), 10*time.Second, "promptly (10,001 tools are slow to decode under -race)")
 
 			// The next use lists again (the server may have been fixed), on
 			// the same connection if it still stands.
