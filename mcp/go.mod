@@ -3,6 +3,7 @@ module github.com/reprompt/reprompt/mcp
 go 1.26.0
 
 require (
+	github.com/google/go-cmp v0.7.0
 	github.com/reprompt/reprompt v0.0.0
 	github.com/stretchr/testify v1.11.1
 )
@@ -10,7 +11,6 @@ require (
 require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/davecgh/go-spew v1.1.1 // indirect
-	github.com/google/go-cmp v0.7.0 // indirect
 	github.com/pmezard/go-difflib v1.0.0 // indirect
 	go.opentelemetry.io/otel v1.45.0 // indirect
 	go.opentelemetry.io/otel/trace v1.45.0 // indirect

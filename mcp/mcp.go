@@ -19,6 +19,9 @@
 // run and close it after. A connection that fails is opened again at the
 // next use, a bounded number of times. The server's tools are listed once
 // and listed again at the step after the server says they changed.
+// Connecting, listing and reading end with the context of the execution
+// that asked (prompt.Prompt.Context), so a run's deadline or cancellation
+// is not outlasted by a server that does not answer.
 //
 // Each MCP tool becomes a tool with the server's JSON Schema, and arguments
 // are validated against it before the call is sent (see
@@ -30,6 +33,15 @@
 // naming both, unless Only leaves them out. A result's text is cut to
 // Options.MaxResultBytes.
 //
+// A tool list that cannot be used and would not be at another try (page
+// cursors that repeat, more than 10,000 tools, an answer nested too deep
+// to decode) is a *ListError, not retried. Bounds on what is declared
+// (Options.MaxTools, MaxSchemaBytes, MaxSchemaDepth) are *LimitErrors.
+//
+// A server started with Command that fails (at start, or during a call)
+// is explained by a *ProcessError: how its process exited and the end of
+// its standard error; the server is named by its command and arguments.
+//
 // Package mcp is its own Go module, so that users of reprompt's core do not
 // download the MCP SDK.
 package mcp
@@ -40,9 +52,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os/exec"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -64,17 +79,24 @@ type Transport struct {
 }
 
 // Command returns a transport that starts the command and speaks MCP over
-// its standard input and output. Each connection starts it anew.
+// its standard input and output. Each connection starts it anew; closing
+// it closes the process's input, then sends SIGTERM, then kills it, a
+// second apart. A failure of the process is a *ProcessError with the end
+// of its standard error and how it exited. The server is named by the
+// command and its arguments, with the values of credential flags
+// (--api-key=…) and URL passwords hidden.
 func Command(name string, args ...string) Transport {
-	return Transport{name: name, connect: func() sdk.Transport {
-		return &sdk.CommandTransport{Command: exec.Command(name, args...), TerminateDuration: time.Second}
+	line := commandLine(name, args)
+	return Transport{name: line, connect: func() sdk.Transport {
+		return newProcess(line, exec.Command(name, args...))
 	}}
 }
 
 // HTTP returns a transport that speaks MCP's streamable HTTP to the
-// endpoint url.
+// endpoint url. The server is named by url, its password and credential
+// parameters hidden.
 func HTTP(url string) Transport {
-	return Transport{name: url, connect: func() sdk.Transport {
+	return Transport{name: redactURL(url), connect: func() sdk.Transport {
 		return &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: limitJSON{http.DefaultTransport}}}
 	}}
 }
@@ -143,6 +165,22 @@ type Options struct {
 	// zero, 1 MiB; if negative, no bound. (Whatever it is, one message from
 	// the server is bounded at 16 MiB when read.)
 	MaxResultBytes int
+	// MaxTools bounds how many tools one Tools call declares (those Only
+	// leaves): more is a *LimitError, so that a server listing thousands
+	// of tools does not have them all offered in every request. If zero,
+	// 128 (the most the OpenAI API accepts in one request); if negative, no
+	// bound. It bounds each Server on its own, not a request.
+	MaxTools int
+	// MaxSchemaBytes bounds the input schema of one declared tool, as JSON:
+	// a larger one is a *LimitError naming the tool, as the schema would be
+	// sent in every request. If zero, 64 KiB; if negative, no bound.
+	MaxSchemaBytes int
+	// MaxSchemaDepth bounds how deeply the input schema of one declared
+	// tool nests JSON objects and arrays: a deeper one is a *LimitError
+	// naming the tool. If zero, 64; if negative, no bound. (Whatever it
+	// is, a listing nested more than 10,000 levels deep cannot be decoded,
+	// which fails the listing.)
+	MaxSchemaDepth int
 }
 
 // Server is an MCP server whose tools and resources prompt functions
@@ -156,8 +194,11 @@ type Server struct {
 	life    context.Context
 	endLife context.CancelCauseFunc
 
-	mu     sync.Mutex
+	// mu guards cs, closed and tools, and is held while connecting and
+	// listing: a use waiting for it gives up when its context ends.
+	mu     ctxMutex
 	cs     *sdk.ClientSession
+	proc   *process // cs's server process, if Command started one
 	closed bool
 	tools  []listedTool // listed tools; nil: list them at the next use
 	// stale is set by the server's notifications: list the tools (or read
@@ -193,12 +234,61 @@ func New(t Transport, opts Options) *Server {
 	if opts.MaxResultBytes == 0 {
 		opts.MaxResultBytes = 1 << 20
 	}
+	if opts.MaxTools == 0 {
+		opts.MaxTools = 128
+	}
+	if opts.MaxSchemaBytes == 0 {
+		opts.MaxSchemaBytes = 64 << 10
+	}
+	if opts.MaxSchemaDepth == 0 {
+		opts.MaxSchemaDepth = 64
+	}
 	name := opts.Name
 	if name == "" {
 		name = t.name
 	}
 	life, end := context.WithCancelCause(context.Background())
-	return &Server{t: t, opts: opts, name: name, life: life, endLife: end, resources: map[string]resource{}}
+	return &Server{t: t, opts: opts, name: name, life: life, endLife: end, mu: make(ctxMutex, 1), resources: map[string]resource{}}
+}
+
+// ctxMutex is a mutex whose lockCtx gives up when a context ends: a use of
+// the Server waits for a connect or a listing under way no longer than its
+// caller lets it.
+type ctxMutex chan struct{}
+
+func (m ctxMutex) Lock()   { m <- struct{}{} }
+func (m ctxMutex) Unlock() { <-m }
+
+// lockCtx locks m, or returns the cause of ctx if it ends first.
+func (m ctxMutex) lockCtx(ctx context.Context) error {
+	select {
+	case m <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// useContext returns a context that ends with ctx, or with ErrClosed as
+// its cause when the Server is closed.
+func (s *Server) useContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(s.life, func() { cancel(ErrClosed) })
+	return ctx, func() {
+		stop()
+		cancel(nil)
+	}
+}
+
+// ended is the error of a use whose context ended before it did:
+// ErrClosed after Close, otherwise the context's cause (the run was
+// cancelled, or its deadline passed) with what was under way.
+func (s *Server) ended(ctx context.Context, doing string) error {
+	cause := context.Cause(ctx)
+	if s.life.Err() != nil || errors.Is(cause, ErrClosed) {
+		return ErrClosed
+	}
+	return fmt.Errorf("mcp: server %s: %s: %w", s.name, doing, cause)
 }
 
 // Close closes the connection (a command's process is asked to exit).
@@ -212,7 +302,7 @@ func (s *Server) Close() error {
 		return nil
 	}
 	err := s.cs.Close()
-	s.cs = nil
+	s.cs, s.proc = nil, nil
 	return err
 }
 
@@ -247,7 +337,7 @@ func (s *Server) session(ctx context.Context) (*sdk.ClientSession, error) {
 		if try > 1 {
 			select {
 			case <-ctx.Done():
-				return nil, &ConnectError{Server: s.name, Tries: try - 1, Err: errors.Join(last, ctx.Err())}
+				return nil, s.ended(ctx, "connecting")
 			case <-time.After(time.Duration(try-1) * 100 * time.Millisecond):
 			}
 		}
@@ -261,13 +351,23 @@ func (s *Server) session(ctx context.Context) (*sdk.ClientSession, error) {
 			},
 		})
 		cctx, cancel := context.WithTimeout(ctx, s.opts.ConnectTimeout)
-		cs, err := client.Connect(cctx, s.t.connect(), nil)
-		if err != nil && cctx.Err() != nil && ctx.Err() == nil {
+		t := s.t.connect()
+		proc, _ := t.(*process)
+		cs, err := client.Connect(cctx, t, nil)
+		timedOut := cctx.Err() != nil
+		cancel()
+		if err != nil && ctx.Err() != nil {
+			// The caller gave up, or the Server was closed: no more attempts.
+			return nil, s.ended(ctx, "connecting")
+		}
+		if err != nil && timedOut {
 			err = fmt.Errorf("no answer to the handshake within %s: %w", s.opts.ConnectTimeout, err)
 		}
-		cancel()
+		if err != nil && proc != nil {
+			err = proc.explain(err)
+		}
 		if err == nil {
-			s.cs = cs
+			s.cs, s.proc = cs, proc
 			s.tools = nil // list again: the server may have changed
 			go s.watch(cs)
 			return cs, nil
@@ -283,7 +383,7 @@ func (s *Server) watch(cs *sdk.ClientSession) {
 	_ = cs.Wait()
 	s.mu.Lock()
 	if s.cs == cs {
-		s.cs = nil
+		s.cs, s.proc = nil, nil
 	}
 	s.mu.Unlock()
 }
@@ -293,7 +393,7 @@ func (s *Server) watch(cs *sdk.ClientSession) {
 func (s *Server) drop(cs *sdk.ClientSession) {
 	s.mu.Lock()
 	if s.cs == cs {
-		s.cs = nil
+		s.cs, s.proc = nil, nil
 	}
 	s.mu.Unlock()
 	_ = cs.Close()
@@ -322,7 +422,9 @@ type toolsConfig struct {
 	approveAll bool
 }
 
-// Only declares only the named tools (their names on the server).
+// Only declares only the named tools (their names on the server). A name
+// the server does not list is a *NameError, as it is for Idempotent and
+// NeedsApproval.
 func Only(names ...string) ToolsOption {
 	return func(c *toolsConfig) {
 		if c.only == nil {
@@ -392,13 +494,16 @@ func toolName(prefix, name string) string {
 // as any declaration.
 //
 // It returns a *ConnectError when the server cannot be reached; the prompt
-// function should return it, which ends the run with that error.
+// function should return it, which ends the run with that error. Connecting
+// and listing, and waiting for another execution's, end with the
+// execution's context (p.Context()): when the run is cancelled or its
+// deadline passes, Tools returns an error wrapping the context's cause.
 func (s *Server) Tools(p *prompt.Prompt, opts ...ToolsOption) (map[string]defs.Handle, error) {
 	var cfg toolsConfig
 	for _, o := range opts {
 		o(&cfg)
 	}
-	tools, err := s.listTools()
+	tools, err := s.listTools(p.Context())
 	if err != nil {
 		return nil, err
 	}
@@ -406,12 +511,21 @@ func (s *Server) Tools(p *prompt.Prompt, opts ...ToolsOption) (map[string]defs.H
 		t      listedTool
 		remote string
 	}
+	if err := s.checkNames(tools, cfg); err != nil {
+		return nil, err
+	}
+	var chosen []listedTool
+	for _, t := range tools {
+		if cfg.only == nil || cfg.only[t.Name] {
+			chosen = append(chosen, t)
+		}
+	}
+	if limit := s.opts.MaxTools; limit >= 0 && len(chosen) > limit {
+		return nil, &LimitError{Server: s.name, Tool: chosen[limit].Name, Limit: "MaxTools", Max: limit, Got: len(chosen)}
+	}
 	var decls []decl
 	byName := map[string]string{} // declared name → remote name
-	for _, t := range tools {
-		if cfg.only != nil && !cfg.only[t.Name] {
-			continue
-		}
+	for _, t := range chosen {
 		if t.Name == "" {
 			return nil, fmt.Errorf("mcp: server %s: a tool has an empty name", s.name)
 		}
@@ -423,7 +537,7 @@ func (s *Server) Tools(p *prompt.Prompt, opts ...ToolsOption) (map[string]defs.H
 			return nil, fmt.Errorf("mcp: server %s: tools %q and %q are both declared as %q (leave one out with mcp.Only)", s.name, other, t.Name, name)
 		}
 		if t.err != nil {
-			return nil, &SchemaError{Server: s.name, Tool: t.Name, Err: t.err}
+			return nil, t.err
 		}
 		byName[name] = t.Name
 		decls = append(decls, decl{t, name})
@@ -446,41 +560,131 @@ func (s *Server) Tools(p *prompt.Prompt, opts ...ToolsOption) (map[string]defs.H
 	return out, nil
 }
 
+// checkNames returns a *NameError for the first name given to Only,
+// Idempotent or NeedsApproval (in that order, each in sorted order) that
+// the server does not list.
+func (s *Server) checkNames(tools []listedTool, cfg toolsConfig) error {
+	listed := make(map[string]bool, len(tools))
+	for _, t := range tools {
+		listed[t.Name] = true
+	}
+	for _, o := range []struct {
+		option string
+		names  map[string]bool
+	}{{"Only", cfg.only}, {"Idempotent", cfg.idem}, {"NeedsApproval", cfg.approve}} {
+		for _, n := range slices.Sorted(maps.Keys(o.names)) {
+			if !listed[n] {
+				return &NameError{Server: s.name, Option: o.option, Tool: n, listed: tools}
+			}
+		}
+	}
+	return nil
+}
+
+// NameError is a tool name given to Only, Idempotent or NeedsApproval that
+// the server does not list: a misspelt name would otherwise leave a tool
+// out, or let a tool that needs approval run without it, silently.
+type NameError struct {
+	Server string
+	// Option is "Only", "Idempotent" or "NeedsApproval".
+	Option string
+	Tool   string
+	listed []listedTool
+}
+
+func (e *NameError) Error() string {
+	names := make([]string, 0, 10)
+	for _, t := range e.listed {
+		if len(names) == cap(names) {
+			names = append(names, "…")
+			break
+		}
+		names = append(names, strconv.Quote(t.Name))
+	}
+	if len(names) == 0 {
+		return fmt.Sprintf("mcp: server %s: mcp.%s names tool %q, but the server lists no tools", e.Server, e.Option, e.Tool)
+	}
+	return fmt.Sprintf("mcp: server %s: mcp.%s names tool %q, which the server does not list (it lists %d: %s)",
+		e.Server, e.Option, e.Tool, len(e.listed), strings.Join(names, ", "))
+}
+
 // listedTool is a tool as the server listed it, with its input schema
 // checked once per listing rather than at every step.
 type listedTool struct {
 	*sdk.Tool
 	schema json.RawMessage // {"type":"object"} when the server gave none
-	err    error           // why schema cannot be used
+	err    error           // why the tool cannot be declared: a *SchemaError or a *LimitError
 }
 
-func newListedTool(t *sdk.Tool) listedTool {
+func (s *Server) newListedTool(t *sdk.Tool) listedTool {
 	lt := listedTool{Tool: t, schema: json.RawMessage(`{"type":"object"}`)}
 	if t.InputSchema == nil {
 		return lt // no arguments
 	}
 	b, err := json.Marshal(t.InputSchema)
 	if err != nil {
-		lt.err = err
+		lt.err = &SchemaError{Server: s.name, Tool: t.Name, Err: err}
+		return lt
+	}
+	if limit := s.opts.MaxSchemaBytes; limit >= 0 && len(b) > limit {
+		lt.err = &LimitError{Server: s.name, Tool: t.Name, Limit: "MaxSchemaBytes", Max: limit, Got: len(b)}
+		c := *t // keep no more of it than its name
+		c.InputSchema, c.OutputSchema = nil, nil
+		lt.Tool, lt.schema = &c, nil
+		return lt
+	}
+	if limit, depth := s.opts.MaxSchemaDepth, jsonDepth(b); limit >= 0 && depth > limit {
+		lt.err = &LimitError{Server: s.name, Tool: t.Name, Limit: "MaxSchemaDepth", Max: limit, Got: depth}
 		return lt
 	}
 	lt.schema = b
 	var js jsonschema.Schema
 	switch err := json.Unmarshal(b, &js); {
 	case err != nil:
-		lt.err = fmt.Errorf("not a JSON Schema: %w", err)
+		lt.err = &SchemaError{Server: s.name, Tool: t.Name, Err: fmt.Errorf("not a JSON Schema: %w", err)}
 	case js.Type != "object":
-		lt.err = fmt.Errorf("the type must be \"object\", not %q", js.Type)
+		lt.err = &SchemaError{Server: s.name, Tool: t.Name, Err: fmt.Errorf("the type must be \"object\", not %q", js.Type)}
 	default:
 		if _, err := js.Resolve(nil); err != nil {
-			lt.err = err
+			lt.err = &SchemaError{Server: s.name, Tool: t.Name, Err: err}
 		}
 	}
 	return lt
 }
 
-func (s *Server) listTools() ([]listedTool, error) {
-	s.mu.Lock()
+// jsonDepth returns how deeply the JSON text b nests objects and arrays.
+func jsonDepth(b []byte) int {
+	depth, deepest := 0, 0
+	inString, escaped := false, false
+	for _, c := range b {
+		switch {
+		case inString && escaped:
+			escaped = false
+		case inString && c == '\\':
+			escaped = true
+		case inString && c == '"':
+			inString = false
+		case inString:
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			depth++
+			deepest = max(deepest, depth)
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return deepest
+}
+
+// listTools returns the server's tools, listing them if they are not
+// known or are stale. It gives up when ctx ends or the Server is closed.
+func (s *Server) listTools(ctx context.Context) ([]listedTool, error) {
+	ctx, cancel := s.useContext(ctx)
+	defer cancel()
+	if s.mu.lockCtx(ctx) != nil {
+		return nil, s.ended(ctx, "waiting to list tools")
+	}
 	defer s.mu.Unlock()
 	if s.closed {
 		return nil, ErrClosed
@@ -488,8 +692,8 @@ func (s *Server) listTools() ([]listedTool, error) {
 	if s.tools != nil && !s.staleTools.Load() {
 		return s.tools, nil
 	}
-	ctx, cancel := context.WithTimeout(s.life, s.opts.ConnectTimeout*time.Duration(s.opts.MaxConnects+1))
-	defer cancel()
+	ctx, cancelTimeout := context.WithTimeout(ctx, s.opts.ConnectTimeout*time.Duration(s.opts.MaxConnects+1))
+	defer cancelTimeout()
 	for try := 1; ; try++ {
 		cs, err := s.session(ctx)
 		if s.life.Err() != nil {
@@ -504,12 +708,32 @@ func (s *Server) listTools() ([]listedTool, error) {
 			s.tools = tools
 			return tools, nil
 		}
+		if ctx.Err() != nil {
+			// The caller gave up: the connection may be fine, keep it.
+			s.staleTools.Store(true)
+			return nil, s.ended(ctx, "listing tools")
+		}
+		le, broken := s.recurs(ctx, cs, err)
+		if le != nil && !broken {
+			// The server answered with a list that cannot be used: asking
+			// again would give the same one. Keep the connection, and list
+			// again at the next use (the server may have been fixed).
+			s.staleTools.Store(true)
+			return nil, le
+		}
+		proc := s.proc
 		if s.cs == cs {
-			s.cs = nil
+			s.cs, s.proc = nil, nil
 		}
 		_ = cs.Close()
 		if s.life.Err() != nil {
 			return nil, ErrClosed
+		}
+		if le != nil {
+			return nil, le // broken by the list itself: no other try
+		}
+		if proc != nil {
+			err = proc.explain(err)
 		}
 		if try >= s.opts.MaxConnects {
 			return nil, &ConnectError{Server: s.name, Tries: try, Err: fmt.Errorf("listing tools: %w", err)}
@@ -517,9 +741,9 @@ func (s *Server) listTools() ([]listedTool, error) {
 	}
 }
 
-// maxTools bounds how many tools one listing may hold: a server whose
+// maxListed bounds how many tools one listing may hold: a server whose
 // pages never end is an error, not a growing list.
-const maxTools = 10000
+const maxListed = 10000
 
 // list lists the tools of the server on cs, every page.
 func (s *Server) list(ctx context.Context, cs *sdk.ClientSession) ([]listedTool, error) {
@@ -533,22 +757,65 @@ func (s *Server) list(ctx context.Context, cs *sdk.ClientSession) ([]listedTool,
 		if err != nil {
 			return nil, err
 		}
-		for _, t := range res.Tools {
-			tools = append(tools, newListedTool(t))
+		if len(tools)+len(res.Tools) > maxListed { // before checking their schemas
+			return nil, &ListError{Server: s.name, Err: fmt.Errorf("more than %d tools listed", maxListed)}
 		}
-		if len(tools) > maxTools {
-			return nil, fmt.Errorf("more than %d tools", maxTools)
+		for _, t := range res.Tools {
+			tools = append(tools, s.newListedTool(t))
 		}
 		if res.NextCursor == "" {
 			return tools, nil
 		}
 		if seen[res.NextCursor] {
-			return nil, fmt.Errorf("the server handed out the page cursor %q twice", res.NextCursor)
+			return nil, &ListError{Server: s.name, Err: fmt.Errorf("the server handed out the page cursor %q twice", res.NextCursor)}
 		}
 		seen[res.NextCursor] = true
 		params = &sdk.ListToolsParams{Cursor: res.NextCursor}
 	}
 }
+
+// recurs returns the *ListError err is if the listing on cs failed in a
+// way that would recur, and whether the connection is broken with it: a
+// list over a bound of this package, an answer nested deeper than JSON is
+// decoded (which breaks the connection), or an answer of the wrong shape
+// on a connection that still answers a ping (garbage on a broken
+// connection is not the list's fault). It returns nil for a failure worth
+// another try.
+func (s *Server) recurs(ctx context.Context, cs *sdk.ClientSession, err error) (le *ListError, broken bool) {
+	if errors.As(err, &le) {
+		return le, false
+	}
+	var syntax *json.SyntaxError
+	if errors.As(err, &syntax) && strings.HasSuffix(syntax.Error(), "exceeded max depth") {
+		return &ListError{Server: s.name, Err: err}, true
+	}
+	var shape *json.UnmarshalTypeError
+	if !errors.As(err, &syntax) && !errors.As(err, &shape) {
+		return nil, false
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.opts.ConnectTimeout)
+	defer cancel()
+	if cs.Ping(ctx, nil) != nil {
+		return nil, false
+	}
+	return &ListError{Server: s.name, Err: err}, false
+}
+
+// ListError is a tool list the server answered with that cannot be used,
+// and would not be if asked again: more than 10,000 tools, page cursors
+// that repeat, an answer that cannot be decoded (nested more than 10,000
+// levels deep, say). It is not retried, and the connection is kept; the
+// next use lists again.
+type ListError struct {
+	Server string
+	Err    error
+}
+
+func (e *ListError) Error() string {
+	return fmt.Sprintf("mcp: server %s: the tool list cannot be used: %v", e.Server, e.Err)
+}
+
+func (e *ListError) Unwrap() error { return e.Err }
 
 // ToolError is an error the server reported for a tool call: a result
 // marked isError, or a JSON-RPC error answering the call (an unknown tool,
@@ -582,8 +849,11 @@ func (s *Server) call(ctx context.Context, tool string, args json.RawMessage) (s
 	ctx, closed := context.WithCancelCause(ctx)
 	defer closed(nil)
 	defer context.AfterFunc(s.life, func() { closed(ErrClosed) })()
-	s.mu.Lock()
+	if err := s.mu.lockCtx(ctx); err != nil {
+		return "", &CallError{Server: s.name, Tool: tool, Err: err}
+	}
 	cs, err := s.session(ctx)
+	proc := s.proc
 	s.mu.Unlock()
 	if err != nil {
 		return "", err
@@ -610,6 +880,9 @@ func (s *Server) call(ctx context.Context, tool string, args json.RawMessage) (s
 			s.drop(cs)
 			if errors.Is(err, sdk.ErrConnectionClosed) {
 				err = errors.New("the connection to the server was lost")
+			}
+			if proc != nil {
+				err = proc.explain(err)
 			}
 		}
 		return "", &CallError{Server: s.name, Tool: tool, Err: err}
@@ -673,9 +946,10 @@ func contentText(content []sdk.Content, structured any) string {
 // as a string variable, or, for JSON content (MIME type application/json),
 // the decoded value as a structured one (see prompt.Prompt.Def and
 // DefData). The resource is read at the first use and read again after the
-// server says it changed.
+// server says it changed. Connecting and reading end with the execution's
+// context (p.Context()), as in Tools.
 func (s *Server) Resource(p *prompt.Prompt, name, uri string) (defs.Handle, error) {
-	r, err := s.read(uri)
+	r, err := s.read(p.Context(), uri)
 	if err != nil {
 		return defs.Handle{}, err
 	}
@@ -689,8 +963,14 @@ func (s *Server) Resource(p *prompt.Prompt, name, uri string) (defs.Handle, erro
 	return p.Def(name, r.text), nil
 }
 
-func (s *Server) read(uri string) (resource, error) {
-	s.mu.Lock()
+// read returns the resource at uri, reading it if it is not known or is
+// stale. It gives up when ctx ends or the Server is closed.
+func (s *Server) read(ctx context.Context, uri string) (resource, error) {
+	ctx, cancel := s.useContext(ctx)
+	defer cancel()
+	if s.mu.lockCtx(ctx) != nil {
+		return resource{}, s.ended(ctx, "waiting to read resource "+uri)
+	}
 	defer s.mu.Unlock()
 	if s.closed {
 		return resource{}, ErrClosed
@@ -702,8 +982,9 @@ func (s *Server) read(uri string) (resource, error) {
 	if ok && !r.stale {
 		return r, nil
 	}
-	ctx, cancel := context.WithTimeout(s.life, s.opts.ConnectTimeout+s.opts.CallTimeout)
-	defer cancel()
+	use := ctx
+	ctx, cancelTimeout := context.WithTimeout(use, s.opts.ConnectTimeout+s.opts.CallTimeout)
+	defer cancelTimeout()
 	cs, err := s.session(ctx)
 	if err != nil {
 		return resource{}, err
@@ -712,6 +993,9 @@ func (s *Server) read(uri string) (resource, error) {
 		_ = cs.Subscribe(ctx, &sdk.SubscribeParams{URI: uri}) // best effort: without it, read once
 	}
 	res, err := cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: uri})
+	if err != nil && use.Err() != nil {
+		return resource{}, s.ended(use, "reading resource "+uri)
+	}
 	if err != nil {
 		return resource{}, fmt.Errorf("mcp: server %s: reading resource %s: %w", s.name, uri, err)
 	}
@@ -749,3 +1033,31 @@ func (e *SchemaError) Error() string {
 }
 
 func (e *SchemaError) Unwrap() error { return e.Err }
+
+// LimitError is a tool, or a number of tools, over a bound of Options: a
+// tool whose input schema is larger than MaxSchemaBytes or nests deeper
+// than MaxSchemaDepth, or more tools declared by one Tools call than
+// MaxTools. Choose the tools to declare with Only (or raise the bound).
+type LimitError struct {
+	Server string
+	// Tool is the tool over the bound; for MaxTools, the first tool
+	// beyond it, in the order the server lists them.
+	Tool string
+	// Limit names the option: "MaxSchemaBytes", "MaxSchemaDepth" or
+	// "MaxTools".
+	Limit string
+	// Max is the bound, Got what the server offered (bytes, levels or
+	// tools).
+	Max, Got int
+}
+
+func (e *LimitError) Error() string {
+	switch e.Limit {
+	case "MaxTools":
+		return fmt.Sprintf("mcp: server %s: %d tools to declare, more than Options.MaxTools (%d); the first beyond it is %q (choose the tools with mcp.Only)", e.Server, e.Got, e.Max, e.Tool)
+	case "MaxSchemaDepth":
+		return fmt.Sprintf("mcp: server %s: tool %q: input schema nested %d levels deep, more than Options.MaxSchemaDepth (%d) (leave the tool out with mcp.Only)", e.Server, e.Tool, e.Got, e.Max)
+	default:
+		return fmt.Sprintf("mcp: server %s: tool %q: input schema of %d bytes, more than Options.%s (%d) (leave the tool out with mcp.Only)", e.Server, e.Tool, e.Got, e.Limit, e.Max)
+	}
+}

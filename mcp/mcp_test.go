@@ -73,6 +73,7 @@ func newTestServer() *sdk.Server {
 		})
 	srv.AddTool(&sdk.Tool{Name: "crash", Description: "Ends the server process.", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			fmt.Fprintln(os.Stderr, "crashing on purpose")
 			os.Exit(3)
 			return nil, nil
 		})
@@ -245,7 +246,9 @@ func TestToolListChanged(t *testing.T) {
 	srv := newTestServer()
 	s := httpServer(t, srv)
 	ctx := context.Background()
-	r := runtime.New(snapshots.Script(snapshots.CallTool("add", addArgs{1, 1}), snapshots.Text("ok")), agent(s, mcp.Only("add", "mul")), runtime.Config{})
+	only := []string{"add"} // "mul" once the server lists it (an unlisted name is an error)
+	fn := func(p *prompt.Prompt) error { return agent(s, mcp.Only(only...))(p) }
+	r := runtime.New(snapshots.Script(snapshots.CallTool("add", addArgs{1, 1}), snapshots.Text("ok")), fn, runtime.Config{})
 	step, err := r.Next(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"add"}, toolNames(step.Request))
@@ -259,6 +262,7 @@ func TestToolListChanged(t *testing.T) {
 		return err == nil && slices.Contains(names, "mul")
 	}, 5*time.Second, 20*time.Millisecond)
 
+	only = append(only, "mul")
 	step, err = r.Next(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"add", "mul"}, toolNames(step.Request))
@@ -314,6 +318,24 @@ func TestServerCrashMidCall(t *testing.T) {
 	add := res.Steps[1].ToolResults[0]
 	assert.False(t, add.IsError, add.Content)
 	assert.JSONEq(t, `{"sum":42}`, add.Content)
+}
+
+// A server process started with Command that dies during a call: the
+// error result says how it exited and shows the end of its standard error.
+func TestCommandCrashMidCall(t *testing.T) {
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	t.Setenv(serverEnv, "1") // the process started is the test server
+	s := mcp.New(mcp.Command(exe, "-test.run=^$"), mcp.Options{})
+	defer s.Close()
+	res, err := runtime.Run(context.Background(), snapshots.Script(
+		snapshots.CallTool("crash", struct{}{}),
+		snapshots.Text("gone"),
+	), agent(s, mcp.Only("crash")), runtime.Config{})
+	require.NoError(t, err)
+	crash := res.Steps[0].ToolResults[0]
+	assert.True(t, crash.IsError)
+	assert.Contains(t, crash.Content, "the server process ended (exit status 3), its standard error ending with:\n\tcrashing on purpose")
 }
 
 // A server that cannot be started fails the run with a *ConnectError after

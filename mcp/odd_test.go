@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -212,21 +213,74 @@ func TestToolErrorWithoutContent(t *testing.T) {
 	assert.Contains(t, r.Content, `failed: MCP server odd reported an error without a message`)
 }
 
-// A server whose tools/list pages never end (it hands back the same
-// cursor) fails promptly with a *ConnectError, not after filling memory
-// until ConnectTimeout.
-func TestToolListCursorLoop(t *testing.T) {
-	s := rawServer(t, "odd", func(c *rawConn, req rawRequest) {
+// A tool list that cannot be used and would not be if asked again (pages
+// that never end, more tools than a listing may hold, a schema nested
+// deeper than can be decoded, a list of the wrong shape): a *ListError at
+// once, on one connection, not retried and not called "cannot connect".
+func TestToolListRecurringFailure(t *testing.T) {
+	deep := strings.Repeat("[", 20_000) + strings.Repeat("]", 20_000)
+	for name, c := range map[string]struct {
+		result, want string
+		conns        int32 // after a second use
+	}{
+		"cursor loop": {`{"tools":[{"name":"t","inputSchema":{"type":"object"}}],"nextCursor":"again"}`,
+			`mcp: server odd: the tool list cannot be used: the server handed out the page cursor "again" twice`, 1},
+		"too many": {`{"tools":` + manyTools(10_001) + `}`,
+			`mcp: server odd: the tool list cannot be used: more than 10000 tools listed`, 1},
+		// The SDK cannot read the message: the connection is broken.
+		"too deep": {`{"tools":[{"name":"t","inputSchema":{"type":"object","x":` + deep + `}}]}`,
+			`mcp: server odd: the tool list cannot be used: calling "tools/list": invalid character '[' exceeded max depth`, 2},
+		"wrong shape": {`{"tools":5}`,
+			`mcp: server odd: the tool list cannot be used: calling "tools/list": json: cannot unmarshal`, 1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var lists atomic.Int32
+			s, conns := countedRawServer(t, "odd", func(rc *rawConn, req rawRequest) {
+				if req.Method == "tools/list" {
+					if !strings.Contains(string(req.Params), `"cursor"`) {
+						lists.Add(1) // a listing's first page
+					}
+					rc.result(req.ID, c.result)
+				}
+			}, mcp.Options{})
+			start := time.Now()
+			_, err := runTools(t, s, snapshots.Text("never"))
+			var le *mcp.ListError
+			require.ErrorAs(t, err, &le)
+			assert.Equal(t, "odd", le.Server)
+			assert.ErrorContains(t, err, c.want)
+			var ce *mcp.ConnectError
+			assert.False(t, errors.As(err, &ce), "not a *ConnectError: %v", err)
+			assert.NotContains(t, err.Error(), "cannot connect")
+			assert.Equal(t, int32(1), conns.Load(), "one connection, not retried")
+			assert.Equal(t, int32(1), lists.Load(), "listed once, not retried")
+			assert.Less(t, time.Since(start), 10*time.Second, "promptly (10,001 tools are slow to decode under -race)")
+
+			// The next use lists again (the server may have been fixed), on
+			// the same connection if it still stands.
+			_, err = runTools(t, s, snapshots.Text("never"))
+			assert.ErrorAs(t, err, &le)
+			assert.Equal(t, int32(2), lists.Load(), "listed again")
+			assert.Equal(t, c.conns, conns.Load(), "connections after the second use")
+		})
+	}
+
+	// Garbage on the connection during a listing breaks the connection,
+	// not the list: it is tried again on a new one.
+	var lists atomic.Int32
+	s, conns := countedRawServer(t, "odd", func(rc *rawConn, req rawRequest) {
 		if req.Method == "tools/list" {
-			c.result(req.ID, `{"tools":[{"name":"t","inputSchema":{"type":"object"}}],"nextCursor":"again"}`)
+			if lists.Add(1) == 1 {
+				rc.send(`Debugger listening on ws://127.0.0.1:9229`)
+				return
+			}
+			rc.result(req.ID, `{"tools":[{"name":"t","inputSchema":{"type":"object"}}]}`)
 		}
-	}, mcp.Options{MaxConnects: 1})
-	start := time.Now()
-	_, err := runTools(t, s, snapshots.Text("never"))
-	var ce *mcp.ConnectError
-	require.ErrorAs(t, err, &ce)
-	assert.Contains(t, err.Error(), "listing tools")
-	assert.Less(t, time.Since(start), 5*time.Second)
+	}, mcp.Options{})
+	res, err := runTools(t, s, snapshots.Text("ok"))
+	require.NoError(t, err, "garbage, then a good list")
+	assert.Equal(t, []string{"t"}, toolNames(res.Steps[0].Request))
+	assert.Equal(t, int32(2), conns.Load(), "the broken connection was dropped, a new one made")
 }
 
 // A call the runtime gives up on (its ToolTimeout, shorter than
@@ -585,4 +639,210 @@ func TestResourceUpdatedDuringRead(t *testing.T) {
 	step, err = r.Next(t.Context())
 	require.NoError(t, err)
 	assert.Contains(t, step.Request.System, "<a>v2</a>", "read again")
+}
+
+// silentServer is a server that reads what it is sent and never answers,
+// not even the handshake.
+func silentServer(t *testing.T, opts mcp.Options) *mcp.Server {
+	t.Helper()
+	s := mcp.New(mcp.SDKTransport("silent", func() sdk.Transport {
+		cr, _ := io.Pipe()
+		sr, cw := io.Pipe()
+		go func() { _, _ = io.Copy(io.Discard, sr) }()
+		return &sdk.IOTransport{Reader: cr, Writer: cw}
+	}), opts)
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// A run with a deadline, against a server that never answers the
+// handshake, ends at its deadline: connecting, waiting for another run's
+// connect, and reading a resource end with the execution's context, not
+// after ConnectTimeout × MaxConnects.
+func TestRunDeadlineEndsConnect(t *testing.T) {
+	opts := mcp.Options{ConnectTimeout: 5 * time.Second} // 15 s in all for three attempts
+	deadline := func(fn prompt.Func) (time.Duration, error) {
+		ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		_, err := runtime.Run(ctx, snapshots.Script(snapshots.Text("never")), fn, runtime.Config{})
+		return time.Since(start), err
+	}
+	tools := func(s *mcp.Server) prompt.Func {
+		return func(p *prompt.Prompt) error {
+			_, err := s.Tools(p)
+			p.User("Go.")
+			return err
+		}
+	}
+
+	t.Run("tools", func(t *testing.T) {
+		took, err := deadline(tools(silentServer(t, opts)))
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.Less(t, took, 2*time.Second, "the run ended at its deadline")
+	})
+
+	t.Run("waiting for another run", func(t *testing.T) {
+		s := silentServer(t, opts)
+		other, stop := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { // connects, without a deadline, until stopped
+			defer close(done)
+			_, _ = runtime.Run(other, snapshots.Script(snapshots.Text("never")), tools(s), runtime.Config{})
+		}()
+		defer func() { stop(); <-done }()
+		time.Sleep(100 * time.Millisecond) // the other run holds the connect
+		took, err := deadline(tools(s))
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.Less(t, took, 2*time.Second, "the run did not wait for the other's connect")
+	})
+
+	t.Run("resource", func(t *testing.T) {
+		s := silentServer(t, opts)
+		took, err := deadline(func(p *prompt.Prompt) error {
+			_, err := s.Resource(p, "a", "note://a")
+			p.User("Go.")
+			return err
+		})
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.Less(t, took, 2*time.Second, "the run ended at its deadline")
+	})
+}
+
+// manyTools is a JSON array of n tools named t0, t1, ….
+func manyTools(n int) string {
+	tools := make([]string, n)
+	for i := range tools {
+		tools[i] = fmt.Sprintf(`{"name":"t%d","inputSchema":{"type":"object"}}`, i)
+	}
+	return "[" + strings.Join(tools, ",") + "]"
+}
+
+// A tool whose schema is too large or too deep, and more tools than
+// MaxTools: a *LimitError naming the server, the tool and the bound, by
+// default; the other tools, chosen with Only, are usable.
+func TestToolBounds(t *testing.T) {
+	big := `{"type":"object","description":"` + strings.Repeat("x", 70_000) + `"}`
+	deep := strings.Repeat(`{"type":"object","properties":{"x":`, 40) + `{"type":"string"}` + strings.Repeat(`}}`, 40)
+	for name, c := range map[string]struct {
+		tools string
+		opts  mcp.Options
+		want  mcp.LimitError
+		msg   string
+		only  string // a tool within the bounds
+	}{
+		"schema bytes": {`[{"name":"small","inputSchema":{"type":"object"}},{"name":"big","inputSchema":` + big + `}]`, mcp.Options{},
+			mcp.LimitError{Server: "odd", Tool: "big", Limit: "MaxSchemaBytes", Max: 65536, Got: 70_034},
+			`mcp: server odd: tool "big": input schema of 70034 bytes, more than Options.MaxSchemaBytes (65536)`, "small"},
+		"schema bytes set": {`[{"name":"small","inputSchema":{"type":"object"}},{"name":"big","inputSchema":{"type":"object","description":"0123456789"}}]`, mcp.Options{MaxSchemaBytes: 20},
+			mcp.LimitError{Server: "odd", Tool: "big", Limit: "MaxSchemaBytes", Max: 20, Got: 44}, `more than Options.MaxSchemaBytes (20)`, "small"},
+		"schema depth": {`[{"name":"small","inputSchema":{"type":"object"}},{"name":"deep","inputSchema":` + deep + `}]`, mcp.Options{},
+			mcp.LimitError{Server: "odd", Tool: "deep", Limit: "MaxSchemaDepth", Max: 64, Got: 81},
+			`mcp: server odd: tool "deep": input schema nested 81 levels deep, more than Options.MaxSchemaDepth (64)`, "small"},
+		"tools": {manyTools(200), mcp.Options{},
+			mcp.LimitError{Server: "odd", Tool: "t128", Limit: "MaxTools", Max: 128, Got: 200},
+			`mcp: server odd: 200 tools to declare, more than Options.MaxTools (128); the first beyond it is "t128"`, "t0"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := rawServer(t, "odd", listing(c.tools, nil), c.opts)
+			_, err := runTools(t, s, snapshots.Text("never"))
+			var le *mcp.LimitError
+			require.ErrorAs(t, err, &le)
+			assert.Empty(t, cmp.Diff(c.want, *le), "LimitError mismatch (-want +got)")
+			assert.ErrorContains(t, err, c.msg)
+
+			fn := func(p *prompt.Prompt) error {
+				_, err := s.Tools(p, mcp.Only(c.only))
+				p.User("Go.")
+				return err
+			}
+			res, err := runtime.Run(t.Context(), snapshots.Script(snapshots.Text("ok")), fn, runtime.Config{})
+			require.NoError(t, err, "the tools Only leaves")
+			assert.Len(t, res.Steps[0].Request.Tools, 1, "the tools Only leaves")
+		})
+	}
+
+	// A negative MaxTools: no bound.
+	s := rawServer(t, "odd", listing(manyTools(200), nil), mcp.Options{MaxTools: -1})
+	res, err := runTools(t, s, snapshots.Text("ok"))
+	require.NoError(t, err)
+	assert.Len(t, res.Steps[0].Request.Tools, 200, "MaxTools -1")
+}
+
+// A server process that dies at once: the error names the server by its
+// command and arguments (credentials hidden) and shows how the process
+// exited and the end of its standard error, not only "client is closing:
+// EOF".
+func TestServerDiesAtStart(t *testing.T) {
+	for name, c := range map[string]struct {
+		script, server string
+		want           mcp.ProcessError
+	}{
+		"exits": {
+			script: `echo "starting" >&2; echo "fatal: OPENAI_API_KEY is not set" >&2; exit 3`,
+			server: `sh -c 'echo "starting" >&2; echo "fatal: OPENAI_API_KEY is not set" >&2; exit 3' --api-key=xxxxx --token xxxxx postgres://ada:xxxxx@db/x`,
+			want:   mcp.ProcessError{Exit: "exit status 3", Stderr: "starting\nfatal: OPENAI_API_KEY is not set"},
+		},
+		"long stderr": {
+			script: `i=0; while [ $i -lt 2000 ]; do echo "line $i" >&2; i=$((i+1)); done; printf '\033]0;title\007last\n' >&2; kill -9 $$`,
+			want:   mcp.ProcessError{Exit: "signal: killed"},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := mcp.New(mcp.Command("sh", "-c", c.script, "--api-key=s3cret", "--token", "s3cret", "postgres://ada:s3cret@db/x"), mcp.Options{MaxConnects: 1})
+			defer s.Close()
+			start := time.Now()
+			_, err := runTools(t, s, snapshots.Text("never"))
+			assert.Less(t, time.Since(start), 5*time.Second)
+			var ce *mcp.ConnectError
+			require.ErrorAs(t, err, &ce)
+			assert.NotContains(t, err.Error(), "s3cret", "credentials in arguments are hidden")
+			if c.server != "" {
+				assert.Equal(t, c.server, ce.Server)
+			}
+			var pe *mcp.ProcessError
+			require.ErrorAs(t, err, &pe)
+			assert.Equal(t, c.want.Exit, pe.Exit)
+			assert.Equal(t, ce.Server, pe.Command)
+			assert.Contains(t, err.Error(), "the server process ended ("+c.want.Exit+"), its standard error ending with:\n\t")
+			if c.want.Stderr != "" {
+				assert.Equal(t, c.want.Stderr, pe.Stderr)
+				assert.Contains(t, err.Error(), "\tstarting\n\tfatal: OPENAI_API_KEY is not set")
+				return
+			}
+			assert.Less(t, len(pe.Stderr), 4200, "the end of standard error only (4 KiB, escapes added)")
+			assert.True(t, strings.HasPrefix(pe.Stderr, "line "), "from a line's start: %.20q", pe.Stderr)
+			assert.True(t, strings.HasSuffix(pe.Stderr, "line 1999\n\\x1b]0;title\\x07last"), "the end, control characters escaped: %q", pe.Stderr[len(pe.Stderr)-40:])
+		})
+	}
+}
+
+// A tool name given to Only, Idempotent or NeedsApproval that the server
+// does not list (misspelt, say): an error naming the server, the option
+// and the name, not a tool silently left out or left without approval.
+func TestUnknownToolName(t *testing.T) {
+	s := rawServer(t, "odd", listing(`[{"name":"read_file","inputSchema":{"type":"object"}},{"name":"write_file","inputSchema":{"type":"object"}}]`, nil), mcp.Options{})
+	for name, c := range map[string]struct {
+		opts []mcp.ToolsOption
+		want mcp.NameError
+	}{
+		"Only":          {[]mcp.ToolsOption{mcp.Only("read_file", "reed_file")}, mcp.NameError{Server: "odd", Option: "Only", Tool: "reed_file"}},
+		"Idempotent":    {[]mcp.ToolsOption{mcp.Idempotent("read_fil")}, mcp.NameError{Server: "odd", Option: "Idempotent", Tool: "read_fil"}},
+		"NeedsApproval": {[]mcp.ToolsOption{mcp.NeedsApproval("writefile")}, mcp.NameError{Server: "odd", Option: "NeedsApproval", Tool: "writefile"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			fn := func(p *prompt.Prompt) error {
+				_, err := s.Tools(p, c.opts...)
+				p.User("Go.")
+				return err
+			}
+			_, err := runtime.Run(t.Context(), snapshots.Script(snapshots.Text("never")), fn, runtime.Config{})
+			var ne *mcp.NameError
+			require.ErrorAs(t, err, &ne)
+			assert.Equal(t, c.want.Server, ne.Server)
+			assert.Equal(t, c.want.Option, ne.Option)
+			assert.Equal(t, c.want.Tool, ne.Tool)
+			assert.ErrorContains(t, err, fmt.Sprintf(`mcp: server odd: mcp.%s names tool %q, which the server does not list (it lists 2: "read_file", "write_file")`, c.want.Option, c.want.Tool))
+		})
+	}
 }
