@@ -181,7 +181,9 @@ func TestStreamKeepalives(t *testing.T) {
 		}
 	}))
 	t.Cleanup(srv.Close)
-	_, me, _ = callOdd(t, Config{BaseURL: srv.URL + "/v1", Model: "m", MaxRetries: -1, MaxReplyBytes: 1 << 20}, true)
+	// 64 KiB of keepalives, not more: the test must not race its 5 s
+	// deadline on a loaded machine under -race (it did at 1 MiB in CI).
+	_, me, _ = callOdd(t, Config{BaseURL: srv.URL + "/v1", Model: "m", MaxRetries: -1, MaxReplyBytes: 64 << 10}, true)
 	require.NotNil(t, me)
 	tl, ok := errors.AsType[*ReplyTooLargeError](me)
 	require.True(t, ok, "want a *ReplyTooLargeError, got %v", me)
