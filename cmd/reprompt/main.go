@@ -106,21 +106,29 @@ type options struct {
 	params []string
 }
 
-func parse(args []string) (*options, error) {
-	o := &options{store: os.Getenv("REPROMPT_STORE"), to: -1}
+// newFlagSet returns the flags of every command, set into o.
+func newFlagSet(o *options) *flag.FlagSet {
 	fs := flag.NewFlagSet("reprompt", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.StringVar(&o.store, "store", o.store, "session store: sqlite:PATH or postgres://…")
+	fs.StringVar(&o.store, "store", o.store, "session store: sqlite:PATH or postgres://… (default $REPROMPT_STORE)")
 	fs.StringVar(&o.out, "o", "", "view: the HTML file to write (default SESSION.html)")
 	fs.BoolVar(&o.serve, "serve", false, "view: serve the page on localhost instead of writing it")
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:0", "view --serve: the address to listen on")
 	fs.IntVar(&o.to, "to", -1, "rewind: the step to rewind to")
 	fs.IntVar(&o.width, "width", 160, "show: the most characters of a message shown (negative: all)")
 	fs.BoolVar(&o.steps, "steps", false, "show: every step of a conversation in full, not a chat log")
+	return fs
+}
+
+func parse(args []string) (*options, error) {
+	o := &options{store: os.Getenv("REPROMPT_STORE"), to: -1}
+	fs := newFlagSet(o)
 	o.fs = fs
 	// Flags may come before or after the positional arguments.
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+			return nil, errHelp
+		} else if err != nil {
 			return nil, &usageError{err.Error()}
 		}
 		if fs.NArg() == 0 {
@@ -137,8 +145,24 @@ func parse(args []string) (*options, error) {
 	return o, nil
 }
 
+// errHelp is -h, -help or --help: the usage, on standard output.
+var errHelp = errors.New("help requested")
+
+// writeUsage writes the usage and the flags.
+func writeUsage(w io.Writer) {
+	fmt.Fprint(w, usage)
+	fmt.Fprint(w, "\nflags:\n")
+	fs := newFlagSet(&options{})
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+}
+
 func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	o, err := parse(args)
+	if errors.Is(err, errHelp) {
+		writeUsage(stdout)
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -207,7 +231,7 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		defer done()
 		return send(ctx, st, params[0], params[1], o.store, stdout)
 	case "help":
-		fmt.Fprint(stdout, usage)
+		writeUsage(stdout)
 		return nil
 	}
 	return &usageError{fmt.Sprintf("unknown command %q", cmd)}

@@ -277,3 +277,17 @@ func TestSend(t *testing.T) {
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errs, "send takes one SESSION and one TEXT")
 }
+
+// TestHelp asks for the usage as a new user does: it goes to standard
+// output and the status is 0, not a usage error.
+func TestHelp(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"-help"}, {"help"}, {"show", "--help"}} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			code, out, errs := cli(t, args...)
+			assert.Equal(t, 0, code, "exit status of reprompt %v", args)
+			assert.Empty(t, errs, "standard error")
+			assert.Contains(t, out, "usage:\n  reprompt --store STORE sessions")
+			assert.Contains(t, out, "-width int", "the flags are listed")
+		})
+	}
+}
