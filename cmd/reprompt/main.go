@@ -84,12 +84,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case err == nil:
 		return 0
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "reprompt: %v\n\n%s", err, usage)
+		fmt.Fprintf(stderr, "reprompt: %s\n\n%s", printableLines(err.Error()), usage)
 		return 2
 	default:
-		fmt.Fprintf(stderr, "reprompt: %v\n", err)
+		fmt.Fprintf(stderr, "reprompt: %s\n", printableLines(err.Error()))
 		return 1
 	}
+}
+
+// printableLines is viewer.Printable for each line of s: an error names
+// what a store holds (session ids, damaged data), which must not reach
+// the terminal as control sequences.
+func printableLines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = viewer.Printable(l)
+	}
+	return strings.Join(lines, "\n")
 }
 
 // options are the flags of every command; each command uses its own.
@@ -208,7 +219,7 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if werr := writeHTML(out, r); werr != nil {
 			return werr
 		}
-		fmt.Fprintf(stdout, "wrote %s (%d steps)\n", out, len(r.Steps))
+		fmt.Fprintf(stdout, "wrote %s (%d steps)\n", viewer.Printable(out), len(r.Steps))
 		return err
 	case "rewind":
 		if len(params) != 1 || !o.toSet || o.to < 0 {
@@ -342,7 +353,7 @@ func listSessions(ctx context.Context, st session.Store, w io.Writer) error {
 				status = fmt.Sprintf("interrupted in step %d", cp.Step)
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", in.ID, in.Step, in.Updated.Local().Format(time.DateTime), status)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", viewer.Printable(in.ID), in.Step, in.Updated.Local().Format(time.DateTime), viewer.Printable(status))
 	}
 	return tw.Flush()
 }
