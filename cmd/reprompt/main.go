@@ -38,7 +38,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -78,16 +77,31 @@ func (e *usageError) Error() string { return e.msg }
 // run runs the command line args and returns the exit status: 0, 1 for
 // an error, 2 for a bad command line.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	err := dispatch(ctx, args, stdout, stderr)
+	o, err := parse(args)
+	if err == nil {
+		err = dispatch(ctx, o, stdout, stderr)
+	} else if errors.Is(err, errHelp) {
+		writeUsage(stdout)
+		err = nil
+	}
 	var ue *usageError
+	msg := ""
+	if err != nil {
+		// No credential of the store in any message, whatever quoted it.
+		store := ""
+		if o != nil {
+			store = o.store
+		}
+		msg = printableLines(scrub(err.Error(), store))
+	}
 	switch {
 	case err == nil:
 		return 0
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "reprompt: %s\n\n%s", printableLines(err.Error()), usage)
+		fmt.Fprintf(stderr, "reprompt: %s\n\n%s", msg, usage)
 		return 2
 	default:
-		fmt.Fprintf(stderr, "reprompt: %s\n", printableLines(err.Error()))
+		fmt.Fprintf(stderr, "reprompt: %s\n", msg)
 		return 1
 	}
 }
@@ -168,15 +182,7 @@ func writeUsage(w io.Writer) {
 	fs.PrintDefaults()
 }
 
-func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	o, err := parse(args)
-	if errors.Is(err, errHelp) {
-		writeUsage(stdout)
-		return nil
-	}
-	if err != nil {
-		return err
-	}
+func dispatch(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 	if len(o.params) == 0 {
 		return &usageError{"no command"}
 	}
@@ -268,7 +274,7 @@ func load(ctx context.Context, o *options, arg string) (*viewer.Run, error) {
 		return nil, unknownSession(ctx, st, arg, o.store)
 	}
 	if r != nil {
-		r.Source = "session store " + o.store
+		r.Source = "session store " + redact(o.store)
 	}
 	return r, err
 }
@@ -277,7 +283,7 @@ func load(ctx context.Context, o *options, arg string) (*viewer.Run, error) {
 func unknownSession(ctx context.Context, st session.Store, id, store string) error {
 	infos, err := st.List(ctx)
 	if err != nil || len(infos) == 0 {
-		return fmt.Errorf("unknown session %q: the store %s holds no session", id, store)
+		return fmt.Errorf("unknown session %q: the store %s holds no session", id, redact(store))
 	}
 	var ids []string
 	for i, in := range infos {
@@ -287,10 +293,11 @@ func unknownSession(ctx context.Context, st session.Store, id, store string) err
 		}
 		ids = append(ids, in.ID)
 	}
-	return fmt.Errorf("unknown session %q in %s (sessions: %s)", id, store, strings.Join(ids, ", "))
+	return fmt.Errorf("unknown session %q in %s (sessions: %s)", id, redact(store), strings.Join(ids, ", "))
 }
 
-// StoreError reports a store that could not be opened or reached.
+// StoreError reports a store that could not be opened or reached. Store
+// is the store's spec without its credentials (redact).
 type StoreError struct {
 	Store string
 	Err   error
@@ -310,28 +317,33 @@ func openStore(ctx context.Context, spec string) (session.Store, func(), error) 
 	case strings.HasPrefix(spec, "sqlite:"):
 		path := strings.TrimPrefix(spec, "sqlite:")
 		if _, err := os.Stat(path); err != nil {
-			return nil, nil, &StoreError{spec, err}
+			return nil, nil, &StoreError{redact(spec), err}
 		}
 		st, err := sqlite.Open(path)
 		if err != nil {
-			return nil, nil, &StoreError{spec, err}
+			return nil, nil, &StoreError{redact(spec), err}
 		}
 		return st, func() { _ = st.Close() }, nil
 	case strings.HasPrefix(spec, "postgres://"), strings.HasPrefix(spec, "postgresql://"):
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		st, err := postgres.Open(cctx, spec)
+		st, done, err := openPostgres(cctx, spec)
 		if err != nil {
 			return nil, nil, &StoreError{redact(spec), err}
 		}
-		return st, func() { st.Close() }, nil
+		return st, done, nil
 	}
-	return nil, nil, &usageError{fmt.Sprintf("store %q: want sqlite:PATH or postgres://…", spec)}
+	return nil, nil, &usageError{fmt.Sprintf("store %q: want sqlite:PATH or postgres://…", redact(spec))}
 }
 
-// redact hides the password of a URL.
-func redact(spec string) string {
-	return regexp.MustCompile(`//([^:/@]*):[^@]*@`).ReplaceAllString(spec, "//$1:***@")
+// openPostgres opens the PostgreSQL store at url (a variable: tests open
+// another store in its place, to see what is shown of its URL).
+var openPostgres = func(ctx context.Context, url string) (session.Store, func(), error) {
+	st, err := postgres.Open(ctx, url)
+	if err != nil {
+		return nil, nil, err
+	}
+	return st, st.Close, nil
 }
 
 func listSessions(ctx context.Context, st session.Store, w io.Writer) error {
@@ -362,7 +374,7 @@ func listSessions(ctx context.Context, st session.Store, w io.Writer) error {
 func send(ctx context.Context, st session.Store, id, text, store string, w io.Writer) error {
 	in, ok := st.(session.Inbox)
 	if !ok {
-		return fmt.Errorf("the store %s does not take posted messages", store)
+		return fmt.Errorf("the store %s does not take posted messages", redact(store))
 	}
 	seq, err := in.Post(ctx, id, defs.UserMessage(text))
 	if errors.Is(err, session.ErrNotFound) {
@@ -425,7 +437,7 @@ func serve(ctx context.Context, o *options, arg string, stdout io.Writer) error 
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, req *http.Request) {
 		r, err := load(req.Context(), o, arg)
 		if r == nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
+			http.Error(w, scrub(err.Error(), o.store), http.StatusInternalServerError)
 			return
 		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -441,7 +453,7 @@ func serve(ctx context.Context, o *options, arg string, stdout io.Writer) error 
 		// at the next request.
 		v, err := version(req.Context(), o, arg)
 		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
+			http.Error(w, scrub(err.Error(), o.store), http.StatusInternalServerError)
 			return
 		}
 		w.Header().Set("Cache-Control", "no-store")
@@ -451,7 +463,7 @@ func serve(ctx context.Context, o *options, arg string, stdout io.Writer) error 
 		}
 		r, err := load(req.Context(), o, arg)
 		if r == nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
+			http.Error(w, scrub(err.Error(), o.store), http.StatusInternalServerError)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
