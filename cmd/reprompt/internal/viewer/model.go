@@ -408,6 +408,9 @@ func (r *Run) finishSteps(steps []*Step) {
 // answering the same call taken as rewritten.
 func (r *Run) diff(prev, cur []int) Diff {
 	d := Diff{}
+	if len(prev) > 0 && len(prev) <= len(cur) && &prev[0] == &cur[0] {
+		d.Shared = len(prev) // one array, extended: a store's session, read
+	}
 	for d.Shared < len(prev) && d.Shared < len(cur) && prev[d.Shared] == cur[d.Shared] {
 		d.Shared++
 	}

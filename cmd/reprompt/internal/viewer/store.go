@@ -116,7 +116,7 @@ func recorded(steps []*Step) bool {
 // after it (end).
 func (run *Run) stepFrom(s *Step, start, end *session.Checkpoint) {
 	tr := end.Transcript
-	at := run.memo.next(run, tr)
+	idx := run.memo.next(run, tr)
 	ri := -1
 	for i := len(tr) - 1; i >= 0; i-- {
 		if tr[i].Role == defs.RoleAssistant {
@@ -127,7 +127,7 @@ func (run *Run) stepFrom(s *Step, start, end *session.Checkpoint) {
 	reqEnd := len(tr)
 	if ri >= 0 {
 		reqEnd = ri
-		s.Reply = at(ri)
+		s.Reply = idx[ri]
 		results := map[string]int{}
 		for j, m := range tr[ri+1:] {
 			if m.Role == defs.RoleTool {
@@ -138,15 +138,14 @@ func (run *Run) stepFrom(s *Step, start, end *session.Checkpoint) {
 			tc := ToolCall{ID: c.ID, Name: c.Name, Args: string(c.Arguments)}
 			if j, ok := results[c.ID]; ok {
 				tc.Result, tc.IsError = tr[j].Content, tr[j].IsError
-				tc.resultMsg = 1 + at(j)
+				tc.resultMsg = 1 + idx[j]
 			}
 			s.Calls = append(s.Calls, tc)
 		}
 	}
-	s.Request = make([]int, reqEnd)
-	for i := range tr[:reqEnd] {
-		s.Request[i] = at(i)
-	}
+	// The request shares the memo's array, which later steps extend but
+	// never change: no copy of a long history at every step.
+	s.Request = idx[:reqEnd:reqEnd]
 	if st, err := stateOf(end.State); err == nil {
 		s.State = st
 	} else {
@@ -173,34 +172,41 @@ func (run *Run) stepFrom(s *Step, start, end *session.Checkpoint) {
 }
 
 // transcriptMemo remembers the pool index of each message of the
-// transcript of the previous step read from a store, so that a message
-// that the next transcript holds at the same place is not hashed again:
-// checkpoints read in one pass (session.StepReader) share their messages,
-// and comparing shared strings costs no more than comparing pointers.
+// transcript of the previous step read from a store, so that the messages
+// the next transcript shares with it are not hashed again: checkpoints
+// read in one pass (session.StepReader) share their messages, and
+// comparing shared strings costs no more than comparing pointers.
 type transcriptMemo struct {
 	tr  []defs.Message
-	idx []int // pool index of tr[i]; -1: not added
+	idx []int // pool index of tr[i]
 }
 
 // next makes tr the transcript remembered and returns the pool index of
-// its message i, added if new, as Run.add returns it.
-func (m *transcriptMemo) next(run *Run, tr []defs.Message) func(i int) int {
-	prevTr, prevIdx := m.tr, m.idx
-	idx := make([]int, len(tr))
-	for i := range idx {
-		idx[i] = -1
+// each of its messages, added if new, as Run.add returns it. A transcript
+// that extends the previous one gets the previous indices' array,
+// extended: the slices returned are never changed, only appended to
+// beyond their length, so a step's request may share it.
+func (m *transcriptMemo) next(run *Run, tr []defs.Message) []int {
+	shared := 0
+	if len(tr) > 0 && len(m.tr) > 0 && &tr[0] == &m.tr[0] {
+		// One array of messages (a lineage read in one pass), which the
+		// store only appends to.
+		shared = min(len(tr), len(m.tr))
+	}
+	for shared < len(m.tr) && shared < len(tr) && tr[shared].Identical(m.tr[shared]) {
+		shared++
+	}
+	idx := m.idx[:shared:shared]
+	if shared == len(m.idx) {
+		idx = m.idx // extend it in place: nothing refers past its length
+	} else {
+		idx = append(make([]int, 0, len(tr)), idx...)
+	}
+	for _, msg := range tr[shared:] {
+		idx = append(idx, run.add(fromDefs(msg)))
 	}
 	m.tr, m.idx = tr, idx
-	return func(i int) int {
-		switch {
-		case idx[i] >= 0:
-		case i < len(prevTr) && prevIdx[i] >= 0 && tr[i].Identical(prevTr[i]):
-			idx[i] = prevIdx[i]
-		default:
-			idx[i] = run.add(fromDefs(tr[i]))
-		}
-		return idx[i]
-	}
+	return idx
 }
 
 // turnKey is runtime.TurnKey, the key of session.Checkpoint.Extra that
