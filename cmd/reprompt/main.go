@@ -296,15 +296,33 @@ func unknownSession(ctx context.Context, st session.Store, id, store string) err
 	return fmt.Errorf("unknown session %q in %s (sessions: %s)", id, redact(store), strings.Join(ids, ", "))
 }
 
-// StoreError reports a store that could not be opened or reached. Store
-// is the store's spec without its credentials (redact).
+// StoreError reports a store that could not be opened or reached, or,
+// with Malformed, a file that is not a SQLite database or a damaged one.
+// Store is the store's spec without its credentials (redact).
 type StoreError struct {
-	Store string
-	Err   error
+	Store     string
+	Malformed bool
+	Err       error
 }
 
 func (e *StoreError) Error() string {
+	if e.Malformed {
+		return fmt.Sprintf("store %s is malformed: the file is not a SQLite database, or a damaged one: %v", e.Store, e.Err)
+	}
 	return fmt.Sprintf("store %s cannot be reached: %v", e.Store, e.Err)
+}
+
+// malformed reports an error of SQLite's that says the file is not a
+// database (SQLITE_NOTADB) or is damaged (SQLITE_CORRUPT).
+func malformed(err error) bool {
+	var coded interface{ Code() int }
+	if errors.As(err, &coded) {
+		switch coded.Code() & 0xff { // the primary code of an extended one
+		case 11, 26: // SQLITE_CORRUPT, SQLITE_NOTADB
+			return true
+		}
+	}
+	return false
 }
 func (e *StoreError) Unwrap() error { return e.Err }
 
@@ -317,11 +335,11 @@ func openStore(ctx context.Context, spec string) (session.Store, func(), error) 
 	case strings.HasPrefix(spec, "sqlite:"):
 		path := strings.TrimPrefix(spec, "sqlite:")
 		if _, err := os.Stat(path); err != nil {
-			return nil, nil, &StoreError{redact(spec), err}
+			return nil, nil, &StoreError{Store: redact(spec), Err: err}
 		}
 		st, err := sqlite.Open(path)
 		if err != nil {
-			return nil, nil, &StoreError{redact(spec), err}
+			return nil, nil, &StoreError{Store: redact(spec), Malformed: malformed(err), Err: err}
 		}
 		return st, func() { _ = st.Close() }, nil
 	case strings.HasPrefix(spec, "postgres://"), strings.HasPrefix(spec, "postgresql://"):
@@ -329,7 +347,7 @@ func openStore(ctx context.Context, spec string) (session.Store, func(), error) 
 		defer cancel()
 		st, done, err := openPostgres(cctx, spec)
 		if err != nil {
-			return nil, nil, &StoreError{redact(spec), err}
+			return nil, nil, &StoreError{Store: redact(spec), Err: err}
 		}
 		return st, done, nil
 	}

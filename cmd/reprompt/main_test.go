@@ -174,6 +174,8 @@ func TestErrors(t *testing.T) {
 	store := "sqlite:" + newStore(t)
 	notStep := filepath.Join(t.TempDir(), "notes.txt")
 	require.NoError(t, os.WriteFile(notStep, []byte("hello\n"), 0o644))
+	notDB := filepath.Join(t.TempDir(), "text.db")
+	require.NoError(t, os.WriteFile(notDB, []byte(strings.Repeat("not a database; ", 64)), 0o644))
 	badGolden := filepath.Join(t.TempDir(), "bad.txtar")
 	require.NoError(t, os.WriteFile(badGolden, []byte("reprompt snapshot v1\n-- step 0/messages --\n[0] user\n  content: hi\n-- step 0/bogus --\nx\n-- end --\nsteps: 1\n"), 0o644))
 	for _, tt := range []struct {
@@ -187,6 +189,7 @@ func TestErrors(t *testing.T) {
 		{"damaged golden file", []string{"view", badGolden}, 1, badGolden + `:5: section "step 0/bogus": unknown section "bogus"`},
 		{"no such file, no store", []string{"show", "nope"}, 1, "nope: no such file, and no --store"},
 		{"missing sqlite file", []string{"--store", "sqlite:/nonexistent/x.db", "sessions"}, 1, "store sqlite:/nonexistent/x.db cannot be reached: stat /nonexistent/x.db: no such file or directory"},
+		{"not a SQLite file", []string{"--store", "sqlite:" + notDB, "sessions"}, 1, "store sqlite:" + notDB + " is malformed: the file is not a SQLite database, or a damaged one: "},
 		{"unreachable postgres", []string{"--store", "postgres://me:secret@127.0.0.1:1/db?connect_timeout=2", "sessions"}, 1, "store postgres://me:***@127.0.0.1:1/db?connect_timeout=2 cannot be reached: "},
 		{"bad store", []string{"--store", "mysql://x", "sessions"}, 2, `store "mysql://x": want sqlite:PATH or postgres://…`},
 		{"no command", nil, 2, "no command"},
