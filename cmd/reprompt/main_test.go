@@ -226,9 +226,12 @@ func TestDamagedCheckpoint(t *testing.T) {
 	assert.Contains(t, out, "! the checkpoint that ends step 1 could not be read")
 	assert.Contains(t, out, "── step 2 · input ", "step 2 is readable")
 	assert.Contains(t, out, "reply (stop): Three.", "and step 3")
-	assert.Contains(t, errs, `session "count" is damaged: checkpoint at step 1: session "count": checkpoint `)
+	assert.Contains(t, errs, `session "count" is damaged: the checkpoint that ends step 0: session "count": checkpoint `)
 	assert.Contains(t, errs, "is corrupt: message 2 of generation 0: ")
-	assert.Contains(t, errs, "; checkpoint at step 2: ")
+	assert.Contains(t, errs, "; the checkpoint that ends step 1: ")
+	// The notes and each step name a checkpoint by the step it ends.
+	assert.Contains(t, out, "note: the checkpoint that ends step 0: ")
+	assert.Contains(t, out, "! the checkpoint that ends step 0 could not be read: session \"count\": checkpoint ")
 }
 
 func TestServe(t *testing.T) {

@@ -39,6 +39,7 @@ func FromStore(ctx context.Context, st session.Store, id string) (*Run, error) {
 	run := newRun(id, "session store")
 	run.Done = info.Done
 	dmg := &DamageError{ID: id}
+	failed := map[int]error{} // by AtStep's step
 	// The checkpoints of steps 0 to info.Step, in one pass when the store
 	// can (session.StepReader); a step the pass did not reach (it ended on
 	// an error) is read by itself.
@@ -57,7 +58,8 @@ func FromStore(ctx context.Context, st session.Store, id string) (*Run, error) {
 		case ctx.Err() != nil:
 			return nil
 		}
-		dmg.Places = append(dmg.Places, fmt.Sprintf("checkpoint at step %d: %v", step, err))
+		failed[step] = err
+		dmg.Places = append(dmg.Places, checkpointName(step)+": "+err.Error())
 		return nil
 	}
 	start := load(0)
@@ -71,9 +73,10 @@ func FromStore(ctx context.Context, st session.Store, id string) (*Run, error) {
 		end := load(n + 1)
 		s := &Step{Number: n, Reply: -1}
 		if end == nil || end.Pending != nil {
-			s.Damage = fmt.Sprintf("the checkpoint that ends step %d could not be read", n)
-			if end != nil {
-				s.Damage = fmt.Sprintf("no checkpoint ends step %d", n)
+			// Named as the notes name it (checkpointName).
+			s.Damage = fmt.Sprintf("no checkpoint ends step %d", n)
+			if err := failed[n+1]; err != nil {
+				s.Damage = checkpointName(n+1) + " could not be read: " + err.Error()
 			}
 		} else {
 			run.stepFrom(s, start, end)
@@ -101,6 +104,16 @@ func FromStore(ctx context.Context, st session.Store, id string) (*Run, error) {
 		run.Notes = append(run.Notes, "the checkpoints hold no step records (saved by an older runtime): effects, disables and tool durations are unknown; tokens are the provider's usage")
 	}
 	return run, nil
+}
+
+// checkpointName names the checkpoint that AtStep(step) reads, as the
+// notes and the steps' damage say it: by the step it ends, the number the
+// step list shows.
+func checkpointName(step int) string {
+	if step == 0 {
+		return "the checkpoint that starts the run"
+	}
+	return fmt.Sprintf("the checkpoint that ends step %d", step-1)
 }
 
 func recorded(steps []*Step) bool {
