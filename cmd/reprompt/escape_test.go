@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 	"unicode/utf8"
 
@@ -56,4 +58,26 @@ func TestShowEscapes(t *testing.T) {
 	assert.Contains(t, out, `reply (stop): ééééé\x1b[31m red`)
 	_, out, _ = cli(t, "--store", store, "show", "s\x1b[2J", "--width", "3")
 	assert.Contains(t, out, "reply (stop): ééé…\n", "cut after three characters, not three bytes")
+}
+
+// TestToolErrorOnce: a tool's error is shown once, in its result, not
+// again as the Go error it came from.
+func TestToolErrorOnce(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "err.db")
+	st, err := sqlite.Open(path)
+	require.NoError(t, err)
+	fn := func(p *prompt.Prompt) error {
+		prompt.DefTool(p, "write", "Write.", func(ctx context.Context, _ struct{}) (string, error) {
+			return "", errors.New("disk full on /var")
+		})
+		p.User("Write it.")
+		return nil
+	}
+	_, err = runtime.Run(t.Context(), snapshots.Script(snapshots.CallTool("write", nil), snapshots.Text("Failed.")), fn, runtime.Config{Store: st, SessionID: "e"})
+	require.NoError(t, err)
+	require.NoError(t, st.Close())
+	code, out, errs := cli(t, "--store", "sqlite:"+path, "show", "e")
+	require.Equal(t, 0, code, errs)
+	assert.Equal(t, 2, strings.Count(out, "disk full on /var"), "the error in the call's result and in the next request, once each:\n%s", out)
+	assert.NotContains(t, out, "Go error:")
 }

@@ -1,6 +1,8 @@
 package viewer
 
 import (
+	"strings"
+
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/internal/steprec"
 )
@@ -58,8 +60,14 @@ func (run *Run) applyRecord(s *Step, rec *steprec.Step) {
 	}
 	for i := range s.Calls {
 		for _, c := range rec.Calls {
-			if c.ID == s.Calls[i].ID {
-				s.Calls[i].DurationMS, s.Calls[i].Error = ms(c.DurationNS), c.Error
+			if c.ID != s.Calls[i].ID {
+				continue
+			}
+			s.Calls[i].DurationMS = ms(c.DurationNS)
+			// The Go error, unless the result the model got says it
+			// already (the runtime's "error: " + err.Error()): shown once.
+			if !strings.Contains(s.Calls[i].Result, c.Error) {
+				s.Calls[i].Error = c.Error
 			}
 		}
 	}
