@@ -134,6 +134,10 @@ type Step struct {
 	// "interrupted" result instead of running.
 	Resumed     bool     `json:"resumed,omitempty"`
 	Interrupted []string `json:"interrupted,omitempty"`
+	// Stopped says how a run that has not ended stopped in this step, its
+	// last: "paused" for a person's decision or answer, "interrupted" (a
+	// crash, or a stop) before its tool calls completed.
+	Stopped string `json:"stopped,omitempty"`
 	// Damage says what of the step could not be read, and where.
 	Damage string `json:"damage,omitempty"`
 	// Record is the step's record (steprec.Step) as the source holds it,
@@ -367,14 +371,15 @@ func (r *Run) finishTurns() {
 
 func (r *Run) finishSteps(steps []*Step) {
 	var prev, prevReq *Step // prevReq: the last step that sent a request
+	var prevTools []string  // the tools of the last step that records them
 	for _, s := range steps {
 		if prev != nil {
 			if s.Request != nil && prevReq != nil {
 				s.Diff = r.diff(prevReq.Request, s.Request)
 			}
-			if s.Tools != nil && prev.Tools != nil {
-				s.ToolsOn = minus(s.Tools, prev.Tools)
-				s.ToolsOff = minus(prev.Tools, s.Tools)
+			if s.Tools != nil && prevTools != nil {
+				s.ToolsOn = minus(s.Tools, prevTools)
+				s.ToolsOff = minus(prevTools, s.Tools)
 			}
 			if s.systemID != "" && prev.systemID != "" && s.systemID != prev.systemID {
 				s.SystemChanged = true
@@ -399,6 +404,9 @@ func (r *Run) finishSteps(steps []*Step) {
 		prev = s
 		if s.Request != nil {
 			prevReq = s
+		}
+		if s.Tools != nil {
+			prevTools = s.Tools
 		}
 	}
 }

@@ -15,8 +15,8 @@ func (run *Run) applyRecord(s *Step, rec *steprec.Step) {
 	s.Turn, s.Sent = rec.Turn, rec.Sent
 	s.InputTokens, s.PrefixTokens, s.OutputTokens = rec.InputTokens, rec.PrefixTokens, rec.Usage.OutputTokens
 	s.Disabled, s.Reminded, s.Tools = rec.Disabled, rec.Reminded, rec.Tools
-	if s.Tools == nil {
-		s.Tools = []string{}
+	if s.Tools == nil && len(rec.Decisions) == 0 && rec.Paused == nil && !rec.Resumed {
+		s.Tools = []string{} // none offered; a completion offers nothing, withdraws nothing
 	}
 	s.Finish, s.Recovered, s.Summaries, s.Resumed, s.Interrupted = rec.Finish, rec.Recovered, rec.Summaries, rec.Resumed, rec.Interrupted
 	s.DurationMS = ms(rec.DurationNS)
@@ -75,8 +75,12 @@ func (run *Run) applyRecord(s *Step, rec *steprec.Step) {
 		s.Notes = append(s.Notes, "typed answer: "+rec.Answer)
 	}
 	for _, a := range rec.Awaiting {
-		s.Notes = append(s.Notes, "awaiting approval: "+a.CallID+" "+a.Tool+" "+a.Arguments)
-		s.Asks = append(s.Asks, Ask{CallID: a.CallID, Tool: a.Tool, Decision: "awaiting"})
+		if a.Question != "" {
+			s.Notes = append(s.Notes, "awaiting an answer: "+a.CallID+" "+a.Tool+" "+a.Arguments)
+		} else {
+			s.Notes = append(s.Notes, "awaiting approval: "+a.CallID+" "+a.Tool+" "+a.Arguments)
+		}
+		s.Asks = append(s.Asks, Ask{CallID: a.CallID, Tool: a.Tool, Question: a.Question, Decision: "awaiting"})
 	}
 	if len(rec.Decisions) > 0 {
 		s.Label = "decided"
@@ -125,6 +129,6 @@ func pageRecord(rec *steprec.Step) *steprec.Step {
 	r.Effects, r.Disabled, r.Reminded, r.Tools, r.Calls, r.Commits, r.Agents = nil, nil, nil, nil, nil, nil, nil
 	r.Request, r.Response, r.Results, r.SummaryCalls, r.Awaiting, r.Decisions, r.State = nil, nil, nil, nil, nil, nil, nil
 	r.Reply, r.Interrupted, r.System = "", nil, ""
-	r.Turn, r.Sent = 0, nil
+	r.Turn, r.Sent, r.Paused, r.Answer = 0, nil, nil, ""
 	return &r
 }

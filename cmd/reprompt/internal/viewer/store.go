@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/internal/steprec"
 	"github.com/reprompt/reprompt/session"
 )
 
@@ -80,6 +82,22 @@ func FromStore(ctx context.Context, st session.Store, id string) (*Run, error) {
 			}
 		} else {
 			run.stepFrom(s, start, end)
+			if rec := end.Record; rec != nil && rec.Step == n && rec.Paused != nil {
+				// The step paused, then a decision or an answer completed
+				// it: the pause first, with the request and the reply; the
+				// completion sent nothing.
+				paused := run.pausedSteps(s, rec.Paused)
+				run.Steps = append(run.Steps, paused...)
+				s.Request, s.Reply = nil, -1
+				// A call that asked a question was answered, not approved.
+				for i, a := range s.Asks {
+					for _, q := range paused[len(paused)-1].Asks {
+						if q.CallID == a.CallID && q.Question != "" && a.Decision == "approved" {
+							s.Asks[i].Question, s.Asks[i].Decision = q.Question, "answered"
+						}
+					}
+				}
+			}
 		}
 		run.Steps = append(run.Steps, s)
 		start = end
@@ -90,7 +108,7 @@ func FromStore(ctx context.Context, st session.Store, id string) (*Run, error) {
 		case err != nil:
 			dmg.Places = append(dmg.Places, fmt.Sprintf("latest checkpoint (seq %d): %v", info.Seq, err))
 		case latest.Pending != nil:
-			s := &Step{Number: latest.Step, Reply: -1, Damage: "interrupted: the run stopped after the model's reply, before its tool calls all completed"}
+			s := &Step{Number: latest.Step, Reply: -1, Stopped: "interrupted", Damage: "interrupted: the run stopped after the model's reply, before its tool calls all completed"}
 			run.pendingStep(s, latest)
 			run.Steps = append(run.Steps, s)
 		}
@@ -222,6 +240,31 @@ func (m *transcriptMemo) next(run *Run, tr []defs.Message) []int {
 	return idx
 }
 
+// pausedSteps returns the steps of the pauses of s, a step whose record
+// holds paused (steprec.Step.Paused), oldest first: each with the
+// request, the reply and the calls of s, but for the results of the calls
+// that awaited a decision or an answer, which came later.
+func (run *Run) pausedSteps(s *Step, paused *steprec.Step) []*Step {
+	var chain []*steprec.Step
+	for p := paused; p != nil; p = p.Paused {
+		chain = append([]*steprec.Step{p}, chain...)
+	}
+	out := make([]*Step, len(chain))
+	for i, rec := range chain {
+		ps := &Step{Number: s.Number, Request: s.Request, Reply: s.Reply, Turn: s.Turn, Sent: s.Sent}
+		for _, c := range s.Calls {
+			if slices.ContainsFunc(rec.Awaiting, func(a steprec.Awaiting) bool { return a.CallID == c.ID }) {
+				c.Result, c.IsError, c.resultMsg = "", false, 0
+			}
+			ps.Calls = append(ps.Calls, c)
+		}
+		run.applyRecord(ps, rec)
+		ps.Estimated = false
+		out[i] = ps
+	}
+	return out
+}
+
 // turnKey is runtime.TurnKey, the key of session.Checkpoint.Extra that
 // holds the turn a conversation is on: {"number": n, "message": "..."}.
 const turnKey = "runtime.turn"
@@ -247,7 +290,20 @@ func (run *Run) pendingStep(s *Step, cp *session.Checkpoint) {
 		s.State = st
 	}
 	s.Estimated = true
-	if rec := cp.Record; rec != nil && rec.Step == s.Number {
+	if rec := cp.Record; rec != nil && rec.Step == s.Number && len(rec.Awaiting) > 0 {
+		// Paused for approvals or answers: the record of the pause, and
+		// those of the earlier pauses of the step before it.
+		if rec.Paused != nil {
+			run.Steps = append(run.Steps, run.pausedSteps(s, rec.Paused)...)
+		}
+		run.applyRecord(s, rec)
+		s.Estimated, s.Damage, s.Stopped = false, "", "paused"
+		for i, c := range s.Calls {
+			if slices.ContainsFunc(rec.Awaiting, func(a steprec.Awaiting) bool { return a.CallID == c.ID }) {
+				s.Calls[i].Result = "" // awaited, not interrupted
+			}
+		}
+	} else if rec != nil && rec.Step == s.Number {
 		s.Turn, s.Sent = rec.Turn, rec.Sent
 	} else if n := len(run.Steps); n > 0 {
 		s.Turn = run.Steps[n-1].Turn

@@ -97,7 +97,11 @@ func (t *textWriter) ask(a Ask) {
 	}
 	switch a.Decision {
 	case "answered":
-		t.line("", "user answers: %s", t.short(a.Answer))
+		if a.Answer == "" {
+			t.line("", "user answers (the answer is not recorded)")
+		} else {
+			t.line("", "user answers: %s", t.short(a.Answer))
+		}
 	case "approved":
 		t.line("", "user approves call %s", call)
 	case "denied":
