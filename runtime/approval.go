@@ -328,10 +328,11 @@ func (r *Runner) pause(ctx context.Context, rec *Step, offered []llm.ToolSpec, g
 	}
 	rec.ToolResults = done
 	r.pending = &session.Pending{Reply: reply, Results: done, Offered: r.offered}
+	rec.State = r.stateSnapshot()
+	r.recorder.pause(rec) // kept by the checkpoints until the step completes
 	if err := r.savePending(ctx, reply, done); err != nil {
 		return rec, &StepError{Step: rec.Number, Op: OpCheckpoint, Err: err}
 	}
-	rec.State = r.stateSnapshot()
 	return rec, nil
 }
 

@@ -108,10 +108,11 @@ func (r *Runner) pauseForAnswers(ctx context.Context, rec *Step, asks map[string
 	}
 	rec.ToolResults = done
 	r.pending = &session.Pending{Reply: reply, Results: done, Offered: r.offered, Approvals: r.approvals}
+	rec.State = r.stateSnapshot()
+	r.recorder.pause(rec) // kept by the checkpoints until the step completes
 	if err := r.savePending(ctx, reply, done); err != nil {
 		return rec, &StepError{Step: rec.Number, Op: OpCheckpoint, Err: err}
 	}
-	rec.State = r.stateSnapshot()
 	return rec, nil
 }
 

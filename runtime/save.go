@@ -96,6 +96,9 @@ func (r *Runner) restore(cp *session.Checkpoint) error {
 	r.restored = cp.Pending != nil
 	if cp.Pending != nil {
 		r.approvals = slices.Clone(cp.Pending.Approvals)
+		if rec := cp.Record; rec != nil && rec.Step == cp.Step {
+			r.recorder.paused = rec // for the record that completes the step
+		}
 	}
 	st := cp.Stats
 	r.stats = effects.RunStats{Steps: st.Steps, InputTokens: st.InputTokens, OutputTokens: st.OutputTokens, CachedTokens: st.CachedTokens, Cost: st.Cost}
@@ -149,7 +152,9 @@ func (r *Runner) save(ctx context.Context, done bool, pending *session.Pending) 
 	if err != nil {
 		return err
 	}
-	if pending == nil {
+	if pending != nil {
+		cp.Record = r.recorder.paused // the paused step's, if it paused
+	} else {
 		cp.Record = r.recorder.take() // set at the end of a step only
 		switch {
 		case cp.Record != nil:

@@ -23,10 +23,16 @@ type stepRecorder struct {
 	record  *session.StepRecord
 	// Reused from step to step: a store encodes the record during Save
 	// and keeps none of it.
-	buf       session.StepRecord
-	callBuf   []session.CallRecord
-	system    string // the last system prompt, and its id
-	systemID  string
+	buf      session.StepRecord
+	callBuf  []session.CallRecord
+	system   string // the last system prompt, and its id
+	systemID string
+	// paused is the record of the step as it paused (pause), which the
+	// pending checkpoints keep and the record completing the step holds
+	// (session.StepRecord.Paused): a viewer reads them from no other
+	// checkpoint.
+	paused *session.StepRecord
+
 	tools     []llm.ToolSpec // the last request's tools, and their names
 	toolNames []string
 }
@@ -71,6 +77,44 @@ func (sr *stepRecorder) end(rec *Step) {
 		sr.record.Commits = sr.commits
 	}
 	sr.record.DurationNS = int64(time.Since(sr.start))
+	completes(sr.record, rec)
+	if sr.paused != nil && sr.paused.Step == rec.Number {
+		sr.record.Paused, sr.paused = sr.paused, nil
+	}
+}
+
+// pause makes the record of rec, a step that paused for approvals or
+// answers: what end makes, with the calls awaiting and the state, which
+// no checkpoint of the step's end will hold. A step that pauses again
+// (a second question) keeps the earlier record in Paused.
+func (sr *stepRecorder) pause(rec *Step) {
+	if !sr.on {
+		return
+	}
+	p := recordOf(rec, sr.calls)
+	p.Commits = slices.Clone(sr.commits)
+	p.DurationNS = int64(time.Since(sr.start))
+	completes(p, rec)
+	for _, a := range rec.Awaiting {
+		p.Awaiting = append(p.Awaiting, steprec.Awaiting{CallID: a.CallID, Tool: a.Tool, Arguments: string(a.Arguments), Question: a.Question})
+	}
+	p.State = make(map[string]string, len(rec.State))
+	for k, v := range rec.State {
+		p.State[k] = steprec.StateValue(v)
+	}
+	if sr.paused != nil && sr.paused.Step == rec.Number {
+		p.Paused = sr.paused
+	}
+	sr.paused = p
+}
+
+// completes sets on out, a checkpoint's record, the decisions that
+// completed its paused step and the typed answer accepted, which a viewer
+// finds nowhere else.
+func completes(out *session.StepRecord, rec *Step) {
+	if rec.Output != nil {
+		out.Answer = steprec.OneLine(rec.Output)
+	}
 }
 
 // take returns the record made by end, once.

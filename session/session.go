@@ -79,8 +79,10 @@ type Checkpoint struct {
 	Done bool
 	// Record, if not nil, is the record of the step that just ended: the
 	// runtime sets it on the checkpoint it saves at the end of a step, for
-	// tools that show a run (see StepRecord). Nil in every other
-	// checkpoint, and in those saved before records existed.
+	// tools that show a run (see StepRecord). On the checkpoints of a
+	// step that paused for approvals or answers (with Pending), it is the
+	// record of the step as it paused. Nil in every other checkpoint, and
+	// in those saved before records existed.
 	Record *StepRecord
 }
 

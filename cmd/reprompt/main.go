@@ -38,7 +38,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -78,18 +77,44 @@ func (e *usageError) Error() string { return e.msg }
 // run runs the command line args and returns the exit status: 0, 1 for
 // an error, 2 for a bad command line.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	err := dispatch(ctx, args, stdout, stderr)
+	o, err := parse(args)
+	if err == nil {
+		err = dispatch(ctx, o, stdout, stderr)
+	} else if errors.Is(err, errHelp) {
+		writeUsage(stdout)
+		err = nil
+	}
 	var ue *usageError
+	msg := ""
+	if err != nil {
+		// No credential of the store in any message, whatever quoted it.
+		store := ""
+		if o != nil {
+			store = o.store
+		}
+		msg = printableLines(scrub(err.Error(), store))
+	}
 	switch {
 	case err == nil:
 		return 0
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "reprompt: %v\n\n%s", err, usage)
+		fmt.Fprintf(stderr, "reprompt: %s\n\n%s", msg, usage)
 		return 2
 	default:
-		fmt.Fprintf(stderr, "reprompt: %v\n", err)
+		fmt.Fprintf(stderr, "reprompt: %s\n", msg)
 		return 1
 	}
+}
+
+// printableLines is viewer.Printable for each line of s: an error names
+// what a store holds (session ids, damaged data), which must not reach
+// the terminal as control sequences.
+func printableLines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = viewer.Printable(l)
+	}
+	return strings.Join(lines, "\n")
 }
 
 // options are the flags of every command; each command uses its own.
@@ -106,21 +131,29 @@ type options struct {
 	params []string
 }
 
-func parse(args []string) (*options, error) {
-	o := &options{store: os.Getenv("REPROMPT_STORE"), to: -1}
+// newFlagSet returns the flags of every command, set into o.
+func newFlagSet(o *options) *flag.FlagSet {
 	fs := flag.NewFlagSet("reprompt", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.StringVar(&o.store, "store", o.store, "session store: sqlite:PATH or postgres://…")
+	fs.StringVar(&o.store, "store", o.store, "session store: sqlite:PATH or postgres://… (default $REPROMPT_STORE)")
 	fs.StringVar(&o.out, "o", "", "view: the HTML file to write (default SESSION.html)")
 	fs.BoolVar(&o.serve, "serve", false, "view: serve the page on localhost instead of writing it")
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:0", "view --serve: the address to listen on")
 	fs.IntVar(&o.to, "to", -1, "rewind: the step to rewind to")
 	fs.IntVar(&o.width, "width", 160, "show: the most characters of a message shown (negative: all)")
 	fs.BoolVar(&o.steps, "steps", false, "show: every step of a conversation in full, not a chat log")
+	return fs
+}
+
+func parse(args []string) (*options, error) {
+	o := &options{store: os.Getenv("REPROMPT_STORE"), to: -1}
+	fs := newFlagSet(o)
 	o.fs = fs
 	// Flags may come before or after the positional arguments.
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+			return nil, errHelp
+		} else if err != nil {
 			return nil, &usageError{err.Error()}
 		}
 		if fs.NArg() == 0 {
@@ -137,11 +170,19 @@ func parse(args []string) (*options, error) {
 	return o, nil
 }
 
-func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	o, err := parse(args)
-	if err != nil {
-		return err
-	}
+// errHelp is -h, -help or --help: the usage, on standard output.
+var errHelp = errors.New("help requested")
+
+// writeUsage writes the usage and the flags.
+func writeUsage(w io.Writer) {
+	fmt.Fprint(w, usage)
+	fmt.Fprint(w, "\nflags:\n")
+	fs := newFlagSet(&options{})
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+}
+
+func dispatch(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 	if len(o.params) == 0 {
 		return &usageError{"no command"}
 	}
@@ -184,7 +225,7 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if werr := writeHTML(out, r); werr != nil {
 			return werr
 		}
-		fmt.Fprintf(stdout, "wrote %s (%d steps)\n", out, len(r.Steps))
+		fmt.Fprintf(stdout, "wrote %s (%d steps)\n", viewer.Printable(out), len(r.Steps))
 		return err
 	case "rewind":
 		if len(params) != 1 || !o.toSet || o.to < 0 {
@@ -207,7 +248,7 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		defer done()
 		return send(ctx, st, params[0], params[1], o.store, stdout)
 	case "help":
-		fmt.Fprint(stdout, usage)
+		writeUsage(stdout)
 		return nil
 	}
 	return &usageError{fmt.Sprintf("unknown command %q", cmd)}
@@ -233,7 +274,7 @@ func load(ctx context.Context, o *options, arg string) (*viewer.Run, error) {
 		return nil, unknownSession(ctx, st, arg, o.store)
 	}
 	if r != nil {
-		r.Source = "session store " + o.store
+		r.Source = "session store " + redact(o.store)
 	}
 	return r, err
 }
@@ -242,7 +283,7 @@ func load(ctx context.Context, o *options, arg string) (*viewer.Run, error) {
 func unknownSession(ctx context.Context, st session.Store, id, store string) error {
 	infos, err := st.List(ctx)
 	if err != nil || len(infos) == 0 {
-		return fmt.Errorf("unknown session %q: the store %s holds no session", id, store)
+		return fmt.Errorf("unknown session %q: the store %s holds no session", id, redact(store))
 	}
 	var ids []string
 	for i, in := range infos {
@@ -252,17 +293,36 @@ func unknownSession(ctx context.Context, st session.Store, id, store string) err
 		}
 		ids = append(ids, in.ID)
 	}
-	return fmt.Errorf("unknown session %q in %s (sessions: %s)", id, store, strings.Join(ids, ", "))
+	return fmt.Errorf("unknown session %q in %s (sessions: %s)", id, redact(store), strings.Join(ids, ", "))
 }
 
-// StoreError reports a store that could not be opened or reached.
+// StoreError reports a store that could not be opened or reached, or,
+// with Malformed, a file that is not a SQLite database or a damaged one.
+// Store is the store's spec without its credentials (redact).
 type StoreError struct {
-	Store string
-	Err   error
+	Store     string
+	Malformed bool
+	Err       error
 }
 
 func (e *StoreError) Error() string {
+	if e.Malformed {
+		return fmt.Sprintf("store %s is malformed: the file is not a SQLite database, or a damaged one: %v", e.Store, e.Err)
+	}
 	return fmt.Sprintf("store %s cannot be reached: %v", e.Store, e.Err)
+}
+
+// malformed reports an error of SQLite's that says the file is not a
+// database (SQLITE_NOTADB) or is damaged (SQLITE_CORRUPT).
+func malformed(err error) bool {
+	var coded interface{ Code() int }
+	if errors.As(err, &coded) {
+		switch coded.Code() & 0xff { // the primary code of an extended one
+		case 11, 26: // SQLITE_CORRUPT, SQLITE_NOTADB
+			return true
+		}
+	}
+	return false
 }
 func (e *StoreError) Unwrap() error { return e.Err }
 
@@ -275,28 +335,33 @@ func openStore(ctx context.Context, spec string) (session.Store, func(), error) 
 	case strings.HasPrefix(spec, "sqlite:"):
 		path := strings.TrimPrefix(spec, "sqlite:")
 		if _, err := os.Stat(path); err != nil {
-			return nil, nil, &StoreError{spec, err}
+			return nil, nil, &StoreError{Store: redact(spec), Err: err}
 		}
 		st, err := sqlite.Open(path)
 		if err != nil {
-			return nil, nil, &StoreError{spec, err}
+			return nil, nil, &StoreError{Store: redact(spec), Malformed: malformed(err), Err: err}
 		}
 		return st, func() { _ = st.Close() }, nil
 	case strings.HasPrefix(spec, "postgres://"), strings.HasPrefix(spec, "postgresql://"):
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		st, err := postgres.Open(cctx, spec)
+		st, done, err := openPostgres(cctx, spec)
 		if err != nil {
-			return nil, nil, &StoreError{redact(spec), err}
+			return nil, nil, &StoreError{Store: redact(spec), Err: err}
 		}
-		return st, func() { st.Close() }, nil
+		return st, done, nil
 	}
-	return nil, nil, &usageError{fmt.Sprintf("store %q: want sqlite:PATH or postgres://…", spec)}
+	return nil, nil, &usageError{fmt.Sprintf("store %q: want sqlite:PATH or postgres://…", redact(spec))}
 }
 
-// redact hides the password of a URL.
-func redact(spec string) string {
-	return regexp.MustCompile(`//([^:/@]*):[^@]*@`).ReplaceAllString(spec, "//$1:***@")
+// openPostgres opens the PostgreSQL store at url (a variable: tests open
+// another store in its place, to see what is shown of its URL).
+var openPostgres = func(ctx context.Context, url string) (session.Store, func(), error) {
+	st, err := postgres.Open(ctx, url)
+	if err != nil {
+		return nil, nil, err
+	}
+	return st, st.Close, nil
 }
 
 func listSessions(ctx context.Context, st session.Store, w io.Writer) error {
@@ -318,7 +383,7 @@ func listSessions(ctx context.Context, st session.Store, w io.Writer) error {
 				status = fmt.Sprintf("interrupted in step %d", cp.Step)
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", in.ID, in.Step, in.Updated.Local().Format(time.DateTime), status)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", viewer.Printable(in.ID), in.Step, in.Updated.Local().Format(time.DateTime), viewer.Printable(status))
 	}
 	return tw.Flush()
 }
@@ -327,7 +392,7 @@ func listSessions(ctx context.Context, st session.Store, w io.Writer) error {
 func send(ctx context.Context, st session.Store, id, text, store string, w io.Writer) error {
 	in, ok := st.(session.Inbox)
 	if !ok {
-		return fmt.Errorf("the store %s does not take posted messages", store)
+		return fmt.Errorf("the store %s does not take posted messages", redact(store))
 	}
 	seq, err := in.Post(ctx, id, defs.UserMessage(text))
 	if errors.Is(err, session.ErrNotFound) {
@@ -390,7 +455,7 @@ func serve(ctx context.Context, o *options, arg string, stdout io.Writer) error 
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, req *http.Request) {
 		r, err := load(req.Context(), o, arg)
 		if r == nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
+			http.Error(w, scrub(err.Error(), o.store), http.StatusInternalServerError)
 			return
 		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -406,7 +471,7 @@ func serve(ctx context.Context, o *options, arg string, stdout io.Writer) error 
 		// at the next request.
 		v, err := version(req.Context(), o, arg)
 		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
+			http.Error(w, scrub(err.Error(), o.store), http.StatusInternalServerError)
 			return
 		}
 		w.Header().Set("Cache-Control", "no-store")
@@ -416,7 +481,7 @@ func serve(ctx context.Context, o *options, arg string, stdout io.Writer) error 
 		}
 		r, err := load(req.Context(), o, arg)
 		if r == nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
+			http.Error(w, scrub(err.Error(), o.store), http.StatusInternalServerError)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")

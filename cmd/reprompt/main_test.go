@@ -174,6 +174,8 @@ func TestErrors(t *testing.T) {
 	store := "sqlite:" + newStore(t)
 	notStep := filepath.Join(t.TempDir(), "notes.txt")
 	require.NoError(t, os.WriteFile(notStep, []byte("hello\n"), 0o644))
+	notDB := filepath.Join(t.TempDir(), "text.db")
+	require.NoError(t, os.WriteFile(notDB, []byte(strings.Repeat("not a database; ", 64)), 0o644))
 	badGolden := filepath.Join(t.TempDir(), "bad.txtar")
 	require.NoError(t, os.WriteFile(badGolden, []byte("reprompt snapshot v1\n-- step 0/messages --\n[0] user\n  content: hi\n-- step 0/bogus --\nx\n-- end --\nsteps: 1\n"), 0o644))
 	for _, tt := range []struct {
@@ -187,6 +189,7 @@ func TestErrors(t *testing.T) {
 		{"damaged golden file", []string{"view", badGolden}, 1, badGolden + `:5: section "step 0/bogus": unknown section "bogus"`},
 		{"no such file, no store", []string{"show", "nope"}, 1, "nope: no such file, and no --store"},
 		{"missing sqlite file", []string{"--store", "sqlite:/nonexistent/x.db", "sessions"}, 1, "store sqlite:/nonexistent/x.db cannot be reached: stat /nonexistent/x.db: no such file or directory"},
+		{"not a SQLite file", []string{"--store", "sqlite:" + notDB, "sessions"}, 1, "store sqlite:" + notDB + " is malformed: the file is not a SQLite database, or a damaged one: "},
 		{"unreachable postgres", []string{"--store", "postgres://me:secret@127.0.0.1:1/db?connect_timeout=2", "sessions"}, 1, "store postgres://me:***@127.0.0.1:1/db?connect_timeout=2 cannot be reached: "},
 		{"bad store", []string{"--store", "mysql://x", "sessions"}, 2, `store "mysql://x": want sqlite:PATH or postgres://…`},
 		{"no command", nil, 2, "no command"},
@@ -223,9 +226,12 @@ func TestDamagedCheckpoint(t *testing.T) {
 	assert.Contains(t, out, "! the checkpoint that ends step 1 could not be read")
 	assert.Contains(t, out, "── step 2 · input ", "step 2 is readable")
 	assert.Contains(t, out, "reply (stop): Three.", "and step 3")
-	assert.Contains(t, errs, `session "count" is damaged: checkpoint at step 1: session "count": checkpoint `)
+	assert.Contains(t, errs, `session "count" is damaged: the checkpoint that ends step 0: session "count": checkpoint `)
 	assert.Contains(t, errs, "is corrupt: message 2 of generation 0: ")
-	assert.Contains(t, errs, "; checkpoint at step 2: ")
+	assert.Contains(t, errs, "; the checkpoint that ends step 1: ")
+	// The notes and each step name a checkpoint by the step it ends.
+	assert.Contains(t, out, "note: the checkpoint that ends step 0: ")
+	assert.Contains(t, out, "! the checkpoint that ends step 0 could not be read: session \"count\": checkpoint ")
 }
 
 func TestServe(t *testing.T) {
@@ -276,4 +282,18 @@ func TestSend(t *testing.T) {
 	code, _, errs = cli(t, "--store", store, "send", "count")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errs, "send takes one SESSION and one TEXT")
+}
+
+// TestHelp asks for the usage as a new user does: it goes to standard
+// output and the status is 0, not a usage error.
+func TestHelp(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"-help"}, {"help"}, {"show", "--help"}} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			code, out, errs := cli(t, args...)
+			assert.Equal(t, 0, code, "exit status of reprompt %v", args)
+			assert.Empty(t, errs, "standard error")
+			assert.Contains(t, out, "usage:\n  reprompt --store STORE sessions")
+			assert.Contains(t, out, "-width int", "the flags are listed")
+		})
+	}
 }

@@ -100,10 +100,18 @@ type Step struct {
 	// Interrupted names its calls that got an "interrupted" result.
 	Resumed     bool     `json:"resumed,omitempty"`
 	Interrupted []string `json:"interrupted,omitempty"`
+	// Paused is, in a checkpoint, the record of the step as it paused for
+	// approvals or answers (with Awaiting and State set), on the pending
+	// checkpoints of the step and on the record that completes it, whose
+	// own fields say what the completion did; a step that paused twice
+	// holds the first pause in its Paused. A golden file has a record per
+	// pause instead.
+	Paused *Step `json:"paused,omitempty"`
 
 	// The fields below are what a golden file shows; the runtime leaves
 	// them empty in the record of a checkpoint, which holds the transcript
-	// and the state itself.
+	// and the state itself, but for Answer and Decisions, which it sets
+	// there too, and Awaiting and State, which it sets on a Paused record.
 
 	// Committed reports that an effect rewrote the transcript at this step.
 	Committed bool `json:"committed,omitempty"`
@@ -240,6 +248,9 @@ type Awaiting struct {
 	Tool   string `json:"tool"`
 	// Arguments are the call's arguments, as one line of JSON.
 	Arguments string `json:"arguments"`
+	// Question is the question the call asked (prompt.Ask), in the record
+	// of a checkpoint; "" for an approval, and in a golden file.
+	Question string `json:"question,omitempty"`
 }
 
 // Decision is the decision on a call that needed approval.

@@ -50,6 +50,8 @@ func FromGolden(path string, data []byte) (*Run, error) {
 	}
 	run.Error, run.Done = g.Err, true
 	if last != nil && len(last.Awaiting) > 0 {
+		run.Done = false // paused, as a store shows it
+		run.Steps[len(run.Steps)-1].Stopped = "paused"
 		ids := make([]string, len(last.Awaiting))
 		for i, a := range last.Awaiting {
 			ids[i] = a.CallID + " " + a.Tool

@@ -204,6 +204,11 @@ type detail struct {
 
 type pageStep struct {
 	*Step
+	// The page shows how many messages the request has, not which: the
+	// diff names those it shows. A long run's requests repeat its history
+	// at every step.
+	Request  *struct{}         `json:"request,omitempty"` // nil: hides Step.Request
+	RequestN *int              `json:"request_n,omitempty"`
 	State    *struct{}         `json:"state,omitempty"`   // nil: hides Step.State
 	Changes  *struct{}         `json:"changes,omitempty"` // nil: hides Step.Changes
 	HasState bool              `json:"has_state,omitempty"`
@@ -228,6 +233,10 @@ func detailOf(run *Run) *detail {
 	var prev map[string]string
 	for i, s := range run.Steps {
 		ps := pageStep{Step: s, HasState: s.State != nil}
+		if s.Request != nil {
+			n := len(s.Request)
+			ps.RequestN = &n
+		}
 		for _, c := range s.Calls {
 			pc := pageCall{ToolCall: c}
 			if c.resultMsg > 0 {

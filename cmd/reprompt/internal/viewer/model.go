@@ -134,6 +134,10 @@ type Step struct {
 	// "interrupted" result instead of running.
 	Resumed     bool     `json:"resumed,omitempty"`
 	Interrupted []string `json:"interrupted,omitempty"`
+	// Stopped says how a run that has not ended stopped in this step, its
+	// last: "paused" for a person's decision or answer, "interrupted" (a
+	// crash, or a stop) before its tool calls completed.
+	Stopped string `json:"stopped,omitempty"`
 	// Damage says what of the step could not be read, and where.
 	Damage string `json:"damage,omitempty"`
 	// Record is the step's record (steprec.Step) as the source holds it,
@@ -367,14 +371,15 @@ func (r *Run) finishTurns() {
 
 func (r *Run) finishSteps(steps []*Step) {
 	var prev, prevReq *Step // prevReq: the last step that sent a request
+	var prevTools []string  // the tools of the last step that records them
 	for _, s := range steps {
 		if prev != nil {
 			if s.Request != nil && prevReq != nil {
 				s.Diff = r.diff(prevReq.Request, s.Request)
 			}
-			if s.Tools != nil && prev.Tools != nil {
-				s.ToolsOn = minus(s.Tools, prev.Tools)
-				s.ToolsOff = minus(prev.Tools, s.Tools)
+			if s.Tools != nil && prevTools != nil {
+				s.ToolsOn = minus(s.Tools, prevTools)
+				s.ToolsOff = minus(prevTools, s.Tools)
 			}
 			if s.systemID != "" && prev.systemID != "" && s.systemID != prev.systemID {
 				s.SystemChanged = true
@@ -400,6 +405,9 @@ func (r *Run) finishSteps(steps []*Step) {
 		if s.Request != nil {
 			prevReq = s
 		}
+		if s.Tools != nil {
+			prevTools = s.Tools
+		}
 	}
 }
 
@@ -408,6 +416,9 @@ func (r *Run) finishSteps(steps []*Step) {
 // answering the same call taken as rewritten.
 func (r *Run) diff(prev, cur []int) Diff {
 	d := Diff{}
+	if len(prev) > 0 && len(prev) <= len(cur) && &prev[0] == &cur[0] {
+		d.Shared = len(prev) // one array, extended: a store's session, read
+	}
 	for d.Shared < len(prev) && d.Shared < len(cur) && prev[d.Shared] == cur[d.Shared] {
 		d.Shared++
 	}

@@ -1,6 +1,8 @@
 package viewer
 
 import (
+	"strings"
+
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/internal/steprec"
 )
@@ -13,8 +15,8 @@ func (run *Run) applyRecord(s *Step, rec *steprec.Step) {
 	s.Turn, s.Sent = rec.Turn, rec.Sent
 	s.InputTokens, s.PrefixTokens, s.OutputTokens = rec.InputTokens, rec.PrefixTokens, rec.Usage.OutputTokens
 	s.Disabled, s.Reminded, s.Tools = rec.Disabled, rec.Reminded, rec.Tools
-	if s.Tools == nil {
-		s.Tools = []string{}
+	if s.Tools == nil && len(rec.Decisions) == 0 && rec.Paused == nil && !rec.Resumed {
+		s.Tools = []string{} // none offered; a completion offers nothing, withdraws nothing
 	}
 	s.Finish, s.Recovered, s.Summaries, s.Resumed, s.Interrupted = rec.Finish, rec.Recovered, rec.Summaries, rec.Resumed, rec.Interrupted
 	s.DurationMS = ms(rec.DurationNS)
@@ -58,8 +60,14 @@ func (run *Run) applyRecord(s *Step, rec *steprec.Step) {
 	}
 	for i := range s.Calls {
 		for _, c := range rec.Calls {
-			if c.ID == s.Calls[i].ID {
-				s.Calls[i].DurationMS, s.Calls[i].Error = ms(c.DurationNS), c.Error
+			if c.ID != s.Calls[i].ID {
+				continue
+			}
+			s.Calls[i].DurationMS = ms(c.DurationNS)
+			// The Go error, unless the result the model got says it
+			// already (the runtime's "error: " + err.Error()): shown once.
+			if !strings.Contains(s.Calls[i].Result, c.Error) {
+				s.Calls[i].Error = c.Error
 			}
 		}
 	}
@@ -67,8 +75,12 @@ func (run *Run) applyRecord(s *Step, rec *steprec.Step) {
 		s.Notes = append(s.Notes, "typed answer: "+rec.Answer)
 	}
 	for _, a := range rec.Awaiting {
-		s.Notes = append(s.Notes, "awaiting approval: "+a.CallID+" "+a.Tool+" "+a.Arguments)
-		s.Asks = append(s.Asks, Ask{CallID: a.CallID, Tool: a.Tool, Decision: "awaiting"})
+		if a.Question != "" {
+			s.Notes = append(s.Notes, "awaiting an answer: "+a.CallID+" "+a.Tool+" "+a.Arguments)
+		} else {
+			s.Notes = append(s.Notes, "awaiting approval: "+a.CallID+" "+a.Tool+" "+a.Arguments)
+		}
+		s.Asks = append(s.Asks, Ask{CallID: a.CallID, Tool: a.Tool, Question: a.Question, Decision: "awaiting"})
 	}
 	if len(rec.Decisions) > 0 {
 		s.Label = "decided"
@@ -124,6 +136,6 @@ func pageRecord(rec *steprec.Step) *steprec.Step {
 	r.Effects, r.Disabled, r.Reminded, r.Tools, r.Calls, r.Commits, r.Agents = nil, nil, nil, nil, nil, nil, nil
 	r.Request, r.Response, r.Results, r.SummaryCalls, r.Awaiting, r.Decisions, r.State = nil, nil, nil, nil, nil, nil, nil
 	r.Reply, r.Interrupted, r.System = "", nil, ""
-	r.Turn, r.Sent = 0, nil
+	r.Turn, r.Sent, r.Paused, r.Answer = 0, nil, nil, ""
 	return &r
 }

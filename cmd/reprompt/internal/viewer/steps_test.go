@@ -210,8 +210,8 @@ func damaged(t *testing.T, st session.Store, id string, exec func(q string, args
 	dmg, ok := err.(*viewer.DamageError)
 	require.True(t, ok, "%v", err)
 	places := strings.Join(dmg.Places, "\n")
-	assert.Contains(t, places, "checkpoint at step 2: ")
-	assert.Contains(t, places, "checkpoint at step 4: ")
+	assert.Contains(t, places, "the checkpoint that ends step 1: ")
+	assert.Contains(t, places, "the checkpoint that ends step 3: ")
 	assert.Contains(t, places, "is corrupt: head: unexpected end of JSON input")
 	assert.Contains(t, places, "is corrupt: message ")
 }
@@ -251,9 +251,9 @@ func TestOnePassFails(t *testing.T) {
 	run, err := viewer.FromStore(t.Context(), failingPass{Store: st, after: 2}, "s")
 	dmg, ok := err.(*viewer.DamageError)
 	require.True(t, ok, "%v", err)
-	assert.Equal(t, []string{"checkpoint at step 2: connection lost"}, dmg.Places)
+	assert.Equal(t, []string{"the checkpoint that ends step 1: connection lost"}, dmg.Places)
 	require.Len(t, run.Steps, len(want.Steps))
-	assert.NotEmpty(t, run.Steps[1].Damage, "step 1 ends at the checkpoint that could not be read")
+	assert.Equal(t, "the checkpoint that ends step 1 could not be read: connection lost", run.Steps[1].Damage, "the step pane names the checkpoint as the notes do")
 	for _, i := range []int{0, 2, 3} {
 		assert.Empty(t, run.Steps[i].Damage, "step %d", i)
 		assert.Equal(t, pool(want, want.Steps[i].Request), pool(run, run.Steps[i].Request), "step %d", i)

@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/internal/steprec"
 	"github.com/reprompt/reprompt/session"
 )
 
@@ -39,6 +41,7 @@ func FromStore(ctx context.Context, st session.Store, id string) (*Run, error) {
 	run := newRun(id, "session store")
 	run.Done = info.Done
 	dmg := &DamageError{ID: id}
+	failed := map[int]error{} // by AtStep's step
 	// The checkpoints of steps 0 to info.Step, in one pass when the store
 	// can (session.StepReader); a step the pass did not reach (it ended on
 	// an error) is read by itself.
@@ -57,7 +60,8 @@ func FromStore(ctx context.Context, st session.Store, id string) (*Run, error) {
 		case ctx.Err() != nil:
 			return nil
 		}
-		dmg.Places = append(dmg.Places, fmt.Sprintf("checkpoint at step %d: %v", step, err))
+		failed[step] = err
+		dmg.Places = append(dmg.Places, checkpointName(step)+": "+err.Error())
 		return nil
 	}
 	start := load(0)
@@ -71,12 +75,29 @@ func FromStore(ctx context.Context, st session.Store, id string) (*Run, error) {
 		end := load(n + 1)
 		s := &Step{Number: n, Reply: -1}
 		if end == nil || end.Pending != nil {
-			s.Damage = fmt.Sprintf("the checkpoint that ends step %d could not be read", n)
-			if end != nil {
-				s.Damage = fmt.Sprintf("no checkpoint ends step %d", n)
+			// Named as the notes name it (checkpointName).
+			s.Damage = fmt.Sprintf("no checkpoint ends step %d", n)
+			if err := failed[n+1]; err != nil {
+				s.Damage = checkpointName(n+1) + " could not be read: " + err.Error()
 			}
 		} else {
 			run.stepFrom(s, start, end)
+			if rec := end.Record; rec != nil && rec.Step == n && rec.Paused != nil {
+				// The step paused, then a decision or an answer completed
+				// it: the pause first, with the request and the reply; the
+				// completion sent nothing.
+				paused := run.pausedSteps(s, rec.Paused)
+				run.Steps = append(run.Steps, paused...)
+				s.Request, s.Reply = nil, -1
+				// A call that asked a question was answered, not approved.
+				for i, a := range s.Asks {
+					for _, q := range paused[len(paused)-1].Asks {
+						if q.CallID == a.CallID && q.Question != "" && a.Decision == "approved" {
+							s.Asks[i].Question, s.Asks[i].Decision = q.Question, "answered"
+						}
+					}
+				}
+			}
 		}
 		run.Steps = append(run.Steps, s)
 		start = end
@@ -87,7 +108,7 @@ func FromStore(ctx context.Context, st session.Store, id string) (*Run, error) {
 		case err != nil:
 			dmg.Places = append(dmg.Places, fmt.Sprintf("latest checkpoint (seq %d): %v", info.Seq, err))
 		case latest.Pending != nil:
-			s := &Step{Number: latest.Step, Reply: -1, Damage: "interrupted: the run stopped after the model's reply, before its tool calls all completed"}
+			s := &Step{Number: latest.Step, Reply: -1, Stopped: "interrupted", Damage: "interrupted: the run stopped after the model's reply, before its tool calls all completed"}
 			run.pendingStep(s, latest)
 			run.Steps = append(run.Steps, s)
 		}
@@ -103,6 +124,16 @@ func FromStore(ctx context.Context, st session.Store, id string) (*Run, error) {
 	return run, nil
 }
 
+// checkpointName names the checkpoint that AtStep(step) reads, as the
+// notes and the steps' damage say it: by the step it ends, the number the
+// step list shows.
+func checkpointName(step int) string {
+	if step == 0 {
+		return "the checkpoint that starts the run"
+	}
+	return fmt.Sprintf("the checkpoint that ends step %d", step-1)
+}
+
 func recorded(steps []*Step) bool {
 	for _, s := range steps {
 		if len(s.Effects) > 0 || !s.Estimated {
@@ -116,7 +147,7 @@ func recorded(steps []*Step) bool {
 // after it (end).
 func (run *Run) stepFrom(s *Step, start, end *session.Checkpoint) {
 	tr := end.Transcript
-	at := run.memo.next(run, tr)
+	idx := run.memo.next(run, tr)
 	ri := -1
 	for i := len(tr) - 1; i >= 0; i-- {
 		if tr[i].Role == defs.RoleAssistant {
@@ -127,7 +158,7 @@ func (run *Run) stepFrom(s *Step, start, end *session.Checkpoint) {
 	reqEnd := len(tr)
 	if ri >= 0 {
 		reqEnd = ri
-		s.Reply = at(ri)
+		s.Reply = idx[ri]
 		results := map[string]int{}
 		for j, m := range tr[ri+1:] {
 			if m.Role == defs.RoleTool {
@@ -138,15 +169,14 @@ func (run *Run) stepFrom(s *Step, start, end *session.Checkpoint) {
 			tc := ToolCall{ID: c.ID, Name: c.Name, Args: string(c.Arguments)}
 			if j, ok := results[c.ID]; ok {
 				tc.Result, tc.IsError = tr[j].Content, tr[j].IsError
-				tc.resultMsg = 1 + at(j)
+				tc.resultMsg = 1 + idx[j]
 			}
 			s.Calls = append(s.Calls, tc)
 		}
 	}
-	s.Request = make([]int, reqEnd)
-	for i := range tr[:reqEnd] {
-		s.Request[i] = at(i)
-	}
+	// The request shares the memo's array, which later steps extend but
+	// never change: no copy of a long history at every step.
+	s.Request = idx[:reqEnd:reqEnd]
 	if st, err := stateOf(end.State); err == nil {
 		s.State = st
 	} else {
@@ -173,34 +203,66 @@ func (run *Run) stepFrom(s *Step, start, end *session.Checkpoint) {
 }
 
 // transcriptMemo remembers the pool index of each message of the
-// transcript of the previous step read from a store, so that a message
-// that the next transcript holds at the same place is not hashed again:
-// checkpoints read in one pass (session.StepReader) share their messages,
-// and comparing shared strings costs no more than comparing pointers.
+// transcript of the previous step read from a store, so that the messages
+// the next transcript shares with it are not hashed again: checkpoints
+// read in one pass (session.StepReader) share their messages, and
+// comparing shared strings costs no more than comparing pointers.
 type transcriptMemo struct {
 	tr  []defs.Message
-	idx []int // pool index of tr[i]; -1: not added
+	idx []int // pool index of tr[i]
 }
 
 // next makes tr the transcript remembered and returns the pool index of
-// its message i, added if new, as Run.add returns it.
-func (m *transcriptMemo) next(run *Run, tr []defs.Message) func(i int) int {
-	prevTr, prevIdx := m.tr, m.idx
-	idx := make([]int, len(tr))
-	for i := range idx {
-		idx[i] = -1
+// each of its messages, added if new, as Run.add returns it. A transcript
+// that extends the previous one gets the previous indices' array,
+// extended: the slices returned are never changed, only appended to
+// beyond their length, so a step's request may share it.
+func (m *transcriptMemo) next(run *Run, tr []defs.Message) []int {
+	shared := 0
+	if len(tr) > 0 && len(m.tr) > 0 && &tr[0] == &m.tr[0] {
+		// One array of messages (a lineage read in one pass), which the
+		// store only appends to.
+		shared = min(len(tr), len(m.tr))
+	}
+	for shared < len(m.tr) && shared < len(tr) && tr[shared].Identical(m.tr[shared]) {
+		shared++
+	}
+	idx := m.idx[:shared:shared]
+	if shared == len(m.idx) {
+		idx = m.idx // extend it in place: nothing refers past its length
+	} else {
+		idx = append(make([]int, 0, len(tr)), idx...)
+	}
+	for _, msg := range tr[shared:] {
+		idx = append(idx, run.add(fromDefs(msg)))
 	}
 	m.tr, m.idx = tr, idx
-	return func(i int) int {
-		switch {
-		case idx[i] >= 0:
-		case i < len(prevTr) && prevIdx[i] >= 0 && tr[i].Identical(prevTr[i]):
-			idx[i] = prevIdx[i]
-		default:
-			idx[i] = run.add(fromDefs(tr[i]))
-		}
-		return idx[i]
+	return idx
+}
+
+// pausedSteps returns the steps of the pauses of s, a step whose record
+// holds paused (steprec.Step.Paused), oldest first: each with the
+// request, the reply and the calls of s, but for the results of the calls
+// that awaited a decision or an answer, which came later.
+func (run *Run) pausedSteps(s *Step, paused *steprec.Step) []*Step {
+	var chain []*steprec.Step
+	for p := paused; p != nil; p = p.Paused {
+		chain = append([]*steprec.Step{p}, chain...)
 	}
+	out := make([]*Step, len(chain))
+	for i, rec := range chain {
+		ps := &Step{Number: s.Number, Request: s.Request, Reply: s.Reply, Turn: s.Turn, Sent: s.Sent}
+		for _, c := range s.Calls {
+			if slices.ContainsFunc(rec.Awaiting, func(a steprec.Awaiting) bool { return a.CallID == c.ID }) {
+				c.Result, c.IsError, c.resultMsg = "", false, 0
+			}
+			ps.Calls = append(ps.Calls, c)
+		}
+		run.applyRecord(ps, rec)
+		ps.Estimated = false
+		out[i] = ps
+	}
+	return out
 }
 
 // turnKey is runtime.TurnKey, the key of session.Checkpoint.Extra that
@@ -228,7 +290,20 @@ func (run *Run) pendingStep(s *Step, cp *session.Checkpoint) {
 		s.State = st
 	}
 	s.Estimated = true
-	if rec := cp.Record; rec != nil && rec.Step == s.Number {
+	if rec := cp.Record; rec != nil && rec.Step == s.Number && len(rec.Awaiting) > 0 {
+		// Paused for approvals or answers: the record of the pause, and
+		// those of the earlier pauses of the step before it.
+		if rec.Paused != nil {
+			run.Steps = append(run.Steps, run.pausedSteps(s, rec.Paused)...)
+		}
+		run.applyRecord(s, rec)
+		s.Estimated, s.Damage, s.Stopped = false, "", "paused"
+		for i, c := range s.Calls {
+			if slices.ContainsFunc(rec.Awaiting, func(a steprec.Awaiting) bool { return a.CallID == c.ID }) {
+				s.Calls[i].Result = "" // awaited, not interrupted
+			}
+		}
+	} else if rec != nil && rec.Step == s.Number {
 		s.Turn, s.Sent = rec.Turn, rec.Sent
 	} else if n := len(run.Steps); n > 0 {
 		s.Turn = run.Steps[n-1].Turn

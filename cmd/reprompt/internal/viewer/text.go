@@ -36,20 +36,20 @@ func Text(w io.Writer, run *Run, opts TextOptions) error {
 		t.width = 160
 	}
 	chat := !opts.Steps && run.Conversation()
-	fmt.Fprintf(bw, "%s (%s): ", run.Title, run.Source)
+	head := fmt.Sprintf("%s (%s): ", run.Title, run.Source)
 	if chat {
-		fmt.Fprintf(bw, "%d turns, ", len(run.Turns()))
+		head += fmt.Sprintf("%d turns, ", len(run.Turns()))
 	}
-	fmt.Fprintf(bw, "%d steps", len(run.Steps))
+	head += fmt.Sprintf("%d steps", len(run.Steps))
 	if run.Done {
-		bw.WriteString(", done")
+		head += ", done"
 	}
-	bw.WriteString("\n")
+	t.line("", "%s", head)
 	if run.Error != "" {
-		fmt.Fprintf(bw, "error: %s\n", run.Error)
+		t.line("", "error: %s", run.Error)
 	}
 	for _, n := range run.Notes {
-		fmt.Fprintf(bw, "note: %s\n", n)
+		t.line("", "note: %s", n)
 	}
 	if chat {
 		for _, turn := range run.Turns() {
@@ -97,7 +97,11 @@ func (t *textWriter) ask(a Ask) {
 	}
 	switch a.Decision {
 	case "answered":
-		t.line("", "user answers: %s", t.short(a.Answer))
+		if a.Answer == "" {
+			t.line("", "user answers (the answer is not recorded)")
+		} else {
+			t.line("", "user answers: %s", t.short(a.Answer))
+		}
 	case "approved":
 		t.line("", "user approves call %s", call)
 	case "denied":
@@ -203,18 +207,18 @@ type textWriter struct {
 	width int
 }
 
+// line writes one line, its control characters escaped (Printable):
+// what a run stored reaches the terminal as text, never as a sequence
+// the terminal obeys.
 func (t *textWriter) line(indent, format string, args ...any) {
 	t.w.WriteString(indent)
-	fmt.Fprintf(t.w, format, args...)
+	t.w.WriteString(Printable(fmt.Sprintf(format, args...)))
 	t.w.WriteString("\n")
 }
 
+// short cuts s to the width, in characters: never inside one.
 func (t *textWriter) short(s string) string {
-	s = strings.ReplaceAll(s, "\n", `\n`)
-	if t.width > 0 && len(s) > t.width {
-		return s[:t.width] + "…"
-	}
-	return s
+	return cut(s, t.width)
 }
 
 func (t *textWriter) step(indent string, s *Step) {

@@ -190,9 +190,12 @@ function show(run, t0) {
     } else { h += '<p class="muted">none ran' + (s.estimated && !s.effects ? " (or not recorded)" : "") + "</p>"; }
 
     h += '<h3>Request</h3><div class="request">';
-    if (s.request) {
+    // request_n: how many messages the request has (a step of the page's
+    // data); request: the indices themselves (a sub-agent's step).
+    var nreq = s.request_n != null ? s.request_n : (s.request ? s.request.length : null);
+    if (nreq != null) {
       var d = s.diff || {};
-      h += "<p>" + s.request.length + " messages: " + (d.shared || 0) + " as in the previous step, " +
+      h += "<p>" + nreq + " messages: " + (d.shared || 0) + " as in the previous step, " +
         (d.added || []).length + " added, " + (d.removed || []).length + " removed, " + (d.rewritten || []).length + " rewritten</p>";
       (d.added || []).forEach(function (i) { h += message(i, "added"); });
       (d.removed || []).forEach(function (i) { h += message(i, "removed"); });
