@@ -118,8 +118,11 @@ type CaseResult struct {
 // errBudget is the cause of the context that the time budget cancels.
 var errBudget = errors.New("time budget reached")
 
-// job is one run to make.
-type job struct{ c, run int }
+// job is one run to make, with its case's checks.
+type job struct {
+	c, run int
+	checks []Check
+}
 
 // done is a run made, or skipped (res nil) because the eval stopped.
 type done struct {
@@ -208,8 +211,9 @@ func (e *Eval[In, Out]) Run(ctx context.Context, w io.Writer) (*Report, error) {
 				return
 			}
 			n++
+			checks := e.caseChecks(&e.Cases[c]) // made once a case
 			for run := range k {
-				jobs <- job{c, run}
+				jobs <- job{c, run, checks}
 			}
 		}
 	}()
@@ -219,7 +223,7 @@ func (e *Eval[In, Out]) Run(ctx context.Context, w io.Writer) (*Report, error) {
 			for j := range jobs {
 				var res *RunResult
 				if b.stopped() == "" && runCtx.Err() == nil {
-					res = e.runOne(runCtx, names[j.c], &e.Cases[j.c], j.run, b)
+					res = e.runOne(runCtx, names[j.c], &e.Cases[j.c], j.run, j.checks, b)
 				}
 				results <- done{j.c, res}
 			}
@@ -309,7 +313,7 @@ type caseAcc struct {
 
 func (a *caseAcc) result(name string, k int, overall *measures) *CaseResult {
 	slices.SortFunc(a.runs, func(x, y RunResult) int { return x.Run - y.Run })
-	m := &measures{}
+	m := newMeasures(len(a.runs))
 	for i := range a.runs {
 		m.add(&a.runs[i])
 		overall.add(&a.runs[i])
@@ -350,7 +354,7 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 
 // runOne makes run of case c and checks it; nil when ctx (the time budget,
 // the caller) cut it short.
-func (e *Eval[In, Out]) runOne(ctx context.Context, name string, c *Case[In, Out], run int, b *budget) *RunResult {
+func (e *Eval[In, Out]) runOne(ctx context.Context, name string, c *Case[In, Out], run int, checks []Check, b *budget) *RunResult {
 	rr := &RunResult{Run: run}
 	model := e.Model
 	if e.Models != nil {
@@ -374,19 +378,29 @@ func (e *Eval[In, Out]) runOne(ctx context.Context, name string, c *Case[In, Out
 	}
 	rr.Steps, rr.Usage, rr.Cost, rr.LatencyMS = res.Stats.Steps, res.Usage, res.Stats.Cost, ms(latency)
 	rr.Output = output(res)
+	var shown map[int]string // golden text by step index: failures at one step share it
+	withGolden := func(f *Failure) Failure {
+		if f.Golden == "" {
+			i := f.stepIndex(res.Steps)
+			g, ok := shown[i]
+			if !ok {
+				g = golden(res.Steps, i)
+				if shown == nil {
+					shown = map[int]string{}
+				}
+				shown[i] = g
+			}
+			f.Golden = g
+		}
+		return *f
+	}
 	if err != nil {
 		rr.Error = err.Error()
-		f := runFailure(tr)
-		rr.Failures = append(rr.Failures, *withGolden(f, res.Steps))
+		rr.Failures = append(rr.Failures, withGolden(runFailure(tr)))
 	}
-	checks := e.Checks
-	if c.Expected != nil {
-		checks = append(slices.Clip(checks), expected(*c.Expected))
-	}
-	checks = append(slices.Clip(checks), c.Checks...)
 	for _, ch := range checks {
 		if f := check(ctx, ch, tr); f != nil {
-			rr.Failures = append(rr.Failures, *withGolden(f, res.Steps))
+			rr.Failures = append(rr.Failures, withGolden(f))
 		}
 	}
 	rr.Grades = tr.grades
@@ -399,6 +413,16 @@ func (e *Eval[In, Out]) runOne(ctx context.Context, name string, c *Case[In, Out
 	}
 	b.add(addUsage(res.Usage, ju), res.Stats.Cost+jc)
 	return rr
+}
+
+// caseChecks returns the checks of c's runs: the eval's, the Expected's,
+// the case's own.
+func (e *Eval[In, Out]) caseChecks(c *Case[In, Out]) []Check {
+	checks := e.Checks
+	if c.Expected != nil {
+		checks = append(slices.Clip(checks), expected(*c.Expected))
+	}
+	return append(slices.Clip(checks), c.Checks...)
 }
 
 // expected is the check of a case's Expected.
@@ -417,26 +441,24 @@ func check(ctx context.Context, ch Check, tr *Trajectory) (f *Failure) {
 			f.Check = ch.Name()
 		}
 	}()
-	err := ch.Check(ctx, tr)
-	if err == nil {
-		return nil
+	if err := ch.Check(ctx, tr); err != nil {
+		return failure(ch, tr, err)
 	}
-	if !errors.As(err, &f) {
-		f = tr.fail(tr.last(), "%s", err.Error())
-	} else {
+	return nil
+}
+
+// failure is err as a *Failure of ch: a copy of the *Failure it wraps, or
+// one at the last step.
+func failure(ch Check, tr *Trajectory, err error) *Failure {
+	var f *Failure
+	if errors.As(err, &f) {
 		c := *f
 		f = &c
+	} else {
+		f = tr.fail(tr.last(), "%s", err.Error())
 	}
 	if f.Check == "" {
 		f.Check = ch.Name()
-	}
-	return f
-}
-
-// withGolden fills in f.Golden from steps.
-func withGolden(f *Failure, steps []*runtime.Step) *Failure {
-	if f.Golden == "" {
-		f.Golden = golden(steps, f.stepIndex(steps))
 	}
 	return f
 }

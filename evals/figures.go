@@ -108,6 +108,13 @@ type measures struct {
 	steps, input, cache, output, cost, lat []float64
 }
 
+// newMeasures returns measures with room for n runs, in one allocation.
+func newMeasures(n int) *measures {
+	all := make([]float64, 6*n)
+	part := func(i int) []float64 { return all[i*n : i*n : (i+1)*n] }
+	return &measures{steps: part(0), input: part(1), cache: part(2), output: part(3), cost: part(4), lat: part(5)}
+}
+
 func (m *measures) add(r *RunResult) {
 	m.runs++
 	if r.Pass {

@@ -103,6 +103,7 @@ func pair(s Stat, f string) string { return fmt.Sprintf(f+"/"+f, s.Mean, s.P95) 
 // encoding/json reads whole (ReadReport).
 type stream struct {
 	w     *bufio.Writer
+	buf   []byte
 	cases int
 }
 
@@ -110,7 +111,7 @@ func newStream(w io.Writer) *stream {
 	if w == nil {
 		return nil
 	}
-	return &stream{w: bufio.NewWriter(w)}
+	return &stream{w: bufio.NewWriterSize(w, 64<<10)}
 }
 
 func (s *stream) header(r *Report) error {
@@ -136,15 +137,17 @@ func (s *stream) caseResult(c *CaseResult) error {
 	if s == nil {
 		return nil
 	}
-	b, err := json.Marshal(c)
+	b := s.buf[:0]
+	if s.cases > 0 {
+		b = append(b, ',')
+	}
+	s.cases++
+	b = append(b, '\n')
+	b, err := appendCase(b, c)
 	if err != nil {
 		return err
 	}
-	if s.cases > 0 {
-		s.w.WriteByte(',')
-	}
-	s.cases++
-	s.w.WriteByte('\n')
+	s.buf = b
 	_, err = s.w.Write(b)
 	return err
 }
