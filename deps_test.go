@@ -61,6 +61,9 @@ var allowed = map[string][]string{
 	"runtime": {"state", "defs", "llm", "effects", "prompt", "session", "internal/callsite", "internal/steprec", "internal/msghash", "internal/core", "internal/canon", "internal/stepmods", "go.yaml.in/yaml/v3",
 		// The OpenTelemetry API only (tracing is optional; see Config.TracerProvider).
 		"go.opentelemetry.io/otel/trace", "go.opentelemetry.io/otel/attribute", "go.opentelemetry.io/otel/codes"},
+	// Evals run prompts (runtime) and show failing steps as golden files
+	// do (snapshots); datasets may be YAML.
+	"evals": {"defs", "llm", "prompt", "runtime", "snapshots", "go.yaml.in/yaml/v3"},
 	// The nested module that runs prompt functions as Temporal workflows.
 	"temporal": {"defs", "llm", "prompt", "runtime", "session", "go.temporal.io/sdk"},
 }
@@ -78,7 +81,7 @@ var onlyImportedBy = map[string][]string{
 	"github.com/sashabaranov/go-openai": {"providers/openai"},
 	"modernc.org/sqlite":                {"session/sqlite"},
 	"github.com/jackc/pgx/v5":           {"session/postgres"},
-	module + "/snapshots":               {"examples/"},
+	module + "/snapshots":               {"examples/", "evals"},
 	// What a prompt is made of: its two faces only (prompt, runtime).
 	module + "/internal/core": {"prompt", "runtime"},
 	// What effects change in a step: effects records it, the runtime

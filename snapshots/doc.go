@@ -3,7 +3,8 @@
 // that hold every step of a run, and a recorder that turns a run against a
 // real model into a script.
 //
-// Nothing in the library imports snapshots; tests and examples do.
+// Nothing in the library imports snapshots but package evals, test support
+// too (it shows failing steps as golden files do); tests and examples do.
 //
 // # Snapshot tests
 //

@@ -1,0 +1,97 @@
+// Package evals measures how good a prompt is over a dataset: every case
+// runs K times against a model, each run is checked on its whole trajectory
+// (the answer, and how the agent got there: tool calls, state, effects,
+// approvals, steps, tokens, cost), and the figures say how often it passes.
+// A later run is compared with a saved baseline, case by case, with a
+// significance test, so that a regression is named, not guessed.
+//
+//	e := &evals.Eval[Issue, Triage]{
+//		Name:   "triage",
+//		Cases:  cases, // evals.Load[Issue, Triage]("testdata/issues.yaml")
+//		Prompt: func(in Issue) prompt.Func { return triageAgent(in) },
+//		Models: evals.Recordings("testdata/recordings", liveModel),
+//		Checks: []evals.Check{evals.Called("read_issue", map[string]any{"number": 42}), evals.MaxSteps(4)},
+//		K:      5,
+//	}
+//	rep, err := e.Run(ctx, file) // the result streamed to file, as JSON
+//
+// # Datasets
+//
+// A Case has a typed input, an optional expected output and optional checks
+// of its own. Load reads cases from a JSON Lines or a YAML file; in a file,
+// a case's checks are CheckSpecs ({"called": "read_issue", "args":
+// {"number": 42}}, {"max_steps": 3}, ...). Eval.Prompt builds the prompt
+// function under test from a case's input.
+//
+// # Runs
+//
+// Each case runs K times; at most Concurrency runs are under way at once.
+// A run is runtime.New and Runner.Run with Eval.Config; Eval.Decide answers
+// the approvals it pauses for. A scripted model, or a replayed recording,
+// answers one run only: Eval.Models gives each run its own. A Budget (tokens,
+// cost, time) stops the eval cleanly: no new run starts, the report holds
+// what was measured, and Report.Stopped says why.
+//
+// # Checks
+//
+// A Check sees the run as a Trajectory: every step's record (runtime.Step),
+// the result and the error. The checks of this package: OutputEquals and
+// OutputSatisfies (the typed answer, runtime.Output), Called and NotCalled
+// (with arguments matching a pattern, see Matches), CalledInOrder,
+// EffectRan, StateEquals, MaxSteps, MaxTokens, MaxCost, NoToolError,
+// ApprovalAsked; CheckFunc makes any function one. A run that ends with an
+// error fails (the check "run").
+//
+// A failing check says at which step, and the report shows that step as the
+// run's golden file would (snapshots.Format): Failure.Golden holds its
+// sections, "-- step 2/reply --" and the rest, so that what went wrong reads
+// the way a snapshot test's diff does.
+//
+// # Judges
+//
+// A Judge is a check that asks a model (any llm.Model, typically another
+// one) to grade the answer, or the whole transcript, against a rubric. The
+// judge is a prompt run by the runtime like any other, ending with a typed
+// Verdict (score 1 to 5 and a reason) through prompt.DefOutput and
+// runtime.Output; its verdict is kept in the run's Grades. Give it
+// Recordings of its own and it replays offline too.
+//
+// # Figures
+//
+// For each case, and overall (the mean of the cases'), a Report gives
+// pass@1 (the share of runs that passed), pass@k with the unbiased estimator
+// 1 − C(n−c, k)/C(n, k) (PassAtK), pass^k, the chance that k runs all pass,
+// C(c, k)/C(n, k) (PassHatK), for n runs of which c passed and k the
+// eval's PassK; and the mean and 95th percentile (nearest rank) of steps,
+// uncached input tokens, cache reads, output tokens, cost and latency. Cases
+// are reported in dataset order and a case's runs by number, whatever
+// the concurrency.
+//
+// # Results and baselines
+//
+// Run streams the report to a writer as one JSON object, case by case as
+// they complete in dataset order, so that an eval of many cases keeps only
+// their figures in memory (48 bytes a run for the overall percentiles).
+// ReadReport reads it back. Compare compares a later report with a
+// baseline, case by case: each case's runs passed and failed, before and
+// after, make a 2×2 table tested with Fisher's exact test (two-sided);
+// a case whose pass rate fell with p < α (0.05 unless told) is Worse, one
+// whose rate rose with p < α is Better, a change with p ≥ α is Unsure.
+// With k = 5 runs a side, 5/5 → 0/5 is a regression (p ≈ 0.008) and
+// 5/5 → 2/5 is not yet (p ≈ 0.17): run more to tell.
+//
+// # In go test
+//
+// Eval.Test runs an eval as a test, a subtest a case, failing the cases
+// below a Threshold. Recordings gives the runs recorded models: offline and
+// deterministic by default (CI), recorded anew or live against a real
+// server when the variable REPROMPT_EVAL says "record" or "live":
+//
+//	func TestTriageEval(t *testing.T) {
+//		e := triageEval(evals.Recordings("testdata/recordings", openaiModel))
+//		e.Test(t, evals.Threshold{PassAt1: 0.8})
+//	}
+//
+//	REPROMPT_EVAL=record go test ./triage -run '^TestTriageEval$'  # against the server, recorded
+//	go test ./triage                                               # replayed, offline
+package evals

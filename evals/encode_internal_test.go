@@ -1,0 +1,41 @@
+package evals
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/reprompt/reprompt/llm"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestAppendCase checks the hand-written JSON against encoding/json's.
+func TestAppendCase(t *testing.T) {
+	c := &CaseResult{Name: "a \"case\"\n\x01é\xff", Figures: Figures{Runs: 2, Passed: 1, PassAt1: 0.5, Cost: Stat{Mean: 1e-7, P95: 3e21}}, Runs: []RunResult{
+		{Run: 0, Pass: true, Steps: 2, Usage: llm.Usage{InputTokens: 10, OutputTokens: 2, CachedTokens: 4, ReasoningTokens: 1}, Cost: 0.000123, LatencyMS: 1.5, Output: json.RawMessage(`{"a": [1, 2]}`)},
+		{Run: 1, Error: "boom <&>", Failures: []Failure{{Check: "x", Step: -1, Reason: "r\t\\", Golden: "-- step 0/reply --\ncontent: \"hi\"\n"}},
+			Grades: []Grade{{Check: "judge", Verdict: Verdict{Score: 3, Reason: "ok"}}}},
+	}}
+	got, err := appendCase(nil, c)
+	require.NoError(t, err)
+	want, err := json.Marshal(c)
+	require.NoError(t, err)
+	var g, w any
+	require.NoError(t, json.Unmarshal(got, &g), "valid JSON: %s", got)
+	require.NoError(t, json.Unmarshal(want, &w))
+	assert.Empty(t, cmp.Diff(w, g), "appendCase against json.Marshal (-want +got)")
+}
+
+func FuzzAppendString(f *testing.F) {
+	f.Add("plain")
+	f.Add("\"\\\n\x00\xff\u2028é")
+	f.Fuzz(func(t *testing.T, s string) {
+		var got string
+		require.NoError(t, json.Unmarshal(appendString(nil, s), &got), "appendString(%q)", s)
+		want, _ := json.Marshal(s)
+		var w string
+		require.NoError(t, json.Unmarshal(want, &w))
+		assert.Equal(t, w, got, "appendString(%q) read back", s)
+	})
+}

@@ -1,0 +1,521 @@
+package evals
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	goruntime "runtime"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/reprompt/reprompt/llm"
+	"github.com/reprompt/reprompt/prompt"
+	"github.com/reprompt/reprompt/runtime"
+)
+
+// ModelFunc returns the model of one run: run (from 0) of the case named
+// name. It is called concurrently, from the goroutines that run the cases.
+// A scripted model (snapshots.Script) or a replayed recording answers one
+// run only, so each run needs its own; see Recordings.
+type ModelFunc func(name string, run int) (llm.Model, error)
+
+// Budget bounds a whole eval. The zero Budget bounds nothing.
+type Budget struct {
+	// Tokens bounds the tokens of every model call (llm.Usage.Total), the
+	// judges' included; Cost their cost in US dollars, at Config.Pricing
+	// (and each Judge's). Once either is reached no new run starts; the
+	// runs under way finish and are measured, so an eval may go over by
+	// at most Concurrency runs.
+	Tokens int
+	Cost   float64
+	// Time bounds the eval's wall time. At the deadline the runs under way
+	// are cancelled and left out of the figures (they were not measured
+	// to their end).
+	Time time.Duration
+}
+
+// Eval measures a prompt over a dataset: every case runs K times, each run
+// is checked, and the figures of each case and of all are reported.
+//
+// An Eval is configured by its fields; the zero value of each is
+// documented. It must not be changed while it runs.
+type Eval[In, Out any] struct {
+	// Name names the eval in its report.
+	Name string
+	// Cases are the dataset (see Load).
+	Cases []Case[In, Out]
+	// Prompt builds the prompt function under test from a case's input.
+	// It is called once a run, concurrently.
+	Prompt func(in In) prompt.Func
+	// Model is the model of every run: it must be safe for concurrent
+	// use. Models, if set, gives each run its own instead.
+	Model  llm.Model
+	Models ModelFunc
+	// Config configures every run (runtime.Config): step limit, Pricing
+	// for the cost figures, output mode. Store and SessionID must be
+	// empty: the runs are not sessions.
+	Config runtime.Config
+	// Checks are run on every run, before each case's own.
+	Checks []Check
+	// K is how many times each case runs; zero means 1.
+	K int
+	// PassK is the k of the pass@k and pass^k figures, at most K; zero
+	// means K.
+	PassK int
+	// Concurrency bounds the runs under way at once; zero means
+	// GOMAXPROCS.
+	Concurrency int
+	// Budget bounds the eval: see Budget and Report.Stopped.
+	Budget Budget
+	// Decide, if set, decides the tool calls a run pauses for
+	// (prompt.NeedsApproval), as snapshots.Decide does, until the run
+	// ends. Nil leaves a run paused at its first pause: it ends there, and
+	// ApprovalAsked can check it.
+	Decide func(call runtime.PendingApproval) (approve bool, reason string)
+	// OnCase, if set, is called with each case's result as soon as the
+	// case and every case before it have completed, in dataset order, on
+	// the goroutine that called Run: a progress report. The result, its
+	// runs included, is the callback's only during the call.
+	OnCase func(*CaseResult)
+}
+
+// RunResult is one run of a case, as a report keeps it.
+type RunResult struct {
+	// Run is the run's number, from 0.
+	Run int `json:"run"`
+	// Pass reports that the run passed every check.
+	Pass bool `json:"pass"`
+	// Steps is the number of model calls; Usage their usage, Cost their
+	// price at Config.Pricing, LatencyMS the run's wall time.
+	Steps     int       `json:"steps"`
+	Usage     llm.Usage `json:"usage"`
+	Cost      float64   `json:"cost_usd"`
+	LatencyMS float64   `json:"latency_ms"`
+	// Output is the run's answer: its typed answer (JSON), or its final
+	// text as a JSON string; nil when it has none.
+	Output json.RawMessage `json:"output,omitempty"`
+	// Error is the error the run ended with; "" if none.
+	Error string `json:"error,omitempty"`
+	// Failures are the checks that failed, in the order they ran.
+	Failures []Failure `json:"failures,omitempty"`
+	// Grades are the judges' verdicts, in the order they ran.
+	Grades []Grade `json:"grades,omitempty"`
+}
+
+// CaseResult is a case's figures and, while they are held, its runs.
+type CaseResult struct {
+	Name    string  `json:"name"`
+	Figures Figures `json:"figures"`
+	// Runs are the case's runs measured, by run number. Report.Cases hold
+	// them only when the report was not written to a file (see Run).
+	Runs []RunResult `json:"runs,omitempty"`
+}
+
+// errBudget is the cause of the context that the time budget cancels.
+var errBudget = errors.New("time budget reached")
+
+// job is one run to make, with its case's checks.
+type job struct {
+	c, run int
+	checks []Check
+}
+
+// done is a run made, or skipped (res nil) because the eval stopped.
+type done struct {
+	c   int
+	res *RunResult
+}
+
+// Run runs the eval: each case K times, at most Concurrency runs at once,
+// each run checked as soon as it ends. It returns the report: the figures
+// of each case, in dataset order, and overall.
+//
+// With w not nil the report is written to w as it goes, as the JSON object
+// ReadReport reads: each case with its runs, in dataset order, as soon as
+// it and the cases before it have completed; the returned report's cases
+// then hold their figures only, so that memory does not grow with the
+// runs (but for 48 bytes a run, for the overall percentiles). With w nil
+// they hold their runs too.
+//
+// A budget reached ends the eval cleanly: Report.Stopped says which, the
+// cases not run have no runs, and the error is nil. A ctx cancelled ends it
+// the same way (Stopped "cancelled") with ctx's error. Other errors are
+// the eval's configuration, before any run, or w's.
+func (e *Eval[In, Out]) Run(ctx context.Context, w io.Writer) (*Report, error) {
+	if e.Prompt == nil {
+		return nil, errors.New("eval: no Prompt")
+	}
+	if e.Model == nil && e.Models == nil {
+		return nil, errors.New("eval: no Model or Models")
+	}
+	if e.Config.Store != nil || e.Config.SessionID != "" {
+		return nil, errors.New("eval: Config.Store and Config.SessionID must be empty")
+	}
+	names := make([]string, len(e.Cases))
+	seen := map[string]bool{}
+	for i, c := range e.Cases {
+		names[i] = c.Name
+		if names[i] == "" {
+			names[i] = fmt.Sprintf("case-%d", i+1)
+		}
+		if seen[names[i]] {
+			return nil, fmt.Errorf("eval: two cases named %q", names[i])
+		}
+		seen[names[i]] = true
+	}
+	k := max(e.K, 1)
+	passK := e.PassK
+	if passK <= 0 || passK > k {
+		passK = k
+	}
+	conc := e.Concurrency
+	if conc <= 0 {
+		conc = goruntime.GOMAXPROCS(0)
+	}
+
+	rep := &Report{Version: ReportVersion, Eval: e.Name, K: k, PassK: passK, Started: time.Now().UTC()}
+	out := newStream(w)
+	if err := out.header(rep); err != nil {
+		return nil, err
+	}
+
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if e.Budget.Time > 0 {
+		var stop context.CancelFunc
+		runCtx, stop = context.WithTimeoutCause(runCtx, e.Budget.Time, errBudget)
+		defer stop()
+	}
+	b := &budget{limit: e.Budget}
+
+	jobs := make(chan job)
+	results := make(chan done, conc)
+	window := make(chan struct{}, 2*conc) // cases dispatched and not yet flushed
+	dispatched := make(chan int, 1)
+	go func() { // the dispatcher: cases in order, a case's runs together
+		defer close(jobs)
+		n := 0
+		defer func() { dispatched <- n }()
+		for c := range e.Cases {
+			select {
+			case window <- struct{}{}:
+			case <-runCtx.Done():
+				return
+			}
+			if b.stopped() != "" || runCtx.Err() != nil {
+				<-window
+				return
+			}
+			n++
+			checks := e.caseChecks(&e.Cases[c]) // made once a case
+			for run := range k {
+				jobs <- job{c, run, checks}
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for range conc {
+		wg.Go(func() {
+			for j := range jobs {
+				var res *RunResult
+				if b.stopped() == "" && runCtx.Err() == nil {
+					res = e.runOne(runCtx, names[j.c], &e.Cases[j.c], j.run, j.checks, b)
+				}
+				results <- done{j.c, res}
+			}
+		})
+	}
+	go func() { wg.Wait(); close(results) }()
+
+	// The collector: flush cases in dataset order.
+	overall := &measures{}
+	var cases []*caseAcc
+	next := 0
+	var werr error
+	flush := func(acc *caseAcc) {
+		cr := acc.result(names[next], passK, overall)
+		if e.OnCase != nil {
+			e.OnCase(cr)
+		}
+		if werr == nil {
+			werr = out.caseResult(cr)
+		}
+		if w != nil {
+			cr.Runs = nil
+		}
+		rep.Cases = append(rep.Cases, *cr)
+		next++
+	}
+	for r := range results {
+		for len(cases) <= r.c {
+			cases = append(cases, &caseAcc{})
+		}
+		acc := cases[r.c]
+		acc.got++
+		if r.res != nil {
+			acc.runs = append(acc.runs, *r.res)
+		}
+		for next < len(cases) && cases[next] != nil && cases[next].got == k {
+			acc := cases[next]
+			cases[next] = nil // its memory goes once flushed
+			flush(acc)
+			<-window
+		}
+	}
+	<-dispatched
+	for next < len(e.Cases) { // the cases the eval stopped before
+		flush(&caseAcc{})
+	}
+
+	rep.Overall = overall.figures(passK)
+	rep.Overall.PassAt1, rep.Overall.PassAtK, rep.Overall.PassHatK = 0, 0, 0
+	measured := 0
+	for _, c := range rep.Cases {
+		if f := c.Figures; f.Runs > 0 {
+			measured++
+			rep.Overall.PassAt1 += f.PassAt1
+			rep.Overall.PassAtK += f.PassAtK
+			rep.Overall.PassHatK += f.PassHatK
+		}
+	}
+	if measured > 0 {
+		rep.Overall.PassAt1 /= float64(measured)
+		rep.Overall.PassAtK /= float64(measured)
+		rep.Overall.PassHatK /= float64(measured)
+	}
+	rep.Stopped = b.stopped()
+	var err error
+	switch {
+	case ctx.Err() != nil:
+		rep.Stopped, err = "cancelled", ctx.Err()
+	case rep.Stopped == "" && errors.Is(context.Cause(runCtx), errBudget):
+		rep.Stopped = "time budget"
+	}
+	rep.ElapsedMS = ms(time.Since(rep.Started))
+	if werr == nil {
+		werr = out.trailer(rep)
+	}
+	if werr != nil {
+		return rep, fmt.Errorf("eval: write the report: %w", werr)
+	}
+	return rep, err
+}
+
+// caseAcc gathers a case's runs until they are all in.
+type caseAcc struct {
+	got  int // runs in, skipped included
+	runs []RunResult
+}
+
+func (a *caseAcc) result(name string, k int, overall *measures) *CaseResult {
+	slices.SortFunc(a.runs, func(x, y RunResult) int { return x.Run - y.Run })
+	m := newMeasures(len(a.runs))
+	for i := range a.runs {
+		m.add(&a.runs[i])
+		overall.add(&a.runs[i])
+	}
+	return &CaseResult{Name: name, Figures: m.figures(k), Runs: a.runs}
+}
+
+// budget counts what the runs used against Budget.
+type budget struct {
+	limit  Budget
+	mu     sync.Mutex
+	tokens int
+	cost   float64
+	why    string
+}
+
+func (b *budget) add(u llm.Usage, cost float64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.tokens += u.Total()
+	b.cost += cost
+	switch {
+	case b.why != "":
+	case b.limit.Tokens > 0 && b.tokens >= b.limit.Tokens:
+		b.why = "tokens budget"
+	case b.limit.Cost > 0 && b.cost >= b.limit.Cost:
+		b.why = "cost budget"
+	}
+}
+
+func (b *budget) stopped() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.why
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// runOne makes run of case c and checks it; nil when ctx (the time budget,
+// the caller) cut it short.
+func (e *Eval[In, Out]) runOne(ctx context.Context, name string, c *Case[In, Out], run int, checks []Check, b *budget) *RunResult {
+	rr := &RunResult{Run: run}
+	model := e.Model
+	if e.Models != nil {
+		m, err := e.Models(name, run)
+		if err != nil {
+			rr.Error = err.Error()
+			rr.Failures = []Failure{{Check: "model", Step: -1, Reason: err.Error()}}
+			return rr
+		}
+		model = m
+	}
+	start := time.Now()
+	res, err := e.execute(ctx, model, e.Prompt(c.Input))
+	latency := time.Since(start)
+	if err != nil && ctx.Err() != nil {
+		return nil // cut short by the time budget or the caller: not measured to its end
+	}
+	tr := &Trajectory{Case: name, Run: run, Input: c.Input, Result: res, Err: err, Pricing: e.Config.Pricing}
+	if c.Expected != nil {
+		tr.Expected = *c.Expected
+	}
+	rr.Steps, rr.Usage, rr.Cost, rr.LatencyMS = res.Stats.Steps, res.Usage, res.Stats.Cost, ms(latency)
+	rr.Output = output(res)
+	var shown map[int]string // golden text by step index: failures at one step share it
+	withGolden := func(f *Failure) Failure {
+		if f.Golden == "" {
+			i := f.stepIndex(res.Steps)
+			g, ok := shown[i]
+			if !ok {
+				g = golden(res.Steps, i)
+				if shown == nil {
+					shown = map[int]string{}
+				}
+				shown[i] = g
+			}
+			f.Golden = g
+		}
+		return *f
+	}
+	if err != nil {
+		rr.Error = err.Error()
+		rr.Failures = append(rr.Failures, withGolden(runFailure(tr)))
+	}
+	for _, ch := range checks {
+		if f := check(ctx, ch, tr); f != nil {
+			rr.Failures = append(rr.Failures, withGolden(f))
+		}
+	}
+	rr.Grades = tr.grades
+	rr.Pass = len(rr.Failures) == 0
+	var ju llm.Usage
+	jc := 0.0
+	for _, g := range tr.grades {
+		ju = addUsage(ju, g.Usage)
+		jc += g.Cost
+	}
+	b.add(addUsage(res.Usage, ju), res.Stats.Cost+jc)
+	return rr
+}
+
+// caseChecks returns the checks of c's runs: the eval's, the Expected's,
+// the case's own.
+func (e *Eval[In, Out]) caseChecks(c *Case[In, Out]) []Check {
+	checks := e.Checks
+	if c.Expected != nil {
+		checks = append(slices.Clip(checks), expected(*c.Expected))
+	}
+	return append(slices.Clip(checks), c.Checks...)
+}
+
+// expected is the check of a case's Expected.
+func expected[Out any](want Out) Check {
+	c := OutputEquals(want).(checkFunc)
+	c.name = "expected"
+	return c
+}
+
+// check runs ch on tr and returns its failure, nil if it passed. A panic
+// is a failure.
+func check(ctx context.Context, ch Check, tr *Trajectory) (f *Failure) {
+	defer func() {
+		if v := recover(); v != nil {
+			f = tr.fail(tr.last(), "check panicked: %v", v)
+			f.Check = ch.Name()
+		}
+	}()
+	if err := ch.Check(ctx, tr); err != nil {
+		return failure(ch, tr, err)
+	}
+	return nil
+}
+
+// failure is err as a *Failure of ch: a copy of the *Failure it wraps, or
+// one at the last step.
+func failure(ch Check, tr *Trajectory, err error) *Failure {
+	var f *Failure
+	if errors.As(err, &f) {
+		c := *f
+		f = &c
+	} else {
+		f = tr.fail(tr.last(), "%s", err.Error())
+	}
+	if f.Check == "" {
+		f.Check = ch.Name()
+	}
+	return f
+}
+
+// execute runs fn against model to its end, deciding the pauses with
+// e.Decide; the result holds every step.
+func (e *Eval[In, Out]) execute(ctx context.Context, model llm.Model, fn prompt.Func) (*runtime.Result, error) {
+	r := runtime.New(model, fn, e.Config)
+	defer r.Close()
+	res, err := r.Run(ctx)
+	if res == nil {
+		res = &runtime.Result{}
+	}
+	for err == nil && len(res.Awaiting) > 0 && e.Decide != nil {
+		for _, call := range res.Awaiting {
+			approve, reason := e.Decide(call)
+			if approve {
+				err = r.Approve(call.CallID)
+			} else {
+				err = r.Deny(call.CallID, reason)
+			}
+			if err != nil {
+				return res, err
+			}
+		}
+		steps := res.Steps
+		var more *runtime.Result
+		more, err = r.Run(ctx)
+		if more == nil {
+			break
+		}
+		res = more
+		res.Steps = append(slices.Clip(steps), more.Steps...)
+	}
+	return res, err
+}
+
+// output returns the run's answer: the last typed answer, else the final
+// text as a JSON string.
+func output(res *runtime.Result) json.RawMessage {
+	for _, s := range slices.Backward(res.Steps) {
+		if s != nil && s.Output != nil {
+			return s.Output
+		}
+	}
+	if res.Text == "" {
+		return nil
+	}
+	b, _ := json.Marshal(res.Text)
+	return b
+}
+
+func addUsage(a, b llm.Usage) llm.Usage {
+	return llm.Usage{
+		InputTokens: a.InputTokens + b.InputTokens, OutputTokens: a.OutputTokens + b.OutputTokens,
+		CachedTokens: a.CachedTokens + b.CachedTokens, ReasoningTokens: a.ReasoningTokens + b.ReasoningTokens,
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

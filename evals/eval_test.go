@@ -1,0 +1,270 @@
+package evals_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/reprompt/reprompt/evals"
+	"github.com/reprompt/reprompt/llm"
+	"github.com/reprompt/reprompt/prompt"
+	"github.com/reprompt/reprompt/runtime"
+	"github.com/reprompt/reprompt/snapshots"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// mistakes are the scripted runs' known mistakes: the figures below are
+// computed by hand from them.
+var mistakes = map[string][]mistake{
+	"issue-2": {right, wrongPriority, right, wrongPriority},
+	"issue-3": {noRead},
+	"issue-4": {wrongPriority, noRead, badRead, wrongPriority},
+}
+
+func knownEval(conc int) *evals.Eval[issue, triage] {
+	cs := cases(4)
+	return &evals.Eval[issue, triage]{
+		Name:        "triage",
+		Cases:       cs,
+		Prompt:      triageAgent,
+		Models:      scripted(cs, mistakes),
+		Checks:      []evals.Check{evals.Called("read_issue", nil), evals.NoToolError()},
+		K:           4,
+		PassK:       2,
+		Concurrency: conc,
+	}
+}
+
+type passes struct {
+	Passed                     int
+	PassAt1, PassAtK, PassHatK float64
+}
+
+func TestFiguresByHand(t *testing.T) {
+	rep, err := knownEval(3).Run(t.Context(), nil)
+	require.NoError(t, err)
+	// n = 4 runs a case, k = 2: pass@2 = 1 − C(4−c, 2)/C(4, 2), pass^2 =
+	// C(c, 2)/C(4, 2), C(4, 2) = 6.
+	want := map[string]passes{
+		"issue-1": {4, 1, 1, 1},                 // no mistake
+		"issue-2": {2, 0.5, 1 - 1.0/6, 1.0 / 6}, // two wrong priorities
+		"issue-3": {3, 0.75, 1, 3.0 / 6},        // one answer without reading
+		"issue-4": {0, 0, 0, 0},                 // a mistake every run
+	}
+	got := map[string]passes{}
+	var names []string
+	for _, c := range rep.Cases {
+		names = append(names, c.Name)
+		got[c.Name] = passes{c.Figures.Passed, c.Figures.PassAt1, c.Figures.PassAtK, c.Figures.PassHatK}
+		assert.Equal(t, 4, c.Figures.Runs, "%s: runs", c.Name)
+	}
+	assert.Empty(t, cmp.Diff(want, got, cmpApprox), "figures per case (-want +got)")
+	assert.Equal(t, []string{"issue-1", "issue-2", "issue-3", "issue-4"}, names, "dataset order")
+	o := rep.Overall
+	assert.InDelta(t, (1+0.5+0.75+0)/4, o.PassAt1, 1e-9, "overall pass@1")
+	assert.InDelta(t, (1+5.0/6+1+0)/4, o.PassAtK, 1e-9, "overall pass@2")
+	assert.InDelta(t, (1+1.0/6+0.5+0)/4, o.PassHatK, 1e-9, "overall pass^2")
+	assert.Equal(t, 16, o.Runs, "overall runs")
+	assert.Equal(t, 9, o.Passed, "overall passed")
+
+	// issue-4's runs take 2, 1, 3 and 2 steps: mean 2, p95 (nearest rank,
+	// the 4th of 4) 3.
+	f4 := rep.Case("issue-4").Figures
+	assert.Equal(t, evals.Stat{Mean: 2, P95: 3}, f4.Steps, "issue-4 steps")
+	assert.Empty(t, rep.Stopped, "Stopped")
+}
+
+var cmpApprox = cmp.Comparer(func(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 })
+
+func TestFailuresShowTheStep(t *testing.T) {
+	rep, err := knownEval(2).Run(t.Context(), nil)
+	require.NoError(t, err)
+	runs := rep.Case("issue-4").Runs
+	require.Len(t, runs, 4)
+
+	// run 0: a wrong priority, at the step of the answer.
+	require.Len(t, runs[0].Failures, 1, "run 0: %v", runs[0].Failures)
+	f := runs[0].Failures[0]
+	assert.Equal(t, "expected", f.Check)
+	assert.Equal(t, 1, f.Step, "run 0: the step of the answer")
+	assert.Equal(t, `answer {"priority":1,"label":"bug"}, want {"priority":4,"label":"bug"}`, f.Reason)
+	assert.Contains(t, f.Golden, "-- step 1/answer --\n{\"priority\":1,\"label\":\"bug\"}\n", "run 0: the step's answer section")
+	assert.NotContains(t, f.Golden, "-- step 0/", "run 0: only the failing step")
+
+	// run 1: no read_issue call.
+	require.Len(t, runs[1].Failures, 1, "run 1: %v", runs[1].Failures)
+	assert.Equal(t, "called read_issue", runs[1].Failures[0].Check)
+	assert.Equal(t, "step 0: read_issue was never called: no tool was", runs[1].Failures[0].Error())
+	assert.Contains(t, runs[1].Failures[0].Golden, "-- step 0/system --\n<role>\nYou triage issues.\n</role>\n")
+
+	// run 2: a tool error at step 0, shown with its results.
+	require.Len(t, runs[2].Failures, 1, "run 2: %v", runs[2].Failures)
+	f = runs[2].Failures[0]
+	assert.Equal(t, "no tool error", f.Check)
+	assert.Equal(t, 0, f.Step)
+	assert.Contains(t, f.Golden, "-- step 0/results --\ncall_1 read_issue {\"number\":1004} (error)\n")
+	t.Logf("a failure as a test shows it:\n%s", f.String())
+}
+
+func TestOrderStableWhateverTheConcurrency(t *testing.T) {
+	outcome := func(rep *evals.Report) []string {
+		var out []string
+		for _, c := range rep.Cases {
+			for _, r := range c.Runs {
+				out = append(out, c.Name+" "+string(r.Output)+" "+boolText(r.Pass))
+			}
+		}
+		return out
+	}
+	one, err := knownEval(1).Run(t.Context(), nil)
+	require.NoError(t, err)
+	many, err := knownEval(16).Run(t.Context(), nil)
+	require.NoError(t, err)
+	assert.Empty(t, cmp.Diff(outcome(one), outcome(many)), "runs by case and number (-want +got)")
+}
+
+func boolText(b bool) string {
+	if b {
+		return "pass"
+	}
+	return "fail"
+}
+
+func TestStreamedReport(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "result.json")
+	f, err := os.Create(path)
+	require.NoError(t, err)
+	var seen []string
+	e := knownEval(2)
+	e.OnCase = func(c *evals.CaseResult) {
+		seen = append(seen, c.Name)
+		assert.Len(t, c.Runs, 4, "OnCase %s: runs", c.Name)
+	}
+	rep, err := e.Run(t.Context(), f)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	assert.Equal(t, []string{"issue-1", "issue-2", "issue-3", "issue-4"}, seen, "OnCase order")
+	for _, c := range rep.Cases {
+		assert.Nil(t, c.Runs, "%s: runs are in the file, not in memory", c.Name)
+	}
+	back, err := evals.ReadReport(path)
+	require.NoError(t, err)
+	assert.Equal(t, rep.Overall, back.Overall, "overall figures read back")
+	require.Len(t, back.Cases, 4)
+	for i, c := range back.Cases {
+		assert.Equal(t, rep.Cases[i].Figures, c.Figures, "%s: figures read back", c.Name)
+		assert.Len(t, c.Runs, 4, "%s: runs in the file", c.Name)
+	}
+	assert.Equal(t, "expected", back.Case("issue-2").Runs[1].Failures[0].Check, "a failure in the file")
+}
+
+func TestTokensBudget(t *testing.T) {
+	e := knownEval(1)
+	e.Cases = cases(20)
+	e.Models = scripted(e.Cases, nil)
+	e.Budget.Tokens = 1 // reached by the first run
+	rep, err := e.Run(t.Context(), nil)
+	require.NoError(t, err)
+	assert.Equal(t, "tokens budget", rep.Stopped)
+	require.Len(t, rep.Cases, 20, "every case is listed")
+	assert.Equal(t, 1, rep.Overall.Runs, "one run measured, then no new run")
+	assert.Equal(t, 1, rep.Cases[0].Figures.Runs, "the run measured")
+	assert.Equal(t, 0, rep.Cases[1].Figures.Runs, "a case not run")
+	assert.InDelta(t, 1.0, rep.Overall.PassAt1, 1e-9, "overall pass@1 over the cases measured")
+}
+
+// blocking is a model that answers only when its context ends.
+type blocking struct{}
+
+func (blocking) Generate(ctx context.Context, _ *llm.Request) (*llm.Reply, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+func TestTimeBudget(t *testing.T) {
+	e := knownEval(2)
+	e.Models = nil
+	e.Model = blocking{}
+	e.Budget.Time = 50 * time.Millisecond
+	start := time.Now()
+	rep, err := e.Run(t.Context(), nil)
+	require.NoError(t, err)
+	assert.Less(t, time.Since(start), 5*time.Second, "stopped at the deadline")
+	assert.Equal(t, "time budget", rep.Stopped)
+	assert.Equal(t, 0, rep.Overall.Runs, "runs cut short are not measured")
+	assert.Len(t, rep.Cases, 4)
+}
+
+func TestCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	e := knownEval(2)
+	e.Models = nil
+	e.Model = blocking{}
+	time.AfterFunc(20*time.Millisecond, cancel)
+	rep, err := e.Run(ctx, nil)
+	assert.ErrorIs(t, err, context.Canceled)
+	require.NotNil(t, rep)
+	assert.Equal(t, "cancelled", rep.Stopped)
+}
+
+func TestConfigErrors(t *testing.T) {
+	for name, e := range map[string]*evals.Eval[issue, triage]{
+		"no prompt": {Model: blocking{}},
+		"no model":  {Prompt: triageAgent},
+		"same name": {Prompt: triageAgent, Model: blocking{}, Cases: []evals.Case[issue, triage]{{Name: "a"}, {Name: "a"}}},
+		"store":     {Prompt: triageAgent, Model: blocking{}, Config: runtime.Config{SessionID: "x"}},
+	} {
+		_, err := e.Run(t.Context(), nil)
+		assert.Error(t, err, name)
+	}
+}
+
+type payArgs struct {
+	Amount int `json:"amount"`
+}
+
+// payer pays with a tool that needs approval and counts what it paid.
+func payer(amount int) prompt.Func {
+	return func(p *prompt.Prompt) error {
+		paid, setPaid := prompt.State(p, "paid", 0)
+		prompt.DefTool(p, "pay", "Pay an amount.", func(ctx context.Context, a payArgs) (int, error) {
+			setPaid.Update(ctx, func(n int) int { return n + a.Amount })
+			return paid + a.Amount, nil
+		}, prompt.NeedsApproval())
+		p.User(fmt.Sprintf("Pay %d.", amount))
+		return nil
+	}
+}
+
+func TestApprovals(t *testing.T) {
+	script := func(string, int) (llm.Model, error) {
+		return snapshots.Script(snapshots.CallTool("pay", payArgs{Amount: 30}), snapshots.Text("Paid.")), nil
+	}
+	e := &evals.Eval[int, string]{
+		Cases:  []evals.Case[int, string]{{Name: "pay", Input: 30, Expected: new("Paid.")}},
+		Prompt: payer,
+		Models: script,
+		Checks: []evals.Check{evals.ApprovalAsked("pay"), evals.StateEquals("paid", 30), evals.CalledInOrder("pay")},
+		Decide: func(runtime.PendingApproval) (bool, string) { return true, "" },
+	}
+	rep, err := e.Run(t.Context(), nil)
+	require.NoError(t, err)
+	r := rep.Cases[0].Runs[0]
+	assert.True(t, r.Pass, "decided run: %v", r.Failures)
+	assert.Equal(t, `"Paid."`, string(r.Output), "the text as the answer")
+
+	// Undecided, the run ends paused: the approval was asked, nothing paid.
+	e.Decide = nil
+	rep, err = e.Run(t.Context(), nil)
+	require.NoError(t, err)
+	r = rep.Cases[0].Runs[0]
+	require.Len(t, r.Failures, 2, "paused run: %v", r.Failures)
+	assert.Equal(t, "state paid", r.Failures[0].Check)
+	assert.Equal(t, "expected", r.Failures[1].Check)
+	assert.Contains(t, r.Failures[0].Golden, "-- step 0/awaiting --\ncall_1 pay {\"amount\":30}\n", "the paused step")
+}

@@ -1,0 +1,144 @@
+package evals
+
+import (
+	"math"
+	"slices"
+)
+
+// PassAtK is the unbiased estimator of pass@k (Chen et al., 2021, "Evaluating
+// Large Language Models Trained on Code"): the chance that at least one of k
+// runs drawn without replacement from n runs, c of which passed, passes:
+//
+//	pass@k = 1 − C(n−c, k) / C(n, k)
+//
+// With k > n it is computed for k = n (all the runs there are); it is 0
+// when n is 0. With k = n it is 1 when any run passed, 0 otherwise.
+func PassAtK(n, c, k int) float64 {
+	if n <= 0 || c <= 0 {
+		return 0
+	}
+	k = min(k, n)
+	if n-c < k {
+		return 1
+	}
+	// C(n−c, k)/C(n, k) = ∏_{i=0}^{k−1} (n−c−i)/(n−i)
+	q := 1.0
+	for i := range k {
+		q *= float64(n-c-i) / float64(n-i)
+	}
+	return 1 - q
+}
+
+// PassHatK is the unbiased estimator of pass^k (Yao et al., 2024, τ-bench):
+// the chance that all of k runs drawn without replacement from n runs, c of
+// which passed, pass:
+//
+//	pass^k = C(c, k) / C(n, k)
+//
+// With k > n it is computed for k = n; it is 0 when n is 0. With k = n it
+// is 1 when every run passed, 0 otherwise.
+func PassHatK(n, c, k int) float64 {
+	if n <= 0 {
+		return 0
+	}
+	k = min(k, n)
+	if c < k {
+		return 0
+	}
+	p := 1.0
+	for i := range k {
+		p *= float64(c-i) / float64(n-i)
+	}
+	return p
+}
+
+// Stat is the mean and the 95th percentile of a measure over runs.
+type Stat struct {
+	Mean float64 `json:"mean"`
+	P95  float64 `json:"p95"`
+}
+
+// stat returns the Stat of xs, which it sorts. The 95th percentile is the
+// nearest-rank one: the smallest value at least 95 % of the values are
+// less than or equal to. The Stat of no values is zero.
+func stat(xs []float64) Stat {
+	if len(xs) == 0 {
+		return Stat{}
+	}
+	slices.Sort(xs)
+	sum := 0.0
+	for _, x := range xs {
+		sum += x
+	}
+	rank := int(math.Ceil(0.95 * float64(len(xs))))
+	return Stat{Mean: sum / float64(len(xs)), P95: xs[max(rank, 1)-1]}
+}
+
+// Figures are the measures of a case's runs, or of every case's
+// (Report.Overall).
+type Figures struct {
+	// Runs is the number of runs measured and Passed how many passed
+	// every check. A run a budget cut short is not measured.
+	Runs   int `json:"runs"`
+	Passed int `json:"passed"`
+	// PassAt1 is the share of runs that passed; PassAtK and PassHatK
+	// are PassAtK and PassHatK with the eval's PassK (k) and the runs
+	// measured (n). Overall, each is the mean over the cases that have a
+	// run.
+	PassAt1  float64 `json:"pass_at_1"`
+	PassAtK  float64 `json:"pass_at_k"`
+	PassHatK float64 `json:"pass_hat_k"`
+	// Steps is the number of model calls of a run. InputTokens are the
+	// input tokens the provider did not read from its cache, CacheRead
+	// those it did, OutputTokens the reply's (llm.Usage). Cost is in US
+	// dollars, at the eval's runtime.Config.Pricing, and LatencyMS the
+	// wall time of a run, checks excluded, in milliseconds.
+	Steps        Stat `json:"steps"`
+	InputTokens  Stat `json:"input_tokens"`
+	CacheRead    Stat `json:"cache_read_tokens"`
+	OutputTokens Stat `json:"output_tokens"`
+	Cost         Stat `json:"cost_usd"`
+	LatencyMS    Stat `json:"latency_ms"`
+}
+
+// measures gathers the measures of runs, for their Figures: one value a
+// run and a measure, 48 bytes a run.
+type measures struct {
+	runs, passed                           int
+	steps, input, cache, output, cost, lat []float64
+}
+
+// newMeasures returns measures with room for n runs, in one allocation.
+func newMeasures(n int) *measures {
+	all := make([]float64, 6*n)
+	part := func(i int) []float64 { return all[i*n : i*n : (i+1)*n] }
+	return &measures{steps: part(0), input: part(1), cache: part(2), output: part(3), cost: part(4), lat: part(5)}
+}
+
+func (m *measures) add(r *RunResult) {
+	m.runs++
+	if r.Pass {
+		m.passed++
+	}
+	m.steps = append(m.steps, float64(r.Steps))
+	m.input = append(m.input, float64(r.Usage.InputTokens-r.Usage.CachedTokens))
+	m.cache = append(m.cache, float64(r.Usage.CachedTokens))
+	m.output = append(m.output, float64(r.Usage.OutputTokens))
+	m.cost = append(m.cost, r.Cost)
+	m.lat = append(m.lat, r.LatencyMS)
+}
+
+// figures returns the figures of the runs added, pass@k and pass^k for k.
+func (m *measures) figures(k int) Figures {
+	f := Figures{
+		Runs: m.runs, Passed: m.passed,
+		Steps: stat(m.steps), InputTokens: stat(m.input), CacheRead: stat(m.cache),
+		OutputTokens: stat(m.output), Cost: stat(m.cost), LatencyMS: stat(m.lat),
+	}
+	if m.runs > 0 {
+		f.PassAt1 = float64(m.passed) / float64(m.runs)
+		f.PassAtK = PassAtK(m.runs, m.passed, k)
+		f.PassHatK = PassHatK(m.runs, m.passed, k)
+	}
+	return f
+}

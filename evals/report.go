@@ -1,0 +1,180 @@
+package evals
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// ReportVersion is the version of the report's JSON form; ReadReport
+// refuses another.
+const ReportVersion = 1
+
+// Report is what an eval measured: the figures of each case, in dataset
+// order whatever the concurrency, and overall. Its JSON form is the result
+// file that Run writes and ReadReport reads, the baseline of a later run
+// (see Compare).
+type Report struct {
+	Version int    `json:"version"`
+	Eval    string `json:"eval"`
+	// K is the runs a case; PassK the k of pass@k and pass^k.
+	K     int `json:"k"`
+	PassK int `json:"pass_k"`
+	// Started is when the eval started (UTC), ElapsedMS how long it took.
+	Started   time.Time `json:"started"`
+	ElapsedMS float64   `json:"elapsed_ms"`
+	// Stopped says why the eval stopped before every case ran K times:
+	// "tokens budget", "cost budget", "time budget" or "cancelled"; ""
+	// when it ran them all.
+	Stopped string       `json:"stopped,omitempty"`
+	Cases   []CaseResult `json:"cases"`
+	// Overall are the figures of every run; its pass rates are the means
+	// of the cases' (those with a run).
+	Overall Figures `json:"overall"`
+}
+
+// Case returns the result of the case named name, nil if there is none.
+func (r *Report) Case(name string) *CaseResult {
+	for i := range r.Cases {
+		if r.Cases[i].Name == name {
+			return &r.Cases[i]
+		}
+	}
+	return nil
+}
+
+// ReadReport reads a report written by Run (or WriteFile), its cases'
+// runs included.
+func ReadReport(path string) (*Report, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var r Report
+	if err := json.NewDecoder(bufio.NewReader(f)).Decode(&r); err != nil {
+		return nil, fmt.Errorf("read report %s: %w", path, err)
+	}
+	if r.Version != ReportVersion {
+		return nil, fmt.Errorf("read report %s: version %d, this program reads version %d", path, r.Version, ReportVersion)
+	}
+	return &r, nil
+}
+
+// WriteFile writes r to path as JSON, as Run writes it: a baseline.
+func (r *Report) WriteFile(path string) error {
+	b, err := json.MarshalIndent(r, "", " ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// WriteTable writes r as a table, a case a line, then the overall figures:
+// runs passed, pass@1, pass@k, pass^k, and the mean and p95 of steps,
+// uncached input tokens, cache reads, cost and latency.
+func (r *Report) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "case\tpassed\tpass@1\tpass@%d\tpass^%d\tsteps\tinput\tcache read\tcost $\tlatency ms\t\n", r.PassK, r.PassK)
+	row := func(name string, f Figures) {
+		fmt.Fprintf(tw, "%s\t%d/%d\t%.3f\t%.3f\t%.3f\t%s\t%s\t%s\t%s\t%s\t\n", name, f.Passed, f.Runs, f.PassAt1, f.PassAtK, f.PassHatK,
+			pair(f.Steps, "%.1f"), pair(f.InputTokens, "%.0f"), pair(f.CacheRead, "%.0f"), pair(f.Cost, "%.4f"), pair(f.LatencyMS, "%.1f"))
+	}
+	for _, c := range r.Cases {
+		row(c.Name, c.Figures)
+	}
+	row("overall", r.Overall)
+	if r.Stopped != "" {
+		fmt.Fprintf(tw, "stopped: %s\t\n", r.Stopped)
+	}
+	return tw.Flush()
+}
+
+// pair writes a Stat as "mean/p95".
+func pair(s Stat, f string) string { return fmt.Sprintf(f+"/"+f, s.Mean, s.P95) }
+
+// stream writes a report as Run makes it: the header fields, the cases one
+// by one, the overall figures last. Its JSON is one object, which
+// encoding/json reads whole (ReadReport).
+type stream struct {
+	w     *bufio.Writer
+	buf   []byte
+	cases int
+}
+
+func newStream(w io.Writer) *stream {
+	if w == nil {
+		return nil
+	}
+	return &stream{w: bufio.NewWriterSize(w, 64<<10)}
+}
+
+func (s *stream) header(r *Report) error {
+	if s == nil {
+		return nil
+	}
+	b, err := json.Marshal(struct {
+		Version int       `json:"version"`
+		Eval    string    `json:"eval"`
+		K       int       `json:"k"`
+		PassK   int       `json:"pass_k"`
+		Started time.Time `json:"started"`
+	}{r.Version, r.Eval, r.K, r.PassK, r.Started})
+	if err != nil {
+		return err
+	}
+	s.w.Write(b[:len(b)-1])
+	_, err = s.w.WriteString(`,"cases":[`)
+	return err
+}
+
+func (s *stream) caseResult(c *CaseResult) error {
+	if s == nil {
+		return nil
+	}
+	b := s.buf[:0]
+	if s.cases > 0 {
+		b = append(b, ',')
+	}
+	s.cases++
+	b = append(b, '\n')
+	b, err := appendCase(b, c)
+	if err != nil {
+		return err
+	}
+	s.buf = b
+	_, err = s.w.Write(b)
+	return err
+}
+
+func (s *stream) trailer(r *Report) error {
+	if s == nil {
+		return nil
+	}
+	b, err := json.Marshal(struct {
+		ElapsedMS float64 `json:"elapsed_ms"`
+		Stopped   string  `json:"stopped,omitempty"`
+		Overall   Figures `json:"overall"`
+	}{r.ElapsedMS, r.Stopped, r.Overall})
+	if err != nil {
+		return err
+	}
+	s.w.WriteString("\n],")
+	s.w.Write(b[1:])
+	s.w.WriteByte('\n')
+	return s.w.Flush()
+}
+
+// String returns the failure as a report shows it: the check, the step and
+// the reason, then the step's golden sections.
+func (f *Failure) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %s\n", f.Check, f.Error())
+	b.WriteString(f.Golden)
+	return b.String()
+}
