@@ -97,6 +97,8 @@ var onlyImportedBy = map[string][]string{
 	module + "/providers/openai/internal/wire": {"providers/openai"},
 	// The Temporal SDK: the nested temporal module only.
 	"go.temporal.io": {"temporal"},
+	// Anthropic's SDK: the nested providers/anthropic module only.
+	"github.com/anthropics/anthropic-sdk-go": {"providers/anthropic"},
 	// The step record: the runtime fills it, session stores it, snapshots
 	// and the viewer write and read its golden text.
 	module + "/internal/steprec": {"runtime", "session", "snapshots", "cmd/reprompt/internal/viewer"},

@@ -31,6 +31,7 @@
 //   - session/sessiontest: a conformance test for your own Store
 //   - session/crashtest: tests that kill a running session and resume it
 //   - providers/openai: the model adapter for OpenAI-compatible servers (the only user of go-openai)
+//   - providers/anthropic: the model adapter for Anthropic's Messages API, on the official SDK (a nested module)
 //   - providers/openai/internal/wire: the adapter's wire: request bodies from cached bytes, one HTTP exchange, replies and streams decoded
 //   - mcp: MCP servers' tools and resources as definitions (a nested module)
 //   - temporal: prompt functions as Temporal workflows (a nested module)

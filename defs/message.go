@@ -50,7 +50,10 @@ type Message struct {
 	// result. Trimming never cuts such a message.
 	IsError bool `json:"is_error,omitempty"`
 	// Meta holds runtime annotations ("trimmed", "reminder", "summary"),
-	// never sent to a model. nil means none.
+	// never sent to a model as text, and what a provider requires back
+	// with an assistant message (providers/anthropic keeps its thinking
+	// blocks' signatures under "anthropic.thinking"); an effect that
+	// rewrites a message keeps the keys it does not know. nil means none.
 	Meta map[string]string `json:"meta,omitempty"`
 }
 

@@ -68,4 +68,6 @@ func TestIsRetryable(t *testing.T) {
 func TestUsageTotal(t *testing.T) {
 	u := llm.Usage{InputTokens: 120, OutputTokens: 30, CachedTokens: 100, ReasoningTokens: 10}
 	assert.Equal(t, 150, u.Total(), "cached and reasoning tokens are parts of input and output, not added again")
+	u.CacheWriteTokens, u.CacheWrite1hTokens = 20, 5
+	assert.Equal(t, 150, u.Total(), "cache writes are part of input, not added again")
 }

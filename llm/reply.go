@@ -64,9 +64,20 @@ type Usage struct {
 	// ReasoningTokens are the part of OutputTokens spent on reasoning; 0
 	// when the provider reports none.
 	ReasoningTokens int `json:"reasoning_tokens,omitempty"`
+	// CacheWriteTokens are the part of InputTokens the provider wrote to
+	// its prompt cache for later requests to read, which some providers
+	// bill above the input price (Anthropic: 1.25× for an entry that lives
+	// 5 minutes, 2× for one that lives an hour); 0 when it reports none.
+	// They are disjoint from CachedTokens.
+	CacheWriteTokens int `json:"cache_write_tokens,omitempty"`
+	// CacheWrite1hTokens are the part of CacheWriteTokens written to an
+	// entry that lives an hour (Anthropic's cache_control ttl "1h"); the
+	// rest lives the provider's default time (5 minutes for Anthropic).
+	CacheWrite1hTokens int `json:"cache_write_1h_tokens,omitempty"`
 }
 
-// Total returns InputTokens + OutputTokens.
+// Total returns InputTokens + OutputTokens (cache reads and writes are
+// parts of InputTokens, not added again).
 func (u Usage) Total() int { return u.InputTokens + u.OutputTokens }
 
 // Pricing is the price of tokens, in US dollars per million. The zero

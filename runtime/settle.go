@@ -132,6 +132,8 @@ func (r *Runner) account(u llm.Usage) {
 	r.usage.OutputTokens += u.OutputTokens
 	r.usage.CachedTokens += u.CachedTokens
 	r.usage.ReasoningTokens += u.ReasoningTokens
+	r.usage.CacheWriteTokens += u.CacheWriteTokens
+	r.usage.CacheWrite1hTokens += u.CacheWrite1hTokens
 	r.stats.InputTokens += u.InputTokens
 	r.stats.OutputTokens += u.OutputTokens
 	r.stats.CachedTokens += u.CachedTokens

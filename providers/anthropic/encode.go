@@ -1,0 +1,288 @@
+package anthropic
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
+
+	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/llm"
+)
+
+// MetaThinking is the key of defs.Message.Meta under which a reply keeps
+// its thinking blocks as the API returned them (a JSON array of
+// {"type":"thinking","thinking":…,"signature":…} and
+// {"type":"redacted_thinking","data":…} objects, in order). The adapter
+// sends them back at the head of that assistant message, as the API
+// requires of the turn a tool result answers; Reasoning holds the same
+// thinking text, for the record.
+const MetaThinking = "anthropic.thinking"
+
+// maxBreakpoints is the number of cache_control markers the API accepts
+// in one request.
+const maxBreakpoints = 4
+
+// thinkingBlock is one entry of Meta[MetaThinking].
+type thinkingBlock struct {
+	Type      string `json:"type"`
+	Thinking  string `json:"thinking,omitempty"`
+	Signature string `json:"signature,omitempty"`
+	Data      string `json:"data,omitempty"`
+}
+
+// turn is one message of the request: consecutive messages of one role
+// merged, as the API requires alternating roles.
+type turn struct {
+	assistant bool
+	blocks    []sdk.ContentBlockParamUnion
+}
+
+// params returns the request parameters of req. Its errors are
+// *llm.ModelError, not retryable.
+func (m *Model) params(req *llm.Request) (sdk.MessageNewParams, error) {
+	p := sdk.MessageNewParams{
+		Model:         sdk.Model(m.cfg.Model),
+		MaxTokens:     int64(m.cfg.MaxTokens),
+		StopSequences: m.cfg.StopSequences,
+	}
+	switch {
+	case m.cfg.ThinkingBudget > 0:
+		p.Thinking = sdk.ThinkingConfigParamUnion{OfEnabled: &sdk.ThinkingConfigEnabledParam{BudgetTokens: int64(m.cfg.ThinkingBudget)}}
+	case m.cfg.AdaptiveThinking:
+		p.Thinking = sdk.ThinkingConfigParamUnion{OfAdaptive: &sdk.ThinkingConfigAdaptiveParam{}}
+	}
+	if m.cfg.Effort != "" {
+		p.OutputConfig.Effort = sdk.OutputConfigEffort(m.cfg.Effort)
+	}
+	if o := req.Output; o != nil && o.Mode == llm.OutputNative {
+		var schema map[string]any
+		if err := json.Unmarshal(o.Schema, &schema); err != nil {
+			return p, m.requestError(fmt.Errorf("output %q: schema: %w", o.Name, err))
+		}
+		p.OutputConfig.Format = sdk.JSONOutputFormatParam{Schema: schema}
+	}
+
+	if req.System != "" {
+		p.System = append(p.System, sdk.TextBlockParam{Text: req.System})
+	}
+	msgs := req.Messages
+	for len(msgs) > 0 && msgs[0].Role == defs.RoleSystem { // a leading system message joins the system prompt
+		if strings.TrimSpace(msgs[0].Content) != "" {
+			p.System = append(p.System, sdk.TextBlockParam{Text: msgs[0].Content})
+		}
+		msgs = msgs[1:]
+	}
+	first := len(req.Messages) - len(msgs)
+
+	for _, t := range req.Tools {
+		tp, err := toolParam(t)
+		if err != nil {
+			return p, m.requestError(err)
+		}
+		p.Tools = append(p.Tools, sdk.ToolUnionParam{OfTool: tp})
+	}
+
+	turns, err := turnsOf(msgs, first)
+	if err != nil {
+		return p, m.requestError(err)
+	}
+	m.placeBreakpoints(&p, turns)
+	p.Messages = make([]sdk.MessageParam, len(turns))
+	for i, t := range turns {
+		if t.assistant {
+			p.Messages[i] = sdk.NewAssistantMessage(t.blocks...)
+		} else {
+			p.Messages[i] = sdk.NewUserMessage(t.blocks...)
+		}
+	}
+	return p, nil
+}
+
+func (m *Model) requestError(err error) error {
+	err = fmt.Errorf("anthropic: %w", err)
+	return m.redact.scrub(&llm.ModelError{Message: err.Error(), Err: err})
+}
+
+// toolParam returns the tool definition of t, its JSON Schema split into
+// the fields the SDK names and the rest.
+func toolParam(t llm.ToolSpec) (*sdk.ToolParam, error) {
+	tp := &sdk.ToolParam{Name: t.Name}
+	if t.Description != "" {
+		tp.Description = param.NewOpt(t.Description)
+	}
+	if len(bytes.TrimSpace(t.Parameters)) == 0 {
+		return tp, nil
+	}
+	var schema map[string]any
+	if err := json.Unmarshal(t.Parameters, &schema); err != nil {
+		return nil, fmt.Errorf("tool %q: parameters: %w", t.Name, err)
+	}
+	for k, v := range schema {
+		switch k {
+		case "type":
+		case "properties":
+			tp.InputSchema.Properties = v
+		case "required":
+			req, ok := v.([]any)
+			if !ok {
+				return nil, fmt.Errorf("tool %q: parameters: required is not an array", t.Name)
+			}
+			for _, r := range req {
+				s, ok := r.(string)
+				if !ok {
+					return nil, fmt.Errorf("tool %q: parameters: required holds a %T", t.Name, r)
+				}
+				tp.InputSchema.Required = append(tp.InputSchema.Required, s)
+			}
+		default:
+			if tp.InputSchema.ExtraFields == nil {
+				tp.InputSchema.ExtraFields = map[string]any{}
+			}
+			tp.InputSchema.ExtraFields[k] = v
+		}
+	}
+	return tp, nil
+}
+
+// turnsOf maps the transcript to the API's messages: user and (after the
+// leading ones) system messages as user text, tool results as tool_result
+// blocks of a user message, assistant messages as their thinking blocks,
+// text and tool_use blocks; consecutive messages of one role are merged,
+// and empty text is left out (the API rejects it). first is the index of
+// msgs[0] in the request's messages.
+func turnsOf(msgs []defs.Message, first int) ([]turn, error) {
+	var turns []turn
+	for i := range msgs {
+		msg := &msgs[i]
+		assistant := false
+		var blocks []sdk.ContentBlockParamUnion
+		switch msg.Role {
+		case defs.RoleUser, defs.RoleSystem:
+			if strings.TrimSpace(msg.Content) != "" {
+				blocks = append(blocks, sdk.ContentBlockParamUnion{OfText: &sdk.TextBlockParam{Text: msg.Content}})
+			}
+		case defs.RoleTool:
+			tr := &sdk.ToolResultBlockParam{ToolUseID: msg.ToolCallID}
+			if msg.Content != "" {
+				tr.Content = []sdk.ToolResultBlockParamContentUnion{{OfText: &sdk.TextBlockParam{Text: msg.Content}}}
+			}
+			if msg.IsError {
+				tr.IsError = param.NewOpt(true)
+			}
+			blocks = append(blocks, sdk.ContentBlockParamUnion{OfToolResult: tr})
+		case defs.RoleAssistant:
+			assistant = true
+			if raw := msg.Meta[MetaThinking]; raw != "" {
+				var tbs []thinkingBlock
+				if err := json.Unmarshal([]byte(raw), &tbs); err != nil {
+					return nil, fmt.Errorf("message %d: Meta[%q]: %w", first+i, MetaThinking, err)
+				}
+				for _, tb := range tbs {
+					switch tb.Type {
+					case "thinking":
+						blocks = append(blocks, sdk.ContentBlockParamUnion{OfThinking: &sdk.ThinkingBlockParam{Thinking: tb.Thinking, Signature: tb.Signature}})
+					case "redacted_thinking":
+						blocks = append(blocks, sdk.ContentBlockParamUnion{OfRedactedThinking: &sdk.RedactedThinkingBlockParam{Data: tb.Data}})
+					}
+				}
+			}
+			if strings.TrimSpace(msg.Content) != "" {
+				blocks = append(blocks, sdk.ContentBlockParamUnion{OfText: &sdk.TextBlockParam{Text: msg.Content}})
+			}
+			for _, c := range msg.ToolCalls {
+				blocks = append(blocks, sdk.ContentBlockParamUnion{OfToolUse: &sdk.ToolUseBlockParam{ID: c.ID, Name: c.Name, Input: toolInput(c.Arguments)}})
+			}
+		default:
+			return nil, fmt.Errorf("message %d: unknown role %q", first+i, msg.Role)
+		}
+		if len(blocks) == 0 {
+			continue
+		}
+		if n := len(turns); n > 0 && turns[n-1].assistant == assistant {
+			turns[n-1].blocks = append(turns[n-1].blocks, blocks...)
+			continue
+		}
+		turns = append(turns, turn{assistant: assistant, blocks: blocks})
+	}
+	return turns, nil
+}
+
+// toolInput returns a tool call's arguments as the API takes them: a JSON
+// object; anything else (arguments cut short, not an object) is sent as {}.
+func toolInput(args json.RawMessage) json.RawMessage {
+	a := bytes.TrimSpace(args)
+	if len(a) == 0 || a[0] != '{' || !json.Valid(a) {
+		return json.RawMessage(`{}`)
+	}
+	return a
+}
+
+// placeBreakpoints marks the ends of the request's stable prefix with
+// cache_control, at most maxBreakpoints: the end of the tools and system
+// prompt (on the last system block, or the last tool without one), the
+// end of the previous step's request (the turn before the last assistant
+// turn, where that request's last breakpoint was, so that this request
+// reads what it wrote however many blocks were added since), and the end
+// of the transcript, which the next request reads.
+func (m *Model) placeBreakpoints(p *sdk.MessageNewParams, turns []turn) {
+	if m.cfg.Cache == CacheOff {
+		return
+	}
+	cc := sdk.NewCacheControlEphemeralParam()
+	if m.cfg.Cache == Cache1h {
+		cc.TTL = sdk.CacheControlEphemeralTTLTTL1h
+	}
+	n := 0
+	switch {
+	case len(p.System) > 0:
+		p.System[len(p.System)-1].CacheControl = cc
+		n++
+	case len(p.Tools) > 0:
+		p.Tools[len(p.Tools)-1].OfTool.CacheControl = cc
+		n++
+	}
+	var marks []int // turn indexes, last first
+	if len(turns) > 0 {
+		marks = append(marks, len(turns)-1)
+	}
+	for i := len(turns) - 1; i > 0; i-- {
+		if turns[i].assistant {
+			if i-1 != len(turns)-1 {
+				marks = append(marks, i-1)
+			}
+			break
+		}
+	}
+	for _, ti := range marks {
+		if n >= maxBreakpoints {
+			break
+		}
+		if markLast(turns[ti].blocks, cc) {
+			n++
+		}
+	}
+}
+
+// markLast sets cc on the last block of blocks that takes one (thinking
+// blocks do not), and reports whether it found one.
+func markLast(blocks []sdk.ContentBlockParamUnion, cc sdk.CacheControlEphemeralParam) bool {
+	for i := len(blocks) - 1; i >= 0; i-- {
+		b := &blocks[i]
+		switch {
+		case b.OfText != nil:
+			b.OfText.CacheControl = cc
+		case b.OfToolResult != nil:
+			b.OfToolResult.CacheControl = cc
+		case b.OfToolUse != nil:
+			b.OfToolUse.CacheControl = cc
+		default:
+			continue
+		}
+		return true
+	}
+	return false
+}

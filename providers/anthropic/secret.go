@@ -1,0 +1,180 @@
+package anthropic
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+
+	"github.com/reprompt/reprompt/llm"
+)
+
+// Redacted replaces the API key wherever the adapter would otherwise show
+// it: in error messages and bodies a server or proxy echoed it in, in the
+// request an *anthropic.Error keeps, and in the formatted Config and
+// Model.
+const Redacted = "[redacted]"
+
+// redactor removes one secret from text.
+type redactor struct{ secret string }
+
+func (r redactor) string(s string) string {
+	if r.secret == "" || !strings.Contains(s, r.secret) {
+		return s
+	}
+	return strings.ReplaceAll(s, r.secret, Redacted)
+}
+
+// scrub removes the key from me and from every error it wraps: the SDK's
+// *anthropic.Error is edited in place (each call makes its own: its
+// message, its body, the headers of the request it keeps); any other
+// error whose text still shows the key is replaced by a redactedError
+// that keeps the errors callers look for reachable.
+func (r redactor) scrub(me *llm.ModelError) *llm.ModelError {
+	if r.secret == "" {
+		return me
+	}
+	me.Message = r.string(me.Message)
+	var keep []error
+	walkErrors(me.Err, func(e error) {
+		switch e := e.(type) {
+		case *sdk.Error:
+			r.scrubAPIError(e)
+			keep = append(keep, e)
+		case *ReplyTooLargeError:
+			keep = append(keep, e)
+		}
+	})
+	if me.Err != nil && strings.Contains(me.Err.Error(), r.secret) {
+		for _, target := range []error{context.Canceled, context.DeadlineExceeded, ErrStreamCut} {
+			if errors.Is(me.Err, target) {
+				keep = append(keep, target)
+			}
+		}
+		me.Err = &redactedError{text: r.string(me.Err.Error()), errs: keep}
+	}
+	return me
+}
+
+func (r redactor) scrubAPIError(e *sdk.Error) {
+	e.Message = r.string(e.Message)
+	if raw := e.RawJSON(); strings.Contains(raw, r.secret) {
+		status, req, resp, id, ws := e.StatusCode, e.Request, e.Response, e.RequestID, e.WorkspaceID
+		_ = e.UnmarshalJSON([]byte(r.string(raw))) // a valid body stays valid; an invalid one is kept as it is
+		e.StatusCode, e.Request, e.Response, e.RequestID, e.WorkspaceID = status, req, resp, id, ws
+		e.Message = r.string(e.Message)
+	}
+	if e.Request != nil {
+		e.Request = r.request(e.Request)
+	}
+	if e.Response != nil && e.Response.Request != nil {
+		e.Response.Request = r.request(e.Response.Request)
+	}
+}
+
+// request returns a shallow copy of req whose headers show no key.
+func (r redactor) request(req *http.Request) *http.Request {
+	c := *req
+	c.Header = req.Header.Clone()
+	for k, vs := range c.Header {
+		for i, v := range vs {
+			vs[i] = r.string(v)
+		}
+		c.Header[k] = vs
+	}
+	return &c
+}
+
+// walkErrors calls f on err and every error it wraps.
+func walkErrors(err error, f func(error)) {
+	if err == nil {
+		return
+	}
+	f(err)
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		walkErrors(u.Unwrap(), f)
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			walkErrors(e, f)
+		}
+	}
+}
+
+// redactedError stands for an error whose text showed the key.
+type redactedError struct {
+	text string
+	errs []error
+}
+
+func (e *redactedError) Error() string   { return e.text }
+func (e *redactedError) Unwrap() []error { return e.errs }
+
+// String returns the configuration for printing, with the API key replaced
+// by Redacted. fmt's %v and %+v use it.
+func (c Config) String() string {
+	return strings.Replace(fmt.Sprintf("%+v", c.printable()), "{", "anthropic.Config{", 1)
+}
+
+// GoString returns the configuration as a Go literal, with the API key
+// replaced by Redacted. fmt's %#v uses it.
+func (c Config) GoString() string {
+	return strings.Replace(fmt.Sprintf("%#v", c.printable()), "anthropic.printableConfig{", "anthropic.Config{", 1)
+}
+
+// Format implements fmt.Formatter so that no verb shows the API key: %#v
+// prints GoString, every other verb String.
+func (c Config) Format(f fmt.State, verb rune) {
+	if verb == 'v' && f.Flag('#') {
+		fmt.Fprint(f, c.GoString())
+		return
+	}
+	fmt.Fprint(f, c.String())
+}
+
+// LogValue implements slog.LogValuer: the configuration as a group, with
+// the API key replaced by Redacted when one is set.
+func (c Config) LogValue() slog.Value {
+	attrs := []slog.Attr{
+		slog.String("base_url", c.BaseURL),
+		slog.String("model", c.Model),
+	}
+	if c.APIKey != "" {
+		attrs = append(attrs, slog.String("api_key", Redacted))
+	}
+	attrs = append(attrs, slog.Int("max_tokens", c.MaxTokens), slog.Int("max_retries", c.MaxRetries), slog.Int64("max_reply_bytes", c.MaxReplyBytes))
+	return slog.GroupValue(attrs...)
+}
+
+// printableConfig is Config without its methods, for printing.
+type printableConfig Config
+
+func (c Config) printable() printableConfig {
+	if c.APIKey != "" {
+		c.APIKey = Redacted
+	}
+	return printableConfig(c)
+}
+
+// String describes the model without its API key.
+func (m *Model) String() string { return fmt.Sprintf("anthropic.Model{%v}", m.cfg) }
+
+// GoString describes the model without its API key.
+func (m *Model) GoString() string { return fmt.Sprintf("&anthropic.Model{cfg:%#v}", m.cfg) }
+
+// Format implements fmt.Formatter so that no verb shows the API key.
+func (m *Model) Format(f fmt.State, verb rune) {
+	if verb == 'v' && f.Flag('#') {
+		fmt.Fprint(f, m.GoString())
+		return
+	}
+	fmt.Fprint(f, m.String())
+}
+
+// LogValue implements slog.LogValuer: the model's configuration, without
+// its API key.
+func (m *Model) LogValue() slog.Value { return m.cfg.LogValue() }
