@@ -46,7 +46,27 @@ type Trajectory struct {
 	// Pricing is the eval's runtime.Config.Pricing, for checks of cost.
 	Pricing llm.Pricing
 
-	grades []Grade // the judges' verdicts, for the report
+	grades  []Grade        // the judges' verdicts, for the report
+	goldens map[int]string // golden text by step index: failures at one step share it
+}
+
+// Grades returns the verdicts of the judges that checked tr, in the order
+// they ran. The slice is tr's: callers must not change it.
+func (tr *Trajectory) Grades() []Grade { return tr.grades }
+
+// Answer returns the run's answer: its last typed answer (JSON), else its
+// final text as a JSON string; nil when it has neither.
+func (tr *Trajectory) Answer() json.RawMessage {
+	for _, s := range slices.Backward(tr.Result.Steps) {
+		if s != nil && s.Output != nil {
+			return s.Output
+		}
+	}
+	if tr.Result.Text == "" {
+		return nil
+	}
+	b, _ := json.Marshal(tr.Result.Text)
+	return b
 }
 
 // Steps returns the records of the run's steps (Result.Steps).
@@ -66,7 +86,7 @@ type Failure struct {
 	// Reason says what was wrong.
 	Reason string `json:"reason"`
 	// Golden is that step as a golden file shows it (snapshots.Format):
-	// its sections, "-- step N/… --" each. Filled in by the eval.
+	// its sections, "-- step N/… --" each. Filled in by Apply.
 	Golden string `json:"golden,omitempty"`
 
 	index int // 1 + the index in the steps, when set by Trajectory.fail
@@ -486,19 +506,76 @@ func firstLine(s string) string {
 	return s
 }
 
-// runFailure is the failure of a run that ended with an error: at the step
-// the error names when it does, else the last.
-func runFailure(tr *Trajectory) *Failure {
-	i := tr.last()
-	var se *runtime.StepError
-	if errors.As(tr.Err, &se) {
-		for j, s := range tr.Result.Steps {
-			if s != nil && s.Number == se.Step {
-				i = j
+// Completed checks that the run ended without an error (Trajectory.Err;
+// a paused run passes). Named "run", it is the check an eval makes of
+// every run first. Failing, it shows the step the error names
+// (runtime.StepError), else the last step, and gives the error as the
+// reason.
+func Completed() Check {
+	return CheckFunc("run", func(_ context.Context, tr *Trajectory) error {
+		if tr.Err == nil {
+			return nil
+		}
+		i := tr.last()
+		var se *runtime.StepError
+		if errors.As(tr.Err, &se) {
+			for j, s := range tr.Result.Steps {
+				if s != nil && s.Number == se.Step {
+					i = j
+				}
 			}
 		}
+		return tr.fail(i, "%s", tr.Err.Error())
+	})
+}
+
+// Apply makes the check c of tr and returns its failure, nil if tr
+// passed. The failure is a copy of the *Failure c's error wraps, or, for
+// any other error, one at the last step with the error as its reason; its
+// Check is c's name unless c set it, and its Golden is filled in. A panic
+// in c is a failure too ("check panicked: …", at the last step).
+//
+// Apply is how an eval makes its checks; it is for tests of a Check as
+// well. The checks of one trajectory are applied one at a time: the
+// failures at one step share their Golden text.
+func Apply(ctx context.Context, c Check, tr *Trajectory) (f *Failure) {
+	defer func() {
+		if v := recover(); v != nil {
+			f = tr.fail(tr.last(), "check panicked: %v", v)
+			f.Check = c.Name()
+			tr.fillGolden(f)
+		}
+	}()
+	err := c.Check(ctx, tr)
+	if err == nil {
+		return nil
 	}
-	f := tr.fail(i, "%s", tr.Err.Error())
-	f.Check = "run"
+	if errors.As(err, &f) {
+		cp := *f
+		f = &cp
+	} else {
+		f = tr.fail(tr.last(), "%s", err.Error())
+	}
+	if f.Check == "" {
+		f.Check = c.Name()
+	}
+	tr.fillGolden(f)
 	return f
+}
+
+// fillGolden sets f.Golden, if it is empty, to the sections of its step.
+func (tr *Trajectory) fillGolden(f *Failure) {
+	if f.Golden != "" {
+		return
+	}
+	i := f.stepIndex(tr.Result.Steps)
+	g, ok := tr.goldens[i]
+	if !ok {
+		g = golden(tr.Result.Steps, i)
+		if tr.goldens == nil {
+			tr.goldens = map[int]string{}
+		}
+		tr.goldens[i] = g
+	}
+	f.Golden = g
 }

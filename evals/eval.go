@@ -377,37 +377,21 @@ func (e *Eval[In, Out]) runOne(ctx context.Context, name string, c *Case[In, Out
 		tr.Expected = *c.Expected
 	}
 	rr.Steps, rr.Usage, rr.Cost, rr.LatencyMS = res.Stats.Steps, res.Usage, res.Stats.Cost, ms(latency)
-	rr.Output = output(res)
-	var shown map[int]string // golden text by step index: failures at one step share it
-	withGolden := func(f *Failure) Failure {
-		if f.Golden == "" {
-			i := f.stepIndex(res.Steps)
-			g, ok := shown[i]
-			if !ok {
-				g = golden(res.Steps, i)
-				if shown == nil {
-					shown = map[int]string{}
-				}
-				shown[i] = g
-			}
-			f.Golden = g
-		}
-		return *f
-	}
+	rr.Output = tr.Answer()
 	if err != nil {
 		rr.Error = err.Error()
-		rr.Failures = append(rr.Failures, withGolden(runFailure(tr)))
+		rr.Failures = append(rr.Failures, *Apply(ctx, completed, tr))
 	}
 	for _, ch := range checks {
-		if f := check(ctx, ch, tr); f != nil {
-			rr.Failures = append(rr.Failures, withGolden(f))
+		if f := Apply(ctx, ch, tr); f != nil {
+			rr.Failures = append(rr.Failures, *f)
 		}
 	}
-	rr.Grades = tr.grades
+	rr.Grades = tr.Grades()
 	rr.Pass = len(rr.Failures) == 0
 	var ju llm.Usage
 	jc := 0.0
-	for _, g := range tr.grades {
+	for _, g := range rr.Grades {
 		ju = addUsage(ju, g.Usage)
 		jc += g.Cost
 	}
@@ -427,41 +411,12 @@ func (e *Eval[In, Out]) caseChecks(c *Case[In, Out]) []Check {
 
 // expected is the check of a case's Expected.
 func expected[Out any](want Out) Check {
-	c := OutputEquals(want).(checkFunc)
-	c.name = "expected"
-	return c
+	return CheckFunc("expected", OutputEquals(want).Check)
 }
 
-// check runs ch on tr and returns its failure, nil if it passed. A panic
-// is a failure.
-func check(ctx context.Context, ch Check, tr *Trajectory) (f *Failure) {
-	defer func() {
-		if v := recover(); v != nil {
-			f = tr.fail(tr.last(), "check panicked: %v", v)
-			f.Check = ch.Name()
-		}
-	}()
-	if err := ch.Check(ctx, tr); err != nil {
-		return failure(ch, tr, err)
-	}
-	return nil
-}
-
-// failure is err as a *Failure of ch: a copy of the *Failure it wraps, or
-// one at the last step.
-func failure(ch Check, tr *Trajectory, err error) *Failure {
-	var f *Failure
-	if errors.As(err, &f) {
-		c := *f
-		f = &c
-	} else {
-		f = tr.fail(tr.last(), "%s", err.Error())
-	}
-	if f.Check == "" {
-		f.Check = ch.Name()
-	}
-	return f
-}
+// completed is the check of every run, made first: it ended without an
+// error.
+var completed = Completed()
 
 // execute runs fn against model to its end, deciding the pauses with
 // e.Decide; the result holds every step.
@@ -494,21 +449,6 @@ func (e *Eval[In, Out]) execute(ctx context.Context, model llm.Model, fn prompt.
 		res.Steps = append(slices.Clip(steps), more.Steps...)
 	}
 	return res, err
-}
-
-// output returns the run's answer: the last typed answer, else the final
-// text as a JSON string.
-func output(res *runtime.Result) json.RawMessage {
-	for _, s := range slices.Backward(res.Steps) {
-		if s != nil && s.Output != nil {
-			return s.Output
-		}
-	}
-	if res.Text == "" {
-		return nil
-	}
-	b, _ := json.Marshal(res.Text)
-	return b
 }
 
 func addUsage(a, b llm.Usage) llm.Usage {

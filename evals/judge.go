@@ -121,7 +121,7 @@ func (j *Judge) prompt(tr *Trajectory) prompt.Func {
 	if tr.Expected != nil {
 		expected = jsonText(tr.Expected)
 	}
-	if out := output(tr.Result); out != nil {
+	if out := tr.Answer(); out != nil {
 		answer = string(out)
 	} else if tr.Err != nil {
 		answer = "(none: the run failed: " + tr.Err.Error() + ")"
