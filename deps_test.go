@@ -61,9 +61,12 @@ var allowed = map[string][]string{
 	"runtime": {"state", "defs", "llm", "effects", "prompt", "session", "internal/callsite", "internal/steprec", "internal/msghash", "internal/core", "internal/canon", "internal/stepmods", "go.yaml.in/yaml/v3",
 		// The OpenTelemetry API only (tracing is optional; see Config.TracerProvider).
 		"go.opentelemetry.io/otel/trace", "go.opentelemetry.io/otel/attribute", "go.opentelemetry.io/otel/codes"},
-	// Evals run prompts (runtime) and show failing steps as golden files
-	// do (snapshots); datasets may be YAML.
-	"evals": {"defs", "llm", "prompt", "runtime", "snapshots", "go.yaml.in/yaml/v3"},
+	// Evals run prompts (runtime), check the runs (evals/check) and replay
+	// recordings (snapshots); datasets may be YAML.
+	"evals": {"llm", "prompt", "runtime", "snapshots", "evals/check", "go.yaml.in/yaml/v3"},
+	// The checks of a run: a judge is a prompt (prompt, runtime); failing
+	// steps are shown as golden files show them (snapshots). Never evals.
+	"evals/check": {"defs", "llm", "prompt", "runtime", "snapshots"},
 	// The nested module that runs prompt functions as Temporal workflows.
 	"temporal": {"defs", "llm", "prompt", "runtime", "session", "go.temporal.io/sdk"},
 }

@@ -23,7 +23,8 @@
 //   - llm: the model contract (Model, Request, Reply, usage, pricing, model errors), a leaf
 //   - runtime: the step loop, sessions, typed answers, tool approval, tracing
 //   - snapshots: test support: scripted models, golden step files, record and replay
-//   - evals: a prompt measured over a dataset: k runs a case, trajectory checks, judges, pass@k and pass^k, baselines
+//   - evals: a prompt measured over a dataset: k runs a case, pass@k and pass^k, baselines
+//   - evals/check: the checks of a run's whole trajectory (tool calls, state, steps, cost) and judges
 //   - tokens: exact token counts (tiktoken encodings, embedded) and estimates
 //   - session: checkpoints, the Store interface, the in-memory store
 //   - session/sqlite: a store in one SQLite file, pure Go

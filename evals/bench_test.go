@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/reprompt/reprompt/evals"
+	"github.com/reprompt/reprompt/evals/check"
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/stretchr/testify/require"
 )
@@ -27,7 +28,7 @@ func benchEval(n, k, conc int) *evals.Eval[issue, triage] {
 	}
 	return &evals.Eval[issue, triage]{
 		Name: "bench", Cases: cs, Prompt: triageAgent, Models: scripted(cs, ms),
-		Checks:      []evals.Check{evals.Called("read_issue", nil), evals.NoToolError(), evals.MaxSteps(3)},
+		Checks:      []check.Check{check.Called("read_issue", nil), check.NoToolError(), check.MaxSteps(3)},
 		K:           k,
 		Concurrency: conc,
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/reprompt/reprompt/evals/check"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -21,25 +22,25 @@ type Case[In, Out any] struct {
 	// Input is what the prompt function is built from (Eval.Prompt).
 	Input In `json:"input"`
 	// Expected, if not nil, is the answer a run must give: checked as
-	// OutputEquals does.
+	// check.OutputEquals does.
 	Expected *Out `json:"expected,omitempty"`
 	// Checks are this case's checks, run after the eval's. In a file,
 	// "checks" holds CheckSpecs, which Load turns into Checks.
-	Checks []Check `json:"-"`
+	Checks []check.Check `json:"-"`
 }
 
 // CheckSpec is a check written in a dataset file: each field set is one
 // check, so one spec may hold several. Field names are the JSON (and YAML)
 // keys:
 //
-//	{"called": "read_issue", "args": {"number": 42}}   Called("read_issue", {"number": 42})
-//	{"not_called": "delete_issue"}                     NotCalled("delete_issue", nil)
-//	{"order": ["read_issue", "label"]}                 CalledInOrder
-//	{"effect": "trim"}                                 EffectRan
-//	{"state": {"labels": ["bug"]}}                     StateEquals, a key each
+//	{"called": "read_issue", "args": {"number": 42}}   check.Called("read_issue", {"number": 42})
+//	{"not_called": "delete_issue"}                     check.NotCalled("delete_issue", nil)
+//	{"order": ["read_issue", "label"]}                 check.CalledInOrder
+//	{"effect": "trim"}                                 check.EffectRan
+//	{"state": {"labels": ["bug"]}}                     check.StateEquals, a key each
 //	{"max_steps": 4, "max_tokens": 2000, "max_cost": 0.01}
-//	{"no_tool_error": true}                            NoToolError
-//	{"approval": "pay"}                                ApprovalAsked ("*": any tool)
+//	{"no_tool_error": true}                            check.NoToolError
+//	{"approval": "pay"}                                check.ApprovalAsked ("*": any tool)
 type CheckSpec struct {
 	Called      string         `json:"called,omitempty"`
 	NotCalled   string         `json:"not_called,omitempty"`
@@ -55,44 +56,44 @@ type CheckSpec struct {
 }
 
 // Checks returns the checks s describes, in the order of its fields.
-func (s CheckSpec) Checks() ([]Check, error) {
-	var cs []Check
+func (s CheckSpec) Checks() ([]check.Check, error) {
+	var cs []check.Check
 	if s.Args != nil && s.Called == "" && s.NotCalled == "" {
 		return nil, fmt.Errorf("args without called or not_called")
 	}
 	if s.Called != "" {
-		cs = append(cs, Called(s.Called, s.Args))
+		cs = append(cs, check.Called(s.Called, s.Args))
 	}
 	if s.NotCalled != "" {
-		cs = append(cs, NotCalled(s.NotCalled, s.Args))
+		cs = append(cs, check.NotCalled(s.NotCalled, s.Args))
 	}
 	if len(s.Order) > 0 {
-		cs = append(cs, CalledInOrder(s.Order...))
+		cs = append(cs, check.CalledInOrder(s.Order...))
 	}
 	if s.Effect != "" {
-		cs = append(cs, EffectRan(s.Effect))
+		cs = append(cs, check.EffectRan(s.Effect))
 	}
 	for _, k := range sortedKeys(s.State) {
-		cs = append(cs, StateEquals(k, s.State[k]))
+		cs = append(cs, check.StateEquals(k, s.State[k]))
 	}
 	if s.MaxSteps > 0 {
-		cs = append(cs, MaxSteps(s.MaxSteps))
+		cs = append(cs, check.MaxSteps(s.MaxSteps))
 	}
 	if s.MaxTokens > 0 {
-		cs = append(cs, MaxTokens(s.MaxTokens))
+		cs = append(cs, check.MaxTokens(s.MaxTokens))
 	}
 	if s.MaxCost > 0 {
-		cs = append(cs, MaxCost(s.MaxCost))
+		cs = append(cs, check.MaxCost(s.MaxCost))
 	}
 	if s.NoToolError {
-		cs = append(cs, NoToolError())
+		cs = append(cs, check.NoToolError())
 	}
 	if s.Approval != "" {
 		tool := s.Approval
 		if tool == "*" {
 			tool = ""
 		}
-		cs = append(cs, ApprovalAsked(tool))
+		cs = append(cs, check.ApprovalAsked(tool))
 	}
 	if len(cs) == 0 {
 		return nil, fmt.Errorf("a check that checks nothing")

@@ -10,7 +10,7 @@
 //		Cases:  cases, // evals.Load[Issue, Triage]("testdata/issues.yaml")
 //		Prompt: func(in Issue) prompt.Func { return triageAgent(in) },
 //		Models: evals.Recordings("testdata/recordings", liveModel),
-//		Checks: []evals.Check{evals.Called("read_issue", map[string]any{"number": 42}), evals.MaxSteps(4)},
+//		Checks: []check.Check{check.Called("read_issue", map[string]any{"number": 42}), check.MaxSteps(4)},
 //		K:      5,
 //	}
 //	rep, err := e.Run(ctx, file) // the result streamed to file, as JSON
@@ -34,27 +34,15 @@
 //
 // # Checks
 //
-// A Check sees the run as a Trajectory: every step's record (runtime.Step),
-// the result and the error. The checks of this package: OutputEquals and
-// OutputSatisfies (the typed answer, runtime.Output), Called and NotCalled
-// (with arguments matching a pattern, see Matches), CalledInOrder,
-// EffectRan, StateEquals, MaxSteps, MaxTokens, MaxCost, NoToolError,
-// ApprovalAsked; CheckFunc makes any function one. A run that ends with an
-// error fails (the check "run").
-//
-// A failing check says at which step, and the report shows that step as the
-// run's golden file would (snapshots.Format): Failure.Golden holds its
-// sections, "-- step 2/reply --" and the rest, so that what went wrong reads
-// the way a snapshot test's diff does.
-//
-// # Judges
-//
-// A Judge is a check that asks a model (any llm.Model, typically another
-// one) to grade the answer, or the whole transcript, against a rubric. The
-// judge is a prompt run by the runtime like any other, ending with a typed
-// Verdict (score 1 to 5 and a reason) through prompt.DefOutput and
-// runtime.Output; its verdict is kept in the run's Grades. Give it
-// Recordings of its own and it replays offline too.
+// Each run is checked on its trajectory by the checks of package
+// evals/check (check.Called, check.MaxSteps, check.Judge, ...; see its
+// documentation): the eval's Checks, then the case's Expected (as
+// check.OutputEquals, named "expected"), then the case's own. A run that
+// ends with an error fails first (check.Completed, the check "run"). A
+// failing check says at which step, and the report shows that step as the
+// run's golden file would (check.Failure.Golden), so that what went wrong
+// reads the way a snapshot test's diff does. A check.Judge's verdicts are
+// kept in the run's Grades (RunResult), and its runs count in the Budget.
 //
 // # Figures
 //

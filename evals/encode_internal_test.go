@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/reprompt/reprompt/evals/check"
 	"github.com/reprompt/reprompt/llm"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -14,8 +15,8 @@ import (
 func TestAppendCase(t *testing.T) {
 	c := &CaseResult{Name: "a \"case\"\n\x01é\xff", Figures: Figures{Runs: 2, Passed: 1, PassAt1: 0.5, Cost: Stat{Mean: 1e-7, P95: 3e21}}, Runs: []RunResult{
 		{Run: 0, Pass: true, Steps: 2, Usage: llm.Usage{InputTokens: 10, OutputTokens: 2, CachedTokens: 4, ReasoningTokens: 1}, Cost: 0.000123, LatencyMS: 1.5, Output: json.RawMessage(`{"a": [1, 2]}`)},
-		{Run: 1, Error: "boom <&>", Failures: []Failure{{Check: "x", Step: -1, Reason: "r\t\\", Golden: "-- step 0/reply --\ncontent: \"hi\"\n"}},
-			Grades: []Grade{{Check: "judge", Verdict: Verdict{Score: 3, Reason: "ok"}}}},
+		{Run: 1, Error: "boom <&>", Failures: []check.Failure{{Check: "x", Step: -1, Reason: "r\t\\", Golden: "-- step 0/reply --\ncontent: \"hi\"\n"}},
+			Grades: []check.Grade{{Check: "judge", Verdict: check.Verdict{Score: 3, Reason: "ok"}}}},
 	}}
 	got, err := appendCase(nil, c)
 	require.NoError(t, err)

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/reprompt/reprompt/evals/check"
 	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
@@ -27,7 +28,7 @@ type ModelFunc func(name string, run int) (llm.Model, error)
 type Budget struct {
 	// Tokens bounds the tokens of every model call (llm.Usage.Total), the
 	// judges' included; Cost their cost in US dollars, at Config.Pricing
-	// (and each Judge's). Once either is reached no new run starts; the
+	// (and each check.Judge's). Once either is reached no new run starts; the
 	// runs under way finish and are measured, so an eval may go over by
 	// at most Concurrency runs.
 	Tokens int
@@ -60,7 +61,7 @@ type Eval[In, Out any] struct {
 	// empty: the runs are not sessions.
 	Config runtime.Config
 	// Checks are run on every run, before each case's own.
-	Checks []Check
+	Checks []check.Check
 	// K is how many times each case runs; zero means 1.
 	K int
 	// PassK is the k of the pass@k and pass^k figures, at most K; zero
@@ -74,7 +75,7 @@ type Eval[In, Out any] struct {
 	// Decide, if set, decides the tool calls a run pauses for
 	// (prompt.NeedsApproval), as snapshots.Decide does, until the run
 	// ends. Nil leaves a run paused at its first pause: it ends there, and
-	// ApprovalAsked can check it.
+	// check.ApprovalAsked can check it.
 	Decide func(call runtime.PendingApproval) (approve bool, reason string)
 	// OnCase, if set, is called with each case's result as soon as the
 	// case and every case before it have completed, in dataset order, on
@@ -101,9 +102,9 @@ type RunResult struct {
 	// Error is the error the run ended with; "" if none.
 	Error string `json:"error,omitempty"`
 	// Failures are the checks that failed, in the order they ran.
-	Failures []Failure `json:"failures,omitempty"`
+	Failures []check.Failure `json:"failures,omitempty"`
 	// Grades are the judges' verdicts, in the order they ran.
-	Grades []Grade `json:"grades,omitempty"`
+	Grades []check.Grade `json:"grades,omitempty"`
 }
 
 // CaseResult is a case's figures and, while they are held, its runs.
@@ -121,7 +122,7 @@ var errBudget = errors.New("time budget reached")
 // job is one run to make, with its case's checks.
 type job struct {
 	c, run int
-	checks []Check
+	checks []check.Check
 }
 
 // done is a run made, or skipped (res nil) because the eval stopped.
@@ -354,14 +355,14 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 
 // runOne makes run of case c and checks it; nil when ctx (the time budget,
 // the caller) cut it short.
-func (e *Eval[In, Out]) runOne(ctx context.Context, name string, c *Case[In, Out], run int, checks []Check, b *budget) *RunResult {
+func (e *Eval[In, Out]) runOne(ctx context.Context, name string, c *Case[In, Out], run int, checks []check.Check, b *budget) *RunResult {
 	rr := &RunResult{Run: run}
 	model := e.Model
 	if e.Models != nil {
 		m, err := e.Models(name, run)
 		if err != nil {
 			rr.Error = err.Error()
-			rr.Failures = []Failure{{Check: "model", Step: -1, Reason: err.Error()}}
+			rr.Failures = []check.Failure{{Check: "model", Step: -1, Reason: err.Error()}}
 			return rr
 		}
 		model = m
@@ -372,7 +373,7 @@ func (e *Eval[In, Out]) runOne(ctx context.Context, name string, c *Case[In, Out
 	if err != nil && ctx.Err() != nil {
 		return nil // cut short by the time budget or the caller: not measured to its end
 	}
-	tr := &Trajectory{Case: name, Run: run, Input: c.Input, Result: res, Err: err, Pricing: e.Config.Pricing}
+	tr := &check.Trajectory{Case: name, Run: run, Input: c.Input, Result: res, Err: err, Pricing: e.Config.Pricing}
 	if c.Expected != nil {
 		tr.Expected = *c.Expected
 	}
@@ -380,10 +381,10 @@ func (e *Eval[In, Out]) runOne(ctx context.Context, name string, c *Case[In, Out
 	rr.Output = tr.Answer()
 	if err != nil {
 		rr.Error = err.Error()
-		rr.Failures = append(rr.Failures, *Apply(ctx, completed, tr))
+		rr.Failures = append(rr.Failures, *check.Apply(ctx, completed, tr))
 	}
 	for _, ch := range checks {
-		if f := Apply(ctx, ch, tr); f != nil {
+		if f := check.Apply(ctx, ch, tr); f != nil {
 			rr.Failures = append(rr.Failures, *f)
 		}
 	}
@@ -401,7 +402,7 @@ func (e *Eval[In, Out]) runOne(ctx context.Context, name string, c *Case[In, Out
 
 // caseChecks returns the checks of c's runs: the eval's, the Expected's,
 // the case's own.
-func (e *Eval[In, Out]) caseChecks(c *Case[In, Out]) []Check {
+func (e *Eval[In, Out]) caseChecks(c *Case[In, Out]) []check.Check {
 	checks := e.Checks
 	if c.Expected != nil {
 		checks = append(slices.Clip(checks), expected(*c.Expected))
@@ -410,13 +411,13 @@ func (e *Eval[In, Out]) caseChecks(c *Case[In, Out]) []Check {
 }
 
 // expected is the check of a case's Expected.
-func expected[Out any](want Out) Check {
-	return CheckFunc("expected", OutputEquals(want).Check)
+func expected[Out any](want Out) check.Check {
+	return check.CheckFunc("expected", check.OutputEquals(want).Check)
 }
 
 // completed is the check of every run, made first: it ended without an
 // error.
-var completed = Completed()
+var completed = check.Completed()
 
 // execute runs fn against model to its end, deciding the pauses with
 // e.Decide; the result holds every step.

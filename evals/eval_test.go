@@ -2,6 +2,7 @@ package evals_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/reprompt/reprompt/evals"
+	"github.com/reprompt/reprompt/evals/check"
 	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
@@ -33,7 +35,7 @@ func knownEval(conc int) *evals.Eval[issue, triage] {
 		Cases:       cs,
 		Prompt:      triageAgent,
 		Models:      scripted(cs, mistakes),
-		Checks:      []evals.Check{evals.Called("read_issue", nil), evals.NoToolError()},
+		Checks:      []check.Check{check.Called("read_issue", nil), check.NoToolError()},
 		K:           4,
 		PassK:       2,
 		Concurrency: conc,
@@ -249,7 +251,7 @@ func TestApprovals(t *testing.T) {
 		Cases:  []evals.Case[int, string]{{Name: "pay", Input: 30, Expected: new("Paid.")}},
 		Prompt: payer,
 		Models: script,
-		Checks: []evals.Check{evals.ApprovalAsked("pay"), evals.StateEquals("paid", 30), evals.CalledInOrder("pay")},
+		Checks: []check.Check{check.ApprovalAsked("pay"), check.StateEquals("paid", 30), check.CalledInOrder("pay")},
 		Decide: func(runtime.PendingApproval) (bool, string) { return true, "" },
 	}
 	rep, err := e.Run(t.Context(), nil)
@@ -267,4 +269,26 @@ func TestApprovals(t *testing.T) {
 	assert.Equal(t, "state paid", r.Failures[0].Check)
 	assert.Equal(t, "expected", r.Failures[1].Check)
 	assert.Contains(t, r.Failures[0].Golden, "-- step 0/awaiting --\ncall_1 pay {\"amount\":30}\n", "the paused step")
+}
+
+func TestCheckFuncAndPanics(t *testing.T) {
+	e := knownEval(1)
+	e.Cases = e.Cases[:1]
+	e.K = 1
+	e.Checks = []check.Check{
+		check.CheckFunc("plain error", func(context.Context, *check.Trajectory) error { return errors.New("not good") }),
+		check.CheckFunc("panics", func(context.Context, *check.Trajectory) error { panic("oops") }),
+		check.CheckFunc("at step 0", func(context.Context, *check.Trajectory) error {
+			return &check.Failure{Step: 0, Reason: "looked at step 0"}
+		}),
+	}
+	rep, err := e.Run(t.Context(), nil)
+	require.NoError(t, err)
+	fs := rep.Cases[0].Runs[0].Failures
+	require.Len(t, fs, 3)
+	assert.Equal(t, "step 1: not good", fs[0].Error(), "a plain error: the last step")
+	assert.Equal(t, "step 1: check panicked: oops", fs[1].Error())
+	assert.Equal(t, "panics", fs[1].Check)
+	assert.Equal(t, "at step 0", fs[2].Check)
+	assert.Contains(t, fs[2].Golden, "-- step 0/reply --", "a Failure's own step")
 }

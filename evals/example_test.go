@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/reprompt/reprompt/evals"
+	"github.com/reprompt/reprompt/evals/check"
 	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/snapshots"
 )
@@ -32,7 +33,7 @@ func ExampleEval_Run() {
 			}
 			return snapshots.Script(snapshots.CallTool("read_issue", readArgs{Number: in.Number}), snapshots.Answer(want)), nil
 		},
-		Checks: []evals.Check{evals.Called("read_issue", nil), evals.MaxSteps(2)},
+		Checks: []check.Check{check.Called("read_issue", nil), check.MaxSteps(2)},
 		K:      3,
 		PassK:  2,
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/reprompt/reprompt/evals"
+	"github.com/reprompt/reprompt/evals/check"
 	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/snapshots"
@@ -101,4 +102,4 @@ func cases(n int) []evals.Case[issue, triage] {
 type snapshotsModel = snapshots.Model
 
 // judgeScript is a judge's scripted model, answering v.
-func judgeScript(v evals.Verdict) *snapshots.Model { return snapshots.Script(snapshots.Answer(v)) }
+func judgeScript(v check.Verdict) *snapshots.Model { return snapshots.Script(snapshots.Answer(v)) }

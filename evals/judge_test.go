@@ -5,7 +5,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/reprompt/reprompt/evals"
+	"github.com/reprompt/reprompt/evals/check"
 	"github.com/reprompt/reprompt/llm"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -14,13 +14,13 @@ import (
 func TestJudge(t *testing.T) {
 	var mu sync.Mutex
 	judges := map[int]*snapshotsModel{}
-	judge := &evals.Judge{
+	judge := &check.Judge{
 		Rubric:     "The label must fit the issue.",
 		Transcript: true,
 		Models: func(name string, run int) (llm.Model, error) {
-			v := evals.Verdict{Score: 5, Reason: "The label fits."}
+			v := check.Verdict{Score: 5, Reason: "The label fits."}
 			if run == 1 {
-				v = evals.Verdict{Score: 2, Reason: "A crash is a bug, not docs."}
+				v = check.Verdict{Score: 2, Reason: "A crash is a bug, not docs."}
 			}
 			m := judgeScript(v)
 			mu.Lock()
@@ -32,7 +32,7 @@ func TestJudge(t *testing.T) {
 	e := knownEval(2)
 	e.Cases = e.Cases[:1]
 	e.K = 2
-	e.Checks = []evals.Check{judge}
+	e.Checks = []check.Check{judge}
 	rep, err := e.Run(t.Context(), nil)
 	require.NoError(t, err)
 	runs := rep.Cases[0].Runs
@@ -41,7 +41,7 @@ func TestJudge(t *testing.T) {
 	assert.True(t, runs[0].Pass, "run 0: %v", runs[0].Failures)
 	require.Len(t, runs[0].Grades, 1)
 	g := runs[0].Grades[0]
-	assert.Equal(t, evals.Verdict{Score: 5, Reason: "The label fits."}, g.Verdict, "run 0: the verdict")
+	assert.Equal(t, check.Verdict{Score: 5, Reason: "The label fits."}, g.Verdict, "run 0: the verdict")
 	assert.Equal(t, "judge", g.Check)
 	assert.Equal(t, 1, g.Steps, "run 0: the judge's steps")
 	assert.Positive(t, g.Usage.InputTokens, "run 0: the judge's usage")
@@ -75,7 +75,7 @@ func TestJudgeWithoutAnswer(t *testing.T) {
 	e := knownEval(1)
 	e.Cases = e.Cases[:1]
 	e.K = 1
-	e.Checks = []evals.Check{&evals.Judge{Label: "tone", Model: judgeScript(evals.Verdict{Score: 1, Reason: "x"}), PassScore: 1}}
+	e.Checks = []check.Check{&check.Judge{Label: "tone", Model: judgeScript(check.Verdict{Score: 1, Reason: "x"}), PassScore: 1}}
 	rep, err := e.Run(t.Context(), nil)
 	require.NoError(t, err)
 	r := rep.Cases[0].Runs[0]

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"text/tabwriter"
 	"time"
 )
@@ -168,13 +167,4 @@ func (s *stream) trailer(r *Report) error {
 	s.w.Write(b[1:])
 	s.w.WriteByte('\n')
 	return s.w.Flush()
-}
-
-// String returns the failure as a report shows it: the check, the step and
-// the reason, then the step's golden sections.
-func (f *Failure) String() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %s\n", f.Check, f.Error())
-	b.WriteString(f.Golden)
-	return b.String()
 }

@@ -73,7 +73,7 @@ func (e *Eval[In, Out]) Test(t *testing.T, min Threshold) *Report {
 // variable CI is set, as golden files are never written there.
 const ModeEnv = "REPROMPT_EVAL"
 
-// Recordings returns a ModelFunc for Eval.Models (or Judge.Models) that
+// Recordings returns a ModelFunc for Eval.Models (or check.Judge.Models) that
 // gives each run the recording dir/<case>/run-<n>.json (snapshots.Replay),
 // or, as ModeEnv asks, the model live returns, recording its replies to
 // that file (snapshots.Record) after each one. The case's name is made a

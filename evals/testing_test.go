@@ -10,6 +10,7 @@ import (
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/evals"
+	"github.com/reprompt/reprompt/evals/check"
 	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/snapshots"
 	"github.com/stretchr/testify/assert"
@@ -48,7 +49,7 @@ func triageEval(models evals.ModelFunc) *evals.Eval[issue, triage] {
 		Cases:  cases(3),
 		Prompt: triageAgent,
 		Models: models,
-		Checks: []evals.Check{evals.Called("read_issue", nil), evals.MaxSteps(2)},
+		Checks: []check.Check{check.Called("read_issue", nil), check.MaxSteps(2)},
 		K:      2,
 	}
 }

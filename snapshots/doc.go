@@ -3,8 +3,9 @@
 // that hold every step of a run, and a recorder that turns a run against a
 // real model into a script.
 //
-// Nothing in the library imports snapshots but package evals, test support
-// too (it shows failing steps as golden files do); tests and examples do.
+// Nothing in the library imports snapshots but package evals and its
+// evals/check, test support too (they replay recordings and show failing
+// steps as golden files do); tests and examples do.
 //
 // # Snapshot tests
 //

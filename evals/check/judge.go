@@ -1,4 +1,4 @@
-package evals
+package check
 
 import (
 	"context"
@@ -25,7 +25,7 @@ type Grade struct {
 	Check string `json:"check"`
 	Verdict
 	// Steps, Usage and Cost are the judge's own run's (its cost at its
-	// Config.Pricing). They count in the eval's Budget, not in its
+	// Config.Pricing). An eval counts them in its Budget, not in its
 	// figures.
 	Steps int       `json:"steps"`
 	Usage llm.Usage `json:"usage"`
@@ -54,10 +54,11 @@ type Judge struct {
 	// messages, tool calls and results), not only its answer.
 	Transcript bool
 	// Model grades every run: it must be safe for concurrent use. Models,
-	// if set, gives each run's judgement its own (the case's name and the
-	// run's number).
+	// if set, gives each run's judgement its own, from the case's name and
+	// the run's number (Trajectory.Case and Run), as an evals.ModelFunc
+	// does: evals.Recordings gives the judge recordings of its own.
 	Model  llm.Model
-	Models ModelFunc
+	Models func(name string, run int) (llm.Model, error)
 	// Config configures the judge's runs.
 	Config runtime.Config
 	// PassScore is the least score that passes; zero means

@@ -1,4 +1,4 @@
-package evals
+package check
 
 import (
 	"bytes"
@@ -30,7 +30,10 @@ type Check interface {
 	Check(ctx context.Context, tr *Trajectory) error
 }
 
-// Trajectory is one run of a case, as the checks see it. It is read-only.
+// Trajectory is one run of a case, as the checks see it. An eval makes one
+// a run; a test of a Check may make its own from a runtime.Result. Checks
+// read it and must not change it, but for a Judge, which records its
+// Grade in it. Its checks are made one at a time (see Apply).
 type Trajectory struct {
 	// Case is the case's name and Run the run's number, from 0.
 	Case string
@@ -77,7 +80,7 @@ func (tr *Trajectory) last() int { return len(tr.Result.Steps) - 1 }
 
 // Failure is a check that failed at a step.
 type Failure struct {
-	// Check is the check's name (set by the eval when empty).
+	// Check is the check's name (set by Apply when empty).
 	Check string `json:"check"`
 	// Step is the number of the step the failure is about
 	// (runtime.Step.Number); -1 for none. A check that returns a *Failure
@@ -98,6 +101,15 @@ func (f *Failure) Error() string {
 		return f.Reason
 	}
 	return fmt.Sprintf("step %d: %s", f.Step, f.Reason)
+}
+
+// String returns the failure as a report shows it: the check, the step and
+// the reason, then the step's golden sections.
+func (f *Failure) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %s\n", f.Check, f.Error())
+	b.WriteString(f.Golden)
+	return b.String()
 }
 
 // fail returns a *Failure at the step of index i in tr.Steps (none when
@@ -433,8 +445,8 @@ func MaxTokens(n int) Check {
 	})
 }
 
-// MaxCost checks that the run cost at most usd US dollars, at the eval's
-// runtime.Config.Pricing; failing, it shows the step that went over.
+// MaxCost checks that the run cost at most usd US dollars, at
+// Trajectory.Pricing (an eval's runtime.Config.Pricing); failing, it shows the step that went over.
 func MaxCost(usd float64) Check {
 	return CheckFunc(fmt.Sprintf("within $%g", usd), func(_ context.Context, tr *Trajectory) error {
 		total := 0.0
