@@ -109,6 +109,9 @@ function show(run, t0) {
       var tags = "";
       if (isCompaction(s)) { tags += '<span class="tag compaction">compaction</span>'; }
       else if (isCommit(s)) { tags += '<span class="tag commit">commit</span>'; }
+      if (s.resumed) { tags += '<span class="tag resumed" title="a crash interrupted the step after the model\'s reply; a resume completed it">crashed, resumed</span>'; }
+      if (s.stopped === "interrupted") { tags += '<span class="tag interrupted" title="the run stopped here (a crash, or a stop) before the step\'s tool calls completed">interrupted</span>'; }
+      if (s.stopped === "paused") { tags += '<span class="tag paused" title="the run waits here for a person\'s decision or answer">paused</span>'; }
       if (s.damage) { tags += '<span class="tag damage">!</span>'; }
       if (s.sent) { tags += '<span class="tag sent" title="messages sent while the run went on">+' + s.sent + " sent</span>"; }
       if (s.asks) { tags += '<span class="tag ask">asked</span>'; }
