@@ -152,6 +152,8 @@ func TestViewer(t *testing.T) {
 		n := count(t, `#timeline li.step`)
 		assert.Equal(t, 320, n, "the timeline has %d steps, want 320", n)
 		assert.NotZero(t, count(t, `#chart line.marker.compaction`), "the chart marks no compaction")
+		chart := get(t, ctx, "the chart's height", chromedp.Evaluate[float64](`document.getElementById("chart-wrap").getBoundingClientRect().height`))
+		assert.Greater(t, chart, 100.0, "the height of the token chart of a session with token figures")
 		do(t, ctx, "an effect's reason", chromedp.WaitVisible(css(`#detail table.effects td.reason`)))
 		reason := text(t, `#detail table.effects td.reason`)
 		assert.Equal(t, "first run", reason, "the first effect of step 0 ran for %q, want %q", reason, "first run")

@@ -69,7 +69,7 @@ func FromGolden(path string, data []byte) (*Run, error) {
 	if ferr != nil {
 		run.Notes = append(run.Notes, goldenDamage(run, ferr))
 	}
-	run.Notes = append(run.Notes, "golden files hold no durations, and no counts of tokens: the token chart is empty")
+	run.Notes = append(run.Notes, "golden files hold no durations, and no counts of tokens: no token chart")
 	if ferr != nil {
 		return run, ferr
 	}

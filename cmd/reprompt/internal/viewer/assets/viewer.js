@@ -95,6 +95,9 @@ function show(run, t0) {
       '<path class="marker commit" d="' + commits.join("") + '"></path>' + parts.join("") +
       '<rect class="cursor" id="cursor" x="-10" y="0" width="' + Math.max(bw, 2).toFixed(2) + '" height="' + h + '" pointer-events="none"></rect>';
     svg.setAttribute("data-bar", bw);
+    // No step has token figures (a golden file, a recording without
+    // usage): no chart, rather than an empty one.
+    el("chart-wrap").hidden = !steps.some(function (s) { return s.input > 0; });
   }
 
   // Timeline: one entry a step; in a conversation, each turn's steps
