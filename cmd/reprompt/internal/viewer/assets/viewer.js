@@ -160,7 +160,7 @@ function show(run, t0) {
   }
 
   function asksHTML(asks) {
-    var h = '<h3>Questions and approvals</h3><table class="asks"><tr><th>call</th><th>question</th><th>answer</th></tr>';
+    var h = '<h3>Questions and approvals</h3><table class="asks"><colgroup><col class="c-call"><col class="c-question"><col class="c-answer"></colgroup><tr><th>call</th><th>question</th><th>answer</th></tr>';
     asks.forEach(function (a) {
       var ans = a.decision === "answered" ? "<pre>" + esc(a.answer) + "</pre>" : esc(a.decision) + (a.reason ? ": " + esc(a.reason) : "");
       h += '<tr class="ask ' + esc(a.decision) + '"><td>' + esc(a.call_id) + "<br><b>" + esc(a.tool) + "</b></td><td>" +
@@ -233,7 +233,7 @@ function show(run, t0) {
     h += s.reply >= 0 ? message(s.reply, "reply") : '<p class="muted">none</p>';
 
     if ((s.calls || []).length) {
-      h += '<h3>Tool calls</h3><table class="calls"><tr><th>call</th><th>arguments</th><th>result</th><th>time</th></tr>';
+      h += '<h3>Tool calls</h3><table class="calls"><colgroup><col class="c-call"><col class="c-args"><col class="c-result"><col class="c-time"></colgroup><tr><th>call</th><th>arguments</th><th>result</th><th>time</th></tr>';
       s.calls.forEach(function (c) {
         if (c.res != null) { c.result = (pool[c.res] || {}).content; }
         h += '<tr class="call"><td>' + esc(c.id) + "<br><b>" + esc(c.name) + "</b></td><td><pre>" + esc(c.args) + "</pre></td><td>" +
@@ -248,7 +248,7 @@ function show(run, t0) {
     });
 
     if (s.state) {
-      h += '<h3>State</h3><table class="state"><tr><th>key</th><th>value</th></tr>';
+      h += '<h3>State</h3><table class="state"><colgroup><col class="c-key"><col class="c-value"></colgroup><tr><th>key</th><th>value</th></tr>';
       var changed = {};
       (s.changes || []).forEach(function (c) { changed[c.key] = c; });
       Object.keys(s.state).sort().forEach(function (k) {
