@@ -110,7 +110,7 @@ func TestShowConversationGolden(t *testing.T) {
 	code, out, errs := cli(t, "show", filepath.Join("..", "..", "snapshots", "testdata", "TestConversationGolden.txtar"))
 	require.Equal(t, 0, code, errs)
 	want := `TestConversationGolden.txtar (golden step file): 3 turns, 4 steps, done
-note: golden files hold no durations, and no counts of tokens: the token chart is empty
+note: golden files hold no durations, and no counts of tokens: no token chart
 
 user: Hi.
 assistant: Hello! What should I remember?

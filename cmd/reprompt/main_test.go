@@ -170,6 +170,31 @@ func TestFiles(t *testing.T) {
 	assert.Contains(t, stdout, "(2 steps)")
 }
 
+// TestGoldenCutShort shows and views a golden file cut short: the steps
+// read before the cut, the last marked, and an error naming the file.
+func TestGoldenCutShort(t *testing.T) {
+	data, err := os.ReadFile("../../snapshots/testdata/TestConversationGolden.txtar")
+	require.NoError(t, err)
+	text := string(data)
+	step2 := strings.Index(text, "-- step 2/")
+	require.Positive(t, step2, "the golden file has no step 2")
+	dir := t.TempDir()
+	cut := filepath.Join(dir, "cut.txtar")
+	require.NoError(t, os.WriteFile(cut, []byte(text[:step2+strings.Index(text[step2:], "content: ")+12]), 0o644))
+
+	code, out, errs := cli(t, "show", "--steps", cut)
+	assert.Equal(t, 1, code, "show: exit status")
+	assert.Contains(t, errs, cut+": no end section: the file is cut short", "show: error")
+	for _, want := range []string{"cut.txtar (golden step file): 3 steps", "── step 0 ", "── step 1 ", "── step 2 ", "! the file is cut short (it has no end section): this step may be incomplete"} {
+		assert.Contains(t, out, want, "show's output")
+	}
+
+	code, out, errs = cli(t, "view", cut, "-o", filepath.Join(dir, "cut.html"))
+	assert.Equal(t, 1, code, "view: exit status")
+	assert.Contains(t, errs, cut+": no end section: the file is cut short", "view: error")
+	assert.Contains(t, out, "(3 steps)", "view: the page of the steps read")
+}
+
 func TestErrors(t *testing.T) {
 	store := "sqlite:" + newStore(t)
 	notStep := filepath.Join(t.TempDir(), "notes.txt")
@@ -186,7 +211,7 @@ func TestErrors(t *testing.T) {
 	}{
 		{"unknown session", []string{"--store", store, "show", "nope"}, 1, `unknown session "nope" in ` + store + ` (sessions: count)`},
 		{"not a step file", []string{"show", notStep}, 1, notStep + `:1: not a golden step file (its first line is "hello", not "reprompt snapshot v1") nor a recording (JSON)`},
-		{"damaged golden file", []string{"view", badGolden}, 1, badGolden + `:5: section "step 0/bogus": unknown section "bogus"`},
+		{"damaged golden file", []string{"view", badGolden, "-o", filepath.Join(t.TempDir(), "bad.html")}, 1, badGolden + `:5: section "step 0/bogus": unknown section "bogus"`},
 		{"no such file, no store", []string{"show", "nope"}, 1, "nope: no such file, and no --store"},
 		{"missing sqlite file", []string{"--store", "sqlite:/nonexistent/x.db", "sessions"}, 1, "store sqlite:/nonexistent/x.db cannot be reached: stat /nonexistent/x.db: no such file or directory"},
 		{"not a SQLite file", []string{"--store", "sqlite:" + notDB, "sessions"}, 1, "store sqlite:" + notDB + " is malformed: the file is not a SQLite database, or a damaged one: "},

@@ -67,8 +67,8 @@ func command(t *testing.T, want int, name string, args ...string) string {
 
 // sessions builds the command and the examples, and writes the viewer's
 // pages: the default strategy of examples/longsession (320 steps, and
-// 1000), and examples/resumable crashed in step 3 and resumed.
-type pages struct{ long, long1000, resumable, agents string }
+// 1000), and examples/resumable crashed in step 3 (crashed), then resumed.
+type pages struct{ long, long1000, resumable, crashed, agents string }
 
 func makePages(t *testing.T) pages {
 	t.Helper()
@@ -80,9 +80,10 @@ func makePages(t *testing.T) pages {
 	long, long1000, res := filepath.Join(dir, "long.db"), filepath.Join(dir, "long1000.db"), filepath.Join(dir, "resumable.db")
 	command(t, 0, bin("longsession"), "-only", "default", "-cached", "0.1", "-store", long)
 	command(t, 0, bin("longsession"), "-only", "default", "-cached", "0.1", "-steps", "1000", "-store", long1000)
+	p := pages{filepath.Join(dir, "long.html"), filepath.Join(dir, "long1000.html"), filepath.Join(dir, "resumable.html"), filepath.Join(dir, "crashed.html"), filepath.Join(dir, "agents.html")}
 	command(t, 3, bin("resumable"), "-db", res, "-session", "demo", "-crash-at", "3")
+	command(t, 0, bin("reprompt"), "--store", "sqlite:"+res, "view", "demo", "-o", p.crashed)
 	command(t, 0, bin("resumable"), "-db", res, "-session", "demo")
-	p := pages{filepath.Join(dir, "long.html"), filepath.Join(dir, "long1000.html"), filepath.Join(dir, "resumable.html"), filepath.Join(dir, "agents.html")}
 	command(t, 0, bin("reprompt"), "--store", "sqlite:"+long, "view", "default-0.1", "-o", p.long)
 	command(t, 0, bin("reprompt"), "--store", "sqlite:"+long1000, "view", "default-0.1", "-o", p.long1000)
 	command(t, 0, bin("reprompt"), "--store", "sqlite:"+res, "view", "demo", "-o", p.resumable)
@@ -140,30 +141,33 @@ func TestViewer(t *testing.T) {
 	p := makePages(t)
 	ctx := browser(t, path)
 	css := func(s string) chromedp.CSS { return chromedp.CSS(s) }
-	count := func(sel string) int {
+	// count and text check with the t of the (sub)test that calls them.
+	count := func(t *testing.T, sel string) int {
 		return get(t, ctx, "count "+sel, chromedp.Evaluate[int](`document.querySelectorAll(`+strconv.Quote(sel)+`).length`))
 	}
-	text := func(sel string) string { return get(t, ctx, "the text of "+sel, chromedp.Text(css(sel))) }
+	text := func(t *testing.T, sel string) string { return get(t, ctx, "the text of "+sel, chromedp.Text(css(sel))) }
 
 	t.Run("longsession", func(t *testing.T) {
 		do(t, ctx, "open the page", chromedp.Navigate("file://"+p.long), chromedp.WaitVisible(css(`#timeline li.step`)))
-		n := count(`#timeline li.step`)
+		n := count(t, `#timeline li.step`)
 		assert.Equal(t, 320, n, "the timeline has %d steps, want 320", n)
-		assert.NotZero(t, count(`#chart line.marker.compaction`), "the chart marks no compaction")
+		assert.NotZero(t, count(t, `#chart line.marker.compaction`), "the chart marks no compaction")
+		chart := get(t, ctx, "the chart's height", chromedp.Evaluate[float64](`document.getElementById("chart-wrap").getBoundingClientRect().height`))
+		assert.Greater(t, chart, 100.0, "the height of the token chart of a session with token figures")
 		do(t, ctx, "an effect's reason", chromedp.WaitVisible(css(`#detail table.effects td.reason`)))
-		reason := text(`#detail table.effects td.reason`)
+		reason := text(t, `#detail table.effects td.reason`)
 		assert.Equal(t, "first run", reason, "the first effect of step 0 ran for %q, want %q", reason, "first run")
 		do(t, ctx, "click the first compaction in the timeline",
 			chromedp.WaitVisible(css(`#timeline li.step .tag.compaction`)),
 			chromedp.Click(css(`#timeline li.step:has(.tag.compaction)`)),
 			chromedp.WaitVisible(css(`#detail p.compaction`)),
 		)
-		title := text(`#step-title`)
+		title := text(t, `#step-title`)
 		assert.True(t, strings.HasPrefix(title, "Step ") && title != "Step 0", "after the click the detail shows %q", title)
-		commit := text(`#detail p.compaction`)
+		commit := text(t, `#detail p.compaction`)
 		assert.True(t, strings.HasPrefix(commit, "compaction: the transcript was rewritten, "), "the compaction step says %q", commit)
 		do(t, ctx, "the next step, by the button", chromedp.Click(chromedp.ID("next")))
-		next := text(`#step-title`)
+		next := text(t, `#step-title`)
 		assert.NotEqual(t, title, next, "the next button left the page on %q", title)
 		do(t, ctx, "back to the compaction", chromedp.Click(chromedp.ID("prev")), chromedp.WaitVisible(css(`#detail p.compaction`)))
 		shot := get(t, ctx, "screenshot", chromedp.CaptureScreenshot())
@@ -176,39 +180,52 @@ func TestViewer(t *testing.T) {
 
 	t.Run("resumable", func(t *testing.T) {
 		do(t, ctx, "open the page", chromedp.Navigate("file://"+p.resumable), chromedp.WaitVisible(css(`#timeline li.step`)))
-		n := count(`#timeline li.step`)
+		n := count(t, `#timeline li.step`)
 		assert.GreaterOrEqual(t, n, 4, "the timeline has %d steps, want the run's (at least 4)", n)
 		do(t, ctx, "click step 2",
 			chromedp.Click(css(`#timeline li.step[data-n="2"]`)),
 			chromedp.WaitVisible(css(`#detail table.state tr.change`)),
 		)
-		title := text(`#step-title`)
+		title := text(t, `#step-title`)
 		assert.Equal(t, "Step 2", title, "after the click the detail shows %q, want Step 2", title)
-		change := text(`#detail table.state tr.change`)
+		change := text(t, `#detail table.state tr.change`)
 		assert.True(t, strings.Contains(change, "counts") && strings.Contains(change, "→"), "the state change of step 2 reads %q, want the counts before → after", change)
 		do(t, ctx, "step 3, interrupted by the crash and completed by the resume",
 			chromedp.Click(css(`#timeline li.step[data-n="3"]`)),
 			chromedp.WaitVisible(css(`#detail p.resumed`)),
 		)
+		tag := text(t, `#timeline li.step[data-n="3"] .tag.resumed`)
+		assert.Equal(t, "crashed, resumed", tag, "step 3's tag in the step list")
+		assert.Equal(t, 1, count(t, `#timeline .tag.resumed`), "steps tagged as crashed and resumed")
+		assert.Zero(t, count(t, `#timeline .tag.interrupted`), "steps tagged as interrupted in a run that resumed")
 		do(t, ctx, "the tool calls of step 0",
 			chromedp.Click(css(`#timeline li.step[data-n="0"]`)),
 			chromedp.WaitVisible(css(`#detail table.calls tr.call`)),
 		)
-		call := text(`#detail table.calls tr.call`)
+		call := text(t, `#detail table.calls tr.call`)
 		assert.Contains(t, call, "count_words", "the tool call of step 0 reads %q, want count_words", call)
+	})
+
+	t.Run("crashed", func(t *testing.T) {
+		do(t, ctx, "open the page of the run that crashed in step 3", chromedp.Navigate("file://"+p.crashed), chromedp.WaitVisible(css(`#timeline li.step`)))
+		n := count(t, `#timeline li.step`)
+		require.Equal(t, 4, n, "the timeline has %d steps, want steps 0 to 3", n)
+		tag := text(t, `#timeline li.step[data-n="3"] .tag.interrupted`)
+		assert.Equal(t, "interrupted", tag, "step 3's tag in the step list")
+		assert.Equal(t, 1, count(t, `#timeline .tag.interrupted`), "steps tagged as interrupted")
 	})
 
 	t.Run("sub-agent", func(t *testing.T) {
 		do(t, ctx, "open a golden file's page", chromedp.Navigate("file://"+p.agents), chromedp.WaitVisible(css(`#step-title`)))
-		summary := text(`#detail details.agent summary`)
+		summary := text(t, `#detail details.agent summary`)
 		assert.True(t, strings.HasPrefix(summary, "sub-agent researcher (call call_1): 2 steps"), "the sub-agent reads %q", summary)
 		do(t, ctx, "expand the sub-agent in place",
 			chromedp.Click(css(`#detail details.agent summary`)),
 			chromedp.WaitVisible(css(`#detail details.agent .substep table.calls tr.call`)),
 		)
-		n := count(`#detail details.agent .substep`)
+		n := count(t, `#detail details.agent .substep`)
 		assert.Equal(t, 2, n, "the expanded sub-agent shows %d steps, want 2", n)
-		call := text(`#detail details.agent .substep table.calls tr.call`)
+		call := text(t, `#detail details.agent .substep table.calls tr.call`)
 		assert.Contains(t, call, "note", "the sub-agent's first call reads %q, want its note", call)
 	})
 
@@ -220,7 +237,7 @@ func TestViewer(t *testing.T) {
 		readyMS := get(t, ctx, "the page's timing", chromedp.Evaluate[float64](`window.repromptViewer.readyMs`))
 		scriptMS := get(t, ctx, "the page's timing", chromedp.Evaluate[float64](`window.repromptViewer.scriptMs`))
 		detailMS := get(t, ctx, "the page's timing", chromedp.Evaluate[float64](`window.repromptViewer.detailMs`))
-		n := count(`#timeline li.step`)
+		n := count(t, `#timeline li.step`)
 		assert.Equal(t, 1000, n, "the timeline has %d steps, want 1000", n)
 		fi, err := os.Stat(p.long1000)
 		require.NoError(t, err)

@@ -116,6 +116,36 @@ func TestParseErrors(t *testing.T) {
 	}
 }
 
+// TestParsePartial cuts a golden file short and damages one: the error
+// comes with the steps read before the damage.
+func TestParsePartial(t *testing.T) {
+	text := string(steprec.Write(goldenRun(), steprec.WriteOptions{}))
+	second := strings.Index(text, "-- step 1/")
+	require.Positive(t, second, "the text has no step 1:\n%s", text)
+	inSecond := second + strings.Index(text[second:], "\n") + 1 // after step 1's first marker
+	for _, tc := range []struct {
+		name, text string
+		steps      int
+	}{
+		{"cut in step 1", text[:inSecond+3], 2},
+		{"cut before step 1", text[:second], 1},
+		{"damaged in step 1", text[:second] + "-- step 1/reply --\ncolor: red\n" + text[second:], 2},
+		{"nothing read", steprec.Header + "\n-- step 0/weather --\n", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			run, err := steprec.Parse([]byte(tc.text))
+			var pe *steprec.ParseError
+			require.ErrorAs(t, err, &pe)
+			require.NotNil(t, run, "the steps read before the damage")
+			require.Len(t, run.Steps, tc.steps, "steps read")
+			assert.Equal(t, 0, run.Steps[0].Step, "the first step's number")
+		})
+	}
+	run, err := steprec.Parse([]byte("reprompt snapshot v0\n"))
+	assert.Error(t, err, "not a golden file")
+	assert.Nil(t, run, "not a golden file: nothing read")
+}
+
 // FuzzParse checks that Parse never panics, and that what it reads it
 // writes back as text that it reads to the same records.
 func FuzzParse(f *testing.F) {

@@ -47,6 +47,12 @@ var (
 // "\n". Text without the header, a section the format does not have or a
 // line it cannot read is a *ParseError; Parse does not panic, whatever
 // the text.
+//
+// A *ParseError after the header comes with what was read before it: a
+// Run whose steps are those whose sections came before the damage (the
+// last of them may lack the sections after it, and a file cut short lacks
+// its end: Err is empty and skipped steps are not counted), for a reader
+// that shows what it can of a damaged file.
 func Parse(data []byte) (*Run, error) {
 	text := strings.ReplaceAll(string(data), "\r\n", "\n")
 	first, _, _ := strings.Cut(text, "\n")
@@ -76,16 +82,24 @@ func Parse(data []byte) (*Run, error) {
 	p := &parser{run: &Run{}, top: newLevel("", "")}
 	for _, s := range secs {
 		if p.ended {
-			return nil, p.errf(s, -1, "a section after the end")
+			return p.run, p.errf(s, -1, "a section after the end")
 		}
 		if err := p.section(s); err != nil {
-			return nil, err
+			return p.partial(), err
 		}
 	}
 	if !p.ended {
-		return nil, &ParseError{Reason: "no end section: the file is cut short"}
+		return p.partial(), &ParseError{Reason: "no end section: the file is cut short"}
 	}
 	return p.run, nil
+}
+
+// partial returns the run read so far, before its end section.
+func (p *parser) partial() *Run {
+	if !p.ended {
+		p.run.Steps = p.top.build()
+	}
+	return p.run
 }
 
 type parser struct {

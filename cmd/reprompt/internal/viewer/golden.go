@@ -28,13 +28,19 @@ func (e *FormatError) Error() string {
 // FromGolden reads a golden step file, as package snapshots writes it
 // (steprec.Parse reads it). Its steps hold everything the file shows;
 // durations and the runtime's token counts are not in the format. A file
-// that does not parse is a *FormatError.
+// that does not parse is a *FormatError. A golden file damaged after its
+// header, or cut short, comes back with the *FormatError and the steps
+// read before the damage: the last of them is marked damaged (it may
+// lack what came after), and a note says what could not be read.
 func FromGolden(path string, data []byte) (*Run, error) {
 	g, err := steprec.Parse(data)
+	var ferr *FormatError
 	if pe, ok := errors.AsType[*steprec.ParseError](err); ok {
-		return nil, &FormatError{Path: path, Line: pe.Line, Reason: pe.Reason}
-	}
-	if err != nil {
+		ferr = &FormatError{Path: path, Line: pe.Line, Reason: pe.Reason}
+		if g == nil {
+			return nil, ferr
+		}
+	} else if err != nil {
 		return nil, err
 	}
 	run := newRun(filepath.Base(path), "golden step file")
@@ -48,8 +54,8 @@ func FromGolden(path string, data []byte) (*Run, error) {
 		run.Steps = append(run.Steps, s)
 		last = rec
 	}
-	run.Error, run.Done = g.Err, true
-	if last != nil && len(last.Awaiting) > 0 {
+	run.Error, run.Done = g.Err, ferr == nil
+	if ferr == nil && last != nil && len(last.Awaiting) > 0 {
 		run.Done = false // paused, as a store shows it
 		run.Steps[len(run.Steps)-1].Stopped = "paused"
 		ids := make([]string, len(last.Awaiting))
@@ -60,8 +66,29 @@ func FromGolden(path string, data []byte) (*Run, error) {
 	}
 	goldenCommits(run.Steps)
 	run.finish()
-	run.Notes = append(run.Notes, "golden files hold no durations, and no counts of tokens: the token chart is empty")
+	if ferr != nil {
+		run.Notes = append(run.Notes, goldenDamage(run, ferr))
+	}
+	run.Notes = append(run.Notes, "golden files hold no durations, and no counts of tokens: no token chart")
+	if ferr != nil {
+		return run, ferr
+	}
 	return run, nil
+}
+
+// goldenDamage marks the last step read of a damaged golden file and
+// returns the run's note on the damage.
+func goldenDamage(run *Run, ferr *FormatError) string {
+	where := "the file is cut short (it has no end section)"
+	if ferr.Line > 0 {
+		where = fmt.Sprintf("line %d is damaged: %s", ferr.Line, ferr.Reason)
+	}
+	if len(run.Steps) == 0 {
+		return where + ": no step could be read"
+	}
+	last := run.Steps[len(run.Steps)-1]
+	last.Damage = where + ": this step may be incomplete, and no step after it could be read"
+	return fmt.Sprintf("%s: the steps read before it are shown (%d; the last, step %d, may be incomplete); the rest of the file could not be read", where, len(run.Steps), last.Number)
 }
 
 // goldenCommits sizes the commits a golden file marks ("transcript

@@ -1,6 +1,8 @@
 package viewer
 
 import (
+	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -66,4 +68,53 @@ func TestGoldenApprovalAndAnswer(t *testing.T) {
 	run = read("../../../../examples/structured/testdata/TestStructured/tool.txtar")
 	last := run.Steps[len(run.Steps)-1]
 	assert.True(t, slices.ContainsFunc(last.Notes, func(n string) bool { return strings.HasPrefix(n, "typed answer: {") }), "last step's notes %q lack the typed answer", last.Notes)
+}
+
+// TestGoldenCutShort reads a golden file cut short, or damaged, at several
+// places: the steps before the damage are shown, as the whole file shows
+// them, the last one read is marked damaged, and the error says where.
+func TestGoldenCutShort(t *testing.T) {
+	path := "../../../../snapshots/testdata/TestConversationGolden.txtar"
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	whole, err := FromGolden(path, data)
+	require.NoError(t, err)
+	require.Len(t, whole.Steps, 4, "steps of the whole file")
+	text := string(data)
+	step2 := strings.Index(text, "-- step 2/")
+	require.Positive(t, step2, "the file has no step 2")
+	for _, tc := range []struct {
+		name  string
+		data  string
+		steps int
+		err   string
+	}{
+		{"before step 2", text[:step2], 2, ": no end section: the file is cut short"},
+		{"in a line of step 2", text[:step2+strings.Index(text[step2:], "content: ")+12], 3, ": no end section: the file is cut short"},
+		{"damaged in step 2", text[:step2] + "-- step 2/reply --\ncolor: red\n" + text[step2:], 3, `section "step 2/reply": unknown field "color"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			run, err := FromGolden(path, []byte(tc.data))
+			_, ok := errors.AsType[*FormatError](err)
+			require.True(t, ok, "FromGolden: want a *FormatError, got %v", err)
+			assert.Contains(t, err.Error(), tc.err, "FromGolden's error")
+			require.NotNil(t, run, "FromGolden: the steps read before the damage")
+			require.Len(t, run.Steps, tc.steps, "steps read")
+			for i, s := range run.Steps[:tc.steps-1] {
+				assert.Empty(t, s.Damage, "step %d: damage", i)
+				assert.Equal(t, whole.Steps[i].Number, s.Number, "step %d: number", i)
+				assert.Equal(t, whole.Messages[whole.Steps[i].Reply], run.Messages[s.Reply], "step %d: reply", i)
+			}
+			last := run.Steps[tc.steps-1]
+			assert.Contains(t, last.Damage, "this step may be incomplete", "the last step read: damage")
+			assert.False(t, run.Done, "a damaged file's run: Done")
+			assert.Contains(t, strings.Join(run.Notes, "\n"), "the rest of the file could not be read", "notes")
+
+			var b strings.Builder
+			require.NoError(t, Text(&b, run, TextOptions{Steps: true}))
+			for _, s := range run.Steps {
+				assert.Contains(t, b.String(), fmt.Sprintf("── step %d", s.Number), "show: the steps read")
+			}
+		})
+	}
 }

@@ -141,6 +141,10 @@ type stepSummary struct {
 	User       string `json:"user,omitempty"` // the turn's message, shortened, on the first step of a turn
 	Sent       int    `json:"sent,omitempty"` // how many messages were sent while the run went on
 	Asks       int    `json:"asks,omitempty"`
+	// Stopped and Resumed are the step's (Step.Mark): the timeline tags
+	// a step a crash or a stop cut short.
+	Stopped string `json:"stopped,omitempty"`
+	Resumed bool   `json:"resumed,omitempty"`
 }
 
 // userShown is the most bytes of a turn's message the timeline shows.
@@ -156,7 +160,7 @@ func stepSummaries(steps []*Step) []stepSummary {
 	out := make([]stepSummary, len(steps))
 	for i, s := range steps {
 		ss := stepSummary{N: s.Number, Input: s.InputTokens, Prefix: s.PrefixTokens, Commit: len(s.Commits) > 0, Compaction: s.Compaction, Damage: s.Damage != "",
-			Turn: s.Turn, TurnStart: s.TurnStart, Sent: len(s.Steering()), Asks: len(s.Asks)}
+			Turn: s.Turn, TurnStart: s.TurnStart, Sent: len(s.Steering()), Asks: len(s.Asks), Stopped: s.Stopped, Resumed: s.Resumed}
 		if s.TurnStart && len(s.Sent) > 0 {
 			ss.User = shorten(s.Sent[0], userShown)
 		}

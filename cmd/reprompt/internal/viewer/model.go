@@ -151,6 +151,20 @@ type Step struct {
 	committed bool   // a golden file says the transcript was committed
 }
 
+// Mark says, in a few words, how s was cut short, for the step list:
+// "crashed, resumed" for a step a crash interrupted after the model's
+// reply and a resume completed, "interrupted" or "paused" for the step a
+// run that has not ended stopped in (Stopped); "" for any other step.
+func (s *Step) Mark() string {
+	switch {
+	case s.Stopped != "":
+		return s.Stopped
+	case s.Resumed:
+		return "crashed, resumed"
+	}
+	return ""
+}
+
 // Diff is what changed in a request since the previous one.
 type Diff struct {
 	// Shared is how many leading messages the two requests share.

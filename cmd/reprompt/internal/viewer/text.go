@@ -184,8 +184,8 @@ func (t *textWriter) fold(s *Step) string {
 	if s.DurationMS > 0 {
 		parts = append(parts, fmt.Sprintf("%.1f ms", s.DurationMS))
 	}
-	if s.Resumed {
-		parts = append(parts, "resumed")
+	if m := s.Mark(); m != "" {
+		parts = append(parts, m)
 	}
 	if s.Damage != "" {
 		parts = append(parts, "! "+s.Damage)
@@ -225,6 +225,9 @@ func (t *textWriter) step(indent string, s *Step) {
 	head := fmt.Sprintf("step %d", s.Number)
 	if s.Label != "" {
 		head += " (" + s.Label + ")"
+	}
+	if m := s.Mark(); m != "" {
+		head += " [" + m + "]"
 	}
 	if s.InputTokens > 0 {
 		est := ""

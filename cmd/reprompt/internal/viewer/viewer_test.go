@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -316,4 +317,68 @@ func pageData(t *testing.T, page []byte, id, encoding string, v any) {
 		require.NoError(t, err)
 	}
 	require.NoError(t, json.Unmarshal(data, v))
+}
+
+// TestMarks checks that the step list marks the steps a crash or a stop
+// cut short: show's step lines (a step's rule, a turn's folded steps) and
+// the page's timeline data.
+func TestMarks(t *testing.T) {
+	run := func() *viewer.Run {
+		return &viewer.Run{Title: "r", Source: "test", Steps: []*viewer.Step{
+			{Number: 0, Reply: -1, Sent: []string{"Count."}},
+			{Number: 1, Reply: -1, Resumed: true, Interrupted: []string{"c1"}},
+			{Number: 2, Reply: -1},
+			{Number: 3, Reply: -1, Stopped: "interrupted", Damage: "interrupted: the run stopped after the model's reply"},
+		}}
+	}
+	paused := run()
+	paused.Steps[3].Stopped, paused.Steps[3].Damage = "paused", ""
+	for _, tt := range []struct {
+		name string
+		run  *viewer.Run
+		want []string // the line of each step, by the start of each
+	}{
+		{"interrupted", run(), []string{"── step 0 ──", "── step 1 [crashed, resumed] ──", "── step 2 ──", "── step 3 [interrupted] ──"}},
+		{"paused", paused, []string{"── step 0 ──", "── step 1 [crashed, resumed] ──", "── step 2 ──", "── step 3 [paused] ──"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var b strings.Builder
+			require.NoError(t, viewer.Text(&b, tt.run, viewer.TextOptions{Steps: true}))
+			var got []string
+			for l := range strings.Lines(b.String()) {
+				if strings.HasPrefix(l, "── step ") {
+					got = append(got, l[:strings.LastIndex(l, " ──")+len(" ──")])
+				}
+			}
+			assert.Empty(t, cmp.Diff(tt.want, got), "show --steps: step lines (-want +got)")
+
+			b.Reset()
+			require.NoError(t, viewer.Text(&b, tt.run, viewer.TextOptions{}))
+			folds := map[int]string{}
+			for l := range strings.Lines(b.String()) {
+				var n int
+				if _, err := fmt.Sscanf(l, "    step %d", &n); err == nil {
+					folds[n] = l
+				}
+			}
+			assert.NotContains(t, folds[0], "crashed", "show: step 0's line")
+			assert.Contains(t, folds[1], " · crashed, resumed", "show: step 1's line")
+			assert.Contains(t, folds[3], " · "+tt.run.Steps[3].Stopped, "show: step 3's line")
+
+			var page bytes.Buffer
+			require.NoError(t, viewer.HTML(&page, tt.run))
+			var sum struct {
+				Steps []struct {
+					N       int    `json:"n"`
+					Stopped string `json:"stopped"`
+					Resumed bool   `json:"resumed"`
+				} `json:"steps"`
+			}
+			pageData(t, page.Bytes(), "run-data", "json", &sum)
+			require.Len(t, sum.Steps, 4, "the timeline's steps")
+			assert.True(t, sum.Steps[1].Resumed, "the timeline's step 1: resumed")
+			assert.Equal(t, tt.run.Steps[3].Stopped, sum.Steps[3].Stopped, "the timeline's step 3: stopped")
+			assert.False(t, sum.Steps[0].Resumed || sum.Steps[0].Stopped != "", "the timeline's step 0: no mark")
+		})
+	}
 }

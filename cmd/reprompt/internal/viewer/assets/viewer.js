@@ -95,6 +95,9 @@ function show(run, t0) {
       '<path class="marker commit" d="' + commits.join("") + '"></path>' + parts.join("") +
       '<rect class="cursor" id="cursor" x="-10" y="0" width="' + Math.max(bw, 2).toFixed(2) + '" height="' + h + '" pointer-events="none"></rect>';
     svg.setAttribute("data-bar", bw);
+    // No step has token figures (a golden file, a recording without
+    // usage): no chart, rather than an empty one.
+    el("chart-wrap").hidden = !steps.some(function (s) { return s.input > 0; });
   }
 
   // Timeline: one entry a step; in a conversation, each turn's steps
@@ -109,6 +112,9 @@ function show(run, t0) {
       var tags = "";
       if (isCompaction(s)) { tags += '<span class="tag compaction">compaction</span>'; }
       else if (isCommit(s)) { tags += '<span class="tag commit">commit</span>'; }
+      if (s.resumed) { tags += '<span class="tag resumed" title="a crash interrupted the step after the model\'s reply; a resume completed it">crashed, resumed</span>'; }
+      if (s.stopped === "interrupted") { tags += '<span class="tag interrupted" title="the run stopped here (a crash, or a stop) before the step\'s tool calls completed">interrupted</span>'; }
+      if (s.stopped === "paused") { tags += '<span class="tag paused" title="the run waits here for a person\'s decision or answer">paused</span>'; }
       if (s.damage) { tags += '<span class="tag damage">!</span>'; }
       if (s.sent) { tags += '<span class="tag sent" title="messages sent while the run went on">+' + s.sent + " sent</span>"; }
       if (s.asks) { tags += '<span class="tag ask">asked</span>'; }
@@ -154,7 +160,7 @@ function show(run, t0) {
   }
 
   function asksHTML(asks) {
-    var h = '<h3>Questions and approvals</h3><table class="asks"><tr><th>call</th><th>question</th><th>answer</th></tr>';
+    var h = '<h3>Questions and approvals</h3><table class="asks"><colgroup><col class="c-call"><col class="c-question"><col class="c-answer"></colgroup><tr><th>call</th><th>question</th><th>answer</th></tr>';
     asks.forEach(function (a) {
       var ans = a.decision === "answered" ? "<pre>" + esc(a.answer) + "</pre>" : esc(a.decision) + (a.reason ? ": " + esc(a.reason) : "");
       h += '<tr class="ask ' + esc(a.decision) + '"><td>' + esc(a.call_id) + "<br><b>" + esc(a.tool) + "</b></td><td>" +
@@ -227,7 +233,7 @@ function show(run, t0) {
     h += s.reply >= 0 ? message(s.reply, "reply") : '<p class="muted">none</p>';
 
     if ((s.calls || []).length) {
-      h += '<h3>Tool calls</h3><table class="calls"><tr><th>call</th><th>arguments</th><th>result</th><th>time</th></tr>';
+      h += '<h3>Tool calls</h3><table class="calls"><colgroup><col class="c-call"><col class="c-args"><col class="c-result"><col class="c-time"></colgroup><tr><th>call</th><th>arguments</th><th>result</th><th>time</th></tr>';
       s.calls.forEach(function (c) {
         if (c.res != null) { c.result = (pool[c.res] || {}).content; }
         h += '<tr class="call"><td>' + esc(c.id) + "<br><b>" + esc(c.name) + "</b></td><td><pre>" + esc(c.args) + "</pre></td><td>" +
@@ -242,7 +248,7 @@ function show(run, t0) {
     });
 
     if (s.state) {
-      h += '<h3>State</h3><table class="state"><tr><th>key</th><th>value</th></tr>';
+      h += '<h3>State</h3><table class="state"><colgroup><col class="c-key"><col class="c-value"></colgroup><tr><th>key</th><th>value</th></tr>';
       var changed = {};
       (s.changes || []).forEach(function (c) { changed[c.key] = c; });
       Object.keys(s.state).sort().forEach(function (k) {
