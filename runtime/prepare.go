@@ -83,7 +83,7 @@ func (r *Runner) effectStep(n int, es *effects.Step) *effects.Step {
 // request applies the effects' changes and renders and checks the request.
 func (r *Runner) request(n int, rec *Step, mods *stepmods.Mods) (*llm.Request, error) {
 	if mods.Committed && !sameSlice(mods.Transcript, r.transcript) {
-		if err := r.commit(mods.Transcript); err != nil {
+		if err := r.commit(mods.Transcript, mods.Room); err != nil {
 			return nil, &StepError{Step: n, Op: OpValidate, Err: err}
 		}
 		rec.Committed = true
