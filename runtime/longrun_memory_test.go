@@ -27,12 +27,18 @@ const (
 // longRunDefaults runs the long run for steps steps and returns the result
 // with the live heap it holds (after a collection) and the CPU time it took.
 func longRunDefaults(tb testing.TB, steps int) (res *runtime.Result, retained uint64, cpu time.Duration) {
+	return longRunIn(tb, steps, bigWindow, bigReserve)
+}
+
+// longRunIn is longRunDefaults with another window; with none,
+// builtin.Defaults registers no effects.
+func longRunIn(tb testing.TB, steps, window, reserve int) (res *runtime.Result, retained uint64, cpu time.Duration) {
 	tb.Helper()
 	before := liveHeap()
 	cpu0, _ := cpuTime()
 	m := &readerModel{n: steps - 1}
-	res, err := runtime.Run(context.Background(), m, longRunAgent(bigWindow, bigReserve),
-		runtime.Config{MaxSteps: steps, Window: bigWindow, Reserve: bigReserve})
+	res, err := runtime.Run(context.Background(), m, longRunAgent(window, reserve),
+		runtime.Config{MaxSteps: steps, Window: window, Reserve: reserve})
 	cpu1, _ := cpuTime()
 	require.NoError(tb, err)
 	require.Len(tb, res.Steps, steps, "steps run")
@@ -50,20 +56,33 @@ func longRunDefaults(tb testing.TB, steps int) (res *runtime.Result, retained ui
 func BenchmarkLongRunDefaults(b *testing.B) {
 	for _, steps := range []int{300, 1000, 3000} {
 		b.Run(fmt.Sprintf("steps=%d", steps), func(b *testing.B) {
-			b.ReportAllocs()
-			var retained uint64
-			var cpu time.Duration
-			for b.Loop() {
-				_, r, c := longRunDefaults(b, steps)
-				retained += r
-				cpu += c
-			}
-			n := float64(b.N * steps)
-			b.ReportMetric(float64(retained)/n, "retained-B/step")
-			if _, ok := cpuTime(); ok {
-				b.ReportMetric(float64(cpu.Nanoseconds())/n, "cpu-ns/step")
-			}
+			benchLongRun(b, steps, bigWindow, bigReserve)
 		})
+	}
+}
+
+// BenchmarkLongRunNoEffects is the same long run with no window, and so
+// no effects: the transcript only grows, and the records share its array.
+// It is what BenchmarkLongRunDefaults compares with.
+func BenchmarkLongRunNoEffects(b *testing.B) {
+	for _, steps := range []int{1000} {
+		b.Run(fmt.Sprintf("steps=%d", steps), func(b *testing.B) { benchLongRun(b, steps, 0, 0) })
+	}
+}
+
+func benchLongRun(b *testing.B, steps, window, reserve int) {
+	b.ReportAllocs()
+	var retained uint64
+	var cpu time.Duration
+	for b.Loop() {
+		_, r, c := longRunIn(b, steps, window, reserve)
+		retained += r
+		cpu += c
+	}
+	n := float64(b.N * steps)
+	b.ReportMetric(float64(retained)/n, "retained-B/step")
+	if _, ok := cpuTime(); ok {
+		b.ReportMetric(float64(cpu.Nanoseconds())/n, "cpu-ns/step")
 	}
 }
 
