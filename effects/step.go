@@ -59,6 +59,7 @@ type Step struct {
 	appended  []defs.Message // messages appended since the last replace
 	replaced  bool           // a ReplaceMessages view is in force
 	rewritten bool           // base is no longer the transcript Budget describes
+	spare     []defs.Message // the copy CopyTranscript made, until it is committed
 	mods      stepmods.Mods
 	current   *slot
 }
@@ -176,13 +177,30 @@ func (s *Step) CommitMessages(msgs []defs.Message) {
 	s.base, s.view, s.owned = msgs, msgs, false
 	s.verbatim = len(msgs)
 	s.rewritten = true
-	s.mods.Committed, s.mods.Transcript = true, msgs
+	s.mods.Committed, s.mods.Transcript, s.mods.Room = true, msgs, false
+	if spare := s.spare; len(msgs) > 0 && len(spare) > 0 && &msgs[0] == &spare[0] && len(msgs) <= cap(spare) {
+		// The copy CopyTranscript made: its room is the runtime's.
+		s.mods.Transcript, s.mods.Room = spare[:len(msgs)], true
+	}
+	s.spare = nil
 	s.mods.Viewed = false
 	s.replaced = false
 	if appended := s.appended; len(appended) > 0 {
 		s.appended = nil
 		s.AppendMessages(appended...)
 	}
+}
+
+// CopyTranscript returns a copy of the transcript, to change and commit
+// with CommitMessages: the way to rewrite a few messages (trimming does).
+// The copy has room after its end for the messages the step adds (the
+// reply and its tool results), so that the runtime appends them without
+// copying the transcript once more. The caller owns the copy until it
+// commits it, and must not use it afterwards.
+func (s *Step) CopyTranscript() []defs.Message {
+	n := len(s.base)
+	s.spare = append(make([]defs.Message, 0, n+n/16+8), s.base...)
+	return s.spare
 }
 
 // CommitAppend appends msgs to the transcript for this step and every later

@@ -162,7 +162,7 @@ func TestToolsFilterAndPrefix(t *testing.T) {
 	require.Len(t, handles, 1)
 	assert.Contains(t, handles, "calc_add", "the prefixed name, with characters model APIs refuse replaced")
 	require.NotEmpty(t, res.Steps)
-	tools := res.Steps[0].Request.Tools
+	tools := res.Steps[0].Request().Tools
 	require.Len(t, tools, 1)
 	assert.Equal(t, "Add two numbers.", tools[0].Description)
 
@@ -238,7 +238,7 @@ func tools(t *testing.T, fn prompt.Func) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return toolNames(step.Request), nil
+	return toolNames(step.Request()), nil
 }
 
 // The server says its tools changed: the next step's request has them.
@@ -251,7 +251,7 @@ func TestToolListChanged(t *testing.T) {
 	r := runtime.New(snapshots.Script(snapshots.CallTool("add", addArgs{1, 1}), snapshots.Text("ok")), fn, runtime.Config{})
 	step, err := r.Next(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"add"}, toolNames(step.Request))
+	assert.Equal(t, []string{"add"}, toolNames(step.Request()))
 
 	sdk.AddTool(srv, &sdk.Tool{Name: "mul", Description: "Multiply two numbers."},
 		func(ctx context.Context, req *sdk.CallToolRequest, in addArgs) (*sdk.CallToolResult, sum, error) {
@@ -265,7 +265,7 @@ func TestToolListChanged(t *testing.T) {
 	only = append(only, "mul")
 	step, err = r.Next(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"add", "mul"}, toolNames(step.Request))
+	assert.Equal(t, []string{"add", "mul"}, toolNames(step.Request()))
 }
 
 func toolNames(req *llm.Request) []string {
@@ -281,7 +281,7 @@ func TestResources(t *testing.T) {
 	s := httpServer(t, newTestServer())
 	res, err := runtime.Run(context.Background(), snapshots.Script(snapshots.Text("ok")), agent(s, mcp.Only()), runtime.Config{})
 	require.NoError(t, err)
-	sys := res.Steps[0].Request.System
+	sys := res.Steps[0].Request().System
 	assert.Contains(t, sys, "<note>Buy milk.</note>")
 	assert.Contains(t, sys, "retries: 3", "JSON content is a structured variable")
 }
@@ -388,7 +388,7 @@ func TestReferenceServerEverything(t *testing.T) {
 		snapshots.Text("done"),
 	), fn, runtime.Config{})
 	require.NoError(t, err)
-	assert.Equal(t, []string{"ev_echo", "ev_get-sum"}, toolNames(res.Steps[0].Request))
+	assert.Equal(t, []string{"ev_echo", "ev_get-sum"}, toolNames(res.Steps[0].Request()))
 	echo := res.Steps[0].ToolResults[0]
 	assert.False(t, echo.IsError, echo.Content)
 	assert.Contains(t, echo.Content, "hello")

@@ -138,7 +138,7 @@ func TestToolWithoutSchema(t *testing.T) {
 	}), mcp.Options{})
 	res, err := runTools(t, s, snapshots.CallTool("ping_it", struct{}{}), snapshots.Text("ok"))
 	require.NoError(t, err)
-	assert.Equal(t, []string{"ping_it"}, toolNames(res.Steps[0].Request))
+	assert.Equal(t, []string{"ping_it"}, toolNames(res.Steps[0].Request()))
 	r := res.Steps[0].ToolResults[0]
 	assert.False(t, r.IsError, r.Content)
 	assert.Equal(t, "pong", r.Content)
@@ -169,7 +169,7 @@ func TestToolWithBadSchema(t *testing.T) {
 			}
 			res, err := runtime.Run(t.Context(), snapshots.Script(snapshots.Text("ok")), fn, runtime.Config{})
 			require.NoError(t, err)
-			assert.Equal(t, []string{"good"}, toolNames(res.Steps[0].Request))
+			assert.Equal(t, []string{"good"}, toolNames(res.Steps[0].Request()))
 		})
 	}
 }
@@ -349,7 +349,7 @@ func TestNotificationDuringResourceRead(t *testing.T) {
 	res, err := runtime.Run(t.Context(), snapshots.Script(snapshots.Text("ok")), fn, runtime.Config{})
 	require.NoError(t, err)
 	assert.Less(t, time.Since(start), time.Second)
-	assert.Contains(t, res.Steps[0].Request.System, "<a>hello</a>")
+	assert.Contains(t, res.Steps[0].Request().System, "<a>hello</a>")
 
 	closed := make(chan error, 1)
 	go func() { closed <- s.Close() }()
@@ -551,7 +551,7 @@ func TestToolNameCollidesAcrossServers(t *testing.T) {
 	}
 	res, err := runtime.Run(t.Context(), snapshots.Script(snapshots.Text("ok")), fn, runtime.Config{})
 	require.NoError(t, err)
-	assert.Equal(t, []string{"a_search", "b_search"}, toolNames(res.Steps[0].Request))
+	assert.Equal(t, []string{"a_search", "b_search"}, toolNames(res.Steps[0].Request()))
 }
 
 // Content the model cannot read as text (an image, audio, a blob, a link)
@@ -635,10 +635,10 @@ func TestResourceUpdatedDuringRead(t *testing.T) {
 	defer r.Close()
 	step, err := r.Next(t.Context())
 	require.NoError(t, err)
-	assert.Contains(t, step.Request.System, "<a>v1</a>")
+	assert.Contains(t, step.Request().System, "<a>v1</a>")
 	step, err = r.Next(t.Context())
 	require.NoError(t, err)
-	assert.Contains(t, step.Request.System, "<a>v2</a>", "read again")
+	assert.Contains(t, step.Request().System, "<a>v2</a>", "read again")
 }
 
 // silentServer is a server that reads what it is sent and never answers,

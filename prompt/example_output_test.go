@@ -31,7 +31,7 @@ func ExampleDefOutput() {
 		return
 	}
 	var schema bytes.Buffer
-	json.Indent(&schema, res.Steps[0].Request.Output.Schema, "", "  ")
+	json.Indent(&schema, res.Steps[0].Request().Output.Schema, "", "  ")
 	fmt.Println(schema.String())
 	v, err := runtime.Output[Verdict](res)
 	fmt.Printf("%+v %v\n", v, err)

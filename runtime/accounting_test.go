@@ -77,7 +77,7 @@ func TestStepTokenAccounting(t *testing.T) {
 	res, err := runtime.Run(context.Background(), snapshots.Script(replies...), fn, runtime.Config{Counter: charCounter{}, CachedInputFraction: 0.25})
 	require.NoError(t, err)
 	for i, s := range res.Steps {
-		fixed, total := fromScratch(s.Request)
+		fixed, total := fromScratch(s.Request())
 		assert.Equal(t, total, s.InputTokens, "step %d: InputTokens against a count from scratch", i)
 		var want int
 		switch {
@@ -87,8 +87,8 @@ func TestStepTokenAccounting(t *testing.T) {
 			want = fixed // the first message changed: only system prompt and tools are shared
 		case i == remindAt+1:
 			prev := res.Steps[i-1]
-			_, prevTotal := fromScratch(prev.Request)
-			reminder := charCounter{}.Message(prev.Request.Messages[len(prev.Request.Messages)-1])
+			_, prevTotal := fromScratch(prev.Request())
+			reminder := charCounter{}.Message(prev.Request().Messages[len(prev.Request().Messages)-1])
 			want = prevTotal - reminder // all but the previous step's reminder
 		default:
 			want = res.Steps[i-1].InputTokens // the previous request is a prefix
@@ -118,7 +118,7 @@ func TestBudgetCountsWhatEffectsSee(t *testing.T) {
 	res, err := runtime.Run(context.Background(), m, fn, runtime.Config{Counter: charCounter{}, Window: 1000, Reserve: 100})
 	require.NoError(t, err)
 	for i := range res.Steps {
-		_, total := fromScratch(res.Steps[i].Request)
+		_, total := fromScratch(res.Steps[i].Request())
 		assert.Equal(t, total, seen[i], "step %d: tokens the effect saw against the request's", i)
 	}
 }
@@ -156,10 +156,10 @@ func TestEstimatesAreCalibratedByReportedUsage(t *testing.T) {
 			m := snapshots.Script(reply(true), reply(true), reply(false))
 			res, err := runtime.Run(context.Background(), m, echoPrompt, runtime.Config{Counter: estimate{}})
 			require.NoError(t, err)
-			_, raw := fromScratch(res.Steps[0].Request)
+			_, raw := fromScratch(res.Steps[0].Request())
 			assert.Equal(t, raw, res.Steps[0].InputTokens, "step 0 (nothing reported yet): InputTokens, want the raw count")
 			for i := 1; i < len(res.Steps); i++ {
-				_, raw := fromScratch(res.Steps[i].Request)
+				_, raw := fromScratch(res.Steps[i].Request())
 				want := float64(raw) * tc.want
 				assert.InDelta(t, want, float64(res.Steps[i].InputTokens), 3, "step %d: InputTokens, want about %d × %v", i, raw, tc.want)
 			}

@@ -161,7 +161,7 @@ func TestApprovalPausesAndContinuesInProcess(t *testing.T) {
 	require.Len(t, res.Steps, 2)
 	c := res.Steps[0]
 	assert.Equal(t, 0, c.Number)
-	assert.Nil(t, c.Request)
+	assert.Nil(t, c.Request(), "the completing record sends no request")
 	assert.False(t, c.Resumed)
 	assert.Equal(t, []runtime.Decision{
 		{CallID: "c2", Tool: "transfer", Approved: true},

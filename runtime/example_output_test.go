@@ -37,7 +37,7 @@ func ExampleOutput() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Printf("%d steps, asked with %s: %+v\n", len(res.Steps), res.Steps[0].Request.Output.Mode, inv)
+	fmt.Printf("%d steps, asked with %s: %+v\n", len(res.Steps), res.Steps[0].Request().Output.Mode, inv)
 	fmt.Println(res.Steps[0].ToolResults[0].Content)
 	// Output:
 	// 2 steps, asked with tool: {Number:2026-17 Total:240}

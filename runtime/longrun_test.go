@@ -181,11 +181,11 @@ func TestExactCountsTokeniseEachMessageOnce(t *testing.T) {
 			// Every count from scratch, each distinct message tokenised once.
 			memo := map[string]int{}
 			for i, s := range res.Steps {
-				want := exact.Text(s.Request.System)
-				for _, tool := range s.Request.Tools {
+				want := exact.Text(s.Request().System)
+				for _, tool := range s.Request().Tools {
 					want += exact.Tool(tool.Name, tool.Description, tool.Parameters)
 				}
-				for _, m := range s.Request.Messages {
+				for _, m := range s.Request().Messages {
 					k := messageKey(m)
 					n, ok := memo[k]
 					if !ok {

@@ -280,8 +280,8 @@ type stepSummary struct {
 
 func summarize(s *runtime.Step) stepSummary {
 	out := stepSummary{Number: s.Number, Results: s.ToolResults, State: s.State, Done: s.Done}
-	if s.Request != nil {
-		out.System, out.Messages, out.Tools = s.Request.System, transcriptOf(s.Request.Messages), toolNames(s.Request)
+	if s.Request() != nil {
+		out.System, out.Messages, out.Tools = s.Request().System, transcriptOf(s.Request().Messages), toolNames(s.Request())
 	}
 	if s.Reply != nil {
 		out.Reply = transcriptOf([]defs.Message{s.Reply.Message})
@@ -501,7 +501,7 @@ func TestPromptPanicFailsRunWithSite(t *testing.T) {
 	assert.Contains(t, err.Error(), site, "the error does not name the site")
 	// The completed step and the failed one without a request.
 	if assert.Len(t, res.Steps, 2, "steps") {
-		assert.Nil(t, res.Steps[1].Request, "the failed step's Request")
+		assert.Nil(t, res.Steps[1].Request(), "the failed step's Request")
 	}
 	assert.True(t, cleaned.Load(), "effect cleanup did not run when the run failed")
 }

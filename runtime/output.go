@@ -211,8 +211,8 @@ func orEmptyObject(raw json.RawMessage) json.RawMessage {
 // declared at this step it does nothing.
 func (r *Runner) settleOutput(rec *Step) (done bool, feedback *defs.Message, err error) {
 	var spec *llm.OutputSpec
-	if rec.Request != nil {
-		spec = rec.Request.Output
+	if rec.sent {
+		spec = rec.request.Output
 	} else {
 		spec = r.outputSpec() // a step completed by Resume
 	}

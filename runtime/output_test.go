@@ -50,10 +50,10 @@ func TestOutputDeclaredPerStep(t *testing.T) {
 			res, err := runtime.Run(context.Background(), model, summarizer, runtime.Config{OutputMode: mode})
 			require.NoError(t, err)
 			require.Len(t, res.Steps, 2)
-			assert.Nil(t, res.Steps[0].Request.Output, "no output declared at step 0")
-			require.NotNil(t, res.Steps[1].Request.Output)
-			assert.Equal(t, mode, res.Steps[1].Request.Output.Mode)
-			assert.Equal(t, "runtime_test.summary", res.Steps[1].Request.Output.Type)
+			assert.Nil(t, res.Steps[0].Request().Output, "no output declared at step 0")
+			require.NotNil(t, res.Steps[1].Request().Output)
+			assert.Equal(t, mode, res.Steps[1].Request().Output.Mode)
+			assert.Equal(t, "runtime_test.summary", res.Steps[1].Request().Output.Type)
 			s, err := runtime.Output[summary](res)
 			require.NoError(t, err)
 			assert.Equal(t, summary{Title: "T", Points: []string{"a"}}, s)
@@ -74,8 +74,8 @@ func TestOutputAuto(t *testing.T) {
 		}
 		res, err := runtime.Run(context.Background(), model, summarizer, runtime.Config{})
 		require.NoError(t, err)
-		assert.Equal(t, want, res.Steps[1].Request.Output.Mode)
-		tools := res.Steps[1].Request.Tools
+		assert.Equal(t, want, res.Steps[1].Request().Output.Mode)
+		tools := res.Steps[1].Request().Tools
 		assert.Equal(t, !native, tools[len(tools)-1].Name == "summary", "answer tool offered: %v", tools)
 	}
 }
@@ -91,7 +91,7 @@ func TestOutputTextInToolMode(t *testing.T) {
 	res, err := runtime.Run(context.Background(), model, summarizer, runtime.Config{OutputMode: llm.OutputTool})
 	require.NoError(t, err)
 	require.Len(t, res.Steps, 3)
-	msgs := res.Steps[2].Request.Messages
+	msgs := res.Steps[2].Request().Messages
 	last := msgs[len(msgs)-1]
 	assert.Equal(t, defs.RoleUser, last.Role)
 	assert.Contains(t, last.Content, `Give your final answer by calling the tool "summary"`)
@@ -329,9 +329,9 @@ func TestOutputStrictSchema(t *testing.T) {
 		"tags":{"type":["null","array"],"items":{"type":"string"}},
 		"count":{"type":["integer","null"]}},
 		"required":["id","at","place","tags","count"],"additionalProperties":false}`
-	assert.JSONEq(t, want, string(res.Steps[0].Request.Output.Schema))
+	assert.JSONEq(t, want, string(res.Steps[0].Request().Output.Schema))
 	require.Len(t, res.Steps, 2, "the first answer has a property the schema does not allow")
-	assert.Contains(t, res.Steps[1].Request.Messages[2].Content, "extra")
+	assert.Contains(t, res.Steps[1].Request().Messages[2].Content, "extra")
 	e, err := runtime.Output[event](res)
 	require.NoError(t, err)
 	assert.Equal(t, "e1", e.ID)

@@ -13,13 +13,6 @@ import (
 // Stages 1–4 of "A step" (doc.go): the prompt function is executed, the
 // effects due before the call run, and the request is rendered.
 
-// stepRequest is a step's record and its first request, allocated
-// together.
-type stepRequest struct {
-	step Step
-	req  llm.Request
-}
-
 // prepare begins a new step and makes its request: it executes the prompt
 // function, whose new messages join the transcript, runs the effects due
 // before the call, applies their changes, and renders and checks the
@@ -28,9 +21,9 @@ type stepRequest struct {
 // request.
 func (r *Runner) prepare(ctx context.Context) (*Step, *effects.Step, *llm.Request, error) {
 	n := r.step
-	sr := &stepRequest{step: Step{Number: n, Turn: r.conv.turn, Sent: r.conv.sent}}
-	rec := &sr.step
-	r.spareReq = &sr.req // for the step's first request (see render)
+	// The record keeps its request apart (see recordRequest): a request
+	// allocated with it would keep the transcript's array alive.
+	rec := &Step{Number: n, Turn: r.conv.turn, Sent: r.conv.sent}
 	reg := r.c().Registry()
 	reg.BeginStep()
 
@@ -90,7 +83,7 @@ func (r *Runner) effectStep(n int, es *effects.Step) *effects.Step {
 // request applies the effects' changes and renders and checks the request.
 func (r *Runner) request(n int, rec *Step, mods *stepmods.Mods) (*llm.Request, error) {
 	if mods.Committed && !sameSlice(mods.Transcript, r.transcript) {
-		if err := r.commit(mods.Transcript); err != nil {
+		if err := r.commit(mods.Transcript, mods.Room); err != nil {
 			return nil, &StepError{Step: n, Op: OpValidate, Err: err}
 		}
 		rec.Committed = true
@@ -99,7 +92,7 @@ func (r *Runner) request(n int, rec *Step, mods *stepmods.Mods) (*llm.Request, e
 	if err != nil {
 		return nil, err
 	}
-	rec.Request = req
+	r.recordRequest(rec, req)
 	reg := r.c().Registry()
 	rec.Disabled = reg.DisabledRefs()
 	rec.Reminded = reg.Reminded()
@@ -130,12 +123,7 @@ func (r *Runner) render(n int, mods *stepmods.Mods) (req *llm.Request, verbatim 
 	if refs := reg.Reminded(); len(refs) > 0 {
 		msgs = append(msgs, reminderMessage(refs)) // msgs is clipped: this copies
 	}
-	req = r.spareReq
-	r.spareReq = nil
-	if req == nil {
-		req = new(llm.Request)
-	}
-	*req = llm.Request{System: sys, Messages: msgs, Tools: r.renderer.tools(reg, mods), Agent: r.agent, Step: n}
+	req = &llm.Request{System: sys, Messages: msgs, Tools: r.renderer.tools(reg, mods), Agent: r.agent, Step: n}
 	if err := r.renderOutput(req); err != nil {
 		return nil, 0, &StepError{Step: n, Op: OpRender, Err: err}
 	}

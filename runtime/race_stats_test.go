@@ -54,7 +54,7 @@ func TestStatsPolledDuringRun(t *testing.T) {
 // Config.StopWhen is the run's: it is not called for the steps of its
 // sub-agents, which run in tool calls, in parallel, on other goroutines
 // (the package doc promises callbacks on the goroutine that drives the
-// runner). Before, it was, with Step.Request.Agent set, and a condition
+// runner). Before, it was, with Step.Request().Agent set, and a condition
 // on the step number stopped the sub-agents too.
 func TestStopWhenIsNotCalledForSubAgents(t *testing.T) {
 	var calls atomic.Int32
@@ -63,7 +63,7 @@ func TestStopWhenIsNotCalledForSubAgents(t *testing.T) {
 	cfg := runtime.Config{StopWhen: func(last *runtime.Step) bool {
 		calls.Add(1)
 		mu.Lock()
-		agents = append(agents, last.Request.Agent)
+		agents = append(agents, last.Request().Agent)
 		mu.Unlock()
 		return false
 	}}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"unsafe"
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
@@ -96,11 +97,7 @@ func (r *Runner) attachSummaries(s *Step) {
 // of snapshots and of logs.
 type Step struct {
 	Number int
-	// Request is what was sent. Its Messages share memory with the
-	// transcript: read-only. It is nil for a step interrupted by a crash
-	// after the model's reply and completed by Resume (Resumed is set).
-	Request *llm.Request
-	Reply   *llm.Reply
+	Reply  *llm.Reply
 	// ToolResults are the results of the reply's tool calls, in call order.
 	ToolResults []defs.ToolResult
 	// Agents are the sub-agents the reply's tool calls ran, in call order,
@@ -169,6 +166,129 @@ type Step struct {
 	// the run went on (Runner.Send) or posted through the store (Post).
 	Turn int
 	Sent []defs.Message
+
+	sent    bool         // a request was sent: request and msgs hold it
+	request llm.Request  // what was sent, but its Messages (nil); see Request
+	msgs    *reqMessages // its messages
+}
+
+// Request returns what was sent at the step; nil for a step interrupted by
+// a crash after the model's reply and completed by Resume (Resumed is set),
+// and for the record that completes a paused step (Decisions is set: the
+// paused step's record holds the request).
+//
+// A record keeps of its request's messages only what changed since the
+// previous step's request, so that the records of a long run whose
+// transcript is rewritten at every step (trimming) keep memory linear in
+// its steps, not quadratic. Each call therefore builds Messages anew, in
+// time linear in their number: call it once per use, not in a loop. The
+// returned request is the caller's; its messages share their strings and
+// tool calls with the transcript: read-only.
+func (s *Step) Request() *llm.Request {
+	if !s.sent {
+		return nil
+	}
+	req := s.request
+	req.Messages = s.msgs.slice()
+	return &req
+}
+
+// SetRequest sets the request of a record made by hand (tests, tools that
+// build records): s keeps req, and Request returns a copy of it with
+// req.Messages copied. nil clears it. The runtime records the requests it
+// sends itself.
+func (s *Step) SetRequest(req *llm.Request) {
+	s.sent, s.request, s.msgs = req != nil, llm.Request{}, nil
+	if req == nil {
+		return
+	}
+	s.request = *req
+	s.request.Messages = nil
+	s.msgs = newReqMessages(nil, nil, req.Messages)
+}
+
+// recordRequest records req, just rendered, as the request of rec: its
+// messages as a change of the previous request's.
+func (r *Runner) recordRequest(rec *Step, req *llm.Request) {
+	rec.sent, rec.request = true, *req
+	rec.request.Messages = nil
+	rec.msgs = newReqMessages(r.lastReq, r.lastMsgs, req.Messages)
+	r.lastReq, r.lastMsgs = rec.msgs, req.Messages
+}
+
+// reqMessages are the messages of a step's request, kept as what changed
+// since those of the previous request: the first keep messages of prev,
+// then tail (a copy of its own, so that no record keeps a transcript's
+// array alive). A nil *reqMessages holds no messages.
+//
+// A request that keeps less than half of the previous one (after a
+// compaction) starts a new chain: the records before it are then freed
+// with their steps (a conversation's Runner keeps only the last chain),
+// and building Messages walks back no further than the last compaction.
+type reqMessages struct {
+	prev *reqMessages
+	keep int
+	tail []defs.Message
+}
+
+// newReqMessages returns msgs as a change of prev, whose messages are
+// prevMsgs.
+func newReqMessages(prev *reqMessages, prevMsgs, msgs []defs.Message) *reqMessages {
+	k := 0
+	switch {
+	case prev == nil || len(prevMsgs) == 0 || len(msgs) == 0:
+	case &prevMsgs[0] == &msgs[0]:
+		// The same array: a transcript message is never changed in place.
+		k = min(len(prevMsgs), len(msgs))
+	default:
+		for k < len(prevMsgs) && k < len(msgs) && sameCopy(&prevMsgs[k], &msgs[k]) {
+			k++
+		}
+	}
+	if 2*k < len(msgs) {
+		prev, k = nil, 0
+	}
+	return &reqMessages{prev: prev, keep: k, tail: slices.Clone(msgs[k:])}
+}
+
+// sameCopy reports whether a and b are identical messages, fast when one
+// is a copy of the other (a transcript rewritten by an effect copies the
+// messages it keeps: their strings, tool calls and Meta are the same).
+func sameCopy(a, b *defs.Message) bool {
+	if a.Role == b.Role && a.Content == b.Content && a.Reasoning == b.Reasoning && a.ToolCallID == b.ToolCallID &&
+		a.Name == b.Name && a.IsError == b.IsError && len(a.ToolCalls) == len(b.ToolCalls) &&
+		(len(a.ToolCalls) == 0 || &a.ToolCalls[0] == &b.ToolCalls[0]) && sameMap(a.Meta, b.Meta) {
+		return true
+	}
+	return a.Identical(*b)
+}
+
+// sameMap reports whether a and b are the same map (or both nil).
+func sameMap(a, b map[string]string) bool {
+	return *(*unsafe.Pointer)(unsafe.Pointer(&a)) == *(*unsafe.Pointer)(unsafe.Pointer(&b))
+}
+
+func (m *reqMessages) len() int {
+	if m == nil {
+		return 0
+	}
+	return m.keep + len(m.tail)
+}
+
+// slice returns the messages, in a new slice.
+func (m *reqMessages) slice() []defs.Message {
+	n := m.len()
+	if n == 0 {
+		return nil
+	}
+	out := make([]defs.Message, n)
+	for p, end := m, n; end > 0; p = p.prev {
+		if end > p.keep {
+			copy(out[p.keep:end], p.tail)
+			end = p.keep
+		}
+	}
+	return out
 }
 
 // Result is the outcome of a completed run.

@@ -52,7 +52,8 @@ type Runner struct {
 	offered    []string            // tools offered by the request of the step under way
 	retired    map[string]struct{} // call ids of messages commits took out of the transcript (see uniqueCallIDs)
 	batch      *callBatch          // kept for the next reply's calls (see newBatch)
-	spareReq   *llm.Request        // where render puts the step's first request, allocated with its record
+	lastReq    *reqMessages        // the messages of the last request recorded (see recordRequest)
+	lastMsgs   []defs.Message      // and the same as a slice, to compare the next request with
 	saveMu     sync.Mutex
 	usageMu    sync.Mutex // guards usage and stats
 	obs        observer   // tracing and logging (see observe.go)

@@ -39,7 +39,7 @@ func (r *Runner) settle(ctx context.Context, rec *Step, stopTool bool) (endErr, 
 		return nil, err
 	}
 	if mods := es.Mods(); mods.Committed {
-		if err := r.commit(mods.Transcript); err != nil {
+		if err := r.commit(mods.Transcript, mods.Room); err != nil {
 			return nil, &StepError{Step: n, Op: OpValidate, Err: err}
 		}
 		rec.Committed = true
@@ -88,8 +88,10 @@ func sameSlice(a, b []defs.Message) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
-// commit replaces the transcript with msgs after checking it.
-func (r *Runner) commit(msgs []defs.Message) error {
+// commit replaces the transcript with msgs after checking it. With room,
+// the spare capacity of msgs is the runtime's: the messages the step adds
+// next are appended there instead of into a copy.
+func (r *Runner) commit(msgs []defs.Message, room bool) error {
 	keep, err := r.valid.checkCommit(r.transcript, msgs)
 	if err != nil {
 		return err
@@ -103,7 +105,10 @@ func (r *Runner) commit(msgs []defs.Message) error {
 	r.retire(gone, kept)
 	r.obs.committed(r.transcript, msgs)
 	r.recorder.commit(len(r.transcript), len(msgs))
-	r.transcript = slices.Clip(msgs)
+	r.transcript = msgs
+	if !room {
+		r.transcript = slices.Clip(msgs)
+	}
 	r.appended = false
 	if !keep {
 		r.valid.reset()

@@ -165,7 +165,8 @@ func fillRecord(out *session.StepRecord, rec *Step, durs []time.Duration, sr *st
 	if len(rec.Reminded) > 0 {
 		out.Reminded = refStrings(rec.Reminded)
 	}
-	if req := rec.Request; req != nil {
+	if rec.sent {
+		req := &rec.request // its Messages are not needed
 		switch {
 		case len(req.Tools) == 0:
 		case sr != nil && sameToolSlice(sr.tools, req.Tools):
@@ -261,7 +262,7 @@ func (s *Step) Record() *session.StepRecord {
 // and its sub-agents' steps.
 func shown(out *session.StepRecord, rec *Step) {
 	out.Committed = rec.Committed
-	if req := rec.Request; req != nil {
+	if req := rec.Request(); req != nil {
 		r := &steprec.Request{System: req.System, Messages: req.Messages}
 		for _, t := range req.Tools {
 			r.Tools = append(r.Tools, steprec.Tool{Name: t.Name, Description: t.Description, Schema: string(t.Parameters)})

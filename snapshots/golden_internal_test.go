@@ -88,16 +88,16 @@ func FuzzFormatSections(f *testing.F) {
 	f.Add("a\r\nb", "\n\n", "--  --", "a\nb")
 	f.Fuzz(func(t *testing.T, system, user, result, key string) {
 		step := &runtime.Step{
-			Request: &llm.Request{
-				System:   system,
-				Messages: []defs.Message{defs.UserMessage(user)},
-				Tools:    []llm.ToolSpec{{Name: "t", Description: user, Parameters: json.RawMessage(result)}},
-			},
 			Reply: &llm.Reply{Message: defs.Message{Role: defs.RoleAssistant, Content: result,
 				ToolCalls: []defs.ToolCall{{ID: "c1", Name: "t", Arguments: json.RawMessage(user)}}}},
 			ToolResults: []defs.ToolResult{{CallID: "c1", Name: "t", Content: result}},
 			State:       map[string]any{key: result},
 		}
+		step.SetRequest(&llm.Request{
+			System:   system,
+			Messages: []defs.Message{defs.UserMessage(user)},
+			Tools:    []llm.ToolSpec{{Name: "t", Description: user, Parameters: json.RawMessage(result)}},
+		})
 		out := string(Format([]*runtime.Step{step}, errors.New(user)))
 		var names []string
 		for _, s := range splitSections(out) {

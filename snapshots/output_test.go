@@ -132,7 +132,7 @@ func TestStructuredOutputRecordReplay(t *testing.T) {
 			if native {
 				wantMode = llm.OutputNative
 			}
-			require.Equal(t, wantMode, got.Steps[0].Request.Output.Mode)
+			require.Equal(t, wantMode, got.Steps[0].Request().Output.Mode)
 			v, err := runtime.Output[verdict](got)
 			require.NoError(t, err)
 			require.Equal(t, []string{"a one-line change"}, v.Reasons)

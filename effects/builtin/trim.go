@@ -133,7 +133,7 @@ func (t *trimmer) run(ctx context.Context, s *effects.Step) error {
 	if k < t.cfg.Batch {
 		return nil
 	}
-	out := slices.Clone(msgs)
+	out := s.CopyTranscript()
 	n := 0
 	for _, c := range t.cands[:k] {
 		m := &out[c.idx]

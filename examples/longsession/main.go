@@ -338,11 +338,11 @@ func (m *metrics) record(rec *runtime.Step, unseen map[string]string) {
 		m.overWindow++
 	}
 	m.maxInput = max(m.maxInput, rec.InputTokens)
-	if rec.Request != nil {
-		if runtime.ValidateMessages(rec.Request.Messages) != nil {
+	if req := rec.Request(); req != nil {
+		if runtime.ValidateMessages(req.Messages) != nil {
 			m.pairing++
 		}
-		for _, msg := range rec.Request.Messages {
+		for _, msg := range req.Messages {
 			if full, ok := unseen[msg.ToolCallID]; ok && msg.Role == defs.RoleTool && msg.Content == full {
 				delete(unseen, msg.ToolCallID)
 				m.recalled++

@@ -126,11 +126,13 @@ func TestRecord(t *testing.T) {
 	unseen := map[string]string{}
 	call := defs.Message{Role: defs.RoleAssistant, ToolCalls: []defs.ToolCall{{ID: "a", Name: "read_file", Arguments: []byte("{}")}, {ID: "b", Name: "read_file", Arguments: []byte("{}")}}}
 	m.record(&runtime.Step{InputTokens: window - reserve, ToolResults: []defs.ToolResult{{CallID: "a", Content: "full a"}, {CallID: "b", Content: "full b"}}}, unseen)
-	m.record(&runtime.Step{InputTokens: window - reserve + 1, PrefixTokens: 100, Request: &llm.Request{Messages: []defs.Message{
+	trimmed := &runtime.Step{InputTokens: window - reserve + 1, PrefixTokens: 100}
+	trimmed.SetRequest(&llm.Request{Messages: []defs.Message{
 		defs.UserMessage("task"), call,
 		{Role: defs.RoleTool, ToolCallID: "a", Content: "full a"},
 		{Role: defs.RoleTool, ToolCallID: "b", Content: "full…[trimmed]"},
-	}}}, unseen)
+	}})
+	m.record(trimmed, unseen)
 	want := metrics{steps: 2, overWindow: 1, maxInput: window - reserve + 1, input: 2*(window-reserve) + 1, prefix: 100, results: 2, recalled: 1}
 	assert.Empty(t, cmp.Diff(want, m, cmp.AllowUnexported(metrics{})), "mismatch (-want +got)")
 	assert.Equal(t, map[string]string{"b": "full b"}, unseen)

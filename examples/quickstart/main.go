@@ -181,12 +181,12 @@ func printStep(s *runtime.Step, prev map[string]string) {
 	for _, d := range s.Reminded {
 		fmt.Printf("  reminded  %s\n", d)
 	}
-	if s.Request != nil {
-		names := make([]string, len(s.Request.Tools))
-		for i, t := range s.Request.Tools {
+	if req := s.Request(); req != nil {
+		names := make([]string, len(req.Tools))
+		for i, t := range req.Tools {
 			names[i] = t.Name
 		}
-		fmt.Printf("  request   %d messages, tools [%s]\n", len(s.Request.Messages), strings.Join(names, ", "))
+		fmt.Printf("  request   %d messages, tools [%s]\n", len(req.Messages), strings.Join(names, ", "))
 	}
 	for i, res := range s.ToolResults {
 		mark := "→"

@@ -96,11 +96,12 @@ func run(ctx context.Context, model llm.Model, cfg runtime.Config) error {
 	res, err := runtime.Run(ctx, model, Agent, cfg)
 	for _, s := range res.Steps {
 		fmt.Printf("step %d", s.Number)
-		if s.Request != nil && s.Request.Output != nil {
-			fmt.Printf(" (answer %q asked as %s)", s.Request.Output.Name, s.Request.Output.Mode)
+		req := s.Request()
+		if req != nil && req.Output != nil {
+			fmt.Printf(" (answer %q asked as %s)", req.Output.Name, req.Output.Mode)
 		}
 		fmt.Println()
-		if req := s.Request; req != nil && s.Number > 0 {
+		if req != nil && s.Number > 0 {
 			if n := len(req.Messages); n > 0 && req.Messages[n-1].Role == defs.RoleUser {
 				fmt.Printf("  sent back: %s\n", firstLine(req.Messages[n-1].Content))
 			}

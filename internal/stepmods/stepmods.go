@@ -12,6 +12,10 @@ type Mods struct {
 	// new transcript.
 	Committed  bool
 	Transcript []defs.Message
+	// Room is set when Transcript's spare capacity is the runtime's to
+	// append to (the copy effects.Step.CopyTranscript made); otherwise
+	// the runtime must not write past its length.
+	Room bool
 	// Viewed is set when this step's messages differ from the transcript;
 	// Messages are the messages to send.
 	Viewed   bool

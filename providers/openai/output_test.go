@@ -145,7 +145,7 @@ func TestOutputAnswerTool(t *testing.T) {
 			f, err := runtime.Output[forecast](res)
 			require.NoError(t, err)
 			assert.Equal(t, "Paris", f.City)
-			assert.Equal(t, llm.OutputTool, res.Steps[0].Request.Output.Mode)
+			assert.Equal(t, llm.OutputTool, res.Steps[0].Request().Output.Mode)
 		})
 	}
 }

@@ -97,8 +97,8 @@ func TestSourcesAgree(t *testing.T) {
 	assert.True(t, fromGolden.Done)
 	for i, s := range res.Steps {
 		a, b := fromStore.Steps[i], fromGolden.Steps[i]
-		assert.Equal(t, messages(s.Request.Messages), pool(fromStore, a.Request), "step %d: request from the store", i)
-		assert.Equal(t, messages(s.Request.Messages), pool(fromGolden, b.Request), "step %d: request from the golden file", i)
+		assert.Equal(t, messages(s.Request().Messages), pool(fromStore, a.Request), "step %d: request from the store", i)
+		assert.Equal(t, messages(s.Request().Messages), pool(fromGolden, b.Request), "step %d: request from the golden file", i)
 		assert.Equal(t, fromStore.Messages[a.Reply], fromGolden.Messages[b.Reply], "step %d: reply", i)
 		assert.Empty(t, cmp.Diff(a.Calls, b.Calls, cmpopts.IgnoreUnexported(viewer.ToolCall{}), cmpopts.IgnoreFields(viewer.ToolCall{}, "DurationMS")), "step %d: calls mismatch (-store +golden)", i)
 		assert.Equal(t, a.State, b.State, "step %d: state", i)
