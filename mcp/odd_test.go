@@ -279,7 +279,7 @@ func TestToolListRecurringFailure(t *testing.T) {
 	}, mcp.Options{})
 	res, err := runTools(t, s, snapshots.Text("ok"))
 	require.NoError(t, err, "garbage, then a good list")
-	assert.Equal(t, []string{"t"}, toolNames(res.Steps[0].Request))
+	assert.Equal(t, []string{"t"}, toolNames(res.Steps[0].Request()))
 	assert.Equal(t, int32(2), conns.Load(), "the broken connection was dropped, a new one made")
 }
 
@@ -758,7 +758,7 @@ func TestToolBounds(t *testing.T) {
 			}
 			res, err := runtime.Run(t.Context(), snapshots.Script(snapshots.Text("ok")), fn, runtime.Config{})
 			require.NoError(t, err, "the tools Only leaves")
-			assert.Len(t, res.Steps[0].Request.Tools, 1, "the tools Only leaves")
+			assert.Len(t, res.Steps[0].Request().Tools, 1, "the tools Only leaves")
 		})
 	}
 
@@ -766,7 +766,7 @@ func TestToolBounds(t *testing.T) {
 	s := rawServer(t, "odd", listing(manyTools(200), nil), mcp.Options{MaxTools: -1})
 	res, err := runTools(t, s, snapshots.Text("ok"))
 	require.NoError(t, err)
-	assert.Len(t, res.Steps[0].Request.Tools, 200, "MaxTools -1")
+	assert.Len(t, res.Steps[0].Request().Tools, 200, "MaxTools -1")
 }
 
 // A server process that dies at once: the error names the server by its

@@ -259,7 +259,7 @@ func calls(tr *Trajectory) []call {
 			continue // a decided step's reply is its paused record's
 		}
 		for _, c := range s.Reply.Message.ToolCalls {
-			if o := s.Request; o != nil && o.Output != nil && o.Output.Mode == llm.OutputTool && c.Name == o.Output.Name {
+			if o := s.Request(); o != nil && o.Output != nil && o.Output.Mode == llm.OutputTool && c.Name == o.Output.Name {
 				continue
 			}
 			out = append(out, call{i, c})
