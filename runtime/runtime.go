@@ -56,6 +56,9 @@ type Runner struct {
 	saveMu     sync.Mutex
 	usageMu    sync.Mutex // guards usage and stats
 	obs        observer   // tracing and logging (see observe.go)
+	// The session's incarnation (session.Checkpoint.Incarnation), carried
+	// from save to save as seq is.
+	incarnation int64
 	// The retired call ids as checkpoints keep them; nil until needed (see callids.go).
 	retiredJSON json.RawMessage
 	// Records for the step under way (see record.go).

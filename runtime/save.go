@@ -88,7 +88,7 @@ func (r *Runner) restore(cp *session.Checkpoint) error {
 	r.c().MarkMessagesSeen(cp.SeenMessages)
 	r.transcript = cp.Transcript
 	r.step = cp.Step
-	r.seq = cp.Seq
+	r.seq, r.incarnation = cp.Seq, cp.Incarnation
 	r.generation, r.savedGen = cp.Generation, cp.Generation
 	r.saved = cp.Transcript
 	r.done = cp.Done
@@ -122,6 +122,7 @@ func (r *Runner) checkpoint(done bool, pending *session.Pending) (*session.Check
 	return &session.Checkpoint{
 		SessionID:    r.cfg.SessionID,
 		Seq:          r.seq,
+		Incarnation:  r.incarnation,
 		Step:         r.step,
 		Generation:   r.generation,
 		Transcript:   r.transcript,
@@ -171,7 +172,7 @@ func (r *Runner) save(ctx context.Context, done bool, pending *session.Pending) 
 	if err := r.cfg.Store.Save(context.WithoutCancel(ctx), cp); err != nil {
 		return err
 	}
-	r.seq = cp.Seq
+	r.seq, r.incarnation = cp.Seq, cp.Incarnation
 	r.generation, r.savedGen = cp.Generation, cp.Generation
 	r.saved = r.transcript
 	return nil

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 
 	"github.com/reprompt/reprompt/defs"
@@ -18,6 +19,7 @@ type head struct {
 	Version      int                        `json:"version"`
 	SessionID    string                     `json:"session_id"`
 	Seq          int64                      `json:"seq"`
+	Incarnation  int64                      `json:"incarnation,omitempty"`
 	Step         int                        `json:"step"`
 	Generation   int                        `json:"generation"`
 	Root         *int                       `json:"root,omitempty"`
@@ -66,6 +68,7 @@ func encodeHead(cp *Checkpoint, root int) ([]byte, error) {
 		Version:      cp.FormatVersion(),
 		SessionID:    cp.SessionID,
 		Seq:          cp.Seq,
+		Incarnation:  cp.Incarnation,
 		Step:         cp.Step,
 		Generation:   cp.Generation,
 		Messages:     len(cp.Transcript),
@@ -171,6 +174,7 @@ func DecodeHead(data []byte) (*Head, error) {
 			Version:      h.Version,
 			SessionID:    h.SessionID,
 			Seq:          h.Seq,
+			Incarnation:  h.Incarnation,
 			Step:         h.Step,
 			Generation:   h.Generation,
 			State:        h.State,
@@ -467,6 +471,9 @@ type Tip struct {
 	// passes Generation.
 	Root     int
 	Messages int
+	// Incarnation is the session's (see Checkpoint.Incarnation); 0 for a
+	// session created before incarnations existed.
+	Incarnation int64
 }
 
 // Write is what a store writes for one Save, as planned by Plan.
@@ -510,6 +517,8 @@ func Plan(cp *Checkpoint, tip Tip) (*Write, error) {
 		return nil, invalid("empty session id")
 	case cp.Seq != tip.Seq:
 		return nil, &ConflictError{ID: cp.SessionID, Seq: cp.Seq, Latest: tip.Seq}
+	case tip.Seq != 0 && cp.Incarnation != tip.Incarnation:
+		return nil, &ConflictError{ID: cp.SessionID, Seq: cp.Seq, Latest: tip.Seq, Recreated: true}
 	case cp.Step < 0:
 		return nil, invalid("negative step %d", cp.Step)
 	case cp.Generation < tip.Generation:
@@ -545,12 +554,15 @@ func Plan(cp *Checkpoint, tip Tip) (*Write, error) {
 	}
 	next := *cp
 	next.Seq = tip.Seq + 1
+	if tip.Seq == 0 {
+		next.Incarnation = newIncarnation()
+	}
 	h, err := encodeHead(&next, root)
 	if err != nil {
 		return nil, err
 	}
 	w := &Write{
-		Tip:     Tip{Seq: next.Seq, Generation: cp.Generation, Root: root, Messages: len(cp.Transcript)},
+		Tip:     Tip{Seq: next.Seq, Generation: cp.Generation, Root: root, Messages: len(cp.Transcript), Incarnation: next.Incarnation},
 		Step:    cp.Step,
 		Done:    cp.Done,
 		Pending: cp.Pending != nil,
@@ -569,4 +581,15 @@ func Plan(cp *Checkpoint, tip Tip) (*Write, error) {
 		}
 	}
 	return w, nil
+}
+
+// newIncarnation returns the incarnation of a session created anew: a
+// random number other than 0, so that two sessions created under one id
+// have the same only by a chance of 2^-63.
+func newIncarnation() int64 {
+	for {
+		if n := rand.Int64(); n != 0 {
+			return n
+		}
+	}
 }

@@ -92,7 +92,7 @@ func (m *Memory) Save(ctx context.Context, cp *Checkpoint) error {
 		s.byStep[w.Step] = append(s.byStep[w.Step], w.Tip.Seq)
 	}
 	s.tip, s.step, s.done, s.updated = w.Tip, w.Step, w.Done, m.now()
-	cp.Seq = w.Tip.Seq
+	cp.Seq, cp.Incarnation = w.Tip.Seq, w.Tip.Incarnation
 	return nil
 }
 
@@ -280,7 +280,7 @@ func (m *Memory) List(ctx context.Context) ([]Info, error) {
 }
 
 func (s *memSession) info(id string) Info {
-	return Info{ID: id, Seq: s.tip.Seq, Step: s.step, Generation: s.tip.Generation, Done: s.done, Updated: s.updated}
+	return Info{ID: id, Seq: s.tip.Seq, Step: s.step, Generation: s.tip.Generation, Incarnation: s.tip.Incarnation, Done: s.done, Updated: s.updated}
 }
 
 // Stat implements Store.

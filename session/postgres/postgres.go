@@ -12,7 +12,7 @@
 //
 // Tables (created by New if missing, in the connection's search_path):
 //
-//	reprompt_sessions(id, seq, step, generation, root, messages, done, updated)
+//	reprompt_sessions(id, seq, step, generation, root, messages, done, updated, incarnation)
 //	reprompt_checkpoints(session, seq, step, pending, head)
 //	reprompt_messages(session, generation, idx, data)
 //	reprompt_posts(session, seq, data)  -- messages posted (session.Inbox)
@@ -34,7 +34,8 @@
 // create is added (the root column, NULL for tips saved before it, meaning
 // root == generation, and an index by idx), so they load unchanged.
 // Version 2 added reprompt_posts: a worker's role needs SELECT, INSERT
-// and DELETE on it too.
+// and DELETE on it too. Version 3 added the incarnation column of
+// reprompt_sessions, NULL in rows saved before (incarnation 0).
 //
 // # Posted messages
 //
@@ -72,8 +73,9 @@ var (
 // SchemaVersion is the version of the tables this package uses, recorded in
 // reprompt_schema. Open and New bring tables of an earlier version (or of
 // no recorded version: those of the releases before it was recorded) up to
-// it, and refuse tables of a later one. Version 2 added reprompt_posts.
-const SchemaVersion = 2
+// it, and refuse tables of a later one. Version 2 added reprompt_posts;
+// version 3 the incarnation column of reprompt_sessions.
+const SchemaVersion = 3
 
 // migrations[v] brings tables from version v to v+1. Version 0 is no
 // recorded version: no tables, or those of an earlier release, which had
@@ -116,6 +118,9 @@ CREATE TABLE IF NOT EXISTS reprompt_posts (
 	data    BYTEA  NOT NULL,
 	PRIMARY KEY (session, seq)
 );
+`,
+	2: `
+ALTER TABLE reprompt_sessions ADD COLUMN IF NOT EXISTS incarnation BIGINT;
 `,
 }
 
@@ -262,7 +267,7 @@ func (s *Store) Save(ctx context.Context, cp *session.Checkpoint) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	var seq int64
+	var seq, incarnation int64
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		// The placeholder row exists only inside this transaction unless it
 		// commits; it makes concurrent first saves of one session queue on
@@ -272,8 +277,9 @@ func (s *Store) Save(ctx context.Context, cp *session.Checkpoint) error {
 			return fmt.Errorf("session/postgres: save session %q: %w", cp.SessionID, err)
 		}
 		var tip session.Tip
-		if err := tx.QueryRow(ctx, `SELECT seq, generation, coalesce(root, generation), messages FROM reprompt_sessions WHERE id = $1 FOR UPDATE`, cp.SessionID).
-			Scan(&tip.Seq, &tip.Generation, &tip.Root, &tip.Messages); err != nil {
+		if err := tx.QueryRow(ctx, `SELECT seq, generation, coalesce(root, generation), messages, coalesce(incarnation, 0)
+			FROM reprompt_sessions WHERE id = $1 FOR UPDATE`, cp.SessionID).
+			Scan(&tip.Seq, &tip.Generation, &tip.Root, &tip.Messages, &tip.Incarnation); err != nil {
 			return fmt.Errorf("session/postgres: read session %q: %w", cp.SessionID, err)
 		}
 		w, err := session.Plan(cp, tip)
@@ -292,17 +298,18 @@ func (s *Store) Save(ctx context.Context, cp *session.Checkpoint) error {
 				return fmt.Errorf("session/postgres: save messages: %w", err)
 			}
 		}
-		if _, err := tx.Exec(ctx, `UPDATE reprompt_sessions SET seq = $2, step = $3, generation = $4, root = $5, messages = $6, done = $7, updated = now()
-			WHERE id = $1`, cp.SessionID, w.Tip.Seq, w.Step, w.Tip.Generation, w.Tip.Root, w.Tip.Messages, w.Done); err != nil {
+		if _, err := tx.Exec(ctx, `UPDATE reprompt_sessions SET seq = $2, step = $3, generation = $4, root = $5, messages = $6, done = $7, updated = now(),
+			incarnation = $8
+			WHERE id = $1`, cp.SessionID, w.Tip.Seq, w.Step, w.Tip.Generation, w.Tip.Root, w.Tip.Messages, w.Done, w.Tip.Incarnation); err != nil {
 			return fmt.Errorf("session/postgres: save session %q: %w", cp.SessionID, err)
 		}
-		seq = w.Tip.Seq
+		seq, incarnation = w.Tip.Seq, w.Tip.Incarnation
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	cp.Seq = seq
+	cp.Seq, cp.Incarnation = seq, incarnation
 	return nil
 }
 
@@ -368,13 +375,13 @@ func (s *Store) load(ctx context.Context, id, query string, args ...any) (*sessi
 
 // List implements session.Store.
 func (s *Store) List(ctx context.Context) ([]session.Info, error) {
-	rows, err := s.pool.Query(ctx, `SELECT id, seq, step, generation, done, updated FROM reprompt_sessions WHERE seq > 0 ORDER BY id`)
+	rows, err := s.pool.Query(ctx, `SELECT id, seq, step, generation, coalesce(incarnation, 0), done, updated FROM reprompt_sessions WHERE seq > 0 ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("session/postgres: list: %w", err)
 	}
 	var out []session.Info
 	var in session.Info
-	_, err = pgx.ForEachRow(rows, []any{&in.ID, &in.Seq, &in.Step, &in.Generation, &in.Done, &in.Updated}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&in.ID, &in.Seq, &in.Step, &in.Generation, &in.Incarnation, &in.Done, &in.Updated}, func() error {
 		out = append(out, in)
 		return nil
 	})
@@ -387,8 +394,8 @@ func (s *Store) List(ctx context.Context) ([]session.Info, error) {
 // Stat implements session.Store.
 func (s *Store) Stat(ctx context.Context, id string) (session.Info, error) {
 	in := session.Info{ID: id}
-	err := s.pool.QueryRow(ctx, `SELECT seq, step, generation, done, updated FROM reprompt_sessions WHERE id = $1 AND seq > 0`, id).
-		Scan(&in.Seq, &in.Step, &in.Generation, &in.Done, &in.Updated)
+	err := s.pool.QueryRow(ctx, `SELECT seq, step, generation, coalesce(incarnation, 0), done, updated FROM reprompt_sessions WHERE id = $1 AND seq > 0`, id).
+		Scan(&in.Seq, &in.Step, &in.Generation, &in.Incarnation, &in.Done, &in.Updated)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return session.Info{}, &session.NotFoundError{ID: id}

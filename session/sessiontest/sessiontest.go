@@ -189,6 +189,7 @@ func Run(t *testing.T, newStore func(t *testing.T) session.Store, opts ...Option
 		{"Canceled", testCanceled},
 		{"StepRecords", testStepRecords},
 		{"AtSteps", testAtSteps},
+		{"Recreated", testRecreated},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -820,19 +821,22 @@ func testConcurrent(t *testing.T, st session.Store) {
 func testListDelete(t *testing.T, st session.Store) {
 	ctx := context.Background()
 	start := time.Now().Add(-time.Second)
+	incarnations := map[string]int64{}
 	for i, id := range []string{"b", "a", "c"} {
 		cp := Fixture(id, 2)
 		cp.Step = 10 + i
 		cp.Done = id == "c"
 		save(t, st, cp)
+		require.NotZero(t, cp.Incarnation, "Incarnation set by the first Save of %q", id)
 		if id == "a" {
 			cp.Step = 20
 			save(t, st, cp)
 		}
+		incarnations[id] = cp.Incarnation
 	}
 	infos, err := st.List(ctx)
 	require.NoError(t, err, "List")
-	want := []session.Info{{ID: "a", Seq: 2, Step: 20}, {ID: "b", Seq: 1, Step: 10}, {ID: "c", Seq: 1, Step: 12, Done: true}}
+	want := []session.Info{{ID: "a", Seq: 2, Step: 20, Incarnation: incarnations["a"]}, {ID: "b", Seq: 1, Step: 10, Incarnation: incarnations["b"]}, {ID: "c", Seq: 1, Step: 12, Done: true, Incarnation: incarnations["c"]}}
 	require.Len(t, infos, len(want), "List = %+v, want %+v", infos, want)
 	for i, in := range infos {
 		require.False(t, in.Updated.Before(start), "List[%d].Updated = %v, not the time of the save", i, in.Updated)
@@ -850,13 +854,59 @@ func testListDelete(t *testing.T, st session.Store) {
 	require.Equal(t, "b", infos[0].ID, "List after Delete = %+v", infos)
 	require.Equal(t, "c", infos[1].ID, "List after Delete = %+v", infos)
 	b := Fixture("b", 2)
-	b.Step, b.Seq = 10, 1
+	b.Step, b.Seq, b.Incarnation = 10, 1, incarnations["b"]
 	same(t, "another session after Delete", b, latest(t, st, "b"))
 
 	// A deleted id starts over.
 	cp := Fixture("a", 3)
 	save(t, st, cp)
 	same(t, "a deleted id saved again", cp, latest(t, st, "a"))
+}
+
+// testRecreated: a worker that loaded a session before it was deleted
+// cannot write into the session created again under its id, even once
+// that reaches the worker's Seq; Latest, AtStep, Stat and Rewind carry
+// the session's incarnation.
+func testRecreated(t *testing.T, st session.Store) {
+	ctx := context.Background()
+	old := Fixture("again", 2)
+	save(t, st, old)
+	save(t, st, old)
+	require.NotZero(t, old.Incarnation, "Incarnation set by the first Save")
+	stale := latest(t, st, "again") // worker A, at seq 2
+	assert.Equal(t, old.Incarnation, stale.Incarnation, "Latest: Incarnation")
+	require.NoError(t, st.Delete(ctx, "again"), "Delete")
+
+	// Run B creates the session again and reaches A's seq.
+	cp := Fixture("again", 3)
+	save(t, st, cp)
+	assert.NotEqual(t, old.Incarnation, cp.Incarnation, "Incarnation of the session created again")
+	cp.Step++
+	save(t, st, cp)
+	require.Equal(t, stale.Seq, cp.Seq, "the new session's Seq")
+
+	stale.Step++
+	err := st.Save(ctx, stale)
+	ce, ok := errors.AsType[*session.ConflictError](err)
+	require.True(t, ok, "Save of a checkpoint of the deleted session = %v, want a *session.ConflictError", err)
+	assert.True(t, ce.Recreated, "ConflictError.Recreated: %v", err)
+	same(t, "the session created again after a stale Save", cp, latest(t, st, "again"))
+	in, err := st.Stat(ctx, "again")
+	require.NoError(t, err, "Stat")
+	assert.Equal(t, cp.Incarnation, in.Incarnation, "Stat: Incarnation")
+	assert.Equal(t, cp.Incarnation, atStep(t, st, "again", cp.Step).Incarnation, "AtStep: Incarnation")
+
+	// The owner goes on, and so does a rewind of its session.
+	cp.Step++
+	save(t, st, cp)
+	rw, err := session.Rewind(ctx, st, "again", 3)
+	require.NoError(t, err, "Rewind")
+	assert.Equal(t, cp.Incarnation, rw.Incarnation, "Rewind: Incarnation")
+	save(t, st, rw)
+	// A checkpoint that does not carry the incarnation over is refused.
+	rw.Incarnation = 0
+	_, ok = errors.AsType[*session.ConflictError](st.Save(ctx, rw))
+	assert.True(t, ok, "Save without the session's incarnation: want a *session.ConflictError")
 }
 
 func testCanceled(t *testing.T, st session.Store) {

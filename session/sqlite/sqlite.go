@@ -12,7 +12,8 @@
 //
 // Tables (created by Open if missing):
 //
-//	sessions(id, seq, step, generation, root, messages, done, updated)  -- the tip of each session
+//	sessions(id, seq, step, generation, root, messages, done, updated,
+//	         incarnation)                                                -- the tip of each session
 //	checkpoints(session, seq, step, pending, head)                      -- one row per Save
 //	messages(session, generation, idx, data)                             -- one row per message written
 //	posts(session, seq, data)                                            -- one row per message posted (session.Inbox)
@@ -28,9 +29,10 @@
 // an IMMEDIATE transaction: Open adds what earlier versions of this package
 // did not create (the root column, NULL for tips saved before it, meaning
 // root == generation, and an index by idx; the posts table, from version 2
-// on), so databases they wrote open and load unchanged. A file of a later
-// version is refused: a program built with an earlier version of this
-// package cannot open a file that a later one migrated.
+// on; the incarnation column, from version 3 on), so databases they
+// wrote open and load unchanged. A file of a later version is refused: a
+// program built with an earlier version of this package cannot open a
+// file that a later one migrated.
 //
 // # Many writers
 //
@@ -129,12 +131,17 @@ CREATE TABLE IF NOT EXISTS posts (
 `
 
 // SchemaVersion is the version of the tables, recorded in the file's
-// PRAGMA user_version. Version 2 added the posts table.
-const SchemaVersion = 2
+// PRAGMA user_version. Version 2 added the posts table; version 3 the
+// incarnation column of sessions.
+const SchemaVersion = 3
 
-// addRoot adds the root column to a sessions table created before it
-// existed. Its rows keep NULL: their root is their generation.
-const addRoot = `ALTER TABLE sessions ADD COLUMN root INTEGER`
+// addColumns adds to a sessions table created before them the columns
+// that later versions added. Its rows keep NULL: their root is their
+// generation, their incarnation 0.
+var addColumns = []struct{ name, add string }{
+	{"root", `ALTER TABLE sessions ADD COLUMN root INTEGER`},
+	{"incarnation", `ALTER TABLE sessions ADD COLUMN incarnation INTEGER`},
+}
 
 // Config configures OpenConfig. The zero Config means the defaults.
 type Config struct {
@@ -314,9 +321,9 @@ func busy(err error) bool {
 // Otherwise the migration runs in one IMMEDIATE transaction, which reads
 // the version again so that processes opening the same file at once
 // migrate it once. Files written before the version was recorded (version
-// 0) get what they lack (the root column), and files of version 1 the posts
-// table (every statement of schema completes on tables that exist); a
-// later version is an error.
+// 0) get what they lack (the root column), files of version 1 the posts
+// table and files of version 2 the incarnation column (every statement
+// of schema completes on tables that exist); a later version is an error.
 func migrate(db *sql.DB) error {
 	ctx := context.Background()
 	conn, err := db.Conn(ctx)
@@ -351,13 +358,15 @@ func migrate(db *sql.DB) error {
 	if _, err := conn.ExecContext(ctx, schema); err != nil {
 		return err
 	}
-	var hasRoot int
-	if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('sessions') WHERE name = 'root'`).Scan(&hasRoot); err != nil {
-		return err
-	}
-	if hasRoot == 0 {
-		if _, err := conn.ExecContext(ctx, addRoot); err != nil {
+	for _, c := range addColumns {
+		var has int
+		if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('sessions') WHERE name = ?`, c.name).Scan(&has); err != nil {
 			return err
+		}
+		if has == 0 {
+			if _, err := conn.ExecContext(ctx, c.add); err != nil {
+				return err
+			}
 		}
 	}
 	if _, err := conn.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, SchemaVersion)); err != nil {
@@ -400,8 +409,8 @@ func (s *Store) Save(ctx context.Context, cp *session.Checkpoint) (err error) {
 	}()
 
 	var tip session.Tip
-	err = conn.QueryRowContext(ctx, `SELECT seq, generation, coalesce(root, generation), messages FROM sessions WHERE id = ?`, cp.SessionID).
-		Scan(&tip.Seq, &tip.Generation, &tip.Root, &tip.Messages)
+	err = conn.QueryRowContext(ctx, `SELECT seq, generation, coalesce(root, generation), messages, coalesce(incarnation, 0) FROM sessions WHERE id = ?`, cp.SessionID).
+		Scan(&tip.Seq, &tip.Generation, &tip.Root, &tip.Messages, &tip.Incarnation)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("session/sqlite: read session %q: %w", cp.SessionID, err)
 	}
@@ -416,18 +425,19 @@ func (s *Store) Save(ctx context.Context, cp *session.Checkpoint) (err error) {
 	if err := insertMessages(ctx, conn, cp.SessionID, w); err != nil {
 		return err
 	}
-	if _, err := conn.ExecContext(ctx, `INSERT INTO sessions (id, seq, step, generation, root, messages, done, updated)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+	if _, err := conn.ExecContext(ctx, `INSERT INTO sessions (id, seq, step, generation, root, messages, done, updated, incarnation)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, step = excluded.step, generation = excluded.generation,
-			root = excluded.root, messages = excluded.messages, done = excluded.done, updated = excluded.updated`,
-		cp.SessionID, w.Tip.Seq, w.Step, w.Tip.Generation, w.Tip.Root, w.Tip.Messages, w.Done, time.Now().UnixNano()); err != nil {
-		return fmt.Errorf("session/sqlite: save session: %w", err)
+			root = excluded.root, messages = excluded.messages, done = excluded.done, updated = excluded.updated,
+			incarnation = excluded.incarnation`,
+		cp.SessionID, w.Tip.Seq, w.Step, w.Tip.Generation, w.Tip.Root, w.Tip.Messages, w.Done, time.Now().UnixNano(), w.Tip.Incarnation); err != nil {
+		return fmt.Errorf("session/sqlite: save session %q: %w", cp.SessionID, err)
 	}
 	committed = true
 	if err := done(true); err != nil {
 		return err
 	}
-	cp.Seq = w.Tip.Seq
+	cp.Seq, cp.Incarnation = w.Tip.Seq, w.Tip.Incarnation
 	return nil
 }
 
@@ -524,7 +534,7 @@ func (s *Store) load(ctx context.Context, id, query string, args ...any) (*sessi
 
 // List implements session.Store.
 func (s *Store) List(ctx context.Context) ([]session.Info, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, seq, step, generation, done, updated FROM sessions ORDER BY id`)
+	rows, err := s.db.QueryContext(ctx, `SELECT id, seq, step, generation, coalesce(incarnation, 0), done, updated FROM sessions ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("session/sqlite: list: %w", err)
 	}
@@ -535,7 +545,7 @@ func (s *Store) List(ctx context.Context) ([]session.Info, error) {
 			in      session.Info
 			updated int64
 		)
-		if err := rows.Scan(&in.ID, &in.Seq, &in.Step, &in.Generation, &in.Done, &updated); err != nil {
+		if err := rows.Scan(&in.ID, &in.Seq, &in.Step, &in.Generation, &in.Incarnation, &in.Done, &updated); err != nil {
 			return nil, fmt.Errorf("session/sqlite: list: %w", err)
 		}
 		in.Updated = time.Unix(0, updated)
@@ -551,8 +561,8 @@ func (s *Store) List(ctx context.Context) ([]session.Info, error) {
 func (s *Store) Stat(ctx context.Context, id string) (session.Info, error) {
 	in := session.Info{ID: id}
 	var updated int64
-	err := s.db.QueryRowContext(ctx, `SELECT seq, step, generation, done, updated FROM sessions WHERE id = ?`, id).
-		Scan(&in.Seq, &in.Step, &in.Generation, &in.Done, &updated)
+	err := s.db.QueryRowContext(ctx, `SELECT seq, step, generation, coalesce(incarnation, 0), done, updated FROM sessions WHERE id = ?`, id).
+		Scan(&in.Seq, &in.Step, &in.Generation, &in.Incarnation, &in.Done, &updated)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return session.Info{}, &session.NotFoundError{ID: id}
