@@ -111,11 +111,8 @@ func (r *Runner) checkpoint(done bool, pending *session.Pending) (*session.Check
 	if err != nil {
 		return nil, err
 	}
-	extra, err := r.retiredExtra()
+	extra, err := r.conversationExtra(nil)
 	if err != nil {
-		return nil, err
-	}
-	if extra, err = r.conversationExtra(extra); err != nil {
 		return nil, err
 	}
 	s := r.Stats()
@@ -132,8 +129,9 @@ func (r *Runner) checkpoint(done bool, pending *session.Pending) (*session.Check
 		Pending:      pending,
 		Stats: session.Stats{Steps: s.Steps, InputTokens: s.InputTokens, OutputTokens: s.OutputTokens,
 			CachedTokens: s.CachedTokens, Cost: s.Cost, ElapsedNS: int64(s.Elapsed)},
-		Extra: extra,
-		Done:  done,
+		RetiredCallIDs: r.retiredList[:len(r.retiredList):len(r.retiredList)],
+		Extra:          extra,
+		Done:           done,
 	}, nil
 }
 

@@ -51,10 +51,19 @@
 // generation directly, so every generation in [r, g] belongs to the
 // lineage: a checkpoint of a branch abandoned by a Rewind loads as it was.
 //
+// The ids of the tool calls that compactions took out of the transcript
+// (Checkpoint.RetiredCallIDs) grow with the session too: they are stored
+// like messages, beside the heads, as chunks keyed by (session, root,
+// first index), each Save writing only the ids its lineage has not stored
+// (Write.Retired; Plan plans it, LoadRetired reads it). A head names how
+// many it holds. Heads written before (runtime.RetiredCallIDsKey in
+// Extra, the whole set in every head) load as they were.
+//
 // A head is written with the lowest format version that reads it
-// correctly (Checkpoint.FormatVersion): version 2 only for a step paused
-// for a person's decision (Pending.Approvals), which a version 1 reader
-// would misread; every other head as version 1 wrote it.
+// correctly (Checkpoint.FormatVersion): version 3 for a checkpoint with
+// retired call ids, which a version 2 reader would not see; version 2 for
+// a step paused for a person's decision (Pending.Approvals), which a
+// version 1 reader would misread; every other head as version 1 wrote it.
 //
 // # Rules every Store follows
 //

@@ -16,8 +16,10 @@ import (
 // *VersionError. A checkpoint is written with the lowest version that
 // reads it correctly (see Checkpoint.FormatVersion): version 2 added
 // Pending.Approvals, which a version 1 reader would misread (it would run
-// or interrupt calls that await a person's decision).
-const Version = 2
+// or interrupt calls that await a person's decision); version 3 added
+// RetiredCallIDs, stored beside the head, which a version 2 reader would
+// not see (it would give a reused call id the id of a call made before).
+const Version = 3
 
 // Checkpoint is what a run needs to continue where it stopped.
 //
@@ -81,8 +83,18 @@ type Checkpoint struct {
 	Pending *Pending
 	// Stats are the limits used so far.
 	Stats Stats
+	// RetiredCallIDs are the ids of the tool calls that rewrites of the
+	// transcript (compaction) took out of it, in the order they were
+	// retired (see runtime.RetiredCallIDsKey). Within a lineage of
+	// generations (see Base) the list only grows: a store writes only the
+	// ids not yet stored, so that a Save costs what it adds, not the
+	// length of the session; Save refuses (*InvalidError) a list shorter
+	// than the latest checkpoint's in the same lineage. A checkpoint that
+	// starts a lineage (Base 0 in a new generation, as after Rewind)
+	// writes its list anew.
+	RetiredCallIDs []string
 	// Extra holds opaque data of built-in effects (summaries, breakers)
-	// and of the runtime (runtime.RetiredCallIDsKey), by name.
+	// and of the runtime, by name.
 	Extra map[string]json.RawMessage
 	// Done reports that the run ended.
 	Done bool
@@ -177,9 +189,12 @@ func (p *Pending) check() error {
 }
 
 // FormatVersion returns the version of the format that Save writes cp
-// with: the lowest that reads it correctly. It is 2 when cp has a pending
-// step with approvals, and 1 otherwise.
+// with: the lowest that reads it correctly. It is 3 when cp has retired
+// call ids, 2 when cp has a pending step with approvals, and 1 otherwise.
 func (cp *Checkpoint) FormatVersion() int {
+	if len(cp.RetiredCallIDs) > 0 {
+		return 3
+	}
 	if cp.Pending != nil && len(cp.Pending.Approvals) > 0 {
 		return 2
 	}

@@ -39,6 +39,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -190,6 +191,7 @@ func Run(t *testing.T, newStore func(t *testing.T) session.Store, opts ...Option
 		{"StepRecords", testStepRecords},
 		{"AtSteps", testAtSteps},
 		{"Recreated", testRecreated},
+		{"RetiredCallIDs", testRetiredCallIDs},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -907,6 +909,67 @@ func testRecreated(t *testing.T, st session.Store) {
 	rw.Incarnation = 0
 	_, ok = errors.AsType[*session.ConflictError](st.Save(ctx, rw))
 	assert.True(t, ok, "Save without the session's incarnation: want a *session.ConflictError")
+}
+
+// testRetiredCallIDs: the retired call ids come back from Latest, AtStep
+// and AtSteps as each checkpoint had them, across new generations with and
+// without a Base and a Rewind; a shorter list in the same lineage is
+// refused.
+func testRetiredCallIDs(t *testing.T, st session.Store) {
+	ctx := context.Background()
+	cp := Fixture("retired", 2)
+	cp.Pending = nil
+	cp.Step = 1
+	save(t, st, cp) // none
+	var want [][]string
+	want = append(want, nil)
+	for step := 2; step <= 6; step++ {
+		cp.Step = step
+		if step%2 == 0 { // a commit retires calls: a new generation with a Base
+			cp.RetiredCallIDs = append(slices.Clone(cp.RetiredCallIDs), fmt.Sprintf("call_%d_a", step), fmt.Sprintf("call_%d_b", step))
+			cp.Generation++
+			cp.Base = len(cp.Transcript) - 1
+			cp.Transcript = append(slices.Clone(cp.Transcript[:cp.Base]), defs.AssistantMessage(fmt.Sprint("summary ", step)))
+		} else {
+			cp.Base = 0
+			cp.Transcript = append(cp.Transcript, defs.UserMessage(fmt.Sprint("more ", step)))
+		}
+		save(t, st, cp)
+		want = append(want, slices.Clone(cp.RetiredCallIDs))
+		got := latest(t, st, "retired")
+		assert.Equal(t, cp.RetiredCallIDs, got.RetiredCallIDs, "Latest at step %d: RetiredCallIDs", step)
+		assert.Equal(t, cp.FormatVersion(), got.Version, "Latest at step %d: Version", step)
+	}
+	for i, w := range want {
+		step := i + 1
+		assert.Equal(t, w, atStep(t, st, "retired", step).RetiredCallIDs, "AtStep(%d): RetiredCallIDs", step)
+	}
+	step := 1
+	for got, err := range session.AtSteps(ctx, st, "retired", 1, len(want)) {
+		require.NoError(t, err, "AtSteps, step %d", step)
+		assert.Equal(t, want[step-1], got.RetiredCallIDs, "AtSteps, step %d: RetiredCallIDs", step)
+		step++
+	}
+
+	short := latest(t, st, "retired")
+	short.RetiredCallIDs = short.RetiredCallIDs[:1]
+	short.Step++
+	_, ok := errors.AsType[*session.InvalidError](st.Save(ctx, short))
+	assert.True(t, ok, "Save of fewer retired call ids in the same generation: want a *session.InvalidError")
+
+	// A rewind starts a lineage with the list of its step; the later
+	// checkpoints of the abandoned one keep theirs.
+	rw, err := session.Rewind(ctx, st, "retired", 3)
+	require.NoError(t, err, "Rewind")
+	assert.Equal(t, want[2], rw.RetiredCallIDs, "Rewind to step 3: RetiredCallIDs")
+	rw.RetiredCallIDs = append(rw.RetiredCallIDs, "after_rewind")
+	save(t, st, rw)
+	assert.Equal(t, rw.RetiredCallIDs, latest(t, st, "retired").RetiredCallIDs, "Latest after Rewind: RetiredCallIDs")
+	rw.Step++
+	rw.RetiredCallIDs = append(rw.RetiredCallIDs, "after_rewind_2")
+	save(t, st, rw)
+	assert.Equal(t, rw.RetiredCallIDs, latest(t, st, "retired").RetiredCallIDs, "Latest after Rewind: RetiredCallIDs")
+	assert.Equal(t, want[5], atStep(t, st, "retired", 6).RetiredCallIDs, "AtStep(6) of the abandoned lineage: RetiredCallIDs")
 }
 
 func testCanceled(t *testing.T, st session.Store) {

@@ -13,10 +13,11 @@
 // Tables (created by Open if missing):
 //
 //	sessions(id, seq, step, generation, root, messages, done, updated,
-//	         incarnation)                                                -- the tip of each session
+//	         incarnation, retired)                                       -- the tip of each session
 //	checkpoints(session, seq, step, pending, head)                      -- one row per Save
 //	messages(session, generation, idx, data)                             -- one row per message written
 //	posts(session, seq, data)                                            -- one row per message posted (session.Inbox)
+//	retired(session, root, first, data)                                  -- retired call ids, one row per Save that adds some
 //
 // A checkpoint's message idx is the row of that idx with the highest
 // generation from the root of its lineage to its own generation (see
@@ -29,8 +30,8 @@
 // an IMMEDIATE transaction: Open adds what earlier versions of this package
 // did not create (the root column, NULL for tips saved before it, meaning
 // root == generation, and an index by idx; the posts table, from version 2
-// on; the incarnation column, from version 3 on), so databases they
-// wrote open and load unchanged. A file of a later version is refused: a
+// on; the incarnation and retired columns and the retired table, from
+// version 3 on), so databases they wrote open and load unchanged. A file of a later version is refused: a
 // program built with an earlier version of this package cannot open a
 // file that a later one migrated.
 //
@@ -128,19 +129,28 @@ CREATE TABLE IF NOT EXISTS posts (
 	data    BLOB    NOT NULL,
 	PRIMARY KEY (session, seq)
 );
+CREATE TABLE IF NOT EXISTS retired (
+	session TEXT    NOT NULL,
+	root    INTEGER NOT NULL,
+	first   INTEGER NOT NULL,
+	data    BLOB    NOT NULL,
+	PRIMARY KEY (session, root, first)
+);
 `
 
 // SchemaVersion is the version of the tables, recorded in the file's
 // PRAGMA user_version. Version 2 added the posts table; version 3 the
-// incarnation column of sessions.
+// incarnation and retired columns of sessions and the retired table.
 const SchemaVersion = 3
 
 // addColumns adds to a sessions table created before them the columns
 // that later versions added. Its rows keep NULL: their root is their
-// generation, their incarnation 0.
+// generation, their incarnation 0 and they have no retired call ids
+// stored beside their heads.
 var addColumns = []struct{ name, add string }{
 	{"root", `ALTER TABLE sessions ADD COLUMN root INTEGER`},
 	{"incarnation", `ALTER TABLE sessions ADD COLUMN incarnation INTEGER`},
+	{"retired", `ALTER TABLE sessions ADD COLUMN retired INTEGER`},
 }
 
 // Config configures OpenConfig. The zero Config means the defaults.
@@ -322,8 +332,9 @@ func busy(err error) bool {
 // the version again so that processes opening the same file at once
 // migrate it once. Files written before the version was recorded (version
 // 0) get what they lack (the root column), files of version 1 the posts
-// table and files of version 2 the incarnation column (every statement
-// of schema completes on tables that exist); a later version is an error.
+// table and files of version 2 the incarnation and retired columns and
+// the retired table (every statement of schema completes on tables that
+// exist); a later version is an error.
 func migrate(db *sql.DB) error {
 	ctx := context.Background()
 	conn, err := db.Conn(ctx)
@@ -409,8 +420,8 @@ func (s *Store) Save(ctx context.Context, cp *session.Checkpoint) (err error) {
 	}()
 
 	var tip session.Tip
-	err = conn.QueryRowContext(ctx, `SELECT seq, generation, coalesce(root, generation), messages, coalesce(incarnation, 0) FROM sessions WHERE id = ?`, cp.SessionID).
-		Scan(&tip.Seq, &tip.Generation, &tip.Root, &tip.Messages, &tip.Incarnation)
+	err = conn.QueryRowContext(ctx, `SELECT seq, generation, coalesce(root, generation), messages, coalesce(incarnation, 0), coalesce(retired, 0) FROM sessions WHERE id = ?`, cp.SessionID).
+		Scan(&tip.Seq, &tip.Generation, &tip.Root, &tip.Messages, &tip.Incarnation, &tip.Retired)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("session/sqlite: read session %q: %w", cp.SessionID, err)
 	}
@@ -425,12 +436,20 @@ func (s *Store) Save(ctx context.Context, cp *session.Checkpoint) (err error) {
 	if err := insertMessages(ctx, conn, cp.SessionID, w); err != nil {
 		return err
 	}
-	if _, err := conn.ExecContext(ctx, `INSERT INTO sessions (id, seq, step, generation, root, messages, done, updated, incarnation)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+	if w.Retired != nil {
+		if _, err := conn.ExecContext(ctx, `DELETE FROM retired WHERE session = ? AND root = ? AND first >= ?`, cp.SessionID, w.Tip.Root, w.RetiredFirst); err != nil {
+			return fmt.Errorf("session/sqlite: save retired call ids: %w", err)
+		}
+		if _, err := conn.ExecContext(ctx, `INSERT INTO retired (session, root, first, data) VALUES (?, ?, ?, ?)`, cp.SessionID, w.Tip.Root, w.RetiredFirst, w.Retired); err != nil {
+			return fmt.Errorf("session/sqlite: save retired call ids: %w", err)
+		}
+	}
+	if _, err := conn.ExecContext(ctx, `INSERT INTO sessions (id, seq, step, generation, root, messages, done, updated, incarnation, retired)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, step = excluded.step, generation = excluded.generation,
 			root = excluded.root, messages = excluded.messages, done = excluded.done, updated = excluded.updated,
-			incarnation = excluded.incarnation`,
-		cp.SessionID, w.Tip.Seq, w.Step, w.Tip.Generation, w.Tip.Root, w.Tip.Messages, w.Done, time.Now().UnixNano(), w.Tip.Incarnation); err != nil {
+			incarnation = excluded.incarnation, retired = excluded.retired`,
+		cp.SessionID, w.Tip.Seq, w.Step, w.Tip.Generation, w.Tip.Root, w.Tip.Messages, w.Done, time.Now().UnixNano(), w.Tip.Incarnation, w.Tip.Retired); err != nil {
 		return fmt.Errorf("session/sqlite: save session %q: %w", cp.SessionID, err)
 	}
 	committed = true
@@ -498,7 +517,10 @@ func (s *Store) load(ctx context.Context, id, query string, args ...any) (*sessi
 		}
 		return nil, fmt.Errorf("session/sqlite: load session %q: %w", id, err)
 	}
-	return session.Load(id, seq, head, func(root, gen, n int) ([]session.Row, error) {
+	retired := func(root, count int) ([]session.Row, error) {
+		return retiredChunks(ctx, tx, id, root, count)
+	}
+	return session.LoadRetired(id, seq, head, func(root, gen, n int) ([]session.Row, error) {
 		var (
 			rows *sql.Rows
 			err  error
@@ -529,7 +551,29 @@ func (s *Store) load(ctx context.Context, id, query string, args ...any) (*sessi
 			return nil, fmt.Errorf("session/sqlite: load messages of %q: %w", id, err)
 		}
 		return out, nil
-	})
+	}, retired)
+}
+
+// retiredChunks returns the chunks of retired call ids of root in session
+// id with a first index below count, in order.
+func retiredChunks(ctx context.Context, tx *sql.Tx, id string, root, count int) ([]session.Row, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT first, data FROM retired WHERE session = ? AND root = ? AND first < ? ORDER BY first`, id, root, count)
+	if err != nil {
+		return nil, fmt.Errorf("session/sqlite: load retired call ids of %q: %w", id, err)
+	}
+	defer rows.Close()
+	var out []session.Row
+	for rows.Next() {
+		var r session.Row
+		if err := rows.Scan(&r.Index, &r.Data); err != nil {
+			return nil, fmt.Errorf("session/sqlite: load retired call ids of %q: %w", id, err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("session/sqlite: load retired call ids of %q: %w", id, err)
+	}
+	return out, nil
 }
 
 // List implements session.Store.
@@ -595,6 +639,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 		`DELETE FROM checkpoints WHERE session = ?`,
 		`DELETE FROM messages WHERE session = ?`,
 		`DELETE FROM posts WHERE session = ?`,
+		`DELETE FROM retired WHERE session = ?`,
 	} {
 		if _, err := conn.ExecContext(ctx, q, id); err != nil {
 			_ = done(false)
