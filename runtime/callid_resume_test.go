@@ -95,3 +95,44 @@ func TestResumeDamagedRetiredCallIDs(t *testing.T) {
 	require.ErrorAs(t, err, &ce)
 	assert.Contains(t, err.Error(), runtime.RetiredCallIDsKey)
 }
+
+// TestResumeLegacyRetiredCallIDs resumes from a checkpoint saved before
+// Checkpoint.RetiredCallIDs existed, with the retired ids in Extra: the
+// run goes on as an uninterrupted one, and its next checkpoints keep the
+// ids in RetiredCallIDs, not in Extra.
+func TestResumeLegacyRetiredCallIDs(t *testing.T) {
+	ctx := context.Background()
+	want, err := runtime.Run(ctx, reusingModel{}, compactingAt2, runtime.Config{})
+	require.NoError(t, err)
+
+	st := session.NewMemory()
+	r := runtime.New(reusingModel{}, compactingAt2, runtime.Config{Store: st, SessionID: "ids"})
+	var steps []*runtime.Step
+	for range 4 {
+		s, err := r.Next(ctx)
+		require.NoError(t, err)
+		steps = append(steps, s)
+	}
+	cp, err := st.Latest(ctx, "ids")
+	require.NoError(t, err)
+	require.NotEmpty(t, cp.RetiredCallIDs, "the compaction retired call ids")
+	// The checkpoint as the earlier runtime saved it, in a store of its own.
+	ids, err := json.Marshal(cp.RetiredCallIDs)
+	require.NoError(t, err)
+	cp.Extra = map[string]json.RawMessage{runtime.RetiredCallIDsKey: ids}
+	cp.RetiredCallIDs, cp.Seq, cp.Version = nil, 0, 0
+	legacy := session.NewMemory()
+	require.NoError(t, legacy.Save(ctx, cp))
+
+	r, err = runtime.Resume(ctx, reusingModel{}, compactingAt2, runtime.Config{Store: legacy, SessionID: "ids"})
+	require.NoError(t, err)
+	res, err := r.Run(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, callIDsOf(want.Steps), callIDsOf(append(steps, res.Steps...)), "call ids of a run resumed from a legacy checkpoint")
+	latest, err := legacy.Latest(ctx, "ids")
+	require.NoError(t, err)
+	var wantIDs []string
+	require.NoError(t, json.Unmarshal(ids, &wantIDs))
+	assert.Equal(t, wantIDs, latest.RetiredCallIDs, "RetiredCallIDs of the checkpoint after the legacy one")
+	assert.NotContains(t, latest.Extra, runtime.RetiredCallIDsKey, "Extra of the checkpoint after the legacy one")
+}

@@ -10,13 +10,17 @@ import (
 	"github.com/reprompt/reprompt/session"
 )
 
-// RetiredCallIDsKey is the key of session.Checkpoint.Extra under which the
-// runtime keeps the ids of the tool calls that commits (compaction) took
-// out of the transcript, as a JSON array of strings, sorted. A resumed run
-// reads them so that a call id the model reuses gets the suffix it gets in
-// an uninterrupted run (see uniqueCallIDs) instead of the id of a call made
-// before the commit: prompt.CallID stays an idempotency key across Resume.
-// A checkpoint without the key has none.
+// RetiredCallIDsKey is the key of session.Checkpoint.Extra under which
+// checkpoints saved before session.Checkpoint.RetiredCallIDs existed kept
+// the ids of the tool calls that commits (compaction) took out of the
+// transcript, as a JSON array of strings, sorted. A resumed run reads them
+// there and in RetiredCallIDs, so that a call id the model reuses gets the
+// suffix it gets in an uninterrupted run (see uniqueCallIDs) instead of
+// the id of a call made before the commit: prompt.CallID stays an
+// idempotency key across Resume. The runtime now keeps them in
+// RetiredCallIDs, in the order they were retired, which a store writes
+// only once: rewriting the whole set into every checkpoint made a save
+// cost the length of the session.
 const RetiredCallIDsKey = "runtime.retired_call_ids"
 
 // retire records as retired the call ids of gone, the messages a commit
@@ -36,54 +40,40 @@ func (r *Runner) retire(gone, kept []defs.Message) {
 			if _, ok := in[c.ID]; ok {
 				continue
 			}
-			if _, ok := r.retired[c.ID]; ok {
-				continue
-			}
-			if r.retired == nil {
-				r.retired = make(map[string]struct{})
-			}
-			r.retired[c.ID] = struct{}{}
-			r.retiredJSON = nil
+			r.addRetired(c.ID)
 		}
 	}
 }
 
-// retiredExtra returns the Extra of a checkpoint: the retired call ids
-// (encoded once for every change), or nil when there are none.
-func (r *Runner) retiredExtra() (map[string]json.RawMessage, error) {
-	if len(r.retired) == 0 {
-		return nil, nil
+// addRetired adds id to the retired call ids, unless it is one.
+func (r *Runner) addRetired(id string) {
+	if _, ok := r.retired[id]; ok {
+		return
 	}
-	if r.retiredJSON == nil {
-		ids := make([]string, 0, len(r.retired))
-		for id := range r.retired {
-			ids = append(ids, id)
-		}
-		slices.Sort(ids)
-		b, err := json.Marshal(ids)
-		if err != nil {
-			return nil, err
-		}
-		r.retiredJSON = b
+	if r.retired == nil {
+		r.retired = make(map[string]struct{})
 	}
-	return map[string]json.RawMessage{RetiredCallIDsKey: r.retiredJSON}, nil
+	r.retired[id] = struct{}{}
+	r.retiredList = append(r.retiredList, id)
 }
 
-// restoreRetired reads the retired call ids of cp.
+// restoreRetired reads the retired call ids of cp: those of checkpoints
+// saved before RetiredCallIDs existed (under RetiredCallIDsKey), then
+// RetiredCallIDs.
 func (r *Runner) restoreRetired(cp *session.Checkpoint) error {
-	raw, ok := cp.Extra[RetiredCallIDsKey]
-	if !ok {
-		return nil
+	r.retired, r.retiredList = nil, nil
+	if raw, ok := cp.Extra[RetiredCallIDsKey]; ok {
+		var ids []string
+		if err := json.Unmarshal(raw, &ids); err != nil {
+			return fmt.Errorf("extra %q: %w", RetiredCallIDsKey, err)
+		}
+		for _, id := range ids {
+			r.addRetired(id)
+		}
 	}
-	var ids []string
-	if err := json.Unmarshal(raw, &ids); err != nil {
-		return fmt.Errorf("extra %q: %w", RetiredCallIDsKey, err)
+	for _, id := range cp.RetiredCallIDs {
+		r.addRetired(id)
 	}
-	r.retired = make(map[string]struct{}, len(ids))
-	for _, id := range ids {
-		r.retired[id] = struct{}{}
-	}
-	r.retiredJSON = nil
 	return nil
 }
 

@@ -135,7 +135,8 @@
 // explicit "interrupted" result, unless its tool was declared
 // prompt.Idempotent, in which case it runs again. Tool call ids stay unique
 // over a resumed run, also when a compaction took earlier calls out of the
-// transcript (the ids it retired are kept in the checkpoint, under
+// transcript (the ids it retired are kept with the checkpoints, in
+// session.Checkpoint.RetiredCallIDs, each written once; see
 // [RetiredCallIDsKey]), so prompt.CallID is an idempotency key across
 // crashes. go run ./examples/resumable -crash-at 3 stops hard in the
 // middle of step 3; the same command again resumes there.

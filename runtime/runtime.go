@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"iter"
 	"slices"
@@ -57,8 +56,12 @@ type Runner struct {
 	saveMu     sync.Mutex
 	usageMu    sync.Mutex // guards usage and stats
 	obs        observer   // tracing and logging (see observe.go)
-	// The retired call ids as checkpoints keep them; nil until needed (see callids.go).
-	retiredJSON json.RawMessage
+	// The session's incarnation (session.Checkpoint.Incarnation), carried
+	// from save to save as seq is.
+	incarnation int64
+	// The retired call ids in the order they were retired, as checkpoints
+	// keep them (see callids.go).
+	retiredList []string
 	// Records for the step under way (see record.go).
 	agent     string // the sub-agent this runner runs; "" for a top run
 	recMu     sync.Mutex

@@ -88,7 +88,7 @@ func (r *Runner) restore(cp *session.Checkpoint) error {
 	r.c().MarkMessagesSeen(cp.SeenMessages)
 	r.transcript = cp.Transcript
 	r.step = cp.Step
-	r.seq = cp.Seq
+	r.seq, r.incarnation = cp.Seq, cp.Incarnation
 	r.generation, r.savedGen = cp.Generation, cp.Generation
 	r.saved = cp.Transcript
 	r.done = cp.Done
@@ -114,17 +114,15 @@ func (r *Runner) checkpoint(done bool, pending *session.Pending) (*session.Check
 	if err != nil {
 		return nil, err
 	}
-	extra, err := r.retiredExtra()
+	extra, err := r.conversationExtra(nil)
 	if err != nil {
-		return nil, err
-	}
-	if extra, err = r.conversationExtra(extra); err != nil {
 		return nil, err
 	}
 	s := r.Stats()
 	return &session.Checkpoint{
 		SessionID:    r.cfg.SessionID,
 		Seq:          r.seq,
+		Incarnation:  r.incarnation,
 		Step:         r.step,
 		Generation:   r.generation,
 		Transcript:   r.transcript,
@@ -134,8 +132,9 @@ func (r *Runner) checkpoint(done bool, pending *session.Pending) (*session.Check
 		Pending:      pending,
 		Stats: session.Stats{Steps: s.Steps, InputTokens: s.InputTokens, OutputTokens: s.OutputTokens,
 			CachedTokens: s.CachedTokens, Cost: s.Cost, ElapsedNS: int64(s.Elapsed)},
-		Extra: extra,
-		Done:  done,
+		RetiredCallIDs: r.retiredList[:len(r.retiredList):len(r.retiredList)],
+		Extra:          extra,
+		Done:           done,
 	}, nil
 }
 
@@ -176,7 +175,7 @@ func (r *Runner) save(ctx context.Context, done bool, pending *session.Pending) 
 	if err := r.cfg.Store.Save(context.WithoutCancel(ctx), cp); err != nil {
 		return err
 	}
-	r.seq = cp.Seq
+	r.seq, r.incarnation = cp.Seq, cp.Incarnation
 	r.generation, r.savedGen = cp.Generation, cp.Generation
 	r.saved = r.transcript
 	return nil

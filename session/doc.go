@@ -51,10 +51,19 @@
 // generation directly, so every generation in [r, g] belongs to the
 // lineage: a checkpoint of a branch abandoned by a Rewind loads as it was.
 //
+// The ids of the tool calls that compactions took out of the transcript
+// (Checkpoint.RetiredCallIDs) grow with the session too: they are stored
+// like messages, beside the heads, as chunks keyed by (session, root,
+// first index), each Save writing only the ids its lineage has not stored
+// (Write.Retired; Plan plans it, LoadRetired reads it). A head names how
+// many it holds. Heads written before (runtime.RetiredCallIDsKey in
+// Extra, the whole set in every head) load as they were.
+//
 // A head is written with the lowest format version that reads it
-// correctly (Checkpoint.FormatVersion): version 2 only for a step paused
-// for a person's decision (Pending.Approvals), which a version 1 reader
-// would misread; every other head as version 1 wrote it.
+// correctly (Checkpoint.FormatVersion): version 3 for a checkpoint with
+// retired call ids, which a version 2 reader would not see; version 2 for
+// a step paused for a person's decision (Pending.Approvals), which a
+// version 1 reader would misread; every other head as version 1 wrote it.
 //
 // # Rules every Store follows
 //
@@ -63,6 +72,10 @@
 //   - Save assigns Seq, increasing by one per session, and refuses a
 //     checkpoint that does not follow the session's latest one (see
 //     ConflictError), so two writers cannot interleave silently.
+//   - The first Save of a session gives it a new Incarnation, which every
+//     later Save must carry: a session deleted and created again under
+//     the same id is another incarnation, which a checkpoint of the
+//     deleted one cannot follow, whatever its Seq.
 //   - Within one generation, the messages of a later checkpoint extend those
 //     of an earlier one; a Save that would break this is refused, as is a
 //     Base out of range or in a generation that does not follow the latest
@@ -104,10 +117,11 @@
 // *ConflictError (inside a *runtime.StepError) before it runs a tool that
 // is not idempotent; the session stays the winner's, on every store. So
 // does a runtime.New on a stored session id. A checkpoint whose pending
-// reply a run could not have written is a *CorruptError. Not guarded: a
-// worker still running a session that is deleted and started again under
-// the same id can, when the new session reaches its sequence number, save
-// into it. The crash tests (package crashtest, and
+// reply a run could not have written is a *CorruptError. A worker still
+// running a session that is deleted and started again under the same id
+// stops with a *ConflictError (Recreated) at its next save, even once the
+// new session reaches its sequence number: the new session is another
+// incarnation. The crash tests (package crashtest, and
 // runtime/crashpoints_test.go) kill runs at every save and at random
 // moments.
 //

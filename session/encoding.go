@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 
 	"github.com/reprompt/reprompt/defs"
@@ -18,6 +19,7 @@ type head struct {
 	Version      int                        `json:"version"`
 	SessionID    string                     `json:"session_id"`
 	Seq          int64                      `json:"seq"`
+	Incarnation  int64                      `json:"incarnation,omitempty"`
 	Step         int                        `json:"step"`
 	Generation   int                        `json:"generation"`
 	Root         *int                       `json:"root,omitempty"`
@@ -30,6 +32,11 @@ type head struct {
 	Extra        map[string]json.RawMessage `json:"extra,omitempty"`
 	Done         bool                       `json:"done,omitempty"`
 	Record       *StepRecord                `json:"record,omitempty"`
+	// RetiredCallIDs holds the retired call ids in a head that EncodeHead
+	// writes; a head that Plan writes names how many there are
+	// (RetiredStored), stored beside it (see Write.Retired).
+	RetiredCallIDs []string `json:"retired_call_ids,omitempty"`
+	RetiredStored  int      `json:"retired_stored,omitempty"`
 }
 
 // Head is a decoded checkpoint head: the checkpoint without its messages,
@@ -46,6 +53,11 @@ type Head struct {
 	// that do not record a root (all those written before Base existed)
 	// have Root == Generation.
 	Root int
+	// RetiredStored is the number of the checkpoint's retired call ids
+	// that are stored beside the head, as the chunks of its Root (see
+	// Write.Retired), rather than in it; Checkpoint.RetiredCallIDs is nil
+	// when it is above 0.
+	RetiredStored int
 }
 
 // EncodeHead returns the stored form of cp without its messages, with
@@ -54,18 +66,21 @@ type Head struct {
 // Plan encodes for a checkpoint with Base > 0 records its lineage's root
 // instead).
 // It fails if State or a value of Extra is not valid JSON.
+// The retired call ids are written in the head.
 func EncodeHead(cp *Checkpoint) ([]byte, error) {
-	return encodeHead(cp, cp.Generation)
+	return encodeHead(cp, cp.Generation, false)
 }
 
 // encodeHead is EncodeHead with the root of cp's lineage, recorded only
 // when it is not cp.Generation so that heads without shared rows stay as
-// version 1 wrote them.
-func encodeHead(cp *Checkpoint, root int) ([]byte, error) {
+// version 1 wrote them. With stored set, the head names how many retired
+// call ids cp has instead of holding them.
+func encodeHead(cp *Checkpoint, root int, stored bool) ([]byte, error) {
 	h := head{
 		Version:      cp.FormatVersion(),
 		SessionID:    cp.SessionID,
 		Seq:          cp.Seq,
+		Incarnation:  cp.Incarnation,
 		Step:         cp.Step,
 		Generation:   cp.Generation,
 		Messages:     len(cp.Transcript),
@@ -77,6 +92,11 @@ func encodeHead(cp *Checkpoint, root int) ([]byte, error) {
 		Extra:        cp.Extra,
 		Done:         cp.Done,
 		Record:       cp.Record,
+	}
+	if stored {
+		h.RetiredStored = len(cp.RetiredCallIDs)
+	} else {
+		h.RetiredCallIDs = cp.RetiredCallIDs
 	}
 	if root != cp.Generation {
 		h.Root = &root
@@ -139,6 +159,8 @@ func DecodeHead(data []byte) (*Head, error) {
 		return nil, fmt.Errorf("head: invalid message count %d", h.Messages)
 	case h.Root != nil && (*h.Root < 0 || *h.Root > h.Generation):
 		return nil, fmt.Errorf("head: invalid root %d of generation %d", *h.Root, h.Generation)
+	case h.RetiredStored < 0 || (h.RetiredStored > 0 && len(h.RetiredCallIDs) > 0):
+		return nil, fmt.Errorf("head: invalid count of retired call ids %d (and %d in the head)", h.RetiredStored, len(h.RetiredCallIDs))
 	}
 	root := h.Generation
 	if h.Root != nil {
@@ -168,22 +190,25 @@ func DecodeHead(data []byte) (*Head, error) {
 	}
 	return &Head{
 		Checkpoint: Checkpoint{
-			Version:      h.Version,
-			SessionID:    h.SessionID,
-			Seq:          h.Seq,
-			Step:         h.Step,
-			Generation:   h.Generation,
-			State:        h.State,
-			Effects:      h.Effects,
-			SeenMessages: h.SeenMessages,
-			Pending:      pending,
-			Stats:        h.Stats,
-			Extra:        h.Extra,
-			Done:         h.Done,
-			Record:       h.Record,
+			Version:        h.Version,
+			SessionID:      h.SessionID,
+			Seq:            h.Seq,
+			Incarnation:    h.Incarnation,
+			RetiredCallIDs: h.RetiredCallIDs,
+			Step:           h.Step,
+			Generation:     h.Generation,
+			State:          h.State,
+			Effects:        h.Effects,
+			SeenMessages:   h.SeenMessages,
+			Pending:        pending,
+			Stats:          h.Stats,
+			Extra:          h.Extra,
+			Done:           h.Done,
+			Record:         h.Record,
 		},
-		Messages: h.Messages,
-		Root:     root,
+		Messages:      h.Messages,
+		Root:          root,
+		RetiredStored: h.RetiredStored,
 	}, nil
 }
 
@@ -386,16 +411,70 @@ type Row struct {
 // A head or message that does not decode, a head filed under another id or
 // seq, and fewer rows than the head names are reported as a *CorruptError;
 // a head from a later version as a *VersionError.
+//
+// A head that Plan wrote for a checkpoint with retired call ids names
+// them rather than holding them: Load reports it as a *CorruptError, and
+// a store that keeps Write.Retired loads it with LoadRetired.
 func Load(id string, seq int64, data []byte, rows func(root, generation, count int) ([]Row, error)) (*Checkpoint, error) {
+	return LoadRetired(id, seq, data, rows, nil)
+}
+
+// LoadRetired is Load for a store that keeps the chunks of retired call
+// ids that Plan returns (Write.Retired): when the head names stored ids,
+// retired is called once, with the root of the checkpoint's lineage and
+// the number of ids, and returns that root's chunks with a first index
+// below count, in order of their first index (Row.Index is the chunk's
+// first index, Row.Data its data); an error it returns is returned as is.
+// Chunks that do not decode or do not make up count ids are reported as a
+// *CorruptError.
+func LoadRetired(id string, seq int64, data []byte, rows func(root, generation, count int) ([]Row, error), retired func(root, count int) ([]Row, error)) (*Checkpoint, error) {
 	h, err := decodeFiled(id, seq, data)
 	if err != nil {
 		return nil, err
+	}
+	if h.RetiredStored > 0 {
+		if retired == nil {
+			return nil, &CorruptError{ID: id, Seq: seq, Err: fmt.Errorf("head names %d retired call ids stored beside it, which this reader does not read", h.RetiredStored)}
+		}
+		chunks, err := retired(h.Root, h.RetiredStored)
+		if err != nil {
+			return nil, err
+		}
+		if h.Checkpoint.RetiredCallIDs, err = joinRetired(chunks, h.RetiredStored); err != nil {
+			return nil, &CorruptError{ID: id, Seq: seq, Err: err}
+		}
 	}
 	rs, err := rows(h.Root, h.Checkpoint.Generation, h.Messages)
 	if err != nil {
 		return nil, err
 	}
 	return h.load(id, seq, rs, decodeRows)
+}
+
+// joinRetired returns the first count retired call ids of chunks, stored
+// chunks in order of their first index.
+func joinRetired(chunks []Row, count int) ([]string, error) {
+	ids := make([]string, 0, min(count, 1024)) // count is read from storage
+	for _, c := range chunks {
+		if len(ids) >= count {
+			break
+		}
+		if c.Index != len(ids) {
+			return nil, fmt.Errorf("retired call ids %d to %d are missing", len(ids), c.Index)
+		}
+		var more []string
+		if err := json.Unmarshal(c.Data, &more); err != nil {
+			return nil, fmt.Errorf("retired call ids from %d: %w", c.Index, err)
+		}
+		if len(more) == 0 {
+			return nil, fmt.Errorf("retired call ids from %d: an empty chunk", c.Index)
+		}
+		ids = append(ids, more...)
+	}
+	if len(ids) < count {
+		return nil, fmt.Errorf("head names %d retired call ids, %d are stored", count, len(ids))
+	}
+	return ids[:count:count], nil
 }
 
 // decodeFiled decodes the head filed under session id and seq, as Load
@@ -467,6 +546,12 @@ type Tip struct {
 	// passes Generation.
 	Root     int
 	Messages int
+	// Incarnation is the session's (see Checkpoint.Incarnation); 0 for a
+	// session created before incarnations existed.
+	Incarnation int64
+	// Retired is the number of retired call ids stored for Root (see
+	// Write.Retired).
+	Retired int
 }
 
 // Write is what a store writes for one Save, as planned by Plan.
@@ -489,6 +574,13 @@ type Write struct {
 	// keeps.
 	First    int
 	Messages [][]byte
+	// Retired, if not nil, is a chunk of retired call ids not yet stored
+	// (a JSON array of strings), to store for lineage Tip.Root as the ids
+	// from index RetiredFirst on, replacing any chunk of that root whose
+	// first index is RetiredFirst or above. The root's chunks below
+	// RetiredFirst are stored already. LoadRetired reads them.
+	RetiredFirst int
+	Retired      []byte
 }
 
 // Plan checks that cp may follow tip, the session's latest checkpoint, and
@@ -502,14 +594,16 @@ func Plan(cp *Checkpoint, tip Tip) (*Write, error) {
 	invalid := func(format string, args ...any) error {
 		return &InvalidError{ID: cp.SessionID, Reason: fmt.Sprintf(format, args...)}
 	}
-	if tip.Seq < 0 || tip.Generation < 0 || tip.Root < 0 || tip.Root > tip.Generation || tip.Messages < 0 || (tip.Seq == 0 && tip != Tip{}) {
-		return nil, &CorruptError{ID: cp.SessionID, Seq: tip.Seq, Err: fmt.Errorf("stored tip is damaged: seq %d, generation %d, root %d, %d messages", tip.Seq, tip.Generation, tip.Root, tip.Messages)}
+	if tip.Seq < 0 || tip.Generation < 0 || tip.Root < 0 || tip.Root > tip.Generation || tip.Messages < 0 || tip.Retired < 0 || (tip.Seq == 0 && tip != Tip{}) {
+		return nil, &CorruptError{ID: cp.SessionID, Seq: tip.Seq, Err: fmt.Errorf("stored tip is damaged: seq %d, generation %d, root %d, %d messages, %d retired call ids", tip.Seq, tip.Generation, tip.Root, tip.Messages, tip.Retired)}
 	}
 	switch {
 	case cp.SessionID == "":
 		return nil, invalid("empty session id")
 	case cp.Seq != tip.Seq:
 		return nil, &ConflictError{ID: cp.SessionID, Seq: cp.Seq, Latest: tip.Seq}
+	case tip.Seq != 0 && cp.Incarnation != tip.Incarnation:
+		return nil, &ConflictError{ID: cp.SessionID, Seq: cp.Seq, Latest: tip.Seq, Recreated: true}
 	case cp.Step < 0:
 		return nil, invalid("negative step %d", cp.Step)
 	case cp.Generation < tip.Generation:
@@ -543,19 +637,38 @@ func Plan(cp *Checkpoint, tip Tip) (*Write, error) {
 	case cp.Base > 0:
 		first, root = cp.Base, tip.Root
 	}
+	// The retired call ids written are those past the ones stored for
+	// the lineage, all of them in a new one.
+	retiredFirst := 0
+	if tip.Seq != 0 && root == tip.Root {
+		if len(cp.RetiredCallIDs) < tip.Retired {
+			return nil, invalid("%d retired call ids, fewer than the latest checkpoint's (%d) in the lineage of generation %d", len(cp.RetiredCallIDs), tip.Retired, root)
+		}
+		retiredFirst = tip.Retired
+	}
 	next := *cp
 	next.Seq = tip.Seq + 1
-	h, err := encodeHead(&next, root)
+	if tip.Seq == 0 {
+		next.Incarnation = newIncarnation()
+	}
+	h, err := encodeHead(&next, root, true)
 	if err != nil {
 		return nil, err
 	}
 	w := &Write{
-		Tip:     Tip{Seq: next.Seq, Generation: cp.Generation, Root: root, Messages: len(cp.Transcript)},
+		Tip: Tip{Seq: next.Seq, Generation: cp.Generation, Root: root, Messages: len(cp.Transcript),
+			Incarnation: next.Incarnation, Retired: len(cp.RetiredCallIDs)},
 		Step:    cp.Step,
 		Done:    cp.Done,
 		Pending: cp.Pending != nil,
 		Head:    h,
 		First:   first,
+	}
+	if len(cp.RetiredCallIDs) > retiredFirst {
+		w.RetiredFirst = retiredFirst
+		if w.Retired, err = json.Marshal(cp.RetiredCallIDs[retiredFirst:]); err != nil {
+			return nil, fmt.Errorf("session %q: retired call ids: %w", cp.SessionID, err)
+		}
 	}
 	if n := len(cp.Transcript) - first; n > 0 {
 		w.Messages = make([][]byte, n)
@@ -569,4 +682,15 @@ func Plan(cp *Checkpoint, tip Tip) (*Write, error) {
 		}
 	}
 	return w, nil
+}
+
+// newIncarnation returns the incarnation of a session created anew: a
+// random number other than 0, so that two sessions created under one id
+// have the same only by a chance of 2^-63.
+func newIncarnation() int64 {
+	for {
+		if n := rand.Int64(); n != 0 {
+			return n
+		}
+	}
 }

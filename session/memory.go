@@ -31,6 +31,7 @@ type memSession struct {
 	byStep  map[int][]int64 // step → seqs without Pending, oldest first
 	pending map[int][]int64 // step → seqs with Pending, oldest first
 	posts   [][]byte        // posted messages (Inbox), encoded: posts[i] has seq i+1
+	retired map[int][]Row   // root → chunks of retired call ids, in order
 }
 
 // memGen holds the rows of one generation: rows[i] is the message of index
@@ -85,6 +86,13 @@ func (m *Memory) Save(ctx context.Context, cp *Checkpoint) error {
 	} else {
 		s.msgs[w.Tip.Generation] = &memGen{first: w.First, rows: w.Messages}
 	}
+	if w.Retired != nil {
+		if s.retired == nil {
+			s.retired = make(map[int][]Row)
+		}
+		chunks := slices.DeleteFunc(s.retired[w.Tip.Root], func(r Row) bool { return r.Index >= w.RetiredFirst })
+		s.retired[w.Tip.Root] = append(chunks, Row{Index: w.RetiredFirst, Data: w.Retired})
+	}
 	s.heads = append(s.heads, memHead{seq: w.Tip.Seq, step: w.Step, data: w.Head})
 	if w.Pending {
 		s.pending[w.Step] = append(s.pending[w.Step], w.Tip.Seq)
@@ -92,7 +100,7 @@ func (m *Memory) Save(ctx context.Context, cp *Checkpoint) error {
 		s.byStep[w.Step] = append(s.byStep[w.Step], w.Tip.Seq)
 	}
 	s.tip, s.step, s.done, s.updated = w.Tip, w.Step, w.Done, m.now()
-	cp.Seq = w.Tip.Seq
+	cp.Seq, cp.Incarnation = w.Tip.Seq, w.Tip.Incarnation
 	return nil
 }
 
@@ -166,6 +174,11 @@ func (m *Memory) stepHeads(id string, first, last int) (*StepHeads, []Generation
 		seq := seqs[len(seqs)-1]
 		h.Heads = append(h.Heads, StepHead{Step: step, Seq: seq, Head: s.heads[seq-1].data})
 	}
+	for root, chunks := range s.retired {
+		for _, c := range chunks {
+			h.Retired = append(h.Retired, GenerationRow{Generation: root, Row: c})
+		}
+	}
 	var rows []GenerationRow
 	for g, stored := range s.msgs {
 		for i, d := range stored.rows {
@@ -194,7 +207,10 @@ func (s *memSession) steps(first, last int) iter.Seq[int] {
 
 func (s *memSession) load(id string, seq int64) (*Checkpoint, error) {
 	h := s.heads[seq-1]
-	return Load(id, seq, h.data, func(root, gen, n int) ([]Row, error) {
+	retired := func(root, count int) ([]Row, error) {
+		return slices.DeleteFunc(slices.Clone(s.retired[root]), func(r Row) bool { return r.Index >= count }), nil
+	}
+	return LoadRetired(id, seq, h.data, func(root, gen, n int) ([]Row, error) {
 		// From the newest generation of the lineage down, each index takes
 		// the first row found.
 		var gens []int
@@ -229,7 +245,7 @@ func (s *memSession) load(id string, seq int64) (*Checkpoint, error) {
 			}
 		}
 		return rows, nil
-	})
+	}, retired)
 }
 
 // Rows returns the number of message rows stored for session id, in all
@@ -280,7 +296,7 @@ func (m *Memory) List(ctx context.Context) ([]Info, error) {
 }
 
 func (s *memSession) info(id string) Info {
-	return Info{ID: id, Seq: s.tip.Seq, Step: s.step, Generation: s.tip.Generation, Done: s.done, Updated: s.updated}
+	return Info{ID: id, Seq: s.tip.Seq, Step: s.step, Generation: s.tip.Generation, Incarnation: s.tip.Incarnation, Done: s.done, Updated: s.updated}
 }
 
 // Stat implements Store.

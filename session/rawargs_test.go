@@ -68,7 +68,7 @@ func TestRawArgumentsThroughPlanAndLoad(t *testing.T) {
 	})
 	require.NoError(t, err)
 	want := *cp
-	want.Seq, want.Version = 1, cp.FormatVersion()
+	want.Seq, want.Version, want.Incarnation = 1, cp.FormatVersion(), w.Tip.Incarnation
 	assert.Empty(t, cmp.Diff(&want, got), "checkpoint mismatch (-want +got)")
 	for i, a := range sessiontest.RawArguments {
 		assert.Equal(t, a == nil, got.Transcript[1].ToolCalls[i].Arguments == nil, "call %d: nil arguments", i)

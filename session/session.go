@@ -16,8 +16,10 @@ import (
 // *VersionError. A checkpoint is written with the lowest version that
 // reads it correctly (see Checkpoint.FormatVersion): version 2 added
 // Pending.Approvals, which a version 1 reader would misread (it would run
-// or interrupt calls that await a person's decision).
-const Version = 2
+// or interrupt calls that await a person's decision); version 3 added
+// RetiredCallIDs, stored beside the head, which a version 2 reader would
+// not see (it would give a reused call id the id of a call made before).
+const Version = 3
 
 // Checkpoint is what a run needs to continue where it stopped.
 //
@@ -35,6 +37,15 @@ type Checkpoint struct {
 	// previous Save set, or that Latest or Rewind returned), or 0 for the
 	// first checkpoint of a new session; Save sets it to the new number.
 	Seq int64
+	// Incarnation tells apart the sessions created one after the other
+	// under one SessionID: the first Save of a session (Seq 0) gives it a
+	// new random Incarnation and sets it here, and a later Save must carry
+	// it over as it carries Seq (Latest, AtStep and Rewind return it), or
+	// fail with a *ConflictError. So a worker that loaded a session before
+	// it was deleted and created again cannot write into the new session,
+	// even once that reaches the worker's Seq. 0 is the incarnation of
+	// sessions created before incarnations existed.
+	Incarnation int64
 	// Step is the number of the next step to run.
 	Step int
 	// Generation counts rewrites of the transcript. The runtime increments
@@ -72,8 +83,18 @@ type Checkpoint struct {
 	Pending *Pending
 	// Stats are the limits used so far.
 	Stats Stats
+	// RetiredCallIDs are the ids of the tool calls that rewrites of the
+	// transcript (compaction) took out of it, in the order they were
+	// retired (see runtime.RetiredCallIDsKey). Within a lineage of
+	// generations (see Base) the list only grows: a store writes only the
+	// ids not yet stored, so that a Save costs what it adds, not the
+	// length of the session; Save refuses (*InvalidError) a list shorter
+	// than the latest checkpoint's in the same lineage. A checkpoint that
+	// starts a lineage (Base 0 in a new generation, as after Rewind)
+	// writes its list anew.
+	RetiredCallIDs []string
 	// Extra holds opaque data of built-in effects (summaries, breakers)
-	// and of the runtime (runtime.RetiredCallIDsKey), by name.
+	// and of the runtime, by name.
 	Extra map[string]json.RawMessage
 	// Done reports that the run ended.
 	Done bool
@@ -170,9 +191,12 @@ func (p *Pending) check() error {
 }
 
 // FormatVersion returns the version of the format that Save writes cp
-// with: the lowest that reads it correctly. It is 2 when cp has a pending
-// step with approvals, and 1 otherwise.
+// with: the lowest that reads it correctly. It is 3 when cp has retired
+// call ids, 2 when cp has a pending step with approvals, and 1 otherwise.
 func (cp *Checkpoint) FormatVersion() int {
+	if len(cp.RetiredCallIDs) > 0 {
+		return 3
+	}
 	if cp.Pending != nil && len(cp.Pending.Approvals) > 0 {
 		return 2
 	}
@@ -197,7 +221,9 @@ type Info struct {
 	Step int
 	// Generation is the latest checkpoint's generation.
 	Generation int
-	Done       bool
+	// Incarnation is the session's (see Checkpoint.Incarnation).
+	Incarnation int64
+	Done        bool
 	// Updated is when the latest checkpoint was saved.
 	Updated time.Time
 }
@@ -205,15 +231,17 @@ type Info struct {
 // Store keeps the checkpoints of sessions. Implementations must be safe for
 // concurrent use. Package sessiontest checks an implementation.
 type Store interface {
-	// Save stores cp as the session's latest checkpoint and sets cp.Seq.
-	// It is atomic: after a crash the previous checkpoint is loadable. It
-	// fails with a *ConflictError when cp.Seq is not the session's latest
-	// Seq (0 for a new session), and with an *InvalidError when cp breaks a
-	// rule of Checkpoint (empty SessionID, a generation lower than the
-	// latest one, a transcript shorter than the latest one of the same
-	// generation, a Base out of range or in a generation that does not
-	// follow the latest one), and with a *CorruptError when what it keeps
-	// about the session's latest checkpoint is damaged (see Plan).
+	// Save stores cp as the session's latest checkpoint and sets cp.Seq
+	// (and cp.Incarnation when it creates the session). It is atomic:
+	// after a crash the previous checkpoint is loadable. It fails with a
+	// *ConflictError when cp.Seq is not the session's latest Seq (0 for a
+	// new session) or cp.Incarnation is not the session's, with an
+	// *InvalidError when cp breaks a rule of Checkpoint (empty SessionID,
+	// a generation lower than the latest one, a transcript shorter than
+	// the latest one of the same generation, a Base out of range or in a
+	// generation that does not follow the latest one), and with a
+	// *CorruptError when what it keeps about the session's latest
+	// checkpoint is damaged (see Plan).
 	Save(ctx context.Context, cp *Checkpoint) error
 	// Latest returns the session's latest checkpoint, or a *NotFoundError
 	// (matching ErrNotFound) for an unknown session.
@@ -236,9 +264,10 @@ type Store interface {
 }
 
 // Rewind returns the checkpoint of session id at step, prepared to be
-// continued: its Seq is the session's latest Seq, its Generation one more
-// than the latest generation and its Base 0, so that the next Save writes
-// its transcript anew and keeps every earlier checkpoint loadable.
+// continued: its Seq and Incarnation are the session's latest, its
+// Generation one more than the latest generation and its Base 0, so that
+// the next Save writes its transcript anew and keeps every earlier
+// checkpoint loadable.
 func Rewind(ctx context.Context, st Store, id string, step int) (*Checkpoint, error) {
 	latest, err := st.Stat(ctx, id) // not Latest: it may be the damaged one
 	if err != nil {
@@ -249,6 +278,7 @@ func Rewind(ctx context.Context, st Store, id string, step int) (*Checkpoint, er
 		return nil, err
 	}
 	cp.Seq = latest.Seq
+	cp.Incarnation = latest.Incarnation
 	cp.Generation = latest.Generation + 1
 	cp.Base = 0
 	return cp, nil
@@ -314,15 +344,26 @@ func (e *VersionError) Error() string {
 }
 
 // ConflictError reports a Save whose checkpoint does not follow the
-// session's latest checkpoint: another writer saved in between, or the
-// caller did not carry Seq over from the previous Save.
+// session's latest checkpoint: another writer saved in between, the
+// session was deleted (and perhaps created again) since the checkpoint was
+// loaded, or the caller did not carry Seq and Incarnation over from the
+// previous Save.
 type ConflictError struct {
 	ID     string
 	Seq    int64 // cp.Seq on entry to Save
 	Latest int64 // the session's latest Seq; 0 if it has none
+	// Recreated reports that the Seqs match but the incarnations do not:
+	// the session was deleted and created again since cp was loaded (or
+	// the caller did not carry Incarnation over: a store that wraps
+	// another and copies the checkpoint must copy back Incarnation as it
+	// does Seq).
+	Recreated bool
 }
 
 func (e *ConflictError) Error() string {
+	if e.Recreated {
+		return fmt.Sprintf("session %q: checkpoint follows seq %d of another incarnation of the session (it was deleted and created again since, or Incarnation was not carried over as Seq is)", e.ID, e.Seq)
+	}
 	return fmt.Sprintf("session %q: checkpoint follows seq %d but the latest is %d (another writer, or Seq not carried over)", e.ID, e.Seq, e.Latest)
 }
 

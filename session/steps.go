@@ -113,6 +113,11 @@ type StepHeads struct {
 	Known bool
 	// Heads are the heads found, ordered by Step, at most one a step.
 	Heads []StepHead
+	// Retired are the session's stored chunks of retired call ids (see
+	// Write.Retired), each with its root as Generation and its first index
+	// as Index, in any order: those of every root the heads name, or nil
+	// when no head names stored ids.
+	Retired []GenerationRow
 }
 
 // StepHead is a stored head that AtStep would load for Step: the one filed
@@ -149,7 +154,13 @@ type GenerationRow struct {
 // (see StepReader.AtSteps). The sequence may be ranged over once: a
 // second range yields nothing.
 func LoadSteps(h *StepHeads, rows func(root, generation, count int) ([]GenerationRow, error)) (iter.Seq2[*Checkpoint, error], error) {
-	b := &batch{id: h.ID, need: map[[2]int]int{}, lineages: map[[2]int]*lineage{}, cursors: map[int]*cursor{}, decoded: map[[2]int]decoded{}}
+	b := &batch{id: h.ID, need: map[[2]int]int{}, lineages: map[[2]int]*lineage{}, cursors: map[int]*cursor{}, decoded: map[[2]int]decoded{}, retired: map[int][]Row{}}
+	for _, r := range h.Retired {
+		b.retired[r.Generation] = append(b.retired[r.Generation], r.Row)
+	}
+	for _, rs := range b.retired {
+		slices.SortFunc(rs, func(a, b Row) int { return a.Index - b.Index })
+	}
 	// The heads decoded, without the stored ones: those are not kept.
 	type found struct {
 		step int
@@ -277,6 +288,7 @@ type batch struct {
 	lineages map[[2]int]*lineage
 	cursors  map[int]*cursor    // by root
 	decoded  map[[2]int]decoded // by (generation, index)
+	retired  map[int][]Row      // chunks of retired call ids by root, in order
 }
 
 // cursor resolves the rows of the lineages of one root, one generation
@@ -334,6 +346,11 @@ func (b *batch) index(stored []GenerationRow) {
 func (b *batch) load(seq int64, h *Head, err error) (*Checkpoint, error) {
 	if err != nil {
 		return nil, err
+	}
+	if h.RetiredStored > 0 {
+		if h.Checkpoint.RetiredCallIDs, err = joinRetired(b.retired[h.Root], h.RetiredStored); err != nil {
+			return nil, &CorruptError{ID: b.id, Seq: seq, Err: err}
+		}
 	}
 	l := b.lineage(h.Root, h.Checkpoint.Generation)
 	// The rows that Load's rows function returns for h, as far as they

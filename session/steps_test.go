@@ -27,7 +27,7 @@ func TestDecodeHeadErrors(t *testing.T) {
 		head, want string
 	}{
 		{`{"version":1,"session_id":"s","seq":1,"step":"two"}`, "head: json: cannot unmarshal string into Go struct field head.step of type int"},
-		{`{"version":9,"session_id":"s","seq":1,"step":"two"}`, "checkpoint format version 9 is newer than the newest this program reads (2)"},
+		{`{"version":9,"session_id":"s","seq":1,"step":"two"}`, "checkpoint format version 9 is newer than the newest this program reads (3)"},
 		{`{"version":"1","session_id":"s","seq":1}`, "head: json: cannot unmarshal string into Go struct field .version of type int"},
 		{`{"session_id":"s","seq":1,"step":"two"}`, "head: no version"},
 		{`{"version":0,"session_id":"s","seq":1}`, "head: invalid version 0"},

@@ -227,6 +227,13 @@ func TestCrashChild(t *testing.T) {
 	if os.Getenv(convEnv) != "" {
 		convChild(dir) // conversation_test.go; exits
 	}
+	if i := os.Getenv(fleetEnv); i != "" { // fleet_test.go
+		if err := fleetChild(dir, i); err != nil {
+			fmt.Fprintln(os.Stderr, "fleet worker:", err)
+			os.Exit(2)
+		}
+		return
+	}
 	if err := child(dir); err != nil {
 		fmt.Fprintln(os.Stderr, "child:", err)
 		os.Exit(2)

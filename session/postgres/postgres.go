@@ -12,11 +12,12 @@
 //
 // Tables (created by New if missing, in the connection's search_path):
 //
-//	reprompt_sessions(id, seq, step, generation, root, messages, done, updated)
+//	reprompt_sessions(id, seq, step, generation, root, messages, done, updated, incarnation, retired)
 //	reprompt_checkpoints(session, seq, step, pending, head)
 //	reprompt_messages(session, generation, idx, data)
-//	reprompt_posts(session, seq, data)  -- messages posted (session.Inbox)
-//	reprompt_schema(one, version)       -- one row: SchemaVersion
+//	reprompt_posts(session, seq, data)          -- messages posted (session.Inbox)
+//	reprompt_retired(session, root, first, data) -- retired call ids, one row per Save that adds some
+//	reprompt_schema(one, version)               -- one row: SchemaVersion
 //
 // A checkpoint's message idx is the row of that idx with the highest
 // generation from the root of its lineage to its own generation (see
@@ -34,7 +35,10 @@
 // create is added (the root column, NULL for tips saved before it, meaning
 // root == generation, and an index by idx), so they load unchanged.
 // Version 2 added reprompt_posts: a worker's role needs SELECT, INSERT
-// and DELETE on it too.
+// and DELETE on it too. Version 3 added reprompt_retired (the same
+// rights) and the incarnation and retired columns of reprompt_sessions,
+// NULL in rows saved before (incarnation 0, no retired call ids stored
+// beside the heads).
 //
 // # Posted messages
 //
@@ -72,8 +76,10 @@ var (
 // SchemaVersion is the version of the tables this package uses, recorded in
 // reprompt_schema. Open and New bring tables of an earlier version (or of
 // no recorded version: those of the releases before it was recorded) up to
-// it, and refuse tables of a later one. Version 2 added reprompt_posts.
-const SchemaVersion = 2
+// it, and refuse tables of a later one. Version 2 added reprompt_posts;
+// version 3 reprompt_retired and the incarnation and retired columns of
+// reprompt_sessions.
+const SchemaVersion = 3
 
 // migrations[v] brings tables from version v to v+1. Version 0 is no
 // recorded version: no tables, or those of an earlier release, which had
@@ -115,6 +121,17 @@ CREATE TABLE IF NOT EXISTS reprompt_posts (
 	seq     BIGINT NOT NULL,
 	data    BYTEA  NOT NULL,
 	PRIMARY KEY (session, seq)
+);
+`,
+	2: `
+ALTER TABLE reprompt_sessions ADD COLUMN IF NOT EXISTS incarnation BIGINT;
+ALTER TABLE reprompt_sessions ADD COLUMN IF NOT EXISTS retired BIGINT;
+CREATE TABLE IF NOT EXISTS reprompt_retired (
+	session TEXT   NOT NULL,
+	root    BIGINT NOT NULL,
+	first   BIGINT NOT NULL,
+	data    BYTEA  NOT NULL,
+	PRIMARY KEY (session, root, first)
 );
 `,
 }
@@ -215,7 +232,7 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 		// reprompt_messages (and Post reprompt_posts): take them in that
 		// order, before any DDL.
 		var existing []string
-		for _, t := range []string{"reprompt_sessions", "reprompt_checkpoints", "reprompt_messages", "reprompt_posts"} {
+		for _, t := range []string{"reprompt_sessions", "reprompt_checkpoints", "reprompt_messages", "reprompt_posts", "reprompt_retired"} {
 			var ok bool
 			if err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, t).Scan(&ok); err != nil {
 				return err
@@ -262,7 +279,7 @@ func (s *Store) Save(ctx context.Context, cp *session.Checkpoint) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	var seq int64
+	var seq, incarnation int64
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		// The placeholder row exists only inside this transaction unless it
 		// commits; it makes concurrent first saves of one session queue on
@@ -272,8 +289,9 @@ func (s *Store) Save(ctx context.Context, cp *session.Checkpoint) error {
 			return fmt.Errorf("session/postgres: save session %q: %w", cp.SessionID, err)
 		}
 		var tip session.Tip
-		if err := tx.QueryRow(ctx, `SELECT seq, generation, coalesce(root, generation), messages FROM reprompt_sessions WHERE id = $1 FOR UPDATE`, cp.SessionID).
-			Scan(&tip.Seq, &tip.Generation, &tip.Root, &tip.Messages); err != nil {
+		if err := tx.QueryRow(ctx, `SELECT seq, generation, coalesce(root, generation), messages, coalesce(incarnation, 0), coalesce(retired, 0)
+			FROM reprompt_sessions WHERE id = $1 FOR UPDATE`, cp.SessionID).
+			Scan(&tip.Seq, &tip.Generation, &tip.Root, &tip.Messages, &tip.Incarnation, &tip.Retired); err != nil {
 			return fmt.Errorf("session/postgres: read session %q: %w", cp.SessionID, err)
 		}
 		w, err := session.Plan(cp, tip)
@@ -292,17 +310,26 @@ func (s *Store) Save(ctx context.Context, cp *session.Checkpoint) error {
 				return fmt.Errorf("session/postgres: save messages: %w", err)
 			}
 		}
-		if _, err := tx.Exec(ctx, `UPDATE reprompt_sessions SET seq = $2, step = $3, generation = $4, root = $5, messages = $6, done = $7, updated = now()
-			WHERE id = $1`, cp.SessionID, w.Tip.Seq, w.Step, w.Tip.Generation, w.Tip.Root, w.Tip.Messages, w.Done); err != nil {
+		if w.Retired != nil {
+			if _, err := tx.Exec(ctx, `DELETE FROM reprompt_retired WHERE session = $1 AND root = $2 AND first >= $3`, cp.SessionID, w.Tip.Root, w.RetiredFirst); err != nil {
+				return fmt.Errorf("session/postgres: save retired call ids: %w", err)
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO reprompt_retired (session, root, first, data) VALUES ($1, $2, $3, $4)`, cp.SessionID, w.Tip.Root, w.RetiredFirst, w.Retired); err != nil {
+				return fmt.Errorf("session/postgres: save retired call ids: %w", err)
+			}
+		}
+		if _, err := tx.Exec(ctx, `UPDATE reprompt_sessions SET seq = $2, step = $3, generation = $4, root = $5, messages = $6, done = $7, updated = now(),
+			incarnation = $8, retired = $9
+			WHERE id = $1`, cp.SessionID, w.Tip.Seq, w.Step, w.Tip.Generation, w.Tip.Root, w.Tip.Messages, w.Done, w.Tip.Incarnation, w.Tip.Retired); err != nil {
 			return fmt.Errorf("session/postgres: save session %q: %w", cp.SessionID, err)
 		}
-		seq = w.Tip.Seq
+		seq, incarnation = w.Tip.Seq, w.Tip.Incarnation
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	cp.Seq = seq
+	cp.Seq, cp.Incarnation = seq, incarnation
 	return nil
 }
 
@@ -337,7 +364,23 @@ func (s *Store) load(ctx context.Context, id, query string, args ...any) (*sessi
 			return fmt.Errorf("session/postgres: load session %q: %w", id, err)
 		}
 		var err error
-		cp, err = session.Load(id, seq, head, func(root, gen, n int) ([]session.Row, error) {
+		retired := func(root, count int) ([]session.Row, error) {
+			rows, err := tx.Query(ctx, `SELECT first, data FROM reprompt_retired WHERE session = $1 AND root = $2 AND first < $3 ORDER BY first`, id, root, count)
+			if err != nil {
+				return nil, fmt.Errorf("session/postgres: load retired call ids of %q: %w", id, err)
+			}
+			var out []session.Row
+			var r session.Row
+			if _, err := pgx.ForEachRow(rows, []any{&r.Index, &r.Data}, func() error {
+				out = append(out, r)
+				r.Data = nil
+				return nil
+			}); err != nil {
+				return nil, fmt.Errorf("session/postgres: load retired call ids of %q: %w", id, err)
+			}
+			return out, nil
+		}
+		cp, err = session.LoadRetired(id, seq, head, func(root, gen, n int) ([]session.Row, error) {
 			// Each idx from the newest generation of the lineage that has
 			// it (with root == gen, the rows of that generation).
 			rows, err := tx.Query(ctx, `SELECT DISTINCT ON (idx) idx, data FROM reprompt_messages
@@ -357,7 +400,7 @@ func (s *Store) load(ctx context.Context, id, query string, args ...any) (*sessi
 				return nil, fmt.Errorf("session/postgres: load messages of %q: %w", id, err)
 			}
 			return out, nil
-		})
+		}, retired)
 		return err
 	})
 	if err != nil {
@@ -368,13 +411,13 @@ func (s *Store) load(ctx context.Context, id, query string, args ...any) (*sessi
 
 // List implements session.Store.
 func (s *Store) List(ctx context.Context) ([]session.Info, error) {
-	rows, err := s.pool.Query(ctx, `SELECT id, seq, step, generation, done, updated FROM reprompt_sessions WHERE seq > 0 ORDER BY id`)
+	rows, err := s.pool.Query(ctx, `SELECT id, seq, step, generation, coalesce(incarnation, 0), done, updated FROM reprompt_sessions WHERE seq > 0 ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("session/postgres: list: %w", err)
 	}
 	var out []session.Info
 	var in session.Info
-	_, err = pgx.ForEachRow(rows, []any{&in.ID, &in.Seq, &in.Step, &in.Generation, &in.Done, &in.Updated}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&in.ID, &in.Seq, &in.Step, &in.Generation, &in.Incarnation, &in.Done, &in.Updated}, func() error {
 		out = append(out, in)
 		return nil
 	})
@@ -387,8 +430,8 @@ func (s *Store) List(ctx context.Context) ([]session.Info, error) {
 // Stat implements session.Store.
 func (s *Store) Stat(ctx context.Context, id string) (session.Info, error) {
 	in := session.Info{ID: id}
-	err := s.pool.QueryRow(ctx, `SELECT seq, step, generation, done, updated FROM reprompt_sessions WHERE id = $1 AND seq > 0`, id).
-		Scan(&in.Seq, &in.Step, &in.Generation, &in.Done, &in.Updated)
+	err := s.pool.QueryRow(ctx, `SELECT seq, step, generation, coalesce(incarnation, 0), done, updated FROM reprompt_sessions WHERE id = $1 AND seq > 0`, id).
+		Scan(&in.Seq, &in.Step, &in.Generation, &in.Incarnation, &in.Done, &in.Updated)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return session.Info{}, &session.NotFoundError{ID: id}
@@ -417,6 +460,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 			`DELETE FROM reprompt_checkpoints WHERE session = $1`,
 			`DELETE FROM reprompt_messages WHERE session = $1`,
 			`DELETE FROM reprompt_posts WHERE session = $1`,
+			`DELETE FROM reprompt_retired WHERE session = $1`,
 		} {
 			if _, err := tx.Exec(ctx, q, id); err != nil {
 				return err

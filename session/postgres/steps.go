@@ -61,6 +61,19 @@ func (s *Store) atSteps(ctx context.Context, id string, first, last int) (iter.S
 		if err != nil {
 			return fmt.Errorf("session/postgres: load session %q: %w", id, err)
 		}
+		rows, err = tx.Query(ctx, `SELECT root, first, data FROM reprompt_retired WHERE session = $1`, id)
+		if err != nil {
+			return fmt.Errorf("session/postgres: load retired call ids of %q: %w", id, err)
+		}
+		var rr session.GenerationRow
+		_, err = pgx.ForEachRow(rows, []any{&rr.Generation, &rr.Index, &rr.Data}, func() error {
+			h.Retired = append(h.Retired, rr)
+			rr.Data = nil
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("session/postgres: load retired call ids of %q: %w", id, err)
+		}
 		steps, err = session.LoadSteps(h, func(root, gen, n int) ([]session.GenerationRow, error) {
 			rows, err := tx.Query(ctx, `SELECT generation, idx, data FROM reprompt_messages
 				WHERE session = $1 AND generation BETWEEN $2 AND $3 AND idx < $4`, id, root, gen, n)

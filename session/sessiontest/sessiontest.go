@@ -39,6 +39,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -189,6 +190,8 @@ func Run(t *testing.T, newStore func(t *testing.T) session.Store, opts ...Option
 		{"Canceled", testCanceled},
 		{"StepRecords", testStepRecords},
 		{"AtSteps", testAtSteps},
+		{"Recreated", testRecreated},
+		{"RetiredCallIDs", testRetiredCallIDs},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -820,19 +823,22 @@ func testConcurrent(t *testing.T, st session.Store) {
 func testListDelete(t *testing.T, st session.Store) {
 	ctx := context.Background()
 	start := time.Now().Add(-time.Second)
+	incarnations := map[string]int64{}
 	for i, id := range []string{"b", "a", "c"} {
 		cp := Fixture(id, 2)
 		cp.Step = 10 + i
 		cp.Done = id == "c"
 		save(t, st, cp)
+		require.NotZero(t, cp.Incarnation, "Incarnation set by the first Save of %q", id)
 		if id == "a" {
 			cp.Step = 20
 			save(t, st, cp)
 		}
+		incarnations[id] = cp.Incarnation
 	}
 	infos, err := st.List(ctx)
 	require.NoError(t, err, "List")
-	want := []session.Info{{ID: "a", Seq: 2, Step: 20}, {ID: "b", Seq: 1, Step: 10}, {ID: "c", Seq: 1, Step: 12, Done: true}}
+	want := []session.Info{{ID: "a", Seq: 2, Step: 20, Incarnation: incarnations["a"]}, {ID: "b", Seq: 1, Step: 10, Incarnation: incarnations["b"]}, {ID: "c", Seq: 1, Step: 12, Done: true, Incarnation: incarnations["c"]}}
 	require.Len(t, infos, len(want), "List = %+v, want %+v", infos, want)
 	for i, in := range infos {
 		require.False(t, in.Updated.Before(start), "List[%d].Updated = %v, not the time of the save", i, in.Updated)
@@ -850,13 +856,120 @@ func testListDelete(t *testing.T, st session.Store) {
 	require.Equal(t, "b", infos[0].ID, "List after Delete = %+v", infos)
 	require.Equal(t, "c", infos[1].ID, "List after Delete = %+v", infos)
 	b := Fixture("b", 2)
-	b.Step, b.Seq = 10, 1
+	b.Step, b.Seq, b.Incarnation = 10, 1, incarnations["b"]
 	same(t, "another session after Delete", b, latest(t, st, "b"))
 
 	// A deleted id starts over.
 	cp := Fixture("a", 3)
 	save(t, st, cp)
 	same(t, "a deleted id saved again", cp, latest(t, st, "a"))
+}
+
+// testRecreated: a worker that loaded a session before it was deleted
+// cannot write into the session created again under its id, even once
+// that reaches the worker's Seq; Latest, AtStep, Stat and Rewind carry
+// the session's incarnation.
+func testRecreated(t *testing.T, st session.Store) {
+	ctx := context.Background()
+	old := Fixture("again", 2)
+	save(t, st, old)
+	save(t, st, old)
+	require.NotZero(t, old.Incarnation, "Incarnation set by the first Save")
+	stale := latest(t, st, "again") // worker A, at seq 2
+	assert.Equal(t, old.Incarnation, stale.Incarnation, "Latest: Incarnation")
+	require.NoError(t, st.Delete(ctx, "again"), "Delete")
+
+	// Run B creates the session again and reaches A's seq.
+	cp := Fixture("again", 3)
+	save(t, st, cp)
+	assert.NotEqual(t, old.Incarnation, cp.Incarnation, "Incarnation of the session created again")
+	cp.Step++
+	save(t, st, cp)
+	require.Equal(t, stale.Seq, cp.Seq, "the new session's Seq")
+
+	stale.Step++
+	err := st.Save(ctx, stale)
+	ce, ok := errors.AsType[*session.ConflictError](err)
+	require.True(t, ok, "Save of a checkpoint of the deleted session = %v, want a *session.ConflictError", err)
+	assert.True(t, ce.Recreated, "ConflictError.Recreated: %v", err)
+	same(t, "the session created again after a stale Save", cp, latest(t, st, "again"))
+	in, err := st.Stat(ctx, "again")
+	require.NoError(t, err, "Stat")
+	assert.Equal(t, cp.Incarnation, in.Incarnation, "Stat: Incarnation")
+	assert.Equal(t, cp.Incarnation, atStep(t, st, "again", cp.Step).Incarnation, "AtStep: Incarnation")
+
+	// The owner goes on, and so does a rewind of its session.
+	cp.Step++
+	save(t, st, cp)
+	rw, err := session.Rewind(ctx, st, "again", 3)
+	require.NoError(t, err, "Rewind")
+	assert.Equal(t, cp.Incarnation, rw.Incarnation, "Rewind: Incarnation")
+	save(t, st, rw)
+	// A checkpoint that does not carry the incarnation over is refused.
+	rw.Incarnation = 0
+	_, ok = errors.AsType[*session.ConflictError](st.Save(ctx, rw))
+	assert.True(t, ok, "Save without the session's incarnation: want a *session.ConflictError")
+}
+
+// testRetiredCallIDs: the retired call ids come back from Latest, AtStep
+// and AtSteps as each checkpoint had them, across new generations with and
+// without a Base and a Rewind; a shorter list in the same lineage is
+// refused.
+func testRetiredCallIDs(t *testing.T, st session.Store) {
+	ctx := context.Background()
+	cp := Fixture("retired", 2)
+	cp.Pending = nil
+	cp.Step = 1
+	save(t, st, cp) // none
+	var want [][]string
+	want = append(want, nil)
+	for step := 2; step <= 6; step++ {
+		cp.Step = step
+		if step%2 == 0 { // a commit retires calls: a new generation with a Base
+			cp.RetiredCallIDs = append(slices.Clone(cp.RetiredCallIDs), fmt.Sprintf("call_%d_a", step), fmt.Sprintf("call_%d_b", step))
+			cp.Generation++
+			cp.Base = len(cp.Transcript) - 1
+			cp.Transcript = append(slices.Clone(cp.Transcript[:cp.Base]), defs.AssistantMessage(fmt.Sprint("summary ", step)))
+		} else {
+			cp.Base = 0
+			cp.Transcript = append(cp.Transcript, defs.UserMessage(fmt.Sprint("more ", step)))
+		}
+		save(t, st, cp)
+		want = append(want, slices.Clone(cp.RetiredCallIDs))
+		got := latest(t, st, "retired")
+		assert.Equal(t, cp.RetiredCallIDs, got.RetiredCallIDs, "Latest at step %d: RetiredCallIDs", step)
+		assert.Equal(t, cp.FormatVersion(), got.Version, "Latest at step %d: Version", step)
+	}
+	for i, w := range want {
+		step := i + 1
+		assert.Equal(t, w, atStep(t, st, "retired", step).RetiredCallIDs, "AtStep(%d): RetiredCallIDs", step)
+	}
+	step := 1
+	for got, err := range session.AtSteps(ctx, st, "retired", 1, len(want)) {
+		require.NoError(t, err, "AtSteps, step %d", step)
+		assert.Equal(t, want[step-1], got.RetiredCallIDs, "AtSteps, step %d: RetiredCallIDs", step)
+		step++
+	}
+
+	short := latest(t, st, "retired")
+	short.RetiredCallIDs = short.RetiredCallIDs[:1]
+	short.Step++
+	_, ok := errors.AsType[*session.InvalidError](st.Save(ctx, short))
+	assert.True(t, ok, "Save of fewer retired call ids in the same generation: want a *session.InvalidError")
+
+	// A rewind starts a lineage with the list of its step; the later
+	// checkpoints of the abandoned one keep theirs.
+	rw, err := session.Rewind(ctx, st, "retired", 3)
+	require.NoError(t, err, "Rewind")
+	assert.Equal(t, want[2], rw.RetiredCallIDs, "Rewind to step 3: RetiredCallIDs")
+	rw.RetiredCallIDs = append(rw.RetiredCallIDs, "after_rewind")
+	save(t, st, rw)
+	assert.Equal(t, rw.RetiredCallIDs, latest(t, st, "retired").RetiredCallIDs, "Latest after Rewind: RetiredCallIDs")
+	rw.Step++
+	rw.RetiredCallIDs = append(rw.RetiredCallIDs, "after_rewind_2")
+	save(t, st, rw)
+	assert.Equal(t, rw.RetiredCallIDs, latest(t, st, "retired").RetiredCallIDs, "Latest after Rewind: RetiredCallIDs")
+	assert.Equal(t, want[5], atStep(t, st, "retired", 6).RetiredCallIDs, "AtStep(6) of the abandoned lineage: RetiredCallIDs")
 }
 
 func testCanceled(t *testing.T, st session.Store) {

@@ -24,18 +24,14 @@ func (s *Store) Post(ctx context.Context, id string, msg defs.Message) (int64, e
 	if err != nil {
 		return 0, err
 	}
-	conn, err := s.db.Conn(ctx)
+	conn, done, err := s.begin(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("session/sqlite: %w", err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		return 0, fmt.Errorf("session/sqlite: begin: %w", err)
+		return 0, err
 	}
 	committed := false
 	defer func() {
 		if !committed {
-			_, _ = conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
+			_ = done(false)
 		}
 	}()
 	var seq int64
@@ -50,10 +46,10 @@ func (s *Store) Post(ctx context.Context, id string, msg defs.Message) (int64, e
 	if _, err := conn.ExecContext(ctx, `INSERT INTO posts (session, seq, data) VALUES (?, ?, ?)`, id, seq, data); err != nil {
 		return 0, fmt.Errorf("session/sqlite: post to %q: %w", id, err)
 	}
-	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
-		return 0, fmt.Errorf("session/sqlite: commit: %w", err)
-	}
 	committed = true
+	if err := done(true); err != nil {
+		return 0, err
+	}
 	return seq, nil
 }
 

@@ -12,10 +12,12 @@
 //
 // Tables (created by Open if missing):
 //
-//	sessions(id, seq, step, generation, root, messages, done, updated)  -- the tip of each session
+//	sessions(id, seq, step, generation, root, messages, done, updated,
+//	         incarnation, retired)                                       -- the tip of each session
 //	checkpoints(session, seq, step, pending, head)                      -- one row per Save
 //	messages(session, generation, idx, data)                             -- one row per message written
 //	posts(session, seq, data)                                            -- one row per message posted (session.Inbox)
+//	retired(session, root, first, data)                                  -- retired call ids, one row per Save that adds some
 //
 // A checkpoint's message idx is the row of that idx with the highest
 // generation from the root of its lineage to its own generation (see
@@ -28,9 +30,26 @@
 // an IMMEDIATE transaction: Open adds what earlier versions of this package
 // did not create (the root column, NULL for tips saved before it, meaning
 // root == generation, and an index by idx; the posts table, from version 2
-// on), so databases they wrote open and load unchanged. A file of a later
-// version is refused: a program built with an earlier version of this
-// package cannot open a file that a later one migrated.
+// on; the incarnation and retired columns and the retired table, from
+// version 3 on), so databases they wrote open and load unchanged. A file of a later version is refused: a
+// program built with an earlier version of this package cannot open a
+// file that a later one migrated.
+//
+// # Many writers
+//
+// One writer at a time holds the file's write lock. A write waits for it
+// within Config.LockWait (a minute by default) and then fails with
+// ErrBusy, having written nothing. SQLite's own wait, whose intervals
+// grow to 100 ms, lets a writer that waited long lose the lock to
+// newcomers again and again: with 48 processes saving on one file, saves
+// failed after a 10 s wait. So the writers of this package queue first:
+// those of one Store in the process, then those of every Store on the
+// file on an flock(2) lock of a file beside it, path+"-writer" (made by
+// the first write, on systems with flock; where it cannot be made, writers
+// wait on SQLite's lock alone). A waiter sleeps until the lock is free,
+// and the waiters then race for it afresh, however long each waited. A
+// writer that does not queue (another program) is waited for by trying
+// SQLite's lock again every few milliseconds.
 //
 // # Posted messages
 //
@@ -41,22 +60,34 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"time"
 
 	"github.com/reprompt/reprompt/session"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
+	sqlitedrv "modernc.org/sqlite" // registers the "sqlite" driver
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // Store is a session.Store backed by an SQLite file. It is safe for
 // concurrent use, and several processes may open the same file.
 type Store struct {
-	db *sql.DB
+	db       *sql.DB // reads, and migrations
+	wdb      *sql.DB // writes (begin)
+	path     string
+	lockWait time.Duration
+	// turn holds a token while one of the store's writes has its turn
+	// (see queue); the fields below are the turn holder's.
+	turn          chan struct{}
+	fileLock      *fileLock
+	fileLockOK    bool
+	fileLockTried bool
 }
 
 var (
@@ -98,32 +129,200 @@ CREATE TABLE IF NOT EXISTS posts (
 	data    BLOB    NOT NULL,
 	PRIMARY KEY (session, seq)
 );
+CREATE TABLE IF NOT EXISTS retired (
+	session TEXT    NOT NULL,
+	root    INTEGER NOT NULL,
+	first   INTEGER NOT NULL,
+	data    BLOB    NOT NULL,
+	PRIMARY KEY (session, root, first)
+);
 `
 
 // SchemaVersion is the version of the tables, recorded in the file's
-// PRAGMA user_version. Version 2 added the posts table.
-const SchemaVersion = 2
+// PRAGMA user_version. Version 2 added the posts table; version 3 the
+// incarnation and retired columns of sessions and the retired table.
+const SchemaVersion = 3
 
-// addRoot adds the root column to a sessions table created before it
-// existed. Its rows keep NULL: their root is their generation.
-const addRoot = `ALTER TABLE sessions ADD COLUMN root INTEGER`
+// addColumns adds to a sessions table created before them the columns
+// that later versions added. Its rows keep NULL: their root is their
+// generation, their incarnation 0 and they have no retired call ids
+// stored beside their heads.
+var addColumns = []struct{ name, add string }{
+	{"root", `ALTER TABLE sessions ADD COLUMN root INTEGER`},
+	{"incarnation", `ALTER TABLE sessions ADD COLUMN incarnation INTEGER`},
+	{"retired", `ALTER TABLE sessions ADD COLUMN retired INTEGER`},
+}
+
+// Config configures OpenConfig. The zero Config means the defaults.
+type Config struct {
+	// LockWait bounds how long a write (Save, Post, Delete) waits for the
+	// file's write lock while other connections or processes write (see
+	// "Many writers"): until it gets the lock, LockWait passes or its
+	// context is done. A write still without the lock then fails with an
+	// error matching ErrBusy, having written nothing (a run continues
+	// with runtime.Resume). 0 means DefaultLockWait.
+	LockWait time.Duration
+}
+
+// DefaultLockWait is the LockWait of a zero Config: with 48 processes
+// saving after every step, reply and result on one file, saves waited
+// 3.1 s at most on a loaded 2-core machine (see docs/performance.md).
+const DefaultLockWait = time.Minute
+
+// ErrBusy is matched (errors.Is) by the error of a write that did not get
+// the file's write lock within Config.LockWait. Nothing was written: the
+// write may be tried again.
+var ErrBusy = errors.New("session/sqlite: database is locked by other writers")
+
+// lockPoll bounds the time SQLite itself waits for the write lock before
+// the store's own wait (Store.begin) tries again: SQLite's busy handler
+// sleeps longer and longer (up to 100 ms), so that a writer that waited
+// long checks the lock less often than one that just arrived.
+const lockPoll = 3 // milliseconds
 
 // Open opens (creating if needed) the SQLite database at path and its
-// tables. Close it when done.
-func Open(path string) (*Store, error) {
+// tables, with the defaults (a zero Config). Close it when done.
+func Open(path string) (*Store, error) { return OpenConfig(path, Config{}) }
+
+// OpenConfig opens (creating if needed) the SQLite database at path and
+// its tables, as cfg says. Close it when done.
+func OpenConfig(path string, cfg Config) (*Store, error) {
 	if path == "" || strings.ContainsAny(path, "?#") {
 		return nil, fmt.Errorf("session/sqlite: invalid database path %q", path)
 	}
-	dsn := path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)"
-	db, err := sql.Open("sqlite", dsn)
+	if cfg.LockWait < 0 {
+		return nil, fmt.Errorf("session/sqlite: negative LockWait %v", cfg.LockWait)
+	}
+	wait := cmp.Or(cfg.LockWait, DefaultLockWait)
+	// Reads wait for SQLite's locks as long as writes do (they seldom
+	// wait, in WAL mode); writes take the write lock in begin.
+	pragmas := "&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)"
+	db, err := sql.Open("sqlite", fmt.Sprintf("%s?_pragma=busy_timeout(%d)%s", path, wait.Milliseconds(), pragmas))
 	if err != nil {
+		return nil, fmt.Errorf("session/sqlite: open %s: %w", path, err)
+	}
+	wdb, err := sql.Open("sqlite", fmt.Sprintf("%s?_pragma=busy_timeout(%d)%s", path, lockPoll, pragmas))
+	if err != nil {
+		db.Close()
 		return nil, fmt.Errorf("session/sqlite: open %s: %w", path, err)
 	}
 	if err := migrate(db); err != nil {
 		db.Close()
+		wdb.Close()
 		return nil, fmt.Errorf("session/sqlite: create tables in %s: %w", path, err)
 	}
-	return &Store{db: db}, nil
+	return &Store{db: db, wdb: wdb, path: path, lockWait: wait, turn: make(chan struct{}, 1)}, nil
+}
+
+// begin returns a connection of the writers' pool in an IMMEDIATE
+// transaction: it holds the file's write lock. It waits for the lock as
+// Config.LockWait says: first in the queue of the store's writers, then
+// in that of the file's (see fileLock), where a waiter sleeps until the
+// lock is free, and then for SQLite's lock itself, which a writer that
+// does not queue (another program) may hold: that it tries again every
+// few milliseconds, at random. Call done when the transaction is
+// committed or is to be rolled back.
+func (s *Store) begin(ctx context.Context) (conn *sql.Conn, done func(commit bool) error, err error) {
+	deadline := time.Now().Add(s.lockWait)
+	unlock, err := s.queue(ctx, deadline)
+	if err != nil {
+		return nil, nil, err
+	}
+	conn, err = s.wdb.Conn(ctx)
+	if err != nil {
+		unlock()
+		return nil, nil, fmt.Errorf("session/sqlite: %w", err)
+	}
+	fail := func(err error) (*sql.Conn, func(bool) error, error) {
+		conn.Close()
+		unlock()
+		return nil, nil, err
+	}
+	for {
+		_, err = conn.ExecContext(ctx, "BEGIN IMMEDIATE")
+		if err == nil {
+			break
+		}
+		if !busy(err) {
+			return fail(fmt.Errorf("session/sqlite: begin: %w", err))
+		}
+		if !time.Now().Before(deadline) {
+			return fail(fmt.Errorf("%w (waited %v, Config.LockWait): %w", ErrBusy, s.lockWait, err))
+		}
+		t := time.NewTimer(time.Duration(500+rand.Int64N(3500)) * time.Microsecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fail(ctx.Err())
+		case <-t.C:
+		}
+	}
+	return conn, func(commit bool) error {
+		defer unlock()
+		defer conn.Close()
+		if commit {
+			if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
+				_, _ = conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
+				return fmt.Errorf("session/sqlite: commit: %w", err)
+			}
+			return nil
+		}
+		_, _ = conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
+		return nil
+	}, nil
+}
+
+// queue waits, until deadline, for the turn of this store's writer: for
+// the store's other writers, then for the file lock that the writers of
+// every store on the file queue on. It returns the function that ends
+// the turn.
+func (s *Store) queue(ctx context.Context, deadline time.Time) (unlock func(), err error) {
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	busyErr := func() error { return fmt.Errorf("%w (waited %v, Config.LockWait)", ErrBusy, s.lockWait) }
+	select {
+	case s.turn <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-t.C:
+		return nil, busyErr()
+	}
+	if !s.fileLockTried {
+		s.fileLock, s.fileLockOK = openFileLock(s.path)
+		s.fileLockTried = true
+	}
+	if !s.fileLockOK {
+		return func() { <-s.turn }, nil
+	}
+	got := make(chan error, 1)
+	go func() { got <- s.fileLock.lock() }()
+	select {
+	case err := <-got:
+		if err != nil { // no flock on this file system: SQLite's lock alone
+			return func() { <-s.turn }, nil
+		}
+		return func() {
+			_ = s.fileLock.unlock()
+			<-s.turn
+		}, nil
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-t.C:
+		err = busyErr()
+	}
+	go func() { // the turn ends once the lock, if it comes, is let go
+		if <-got == nil {
+			_ = s.fileLock.unlock()
+		}
+		<-s.turn
+	}()
+	return nil, err
+}
+
+// busy reports whether err is SQLite's SQLITE_BUSY (of any extended code).
+func busy(err error) bool {
+	var se *sqlitedrv.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY
 }
 
 // migrate creates the tables, or brings those of an earlier version up to
@@ -132,9 +331,10 @@ func Open(path string) (*Store, error) {
 // Otherwise the migration runs in one IMMEDIATE transaction, which reads
 // the version again so that processes opening the same file at once
 // migrate it once. Files written before the version was recorded (version
-// 0) get what they lack (the root column), and files of version 1 the posts
-// table (every statement of schema completes on tables that exist); a
-// later version is an error.
+// 0) get what they lack (the root column), files of version 1 the posts
+// table and files of version 2 the incarnation and retired columns and
+// the retired table (every statement of schema completes on tables that
+// exist); a later version is an error.
 func migrate(db *sql.DB) error {
 	ctx := context.Background()
 	conn, err := db.Conn(ctx)
@@ -169,13 +369,15 @@ func migrate(db *sql.DB) error {
 	if _, err := conn.ExecContext(ctx, schema); err != nil {
 		return err
 	}
-	var hasRoot int
-	if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('sessions') WHERE name = 'root'`).Scan(&hasRoot); err != nil {
-		return err
-	}
-	if hasRoot == 0 {
-		if _, err := conn.ExecContext(ctx, addRoot); err != nil {
+	for _, c := range addColumns {
+		var has int
+		if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('sessions') WHERE name = ?`, c.name).Scan(&has); err != nil {
 			return err
+		}
+		if has == 0 {
+			if _, err := conn.ExecContext(ctx, c.add); err != nil {
+				return err
+			}
 		}
 	}
 	if _, err := conn.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, SchemaVersion)); err != nil {
@@ -188,32 +390,38 @@ func migrate(db *sql.DB) error {
 	return nil
 }
 
-// Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+// Close closes the database. Writes under way when it is called fail.
+func (s *Store) Close() error {
+	err := errors.Join(s.db.Close(), s.wdb.Close())
+	select {
+	case s.turn <- struct{}{}: // no write has its turn: the file lock is s's
+		if s.fileLockOK {
+			err = errors.Join(err, s.fileLock.close())
+		}
+	default: // the write that has its turn, or waits for the lock, lets it go
+	}
+	return err
+}
 
 // Save implements session.Store.
 func (s *Store) Save(ctx context.Context, cp *session.Checkpoint) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	conn, err := s.db.Conn(ctx)
+	conn, done, err := s.begin(ctx)
 	if err != nil {
-		return fmt.Errorf("session/sqlite: %w", err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		return fmt.Errorf("session/sqlite: begin: %w", err)
+		return err
 	}
 	committed := false
 	defer func() {
 		if !committed {
-			_, _ = conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
+			_ = done(false)
 		}
 	}()
 
 	var tip session.Tip
-	err = conn.QueryRowContext(ctx, `SELECT seq, generation, coalesce(root, generation), messages FROM sessions WHERE id = ?`, cp.SessionID).
-		Scan(&tip.Seq, &tip.Generation, &tip.Root, &tip.Messages)
+	err = conn.QueryRowContext(ctx, `SELECT seq, generation, coalesce(root, generation), messages, coalesce(incarnation, 0), coalesce(retired, 0) FROM sessions WHERE id = ?`, cp.SessionID).
+		Scan(&tip.Seq, &tip.Generation, &tip.Root, &tip.Messages, &tip.Incarnation, &tip.Retired)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("session/sqlite: read session %q: %w", cp.SessionID, err)
 	}
@@ -228,18 +436,27 @@ func (s *Store) Save(ctx context.Context, cp *session.Checkpoint) (err error) {
 	if err := insertMessages(ctx, conn, cp.SessionID, w); err != nil {
 		return err
 	}
-	if _, err := conn.ExecContext(ctx, `INSERT INTO sessions (id, seq, step, generation, root, messages, done, updated)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, step = excluded.step, generation = excluded.generation,
-			root = excluded.root, messages = excluded.messages, done = excluded.done, updated = excluded.updated`,
-		cp.SessionID, w.Tip.Seq, w.Step, w.Tip.Generation, w.Tip.Root, w.Tip.Messages, w.Done, time.Now().UnixNano()); err != nil {
-		return fmt.Errorf("session/sqlite: save session: %w", err)
+	if w.Retired != nil {
+		if _, err := conn.ExecContext(ctx, `DELETE FROM retired WHERE session = ? AND root = ? AND first >= ?`, cp.SessionID, w.Tip.Root, w.RetiredFirst); err != nil {
+			return fmt.Errorf("session/sqlite: save retired call ids: %w", err)
+		}
+		if _, err := conn.ExecContext(ctx, `INSERT INTO retired (session, root, first, data) VALUES (?, ?, ?, ?)`, cp.SessionID, w.Tip.Root, w.RetiredFirst, w.Retired); err != nil {
+			return fmt.Errorf("session/sqlite: save retired call ids: %w", err)
+		}
 	}
-	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
-		return fmt.Errorf("session/sqlite: commit: %w", err)
+	if _, err := conn.ExecContext(ctx, `INSERT INTO sessions (id, seq, step, generation, root, messages, done, updated, incarnation, retired)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, step = excluded.step, generation = excluded.generation,
+			root = excluded.root, messages = excluded.messages, done = excluded.done, updated = excluded.updated,
+			incarnation = excluded.incarnation, retired = excluded.retired`,
+		cp.SessionID, w.Tip.Seq, w.Step, w.Tip.Generation, w.Tip.Root, w.Tip.Messages, w.Done, time.Now().UnixNano(), w.Tip.Incarnation, w.Tip.Retired); err != nil {
+		return fmt.Errorf("session/sqlite: save session %q: %w", cp.SessionID, err)
 	}
 	committed = true
-	cp.Seq = w.Tip.Seq
+	if err := done(true); err != nil {
+		return err
+	}
+	cp.Seq, cp.Incarnation = w.Tip.Seq, w.Tip.Incarnation
 	return nil
 }
 
@@ -300,7 +517,10 @@ func (s *Store) load(ctx context.Context, id, query string, args ...any) (*sessi
 		}
 		return nil, fmt.Errorf("session/sqlite: load session %q: %w", id, err)
 	}
-	return session.Load(id, seq, head, func(root, gen, n int) ([]session.Row, error) {
+	retired := func(root, count int) ([]session.Row, error) {
+		return retiredChunks(ctx, tx, id, root, count)
+	}
+	return session.LoadRetired(id, seq, head, func(root, gen, n int) ([]session.Row, error) {
 		var (
 			rows *sql.Rows
 			err  error
@@ -331,12 +551,34 @@ func (s *Store) load(ctx context.Context, id, query string, args ...any) (*sessi
 			return nil, fmt.Errorf("session/sqlite: load messages of %q: %w", id, err)
 		}
 		return out, nil
-	})
+	}, retired)
+}
+
+// retiredChunks returns the chunks of retired call ids of root in session
+// id with a first index below count, in order.
+func retiredChunks(ctx context.Context, tx *sql.Tx, id string, root, count int) ([]session.Row, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT first, data FROM retired WHERE session = ? AND root = ? AND first < ? ORDER BY first`, id, root, count)
+	if err != nil {
+		return nil, fmt.Errorf("session/sqlite: load retired call ids of %q: %w", id, err)
+	}
+	defer rows.Close()
+	var out []session.Row
+	for rows.Next() {
+		var r session.Row
+		if err := rows.Scan(&r.Index, &r.Data); err != nil {
+			return nil, fmt.Errorf("session/sqlite: load retired call ids of %q: %w", id, err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("session/sqlite: load retired call ids of %q: %w", id, err)
+	}
+	return out, nil
 }
 
 // List implements session.Store.
 func (s *Store) List(ctx context.Context) ([]session.Info, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, seq, step, generation, done, updated FROM sessions ORDER BY id`)
+	rows, err := s.db.QueryContext(ctx, `SELECT id, seq, step, generation, coalesce(incarnation, 0), done, updated FROM sessions ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("session/sqlite: list: %w", err)
 	}
@@ -347,7 +589,7 @@ func (s *Store) List(ctx context.Context) ([]session.Info, error) {
 			in      session.Info
 			updated int64
 		)
-		if err := rows.Scan(&in.ID, &in.Seq, &in.Step, &in.Generation, &in.Done, &updated); err != nil {
+		if err := rows.Scan(&in.ID, &in.Seq, &in.Step, &in.Generation, &in.Incarnation, &in.Done, &updated); err != nil {
 			return nil, fmt.Errorf("session/sqlite: list: %w", err)
 		}
 		in.Updated = time.Unix(0, updated)
@@ -363,8 +605,8 @@ func (s *Store) List(ctx context.Context) ([]session.Info, error) {
 func (s *Store) Stat(ctx context.Context, id string) (session.Info, error) {
 	in := session.Info{ID: id}
 	var updated int64
-	err := s.db.QueryRowContext(ctx, `SELECT seq, step, generation, done, updated FROM sessions WHERE id = ?`, id).
-		Scan(&in.Seq, &in.Step, &in.Generation, &in.Done, &updated)
+	err := s.db.QueryRowContext(ctx, `SELECT seq, step, generation, coalesce(incarnation, 0), done, updated FROM sessions WHERE id = ?`, id).
+		Scan(&in.Seq, &in.Step, &in.Generation, &in.Incarnation, &in.Done, &updated)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return session.Info{}, &session.NotFoundError{ID: id}
@@ -388,22 +630,23 @@ func (s *Store) Rows(ctx context.Context, id string) (int, error) {
 
 // Delete implements session.Store.
 func (s *Store) Delete(ctx context.Context, id string) error {
-	tx, err := s.db.BeginTx(ctx, nil)
+	conn, done, err := s.begin(ctx)
 	if err != nil {
-		return fmt.Errorf("session/sqlite: %w", err)
+		return err
 	}
-	defer tx.Rollback()
 	for _, q := range []string{
 		`DELETE FROM sessions WHERE id = ?`,
 		`DELETE FROM checkpoints WHERE session = ?`,
 		`DELETE FROM messages WHERE session = ?`,
 		`DELETE FROM posts WHERE session = ?`,
+		`DELETE FROM retired WHERE session = ?`,
 	} {
-		if _, err := tx.ExecContext(ctx, q, id); err != nil {
+		if _, err := conn.ExecContext(ctx, q, id); err != nil {
+			_ = done(false)
 			return fmt.Errorf("session/sqlite: delete %q: %w", id, err)
 		}
 	}
-	if err := tx.Commit(); err != nil {
+	if err := done(true); err != nil {
 		return fmt.Errorf("session/sqlite: delete %q: %w", id, err)
 	}
 	return nil

@@ -163,6 +163,7 @@ func TestOpenOldDatabase(t *testing.T) {
 		_, err = db.Exec(`INSERT OR REPLACE INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?)`, "old", w.Tip.Seq, w.Step, gen, w.Tip.Messages, false, 1)
 		require.NoError(t, err)
 		tip = w.Tip
+		tip.Incarnation = 0 // the earlier version kept none
 		cp.Seq = w.Tip.Seq
 		c := *cp
 		c.Transcript = slices.Clone(cp.Transcript)

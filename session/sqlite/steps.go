@@ -55,6 +55,21 @@ func (s *Store) atSteps(ctx context.Context, id string, first, last int) (iter.S
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("session/sqlite: load session %q: %w", id, err)
 	}
+	retired, err := tx.QueryContext(ctx, `SELECT root, first, data FROM retired WHERE session = ?`, id)
+	if err != nil {
+		return nil, fmt.Errorf("session/sqlite: load retired call ids of %q: %w", id, err)
+	}
+	defer retired.Close()
+	for retired.Next() {
+		var r session.GenerationRow
+		if err := retired.Scan(&r.Generation, &r.Index, &r.Data); err != nil {
+			return nil, fmt.Errorf("session/sqlite: load retired call ids of %q: %w", id, err)
+		}
+		h.Retired = append(h.Retired, r)
+	}
+	if err := retired.Err(); err != nil {
+		return nil, fmt.Errorf("session/sqlite: load retired call ids of %q: %w", id, err)
+	}
 	return session.LoadSteps(h, func(root, gen, n int) ([]session.GenerationRow, error) {
 		rows, err := tx.QueryContext(ctx, `SELECT generation, idx, data FROM messages
 			WHERE session = ? AND generation BETWEEN ? AND ? AND idx < ?`, id, root, gen, n)

@@ -180,7 +180,7 @@ func (s *stripRecords) Save(ctx context.Context, cp *session.Checkpoint) error {
 	c := *cp
 	c.Record = nil
 	err := s.Store.Save(ctx, &c)
-	cp.Seq = c.Seq
+	cp.Seq, cp.Incarnation = c.Seq, c.Incarnation
 	return err
 }
 
