@@ -135,7 +135,7 @@ func (r *Runner) render(n int, mods *stepmods.Mods) (req *llm.Request, verbatim 
 	if req == nil {
 		req = new(llm.Request)
 	}
-	*req = llm.Request{System: sys, Messages: msgs, Tools: r.renderer.tools(reg, mods), Agent: r.agent, Step: n}
+	*req = llm.Request{System: sys, Messages: msgs, Tools: r.renderer.tools(reg, mods), Agent: r.agent, Step: n, SessionID: r.sessionID}
 	if err := r.renderOutput(req); err != nil {
 		return nil, 0, &StepError{Step: n, Op: OpRender, Err: err}
 	}
