@@ -141,6 +141,9 @@ type stepSummary struct {
 	User       string `json:"user,omitempty"` // the turn's message, shortened, on the first step of a turn
 	Sent       int    `json:"sent,omitempty"` // how many messages were sent while the run went on
 	Asks       int    `json:"asks,omitempty"`
+	// Cache is the provider's input as [input, cache read, cache write],
+	// when it reported reads or writes: the chart shows that split.
+	Cache []int `json:"cache,omitempty"`
 }
 
 // userShown is the most bytes of a turn's message the timeline shows.
@@ -159,6 +162,11 @@ func stepSummaries(steps []*Step) []stepSummary {
 			Turn: s.Turn, TurnStart: s.TurnStart, Sent: len(s.Steering()), Asks: len(s.Asks)}
 		if s.TurnStart && len(s.Sent) > 0 {
 			ss.User = shorten(s.Sent[0], userShown)
+		}
+		if s.Record != nil {
+			if u := s.Record.Usage; u.CachedTokens > 0 || u.CacheWriteTokens > 0 {
+				ss.Cache = []int{u.InputTokens, u.CachedTokens, u.CacheWriteTokens}
+			}
 		}
 		switch {
 		case s.Label != "":
