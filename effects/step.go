@@ -122,7 +122,12 @@ type RunStats struct {
 	Steps        int
 	InputTokens  int
 	OutputTokens int
-	CachedTokens int
+	// CachedTokens and CacheWriteTokens are the parts of InputTokens read
+	// from and written to the providers' prompt caches, CacheWrite1hTokens
+	// the part of the writes to entries that live an hour (llm.Usage).
+	CachedTokens       int
+	CacheWriteTokens   int
+	CacheWrite1hTokens int
 	// Cost is the estimated cost in US dollars, from Config.Pricing.
 	Cost float64
 	// Elapsed is the wall time since the run started.

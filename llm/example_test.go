@@ -45,3 +45,17 @@ func ExampleModel() {
 	// model error (status 400, retryable=false): no messages
 	// retryable: false
 }
+
+// A provider's usage priced with the shares its price list gives: here
+// Anthropic's (a cache read at 0.1 of the input price, a write at 1.25,
+// 2 for an entry that lives an hour), for a model at $3 and $15 per
+// million input and output tokens.
+func ExamplePricing_Cost() {
+	p := llm.Pricing{Input: 3, Output: 15, CacheRead: 0.1, CacheWrite: 1.25, CacheWrite1h: 2}
+	u := llm.Usage{InputTokens: 100_000, OutputTokens: 1_000, CachedTokens: 90_000, CacheWriteTokens: 8_000}
+	fmt.Printf("%+v\n", u.Split())
+	fmt.Printf("$%.4f\n", p.Cost(u))
+	// Output:
+	// {Uncached:2000 CacheRead:90000 CacheWrite:8000 CacheWrite1h:0}
+	// $0.0780
+}

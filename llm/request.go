@@ -27,6 +27,14 @@ type Request struct {
 	// Step is the number of the step the request belongs to, counted in
 	// the run of Agent.
 	Step int
+	// SessionID is the id of the session the request belongs to: the
+	// runtime's Config.SessionID, which the requests of a sub-agent (and
+	// the summaries effects ask for) carry as well; "" when the run has
+	// none. Requests with the same SessionID and Agent are one
+	// conversation, each extending the previous one's prefix: an adapter
+	// may derive a provider's prompt-cache key from them (providers/openai
+	// sends prompt_cache_key), never a secret.
+	SessionID string
 	// Purpose says what the request is for: PurposeStep (the zero value)
 	// for a step of the loop, PurposeSummary for a completion an effect
 	// asked for through effects.Step.Model (compaction's summaries), which

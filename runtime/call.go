@@ -124,7 +124,7 @@ func (r *Runner) recover(ctx context.Context, n int, rec *Step, es *effects.Step
 type completer struct{ r *Runner }
 
 func (c completer) Complete(ctx context.Context, system, user string) (string, error) {
-	req := &llm.Request{System: system, Messages: []defs.Message{defs.UserMessage(user)}, Agent: c.r.agent, Step: c.r.step, Purpose: llm.PurposeSummary}
+	req := &llm.Request{System: system, Messages: []defs.Message{defs.UserMessage(user)}, Agent: c.r.agent, Step: c.r.step, Purpose: llm.PurposeSummary, SessionID: c.r.sessionID}
 	m := c.r.cfg.Summarizer
 	if m == nil {
 		m = c.r.model

@@ -98,7 +98,12 @@ type Config struct {
 	// implements session.Inbox, messages posted to the session by another
 	// process (Post) join the run at its next step, as Runner.Send's do:
 	// the runner reads them once per step (see Post).
-	Store     session.Store
+	Store session.Store
+	// SessionID names the session: the checkpoints' (with Store), traces'
+	// gen_ai.conversation.id, and every request's llm.Request.SessionID,
+	// sub-agents' included, which a provider adapter may use as its
+	// prompt-cache key (providers/openai sends it as prompt_cache_key).
+	// Empty means none.
 	SessionID string
 
 	// OutputMode is how the model is asked for the typed answer a prompt

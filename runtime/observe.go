@@ -30,27 +30,28 @@ const TracerName = "github.com/reprompt/reprompt/runtime"
 // go.opentelemetry.io/otel/semconv/v1.41.0, which the tests compare them
 // with), spelled here so that the runtime imports only the API.
 const (
-	keyOperation       = attribute.Key("gen_ai.operation.name")
-	keyProvider        = attribute.Key("gen_ai.provider.name")
-	keyRequestModel    = attribute.Key("gen_ai.request.model")
-	keyAgentName       = attribute.Key("gen_ai.agent.name")
-	keyConversationID  = attribute.Key("gen_ai.conversation.id")
-	keyInputTokens     = attribute.Key("gen_ai.usage.input_tokens")
-	keyOutputTokens    = attribute.Key("gen_ai.usage.output_tokens")
-	keyCacheReadTokens = attribute.Key("gen_ai.usage.cache_read.input_tokens")
-	keyReasoningTokens = attribute.Key("gen_ai.usage.reasoning.output_tokens")
-	keyFinishReasons   = attribute.Key("gen_ai.response.finish_reasons")
-	keyResponseID      = attribute.Key("gen_ai.response.id")
-	keyToolName        = attribute.Key("gen_ai.tool.name")
-	keyToolCallID      = attribute.Key("gen_ai.tool.call.id")
-	keyToolType        = attribute.Key("gen_ai.tool.type")
-	keyToolArguments   = attribute.Key("gen_ai.tool.call.arguments")
-	keyToolResult      = attribute.Key("gen_ai.tool.call.result")
-	keySystem          = attribute.Key("gen_ai.system_instructions")
-	keyInputMessages   = attribute.Key("gen_ai.input.messages")
-	keyOutputMessages  = attribute.Key("gen_ai.output.messages")
-	keyErrorType       = attribute.Key("error.type")
-	keyHTTPStatus      = attribute.Key("http.response.status_code")
+	keyOperation        = attribute.Key("gen_ai.operation.name")
+	keyProvider         = attribute.Key("gen_ai.provider.name")
+	keyRequestModel     = attribute.Key("gen_ai.request.model")
+	keyAgentName        = attribute.Key("gen_ai.agent.name")
+	keyConversationID   = attribute.Key("gen_ai.conversation.id")
+	keyInputTokens      = attribute.Key("gen_ai.usage.input_tokens")
+	keyOutputTokens     = attribute.Key("gen_ai.usage.output_tokens")
+	keyCacheReadTokens  = attribute.Key("gen_ai.usage.cache_read.input_tokens")
+	keyCacheWriteTokens = attribute.Key("gen_ai.usage.cache_creation.input_tokens")
+	keyReasoningTokens  = attribute.Key("gen_ai.usage.reasoning.output_tokens")
+	keyFinishReasons    = attribute.Key("gen_ai.response.finish_reasons")
+	keyResponseID       = attribute.Key("gen_ai.response.id")
+	keyToolName         = attribute.Key("gen_ai.tool.name")
+	keyToolCallID       = attribute.Key("gen_ai.tool.call.id")
+	keyToolType         = attribute.Key("gen_ai.tool.type")
+	keyToolArguments    = attribute.Key("gen_ai.tool.call.arguments")
+	keyToolResult       = attribute.Key("gen_ai.tool.call.result")
+	keySystem           = attribute.Key("gen_ai.system_instructions")
+	keyInputMessages    = attribute.Key("gen_ai.input.messages")
+	keyOutputMessages   = attribute.Key("gen_ai.output.messages")
+	keyErrorType        = attribute.Key("error.type")
+	keyHTTPStatus       = attribute.Key("http.response.status_code")
 
 	keyExceptionType    = attribute.Key("exception.type")
 	keyExceptionMessage = attribute.Key("exception.message")
@@ -58,33 +59,37 @@ const (
 
 // Attribute keys of reprompt's own, under "reprompt.".
 const (
-	keyStep           = attribute.Key("reprompt.step")
-	keySteps          = attribute.Key("reprompt.steps")
-	keySummary        = attribute.Key("reprompt.summary")
-	keyStepInput      = attribute.Key("reprompt.input_tokens")
-	keyPrefixTokens   = attribute.Key("reprompt.prefix_tokens")
-	keyBilledInput    = attribute.Key("reprompt.billed_input")
-	keyToolCalls      = attribute.Key("reprompt.tool_calls")
-	keyDisabled       = attribute.Key("reprompt.disabled")
-	keyReminded       = attribute.Key("reprompt.reminded")
-	keyCommitted      = attribute.Key("reprompt.committed")
-	keyCompactions    = attribute.Key("reprompt.compactions")
-	keyRecovered      = attribute.Key("reprompt.recovered")
-	keyResumed        = attribute.Key("reprompt.resumed")
-	keyInterrupted    = attribute.Key("reprompt.interrupted")
-	keyDone           = attribute.Key("reprompt.done")
-	keyEffectID       = attribute.Key("reprompt.effect.id")
-	keyEffectSite     = attribute.Key("reprompt.effect.site")
-	keyEffectPhase    = attribute.Key("reprompt.effect.phase")
-	keyEffectReason   = attribute.Key("reprompt.effect.reason")
-	keyEffectChanged  = attribute.Key("reprompt.effect.changed")
-	keyEffectDetail   = attribute.Key("reprompt.effect.reason.detail")
-	keyMessagesBefore = attribute.Key("reprompt.messages.before")
-	keyMessagesAfter  = attribute.Key("reprompt.messages.after")
-	keyTokensBefore   = attribute.Key("reprompt.tokens.before")
-	keyTokensAfter    = attribute.Key("reprompt.tokens.after")
-	keyAttempt        = attribute.Key("reprompt.attempt")
-	keyBackoff        = attribute.Key("reprompt.backoff")
+	keyStep         = attribute.Key("reprompt.step")
+	keySteps        = attribute.Key("reprompt.steps")
+	keySummary      = attribute.Key("reprompt.summary")
+	keyStepInput    = attribute.Key("reprompt.input_tokens")
+	keyPrefixTokens = attribute.Key("reprompt.prefix_tokens")
+	keyBilledInput  = attribute.Key("reprompt.billed_input")
+	// The part of gen_ai.usage.cache_creation.input_tokens written to
+	// entries that live an hour (Anthropic's 1-hour cache), which the
+	// conventions do not name.
+	keyCacheWrite1hTokens = attribute.Key("reprompt.usage.cache_creation_1h.input_tokens")
+	keyToolCalls          = attribute.Key("reprompt.tool_calls")
+	keyDisabled           = attribute.Key("reprompt.disabled")
+	keyReminded           = attribute.Key("reprompt.reminded")
+	keyCommitted          = attribute.Key("reprompt.committed")
+	keyCompactions        = attribute.Key("reprompt.compactions")
+	keyRecovered          = attribute.Key("reprompt.recovered")
+	keyResumed            = attribute.Key("reprompt.resumed")
+	keyInterrupted        = attribute.Key("reprompt.interrupted")
+	keyDone               = attribute.Key("reprompt.done")
+	keyEffectID           = attribute.Key("reprompt.effect.id")
+	keyEffectSite         = attribute.Key("reprompt.effect.site")
+	keyEffectPhase        = attribute.Key("reprompt.effect.phase")
+	keyEffectReason       = attribute.Key("reprompt.effect.reason")
+	keyEffectChanged      = attribute.Key("reprompt.effect.changed")
+	keyEffectDetail       = attribute.Key("reprompt.effect.reason.detail")
+	keyMessagesBefore     = attribute.Key("reprompt.messages.before")
+	keyMessagesAfter      = attribute.Key("reprompt.messages.after")
+	keyTokensBefore       = attribute.Key("reprompt.tokens.before")
+	keyTokensAfter        = attribute.Key("reprompt.tokens.after")
+	keyAttempt            = attribute.Key("reprompt.attempt")
+	keyBackoff            = attribute.Key("reprompt.backoff")
 )
 
 // Span and event names.
@@ -381,7 +386,11 @@ func (o *otelObserver) endRun(ctx context.Context, err error) {
 				keyInputTokens.Int(st.InputTokens),
 				keyOutputTokens.Int(st.OutputTokens),
 				keyCacheReadTokens.Int(st.CachedTokens),
+				keyCacheWriteTokens.Int(st.CacheWriteTokens),
 			)
+			if st.CacheWrite1hTokens > 0 {
+				o.run.SetAttributes(keyCacheWrite1hTokens.Int(st.CacheWrite1hTokens))
+			}
 			if err != nil {
 				o.recordError(o.run, err)
 			}
@@ -396,6 +405,7 @@ func (o *otelObserver) endRun(ctx context.Context, err error) {
 			slog.Int("input_tokens", st.InputTokens),
 			slog.Int("output_tokens", st.OutputTokens),
 			slog.Int("cached_tokens", st.CachedTokens),
+			slog.Int("cache_write_tokens", st.CacheWriteTokens),
 			slog.Duration("elapsed", st.Elapsed),
 		)
 		if st.Cost != 0 {
@@ -428,7 +438,8 @@ func (o *otelObserver) logStep(ctx context.Context, s *Step, err error, d time.D
 		if s.Reply != nil {
 			u := s.Reply.Usage
 			attrs = append(attrs, slog.Group("usage",
-				slog.Int("input", u.InputTokens), slog.Int("output", u.OutputTokens), slog.Int("cached", u.CachedTokens)))
+				slog.Int("input", u.InputTokens), slog.Int("output", u.OutputTokens), slog.Int("cached", u.CachedTokens),
+				slog.Int("cache_write", u.CacheWriteTokens)))
 			calls := make([]string, len(s.Reply.Message.ToolCalls))
 			for i, c := range s.Reply.Message.ToolCalls {
 				calls[i] = c.Name
@@ -556,7 +567,11 @@ func (o *otelObserver) modelReplied(cs callSpan, reply *llm.Reply, err error) {
 				keyInputTokens.Int(u.InputTokens),
 				keyOutputTokens.Int(u.OutputTokens),
 				keyCacheReadTokens.Int(u.CachedTokens),
+				keyCacheWriteTokens.Int(u.CacheWriteTokens),
 			)
+			if u.CacheWrite1hTokens > 0 {
+				sp.SetAttributes(keyCacheWrite1hTokens.Int(u.CacheWrite1hTokens))
+			}
 			if u.ReasoningTokens > 0 {
 				sp.SetAttributes(keyReasoningTokens.Int(u.ReasoningTokens))
 			}

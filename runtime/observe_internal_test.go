@@ -25,6 +25,7 @@ func TestTraceKeysAreTheConventions(t *testing.T) {
 		{keyInputTokens, semconv.GenAIUsageInputTokensKey},
 		{keyOutputTokens, semconv.GenAIUsageOutputTokensKey},
 		{keyCacheReadTokens, semconv.GenAIUsageCacheReadInputTokensKey},
+		{keyCacheWriteTokens, semconv.GenAIUsageCacheCreationInputTokensKey},
 		{keyReasoningTokens, semconv.GenAIUsageReasoningOutputTokensKey},
 		{keyFinishReasons, semconv.GenAIResponseFinishReasonsKey},
 		{keyResponseID, semconv.GenAIResponseIDKey},

@@ -69,7 +69,7 @@ func (h *recorder) messages() []string {
 
 func TestLogOneRecordPerStep(t *testing.T) {
 	h := &recorder{}
-	u := &llm.Usage{InputTokens: 400, OutputTokens: 10, CachedTokens: 300}
+	u := &llm.Usage{InputTokens: 400, OutputTokens: 10, CachedTokens: 300, CacheWriteTokens: 50}
 	m := snapshots.Script(
 		snapshots.Reply{Calls: []snapshots.Call{{Name: "increment"}, {Name: "noop"}}, Usage: u},
 		snapshots.Reply{Text: "done", Usage: u},
@@ -84,14 +84,15 @@ func TestLogOneRecordPerStep(t *testing.T) {
 		assert.True(t, ok && d > 0, "step %d: duration %v", i, r.Attrs["duration"])
 		delete(r.Attrs, "duration")
 		want := map[string]any{
-			"agent":         "counter",
-			"step":          int64(i),
-			"input_tokens":  int64(s.InputTokens),
-			"prefix_tokens": int64(s.PrefixTokens),
-			"billed_input":  s.BilledInput,
-			"usage.input":   int64(400),
-			"usage.output":  int64(10),
-			"usage.cached":  int64(300),
+			"agent":             "counter",
+			"step":              int64(i),
+			"input_tokens":      int64(s.InputTokens),
+			"prefix_tokens":     int64(s.PrefixTokens),
+			"billed_input":      s.BilledInput,
+			"usage.input":       int64(400),
+			"usage.output":      int64(10),
+			"usage.cached":      int64(300),
+			"usage.cache_write": int64(50),
 		}
 		if i == 0 {
 			want["tool_calls"] = []string{"increment", "noop"}
@@ -108,6 +109,7 @@ func TestLogOneRecordPerStep(t *testing.T) {
 	delete(end, "elapsed")
 	assert.Empty(t, cmp.Diff(map[string]any{
 		"agent": "counter", "steps": int64(2), "input_tokens": int64(800), "output_tokens": int64(20), "cached_tokens": int64(600),
+		"cache_write_tokens": int64(100),
 	}, end), "run record mismatch (-want +got)")
 }
 

@@ -175,7 +175,7 @@ func tracedAgent(p *prompt.Prompt) error {
 }
 
 func tracedScript() *namedModel {
-	u := &llm.Usage{InputTokens: 400, OutputTokens: 10, CachedTokens: 300}
+	u := &llm.Usage{InputTokens: 400, OutputTokens: 10, CachedTokens: 300, CacheWriteTokens: 60, CacheWrite1hTokens: 20}
 	return &namedModel{Model: snapshots.Script(
 		snapshots.Reply{Calls: []snapshots.Call{{Name: "add"}, {Name: "boom"}, {Name: "helper", Args: prompt.AgentArgs{Task: "find it"}}}, Usage: u},
 		snapshots.Reply{Calls: []snapshots.Call{{Name: "lookup"}}, Usage: u}, // the sub-agent
@@ -225,27 +225,34 @@ func TestTraceSpanTreeAndAttributes(t *testing.T) {
 		"gen_ai.usage.input_tokens":            int64(5 * 400), // sub-agent and summary included
 		"gen_ai.usage.output_tokens":           int64(5 * 10),
 		"gen_ai.usage.cache_read.input_tokens": int64(5 * 300),
+		// The cache's writes, within the input as its reads are.
+		"gen_ai.usage.cache_creation.input_tokens":      int64(5 * 60),
+		"reprompt.usage.cache_creation_1h.input_tokens": int64(5 * 20),
 	}, attrs(run, "gen_ai.operation.name", "gen_ai.provider.name", "gen_ai.request.model", "gen_ai.agent.name",
 		"gen_ai.conversation.id", "reprompt.steps", "gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens",
-		"gen_ai.usage.cache_read.input_tokens")), "run span attributes mismatch (-want +got)")
+		"gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_creation.input_tokens",
+		"reprompt.usage.cache_creation_1h.input_tokens")), "run span attributes mismatch (-want +got)")
 	assert.Equal(t, codes.Unset, run.Status.Code)
 
 	// The first model call of the parent.
 	chats := find(spans, "chat test-model", "gen_ai.response.id", "resp_1")
 	require.Len(t, chats, 1)
 	assert.Empty(t, cmp.Diff(map[string]any{
-		"gen_ai.operation.name":                "chat",
-		"gen_ai.provider.name":                 "openai",
-		"gen_ai.request.model":                 "test-model",
-		"gen_ai.response.id":                   "resp_1",
-		"gen_ai.response.finish_reasons":       []string{"tool_calls"},
-		"gen_ai.usage.input_tokens":            int64(400),
-		"gen_ai.usage.output_tokens":           int64(10),
-		"gen_ai.usage.cache_read.input_tokens": int64(300),
-		"reprompt.step":                        int64(0),
+		"gen_ai.operation.name":                         "chat",
+		"gen_ai.provider.name":                          "openai",
+		"gen_ai.request.model":                          "test-model",
+		"gen_ai.response.id":                            "resp_1",
+		"gen_ai.response.finish_reasons":                []string{"tool_calls"},
+		"gen_ai.usage.input_tokens":                     int64(400),
+		"gen_ai.usage.output_tokens":                    int64(10),
+		"gen_ai.usage.cache_read.input_tokens":          int64(300),
+		"gen_ai.usage.cache_creation.input_tokens":      int64(60),
+		"reprompt.usage.cache_creation_1h.input_tokens": int64(20),
+		"reprompt.step":                                 int64(0),
 	}, attrs(chats[0], "gen_ai.operation.name", "gen_ai.provider.name", "gen_ai.request.model", "gen_ai.response.id",
 		"gen_ai.response.finish_reasons", "gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens",
-		"gen_ai.usage.cache_read.input_tokens", "reprompt.step")), "chat span attributes mismatch (-want +got)")
+		"gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_creation.input_tokens",
+		"reprompt.usage.cache_creation_1h.input_tokens", "reprompt.step")), "chat span attributes mismatch (-want +got)")
 	assert.Equal(t, "chat test-model", chats[0].Name)
 
 	// Tool calls: name and id; the panic is a typed error on its span.

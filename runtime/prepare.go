@@ -123,7 +123,7 @@ func (r *Runner) render(n int, mods *stepmods.Mods) (req *llm.Request, verbatim 
 	if refs := reg.Reminded(); len(refs) > 0 {
 		msgs = append(msgs, reminderMessage(refs)) // msgs is clipped: this copies
 	}
-	req = &llm.Request{System: sys, Messages: msgs, Tools: r.renderer.tools(reg, mods), Agent: r.agent, Step: n}
+	req = &llm.Request{System: sys, Messages: msgs, Tools: r.renderer.tools(reg, mods), Agent: r.agent, Step: n, SessionID: r.sessionID}
 	if err := r.renderOutput(req); err != nil {
 		return nil, 0, &StepError{Step: n, Op: OpRender, Err: err}
 	}

@@ -64,6 +64,7 @@ type Runner struct {
 	retiredList []string
 	// Records for the step under way (see record.go).
 	agent     string // the sub-agent this runner runs; "" for a top run
+	sessionID string // the session its requests belong to (llm.Request.SessionID): Config.SessionID, or its parent's
 	recMu     sync.Mutex
 	agentRuns []*AgentRun
 	summaries []*Summary
@@ -92,7 +93,7 @@ type Runner struct {
 
 // New returns a runner for fn against model.
 func New(model llm.Model, fn prompt.Func, cfg Config) *Runner {
-	r := &Runner{model: model, fn: fn, cfg: cfg, p: prompt.New(""), ledger: newLedger(cfg.Counter)}
+	r := &Runner{model: model, fn: fn, cfg: cfg, p: prompt.New(""), ledger: newLedger(cfg.Counter), sessionID: cfg.SessionID}
 	r.count, r.prefix, r.completer = r.ledger.count, r.ledger.prefix, completer{r}
 	r.obs = newObserver(r)
 	return r

@@ -101,8 +101,10 @@ func (r *Runner) restore(cp *session.Checkpoint) error {
 		}
 	}
 	st := cp.Stats
-	r.stats = effects.RunStats{Steps: st.Steps, InputTokens: st.InputTokens, OutputTokens: st.OutputTokens, CachedTokens: st.CachedTokens, Cost: st.Cost}
-	r.usage = llm.Usage{InputTokens: st.InputTokens, OutputTokens: st.OutputTokens, CachedTokens: st.CachedTokens}
+	r.stats = effects.RunStats{Steps: st.Steps, InputTokens: st.InputTokens, OutputTokens: st.OutputTokens, CachedTokens: st.CachedTokens,
+		CacheWriteTokens: st.CacheWriteTokens, CacheWrite1hTokens: st.CacheWrite1hTokens, Cost: st.Cost}
+	r.usage = llm.Usage{InputTokens: st.InputTokens, OutputTokens: st.OutputTokens, CachedTokens: st.CachedTokens,
+		CacheWriteTokens: st.CacheWriteTokens, CacheWrite1hTokens: st.CacheWrite1hTokens}
 	r.elapsed0 = time.Duration(st.ElapsedNS)
 	r.lastTool = lastToolResult(r.transcript)
 	return nil
@@ -131,7 +133,8 @@ func (r *Runner) checkpoint(done bool, pending *session.Pending) (*session.Check
 		SeenMessages: r.c().SeenMessages(),
 		Pending:      pending,
 		Stats: session.Stats{Steps: s.Steps, InputTokens: s.InputTokens, OutputTokens: s.OutputTokens,
-			CachedTokens: s.CachedTokens, Cost: s.Cost, ElapsedNS: int64(s.Elapsed)},
+			CachedTokens: s.CachedTokens, CacheWriteTokens: s.CacheWriteTokens, CacheWrite1hTokens: s.CacheWrite1hTokens,
+			Cost: s.Cost, ElapsedNS: int64(s.Elapsed)},
 		RetiredCallIDs: r.retiredList[:len(r.retiredList):len(r.retiredList)],
 		Extra:          extra,
 		Done:           done,

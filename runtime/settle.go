@@ -142,9 +142,9 @@ func (r *Runner) account(u llm.Usage) {
 	r.stats.InputTokens += u.InputTokens
 	r.stats.OutputTokens += u.OutputTokens
 	r.stats.CachedTokens += u.CachedTokens
-	p := r.cfg.Pricing
-	cached := min(u.CachedTokens, u.InputTokens)
-	r.stats.Cost += (float64(u.InputTokens-cached)*p.Input + float64(cached)*p.CachedInput + float64(u.OutputTokens)*p.Output) / 1e6
+	r.stats.CacheWriteTokens += u.CacheWriteTokens
+	r.stats.CacheWrite1hTokens += u.CacheWrite1hTokens
+	r.stats.Cost += r.cfg.Pricing.Cost(u)
 }
 
 func (r *Runner) maxSteps() int {

@@ -192,7 +192,9 @@ func fillRecord(out *session.StepRecord, rec *Step, durs []time.Duration, sr *st
 		}
 	}
 	if reply := rec.Reply; reply != nil {
-		out.Usage = session.Usage{InputTokens: reply.Usage.InputTokens, OutputTokens: reply.Usage.OutputTokens, CachedTokens: reply.Usage.CachedTokens}
+		u := reply.Usage
+		out.Usage = session.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CachedTokens: u.CachedTokens,
+			CacheWriteTokens: u.CacheWriteTokens, CacheWrite1hTokens: u.CacheWrite1hTokens}
 		out.Finish = string(reply.FinishReason)
 		if calls := reply.Message.ToolCalls; len(calls) > 0 {
 			if sr != nil {

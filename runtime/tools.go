@@ -406,6 +406,7 @@ func (r *Runner) RunAgent(ctx context.Context, name string, fn prompt.Func, task
 		cfg.MaxSteps = cfg.AgentMaxSteps
 	}
 	sub := NewAgent(r.model, fn, cfg, name, task)
+	sub.sessionID = r.sessionID // its requests belong to the parent's session
 	res, err := sub.Run(ctx)
 	steps := res.Steps
 	// A sub-agent whose tool asks the user (prompt.Ask) is answered

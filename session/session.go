@@ -205,11 +205,16 @@ func (cp *Checkpoint) FormatVersion() int {
 
 // Stats are the limits a run used so far.
 type Stats struct {
-	Steps        int     `json:"steps,omitempty"`
-	InputTokens  int     `json:"input_tokens,omitempty"`
-	OutputTokens int     `json:"output_tokens,omitempty"`
-	CachedTokens int     `json:"cached_tokens,omitempty"`
-	Cost         float64 `json:"cost,omitempty"`
+	Steps        int `json:"steps,omitempty"`
+	InputTokens  int `json:"input_tokens,omitempty"`
+	OutputTokens int `json:"output_tokens,omitempty"`
+	CachedTokens int `json:"cached_tokens,omitempty"`
+	// CacheWriteTokens are the input tokens written to the providers'
+	// prompt caches, CacheWrite1hTokens the part of them written to
+	// entries that live an hour (llm.Usage).
+	CacheWriteTokens   int     `json:"cache_write_tokens,omitempty"`
+	CacheWrite1hTokens int     `json:"cache_write_1h_tokens,omitempty"`
+	Cost               float64 `json:"cost,omitempty"`
 	// ElapsedNS is the run's wall time so far, in nanoseconds.
 	ElapsedNS int64 `json:"elapsed_ns,omitempty"`
 }

@@ -32,6 +32,17 @@ type Profile struct {
 	// Defaults picks how often to compact by it. Zero means unknown:
 	// DefaultCachedInputFraction is assumed.
 	CachedInputFraction float64
+	// CacheWriteFraction is the share of the fresh input price the
+	// provider bills for input tokens written to its prompt cache for its
+	// default lifetime: 1.25 for Anthropic's 5-minute cache, 1 for OpenAI's
+	// models (a write costs what the input costs). CacheWrite1hFraction is
+	// the share for a write to an entry that lives an hour: 2 for
+	// Anthropic. Zero means unknown, which llm.Pricing takes as 1 (and the
+	// hour's share as CacheWriteFraction). Give the three shares to
+	// llm.Pricing (CacheRead, CacheWrite, CacheWrite1h) to price a run's
+	// usage as the provider bills it.
+	CacheWriteFraction   float64
+	CacheWrite1hFraction float64
 	// StructuredOutput reports that the model takes a strict JSON Schema
 	// as its response_format (OpenAI's structured outputs), so that a typed
 	// answer (prompt.DefOutput) is asked for that way rather than with an
@@ -73,12 +84,37 @@ type profileEntry struct {
 
 // profiles is the table behind ProfileFor, longest prefix first. The
 // windows are the providers' published context lengths.
+//
+// The cache prices are shares of the input price, from the providers'
+// published price lists as they stood in late 2025, as the author of this
+// table knew them: it was written in November 2026 without access to the
+// lists themselves, from that knowledge alone. Check them
+// against https://openai.com/api/pricing and
+// https://docs.anthropic.com/en/docs/about-claude/pricing before billing
+// anyone by them, and set the Profile's fields where they changed.
+//
+//   - OpenAI: a cached input token costs 0.1 of the input price on the
+//     gpt-5 family, 0.25 on gpt-4.1, o3 and o4-mini, 0.5 on gpt-4o, o1 and
+//     o3-mini; OpenAI bills no premium for writing to its cache (a write
+//     is billed as the input it is: 1), for the models listed here. (The
+//     issue that asked for these prices says OpenAI's newest models bill
+//     writes at 1.25; no model listed here is one of them.)
+//   - Anthropic: a cache read (a hit, or a refresh) costs 0.1 of the
+//     input price, a write 1.25 for the default 5-minute cache and 2 for
+//     the 1-hour cache, on every current model; claude-3-haiku is the
+//     exception, at $0.03 and $0.30 for $0.25 of input (0.12 and 1.2).
 var profiles = func() []profileEntry {
+	openai := func(window, reserve int, read float64) Profile {
+		return Profile{Window: window, OutputReserve: reserve, CachedInputFraction: read, CacheWriteFraction: 1}
+	}
+	claude := func(reserve int) Profile {
+		return Profile{Window: 200_000, OutputReserve: reserve, CachedInputFraction: 0.1, CacheWriteFraction: 1.25, CacheWrite1hFraction: 2}
+	}
 	t := []profileEntry{
 		// OpenAI.
-		{"gpt-5", Profile{Window: 400_000, OutputReserve: 128_000, CachedInputFraction: 0.1}},
-		{"gpt-4.1", Profile{Window: 1_047_576, OutputReserve: 32_768, CachedInputFraction: 0.25}},
-		{"gpt-4o", Profile{Window: 128_000, OutputReserve: 16_384, CachedInputFraction: 0.5}},
+		{"gpt-5", openai(400_000, 128_000, 0.1)},
+		{"gpt-4.1", openai(1_047_576, 32_768, 0.25)},
+		{"gpt-4o", openai(128_000, 16_384, 0.5)},
 		{"chatgpt-4o", Profile{Window: 128_000, OutputReserve: 16_384}},
 		{"gpt-4-turbo", Profile{Window: 128_000, OutputReserve: 4_096}},
 		{"gpt-4-1106", Profile{Window: 128_000, OutputReserve: 4_096}},
@@ -87,14 +123,28 @@ var profiles = func() []profileEntry {
 		{"gpt-4", Profile{Window: 8_192, OutputReserve: 2_048}},
 		{"gpt-3.5-turbo-instruct", Profile{Window: 4_096, OutputReserve: 1_024}},
 		{"gpt-3.5-turbo", Profile{Window: 16_385, OutputReserve: 4_096}},
-		{"gpt-4o-2024-05-13", Profile{Window: 128_000, OutputReserve: 4_096, CachedInputFraction: 0.5}},
-		{"o1-preview", Profile{Window: 128_000, OutputReserve: 32_768, CachedInputFraction: 0.5}},
-		{"o1-mini", Profile{Window: 128_000, OutputReserve: 65_536, CachedInputFraction: 0.5}},
-		{"o1", Profile{Window: 200_000, OutputReserve: 100_000, CachedInputFraction: 0.5}},
-		{"o3-mini", Profile{Window: 200_000, OutputReserve: 100_000, CachedInputFraction: 0.5}},
-		{"o3", Profile{Window: 200_000, OutputReserve: 100_000, CachedInputFraction: 0.25}},
-		{"o4-mini", Profile{Window: 200_000, OutputReserve: 100_000, CachedInputFraction: 0.25}},
+		{"gpt-4o-2024-05-13", openai(128_000, 4_096, 0.5)},
+		{"o1-preview", openai(128_000, 32_768, 0.5)},
+		{"o1-mini", openai(128_000, 65_536, 0.5)},
+		{"o1", openai(200_000, 100_000, 0.5)},
+		{"o3-mini", openai(200_000, 100_000, 0.5)},
+		{"o3", openai(200_000, 100_000, 0.25)},
+		{"o4-mini", openai(200_000, 100_000, 0.25)},
 		{"gpt-oss", Profile{Window: 131_072, OutputReserve: 16_384}},
+		// Anthropic: a 200,000-token window (Sonnet 4 and 4.5 take a
+		// million behind a beta header, not assumed here); the reserve is
+		// the model's largest output.
+		{"claude-opus-4-5", claude(64_000)},
+		{"claude-opus-4-1", claude(32_000)},
+		{"claude-opus-4", claude(32_000)},
+		{"claude-sonnet-4-5", claude(64_000)},
+		{"claude-sonnet-4", claude(64_000)},
+		{"claude-haiku-4-5", claude(64_000)},
+		{"claude-3-7-sonnet", claude(64_000)},
+		{"claude-3-5-sonnet", claude(8_192)},
+		{"claude-3-5-haiku", claude(8_192)},
+		{"claude-3-opus", claude(4_096)},
+		{"claude-3-haiku", Profile{Window: 200_000, OutputReserve: 4_096, CachedInputFraction: 0.12, CacheWriteFraction: 1.2, CacheWrite1hFraction: 2}},
 		// Local models, nominal windows.
 		{"llama3.1", Local(131_072)},
 		{"llama3.2", Local(131_072)},
@@ -129,24 +179,37 @@ var profiles = func() []profileEntry {
 //
 // The table:
 //
-//	model                        window     output reserve   cached input   structured output
-//	gpt-5*                       400000     128000           0.1            yes
-//	gpt-4.1*                     1047576    32768            0.25           yes
-//	gpt-4o*                      128000     16384            0.5            yes (gpt-4o-2024-05-13: 4096, no)
+//	model                        window     output reserve   cached input   cache write (1h)   structured output
+//	gpt-5*                       400000     128000           0.1            1                  yes
+//	gpt-4.1*                     1047576    32768            0.25           1                  yes
+//	gpt-4o*                      128000     16384            0.5            1                  yes (gpt-4o-2024-05-13: 4096, no)
 //	chatgpt-4o*                  128000     16384
 //	gpt-4-turbo*, -1106, -0125   128000     4096
 //	gpt-4-32k*                   32768      4096
 //	gpt-4*                       8192       2048
 //	gpt-3.5-turbo*               16385      4096 (instruct: 4096, 1024)
-//	o1*                          200000     100000           0.5            yes (o1-mini: 128000, 65536, no; o1-preview: 128000, 32768, no)
-//	o3-mini*                     200000     100000           0.5            yes
-//	o3*, o4-mini*                200000     100000           0.25           yes
+//	o1*                          200000     100000           0.5            1                  yes (o1-mini: 128000, 65536, no; o1-preview: 128000, 32768, no)
+//	o3-mini*                     200000     100000           0.5            1                  yes
+//	o3*, o4-mini*                200000     100000           0.25           1                  yes
 //	gpt-oss*                     131072     16384
+//	claude-opus-4-5*             200000     64000            0.1            1.25 (2)
+//	claude-opus-4*, -4-1*        200000     32000            0.1            1.25 (2)
+//	claude-sonnet-4*, -4-5*      200000     64000            0.1            1.25 (2)
+//	claude-haiku-4-5*            200000     64000            0.1            1.25 (2)
+//	claude-3-7-sonnet*           200000     64000            0.1            1.25 (2)
+//	claude-3-5-sonnet*, -haiku*  200000     8192             0.1            1.25 (2)
+//	claude-3-opus*               200000     4096             0.1            1.25 (2)
+//	claude-3-haiku*              200000     4096             0.12           1.2 (2)
 //
-// The cached-input column is the share of the input price OpenAI bills for
-// cached input (its published prices when this table was written; set
-// Profile.CachedInputFraction if they change); blank means unknown. The
-// structured-output column is Profile.StructuredOutput: the models OpenAI
+// The cached-input and cache-write columns are the shares of the input
+// price the provider bills for a token read from its prompt cache and for
+// one written to it (Anthropic's 1-hour cache in parentheses; OpenAI has
+// no such write, and its 24-hour retention costs nothing more). They are
+// the providers' published prices as they stood in late 2025, written in
+// November 2026 from what the table's author knew of them, not read from
+// the lists: check them against the providers' pricing pages, and set
+// Profile.CachedInputFraction, CacheWriteFraction and CacheWrite1hFraction
+// where they changed. Blank means unknown. The structured-output column is Profile.StructuredOutput: the models OpenAI
 // documents as taking a strict json_schema response_format; blank means
 // no or unknown (local models among them: servers differ).
 //

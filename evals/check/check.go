@@ -463,9 +463,7 @@ func MaxCost(usd float64) Check {
 }
 
 // cost prices u as the runtime does (RunStats.Cost).
-func cost(p llm.Pricing, u llm.Usage) float64 {
-	return (float64(u.InputTokens-u.CachedTokens)*p.Input + float64(u.CachedTokens)*p.CachedInput + float64(u.OutputTokens)*p.Output) / 1e6
-}
+func cost(p llm.Pricing, u llm.Usage) float64 { return p.Cost(u) }
 
 // NoToolError checks that no tool call got an error result (a tool that
 // failed, invalid arguments, an unknown or disabled tool); failing, it

@@ -1,5 +1,6 @@
 // Package modelcaps knows which models take a typed answer as a strict
-// json_schema response_format (OpenAI's structured outputs). It is the one
+// json_schema response_format (OpenAI's structured outputs), and which
+// take which prompt_cache_retention (TakesCacheRetention). It is the one
 // table behind builtin.Profile.StructuredOutput and the OpenAI adapter's
 // default for Config.NativeOutput, kept in a leaf package so that the
 // adapter does not link the context-management effects (and their

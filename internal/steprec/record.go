@@ -140,11 +140,23 @@ type Step struct {
 	State map[string]string `json:"state,omitempty"`
 }
 
-// Usage is the token usage a provider reported for one request.
+// Usage is the token usage a provider reported for one request, as
+// llm.Usage counts it: InputTokens are all the input, CachedTokens the part
+// read from the provider's prompt cache, CacheWriteTokens the part written
+// to it (CacheWrite1hTokens of them to entries that live an hour); the
+// rest of the input was neither (see Uncached).
 type Usage struct {
-	InputTokens  int `json:"input,omitempty"`
-	OutputTokens int `json:"output,omitempty"`
-	CachedTokens int `json:"cached,omitempty"`
+	InputTokens        int `json:"input,omitempty"`
+	OutputTokens       int `json:"output,omitempty"`
+	CachedTokens       int `json:"cached,omitempty"`
+	CacheWriteTokens   int `json:"cache_write,omitempty"`
+	CacheWrite1hTokens int `json:"cache_write_1h,omitempty"`
+}
+
+// Uncached returns the input tokens neither read from the cache nor
+// written to it (never below zero).
+func (u Usage) Uncached() int {
+	return max(u.InputTokens-max(u.CachedTokens, 0)-max(u.CacheWriteTokens, 0), 0)
 }
 
 // Call is one tool call of a step.

@@ -4,10 +4,13 @@ import (
 	"context"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/reprompt/reprompt/internal/modelcaps"
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/providers/openai/internal/wire"
 )
 
@@ -51,6 +54,22 @@ const (
 	ReasoningOn
 	// ReasoningOff treats the model as a classic chat model whatever its name.
 	ReasoningOff
+)
+
+// CacheMode says whether requests carry OpenAI's prompt-cache fields,
+// prompt_cache_key and prompt_cache_retention (see Config.Cache).
+type CacheMode int
+
+const (
+	// CacheAuto sends them to OpenAI's API (a BaseURL on api.openai.com)
+	// and to no other server: most ignore fields they do not know, but
+	// some reject them.
+	CacheAuto CacheMode = iota
+	// CacheOn sends them to any server: Azure OpenAI, or a proxy that
+	// passes them on to OpenAI.
+	CacheOn
+	// CacheOff sends neither.
+	CacheOff
 )
 
 // Config configures a Model. The zero value talks to the OpenAI API with no
@@ -115,6 +134,32 @@ type Config struct {
 	// as reasoning_content. The zero value drops it, which is what OpenAI
 	// and most servers expect.
 	ReplayReasoning bool
+
+	// Cache says whether requests carry the prompt-cache fields below.
+	// The zero value, CacheAuto, sends them to OpenAI's API only.
+	//
+	// OpenAI caches the prefix of every request of 1,024 tokens or more on
+	// its own; what raises the hit rate is sending the requests that share
+	// a prefix to the same machine, which prompt_cache_key does.
+	Cache CacheMode
+	// PromptCacheKey is sent as prompt_cache_key. If empty, the request's
+	// session is: llm.Request.SessionID (the runtime's Config.SessionID),
+	// followed by "/" and llm.Request.Agent for a sub-agent's request, so
+	// that each conversation keeps its own key; a request without a
+	// session gets no key. The key reaches OpenAI as it is: set
+	// PromptCacheKey (a hash of the session, say) if session ids must not.
+	PromptCacheKey string
+	// PromptCacheRetention is sent as prompt_cache_retention: how long
+	// OpenAI keeps a cached prefix: "in_memory" (5 to 10 minutes without
+	// use, an hour at most) or "24h" (extended prompt caching). It is sent only to a
+	// model that takes it, as OpenAI documents them: "24h" to the gpt-4.1
+	// and gpt-5 families and later, "in_memory" to every model but gpt-5.5
+	// and later, which take only "24h"; to another model of OpenAI's it is
+	// dropped, not reported (as Temperature is for reasoning models). A
+	// model outside OpenAI's families gets it as set. If empty, none is
+	// sent and the server's default applies (OpenAI's depends on the
+	// organisation's data retention and on the model).
+	PromptCacheRetention string
 
 	// OmitStreamUsage stops Stream from asking for a usage chunk
 	// (stream_options.include_usage). The zero value asks for one; set it
@@ -202,7 +247,7 @@ func (c Config) withDefaults() Config {
 
 // wireOptions returns the request fields of c, whose defaults are applied.
 func (c Config) wireOptions() wire.Options {
-	return wire.Options{
+	o := wire.Options{
 		Model:             c.Model,
 		Stop:              c.Stop,
 		Seed:              c.Seed,
@@ -215,6 +260,38 @@ func (c Config) wireOptions() wire.Options {
 		ReplayReasoning:   c.ReplayReasoning,
 		OmitStreamUsage:   c.OmitStreamUsage,
 	}
+	if c.sendsCacheFields() && c.PromptCacheRetention != "" && modelcaps.TakesCacheRetention(c.Model, c.PromptCacheRetention) {
+		o.PromptCacheRetention = c.PromptCacheRetention
+	}
+	return o
+}
+
+// sendsCacheFields reports whether requests carry the prompt-cache fields
+// (Cache), for c with its defaults applied.
+func (c Config) sendsCacheFields() bool {
+	switch c.Cache {
+	case CacheOn:
+		return true
+	case CacheOff:
+		return false
+	}
+	u, err := url.Parse(c.BaseURL)
+	return err == nil && u.Hostname() == "api.openai.com"
+}
+
+// cacheKey returns the prompt_cache_key of req, or "" for none.
+func (c Config) cacheKey(req *llm.Request) string {
+	switch {
+	case !c.sendsCacheFields():
+		return ""
+	case c.PromptCacheKey != "":
+		return c.PromptCacheKey
+	case req.SessionID == "":
+		return ""
+	case req.Agent != "":
+		return req.SessionID + "/" + req.Agent
+	}
+	return req.SessionID
 }
 
 // sleep waits for d or until ctx is done.

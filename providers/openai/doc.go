@@ -40,7 +40,21 @@
 // function tools with their JSON Schema parameters. A reply carries the
 // content, the reasoning text when the server sends one (reasoning_content
 // or reasoning), every tool call, the finish reason and the usage,
-// including cached prompt tokens and reasoning tokens.
+// including cached prompt tokens, cache writes where the server reports
+// them (prompt_tokens_details.cache_write_tokens, or the
+// cache_creation_input_tokens a proxy serving Claude models passes on) and
+// reasoning tokens.
+//
+// # Prompt caching
+//
+// OpenAI caches the prefix of every long enough request on its own. A
+// request to OpenAI's API (Config.Cache) also carries prompt_cache_key,
+// which sends the requests of one conversation to the same cache: by
+// default the request's session (llm.Request.SessionID, the runtime's
+// Config.SessionID, with the sub-agent's name for a sub-agent's requests),
+// or Config.PromptCacheKey. Config.PromptCacheRetention asks for the
+// in-memory or the 24-hour retention, sent to the models that take it.
+// Both are validated, in the tests, against OpenAI's OpenAPI description.
 //
 // Reasoning models (names starting with o1, o3, o4, gpt-5, gpt-6, or
 // Config.Reasoning set to ReasoningOn) get max_completion_tokens and no

@@ -147,7 +147,10 @@ func (m *Model) body(req *llm.Request, stream bool) ([]byte, error) {
 		err = fmt.Errorf("openai: %w", err)
 		return m.redact.scrub(&llm.ModelError{Message: err.Error(), Err: err})
 	}
-	b, err := m.wire.Body(req, stream)
+	if req == nil {
+		return nil, fail(errors.New("nil request"))
+	}
+	b, err := m.wire.Body(req, stream, m.cfg.cacheKey(req))
 	if err != nil {
 		return nil, fail(err)
 	}

@@ -145,6 +145,9 @@ type stepSummary struct {
 	// a step a crash or a stop cut short.
 	Stopped string `json:"stopped,omitempty"`
 	Resumed bool   `json:"resumed,omitempty"`
+	// Cache is the provider's input as [input, cache read, cache write],
+	// when it reported reads or writes: the chart shows that split.
+	Cache []int `json:"cache,omitempty"`
 }
 
 // userShown is the most bytes of a turn's message the timeline shows.
@@ -163,6 +166,11 @@ func stepSummaries(steps []*Step) []stepSummary {
 			Turn: s.Turn, TurnStart: s.TurnStart, Sent: len(s.Steering()), Asks: len(s.Asks), Stopped: s.Stopped, Resumed: s.Resumed}
 		if s.TurnStart && len(s.Sent) > 0 {
 			ss.User = shorten(s.Sent[0], userShown)
+		}
+		if s.Record != nil {
+			if u := s.Record.Usage; u.CachedTokens > 0 || u.CacheWriteTokens > 0 {
+				ss.Cache = []int{u.InputTokens, u.CachedTokens, u.CacheWriteTokens}
+			}
 		}
 		switch {
 		case s.Label != "":

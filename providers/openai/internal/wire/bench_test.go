@@ -41,7 +41,7 @@ func BenchmarkStreamAssembly(b *testing.B) {
 				for _, raw := range chunks {
 					var chunk sdk.ChatCompletionStreamResponse
 					require.NoError(b, json.Unmarshal(raw, &chunk))
-					acc.add(&chunk, extraReasoning(raw))
+					acc.add(&chunk, raw)
 				}
 				acc.reply()
 			}

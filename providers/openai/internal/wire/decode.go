@@ -65,19 +65,59 @@ func finishReason(r sdk.FinishReason, hasToolCalls bool) llm.FinishReason {
 	}
 }
 
-// convertUsage maps the SDK's usage. A count below zero, which a buggy
-// server may send, becomes 0 (it would lower the run's usage and cost),
-// and the cached and reasoning parts never exceed their totals, as
+// convertUsage maps the SDK's usage, and the cache writes that raw (the
+// response or chunk that carries it) reports, which go-openai does not
+// decode (see cacheWrites). A count below zero, which a buggy server may
+// send, becomes 0 (it would lower the run's usage and cost), and the
+// cached, written and reasoning parts never exceed their totals, as
 // llm.Usage documents them.
-func convertUsage(u sdk.Usage) llm.Usage {
+func convertUsage(u sdk.Usage, raw []byte) llm.Usage {
 	out := llm.Usage{InputTokens: max(u.PromptTokens, 0), OutputTokens: max(u.CompletionTokens, 0)}
 	if u.PromptTokensDetails != nil {
 		out.CachedTokens = min(max(u.PromptTokensDetails.CachedTokens, 0), out.InputTokens)
 	}
+	out.CacheWriteTokens = min(cacheWrites(raw), out.InputTokens-out.CachedTokens)
 	if u.CompletionTokensDetails != nil {
 		out.ReasoningTokens = min(max(u.CompletionTokensDetails.ReasoningTokens, 0), out.OutputTokens)
 	}
 	return out
+}
+
+// rawCacheUsage holds the cache writes of a usage object, in the shapes
+// servers report them: OpenAI's prompt_tokens_details.cache_write_tokens
+// (the models that report writes; OpenRouter too), and the
+// cache_creation_input_tokens of Anthropic's usage, which proxies that
+// serve Claude models through this protocol (LiteLLM) pass on.
+type rawCacheUsage struct {
+	Usage *struct {
+		PromptTokensDetails *struct {
+			CacheWriteTokens int `json:"cache_write_tokens"`
+		} `json:"prompt_tokens_details"`
+		CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
+	} `json:"usage"`
+}
+
+var (
+	cacheWriteKey    = []byte(`"cache_write_tokens"`)
+	cacheCreationKey = []byte(`"cache_creation_input_tokens"`)
+)
+
+// cacheWrites returns the input tokens a raw response or chunk reports
+// written to the prompt cache (never below zero), or 0 when it reports
+// none.
+func cacheWrites(raw []byte) int {
+	if !bytes.Contains(raw, cacheWriteKey) && !bytes.Contains(raw, cacheCreationKey) {
+		return 0
+	}
+	var r rawCacheUsage
+	if json.Unmarshal(raw, &r) != nil || r.Usage == nil {
+		return 0
+	}
+	n := r.Usage.CacheCreationInputTokens
+	if d := r.Usage.PromptTokensDetails; d != nil && d.CacheWriteTokens > 0 {
+		n = d.CacheWriteTokens
+	}
+	return max(n, 0)
 }
 
 // rawReasoning holds the "reasoning" field some servers (Ollama, recent
@@ -166,7 +206,7 @@ func convertReply(resp *sdk.ChatCompletionResponse, raw []byte) (*llm.Reply, err
 	}
 	return &llm.Reply{
 		Message:      msg,
-		Usage:        convertUsage(resp.Usage),
+		Usage:        convertUsage(resp.Usage, raw),
 		FinishReason: finishReason(choice.FinishReason, len(msg.ToolCalls) > 0),
 		ID:           resp.ID,
 		Refusal:      choice.Message.Refusal,

@@ -52,14 +52,14 @@ func TestStreamAccToolCallsWithoutIndex(t *testing.T) {
 		return sdk.ToolCall{ID: id, Function: sdk.FunctionCall{Name: name, Arguments: args}}
 	}
 	acc := newStreamAcc()
-	acc.add(chunk(fn("a", "f", `{"x"`)), "")
-	acc.add(chunk(fn("", "", `:1}`)), "")
-	acc.add(chunk(fn("b", "g", `{}`)), "")
-	acc.add(chunk(fn("a", "", ``)), "")
+	acc.add(chunk(fn("a", "f", `{"x"`)), nil)
+	acc.add(chunk(fn("", "", `:1}`)), nil)
+	acc.add(chunk(fn("b", "g", `{}`)), nil)
+	acc.add(chunk(fn("a", "", ``)), nil)
 	done := &sdk.ChatCompletionStreamResponse{Choices: []sdk.ChatCompletionStreamChoice{{FinishReason: sdk.FinishReasonStop}}}
-	acc.add(done, "")
+	acc.add(done, nil)
 	// A second choice is ignored.
-	acc.add(&sdk.ChatCompletionStreamResponse{Choices: []sdk.ChatCompletionStreamChoice{{Index: 1, Delta: sdk.ChatCompletionStreamChoiceDelta{Content: "other"}}}}, "")
+	acc.add(&sdk.ChatCompletionStreamResponse{Choices: []sdk.ChatCompletionStreamChoice{{Index: 1, Delta: sdk.ChatCompletionStreamChoiceDelta{Content: "other"}}}}, nil)
 	want := &llm.Reply{
 		Message: defs.Message{Role: defs.RoleAssistant, ToolCalls: []defs.ToolCall{
 			{ID: "a", Name: "f", Arguments: json.RawMessage(`{"x":1}`)},

@@ -39,6 +39,9 @@ type Options struct {
 	ParallelToolCalls *bool
 	ReplayReasoning   bool
 	OmitStreamUsage   bool
+	// PromptCacheRetention, if not empty, is sent as
+	// prompt_cache_retention.
+	PromptCacheRetention string
 }
 
 // NewEncoder returns an Encoder of requests with opts.
@@ -53,9 +56,9 @@ func (e *Encoder) Encoded() int {
 }
 
 // Body assembles the request body of req from cached encodings; stream
-// selects the streamed request. The body is a new slice, never modified
-// afterwards.
-func (e *Encoder) Body(req *llm.Request, stream bool) ([]byte, error) {
+// selects the streamed request, and cacheKey, if not empty, is sent as
+// prompt_cache_key. The body is a new slice, never modified afterwards.
+func (e *Encoder) Body(req *llm.Request, stream bool, cacheKey string) ([]byte, error) {
 	if req == nil {
 		return nil, errors.New("nil request")
 	}
@@ -67,7 +70,25 @@ func (e *Encoder) Body(req *llm.Request, stream bool) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return assemble(head, sys, msgs, tail), nil
+	if cacheKey == "" {
+		return assemble(head, sys, msgs, tail), nil
+	}
+	// The key changes from request to request (one Model serves many
+	// sessions), so it is not in the skeleton: it goes right after the
+	// messages, where the tail begins with "]" and goes on with "," or "}".
+	return slices.Concat(head, sys, msgs, tail[:1], e.cacheKeyField(cacheKey), tail[1:]), nil
+}
+
+// cacheKeyField returns `,"prompt_cache_key":<key>`, encoded once for the
+// same key in a row.
+func (e *Encoder) cacheKeyField(key string) []byte {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.keyEnc == nil || e.key != key {
+		enc, _ := json.Marshal(key) // a string always encodes
+		e.key, e.keyEnc = key, slices.Concat([]byte(`,"prompt_cache_key":`), enc)
+	}
+	return e.keyEnc
 }
 
 // The request body is assembled from cached bytes (one copy) instead of
@@ -106,6 +127,8 @@ type Encoder struct {
 	clock   uint64
 	skel    [2]skeleton // [0] for Generate, [1] for Stream
 	encoded int         // messages encoded, for Encoded
+	key     string      // the last prompt_cache_key sent
+	keyEnc  []byte      // its field, never modified once handed out
 }
 
 // lane is the encoded transcript of one conversation.
@@ -517,6 +540,10 @@ func (e *Encoder) RequestFields(tools []llm.ToolSpec, output *llm.OutputSpec, st
 	if len(out.Tools) > 0 && c.ParallelToolCalls != nil {
 		out.ParallelToolCalls = *c.ParallelToolCalls
 	}
+	if c.PromptCacheRetention != "" {
+		// go-openai has no field for it.
+		patch.set("prompt_cache_retention", c.PromptCacheRetention)
+	}
 	if output != nil && output.Mode == llm.OutputNative {
 		out.ResponseFormat = &sdk.ChatCompletionResponseFormat{
 			Type: sdk.ChatCompletionResponseFormatTypeJSONSchema,
@@ -579,8 +606,9 @@ func argumentsText(args json.RawMessage) string {
 
 // Patch is what go-openai's request struct cannot express, because its
 // fields are tagged omitempty or its validator refuses them: an explicit
-// temperature or top_p of 0, and max_tokens and temperature for a model
-// whose name go-openai takes for a reasoning model (Options.Reasoning false). (Messages whose content is the empty string are
+// temperature or top_p of 0, max_tokens and temperature for a model
+// whose name go-openai takes for a reasoning model (Options.Reasoning
+// false), and the fields it does not have (prompt_cache_retention). (Messages whose content is the empty string are
 // encoded with it by encodeMessage.)
 type Patch struct {
 	fields map[string]any

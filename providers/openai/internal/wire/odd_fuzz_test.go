@@ -29,7 +29,7 @@ func FuzzOddChunk(f *testing.F) {
 		var chunk sdk.ChatCompletionStreamResponse
 		if json.Unmarshal(flat, &chunk) == nil {
 			acc := newStreamAcc()
-			acc.add(&chunk, extraReasoning(flat))
+			acc.add(&chunk, flat)
 			_ = acc.reply()
 		}
 	})

@@ -93,7 +93,7 @@ func Stream(ctx context.Context, client *sdk.Client, model string, ex *Exchange,
 			}
 			raw = flat
 		}
-		for _, d := range acc.add(&chunk, extraReasoning(raw)) {
+		for _, d := range acc.add(&chunk, raw) {
 			delivered = true
 			onDelta(d)
 		}
@@ -183,12 +183,16 @@ func newStreamAcc() *streamAcc {
 	return &streamAcc{calls: map[int]*callAcc{}, slots: map[int]int{}, lastIndex: -1}
 }
 
-// add folds chunk into the reply and returns the deltas it carries.
-// reasoning is the chunk's "reasoning" field, which go-openai does not
-// decode.
-func (a *streamAcc) add(chunk *sdk.ChatCompletionStreamResponse, reasoning string) []llm.Delta {
+// add folds chunk, decoded from raw, into the reply and returns the
+// deltas it carries. raw holds what go-openai does not decode: the
+// "reasoning" field and the cache writes of the usage.
+func (a *streamAcc) add(chunk *sdk.ChatCompletionStreamResponse, raw []byte) []llm.Delta {
 	if chunk.Usage != nil {
-		a.usage = convertUsage(*chunk.Usage)
+		a.usage = convertUsage(*chunk.Usage, raw)
+	}
+	var reasoning string
+	if len(chunk.Choices) > 0 {
+		reasoning = extraReasoning(raw)
 	}
 	if a.id == "" {
 		a.id = chunk.ID

@@ -23,7 +23,7 @@ func TestStreamSameIndexNewID(t *testing.T) {
 		frag("b", "put", `{"y":2}`),
 		frag("c", "get", `{"x":3}`),
 	} {
-		a.add(&ch, "")
+		a.add(&ch, nil)
 	}
 	got := a.reply().Message.ToolCalls
 	want := []struct{ id, name, args string }{{"a", "get", `{"x":1}`}, {"b", "put", `{"y":2}`}, {"c", "get", `{"x":3}`}}

@@ -67,22 +67,36 @@ function show(run, t0) {
   function isCompaction(s) { return !!s.compaction; }
   function isCommit(s) { return !!s.commit; }
 
-  // Chart: input tokens per step, the cached prefix and the new tokens
-  // stacked (one path each, so that a long run costs two elements, not two
-  // a step), commits and compactions marked above the bars.
+  // split returns a step's input as [total, read from the cache, written
+  // to it, the rest]: the provider's, when it reported its cache
+  // (s.cache), else the runtime's count, its shared prefix as the read.
+  function split(s) {
+    if (s.cache) {
+      var t = s.cache[0] || 0, r = Math.min(s.cache[1] || 0, t), wr = Math.min(s.cache[2] || 0, t - r);
+      return [t, r, wr, t - r - wr];
+    }
+    var input = s.input || 0, prefix = Math.min(s.prefix || 0, input);
+    return [input, prefix, 0, input - prefix];
+  }
+
+  // Chart: input tokens per step, the cache's reads (or the cached prefix),
+  // its writes and the new tokens stacked (one path each, so that a long
+  // run costs three elements, not three a step), commits and compactions
+  // marked above the bars.
   function drawChart() {
     var svg = el("chart");
     var w = Math.max(document.documentElement.clientWidth - 32, 200), h = 130, top = 14, bottom = 4;
     var max = 1;
-    steps.forEach(function (s) { if (s.input > max) { max = s.input; } });
+    steps.forEach(function (s) { var t = split(s)[0]; if (t > max) { max = t; } });
     var n = Math.max(steps.length, 1), bw = w / n, gap = bw > 4 ? 1 : 0;
     var scale = (h - top - bottom) / max, wd = Math.max(bw - gap, 0.5).toFixed(2);
-    var pre = [], fresh = [], commits = [], parts = [];
+    var pre = [], written = [], fresh = [], commits = [], parts = [];
     steps.forEach(function (s, i) {
-      var x = (i * bw).toFixed(2);
-      var prefix = Math.min(s.prefix || 0, s.input || 0), hp = prefix * scale, hn = ((s.input || 0) - prefix) * scale;
+      var x = (i * bw).toFixed(2), sp = split(s);
+      var hp = sp[1] * scale, hw = sp[2] * scale, hn = sp[3] * scale;
       if (hp > 0) { pre.push("M" + x + " " + (h - bottom - hp).toFixed(2) + "h" + wd + "v" + hp.toFixed(2) + "h-" + wd + "z"); }
-      if (hn > 0) { fresh.push("M" + x + " " + (h - bottom - hp - hn).toFixed(2) + "h" + wd + "v" + hn.toFixed(2) + "h-" + wd + "z"); }
+      if (hw > 0) { written.push("M" + x + " " + (h - bottom - hp - hw).toFixed(2) + "h" + wd + "v" + hw.toFixed(2) + "h-" + wd + "z"); }
+      if (hn > 0) { fresh.push("M" + x + " " + (h - bottom - hp - hw - hn).toFixed(2) + "h" + wd + "v" + hn.toFixed(2) + "h-" + wd + "z"); }
       var cx = (i * bw + bw / 2).toFixed(2);
       if (isCompaction(s)) {
         parts.push('<line class="marker compaction" data-n="' + i + '" x1="' + cx + '" x2="' + cx + '" y1="0" y2="' + h + '"><title>step ' + s.n + ": compaction</title></line>");
@@ -91,7 +105,8 @@ function show(run, t0) {
       }
     });
     svg.setAttribute("viewBox", "0 0 " + w + " " + h);
-    svg.innerHTML = '<path class="prefix" d="' + pre.join("") + '"></path><path class="new" d="' + fresh.join("") + '"></path>' +
+    svg.innerHTML = '<path class="prefix" d="' + pre.join("") + '"></path><path class="write" d="' + written.join("") + '"></path>' +
+      '<path class="new" d="' + fresh.join("") + '"></path>' +
       '<path class="marker commit" d="' + commits.join("") + '"></path>' + parts.join("") +
       '<rect class="cursor" id="cursor" x="-10" y="0" width="' + Math.max(bw, 2).toFixed(2) + '" height="' + h + '" pointer-events="none"></rect>';
     svg.setAttribute("data-bar", bw);
@@ -183,6 +198,12 @@ function show(run, t0) {
     // it, but for what the fields of s show in their own form. A field
     // added to the record is read here.
     var rec = s.record || {};
+    var u = rec.usage || {};
+    if (u.cached || u.cache_write) {
+      var read = u.cached || 0, wr = u.cache_write || 0, inp = u.input || 0;
+      tok += (tok ? " · " : "") + "provider: " + inp + " input tokens: " + read + " cache read, " + wr + " cache write" +
+        (u.cache_write_1h ? " (" + u.cache_write_1h + " for 1 h)" : "") + ", " + Math.max(inp - read - wr, 0) + " uncached";
+    }
     if (rec.billed_input) { tok += (tok ? " · " : "") + "billed as " + rec.billed_input.toFixed(0) + " full-price input tokens"; }
     if (tok) { h += '<p class="tokens">' + esc(tok) + "</p>"; }
 
@@ -348,7 +369,10 @@ function show(run, t0) {
   });
   el("chart").addEventListener("mousemove", function (ev) {
     var r = el("chart").getBoundingClientRect(), s = steps[Math.floor((ev.clientX - r.left) / r.width * steps.length)];
-    if (s) { el("chart").setAttribute("title", "step " + s.n + ": " + (s.input || 0) + " input tokens, " + (s.prefix || 0) + " cached prefix"); }
+    if (s) {
+      var sp = split(s);
+      el("chart").setAttribute("title", "step " + s.n + ": " + sp[0] + " input tokens, " + (s.cache ? sp[1] + " cache read, " + sp[2] + " cache write" : sp[1] + " cached prefix"));
+    }
   });
   document.addEventListener("keydown", function (ev) {
     if (ev.key === "ArrowDown" || ev.key === "j") { select(selected + 1); ev.preventDefault(); }
