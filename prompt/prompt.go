@@ -255,7 +255,9 @@ func (p *Prompt) User(text string, opts ...MessageOption) {
 // memory.
 func (p *Prompt) Effect(deps effects.Deps, fn effects.Func, opts ...effects.Option) {
 	p.check("Effect")
-	p.c().Effects().Register(callsite.CallerPC(1), deps, fn, opts...)
+	// The site is the user's line, also for an effect a library helper
+	// registers on the user's behalf (effects/builtin's Config.Register).
+	p.c().Effects().Register(callsite.UserPC(1), deps, fn, opts...)
 }
 
 // State returns the value of key as of this execution and its setter. The

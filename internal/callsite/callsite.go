@@ -56,6 +56,45 @@ func FromPC(pc uintptr) Site {
 	return Site{PC: pc, File: fr.File, Line: fr.Line, Func: fr.Function}
 }
 
+// UserPC returns the program counter of the first caller, skip frames
+// up or above (0 is the function that calls UserPC), that is not in this
+// module's library: a hook called by a library helper on the user's behalf
+// (effects/builtin's Config.Register registers effects) names the user's
+// line. It costs one frame, and a cached lookup, when that caller is the
+// user's, as it usually is.
+func UserPC(skip int) uintptr {
+	pc := CallerPC(skip + 1)
+	if !inLibrary(pc) {
+		return pc
+	}
+	var pcs [8]uintptr
+	n := runtime.Callers(skip+2, pcs[:])
+	for _, p := range pcs[1:n] {
+		if !inLibrary(p) {
+			return p
+		}
+	}
+	return pc
+}
+
+var library sync.Map // uintptr → bool
+
+// inLibrary reports whether pc is in a non-test package of this module
+// other than its examples.
+func inLibrary(pc uintptr) bool {
+	if pc == 0 {
+		return false
+	}
+	if v, ok := library.Load(pc); ok {
+		return v.(bool)
+	}
+	fn := FromPC(pc).Func
+	const mod = "github.com/reprompt/reprompt/"
+	in := strings.HasPrefix(fn, mod) && !strings.Contains(fn, "_test.") && !strings.HasPrefix(fn, mod+"examples/")
+	library.Store(pc, in)
+	return in
+}
+
 var names sync.Map // uintptr → string
 
 // Name returns FromPC(pc).String(), cached: effects are named in the step
