@@ -57,7 +57,9 @@ var allowed = map[string][]string{
 	// What providers/openai says and hears on the wire, through go-openai.
 	"providers/openai/internal/wire": {"llm", "defs", "github.com/sashabaranov/go-openai"},
 	"cmd/reprompt/internal/viewer":   {"defs", "session", "internal/steprec"},
-	"cmd/reprompt":                   {"cmd/reprompt/internal/viewer", "defs", "session", "session/sqlite", "session/postgres"},
+	// The text of reprompt show: the viewer's model, written for a terminal.
+	"cmd/reprompt/internal/showtext": {"cmd/reprompt/internal/viewer"},
+	"cmd/reprompt":                   {"cmd/reprompt/internal/viewer", "cmd/reprompt/internal/showtext", "defs", "session", "session/sqlite", "session/postgres"},
 	"runtime": {"state", "defs", "llm", "effects", "prompt", "session", "internal/callsite", "internal/steprec", "internal/msghash", "internal/core", "internal/canon", "internal/stepmods", "go.yaml.in/yaml/v3",
 		// The OpenTelemetry API only (tracing is optional; see Config.TracerProvider).
 		"go.opentelemetry.io/otel/trace", "go.opentelemetry.io/otel/attribute", "go.opentelemetry.io/otel/codes"},
@@ -105,6 +107,9 @@ var onlyImportedBy = map[string][]string{
 	// The step record: the runtime fills it, session stores it, snapshots
 	// and the viewer write and read its golden text.
 	module + "/internal/steprec": {"runtime", "session", "snapshots", "cmd/reprompt/internal/viewer"},
+	// The text writer of reprompt show: the command only, never the
+	// viewer whose model it writes.
+	module + "/cmd/reprompt/internal/showtext": {"cmd/reprompt"},
 	// The parts of effects/builtin: behind its API, never used directly.
 	module + "/effects/builtin/internal/compaction": {"effects/builtin"},
 	module + "/effects/builtin/internal/transcript": {"effects/builtin"},
