@@ -39,7 +39,12 @@ var allowed = map[string][]string{
 	"internal/core": {"state", "defs", "effects", "internal/callsite", "github.com/google/jsonschema-go"},
 	"effects":       {"state", "defs", "internal/callsite", "internal/canon", "internal/stepmods"},
 	"prompt":        {"state", "defs", "effects", "internal/callsite", "internal/core", "github.com/google/jsonschema-go"},
-	"session":       {"state", "defs", "effects", "internal/steprec"},
+	"session":       {"state", "defs", "effects", "internal/steprec", "session/internal/msgcodec"},
+	// What session is built from: the stored form of a message.
+	"session/internal/msgcodec": {"defs"},
+	// The stores reach the stored form through session's API only.
+	"session/sqlite":   {"defs", "session", "modernc.org/sqlite"},
+	"session/postgres": {"defs", "session", "github.com/jackc/pgx/v5"},
 	// The step record and its golden text: one codec, below session.
 	"internal/steprec": {"defs", "effects"},
 	// The conformance kit users run from their own tests reports with
@@ -110,6 +115,9 @@ var onlyImportedBy = map[string][]string{
 	// The text writer of reprompt show: the command only, never the
 	// viewer whose model it writes.
 	module + "/cmd/reprompt/internal/showtext": {"cmd/reprompt"},
+	// The parts of session: behind its API (EncodeMessage, LoadSteps),
+	// never used by its stores.
+	module + "/session/internal/msgcodec": {"session"},
 	// The parts of effects/builtin: behind its API, never used directly.
 	module + "/effects/builtin/internal/compaction": {"effects/builtin"},
 	module + "/effects/builtin/internal/transcript": {"effects/builtin"},

@@ -27,6 +27,7 @@
 //   - evals/check: the checks of a run's whole trajectory (tool calls, state, steps, cost) and judges
 //   - tokens: exact token counts (tiktoken encodings, embedded) and estimates
 //   - session: checkpoints, the Store interface, the in-memory store
+//   - session/internal/msgcodec: the stored form of a message: its JSON, tool-call arguments kept byte for byte
 //   - session/sqlite: a store in one SQLite file, pure Go
 //   - session/postgres: a store in PostgreSQL (pgx)
 //   - session/sessiontest: a conformance test for your own Store
