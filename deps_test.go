@@ -39,9 +39,11 @@ var allowed = map[string][]string{
 	"internal/core": {"state", "defs", "effects", "internal/callsite", "github.com/google/jsonschema-go"},
 	"effects":       {"state", "defs", "internal/callsite", "internal/canon", "internal/stepmods"},
 	"prompt":        {"state", "defs", "effects", "internal/callsite", "internal/core", "github.com/google/jsonschema-go"},
-	"session":       {"state", "defs", "effects", "internal/steprec", "session/internal/msgcodec"},
-	// What session is built from: the stored form of a message.
+	"session":       {"state", "defs", "effects", "internal/steprec", "session/internal/msgcodec", "session/internal/lineage"},
+	// What session is built from: the stored form of a message, and the
+	// resolution of a lineage's rows for LoadSteps.
 	"session/internal/msgcodec": {"defs"},
+	"session/internal/lineage":  {},
 	// The stores reach the stored form through session's API only.
 	"session/sqlite":   {"defs", "session", "modernc.org/sqlite"},
 	"session/postgres": {"defs", "session", "github.com/jackc/pgx/v5"},
@@ -118,6 +120,7 @@ var onlyImportedBy = map[string][]string{
 	// The parts of session: behind its API (EncodeMessage, LoadSteps),
 	// never used by its stores.
 	module + "/session/internal/msgcodec": {"session"},
+	module + "/session/internal/lineage":  {"session"},
 	// The parts of effects/builtin: behind its API, never used directly.
 	module + "/effects/builtin/internal/compaction": {"effects/builtin"},
 	module + "/effects/builtin/internal/transcript": {"effects/builtin"},

@@ -28,6 +28,7 @@
 //   - tokens: exact token counts (tiktoken encodings, embedded) and estimates
 //   - session: checkpoints, the Store interface, the in-memory store
 //   - session/internal/msgcodec: the stored form of a message: its JSON, tool-call arguments kept byte for byte
+//   - session/internal/lineage: which stored row is each message of a lineage's transcript, for LoadSteps
 //   - session/sqlite: a store in one SQLite file, pure Go
 //   - session/postgres: a store in PostgreSQL (pgx)
 //   - session/sessiontest: a conformance test for your own Store
