@@ -39,7 +39,14 @@ var allowed = map[string][]string{
 	"internal/core": {"state", "defs", "effects", "internal/callsite", "github.com/google/jsonschema-go"},
 	"effects":       {"state", "defs", "internal/callsite", "internal/canon", "internal/stepmods"},
 	"prompt":        {"state", "defs", "effects", "internal/callsite", "internal/core", "github.com/google/jsonschema-go"},
-	"session":       {"state", "defs", "effects", "internal/steprec"},
+	"session":       {"state", "defs", "effects", "internal/steprec", "session/internal/msgcodec", "session/internal/lineage"},
+	// What session is built from: the stored form of a message, and the
+	// resolution of a lineage's rows for LoadSteps.
+	"session/internal/msgcodec": {"defs"},
+	"session/internal/lineage":  {},
+	// The stores reach the stored form through session's API only.
+	"session/sqlite":   {"defs", "session", "modernc.org/sqlite"},
+	"session/postgres": {"defs", "session", "github.com/jackc/pgx/v5"},
 	// The step record and its golden text: one codec, below session.
 	"internal/steprec": {"defs", "effects"},
 	// The conformance kit users run from their own tests reports with
@@ -57,7 +64,9 @@ var allowed = map[string][]string{
 	// What providers/openai says and hears on the wire, through go-openai.
 	"providers/openai/internal/wire": {"llm", "defs", "github.com/sashabaranov/go-openai"},
 	"cmd/reprompt/internal/viewer":   {"defs", "session", "internal/steprec"},
-	"cmd/reprompt":                   {"cmd/reprompt/internal/viewer", "defs", "session", "session/sqlite", "session/postgres"},
+	// The text of reprompt show: the viewer's model, written for a terminal.
+	"cmd/reprompt/internal/showtext": {"cmd/reprompt/internal/viewer"},
+	"cmd/reprompt":                   {"cmd/reprompt/internal/viewer", "cmd/reprompt/internal/showtext", "defs", "session", "session/sqlite", "session/postgres"},
 	"runtime": {"state", "defs", "llm", "effects", "prompt", "session", "internal/callsite", "internal/steprec", "internal/msghash", "internal/core", "internal/canon", "internal/stepmods", "go.yaml.in/yaml/v3",
 		// The OpenTelemetry API only (tracing is optional; see Config.TracerProvider).
 		"go.opentelemetry.io/otel/trace", "go.opentelemetry.io/otel/attribute", "go.opentelemetry.io/otel/codes"},
@@ -105,6 +114,13 @@ var onlyImportedBy = map[string][]string{
 	// The step record: the runtime fills it, session stores it, snapshots
 	// and the viewer write and read its golden text.
 	module + "/internal/steprec": {"runtime", "session", "snapshots", "cmd/reprompt/internal/viewer"},
+	// The text writer of reprompt show: the command only, never the
+	// viewer whose model it writes.
+	module + "/cmd/reprompt/internal/showtext": {"cmd/reprompt"},
+	// The parts of session: behind its API (EncodeMessage, LoadSteps),
+	// never used by its stores.
+	module + "/session/internal/msgcodec": {"session"},
+	module + "/session/internal/lineage":  {"session"},
 	// The parts of effects/builtin: behind its API, never used directly.
 	module + "/effects/builtin/internal/compaction": {"effects/builtin"},
 	module + "/effects/builtin/internal/transcript": {"effects/builtin"},

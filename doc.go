@@ -27,6 +27,8 @@
 //   - evals/check: the checks of a run's whole trajectory (tool calls, state, steps, cost) and judges
 //   - tokens: exact token counts (tiktoken encodings, embedded) and estimates
 //   - session: checkpoints, the Store interface, the in-memory store
+//   - session/internal/msgcodec: the stored form of a message: its JSON, tool-call arguments kept byte for byte
+//   - session/internal/lineage: which stored row is each message of a lineage's transcript, for LoadSteps
 //   - session/sqlite: a store in one SQLite file, pure Go
 //   - session/postgres: a store in PostgreSQL (pgx)
 //   - session/sessiontest: a conformance test for your own Store
@@ -45,7 +47,8 @@
 //   - examples/structured: an agent ending with a typed answer
 //   - examples/chat: a terminal chat kept in SQLite: one turn a line, resumed after kill -9
 //   - examples/internal/models: the model the examples run on
-//   - cmd/reprompt/internal/viewer: what cmd/reprompt shows, as text or HTML
+//   - cmd/reprompt/internal/viewer: what cmd/reprompt shows: a run from a store, a golden file or a recording, and its HTML page
+//   - cmd/reprompt/internal/showtext: the text of reprompt show: a run's steps or chat log, control characters escaped
 //   - internal/steprec: the step record and its golden text: one writer, one parser
 //   - internal/browsertest: the step viewer in headless Chromium (a nested module)
 //   - internal/callsite: names the places in user code where hooks were called and panics happened

@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
+	"github.com/reprompt/reprompt/session/internal/msgcodec"
 )
 
 // head is the stored form of a checkpoint without its messages. Fields are
@@ -219,173 +219,37 @@ func DecodeHead(data []byte) (*Head, error) {
 // call's index; under "arguments" they appear as encoding/json writes them,
 // or, when they are not JSON, as a JSON string, which is what a decoder
 // that predates "raw_arguments" reads.
-func EncodeMessage(m defs.Message) ([]byte, error) {
-	b, err := json.Marshal(storeMessage(m))
-	if err != nil {
-		return nil, fmt.Errorf("encode message: %w", err)
-	}
-	return b, nil
-}
+func EncodeMessage(m defs.Message) ([]byte, error) { return msgcodec.Encode(m) }
 
 // DecodeMessage decodes a message written by EncodeMessage. Unknown fields
 // are ignored; a message without a role is an error.
-func DecodeMessage(data []byte) (defs.Message, error) {
-	var s storedMessage
-	if err := json.Unmarshal(data, &s); err != nil {
-		return defs.Message{}, err
-	}
-	m, err := s.load()
-	if err != nil {
-		return defs.Message{}, err
-	}
-	if m.Role == "" {
-		return defs.Message{}, errors.New("message has no role")
-	}
-	return m, nil
-}
-
-// storedMessage is the stored form of a message: its JSON, and the
-// arguments of the tool calls whose JSON does not give them back exactly,
-// by the call's index. (defs.Message has no JSON methods of its own: the
-// embedded fields are written as they are.)
-type storedMessage struct {
-	defs.Message
-	RawArguments map[int][]byte `json:"raw_arguments,omitempty"`
-}
-
-func storeMessage(m defs.Message) storedMessage {
-	s := storedMessage{Message: m}
-	for i, c := range m.ToolCalls {
-		v, raw := storedArguments(c.Arguments)
-		if !raw {
-			continue
-		}
-		if s.RawArguments == nil {
-			s.RawArguments = make(map[int][]byte)
-			s.Message.ToolCalls = slices.Clone(m.ToolCalls)
-		}
-		s.Message.ToolCalls[i].Arguments = v
-		s.RawArguments[i] = c.Arguments // nil stays nil: it is written as null
-	}
-	return s
-}
-
-func (s *storedMessage) load() (defs.Message, error) {
-	m := s.Message
-	for i, raw := range s.RawArguments {
-		if i < 0 || i >= len(m.ToolCalls) {
-			return defs.Message{}, fmt.Errorf("raw arguments of tool call %d of a message with %d tool calls", i, len(m.ToolCalls))
-		}
-		m.ToolCalls[i].Arguments = raw
-	}
-	return m, nil
-}
-
-// storedArguments returns what to write under "arguments" for args, and
-// whether args must be written as received beside it because decoding that
-// would not give them back byte for byte.
-func storedArguments(args json.RawMessage) (json.RawMessage, bool) {
-	if args == nil {
-		return nil, true // written as null, which decodes as "null"
-	}
-	if json.Valid(args) && canonical(args) {
-		return args, false // the common case, without allocating
-	}
-	b, err := json.Marshal(args) // what encoding/json writes for args
-	if err != nil {
-		// Not JSON: readable, and never mistaken for a JSON object.
-		s, _ := json.Marshal(string(args))
-		return s, true
-	}
-	return args, !bytes.Equal(b, args)
-}
-
-// canonical reports whether valid JSON is as encoding/json writes it: no
-// whitespace outside strings, and none of the characters it escapes (<, >,
-// &, U+2028, U+2029).
-func canonical(data []byte) bool {
-	inString, escaped := false, false
-	for i, c := range data {
-		switch {
-		case c == '<' || c == '>' || c == '&':
-			return false
-		case c == 0xE2 && i+2 < len(data) && data[i+1] == 0x80 && (data[i+2] == 0xA8 || data[i+2] == 0xA9):
-			return false
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
-			return false
-		}
-	}
-	return true
-}
+func DecodeMessage(data []byte) (defs.Message, error) { return msgcodec.Decode(data) }
 
 // storedPending is the stored form of a Pending, with its reply's and
 // results' arguments kept as received.
 type storedPending struct {
-	Reply     storedMessage  `json:"reply"`
-	Results   []storedResult `json:"results,omitempty"`
-	Offered   []string       `json:"offered"`
-	Approvals []Approval     `json:"approvals,omitempty"`
-}
-
-// storedResult is the stored form of a tool result: nil Arguments are
-// omitted, others that their JSON does not give back are kept in
-// RawArguments.
-type storedResult struct {
-	defs.ToolResult
-	RawArguments *[]byte `json:"raw_arguments,omitempty"`
+	Reply     msgcodec.Message  `json:"reply"`
+	Results   []msgcodec.Result `json:"results,omitempty"`
+	Offered   []string          `json:"offered"`
+	Approvals []Approval        `json:"approvals,omitempty"`
 }
 
 func storePending(p *Pending) *storedPending {
 	if p == nil {
 		return nil
 	}
-	s := &storedPending{Reply: storeMessage(p.Reply), Offered: p.Offered, Approvals: p.Approvals}
-	if p.Results != nil {
-		s.Results = make([]storedResult, len(p.Results))
-		for i, r := range p.Results {
-			s.Results[i].ToolResult = r
-			if r.Arguments == nil {
-				continue // omitted, and loaded as nil
-			}
-			if v, raw := storedArguments(r.Arguments); raw {
-				a := []byte(r.Arguments)
-				s.Results[i].Arguments, s.Results[i].RawArguments = v, &a
-			}
-		}
-	}
-	return s
+	return &storedPending{Reply: msgcodec.Store(p.Reply), Results: msgcodec.StoreResults(p.Results), Offered: p.Offered, Approvals: p.Approvals}
 }
 
 func (s *storedPending) load() (*Pending, error) {
 	if s == nil {
 		return nil, nil
 	}
-	reply, err := s.Reply.load()
+	reply, err := s.Reply.Load()
 	if err != nil {
 		return nil, err
 	}
-	p := &Pending{Reply: reply, Offered: s.Offered, Approvals: s.Approvals}
-	if s.Results != nil {
-		p.Results = make([]defs.ToolResult, len(s.Results))
-		for i, r := range s.Results {
-			p.Results[i] = r.ToolResult
-			if r.RawArguments != nil {
-				p.Results[i].Arguments = *r.RawArguments
-			}
-		}
-	}
-	return p, nil
+	return &Pending{Reply: reply, Results: msgcodec.LoadResults(s.Results), Offered: s.Offered, Approvals: s.Approvals}, nil
 }
 
 // Row is one stored message: its index in the transcript and its stored

@@ -6,11 +6,11 @@ import (
 	"iter"
 	"runtime"
 	"slices"
-	"sort"
 	"sync"
 	"sync/atomic"
 
 	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/session/internal/lineage"
 )
 
 // StepReader is implemented by a Store that reads the checkpoints of many
@@ -154,7 +154,7 @@ type GenerationRow struct {
 // (see StepReader.AtSteps). The sequence may be ranged over once: a
 // second range yields nothing.
 func LoadSteps(h *StepHeads, rows func(root, generation, count int) ([]GenerationRow, error)) (iter.Seq2[*Checkpoint, error], error) {
-	b := &batch{id: h.ID, need: map[[2]int]int{}, lineages: map[[2]int]*lineage{}, cursors: map[int]*cursor{}, decoded: map[[2]int]decoded{}, retired: map[int][]Row{}}
+	b := &batch{id: h.ID, need: map[[2]int]int{}, lineages: map[[2]int]*resolved{}, rows: lineage.New(0, nil), decoded: map[[2]int]decoded{}, retired: map[int][]Row{}}
 	for _, r := range h.Retired {
 		b.retired[r.Generation] = append(b.retired[r.Generation], r.Row)
 	}
@@ -201,7 +201,9 @@ func LoadSteps(h *StepHeads, rows func(root, generation, count int) ([]Generatio
 		for i, r := range stored {
 			b.decoded[[2]int{r.Generation, r.Index}] = ds[i]
 		}
-		b.index(stored) // the rows' indexes, without their data
+		b.rows = lineage.New(len(stored), func(i int) (int, int) { // the rows' indexes, without their data
+			return stored[i].Generation, stored[i].Index
+		})
 	}
 	id, first, last, known := h.ID, h.First, h.Last, h.Known
 	used := false
@@ -276,45 +278,27 @@ func parallel(n int, f func(i int)) {
 	wg.Wait()
 }
 
-// batch holds the message rows read for LoadSteps, decoded. Its rows
-// (Row values) hold only their index: the messages are in decoded.
+// batch holds the message rows read for LoadSteps, decoded: their indexes
+// in rows, the messages in decoded.
 type batch struct {
-	id    string
-	byGen map[int][]Row // by generation, in index order
-	gens  []int         // the generations of byGen, in order
+	id   string
+	rows *lineage.Rows
 	// need is, by lineage (root, generation), the largest message count of
 	// its heads.
 	need     map[[2]int]int
-	lineages map[[2]int]*lineage
-	cursors  map[int]*cursor    // by root
+	lineages map[[2]int]*resolved
 	decoded  map[[2]int]decoded // by (generation, index)
 	retired  map[int][]Row      // chunks of retired call ids by root, in order
 }
 
-// cursor resolves the rows of the lineages of one root, one generation
-// after the other: the checkpoints of a session come in the order of their
-// generations, and each generation only adds to the rows of the one
-// before it.
-type cursor struct {
-	next int // the index in batch.gens of the next generation to apply
-	gen  int // the generation applied last
-	// rows[i], of generation gens[i], is the row of index i of the
-	// highest generation applied: every index from 0 up to the first
-	// missing one. later holds the rows past it, by index.
-	rows     []Row
-	gens     []int
-	later    map[int]int // index → generation
-	negative bool        // a row of a negative index: a damaged store
-}
-
-// lineage is the transcript of the largest checkpoint of a lineage, as
+// resolved is the transcript of the largest checkpoint of a lineage, as
 // its stored rows: rows[i], of generation gens[i], is the row of index i
 // with the highest generation of the lineage, from 0 up to the first
 // missing index or the largest count of its heads; after is the smallest
 // index stored past a missing one (-1 if none), and negative reports a row
 // of a negative index. msgs are the decoded rows[:len(msgs)], and bad, if
 // not -1, the first row that does not decode, with badErr.
-type lineage struct {
+type resolved struct {
 	rows     []Row
 	gens     []int
 	after    int
@@ -327,18 +311,6 @@ type lineage struct {
 type decoded struct {
 	m   defs.Message
 	err error
-}
-
-func (b *batch) index(stored []GenerationRow) {
-	b.byGen = map[int][]Row{}
-	for _, r := range stored {
-		b.byGen[r.Generation] = append(b.byGen[r.Generation], Row{Index: r.Index})
-	}
-	for g, rs := range b.byGen {
-		slices.SortFunc(rs, func(a, b Row) int { return a.Index - b.Index })
-		b.gens = append(b.gens, g)
-	}
-	slices.Sort(b.gens)
 }
 
 // load returns the checkpoint of head h filed under seq, or err, the error
@@ -391,59 +363,17 @@ func (b *batch) load(seq int64, h *Head, err error) (*Checkpoint, error) {
 // lineage returns the rows of lineage (root, gen) up to the largest count
 // of its heads: each index from the highest generation in [root, gen] that
 // stores it.
-func (b *batch) lineage(root, gen int) *lineage {
+func (b *batch) lineage(root, gen int) *resolved {
 	key := [2]int{root, gen}
 	if l := b.lineages[key]; l != nil {
 		return l
 	}
-	c := b.cursors[root]
-	if c == nil || c.gen > gen { // the first, or an earlier generation: start over
-		c = &cursor{next: sort.SearchInts(b.gens, root), gen: root - 1}
-		b.cursors[root] = c
+	r := b.rows.Resolve(root, gen, b.need[key])
+	l := &resolved{rows: make([]Row, len(r.Gens)), gens: r.Gens, after: r.After, negative: r.Negative, bad: -1}
+	for i := range l.rows {
+		l.rows[i].Index = i // the rows hold only their index
 	}
-	for ; c.next < len(b.gens) && b.gens[c.next] <= gen; c.next++ {
-		c.apply(b.gens[c.next], b.byGen[b.gens[c.next]])
-	}
-	c.gen = gen
-	n := min(len(c.rows), b.need[key])
-	l := &lineage{rows: slices.Clone(c.rows[:n]), gens: slices.Clone(c.gens[:n]), after: -1, negative: c.negative, bad: -1}
-	if n == len(c.rows) {
-		for i := range c.later {
-			if l.after < 0 || i < l.after {
-				l.after = i
-			}
-		}
-	}
-	l.msgs = make([]defs.Message, 0, n)
+	l.msgs = make([]defs.Message, 0, len(l.rows))
 	b.lineages[key] = l
 	return l
-}
-
-// apply adds the rows of generation gen, in index order, to c.
-func (c *cursor) apply(gen int, rows []Row) {
-	for _, r := range rows {
-		switch {
-		case r.Index < 0:
-			c.negative = true
-		case r.Index < len(c.rows):
-			c.rows[r.Index], c.gens[r.Index] = r, gen
-		case r.Index == len(c.rows):
-			c.rows, c.gens = append(c.rows, r), append(c.gens, gen)
-			delete(c.later, r.Index) // an earlier generation's
-		default:
-			if c.later == nil {
-				c.later = map[int]int{}
-			}
-			c.later[r.Index] = gen
-		}
-	}
-	for {
-		g, ok := c.later[len(c.rows)]
-		if !ok {
-			return
-		}
-		delete(c.later, len(c.rows))
-		c.rows = append(c.rows, Row{Index: len(c.rows)})
-		c.gens = append(c.gens, g)
-	}
 }

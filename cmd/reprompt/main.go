@@ -43,6 +43,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/reprompt/reprompt/cmd/reprompt/internal/showtext"
 	"github.com/reprompt/reprompt/cmd/reprompt/internal/viewer"
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/session"
@@ -106,13 +107,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 }
 
-// printableLines is viewer.Printable for each line of s: an error names
+// printableLines is showtext.Printable for each line of s: an error names
 // what a store holds (session ids, damaged data), which must not reach
 // the terminal as control sequences.
 func printableLines(s string) string {
 	lines := strings.Split(s, "\n")
 	for i, l := range lines {
-		lines[i] = viewer.Printable(l)
+		lines[i] = showtext.Printable(l)
 	}
 	return strings.Join(lines, "\n")
 }
@@ -205,7 +206,7 @@ func dispatch(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 		if cmd == "show" {
 			r, err := load(ctx, o, params[0])
 			if r != nil {
-				if werr := viewer.Text(stdout, r, viewer.TextOptions{Width: o.width, Steps: o.steps}); werr != nil {
+				if werr := showtext.Write(stdout, r, showtext.Options{Width: o.width, Steps: o.steps}); werr != nil {
 					return werr
 				}
 			}
@@ -225,7 +226,7 @@ func dispatch(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 		if werr := writeHTML(out, r); werr != nil {
 			return werr
 		}
-		fmt.Fprintf(stdout, "wrote %s (%d steps)\n", viewer.Printable(out), len(r.Steps))
+		fmt.Fprintf(stdout, "wrote %s (%d steps)\n", showtext.Printable(out), len(r.Steps))
 		return err
 	case "rewind":
 		if len(params) != 1 || !o.toSet || o.to < 0 {
@@ -383,7 +384,7 @@ func listSessions(ctx context.Context, st session.Store, w io.Writer) error {
 				status = fmt.Sprintf("interrupted in step %d", cp.Step)
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", viewer.Printable(in.ID), in.Step, in.Updated.Local().Format(time.DateTime), viewer.Printable(status))
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", showtext.Printable(in.ID), in.Step, in.Updated.Local().Format(time.DateTime), showtext.Printable(status))
 	}
 	return tw.Flush()
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/reprompt/reprompt/cmd/reprompt/internal/showtext"
 	"github.com/reprompt/reprompt/cmd/reprompt/internal/viewer"
 	"github.com/reprompt/reprompt/effects"
 	"github.com/reprompt/reprompt/prompt"
@@ -220,6 +221,6 @@ func shownAlike(t *testing.T, run *viewer.Run) string {
 	strip(run.Steps)
 	run.Title, run.Source, run.Notes = "s", "", nil
 	var b bytes.Buffer
-	require.NoError(t, viewer.Text(&b, run, viewer.TextOptions{Width: -1, Steps: true}))
+	require.NoError(t, showtext.Write(&b, run, showtext.Options{Width: -1, Steps: true}))
 	return b.String()
 }

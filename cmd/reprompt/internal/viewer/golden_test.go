@@ -1,4 +1,4 @@
-package viewer
+package viewer_test
 
 import (
 	"errors"
@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/reprompt/reprompt/cmd/reprompt/internal/showtext"
+	"github.com/reprompt/reprompt/cmd/reprompt/internal/viewer"
 	"github.com/reprompt/reprompt/internal/steprec"
 )
 
@@ -29,7 +31,7 @@ func TestGoldenFilesOfTheRepository(t *testing.T) {
 			return err
 		}
 		n++
-		run, err := FromGolden(path, data)
+		run, err := viewer.FromGolden(path, data)
 		if !assert.NoError(t, err, "FromGolden(%s)", path) {
 			return nil
 		}
@@ -45,11 +47,11 @@ func TestGoldenFilesOfTheRepository(t *testing.T) {
 // completes a paused step is a step of its own, with the decisions, and the
 // request after it is compared with the last request sent.
 func TestGoldenApprovalAndAnswer(t *testing.T) {
-	read := func(path string) *Run {
+	read := func(path string) *viewer.Run {
 		t.Helper()
 		data, err := os.ReadFile(path)
 		require.NoError(t, err)
-		run, err := FromGolden(path, data)
+		run, err := viewer.FromGolden(path, data)
 		require.NoError(t, err)
 		return run
 	}
@@ -77,7 +79,7 @@ func TestGoldenCutShort(t *testing.T) {
 	path := "../../../../snapshots/testdata/TestConversationGolden.txtar"
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
-	whole, err := FromGolden(path, data)
+	whole, err := viewer.FromGolden(path, data)
 	require.NoError(t, err)
 	require.Len(t, whole.Steps, 4, "steps of the whole file")
 	text := string(data)
@@ -94,8 +96,8 @@ func TestGoldenCutShort(t *testing.T) {
 		{"damaged in step 2", text[:step2] + "-- step 2/reply --\ncolor: red\n" + text[step2:], 3, `section "step 2/reply": unknown field "color"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			run, err := FromGolden(path, []byte(tc.data))
-			_, ok := errors.AsType[*FormatError](err)
+			run, err := viewer.FromGolden(path, []byte(tc.data))
+			_, ok := errors.AsType[*viewer.FormatError](err)
 			require.True(t, ok, "FromGolden: want a *FormatError, got %v", err)
 			assert.Contains(t, err.Error(), tc.err, "FromGolden's error")
 			require.NotNil(t, run, "FromGolden: the steps read before the damage")
@@ -111,7 +113,7 @@ func TestGoldenCutShort(t *testing.T) {
 			assert.Contains(t, strings.Join(run.Notes, "\n"), "the rest of the file could not be read", "notes")
 
 			var b strings.Builder
-			require.NoError(t, Text(&b, run, TextOptions{Steps: true}))
+			require.NoError(t, showtext.Write(&b, run, showtext.Options{Steps: true}))
 			for _, s := range run.Steps {
 				assert.Contains(t, b.String(), fmt.Sprintf("── step %d", s.Number), "show: the steps read")
 			}

@@ -1,7 +1,7 @@
 // Package viewer reads what a run did, step by step, from a session store,
 // a golden step file (package snapshots' format) or a recording, and shows
-// it as text (Text) or as one self-contained HTML page (HTML). It is the
-// library behind cmd/reprompt.
+// it as one self-contained HTML page (HTML); package showtext writes it as
+// text. It is the library behind cmd/reprompt.
 //
 // Every source becomes a Run: its steps, each with the request's messages
 // (indices into one pool of distinct messages, so that a long session

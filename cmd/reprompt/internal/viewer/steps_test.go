@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/reprompt/reprompt/cmd/reprompt/internal/showtext"
 	"github.com/reprompt/reprompt/cmd/reprompt/internal/viewer"
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/internal/pgtest"
@@ -102,7 +103,7 @@ func sameView(t *testing.T, st session.Store, id string) error {
 		name string
 		fn   func(*bytes.Buffer, *viewer.Run) error
 	}{
-		{"text", func(b *bytes.Buffer, r *viewer.Run) error { return viewer.Text(b, r, viewer.TextOptions{Width: -1}) }},
+		{"text", func(b *bytes.Buffer, r *viewer.Run) error { return showtext.Write(b, r, showtext.Options{Width: -1}) }},
 		{"HTML", func(b *bytes.Buffer, r *viewer.Run) error { return viewer.HTML(b, r) }},
 	} {
 		var want, got bytes.Buffer

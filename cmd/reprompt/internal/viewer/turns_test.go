@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/reprompt/reprompt/cmd/reprompt/internal/showtext"
 	"github.com/reprompt/reprompt/cmd/reprompt/internal/viewer"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
@@ -101,7 +102,7 @@ func TestTurns(t *testing.T) {
 		"the paused step's question (-want +got)")
 
 	var text bytes.Buffer
-	require.NoError(t, viewer.Text(&text, run, viewer.TextOptions{}))
+	require.NoError(t, showtext.Write(&text, run, showtext.Options{}))
 	assert.Contains(t, text.String(), "user: Order eggs.\nassistant asks (call call_2 order): How many eggs?\n(awaiting the answer)\n    step 3 · called order {\"item\":\"eggs\"} · ")
 
 	require.NoError(t, s.r.Answer("call_2", 12))
@@ -112,7 +113,7 @@ func TestTurns(t *testing.T) {
 	want[2].Steps = []int{3, 3, 4} // step 3 paused, step 3 answered (as a golden file shows it), step 4
 	assert.Empty(t, cmp.Diff(want, turnsOf(run)), "turns once answered (-want +got)")
 	text.Reset()
-	require.NoError(t, viewer.Text(&text, run, viewer.TextOptions{}))
+	require.NoError(t, showtext.Write(&text, run, showtext.Options{}))
 	assert.Contains(t, text.String(), "user: Order eggs.\nassistant asks (call call_2 order): How many eggs?\n(awaiting the answer)\n"+
 		"assistant asks (call call_2 order): How many eggs?\nuser answers: 12\nassistant: Ordered.\n"+
 		"    step 3 · called order {\"item\":\"eggs\"} · ")

@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/reprompt/reprompt/cmd/reprompt/internal/showtext"
 	"github.com/reprompt/reprompt/cmd/reprompt/internal/viewer"
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
@@ -343,7 +344,7 @@ func TestMarks(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var b strings.Builder
-			require.NoError(t, viewer.Text(&b, tt.run, viewer.TextOptions{Steps: true}))
+			require.NoError(t, showtext.Write(&b, tt.run, showtext.Options{Steps: true}))
 			var got []string
 			for l := range strings.Lines(b.String()) {
 				if strings.HasPrefix(l, "── step ") {
@@ -353,7 +354,7 @@ func TestMarks(t *testing.T) {
 			assert.Empty(t, cmp.Diff(tt.want, got), "show --steps: step lines (-want +got)")
 
 			b.Reset()
-			require.NoError(t, viewer.Text(&b, tt.run, viewer.TextOptions{}))
+			require.NoError(t, showtext.Write(&b, tt.run, showtext.Options{}))
 			folds := map[int]string{}
 			for l := range strings.Lines(b.String()) {
 				var n int

@@ -1,14 +1,20 @@
-package viewer
+// Package showtext writes a run as `reprompt show` prints it: as text for a
+// terminal, one screen per step or a chat log, with every control
+// character of what the run stored escaped (Printable). The run is
+// package viewer's model, read from a store, a golden file or a recording.
+package showtext
 
 import (
 	"bufio"
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/reprompt/reprompt/cmd/reprompt/internal/viewer"
 )
 
-// TextOptions configure Text.
-type TextOptions struct {
+// Options configure Write.
+type Options struct {
 	// Width is the most characters of a message or result shown on its
 	// line; zero means 160, a negative value no limit.
 	Width int
@@ -17,19 +23,19 @@ type TextOptions struct {
 	Steps bool
 }
 
-// Text writes run as text, one screen per step: a rule with the step's
+// Write writes run as text, one screen per step: a rule with the step's
 // number and tokens, then the effects that ran and why, the diff of its
 // request against the previous step's (messages added, removed and
 // rewritten; tools offered and withdrawn; the system prompt), disables and
 // reminders, commits, the reply and its tool calls with their results, and
 // the state changes. Sub-agents follow their step, indented.
 //
-// A conversation (Run.Conversation) is written as a chat log instead,
+// A conversation (viewer.Run.Conversation) is written as a chat log instead,
 // unless opts.Steps is set: turn by turn, the user's message, the messages
 // sent while the run went on, the questions asked and answered, and the
 // answer, with the turn's steps folded under it, one line each (the tools
 // called, the effects that ran, the tokens).
-func Text(w io.Writer, run *Run, opts TextOptions) error {
+func Write(w io.Writer, run *viewer.Run, opts Options) error {
 	bw := bufio.NewWriter(w)
 	t := &textWriter{w: bw, run: run, width: opts.Width}
 	if t.width == 0 {
@@ -64,7 +70,7 @@ func Text(w io.Writer, run *Run, opts TextOptions) error {
 }
 
 // turn writes one turn of a conversation as a chat log.
-func (t *textWriter) turn(turn Turn) {
+func (t *textWriter) turn(turn viewer.Turn) {
 	t.line("", "")
 	msg := turn.Message
 	if msg == "" {
@@ -88,7 +94,7 @@ func (t *textWriter) turn(turn Turn) {
 }
 
 // ask writes a question asked, or an approval waited for, and its answer.
-func (t *textWriter) ask(a Ask) {
+func (t *textWriter) ask(a viewer.Ask) {
 	call := a.CallID + " " + a.Tool
 	if a.Question != "" {
 		t.line("", "assistant asks (call %s): %s", call, t.short(a.Question))
@@ -114,7 +120,7 @@ func (t *textWriter) ask(a Ask) {
 }
 
 // answer writes the reply that ends a turn, or what the turn is at.
-func (t *textWriter) answer(s *Step) {
+func (t *textWriter) answer(s *viewer.Step) {
 	switch {
 	case s.Damage != "" && s.Reply < 0:
 		t.line("", "assistant: (no answer: %s)", t.short(s.Damage))
@@ -132,7 +138,7 @@ func (t *textWriter) answer(s *Step) {
 }
 
 // fold is the one line of a step under its turn's answer.
-func (t *textWriter) fold(s *Step) string {
+func (t *textWriter) fold(s *viewer.Step) string {
 	parts := []string{fmt.Sprintf("step %d", s.Number)}
 	if s.Label != "" {
 		parts[0] += " (" + s.Label + ")"
@@ -193,7 +199,7 @@ func (t *textWriter) fold(s *Step) string {
 	return strings.Join(parts, " · ")
 }
 
-func callNames(calls []ToolCall) string {
+func callNames(calls []viewer.ToolCall) string {
 	names := make([]string, len(calls))
 	for i, c := range calls {
 		names[i] = c.Name
@@ -203,7 +209,7 @@ func callNames(calls []ToolCall) string {
 
 type textWriter struct {
 	w     *bufio.Writer
-	run   *Run
+	run   *viewer.Run
 	width int
 }
 
@@ -221,7 +227,7 @@ func (t *textWriter) short(s string) string {
 	return cut(s, t.width)
 }
 
-func (t *textWriter) step(indent string, s *Step) {
+func (t *textWriter) step(indent string, s *viewer.Step) {
 	head := fmt.Sprintf("step %d", s.Number)
 	if s.Label != "" {
 		head += " (" + s.Label + ")"
