@@ -63,6 +63,12 @@
 // "reprompt snapshot v1" and whose files are the sections of each step, then
 // an "end" section. A step's sections, in the order things happen:
 //
+//	step N/resumed   a step a crash cut short after the model's reply and
+//	                 runtime.Resume completed: "interrupted: CALL" for each
+//	                 call that got an "interrupted" result, or
+//	                 "interrupted: (none)"; the sections after it are the
+//	                 completion's, after those of the attempt if the file
+//	                 has them
 //	step N/effects   the effects that ran, both phases: id, phase, file, why
 //	step N/summary I the I-th summary an effect asked for (compaction): the
 //	                 request's system prompt and user text, then the summary

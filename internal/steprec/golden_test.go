@@ -19,7 +19,9 @@ import (
 
 // goldenRun is a run in the form Parse returns: every part a golden file
 // shows, with steps that refer to earlier ones ("as in step N"), a paused
-// and a decided step, a sub-agent and a summary.
+// and a decided step (completed by a resume), a step a crash cut short
+// after the reply and its completion by a resume, a sub-agent and a
+// summary.
 func goldenRun() *steprec.Run {
 	sys := "You are terse.\n-- not a section --\nBye."
 	first := []defs.Message{{Role: defs.RoleUser, Content: "add 2 and 3", Meta: map[string]string{"k": "v"}}}
@@ -53,6 +55,16 @@ func goldenRun() *steprec.Run {
 			Results: []steprec.Result{{CallID: "c2", Name: "pay", Arguments: `"not json"`, Content: "paid\n\nok"}},
 			Answer:  `{"sum":5}`,
 			State:   map[string]string{},
+			Resumed: true,
+		},
+		{Step: 2, Tools: []string{"add"},
+			Request: &steprec.Request{System: sys, Tools: tools, Messages: first},
+			Finish:  "tool_calls", Response: &steprec.Response{Message: call},
+		},
+		{Step: 2, Resumed: true, Interrupted: []string{"c1", "c5"},
+			Response: &steprec.Response{Message: call},
+			Results:  []steprec.Result{{CallID: "c1", Name: "add", Arguments: `{"a":2,"b":3}`, Content: "interrupted", IsError: true}},
+			State:    map[string]string{"n": "5"},
 		},
 	}}
 }
@@ -106,6 +118,8 @@ func TestParseErrors(t *testing.T) {
 		{"unknown section", steprec.Header + "\n-- step 0/weather --\n-- end --\nsteps: 1\n", `line 2: section "step 0/weather": unknown section`},
 		{"as in nothing", steprec.Header + "\n-- step 0/messages --\n[0] (as in step 3)\n-- end --\nsteps: 1\n", "line 3:"},
 		{"bad field", steprec.Header + "\n-- step 0/reply --\ncolor: red\n-- end --\nsteps: 1\n", `unknown field "color"`},
+		{"resumed without a line", steprec.Header + "\n-- step 0/resumed --\n-- end --\nsteps: 1\n", `section "step 0/resumed": want "interrupted`},
+		{"resumed, bad call", steprec.Header + "\n-- step 0/resumed --\ninterrupted: a b\n-- end --\nsteps: 1\n", `want a call id, got "a b"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := steprec.Parse([]byte(tc.text))

@@ -164,7 +164,13 @@ func (p *parser) section(s *section) error {
 				return p.errf(s, -1, "bad step number %q", part)
 			}
 			decisions := i == len(parts)-2 && parts[i+1] == "decisions"
-			if k := len(lv.steps); k > 0 && lv.steps[k-1].Step == n && isDecided(lv.steps[k-1]) == decided && !decisions {
+			// A resumed step (one a crash cut short after the model's
+			// reply, completed by a resume) starts with its resumed
+			// section, a record of its own beside the attempt's; a
+			// decided one starts with its decisions, then says it was
+			// resumed.
+			resumed := i == len(parts)-2 && parts[i+1] == "resumed" && !decided
+			if k := len(lv.steps); k > 0 && lv.steps[k-1].Step == n && isDecided(lv.steps[k-1]) == decided && !decisions && !resumed {
 				step = lv.steps[k-1]
 				break
 			}
@@ -290,6 +296,25 @@ func (p *parser) stepSection(s *section, lv *level, step *Step, kind string) err
 		}
 		if len(step.Decisions) == 0 {
 			return p.errf(s, -1, "no decisions")
+		}
+	case kind == "resumed":
+		if step.Resumed {
+			return p.errf(s, -1, "a second resumed section")
+		}
+		step.Resumed = true
+		for _, f := range fields(s.lines, "") {
+			switch {
+			case f.label != "interrupted":
+				return p.errf(s, f.line, "want \"interrupted: call\" or \"interrupted: (none)\", got %q", trunc(f.value, 60))
+			case f.value == "(none)" && len(s.lines) == 1:
+			case f.value == "" || f.value == "(none)" || strings.ContainsAny(f.value, " \n"):
+				return p.errf(s, f.line, "want a call id, got %q", trunc(f.value, 60))
+			default:
+				step.Interrupted = append(step.Interrupted, f.value)
+			}
+		}
+		if len(s.lines) == 0 {
+			return p.errf(s, -1, "want \"interrupted: call\" or \"interrupted: (none)\"")
 		}
 	case kind == "sent":
 		if len(s.lines) < 2 {

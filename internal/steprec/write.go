@@ -167,6 +167,18 @@ func (w *writer) step(s, prev *Step) {
 			w.field("", fmt.Sprintf("%s %s denied", d.CallID, d.Tool), w.red(d.Reason))
 		}
 	}
+	if s.Resumed {
+		// The record that completes a step a crash cut short after the
+		// model's reply: it starts a record of its own (Parse), after the
+		// attempt's if the file has it.
+		w.section(name + "/resumed")
+		if len(s.Interrupted) == 0 {
+			w.b.WriteString("interrupted: (none)\n")
+		}
+		for _, id := range s.Interrupted {
+			fmt.Fprintf(&w.b, "interrupted: %s\n", id)
+		}
+	}
 	if len(s.Sent) > 0 {
 		// The conversation's turn, and the user messages that joined the
 		// transcript at this step.
