@@ -32,6 +32,11 @@ func (e *FormatError) Error() string {
 // header, or cut short, comes back with the *FormatError and the steps
 // read before the damage: the last of them is marked damaged (it may
 // lack what came after), and a note says what could not be read.
+//
+// A step a crash cut short after the model's reply and a resume completed
+// is one step, as a store shows it: the record of the attempt (what a run
+// that failed returned) and that of its completion (steprec.Step.Resumed)
+// show as the completion, with the attempt's request.
 func FromGolden(path string, data []byte) (*Run, error) {
 	g, err := steprec.Parse(data)
 	var ferr *FormatError
@@ -44,10 +49,21 @@ func FromGolden(path string, data []byte) (*Run, error) {
 		return nil, err
 	}
 	run := newRun(filepath.Base(path), "golden step file")
-	var last *steprec.Step
-	for _, rec := range g.Steps {
+	var last, attempt *steprec.Step
+	for i, rec := range g.Steps {
 		if rec == nil {
 			continue
+		}
+		if i+1 < len(g.Steps) && resumes(g.Steps[i+1], rec) {
+			attempt = rec // shown with its completion, the next record
+			continue
+		}
+		if attempt != nil {
+			// One step, as a store shows it: the completion, which sent
+			// no request, with the attempt's.
+			completed := *rec
+			completed.Request, attempt = attempt.Request, nil
+			rec = &completed
 		}
 		s := &Step{Number: rec.Step, Reply: -1}
 		run.applyRecord(s, rec)
@@ -74,6 +90,16 @@ func FromGolden(path string, data []byte) (*Run, error) {
 		return run, ferr
 	}
 	return run, nil
+}
+
+// resumes reports whether rec is the record of a resume that completed
+// attempt, the record before it of a step a crash cut short after the
+// model's reply (a golden file of the steps a crashed run returned, then
+// those of the run resumed): the same step, not paused, not completed.
+func resumes(rec, attempt *steprec.Step) bool {
+	return rec != nil && attempt != nil && rec.Resumed && len(rec.Decisions) == 0 && rec.Request == nil &&
+		attempt.Step == rec.Step && !attempt.Resumed && len(attempt.Decisions) == 0 && len(attempt.Awaiting) == 0 &&
+		attempt.Request != nil && attempt.Results == nil && attempt.State == nil
 }
 
 // goldenDamage marks the last step read of a damaged golden file and
