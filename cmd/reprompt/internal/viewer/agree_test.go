@@ -3,8 +3,10 @@ package viewer_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -83,6 +85,64 @@ func chatter(p *prompt.Prompt) error {
 	return nil
 }
 
+type shipArgs struct {
+	To string `json:"to"`
+}
+
+// shipper looks a parcel up (idempotent: a resume runs it again) and
+// ships it (not idempotent: a crash while it runs leaves it
+// interrupted).
+func shipper(p *prompt.Prompt) error {
+	shipped, setShipped := prompt.State(p, "shipped", []string{})
+	prompt.DefTool(p, "look", "Look a parcel up.", func(ctx context.Context, a shipArgs) (string, error) {
+		return "a parcel for " + a.To, nil
+	}, prompt.Idempotent())
+	prompt.DefTool(p, "ship", "Ship a parcel.", func(ctx context.Context, a shipArgs) (string, error) {
+		setShipped.Set(ctx, append(shipped, a.To))
+		return "shipped to " + a.To, nil
+	})
+	p.User("Ship Ann's parcel.")
+	return nil
+}
+
+// errDied is the error of every save of a process that died.
+var errDied = errors.New("the process died")
+
+// dyingStore is the store of a process that dies at the first Save for
+// which dies reports true, before it is written: that Save and every
+// later one fail.
+type dyingStore struct {
+	session.Store
+	dies func(cp *session.Checkpoint) bool
+
+	mu   sync.Mutex
+	dead bool
+}
+
+func (s *dyingStore) Save(ctx context.Context, cp *session.Checkpoint) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dead || s.dies(cp) {
+		s.dead = true
+		return errDied
+	}
+	return s.Store.Save(ctx, cp)
+}
+
+// afterReply reports the first save after the one that holds the model's
+// reply of a step and none of its results: a process that dies there
+// leaves a step that Resume completes (Step.Resumed).
+func afterReply() func(cp *session.Checkpoint) bool {
+	replied := false
+	return func(cp *session.Checkpoint) bool {
+		if replied {
+			return true
+		}
+		replied = cp.Pending != nil && len(cp.Pending.Results) == 0
+		return false
+	}
+}
+
 // run drives r and returns every step it made, in order, and the error
 // it ended with.
 type drive func(ctx context.Context, r *runtime.Runner) ([]*runtime.Step, error)
@@ -97,18 +157,30 @@ func runAll(steps []*runtime.Step, res *runtime.Result, err error) ([]*runtime.S
 // TestStoreAndGoldenAgree runs prompts into a store and renders, as text,
 // the session read from the store and the golden file of the same steps:
 // both show the same thing for every kind of step (paused, decided,
-// answered, compacted, sub-agents, typed answers, conversation turns),
-// but for what only one of them holds (the store: tokens, durations,
-// effect sites' lines; the golden file: the system prompt's text and the
-// typed answer's declaration).
+// answered, compacted, sub-agents, typed answers, conversation turns,
+// resumed after a crash with a call run again or interrupted), but for
+// what only one of them holds (the store: tokens, durations, effect sites'
+// lines; the golden file: the system prompt's text and the typed answer's
+// declaration).
 func TestStoreAndGoldenAgree(t *testing.T) {
+	runOnce := func(ctx context.Context, r *runtime.Runner) ([]*runtime.Step, error) {
+		res, err := r.Run(ctx)
+		return runAll(nil, res, err)
+	}
 	for _, tt := range []struct {
 		name  string
 		fn    prompt.Func
 		model func() *snapshots.Model
 		drive drive
+		// dies, if set, is the save the first process dies at (see
+		// dyingStore): Resume then takes the run up in a second runner,
+		// which drive drives too, with the same model.
+		dies func() func(cp *session.Checkpoint) bool
+		// shows are lines both renderings must hold: the marks of the
+		// kind of step the case is about.
+		shows []string
 	}{
-		{"approved and denied", payer, payScript, func(ctx context.Context, r *runtime.Runner) ([]*runtime.Step, error) {
+		{name: "approved and denied", fn: payer, model: payScript, drive: func(ctx context.Context, r *runtime.Runner) ([]*runtime.Step, error) {
 			res, err := r.Run(ctx)
 			if err != nil {
 				return runAll(nil, res, err)
@@ -123,13 +195,13 @@ func TestStoreAndGoldenAgree(t *testing.T) {
 			res, err = r.Run(ctx)
 			return runAll(steps, res, err)
 		}},
-		{"paused", payer, payScript, func(ctx context.Context, r *runtime.Runner) ([]*runtime.Step, error) {
+		{name: "paused", fn: payer, model: payScript, drive: func(ctx context.Context, r *runtime.Runner) ([]*runtime.Step, error) {
 			res, err := r.Run(ctx)
 			return runAll(nil, res, err)
 		}},
-		{"answered", asker, func() *snapshots.Model {
+		{name: "answered", fn: asker, model: func() *snapshots.Model {
 			return snapshots.Script(snapshots.CallTool("transfer", payArgs{"Ann", 50}), snapshots.Text("Sent."))
-		}, func(ctx context.Context, r *runtime.Runner) ([]*runtime.Step, error) {
+		}, drive: func(ctx context.Context, r *runtime.Runner) ([]*runtime.Step, error) {
 			res, err := r.Run(ctx)
 			if err != nil || len(res.Awaiting) != 1 {
 				return runAll(nil, res, fmt.Errorf("want one question, got %v, %w", res, err))
@@ -141,19 +213,19 @@ func TestStoreAndGoldenAgree(t *testing.T) {
 			res, err = r.Run(ctx)
 			return runAll(steps, res, err)
 		}},
-		{"compacted, with a sub-agent", agent, script, func(ctx context.Context, r *runtime.Runner) ([]*runtime.Step, error) {
+		{name: "compacted, with a sub-agent", fn: agent, model: script, drive: func(ctx context.Context, r *runtime.Runner) ([]*runtime.Step, error) {
 			res, err := r.Run(ctx)
 			return runAll(nil, res, err)
 		}},
-		{"typed answer", judge, func() *snapshots.Model {
+		{name: "typed answer", fn: judge, model: func() *snapshots.Model {
 			return snapshots.Script(snapshots.Answer(verdict{Guilty: false, Why: "alibi"}))
-		}, func(ctx context.Context, r *runtime.Runner) ([]*runtime.Step, error) {
+		}, drive: func(ctx context.Context, r *runtime.Runner) ([]*runtime.Step, error) {
 			res, err := r.Run(ctx)
 			return runAll(nil, res, err)
 		}},
-		{"conversation", chatter, func() *snapshots.Model {
+		{name: "conversation", fn: chatter, model: func() *snapshots.Model {
 			return snapshots.Script(snapshots.Text("Hello."), snapshots.CallTool("remember", noteArgs{Text: "milk"}), snapshots.Text("Noted."))
-		}, func(ctx context.Context, r *runtime.Runner) ([]*runtime.Step, error) {
+		}, drive: func(ctx context.Context, r *runtime.Runner) ([]*runtime.Step, error) {
 			res, err := r.Continue(ctx, "Hi.")
 			if err != nil {
 				return runAll(nil, res, err)
@@ -162,12 +234,42 @@ func TestStoreAndGoldenAgree(t *testing.T) {
 			res, err = r.Continue(ctx, "Remember milk.")
 			return runAll(steps, res, err)
 		}},
+		{name: "resumed", fn: shipper, model: func() *snapshots.Model {
+			return snapshots.Script(snapshots.CallTool("look", shipArgs{"Ann"}), snapshots.Text("Found it."))
+		}, drive: runOnce, dies: afterReply, shows: []string{
+			"── step 0 [crashed, resumed] ──",
+			"resumed: the run stopped after the model's reply and a resume completed the step; interrupted calls: none",
+		}},
+		{name: "interrupted", fn: shipper, model: func() *snapshots.Model {
+			return snapshots.Script(snapshots.CallTools(
+				snapshots.Call{Name: "look", Args: shipArgs{"Ann"}},
+				snapshots.Call{Name: "ship", Args: shipArgs{"Ann"}},
+			), snapshots.Text("Not shipped."))
+		}, drive: runOnce, dies: afterReply, shows: []string{
+			"── step 0 [crashed, resumed] ──",
+			"resumed: the run stopped after the model's reply and a resume completed the step; interrupted calls: call_2",
+		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			st := session.NewMemory()
-			r := runtime.New(tt.model(), tt.fn, runtime.Config{Store: st, SessionID: "s"})
+			m := tt.model()
+			cfg := runtime.Config{Store: st, SessionID: "s"}
+			if tt.dies != nil {
+				cfg.Store = &dyingStore{Store: st, dies: tt.dies()}
+			}
+			r := runtime.New(m, tt.fn, cfg)
 			defer r.Close()
 			steps, err := tt.drive(t.Context(), r)
+			if tt.dies != nil {
+				require.ErrorIs(t, err, errDied, "the first process")
+				cfg.Store = st
+				resumed, rerr := runtime.Resume(t.Context(), m, tt.fn, cfg)
+				require.NoError(t, rerr, "Resume")
+				defer resumed.Close()
+				var more []*runtime.Step
+				more, err = tt.drive(t.Context(), resumed)
+				steps = append(steps, more...)
+			}
 			require.NoError(t, err)
 			golden := snapshots.Format(steps, nil)
 			fromGolden, err := viewer.FromGolden("s.txtar", golden)
@@ -176,6 +278,10 @@ func TestStoreAndGoldenAgree(t *testing.T) {
 			require.NoError(t, err)
 			want, got := shownAlike(t, fromGolden), shownAlike(t, fromStore)
 			assert.Equal(t, want, got, "the session read from the store (+) and its golden file (-) show different things; golden file:\n%s", golden)
+			for _, line := range tt.shows {
+				assert.Contains(t, want, line, "the golden file's rendering")
+				assert.Contains(t, got, line, "the store's rendering")
+			}
 		})
 	}
 }
