@@ -66,7 +66,11 @@ var allowed = map[string][]string{
 	"cmd/reprompt/internal/viewer":   {"defs", "session", "internal/steprec"},
 	// The text of reprompt show: the viewer's model, written for a terminal.
 	"cmd/reprompt/internal/showtext": {"cmd/reprompt/internal/viewer"},
-	"cmd/reprompt":                   {"cmd/reprompt/internal/viewer", "cmd/reprompt/internal/showtext", "defs", "session", "session/sqlite", "session/postgres"},
+	// The HTML report of an eval's result file: evals' Report only.
+	"cmd/reprompt/internal/evalreport": {"evals"},
+	// reprompt eval report reads result files with evals (ReadReport,
+	// Compare), which links the runtime into the command.
+	"cmd/reprompt": {"cmd/reprompt/internal/viewer", "cmd/reprompt/internal/showtext", "cmd/reprompt/internal/evalreport", "evals", "defs", "session", "session/sqlite", "session/postgres"},
 	"runtime": {"state", "defs", "llm", "effects", "prompt", "session", "internal/callsite", "internal/steprec", "internal/msghash", "internal/core", "internal/canon", "internal/stepmods", "go.yaml.in/yaml/v3",
 		// The OpenTelemetry API only (tracing is optional; see Config.TracerProvider).
 		"go.opentelemetry.io/otel/trace", "go.opentelemetry.io/otel/attribute", "go.opentelemetry.io/otel/codes"},
@@ -117,6 +121,8 @@ var onlyImportedBy = map[string][]string{
 	// The text writer of reprompt show: the command only, never the
 	// viewer whose model it writes.
 	module + "/cmd/reprompt/internal/showtext": {"cmd/reprompt"},
+	// The eval report's page: the command only.
+	module + "/cmd/reprompt/internal/evalreport": {"cmd/reprompt"},
 	// The parts of session: behind its API (EncodeMessage, LoadSteps),
 	// never used by its stores.
 	module + "/session/internal/msgcodec": {"session"},

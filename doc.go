@@ -39,7 +39,7 @@
 //   - mcp: MCP servers' tools and resources as definitions (a nested module)
 //   - temporal: prompt functions as Temporal workflows (a nested module)
 //   - temporal/examples/agent: a to-do agent as a Temporal workflow
-//   - cmd/reprompt: the reprompt command: sessions, show, view (HTML), rewind
+//   - cmd/reprompt: the reprompt command: sessions, show, view (HTML), rewind, eval report
 //   - examples/quickstart: a to-do agent, printed step by step
 //   - examples/longsession: context strategies compared over a long session
 //   - examples/resumable: a run killed and resumed
@@ -49,8 +49,9 @@
 //   - examples/internal/models: the model the examples run on
 //   - cmd/reprompt/internal/viewer: what cmd/reprompt shows: a run from a store, a golden file or a recording, and its HTML page
 //   - cmd/reprompt/internal/showtext: the text of reprompt show: a run's steps or chat log, control characters escaped
+//   - cmd/reprompt/internal/evalreport: the HTML page of reprompt eval report: cases × runs, failing checks and their steps, the baseline
 //   - internal/steprec: the step record and its golden text: one writer, one parser
-//   - internal/browsertest: the step viewer in headless Chromium (a nested module)
+//   - internal/browsertest: the step viewer and the eval report in headless Chromium (a nested module)
 //   - internal/callsite: names the places in user code where hooks were called and panics happened
 //   - internal/core: the state of a prompt behind its two faces, prompt (the handle) and runtime
 //   - internal/canon: the canonical text of a value, by which effects compare dependencies

@@ -82,4 +82,12 @@
 //
 //	REPROMPT_EVAL=record go test ./triage -run '^TestTriageEval$'  # against the server, recorded
 //	go test ./triage                                               # replayed, offline
+//
+// With REPROMPT_EVAL_OUT (OutEnv) set to a directory, Test also writes each
+// eval's result file there, named after the eval (OutPath), for "reprompt
+// eval report" to render as a table and an HTML page, and compare with a
+// baseline:
+//
+//	REPROMPT_EVAL_OUT=out go test ./triage -run '^TestTriageEval$'
+//	reprompt eval report out/triage.json --baseline testdata/baseline.json -o report.html
 package evals

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -28,9 +29,13 @@ type Threshold struct {
 // returned for further assertions. A configuration error fails t at once.
 //
 // Offline in CI, e's Models are recordings (Recordings); live when asked.
+//
+// With the variable OutEnv set to a directory, the report is also written
+// there as it goes, as Run writes it, to the file named after the eval
+// (OutPath): the result file that "reprompt eval report" renders.
 func (e *Eval[In, Out]) Test(t *testing.T, min Threshold) *Report {
 	t.Helper()
-	rep, err := e.Run(t.Context(), nil)
+	rep, err := e.runForTest(t)
 	if err != nil {
 		t.Fatalf("evals: %s: %v", e.Name, err)
 		return rep
@@ -64,6 +69,58 @@ func (e *Eval[In, Out]) Test(t *testing.T, min Threshold) *Report {
 		})
 	}
 	return rep
+}
+
+// OutEnv is the environment variable that, set to a directory, makes
+// Eval.Test write each eval's result file there (OutPath):
+//
+//	REPROMPT_EVAL_OUT=out go test ./triage -run '^TestTriageEval$'
+//	reprompt eval report out/triage.json --baseline baseline.json
+const OutEnv = "REPROMPT_EVAL_OUT"
+
+// OutPath returns the file that Eval.Test writes the report of the eval
+// named name to, in the directory dir: dir/<name>.json, the name made a
+// file name as Recordings makes a case's.
+func OutPath(dir, name string) string { return filepath.Join(dir, fileName(name)+".json") }
+
+// runForTest runs e for Test: streamed to the file OutEnv asks for, if it
+// does, the cases' runs still kept in the report for the failures' logs.
+func (e *Eval[In, Out]) runForTest(t *testing.T) (*Report, error) {
+	dir := os.Getenv(OutEnv)
+	if dir == "" {
+		return e.Run(t.Context(), nil)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	path := OutPath(dir, e.Name)
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	var runs [][]RunResult
+	ec := *e
+	ec.OnCase = func(c *CaseResult) {
+		runs = append(runs, slices.Clone(c.Runs))
+		if e.OnCase != nil {
+			e.OnCase(c)
+		}
+	}
+	rep, err := ec.Run(t.Context(), f)
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("eval: write the report: %w", cerr)
+	}
+	if rep == nil { // a configuration error: no report to keep
+		os.Remove(path)
+		return nil, err
+	}
+	for i := range rep.Cases {
+		if i < len(runs) {
+			rep.Cases[i].Runs = runs[i]
+		}
+	}
+	t.Logf("eval %s: result written to %s", e.Name, path)
+	return rep, err
 }
 
 // ModeEnv is the environment variable that tells Recordings where the

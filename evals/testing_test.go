@@ -120,3 +120,24 @@ func TestTestNames(t *testing.T) {
 	e.Test(t, evals.Threshold{PassAt1: 1})
 	assert.Equal(t, []string{"issue-1", "issue-2", "issue-3"}, names)
 }
+
+func TestTestWritesTheResultFile(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	t.Setenv(evals.OutEnv, dir)
+	var seen int
+	e := triageEval(func(name string, run int) (llm.Model, error) { return server() })
+	e.OnCase = func(*evals.CaseResult) { seen++ }
+	rep := e.Test(t, evals.Threshold{PassAt1: 1})
+	assert.Equal(t, 3, seen, "the eval's own OnCase, still called")
+	for _, c := range rep.Cases {
+		assert.Len(t, c.Runs, 2, "%s: the runs kept in the report Test returns", c.Name)
+	}
+	path := evals.OutPath(dir, "triage")
+	assert.Equal(t, filepath.Join(dir, "triage.json"), path, "OutPath")
+	got, err := evals.ReadReport(path)
+	require.NoError(t, err, "the result file")
+	assert.Equal(t, "triage", got.Eval, "Eval")
+	require.Len(t, got.Cases, 3, "cases in the file")
+	assert.Len(t, got.Cases[1].Runs, 2, "issue-2: runs in the file")
+	assert.Equal(t, rep.Overall.Passed, got.Overall.Passed, "Overall.Passed")
+}

@@ -1,6 +1,7 @@
 // Command reprompt shows what a run did, from a session store, a golden
 // step file (package snapshots' format) or a recording, rewinds stored
-// sessions, and posts the user's messages to them.
+// sessions, posts the user's messages to them, and renders the result
+// files of evals (package evals).
 //
 //	go install github.com/reprompt/reprompt/cmd/reprompt@latest
 //
@@ -17,10 +18,18 @@
 //
 //	reprompt --store STORE rewind SESSION --to STEP  rewind a stored session to the start of STEP
 //	reprompt --store STORE send SESSION TEXT          post TEXT as the user's next message
+//	reprompt eval report RESULT [--baseline BASE]     an eval's result file: a table, and an HTML report (-o FILE)
 //
 // send posts through the store (session.Inbox): the process that runs the
 // session takes the message at its next step, or, if the run has
 // finished, as the next turn when it is run again (see runtime.Post).
+//
+// eval report renders the result file of an eval (package evals: Run
+// writes it; Eval.Test writes it to $REPROMPT_EVAL_OUT): the table of the
+// cases' figures on standard output, and one self-contained HTML page,
+// cases × runs, with each failing check and its step. With --baseline it
+// compares the result with an earlier one (evals.Compare) and exits with
+// status 1 when a case got significantly worse.
 //
 // STORE is sqlite:PATH (a file made by session/sqlite) or a PostgreSQL URL
 // (postgres://…); the default is $REPROMPT_STORE. Without a store, SESSION|FILE
@@ -59,6 +68,9 @@ const usage = `usage:
                                                    to serve it, following the session while it runs)
   reprompt --store STORE rewind SESSION --to STEP  rewind a stored session to the start of STEP
   reprompt --store STORE send SESSION TEXT          post TEXT as the user's next message
+  reprompt eval report RESULT [--baseline BASE]     an eval's result file (evals; go test writes it to
+                                                   $REPROMPT_EVAL_OUT): a table, and an HTML report (-o FILE);
+                                                   exit status 1 when a case got worse than in BASE
 
 STORE is sqlite:PATH or postgres://… (default $REPROMPT_STORE). Without a
 store, SESSION|FILE is a file: a golden step file or a recording.
@@ -120,16 +132,17 @@ func printableLines(s string) string {
 
 // options are the flags of every command; each command uses its own.
 type options struct {
-	store  string
-	out    string
-	serve  bool
-	addr   string
-	to     int
-	width  int
-	steps  bool
-	toSet  bool
-	fs     *flag.FlagSet
-	params []string
+	store    string
+	out      string
+	baseline string
+	serve    bool
+	addr     string
+	to       int
+	width    int
+	steps    bool
+	toSet    bool
+	fs       *flag.FlagSet
+	params   []string
 }
 
 // newFlagSet returns the flags of every command, set into o.
@@ -137,7 +150,8 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs := flag.NewFlagSet("reprompt", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&o.store, "store", o.store, "session store: sqlite:PATH or postgres://… (default $REPROMPT_STORE)")
-	fs.StringVar(&o.out, "o", "", "view: the HTML file to write (default SESSION.html)")
+	fs.StringVar(&o.out, "o", "", "view, eval report: the HTML file to write (default SESSION.html, RESULT.html)")
+	fs.StringVar(&o.baseline, "baseline", "", "eval report: the result file to compare with")
 	fs.BoolVar(&o.serve, "serve", false, "view: serve the page on localhost instead of writing it")
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:0", "view --serve: the address to listen on")
 	fs.IntVar(&o.to, "to", -1, "rewind: the step to rewind to")
@@ -248,6 +262,11 @@ func dispatch(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 		}
 		defer done()
 		return send(ctx, st, params[0], params[1], o.store, stdout)
+	case "eval":
+		if len(params) != 2 || params[0] != "report" {
+			return &usageError{"eval takes report and one RESULT file"}
+		}
+		return evalReport(params[1], o.baseline, o.out, stdout)
 	case "help":
 		writeUsage(stdout)
 		return nil
