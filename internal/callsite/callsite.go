@@ -58,9 +58,9 @@ func FromPC(pc uintptr) Site {
 
 // UserPC returns the program counter of the first caller, skip frames
 // up or above (0 is the function that calls UserPC), that is not in this
-// module's library: a hook called by a library helper on the user's behalf
-// (effects/builtin's Config.Register registers effects) names the user's
-// line. It costs one frame, and a cached lookup, when that caller is the
+// module's packages of effects: a hook called by such a helper on the
+// user's behalf (effects/builtin's Config.Register registers effects)
+// names the user's line. It costs one frame, and a cached lookup, when that caller is the
 // user's, as it usually is.
 func UserPC(skip int) uintptr {
 	pc := CallerPC(skip + 1)
@@ -79,8 +79,9 @@ func UserPC(skip int) uintptr {
 
 var library sync.Map // uintptr → bool
 
-// inLibrary reports whether pc is in a non-test package of this module
-// other than its examples.
+// inLibrary reports whether pc is in one of this module's packages of
+// effects (effects/builtin and the packages under it), which register
+// effects on their user's behalf; not in their tests.
 func inLibrary(pc uintptr) bool {
 	if pc == 0 {
 		return false
@@ -89,8 +90,7 @@ func inLibrary(pc uintptr) bool {
 		return v.(bool)
 	}
 	fn := FromPC(pc).Func
-	const mod = "github.com/reprompt/reprompt/"
-	in := strings.HasPrefix(fn, mod) && !strings.Contains(fn, "_test.") && !strings.HasPrefix(fn, mod+"examples/")
+	in := strings.HasPrefix(fn, "github.com/reprompt/reprompt/effects/") && !strings.Contains(fn, "_test.")
 	library.Store(pc, in)
 	return in
 }
