@@ -45,19 +45,33 @@ var issues = map[int]string{
 	42: "The program panics on an empty config file (EOF in config.Load). Please fix!",
 }
 
-// Agent is the prompt function.
+// Agent is the prompt function: the triage of issue 42, which may repeat
+// issue 41.
 func Agent(p *prompt.Prompt) error {
-	p.DefSystem("role", "You triage issues of a Go project. Read the issue and the ones it may repeat, then answer.")
-	prompt.DefTool(p, "read_issue", "Read an issue by number.", func(ctx context.Context, a issueArgs) (string, error) {
-		text, ok := issues[a.Number]
-		if !ok {
-			return "", fmt.Errorf("no issue %d", a.Number)
+	return TriageAgent(issues, 42, "Issue 41 may be related.")(p)
+}
+
+// TriageAgent returns the prompt function that triages issue number, read
+// from tracker with the read_issue tool; note, if not empty, follows the
+// request in the user message. The eval (eval_test.go) builds one a case.
+func TriageAgent(tracker map[int]string, number int, note string) prompt.Func {
+	return func(p *prompt.Prompt) error {
+		p.DefSystem("role", "You triage issues of a Go project. Read the issue and the ones it may repeat, then answer.")
+		prompt.DefTool(p, "read_issue", "Read an issue by number.", func(ctx context.Context, a issueArgs) (string, error) {
+			text, ok := tracker[a.Number]
+			if !ok {
+				return "", fmt.Errorf("no issue %d", a.Number)
+			}
+			return text, nil
+		})
+		prompt.DefOutput[Triage](p, "triage", "Your triage of the issue.")
+		user := fmt.Sprintf("Triage issue %d.", number)
+		if note != "" {
+			user += " " + note
 		}
-		return text, nil
-	})
-	prompt.DefOutput[Triage](p, "triage", "Your triage of the issue.")
-	p.User("Triage issue 42. Issue 41 may be related.")
-	return nil
+		p.User(user)
+		return nil
+	}
 }
 
 // Script is what the scripted model answers: it reads both issues, gives
