@@ -64,12 +64,12 @@ func (r *Runner) cacheMiss(prev *llm.Request, prevV int, req *llm.Request, rec *
 	}
 	k := commonPrefix(prev.Messages, req.Messages)
 	if k < len(req.Messages) && isReminder(req.Messages[k]) {
-		return "reminder " + refList(rec.Reminded) + " added" + byEffects(rec.Effects, effects.BeforeCall)
+		return "reminder " + refList(rec.Reminded) + " added" + paren(byEffects(rec.Effects, effects.BeforeCall))
 	}
 	if k < len(prev.Messages) && isReminder(prev.Messages[k]) {
 		s := "reminder of step " + fmt.Sprint(prev.Step) + " dropped"
 		if p := r.prevRec; p != nil && p.Number == prev.Step {
-			s = "reminder " + refList(p.Reminded) + " of step " + fmt.Sprint(prev.Step) + " dropped"
+			s = "reminder " + refList(p.Reminded) + " of step " + fmt.Sprint(prev.Step) + " dropped" + paren(byEffects(p.Effects, effects.BeforeCall))
 		}
 		return s
 	}
