@@ -49,10 +49,14 @@ type ledger struct {
 	prev   *llm.Request // the previous request, for the shared prefix
 	prevV  int          // its verbatim transcript messages
 	prevE  int          // the transcript epoch it was built from
-	epoch  int          // incremented when the transcript is rewritten
-	exact  bool         // the counter is a real tokenizer
-	memo   bool         // counts are worth caching by content (not the built-in estimate)
-	calib  float64      // scale of an estimate, see observe
+	// matched is, after requestTokens, how many of the previous request's
+	// messages the request repeats as an exact prefix, or -1 when its
+	// system prompt, tools or native output differ (see cacheMiss).
+	matched int
+	epoch   int     // incremented when the transcript is rewritten
+	exact   bool    // the counter is a real tokenizer
+	memo    bool    // counts are worth caching by content (not the built-in estimate)
+	calib   float64 // scale of an estimate, see observe
 
 	// The prefix sums and hashes of the transcript before the last
 	// rewrite, reused at the next one: a rewrite reads the old ones while
@@ -304,6 +308,7 @@ func (l *ledger) requestTokens(req *llm.Request, verbatim int) (input, shared in
 	fixed := l.scale(l.fixed(req.System, req.Tools) + l.outputTokens(req.Output))
 	input = fixed + l.prefix(verbatim) + l.count(req.Messages[verbatim:])
 	prev := l.prev
+	l.matched = -1
 	if prev != nil && prev.System == req.System && sameTools(prev.Tools, req.Tools) && sameNativeOutput(prev.Output, req.Output) {
 		var k int
 		if l.prevE == l.epoch && verbatim > 0 && l.prevV > 0 {
@@ -315,6 +320,7 @@ func (l *ledger) requestTokens(req *llm.Request, verbatim int) (input, shared in
 		} else {
 			k = commonPrefix(prev.Messages, req.Messages)
 		}
+		l.matched = k
 		if k <= verbatim {
 			shared = fixed + l.prefix(k)
 		} else {

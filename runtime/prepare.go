@@ -100,7 +100,12 @@ func (r *Runner) request(n int, rec *Step, mods *stepmods.Mods) (*llm.Request, e
 		return nil, &StepError{Step: n, Op: OpValidate, Err: err}
 	}
 	r.ledger.sync(r.transcript)
+	prev, prevV := r.ledger.prev, r.ledger.prevV
 	rec.InputTokens, rec.PrefixTokens = r.ledger.requestTokens(req, verbatim)
+	if prev != nil && r.ledger.matched < len(prev.Messages) {
+		rec.Cache = r.cacheMiss(prev, prevV, req, rec, mods)
+	}
+	r.prevRec, r.prevGen = rec, r.generation
 	frac := r.cfg.CachedInputFraction
 	if frac == 0 {
 		frac = llm.DefaultCachedInputFraction

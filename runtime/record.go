@@ -138,6 +138,13 @@ type Step struct {
 	// tokens not in the shared prefix, plus the shared ones at
 	// Config.CachedInputFraction.
 	BilledInput float64
+	// Cache says, in one line, why the request's prefix broke before the
+	// end of the previous step's request, so that a prompt cache could
+	// reuse only PrefixTokens of it: the definition declared, changed or
+	// removed, the effect that disabled or reminded something, the commit
+	// that rewrote the transcript, the tool list that changed. Empty when
+	// the request extends the previous one, and at a run's first request.
+	Cache string
 	// Resumed reports a step that was interrupted by a crash after the
 	// model's reply and completed by Resume; Interrupted lists the calls
 	// that got an "interrupted" result instead of running.

@@ -30,6 +30,7 @@ type renderer struct {
 	parts []sysPart      // what sys was rendered from
 	spare []sysPart      // the parts of the render under way
 	specs []llm.ToolSpec // the tool list rendered last (shared with requests: never modified)
+	diff  sysDiff        // how the last system prompt rendered differs from the one before
 }
 
 // sysPart is a system part or a variable as the system prompt shows it.
@@ -48,7 +49,13 @@ func (rd *renderer) system(reg *defs.Registry, mods *stepmods.Mods) (string, err
 	}
 	if rd.parts != nil && slices.Equal(parts, rd.parts) {
 		rd.spare = parts[:0]
+		rd.diff = sysDiff{}
 		return rd.sys, nil
+	}
+	if rd.parts != nil {
+		rd.diff = diffParts(rd.parts, parts)
+	} else {
+		rd.diff = sysDiff{}
 	}
 	b := rd.buf[:0]
 	vars := 0

@@ -43,6 +43,8 @@ type Runner struct {
 	// Sessions (see save.go).
 	seq        int64
 	generation int            // incremented by every rewrite of the transcript
+	prevRec    *Step          // the record of the last request rendered, for cacheMiss
+	prevGen    int            // generation when it was rendered
 	savedGen   int            // generation of the last checkpoint saved
 	saved      []defs.Message // transcript of the last checkpoint saved
 	pending    *session.Pending

@@ -142,6 +142,7 @@ func fillRecord(out *session.StepRecord, rec *Step, durs []time.Duration, sr *st
 		Effects:      rec.Effects,
 		InputTokens:  rec.InputTokens,
 		PrefixTokens: rec.PrefixTokens,
+		Cache:        rec.Cache,
 		BilledInput:  rec.BilledInput,
 		Recovered:    rec.Recovered,
 		Summaries:    len(rec.Summaries),

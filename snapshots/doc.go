@@ -75,6 +75,10 @@
 //	                 or the error
 //	step N/disabled  definitions disabled for this step's request (kind:name)
 //	step N/reminded  definitions reminded in this step's request
+//	step N/cache     why the request's prefix broke before the end of the
+//	                 previous request's, in one line (a definition declared,
+//	                 changed or removed, a tool withdrawn by an effect, a
+//	                 reminder dropped, a commit): only on such steps
 //	step N/system    the rendered system prompt, verbatim
 //	step N/tools     the active tools: "name: description" and the JSON Schema
 //	step N/messages  the request's messages: "[i] role [call id] [name]" and fields

@@ -88,6 +88,8 @@ func ExampleFormat() {
 	//   content: ok
 	// -- step 0/state --
 	// name: "Ada"
+	// -- step 1/cache --
+	// prefix broke in <variables>: name changed ("" → Ada)
 	// -- step 1/system --
 	// <role>
 	// You greet people by name.

@@ -118,12 +118,12 @@ assistant: Hello! What should I remember?
 
 user: Remember to buy milk.
 assistant: Noted: buy milk.
-    step 1 · called remember {"note":"buy milk"} · state notes
-    step 2 · answer
+    step 1 · called remember {"note":"buy milk"} · state notes · cache miss
+    step 2 · answer · cache miss
 
 user: What do I remember?
 assistant: You asked me to remember: buy milk.
-    step 3 · answer
+    step 3 · answer · cache miss
 `
 	assert.Equal(t, want, out)
 }

@@ -57,7 +57,7 @@ func goldenRun() *steprec.Run {
 			State:   map[string]string{},
 			Resumed: true,
 		},
-		{Step: 2, Tools: []string{"add"},
+		{Step: 2, Tools: []string{"add"}, Cache: "transcript rewritten by commit (effect key:compact)",
 			Request: &steprec.Request{System: sys, Tools: tools, Messages: first},
 			Finish:  "tool_calls", Response: &steprec.Response{Message: call},
 		},

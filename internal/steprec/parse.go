@@ -366,6 +366,11 @@ func (p *parser) stepSection(s *section, lv *level, step *Step, kind string) err
 		step.Disabled = append(step.Disabled, s.lines...)
 	case kind == "reminded":
 		step.Reminded = append(step.Reminded, s.lines...)
+	case kind == "cache":
+		if len(s.lines) != 1 || s.lines[0] == "" {
+			return p.errf(s, -1, "want one line saying why the prefix broke")
+		}
+		step.Cache = strings.ReplaceAll(s.lines[0], `\n`, "\n")
 	case kind == "system":
 		req := request(step)
 		text := strings.Join(s.lines, "\n")

@@ -73,6 +73,13 @@ type Step struct {
 	InputTokens  int     `json:"input_tokens,omitempty"`
 	PrefixTokens int     `json:"prefix_tokens,omitempty"`
 	BilledInput  float64 `json:"billed_input,omitempty"`
+	// Cache says, in one line, why the request's prefix broke before the
+	// end of the previous request's, so that a prompt cache could reuse
+	// only PrefixTokens of it: the definition declared, changed or
+	// removed, the effect that disabled or reminded something, the commit
+	// that rewrote the transcript, the tool list that changed. Empty when
+	// the request extends the previous one (or there is none).
+	Cache string `json:"cache,omitempty"`
 	// Usage is what the provider reported for the step's model call.
 	Usage Usage `json:"usage,omitzero"`
 	// Finish is the reply's finish reason.

@@ -203,6 +203,10 @@ func (w *writer) step(s, prev *Step) {
 	}
 	w.lines(name+"/disabled", s.Disabled)
 	w.lines(name+"/reminded", s.Reminded)
+	if s.Cache != "" {
+		w.section(name + "/cache")
+		w.b.WriteString(oneLineText(s.Cache) + "\n")
+	}
 	if req := s.Request; req != nil {
 		var prevReq *Request
 		if prev != nil {

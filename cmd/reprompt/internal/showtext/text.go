@@ -184,6 +184,9 @@ func (t *textWriter) fold(s *viewer.Step) string {
 	if s.InputTokens > 0 {
 		parts = append(parts, fmt.Sprintf("input %d tokens (cached %d)", s.InputTokens, s.PrefixTokens))
 	}
+	if s.CacheMiss != "" {
+		parts = append(parts, "cache miss")
+	}
 	if s.OutputTokens > 0 {
 		parts = append(parts, fmt.Sprintf("output %d", s.OutputTokens))
 	}
@@ -251,6 +254,9 @@ func (t *textWriter) step(indent string, s *viewer.Step) {
 	t.line(indent, "── %s %s", head, strings.Repeat("─", max(0, 72-len(head))))
 	if s.Damage != "" {
 		t.line(indent, "! %s", s.Damage)
+	}
+	if s.CacheMiss != "" {
+		t.line(indent, "cache miss: %s", s.CacheMiss)
 	}
 	for _, e := range s.Effects {
 		t.line(indent, "effect %s %s %s: %s", e.ID, e.Phase, e.Site, e.Reason)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -119,4 +120,25 @@ func TestGoldenCutShort(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestGoldenCacheMiss reads a golden file whose compactions broke the
+// cached prefix: the steps say why, and `reprompt show` prints it.
+func TestGoldenCacheMiss(t *testing.T) {
+	path := "../../../../snapshots/testdata/TestCompactionSummaries.txtar"
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	run, err := viewer.FromGolden(path, data)
+	require.NoError(t, err)
+	var missed []int
+	for _, s := range run.Steps {
+		if s.CacheMiss != "" {
+			missed = append(missed, s.Number)
+			assert.Equal(t, "transcript rewritten by commit (effect key:compact#1)", s.CacheMiss, "step %d: CacheMiss", s.Number)
+		}
+	}
+	assert.Empty(t, cmp.Diff([]int{4, 7, 10}, missed), "steps with a cache miss (-want +got)")
+	var b strings.Builder
+	require.NoError(t, showtext.Write(&b, run, showtext.Options{Steps: true}))
+	assert.Equal(t, 3, strings.Count(b.String(), "cache miss: transcript rewritten by commit (effect key:compact#1)\n"), "show:\n%s", b.String())
 }

@@ -148,6 +148,9 @@ type stepSummary struct {
 	// Cache is the provider's input as [input, cache read, cache write],
 	// when it reported reads or writes: the chart shows that split.
 	Cache []int `json:"cache,omitempty"`
+	// Miss is why the request's prefix broke (Step.CacheMiss): the
+	// timeline marks the step.
+	Miss string `json:"miss,omitempty"`
 }
 
 // userShown is the most bytes of a turn's message the timeline shows.
@@ -163,7 +166,7 @@ func stepSummaries(steps []*Step) []stepSummary {
 	out := make([]stepSummary, len(steps))
 	for i, s := range steps {
 		ss := stepSummary{N: s.Number, Input: s.InputTokens, Prefix: s.PrefixTokens, Commit: len(s.Commits) > 0, Compaction: s.Compaction, Damage: s.Damage != "",
-			Turn: s.Turn, TurnStart: s.TurnStart, Sent: len(s.Steering()), Asks: len(s.Asks), Stopped: s.Stopped, Resumed: s.Resumed}
+			Turn: s.Turn, TurnStart: s.TurnStart, Sent: len(s.Steering()), Asks: len(s.Asks), Stopped: s.Stopped, Resumed: s.Resumed, Miss: s.CacheMiss}
 		if s.TurnStart && len(s.Sent) > 0 {
 			ss.User = shorten(s.Sent[0], userShown)
 		}

@@ -121,6 +121,9 @@ type Step struct {
 	PrefixTokens int  `json:"prefix"`
 	Estimated    bool `json:"estimated,omitempty"`
 	OutputTokens int  `json:"output,omitempty"`
+	// CacheMiss says why the request's prefix broke before the end of the
+	// previous request's (steprec.Step.Cache); empty when it did not.
+	CacheMiss string `json:"cache_miss,omitempty"`
 	// Commits are the rewrites of the transcript at this step; a
 	// compaction is a commit to fewer messages.
 	Commits    []Commit `json:"commits,omitempty"`

@@ -41,3 +41,13 @@ func TestStateChanges(t *testing.T) {
 	want := []Change{{Key: "b", Before: "2", After: "3"}, {Key: "new", After: "[]"}, {Key: "gone", Before: "x"}}
 	assert.Empty(t, cmp.Diff(want, got), "changes mismatch (-want +got)")
 }
+
+// TestSummaryMarksCacheMiss: the timeline's summary of a step carries why
+// its prefix broke, which the page marks.
+func TestSummaryMarksCacheMiss(t *testing.T) {
+	steps := []*Step{{Number: 0, Reply: -1}, {Number: 1, Reply: -1, CacheMiss: "tool list changed: search declared"}}
+	got := stepSummaries(steps)
+	require.Len(t, got, 2)
+	assert.Empty(t, got[0].Miss, "step 0: Miss")
+	assert.Equal(t, "tool list changed: search declared", got[1].Miss, "step 1: Miss")
+}

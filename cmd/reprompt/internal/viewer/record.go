@@ -15,6 +15,7 @@ func (run *Run) applyRecord(s *Step, rec *steprec.Step) {
 	s.Turn, s.Sent = rec.Turn, rec.Sent
 	s.InputTokens, s.PrefixTokens, s.OutputTokens = rec.InputTokens, rec.PrefixTokens, rec.Usage.OutputTokens
 	s.Disabled, s.Reminded, s.Tools = rec.Disabled, rec.Reminded, rec.Tools
+	s.CacheMiss = rec.Cache
 	if s.Tools == nil && len(rec.Decisions) == 0 && rec.Paused == nil && !rec.Resumed {
 		s.Tools = []string{} // none offered; a completion offers nothing, withdraws nothing
 	}

@@ -131,6 +131,7 @@ function show(run, t0) {
       if (s.stopped === "interrupted") { tags += '<span class="tag interrupted" title="the run stopped here (a crash, or a stop) before the step\'s tool calls completed">interrupted</span>'; }
       if (s.stopped === "paused") { tags += '<span class="tag paused" title="the run waits here for a person\'s decision or answer">paused</span>'; }
       if (s.damage) { tags += '<span class="tag damage">!</span>'; }
+      if (s.miss) { tags += '<span class="tag miss" title="' + esc("cache miss: " + s.miss) + '">cache miss</span>'; }
       if (s.sent) { tags += '<span class="tag sent" title="messages sent while the run went on">+' + s.sent + " sent</span>"; }
       if (s.asks) { tags += '<span class="tag ask">asked</span>'; }
       var what = s.what || "";
@@ -206,6 +207,7 @@ function show(run, t0) {
     }
     if (rec.billed_input) { tok += (tok ? " · " : "") + "billed as " + rec.billed_input.toFixed(0) + " full-price input tokens"; }
     if (tok) { h += '<p class="tokens">' + esc(tok) + "</p>"; }
+    if (s.cache_miss) { h += '<p class="miss">cache miss: ' + esc(s.cache_miss) + "</p>"; }
 
     h += '<h3>Effects</h3>';
     if ((s.effects || []).length) {
