@@ -16,9 +16,10 @@ import (
 
 // call sends req, the request of step rec.Number, and records the reply in
 // rec. A request the provider finds too long is sent once more after the
-// recovery effects shortened it (see recover). It returns the request sent
-// last; every failure is a *StepError with Op OpModel.
-func (r *Runner) call(ctx context.Context, rec *Step, es *effects.Step, req *llm.Request) (*llm.Request, error) {
+// recovery effects shortened it (see recover). It returns the tools of the
+// request sent last that a call may run (see runnable); every failure is a
+// *StepError with Op OpModel.
+func (r *Runner) call(ctx context.Context, rec *Step, es *effects.Step, req *llm.Request) ([]llm.ToolSpec, error) {
 	n := rec.Number
 	reply, err := r.callModel(ctx, r.model, req)
 	if err != nil && contextTooLong(err) {
@@ -39,10 +40,36 @@ func (r *Runner) call(ctx context.Context, rec *Step, es *effects.Step, req *llm
 		r.offered = []string{} // non-nil: "none offered" is not "unknown"
 	}
 	r.offered = r.offered[:0]
-	for _, t := range req.Tools {
+	offered := r.runnable(req.Tools)
+	for _, t := range offered {
 		r.offered = append(r.offered, t.Name)
 	}
-	return req, nil
+	return offered, nil
+}
+
+// runnable returns the tools of a request that a call may run: all of
+// them, but with Config.StableTools those disabled at this step, which the
+// request lists without offering them. It returns tools itself when none
+// is left out.
+func (r *Runner) runnable(tools []llm.ToolSpec) []llm.ToolSpec {
+	if !r.cfg.StableTools {
+		return tools
+	}
+	reg := r.c().Registry()
+	var out []llm.ToolSpec
+	for i, t := range tools {
+		off := reg.Disabled(defs.KindTool, t.Name)
+		switch {
+		case off && out == nil:
+			out = append(make([]llm.ToolSpec, 0, len(tools)-1), tools[:i]...)
+		case !off && out != nil:
+			out = append(out, t)
+		}
+	}
+	if out == nil {
+		return tools
+	}
+	return out
 }
 
 func (r *Runner) callModel(ctx context.Context, m llm.Model, req *llm.Request) (*llm.Reply, error) {

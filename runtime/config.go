@@ -65,6 +65,16 @@ type Config struct {
 	// cached tokens, used for Step.BilledInput. Zero means
 	// llm.DefaultCachedInputFraction.
 	CachedInputFraction float64
+	// StableTools keeps a tool that is disabled at a step (defs.Handle's
+	// Disable) in that step's request, so that the tool list, which
+	// providers cache with the system prompt ahead of the transcript,
+	// stays byte-identical when tools come and go. The tool is still not
+	// run: a call to it gets an error result saying it is not available
+	// now, and Step.Disabled still lists it. Tools left out by
+	// effects.Step.LimitTools are left out as before. The zero value (false)
+	// leaves disabled tools out of the request, which changes the tool list
+	// and breaks the cached prefix at the tools at every change.
+	StableTools bool
 
 	// ModelTimeout bounds each model call; zero means no bound beyond the
 	// run's context.

@@ -27,7 +27,9 @@
 //  4. Their changes are applied and the request is rendered (the system
 //     prompt as described under "The system prompt", the tools in
 //     declaration order, the messages) and checked against the rules of
-//     the wire format ([llm.RequestError]).
+//     the wire format ([llm.RequestError]). A disabled tool is left out of
+//     the tools, unless [Config.StableTools] keeps it there (not run if
+//     called) so that the cached prefix does not break at the tools.
 //  5. The request is sent ([llm.Model]); a retryable failure is sent again
 //     (Config.Retries), and a request the provider finds too long is sent
 //     once more after the recovery effects ([effects.Recovery]) shortened

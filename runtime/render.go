@@ -31,6 +31,8 @@ type renderer struct {
 	spare []sysPart      // the parts of the render under way
 	specs []llm.ToolSpec // the tool list rendered last (shared with requests: never modified)
 	diff  sysDiff        // how the last system prompt rendered differs from the one before
+	// stable keeps disabled tools in the tool list (Config.StableTools).
+	stable bool
 }
 
 // sysPart is a system part or a variable as the system prompt shows it.
@@ -507,15 +509,21 @@ func oldBool(s string) bool {
 	return false
 }
 
-// tools returns the enabled tools, in declaration order, allowed by the
-// step's LimitTools. The slice is the previous step's when nothing changed:
-// it is shared by requests and never modified.
+// tools returns the enabled tools (with rd.stable, the disabled ones too),
+// in declaration order, allowed by the step's LimitTools. The slice is the
+// previous step's when nothing changed: it is shared by requests and never
+// modified.
 func (rd *renderer) tools(reg *defs.Registry, mods *stepmods.Mods) []llm.ToolSpec {
 	prev := rd.specs
 	var out []llm.ToolSpec
 	n := 0               // tools so far; out is nil while they match prev
 	var buf [16]defs.Def // on the stack, as in systemParts
-	ds := reg.AppendEnabled(buf[:0], defs.KindTool)
+	var ds []defs.Def
+	if rd.stable {
+		ds = appendDeclared(buf[:0], reg)
+	} else {
+		ds = reg.AppendEnabled(buf[:0], defs.KindTool)
+	}
 	for i := range ds {
 		d := &ds[i]
 		if mods.Tools != nil && !slices.Contains(mods.Tools, d.Name) {
@@ -541,6 +549,14 @@ func (rd *renderer) tools(reg *defs.Registry, mods *stepmods.Mods) []llm.ToolSpe
 		rd.specs = prev[:n:n]
 	}
 	return rd.specs
+}
+
+// appendDeclared appends the declared tools, disabled or not, to dst.
+func appendDeclared(dst []defs.Def, reg *defs.Registry) []defs.Def {
+	for d := range reg.Collection(defs.KindTool).All() {
+		dst = append(dst, d)
+	}
+	return dst
 }
 
 // sameSpec reports whether a and b are the same tool, comparing the schemas

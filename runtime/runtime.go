@@ -96,6 +96,7 @@ type Runner struct {
 // New returns a runner for fn against model.
 func New(model llm.Model, fn prompt.Func, cfg Config) *Runner {
 	r := &Runner{model: model, fn: fn, cfg: cfg, p: prompt.New(""), ledger: newLedger(cfg.Counter), sessionID: cfg.SessionID}
+	r.renderer.stable = cfg.StableTools
 	r.count, r.prefix, r.completer = r.ledger.count, r.ledger.prefix, completer{r}
 	r.obs = newObserver(r)
 	return r
@@ -321,18 +322,19 @@ func (r *Runner) next(ctx context.Context) (*Step, error) {
 	if err != nil {
 		return rec, err
 	}
-	if req, err = r.call(ctx, rec, es, req); err != nil { // stage 5 (call.go)
+	offered, err := r.call(ctx, rec, es, req) // stage 5 (call.go)
+	if err != nil {
 		return rec, err
 	}
 	reply := rec.Reply.Message
-	given, held := r.classify(reply, req.Tools) // calls that need approval (approval.go)
+	given, held := r.classify(reply, offered) // calls that need approval (approval.go)
 	if err := r.savePending(ctx, reply, nil); err != nil {
 		return rec, &StepError{Step: rec.Number, Op: OpCheckpoint, Err: err}
 	}
 	if len(held) > 0 {
-		return r.pause(ctx, rec, req.Tools, given, held)
+		return r.pause(ctx, rec, offered, given, held)
 	}
-	return r.complete(ctx, rec, req.Tools, given)
+	return r.complete(ctx, rec, offered, given)
 }
 
 // complete finishes a step whose reply is in rec: it runs the tool calls

@@ -262,6 +262,9 @@ func (r *Runner) runTool(ctx context.Context, c defs.ToolCall, offered []llm.Too
 		return fail("unknown tool %q; the tools available are: %s", c.Name, strings.Join(names, ", "))
 	}
 	if !slices.ContainsFunc(offered, func(t llm.ToolSpec) bool { return t.Name == c.Name }) {
+		if r.cfg.StableTools { // the request listed it: say why it did not run
+			return fail("tool %q is not available now and was not run; it may be available at a later step", c.Name)
+		}
 		return fail("tool %q is disabled at this step and was not run", c.Name)
 	}
 	if def.Tool.Validate != nil {
