@@ -34,7 +34,15 @@
 // The simulated model draws its actions and its summaries from two
 // separate random streams, so every strategy sees the same session.
 //
-//	go run ./examples/longsession [-steps 320] [-seed 1] [-cached 0.1,0.5]
+// With -toggle-tool N, the grep tool is disabled for N steps every 2N steps
+// (steps N to 2N-1, 3N to 4N-1, …), as an agent that withdraws a tool for a
+// phase of its work would; the model calls it anyway at times, and gets an
+// error result. With -stable-tools, the runtime keeps the disabled tool in
+// the request's tool list (runtime.Config.StableTools), so that the tool
+// list, and the cached prefix behind it, does not change when it comes and
+// goes.
+//
+//	go run ./examples/longsession [-steps 320] [-seed 1] [-cached 0.1,0.5] [-toggle-tool 0] [-stable-tools]
 package main
 
 import (
@@ -74,6 +82,8 @@ func main() {
 	seed := flag.Uint64("seed", 1, "seed of the simulated model")
 	cached := flag.String("cached", "0.1,0.5", "cached-input prices to bill at, as fractions of the fresh input price, comma-separated")
 	only := flag.String("only", "", "simulate only this strategy (baseline, default, window, heuristic, truncate)")
+	toggle := flag.Int("toggle-tool", 0, "disable the grep tool for this many steps every twice as many steps (0: never)")
+	stable := flag.Bool("stable-tools", false, "keep the disabled tool in the request's tool list (runtime.Config.StableTools)")
 	storePath := flag.String("store", "", "SQLite file to save each session in (one per strategy and price, named like \"default-0.1\"), for reprompt view")
 	flag.Parse()
 	if *storePath != "" {
@@ -91,6 +101,11 @@ func main() {
 		os.Exit(2)
 	}
 	onlyStrategy = *only
+	if *toggle < 0 {
+		fmt.Fprintf(os.Stderr, "-toggle-tool: want a number of steps >= 0, got %d\n", *toggle)
+		os.Exit(2)
+	}
+	toggleTool, stableTools = *toggle, *stable
 	if *only != "" && !slices.ContainsFunc(strategies(), func(s strategy) bool { return s.name == *only }) {
 		fmt.Fprintf(os.Stderr, "-only: no strategy %q\n", *only)
 		os.Exit(2)
@@ -294,10 +309,15 @@ func (m metrics) recall() float64 {
 }
 
 // store, if set (-store), keeps the session of each simulation;
-// onlyStrategy, if set (-only), names the one strategy to simulate.
+// onlyStrategy, if set (-only), names the one strategy to simulate;
+// toggleTool, if positive (-toggle-tool), is the number of steps the grep
+// tool is disabled for, every twice as many steps; stableTools
+// (-stable-tools) sets runtime.Config.StableTools.
 var (
 	store        session.Store
 	onlyStrategy string
+	toggleTool   int
+	stableTools  bool
 )
 
 func simulate(register func(p *prompt.Prompt), steps int, seed uint64, price float64, id string) (metrics, error) {
@@ -308,7 +328,7 @@ func simulate(register func(p *prompt.Prompt), steps int, seed uint64, price flo
 		register(p)
 		return nil
 	}
-	cfg := runtime.Config{MaxSteps: steps + 10, Window: window, Reserve: reserve, Counter: sim.counter, CachedInputFraction: price}
+	cfg := runtime.Config{MaxSteps: steps + 10, Window: window, Reserve: reserve, Counter: sim.counter, CachedInputFraction: price, StableTools: stableTools}
 	if store != nil {
 		cfg.Store, cfg.SessionID = store, id
 		if err := store.Delete(context.Background(), id); err != nil {
@@ -475,13 +495,16 @@ func (s *sim) declare(p *prompt.Prompt) {
 		}
 		return out, nil
 	})
-	prompt.DefTool(p, "grep", "Search the repository.", func(ctx context.Context, a grepArgs) (string, error) {
+	grep := prompt.DefTool(p, "grep", "Search the repository.", func(ctx context.Context, a grepArgs) (string, error) {
 		var b strings.Builder
 		for i := range 25 {
 			fmt.Fprintf(&b, "internal/pkg%d/file%d.go:%d: %s(...)\n", i%7, i, 10+i*3, a.Pattern)
 		}
 		return b.String(), nil
 	})
+	if toggleTool > 0 && p.Step()/toggleTool%2 == 1 {
+		grep.Disable()
+	}
 	p.User("The tests in internal/ fail since the last refactoring. Find out why and fix them.")
 }
 

@@ -141,3 +141,26 @@ func TestRecord(t *testing.T) {
 	m.summaryInput = 1000 // the summaries' input is billed in full
 	assert.InDelta(t, float64(2*(window-reserve)+1-100)+0.5*100+1000, m.billed(0.5), 1e-9)
 }
+
+// TestToggleTool disables grep for 10 steps in every 20 (-toggle-tool 10)
+// and checks that keeping it in the tool list (-stable-tools) raises the
+// default's prefix reuse and lowers its billed input. It sets the flags'
+// variables, so it must not run in parallel.
+func TestToggleTool(t *testing.T) {
+	defer func(only string, toggle int, stable bool) {
+		onlyStrategy, toggleTool, stableTools = only, toggle, stable
+	}(onlyStrategy, toggleTool, stableTools)
+	onlyStrategy, toggleTool = "default", 10
+	var got [2]row
+	for i, stable := range []bool{false, true} {
+		stableTools = stable
+		rows, err := run(320, 1, []float64{0.1})
+		require.NoError(t, err, "stable-tools=%v", stable)
+		require.Len(t, rows, 1, "rows (stable-tools=%v)", stable)
+		got[i] = rows[0]
+		assert.Zero(t, got[i].m.overWindow, "over_window (stable-tools=%v)", stable)
+		assert.Zero(t, got[i].m.pairing, "pairing_errors (stable-tools=%v)", stable)
+	}
+	assert.Greater(t, got[1].m.reuse(), got[0].m.reuse()+0.03, "prefix_reuse with -stable-tools, above without")
+	assert.Less(t, got[1].billed(), got[0].billed(), "billed_input with -stable-tools, below without")
+}
