@@ -4,10 +4,10 @@
 // summary requests — under a 32k-token window (4k of it reserved for the
 // reply), once per context strategy.
 //
-// For each strategy and each cached-input price it prints one line ending
-// with
+// For each strategy and each price model (a meter, below) it prints one
+// line ending with
 //
-//	over_window=N pairing_errors=N recall=R prefix_reuse=R billed_input=T
+//	over_window=N pairing_errors=N recall=R prefix_reuse=R cache_read=R billed_input=T
 //
 // where over_window counts requests larger than what may be sent (the
 // window minus the output reserve), pairing_errors requests with a tool call
@@ -15,21 +15,41 @@
 // content was in at least one request before it was trimmed or summarised
 // away (so that a strategy cannot look cheaper by dropping results the
 // model never read), prefix_reuse the share of input tokens that repeat the
-// previous request's prefix (what a provider's prompt cache serves), and
-// billed_input the input tokens billed:
-// the agent's requests with their cached prefix at the cached-input price
-// (a fraction of the fresh price), plus the summarising calls' input
-// (summary_input) at the full price. It exits 1 if any request of any
-// strategy went over the window or broke pairing.
+// previous request's prefix (what a provider's prompt cache can serve),
+// cache_read the share of input tokens the meter bills as cache reads, and
+// billed_input the input tokens billed, in fresh-token equivalents: the
+// agent's requests, their cache reads at the meter's read price and the
+// rest at its write price (every token not read from the cache is written
+// to it), plus the summarising calls' input (summary_input), never read
+// from the cache, at the write price. Each line but the baseline's gives
+// its billed input as a share of the baseline's under the same meter. It
+// exits 1 if any request of any strategy went over the window or broke
+// pairing.
+//
+// The meters (-meters, a comma-separated list of kind:read:write, the
+// prices as shares of the fresh input price):
+//
+//   - openai: OpenAI-like, the whole prefix shared with the previous
+//     request is a cache read (openai:0.1:1 is OpenAI's price list, where a
+//     write costs what the input costs; openai:0.1:1.25 its newest models').
+//   - anthropic: Anthropic-like, where only what the breakpoints of
+//     providers/anthropic cover is cacheable: a request reads the prefix up
+//     to its last breakpoint (after tools and system, at the end of the
+//     previous step's request, at the end of the transcript) that the
+//     previous request also had, with the same bytes before it; every token
+//     past it is written (anthropic:0.1:1.25 is Anthropic's 5-minute
+//     cache).
+//
+// -cached P,Q is a shorthand for openai:P:1,openai:Q:1.
 //
 // The strategies: baseline trims the results older than the four most
 // recent at every step (the boundary moves at every step, as seed 000's
 // effect does) and compacts with builtin.Compact's defaults (a summary by
 // the model above 0.8 of what may be sent); default is builtin.Defaults for
-// a profile that knows the window, the reserve and the cached-input price
-// (it compacts earlier the dearer cached input is, so it is simulated once
-// per price); window, truncate and heuristic are the rule-based
-// compactions, with no model call, at Compact's defaults.
+// a profile that knows the window, the reserve and the meter's read and
+// write prices (it compacts earlier the dearer cached input is, so it is
+// simulated once per pair of prices); window, truncate and heuristic are
+// the rule-based compactions, with no model call, at Compact's defaults.
 //
 // The simulated model draws its actions and its summaries from two
 // separate random streams, so every strategy sees the same session.
@@ -42,7 +62,7 @@
 // list, and the cached prefix behind it, does not change when it comes and
 // goes.
 //
-//	go run ./examples/longsession [-steps 320] [-seed 1] [-cached 0.1,0.5] [-toggle-tool 0] [-stable-tools]
+//	go run ./examples/longsession [-steps 320] [-seed 1] [-meters openai:0.1:1,openai:0.5:1,openai:0.1:1.25,anthropic:0.1:1.25] [-toggle-tool 0] [-stable-tools]
 package main
 
 import (
@@ -80,7 +100,8 @@ const (
 func main() {
 	steps := flag.Int("steps", 320, "model calls per session")
 	seed := flag.Uint64("seed", 1, "seed of the simulated model")
-	cached := flag.String("cached", "0.1,0.5", "cached-input prices to bill at, as fractions of the fresh input price, comma-separated")
+	meterList := flag.String("meters", defaultMeters, "price models to bill with, comma-separated kind:read:write (kind openai or anthropic, prices as shares of the fresh input price)")
+	cached := flag.String("cached", "", "shorthand for -meters openai:P:1 for each of these comma-separated cached-input prices")
 	only := flag.String("only", "", "simulate only this strategy (baseline, default, window, heuristic, truncate)")
 	toggle := flag.Int("toggle-tool", 0, "disable the grep tool for this many steps every twice as many steps (0: never)")
 	stable := flag.Bool("stable-tools", false, "keep the disabled tool in the request's tool list (runtime.Config.StableTools)")
@@ -95,10 +116,21 @@ func main() {
 		defer st.Close()
 		store = st
 	}
-	prices, err := parsePrices(*cached)
+	meters, err := parseMeters(*meterList)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "-cached: %v\n", err)
+		fmt.Fprintf(os.Stderr, "-meters: %v\n", err)
 		os.Exit(2)
+	}
+	if *cached != "" {
+		prices, err := parsePrices(*cached)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "-cached: %v\n", err)
+			os.Exit(2)
+		}
+		meters = meters[:0]
+		for _, p := range prices {
+			meters = append(meters, meter{kind: "openai", read: p, write: 1})
+		}
 	}
 	onlyStrategy = *only
 	if *toggle < 0 {
@@ -110,7 +142,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "-only: no strategy %q\n", *only)
 		os.Exit(2)
 	}
-	rows, err := run(*steps, *seed, prices)
+	rows, err := run(*steps, *seed, meters)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -142,15 +174,55 @@ func parsePrices(s string) ([]float64, error) {
 	return out, nil
 }
 
-// row is one strategy's figures at one cached-input price.
-type row struct {
-	name     string
-	price    float64
-	m        metrics
-	baseline float64 // the baseline's billed input at the same price
+// defaultMeters are the meters -meters bills with unless told otherwise.
+const defaultMeters = "openai:0.1:1,openai:0.5:1,openai:0.1:1.25,anthropic:0.1:1.25"
+
+// meter is a price model: how a provider splits a request's input into
+// cache reads and cache writes, and what it bills for each, as shares of
+// the fresh input price.
+type meter struct {
+	// kind is "openai" (the whole prefix shared with the previous request
+	// is read from the cache) or "anthropic" (only the prefix up to a
+	// breakpoint the previous request also had).
+	kind        string
+	read, write float64
 }
 
-func (r row) billed() float64 { return r.m.billed(r.price) }
+func (mt meter) String() string { return fmt.Sprintf("%s:%g:%g", mt.kind, mt.read, mt.write) }
+
+// breakpoints reports that only what the adapter's breakpoints cover is
+// cacheable.
+func (mt meter) breakpoints() bool { return mt.kind == "anthropic" }
+
+func parseMeters(s string) ([]meter, error) {
+	var out []meter
+	for _, f := range strings.Split(s, ",") {
+		parts := strings.Split(strings.TrimSpace(f), ":")
+		if len(parts) != 3 || (parts[0] != "openai" && parts[0] != "anthropic") {
+			return nil, fmt.Errorf("want kind:read:write with kind openai or anthropic, got %q", f)
+		}
+		read, err := strconv.ParseFloat(parts[1], 64)
+		if err != nil || read < 0 || read > 1 {
+			return nil, fmt.Errorf("%q: want a read price between 0 and 1", f)
+		}
+		write, err := strconv.ParseFloat(parts[2], 64)
+		if err != nil || write < 1 || write > 4 {
+			return nil, fmt.Errorf("%q: want a write price between 1 and 4", f)
+		}
+		out = append(out, meter{kind: parts[0], read: read, write: write})
+	}
+	return out, nil
+}
+
+// row is one strategy's figures under one meter.
+type row struct {
+	name     string
+	meter    meter
+	m        metrics
+	baseline float64 // the baseline's billed input under the same meter
+}
+
+func (r row) billed() float64 { return r.m.billed(r.meter) }
 
 func (r row) String() string {
 	rel := ""
@@ -158,53 +230,66 @@ func (r row) String() string {
 		rel = fmt.Sprintf(" (%.2f of baseline)", r.billed()/r.baseline)
 	}
 	m := r.m
-	return fmt.Sprintf("%-9s cached=%g steps=%d rewrites=%d summaries=%d summary_input=%d avg_request=%d max_request=%d%s over_window=%d pairing_errors=%d recall=%.3f prefix_reuse=%.3f billed_input=%.0f",
-		r.name, r.price, m.steps, m.rewrites, m.summaries, m.summaryInput, m.input/max(m.steps, 1), m.maxInput, rel,
-		m.overWindow, m.pairing, m.recall(), m.reuse(), r.billed())
+	return fmt.Sprintf("%-9s meter=%s steps=%d rewrites=%d summaries=%d summary_input=%d avg_request=%d max_request=%d%s over_window=%d pairing_errors=%d recall=%.3f prefix_reuse=%.3f cache_read=%.3f billed_input=%.0f",
+		r.name, r.meter, m.steps, m.rewrites, m.summaries, m.summaryInput, m.input/max(m.steps, 1), m.maxInput, rel,
+		m.overWindow, m.pairing, m.recall(), m.reuse(), m.readShare(r.meter), r.billed())
 }
 
 // run simulates every strategy on one seed and returns a row per strategy
-// and price, the strategies in the order of strategies(), the prices in the
-// order given. A strategy that does not depend on the price is simulated
-// once and billed at each price.
-func run(steps int, seed uint64, prices []float64) ([]row, error) {
+// and meter, the strategies in the order of strategies(), the meters in the
+// order given. A strategy that does not depend on the prices is simulated
+// once and billed under each meter; one that does, once per pair of read
+// and write prices.
+func run(steps int, seed uint64, meters []meter) ([]row, error) {
 	var rows []row
-	base := map[float64]float64{}
+	base := map[meter]float64{}
 	for _, st := range strategies() {
 		if onlyStrategy != "" && st.name != onlyStrategy {
 			continue
 		}
-		var m metrics
-		for i, price := range prices {
-			if i == 0 || st.priced {
+		sims := map[prices]metrics{}
+		for _, mt := range meters {
+			key := prices{mt.read, mt.write}
+			if !st.priced {
+				key = prices{}
+			}
+			m, ok := sims[key]
+			if !ok {
 				var err error
-				id := fmt.Sprintf("%s-%g", st.name, price)
-				if m, err = simulate(st.register(price), steps, seed, price, id); err != nil {
-					return nil, fmt.Errorf("%s (seed %d, cached %g): %w", st.name, seed, price, err)
+				id := fmt.Sprintf("%s-%g", st.name, mt.read)
+				if mt.write != 1 {
+					id += fmt.Sprintf("-w%g", mt.write)
 				}
+				if m, err = simulate(st.register(mt.read, mt.write), steps, seed, mt.read, id); err != nil {
+					return nil, fmt.Errorf("%s (seed %d, meter %s): %w", st.name, seed, mt, err)
+				}
+				sims[key] = m
 			}
 			if st.name == "baseline" {
-				base[price] = m.billed(price)
+				base[mt] = m.billed(mt)
 			}
-			rows = append(rows, row{name: st.name, price: price, m: m, baseline: base[price]})
+			rows = append(rows, row{name: st.name, meter: mt, m: m, baseline: base[mt]})
 		}
 	}
 	return rows, nil
 }
 
+// prices are the read and write prices a priced strategy is simulated at.
+type prices struct{ read, write float64 }
+
 type strategy struct {
 	name string
-	// priced reports that the strategy's effects depend on the cached-input
-	// price.
+	// priced reports that the strategy's effects depend on the cache's
+	// read and write prices.
 	priced bool
 	// register returns what declares the strategy's effects in the prompt
-	// function, for one session at the cached-input price.
-	register func(price float64) func(p *prompt.Prompt)
+	// function, for one session at the cache's read and write prices.
+	register func(read, write float64) func(p *prompt.Prompt)
 }
 
 func strategies() []strategy {
 	return []strategy{
-		{"baseline", false, func(float64) func(p *prompt.Prompt) {
+		{"baseline", false, func(_, _ float64) func(p *prompt.Prompt) {
 			// Seed 000's trimming: every step, results older than the four
 			// most recent tool messages are cut, so the boundary moves at
 			// every step; compaction at Compact's defaults.
@@ -215,11 +300,11 @@ func strategies() []strategy {
 				p.Effect(effects.Always, compact, effects.Recovery(), effects.Key("baseline.compact"))
 			}
 		}},
-		{"default", true, func(price float64) func(p *prompt.Prompt) {
-			cfg := builtin.Defaults(builtin.Profile{Window: window, OutputReserve: reserve, CachedInputFraction: price})
+		{"default", true, func(read, write float64) func(p *prompt.Prompt) {
+			cfg := builtin.Defaults(builtin.Profile{Window: window, OutputReserve: reserve, CachedInputFraction: read, CacheWriteFraction: write})
 			return func(p *prompt.Prompt) { cfg.Register(p) }
 		}},
-		{"window", false, func(float64) func(p *prompt.Prompt) {
+		{"window", false, func(_, _ float64) func(p *prompt.Prompt) {
 			trim := builtin.TrimToolResults(builtin.TrimConfig{})
 			compact := builtin.Compact(builtin.CompactConfig{Window: window, Reserve: reserve, Strategy: builtin.StrategyWindow})
 			return func(p *prompt.Prompt) {
@@ -227,7 +312,7 @@ func strategies() []strategy {
 				p.Effect(effects.Always, compact, effects.Recovery(), effects.Key("compact"))
 			}
 		}},
-		{"heuristic", false, func(float64) func(p *prompt.Prompt) {
+		{"heuristic", false, func(_, _ float64) func(p *prompt.Prompt) {
 			trim := builtin.TrimToolResults(builtin.TrimConfig{PreserveTurns: 1, Batch: 1, MaxResultLength: 600})
 			compact := builtin.Compact(builtin.CompactConfig{Window: window, Reserve: reserve, Strategy: builtin.StrategyHeuristic})
 			return func(p *prompt.Prompt) {
@@ -235,7 +320,7 @@ func strategies() []strategy {
 				p.Effect(effects.Always, compact, effects.Recovery(), effects.Key("compact"))
 			}
 		}},
-		{"truncate", false, func(float64) func(p *prompt.Prompt) {
+		{"truncate", false, func(_, _ float64) func(p *prompt.Prompt) {
 			trim := builtin.TrimToolResults(builtin.TrimConfig{})
 			compact := builtin.Compact(builtin.CompactConfig{Window: window, Reserve: reserve, Strategy: builtin.StrategyTruncate})
 			return func(p *prompt.Prompt) {
@@ -281,6 +366,10 @@ type metrics struct {
 	steps, overWindow, pairing, maxInput, rewrites int
 	summaries, summaryInput                        int
 	input, prefix                                  int
+	// bpRead counts the input tokens an Anthropic-like meter reads from
+	// the cache: the prefix up to the last breakpoint the previous request
+	// also had (see tracker).
+	bpRead int
 	// results counts the tool results, recalled those whose full content
 	// was in at least one request.
 	results, recalled int
@@ -293,12 +382,30 @@ func (m metrics) reuse() float64 {
 	return float64(m.prefix) / float64(m.input)
 }
 
-// billed returns the input billed in fresh-token equivalents when cached
-// tokens cost price of a fresh one: the agent's requests (their shared
-// prefix at price) and the summarising calls' input (never cached: each
-// summarises a different part of the session).
-func (m metrics) billed(price float64) float64 {
-	return float64(m.input-m.prefix) + price*float64(m.prefix) + float64(m.summaryInput)
+// read returns the input tokens mt bills as cache reads.
+func (m metrics) read(mt meter) int {
+	if mt.breakpoints() {
+		return m.bpRead
+	}
+	return m.prefix
+}
+
+// readShare returns the share of the agent's input mt bills as cache reads.
+func (m metrics) readShare(mt meter) float64 {
+	if m.input == 0 {
+		return 0
+	}
+	return float64(m.read(mt)) / float64(m.input)
+}
+
+// billed returns the input billed under mt in fresh-token equivalents: the
+// agent's requests (their cache reads at mt.read, the rest written to the
+// cache at mt.write) and the summarising calls' input (never read from the
+// cache, each summarising a different part of the session, but written to
+// it as any request's prefix is).
+func (m metrics) billed(mt meter) float64 {
+	r := m.read(mt)
+	return mt.write*float64(m.input-r) + mt.read*float64(r) + mt.write*float64(m.summaryInput)
 }
 
 func (m metrics) recall() float64 {
@@ -336,20 +443,102 @@ func simulate(register func(p *prompt.Prompt), steps int, seed uint64, price flo
 		}
 	}
 	r := runtime.New(sim, agent, cfg)
-	unseen := map[string]string{}
+	tr := newTracker()
 	for rec, err := range r.All(context.Background()) {
 		if err != nil {
 			return m, fmt.Errorf("step %d: %w", m.steps, err)
 		}
-		m.record(rec, unseen)
+		m.record(rec, tr)
 	}
 	m.summaries, m.summaryInput = sim.summaries, sim.summaryInput
 	return m, nil
 }
 
-// record adds a step's figures to m. unseen maps the call ID of each tool
-// result whose full content was in no request yet to that content.
-func (m *metrics) record(rec *runtime.Step, unseen map[string]string) {
+// tracker is what record remembers from one step to the next.
+type tracker struct {
+	// unseen maps the call ID of each tool result whose full content was
+	// in no request yet to that content.
+	unseen map[string]string
+	// prev is the previous step's request, nil if none; prevMarks are the
+	// ends of its breakpoints, as counts of its messages (0: the one after
+	// the tools and system prompt).
+	prev      *llm.Request
+	prevMarks []int
+}
+
+func newTracker() *tracker { return &tracker{unseen: map[string]string{}} }
+
+// breakpoints returns where providers/anthropic places the cache
+// breakpoints of req (its placeBreakpoints), as counts of messages before
+// each: 0 after the tools and system prompt (if any), the messages before
+// the last assistant message (the end of the previous step's request),
+// and all of them (the end of the transcript).
+func breakpoints(req *llm.Request) []int {
+	var marks []int
+	if req.System != "" || len(req.Tools) > 0 {
+		marks = append(marks, 0)
+	}
+	n := len(req.Messages)
+	for i := n - 1; i > 0; i-- {
+		if req.Messages[i].Role == defs.RoleAssistant {
+			if i < n-1 {
+				marks = append(marks, i)
+			}
+			break
+		}
+	}
+	if n > 0 {
+		marks = append(marks, n)
+	}
+	return marks
+}
+
+// cacheRead returns the tokens of req, whose count is input, an
+// Anthropic-like provider reads from its cache: the prefix up to the last
+// of req's breakpoints that prev, the previous request, also had, with the
+// same tools, system prompt and messages before it. Everything past it is
+// written to the cache (the last breakpoint closes the transcript).
+func cacheRead(prev *llm.Request, prevMarks []int, req *llm.Request, input int) int {
+	if prev == nil || prev.System != req.System || !slices.EqualFunc(prev.Tools, req.Tools, func(x, y llm.ToolSpec) bool {
+		return x.Name == y.Name && x.Description == y.Description && string(x.Parameters) == string(y.Parameters)
+	}) {
+		return 0
+	}
+	same := 0
+	for same < len(prev.Messages) && same < len(req.Messages) && sameMessage(prev.Messages[same], req.Messages[same]) {
+		same++
+	}
+	best := -1
+	for _, k := range breakpoints(req) {
+		if k <= same && slices.Contains(prevMarks, k) {
+			best = max(best, k)
+		}
+	}
+	if best < 0 {
+		return 0
+	}
+	msgs := 0
+	for _, msg := range req.Messages {
+		msgs += counter.Message(msg)
+	}
+	read := input - msgs // the tools and system prompt
+	for _, msg := range req.Messages[:best] {
+		read += counter.Message(msg)
+	}
+	return max(read, 0)
+}
+
+func sameMessage(a, b defs.Message) bool {
+	return a.Role == b.Role && a.Content == b.Content && a.ToolCallID == b.ToolCallID && a.Name == b.Name &&
+		slices.EqualFunc(a.ToolCalls, b.ToolCalls, func(x, y defs.ToolCall) bool {
+			return x.ID == y.ID && x.Name == y.Name && string(x.Arguments) == string(y.Arguments)
+		})
+}
+
+// record adds a step's figures to m and remembers in tr what the next step
+// compares with.
+func (m *metrics) record(rec *runtime.Step, tr *tracker) {
+	unseen := tr.unseen
 	m.steps++
 	if rec.Committed {
 		m.rewrites++
@@ -368,6 +557,10 @@ func (m *metrics) record(rec *runtime.Step, unseen map[string]string) {
 				m.recalled++
 			}
 		}
+		m.bpRead += cacheRead(tr.prev, tr.prevMarks, req, rec.InputTokens)
+		tr.prev, tr.prevMarks = req, breakpoints(req)
+	} else {
+		tr.prev, tr.prevMarks = nil, nil
 	}
 	m.input += rec.InputTokens
 	m.prefix += rec.PrefixTokens

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -17,24 +18,43 @@ import (
 	"github.com/reprompt/reprompt/runtime"
 )
 
-// prices are the cached-input prices the targets hold at.
-var prices = []float64{0.1, 0.5}
+// targets are the meters the targets hold under and, for each, the most
+// the default may bill as a share of the baseline's billed input under the
+// same meter (0: not checked), and whether it must bill the least of the
+// strategies with recall 1: the cached-input prices of 0.1 and 0.5 with
+// writes at the input price, and the price models with writes billed
+// (OpenAI-like at a read of 0.1 and a write of 1.25, Anthropic-like at 0.1
+// and 1.25). Under the Anthropic-like meter the default is not the
+// cheapest: it rewrites the transcript at about two steps in three, which
+// takes each of those requests' reads back to the tools and system prompt,
+// so window and truncate (about 45 rewrites in 320 steps) bill 0.33–0.38
+// of the baseline where it bills 0.48–0.50 (seeds 1 to 5).
+var targets = []struct {
+	meter         meter
+	maxOfBaseline float64
+	cheapest      bool
+}{
+	{meter{"openai", 0.1, 1}, 0.55, true},
+	{meter{"openai", 0.5, 1}, 0.65, true},
+	{meter{"openai", 0.1, 1.25}, 0, true},
+	{meter{"anthropic", 0.1, 1.25}, 0, false},
+}
 
-// maxOfBaseline is the most the default may bill, as a share of the
-// baseline's billed input, at each price.
-var maxOfBaseline = map[float64]float64{0.1: 0.55, 0.5: 0.65}
-
-// TestTargets simulates every strategy on seeds 1 to 5 and checks the
-// figures the defaults are tuned for, at cached-input prices of 0.1 and
-// 0.5: no strategy sends a request over what may be sent or breaks
-// pairing; the default forgets no tool result unseen (recall 1), bills the
-// least of all the strategies with recall 1, and at most 0.55 (at 0.1) and
-// 0.65 (at 0.5) of the baseline.
+// TestTargets simulates every strategy on seeds 1 to 5 and checks, under
+// each meter of targets, the figures the defaults are tuned for: no
+// strategy sends a request over what may be sent or breaks pairing; the
+// default forgets no tool result unseen (recall 1), bills at most its
+// share of the baseline, and where targets say so the least of all the
+// strategies with recall 1.
 func TestTargets(t *testing.T) {
+	var meters []meter
+	for _, tg := range targets {
+		meters = append(meters, tg.meter)
+	}
 	for seed := uint64(1); seed <= 5; seed++ {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			t.Parallel()
-			rows, err := run(320, seed, prices)
+			rows, err := run(320, seed, meters)
 			require.NoError(t, err)
 			checkTargets(t, rows)
 		})
@@ -43,28 +63,31 @@ func TestTargets(t *testing.T) {
 
 func checkTargets(t *testing.T, rows []row) {
 	t.Helper()
-	for _, price := range prices {
+	for _, tg := range targets {
 		var def *row
 		for i := range rows {
 			r := &rows[i]
-			if r.price != price {
+			if r.meter != tg.meter {
 				continue
 			}
 			t.Log(r)
 			assert.Zero(t, r.m.overWindow, "%s: requests over the window", r.name)
 			assert.Zero(t, r.m.pairing, "%s: requests with broken pairing", r.name)
+			assert.LessOrEqual(t, r.m.bpRead, r.m.prefix, "%s: breakpoints read more than the shared prefix", r.name)
 			if r.name == "default" {
 				def = r
 			}
 		}
-		require.NotNil(t, def, "no default row at cached=%g", price)
-		assert.Equal(t, 1.0, def.m.recall(), "default at cached=%g: recall", price)
-		assert.LessOrEqual(t, def.billed(), maxOfBaseline[price]*def.baseline,
-			"default at cached=%g bills %.3f of the baseline, want at most %.2f", price, def.billed()/def.baseline, maxOfBaseline[price])
+		require.NotNil(t, def, "no default row under %s", tg.meter)
+		assert.Equal(t, 1.0, def.m.recall(), "default under %s: recall", tg.meter)
+		if tg.maxOfBaseline > 0 {
+			assert.LessOrEqual(t, def.billed(), tg.maxOfBaseline*def.baseline,
+				"default under %s bills %.3f of the baseline, want at most %.2f", tg.meter, def.billed()/def.baseline, tg.maxOfBaseline)
+		}
 		for _, r := range rows {
-			if r.price == price && r.name != "default" && r.m.recall() == 1 {
+			if tg.cheapest && r.meter == tg.meter && r.name != "default" && r.m.recall() == 1 {
 				assert.LessOrEqual(t, def.billed(), r.billed(),
-					"at cached=%g the default bills more than %s, which also has recall 1", price, r.name)
+					"under %s the default bills more than %s, which also has recall 1", tg.meter, r.name)
 			}
 		}
 	}
@@ -74,13 +97,13 @@ func checkTargets(t *testing.T, rows []row) {
 // the model has read it has a recall below 1, and one that keeps them has
 // recall 1, so the figure tells them apart.
 func TestRecallCountsForgetting(t *testing.T) {
-	eager := func(float64) func(p *prompt.Prompt) {
+	eager := func(_, _ float64) func(p *prompt.Prompt) {
 		trim := builtin.TrimToolResults(builtin.TrimConfig{PreserveRecent: -1, Batch: 1, MinSaving: -1, MaxResultLength: 100})
 		return func(p *prompt.Prompt) {
 			p.Effect(effects.Always, trim, effects.InPhase(effects.AfterReply), effects.Key("eager"))
 		}
 	}
-	m, err := simulate(eager(0.1), 40, 1, 0.1, "eager")
+	m, err := simulate(eager(0.1, 1), 40, 1, 0.1, "eager")
 	require.NoError(t, err)
 	require.NotZero(t, m.results)
 	assert.Less(t, m.recall(), 0.5, "results trimmed before any request: recall %.3f", m.recall())
@@ -99,7 +122,7 @@ func TestSeparateStreams(t *testing.T) {
 		sim := newSim(120, 3)
 		r := runtime.New(sim, func(p *prompt.Prompt) error {
 			sim.declare(p)
-			st.register(0.1)(p)
+			st.register(0.1, 1)(p)
 			return nil
 		}, runtime.Config{MaxSteps: 130, Window: window, Reserve: reserve, Counter: sim.counter})
 		for rec, err := range r.All(context.Background()) {
@@ -123,23 +146,80 @@ func TestSeparateStreams(t *testing.T) {
 // sent in full, and not when only a trimmed form was.
 func TestRecord(t *testing.T) {
 	var m metrics
-	unseen := map[string]string{}
+	tr := newTracker()
 	call := defs.Message{Role: defs.RoleAssistant, ToolCalls: []defs.ToolCall{{ID: "a", Name: "read_file", Arguments: []byte("{}")}, {ID: "b", Name: "read_file", Arguments: []byte("{}")}}}
-	m.record(&runtime.Step{InputTokens: window - reserve, ToolResults: []defs.ToolResult{{CallID: "a", Content: "full a"}, {CallID: "b", Content: "full b"}}}, unseen)
+	m.record(&runtime.Step{InputTokens: window - reserve, ToolResults: []defs.ToolResult{{CallID: "a", Content: "full a"}, {CallID: "b", Content: "full b"}}}, tr)
 	trimmed := &runtime.Step{InputTokens: window - reserve + 1, PrefixTokens: 100}
 	trimmed.SetRequest(&llm.Request{Messages: []defs.Message{
 		defs.UserMessage("task"), call,
 		{Role: defs.RoleTool, ToolCallID: "a", Content: "full a"},
 		{Role: defs.RoleTool, ToolCallID: "b", Content: "full…[trimmed]"},
 	}})
-	m.record(trimmed, unseen)
+	m.record(trimmed, tr)
 	want := metrics{steps: 2, overWindow: 1, maxInput: window - reserve + 1, input: 2*(window-reserve) + 1, prefix: 100, results: 2, recalled: 1}
 	assert.Empty(t, cmp.Diff(want, m, cmp.AllowUnexported(metrics{})), "mismatch (-want +got)")
-	assert.Equal(t, map[string]string{"b": "full b"}, unseen)
+	assert.Equal(t, map[string]string{"b": "full b"}, tr.unseen)
 	assert.Equal(t, 0.5, m.recall())
-	assert.InDelta(t, float64(2*(window-reserve)+1-100)+0.5*100, m.billed(0.5), 1e-9)
+	assert.InDelta(t, float64(2*(window-reserve)+1-100)+0.5*100, m.billed(meter{"openai", 0.5, 1}), 1e-9)
 	m.summaryInput = 1000 // the summaries' input is billed in full
-	assert.InDelta(t, float64(2*(window-reserve)+1-100)+0.5*100+1000, m.billed(0.5), 1e-9)
+	assert.InDelta(t, float64(2*(window-reserve)+1-100)+0.5*100+1000, m.billed(meter{"openai", 0.5, 1}), 1e-9)
+}
+
+// TestAnthropicMeter: an Anthropic-like provider reads the prefix up to the
+// last breakpoint the previous request also had (the end of the previous
+// request, or after the tools and system prompt once a commit rewrote what
+// lies before it) and writes the rest; an OpenAI-like one reads the whole
+// shared prefix.
+func TestAnthropicMeter(t *testing.T) {
+	const fixed = 50 // the tools and system prompt
+	call := func(id string) defs.Message {
+		return defs.Message{Role: defs.RoleAssistant, ToolCalls: []defs.ToolCall{{ID: id, Name: "read_file", Arguments: []byte("{}")}}}
+	}
+	result := func(id, content string) defs.Message {
+		return defs.Message{Role: defs.RoleTool, ToolCallID: id, Content: content}
+	}
+	count := func(msgs ...defs.Message) int {
+		n := 0
+		for _, m := range msgs {
+			n += counter.Message(m)
+		}
+		return n
+	}
+	u, a1, t1, a2, t2, a3, t3 := defs.UserMessage("fix the tests"), call("1"), result("1", strings.Repeat("one ", 200)),
+		call("2"), result("2", strings.Repeat("two ", 200)), call("3"), result("3", strings.Repeat("three ", 200))
+	t1trimmed := result("1", "one [trimmed]")
+	tests := []struct {
+		msgs           []defs.Message
+		prefix, bpRead int // the shared prefix, and what the breakpoints read
+	}{
+		{[]defs.Message{u}, 0, 0},
+		{[]defs.Message{u, a1, t1}, fixed + count(u), fixed + count(u)},
+		{[]defs.Message{u, a1, t1, a2, t2}, fixed + count(u, a1, t1), fixed + count(u, a1, t1)},
+		// t1 trimmed: the previous request's breakpoint lies past it.
+		{[]defs.Message{u, a1, t1trimmed, a2, t2, a3, t3}, fixed + count(u, a1), fixed},
+		{[]defs.Message{u, a1, t1trimmed, a2, t2, a3, t3, call("4"), result("4", "four")}, fixed + count(u, a1, t1trimmed, a2, t2, a3, t3), fixed + count(u, a1, t1trimmed, a2, t2, a3, t3)},
+	}
+	tools := []llm.ToolSpec{{Name: "read_file", Description: "Read a file.", Parameters: []byte(`{"type":"object"}`)}}
+	var m metrics
+	tr := newTracker()
+	for i, tt := range tests {
+		rec := &runtime.Step{InputTokens: fixed + count(tt.msgs...), PrefixTokens: tt.prefix}
+		rec.SetRequest(&llm.Request{System: "You are a coding agent.", Tools: tools, Messages: tt.msgs})
+		before := m.bpRead
+		m.record(rec, tr)
+		assert.Equal(t, tt.bpRead, m.bpRead-before, "request %d: tokens read by the breakpoints", i)
+	}
+	openai, anthropic := meter{"openai", 0.1, 1.25}, meter{"anthropic", 0.1, 1.25}
+	assert.Less(t, m.bpRead, m.prefix, "the breakpoints read less than the shared prefix after a rewrite")
+	assert.InDelta(t, 1.25*float64(m.input-m.prefix)+0.1*float64(m.prefix), m.billed(openai), 1e-9)
+	assert.InDelta(t, 1.25*float64(m.input-m.bpRead)+0.1*float64(m.bpRead), m.billed(anthropic), 1e-9)
+
+	// A changed system prompt breaks every breakpoint.
+	rec := &runtime.Step{InputTokens: fixed + count(u)}
+	rec.SetRequest(&llm.Request{System: "You are a reviewer.", Tools: tools, Messages: tests[len(tests)-1].msgs})
+	before := m.bpRead
+	m.record(rec, tr)
+	assert.Equal(t, 0, m.bpRead-before, "after the system prompt changed: tokens read by the breakpoints")
 }
 
 // TestToggleTool disables grep for 10 steps in every 20 (-toggle-tool 10)
@@ -154,7 +234,7 @@ func TestToggleTool(t *testing.T) {
 	var got [2]row
 	for i, stable := range []bool{false, true} {
 		stableTools = stable
-		rows, err := run(320, 1, []float64{0.1})
+		rows, err := run(320, 1, []meter{{kind: "openai", read: 0.1, write: 1}})
 		require.NoError(t, err, "stable-tools=%v", stable)
 		require.Len(t, rows, 1, "rows (stable-tools=%v)", stable)
 		got[i] = rows[0]
