@@ -7,13 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 
@@ -195,42 +192,4 @@ func contextTooLong(msg string) bool {
 		}
 	}
 	return false
-}
-
-// retryAfter reads the delay a server asked for: retry-after-ms, then
-// retry-after in seconds or as an HTTP date. It returns 0 when there is
-// none.
-func retryAfter(h http.Header, now time.Time) time.Duration {
-	if h == nil {
-		return 0
-	}
-	if v := h.Get("Retry-After-Ms"); v != "" {
-		if ms, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil && ms > 0 {
-			return durationOf(ms, time.Millisecond)
-		}
-	}
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		if !(s > 0) { // NaN too
-			return 0
-		}
-		return durationOf(s, time.Second)
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		if d := t.Sub(now); d > 0 {
-			return d
-		}
-	}
-	return 0
-}
-
-// durationOf returns n units, n > 0, saturated at the longest Duration.
-func durationOf(n float64, unit time.Duration) time.Duration {
-	if d := n * float64(unit); d < float64(math.MaxInt64) {
-		return time.Duration(d)
-	}
-	return math.MaxInt64
 }

@@ -151,7 +151,7 @@ func (m *Model) withRetries(ctx context.Context, attempt attemptFunc) (*llm.Repl
 			return nil, me
 		}
 		delay := m.backoff(n)
-		if ra := retryAfter(ex.header, time.Now()); ra > 0 {
+		if ra := llm.RetryAfter(ex.header, time.Now()); ra > 0 {
 			if ra > m.cfg.RetryMaxDelay {
 				me.Message += fmt.Sprintf(" (the server asked to retry after %v, more than RetryMaxDelay %v)", ra, m.cfg.RetryMaxDelay)
 				return nil, me

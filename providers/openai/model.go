@@ -173,7 +173,7 @@ func (m *Model) withRetries(ctx context.Context, body []byte, attempt attemptFun
 			return nil, me
 		}
 		delay := m.backoff(n)
-		if ra := retryAfter(ex.Header, time.Now()); ra > 0 {
+		if ra := llm.RetryAfter(ex.Header, time.Now()); ra > 0 {
 			if ra > m.cfg.RetryMaxDelay {
 				me.Message += fmt.Sprintf(" (the server asked to retry after %v, more than RetryMaxDelay %v)", ra, m.cfg.RetryMaxDelay)
 				return nil, me

@@ -22,31 +22,6 @@ import (
 	"github.com/reprompt/reprompt/llm"
 )
 
-func TestRetryAfter(t *testing.T) {
-	now := time.Date(2026, 11, 22, 5, 0, 0, 0, time.UTC)
-	tests := []struct {
-		name   string
-		header http.Header
-		want   time.Duration
-	}{
-		{"none", http.Header{}, 0},
-		{"nil", nil, 0},
-		{"seconds", http.Header{"Retry-After": {"3"}}, 3 * time.Second},
-		{"fractional seconds", http.Header{"Retry-After": {"0.5"}}, 500 * time.Millisecond},
-		{"milliseconds win", http.Header{"Retry-After": {"3"}, "Retry-After-Ms": {"250"}}, 250 * time.Millisecond},
-		{"http date", http.Header{"Retry-After": {now.Add(20 * time.Second).Format(http.TimeFormat)}}, 20 * time.Second},
-		{"date in the past", http.Header{"Retry-After": {now.Add(-time.Minute).Format(http.TimeFormat)}}, 0},
-		{"negative", http.Header{"Retry-After": {"-1"}}, 0},
-		{"garbage", http.Header{"Retry-After": {"soon"}}, 0},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := retryAfter(tt.header, now)
-			assert.Equal(t, tt.want, got, "retryAfter = %v, want %v", got, tt.want)
-		})
-	}
-}
-
 func TestIsReasoningModel(t *testing.T) {
 	for name, want := range map[string]bool{
 		"o1": true, "o1-mini": true, "o3-mini": true, "o4-mini-2025-04-16": true,
