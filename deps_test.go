@@ -106,6 +106,8 @@ var onlyImportedBy = map[string][]string{
 	// Benchmark prompts and the conversation of the stores' tests: tests
 	// only.
 	module + "/internal/scenario": {},
+	// mock-llm for tests: tests only.
+	module + "/internal/mockllm":  {},
 	module + "/internal/convtest": {},
 	// The adapter: examples only (and the adapter itself, for its
 	// internal/wire, which only it imports).

@@ -1,16 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
@@ -18,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/evals"
+	"github.com/reprompt/reprompt/internal/mockllm"
 	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/providers/openai"
 )
@@ -61,16 +56,16 @@ func TestTriageEvalMockLLM(t *testing.T) {
 	// 92/96, pass^2 (28 + 2·1/3)/32 = 86/96; 28·3 + 2 + 2 + 1 = 89 runs pass.
 	overall := figures{89.0 / 96, 92.0 / 96, 86.0 / 96}
 
-	mock := startMockLLM(t)
+	mock := mockllm.Start(t)
 	e := triageEval(t, func(name string, run int) (llm.Model, error) {
 		return openai.New(openai.Config{
 			APIKey:  "sk-mock",
-			BaseURL: fmt.Sprintf("%s/run-%d/v1", mock.url, run),
+			BaseURL: fmt.Sprintf("%s/run-%d/v1", mock.URL, run),
 			Model:   "gpt-4.1",
 			Sleep:   func(ctx context.Context, d time.Duration) error { return ctx.Err() },
 		}), nil
 	})
-	mock.configure(t, mockRules(t, e.Cases, mistakes))
+	mock.Configure(t, map[string]any{"rules": mockRules(t, e.Cases, mistakes)})
 
 	rep, err := e.Run(t.Context(), nil)
 	require.NoError(t, err, "run the eval")
@@ -117,10 +112,10 @@ func TestTriageEvalMockLLM(t *testing.T) {
 // calls read_issue and one that answers standIn's triage, on every run's
 // path; then, as mock-llm's last matching rule wins, one a mistake that
 // answers that run a wrong priority.
-func mockRules(t *testing.T, cases []evals.Case[evalIssue, evalWant], mistakes map[string][]int) []mockRule {
+func mockRules(t *testing.T, cases []evals.Case[evalIssue, evalWant], mistakes map[string][]int) []mockllm.Rule {
 	t.Helper()
 	const anyRun = `^/run-[0-9]+/v1/chat/completions$`
-	var rules, wrong []mockRule
+	var rules, wrong []mockllm.Rule
 	for _, c := range cases {
 		user := fmt.Sprintf("Triage issue %d.", c.Input.Number)
 		first := fmt.Sprintf(`body.messages[-1].role == 'user' && body.messages[-1].content == '%s'`, user)
@@ -128,8 +123,8 @@ func mockRules(t *testing.T, cases []evals.Case[evalIssue, evalWant], mistakes m
 		tr := triageOf(c.Input.Text)
 		require.Equal(t, c.Expected.Priority, tr.Priority, "case %s: the mock's right answer", c.Name)
 		rules = append(rules,
-			mockRule{Path: anyRun, Method: "POST", Match: first, Response: toolCallReply(t, "call_read", "read_issue", issueArgs{Number: c.Input.Number})},
-			mockRule{Path: anyRun, Method: "POST", Match: second, Response: toolCallReply(t, "call_triage", "triage", tr)},
+			mockllm.Rule{Path: anyRun, Method: "POST", Match: first, Response: toolCallReply(t, "call_read", "read_issue", issueArgs{Number: c.Input.Number})},
+			mockllm.Rule{Path: anyRun, Method: "POST", Match: second, Response: toolCallReply(t, "call_triage", "triage", tr)},
 		)
 		runs, ok := mistakes[c.Name]
 		if !ok {
@@ -139,7 +134,7 @@ func mockRules(t *testing.T, cases []evals.Case[evalIssue, evalWant], mistakes m
 		bad.Priority = tr.Priority%4 + 1 // another priority, 1 to 4
 		for _, run := range runs {
 			path := fmt.Sprintf(`^/run-%d/v1/chat/completions$`, run)
-			wrong = append(wrong, mockRule{Path: path, Method: "POST", Match: second, Response: toolCallReply(t, "call_triage", "triage", bad)})
+			wrong = append(wrong, mockllm.Rule{Path: path, Method: "POST", Match: second, Response: toolCallReply(t, "call_triage", "triage", bad)})
 		}
 	}
 	require.Len(t, wrong, 7, "mistakes scripted")
@@ -148,7 +143,7 @@ func mockRules(t *testing.T, cases []evals.Case[evalIssue, evalWant], mistakes m
 
 // toolCallReply is a chat completion calling tool with args, as OpenAI
 // sends it.
-func toolCallReply(t *testing.T, id, tool string, args any) mockResponse {
+func toolCallReply(t *testing.T, id, tool string, args any) mockllm.Response {
 	t.Helper()
 	a, err := json.Marshal(args)
 	require.NoError(t, err)
@@ -164,86 +159,5 @@ func toolCallReply(t *testing.T, id, tool string, args any) mockResponse {
 	}
 	body, err := json.Marshal(reply)
 	require.NoError(t, err)
-	return mockResponse{Status: http.StatusOK, Content: string(body)}
-}
-
-// The mock-llm server, as providers/openai's tests start it
-// (providers/openai/mockllm_test.go), in short: this test needs no log of
-// the requests.
-
-const (
-	envMockLLM         = "REPROMPT_MOCKLLM"
-	envMockLLMRequired = "REPROMPT_MOCKLLM_REQUIRED"
-)
-
-type mockLLM struct{ url string }
-
-type mockRule struct {
-	Path     string       `json:"path"`
-	Method   string       `json:"method,omitempty"`
-	Match    string       `json:"match,omitempty"`
-	Response mockResponse `json:"response"`
-}
-
-type mockResponse struct {
-	Status  int    `json:"status"`
-	Content string `json:"content"`
-}
-
-// startMockLLM starts mock-llm on a free loopback port for the test, or
-// skips (fails when REPROMPT_MOCKLLM_REQUIRED is set) if REPROMPT_MOCKLLM
-// is not set.
-func startMockLLM(t *testing.T) *mockLLM {
-	t.Helper()
-	bin := os.Getenv(envMockLLM)
-	if bin == "" {
-		require.Empty(t, os.Getenv(envMockLLMRequired), "%s is set but %s is not: run eval \"$(bash .ci/mockllm.sh)\" first", envMockLLMRequired, envMockLLM)
-		t.Skipf("skipping: %s is not set; run eval \"$(bash .ci/mockllm.sh)\" to install @dwmkerr/mock-llm and run this test", envMockLLM)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := l.Addr().(*net.TCPAddr).Port
-	require.NoError(t, l.Close())
-
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "mock-llm.yaml")
-	require.NoError(t, os.WriteFile(cfg, []byte("rules: []\n"), 0o644))
-	cmd := exec.Command(bin, "--config", cfg)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port), "HOST=127.0.0.1")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	require.NoError(t, cmd.Start(), "starting %s", bin)
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	m := &mockLLM{url: fmt.Sprintf("http://127.0.0.1:%d", port)}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		resp, err := http.Get(m.url + "/health")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return m
-			}
-		}
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			cmd.Wait() // out is written no more
-			require.Failf(t, "mock-llm did not answer", "on %s within 60s: %v\n%s", m.url, err, out.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// configure replaces the mock's rules with rules.
-func (m *mockLLM) configure(t *testing.T, rules []mockRule) {
-	t.Helper()
-	body, err := json.Marshal(map[string]any{"rules": rules})
-	require.NoError(t, err)
-	resp, err := http.Post(m.url+"/config", "application/json", bytes.NewReader(body))
-	require.NoError(t, err)
-	resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode, "POST /config")
+	return mockllm.Response{Status: http.StatusOK, Content: string(body)}
 }

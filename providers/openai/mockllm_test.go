@@ -1,17 +1,10 @@
 package openai
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -21,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/internal/mockllm"
 	"github.com/reprompt/reprompt/llm"
 )
 
@@ -49,119 +43,30 @@ import (
 //   - it always finishes a stream, so it cannot end one early
 //     (TestOpenAPIStreamCut).
 
-const (
-	envMockLLM         = "REPROMPT_MOCKLLM"
-	envMockLLMRequired = "REPROMPT_MOCKLLM_REQUIRED"
-)
-
-// mockLLM is a running mock-llm process on a free loopback port.
+// mockLLM is a mock-llm server and where the current rules began in its
+// log of requests.
 type mockLLM struct {
-	url   string
-	mu    sync.Mutex
-	lines []string // its stdout: one "METHOD /path" line per request
-	mark  int      // index in lines where the current rules began
+	*mockllm.Server
+	mu   sync.Mutex
+	mark int // index in Output where the current rules began
 }
 
-// startMockLLM starts mock-llm for the test, or skips (fails when
-// REPROMPT_MOCKLLM_REQUIRED is set) if REPROMPT_MOCKLLM is not set.
+// startMockLLM starts mock-llm for the test (see internal/mockllm).
 func startMockLLM(t *testing.T) *mockLLM {
 	t.Helper()
-	bin := os.Getenv(envMockLLM)
-	if bin == "" {
-		require.Empty(t, os.Getenv(envMockLLMRequired), "%s is set but %s is not: run eval \"$(bash .ci/mockllm.sh)\" first", envMockLLMRequired, envMockLLM)
-		t.Skipf("skipping: %s is not set; run eval \"$(bash .ci/mockllm.sh)\" to install @dwmkerr/mock-llm and run these tests", envMockLLM)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := l.Addr().(*net.TCPAddr).Port
-	require.NoError(t, l.Close())
-
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "mock-llm.yaml")
-	require.NoError(t, os.WriteFile(cfg, []byte("rules: []\n"), 0o644))
-	cmd := exec.Command(bin, "--config", cfg)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port), "HOST=127.0.0.1")
-	out, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	require.NoError(t, cmd.Start(), "starting %s", bin)
-	m := &mockLLM{url: fmt.Sprintf("http://127.0.0.1:%d", port)}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			m.mu.Lock()
-			m.lines = append(m.lines, sc.Text())
-			m.mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-done
-		cmd.Wait()
-	})
-
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		resp, err := http.Get(m.url + "/health")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return m
-			}
-		}
-		if time.Now().After(deadline) {
-			// Not require.False: the message reads stderr, which the
-			// process is still writing; read it only on failure.
-			require.Failf(t, "mock-llm did not answer", "on %s within 60s: %v\nstdout: %s\nstderr: %s", m.url, err, strings.Join(m.output(), "\n"), stderr.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-func (m *mockLLM) output() []string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return append([]string(nil), m.lines...)
-}
-
-// mockRule is one mock-llm rule answering POST /v1/chat/completions.
-type mockRule struct {
-	Path     string       `json:"path"`
-	Method   string       `json:"method,omitempty"`
-	Sequence *int         `json:"sequence,omitempty"`
-	Response mockResponse `json:"response"`
-}
-
-type mockResponse struct {
-	Status  int    `json:"status"`
-	Content string `json:"content"`
+	return &mockLLM{Server: mockllm.Start(t)}
 }
 
 // script replaces the mock's rules with one rule answering every chat
 // request with status and content, and resets its request log.
 func (m *mockLLM) script(t *testing.T, status int, content string) {
 	t.Helper()
-	cfg := map[string]any{
+	m.Configure(t, map[string]any{
 		"streaming": map[string]any{"chunkSize": 5, "chunkIntervalMs": 1},
-		"rules":     []mockRule{{Path: "/v1/chat/completions", Method: "POST", Response: mockResponse{Status: status, Content: content}}},
-	}
-	body, err := json.Marshal(cfg)
-	require.NoError(t, err)
-	req, err := http.NewRequest(http.MethodDelete, m.url+"/config", nil)
-	require.NoError(t, err)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	resp.Body.Close()
-	resp, err = http.Post(m.url+"/config", "application/json", bytes.NewReader(body))
-	require.NoError(t, err)
-	resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
+		"rules":     []mockllm.Rule{{Path: "/v1/chat/completions", Method: "POST", Response: mockllm.Response{Status: status, Content: content}}},
+	})
 	m.mu.Lock()
-	m.mark = len(m.lines)
+	m.mark = len(m.Output())
 	m.mu.Unlock()
 }
 
@@ -173,12 +78,12 @@ func (m *mockLLM) attempts(t *testing.T, path string) int {
 	m.mu.Lock()
 	from := m.mark
 	m.mu.Unlock()
-	resp, err := http.Get(m.url + "/health")
+	resp, err := http.Get(m.URL + "/health")
 	require.NoError(t, err)
 	resp.Body.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		lines := m.output()[from:]
+		lines := m.Output()[from:]
 		for i, l := range lines {
 			if l == "GET /health" {
 				n := 0
@@ -217,7 +122,7 @@ func openAIError(message, typ, code string) string {
 // calls without ids or types, several in one reply, no usage, no index.
 func TestMockLLMReplies(t *testing.T) {
 	mock := startMockLLM(t)
-	m := mock.model(mock.url + "/v1")
+	m := mock.model(mock.URL + "/v1")
 	tests := []struct {
 		name    string
 		content string
@@ -276,7 +181,7 @@ func TestMockLLMReplies(t *testing.T) {
 // TestMockLLMStreamedText streams a reply in small chunks.
 func TestMockLLMStreamedText(t *testing.T) {
 	mock := startMockLLM(t)
-	m := mock.model(mock.url + "/v1")
+	m := mock.model(mock.URL + "/v1")
 	const text = "The capital of France is Paris, on the Seine."
 	mock.script(t, 200, fmt.Sprintf(`{"id":"c1","object":"chat.completion","created":1,"model":"gpt-4.1","choices":[{"index":0,"message":{"role":"assistant","content":%q},"finish_reason":"stop"}]}`, text))
 	var deltas []string
@@ -362,7 +267,7 @@ func TestMockLLMErrors(t *testing.T) {
 		for _, stream := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/stream=%t", tt.name, stream), func(t *testing.T) {
 				mock.script(t, tt.status, tt.content)
-				m := mock.model(mock.url + "/v1")
+				m := mock.model(mock.URL + "/v1")
 				w := tt.generate
 				var err error
 				if stream {
@@ -390,7 +295,7 @@ func TestMockLLMBaseURLWithoutV1(t *testing.T) {
 	mock := startMockLLM(t)
 	mock.script(t, 200, `{"choices":[{"message":{"content":"hi"},"finish_reason":"stop"}]}`)
 	for _, stream := range []bool{false, true} {
-		m := mock.model(mock.url)
+		m := mock.model(mock.URL)
 		var err error
 		if stream {
 			_, err = m.Stream(context.Background(), userRequest("q"), nil)
@@ -415,7 +320,7 @@ func TestMockLLMBaseURLWithoutV1(t *testing.T) {
 func TestMockLLMStreamedToolCalls(t *testing.T) {
 	mock := startMockLLM(t)
 	mock.script(t, 200, `{"choices":[{"message":{"tool_calls":[{"function":{"name":"get_weather","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}`)
-	_, err := mock.model(mock.url+"/v1").Stream(context.Background(), userRequest("q"), nil)
+	_, err := mock.model(mock.URL+"/v1").Stream(context.Background(), userRequest("q"), nil)
 	var me *llm.ModelError
 	require.ErrorAs(t, err, &me)
 	assert.Equal(t, 500, me.StatusCode)
