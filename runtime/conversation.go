@@ -33,10 +33,12 @@ type conversation struct {
 
 	turn        int
 	turnMessage string
-	turnStart   int            // the step the turn began at: Config.MaxSteps counts a turn's steps
-	turnStarted bool           // the first turn has begun (a step ran, or it was restored)
-	sent        []defs.Message // the messages that joined at the step under way
-	checkedNew  bool           // the session id was checked unused (see checkNewSession)
+	turnStart   int             // the step the turn began at: Config.MaxSteps counts a turn's steps
+	turnSaved   turnInfo        // the turn turnJSON encodes
+	turnJSON    json.RawMessage // its JSON, for the checkpoints of the turn
+	turnStarted bool            // the first turn has begun (a step ran, or it was restored)
+	sent        []defs.Message  // the messages that joined at the step under way
+	checkedNew  bool            // the session id was checked unused (see checkNewSession)
 	// answer is the last typed answer (Step.Output), kept in checkpoints so
 	// that a resumed runner still has it (Result.Output).
 	answer json.RawMessage
@@ -232,11 +234,17 @@ func (r *Runner) conversationExtra(extra map[string]json.RawMessage) (map[string
 		extra[InboxKey] = strconv.AppendInt(nil, r.conv.posted, 10)
 	}
 	if r.conv.turnStarted {
-		b, err := json.Marshal(turnInfo{Number: r.conv.turn, Message: r.conv.turnMessage, Start: r.conv.turnStart})
-		if err != nil {
-			return nil, err
+		// Encoded once a turn, not at every save: a turn's checkpoints
+		// all hold the same.
+		t := turnInfo{Number: r.conv.turn, Message: r.conv.turnMessage, Start: r.conv.turnStart}
+		if r.conv.turnJSON == nil || t != r.conv.turnSaved {
+			b, err := json.Marshal(t)
+			if err != nil {
+				return nil, err
+			}
+			r.conv.turnJSON, r.conv.turnSaved = b, t
 		}
-		extra[TurnKey] = b
+		extra[TurnKey] = r.conv.turnJSON
 	}
 	if r.conv.answer != nil {
 		extra[AnswerKey] = r.conv.answer
