@@ -56,6 +56,7 @@
 //   - internal/core: the state of a prompt behind its two faces, prompt (the handle) and runtime
 //   - internal/canon: the canonical text of a value, by which effects compare dependencies
 //   - internal/stepmods: what effects change in a step, which the runtime applies
+//   - internal/httpwait: the delay a server asks for (Retry-After), read once for every provider
 //   - internal/modelcaps: which models take a strict response_format
 //   - internal/msghash: message hashes for content-keyed token counts
 //   - internal/convtest: one 20-turn conversation, run on every store and under SIGKILL, for tests

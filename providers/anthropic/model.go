@@ -14,6 +14,7 @@ import (
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
+	"github.com/reprompt/reprompt/internal/httpwait"
 	"github.com/reprompt/reprompt/llm"
 )
 
@@ -151,7 +152,7 @@ func (m *Model) withRetries(ctx context.Context, attempt attemptFunc) (*llm.Repl
 			return nil, me
 		}
 		delay := m.backoff(n)
-		if ra := llm.RetryAfter(ex.header, time.Now()); ra > 0 {
+		if ra := httpwait.RetryAfter(ex.header, time.Now()); ra > 0 {
 			if ra > m.cfg.RetryMaxDelay {
 				me.Message += fmt.Sprintf(" (the server asked to retry after %v, more than RetryMaxDelay %v)", ra, m.cfg.RetryMaxDelay)
 				return nil, me

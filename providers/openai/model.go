@@ -14,6 +14,7 @@ import (
 
 	sdk "github.com/sashabaranov/go-openai"
 
+	"github.com/reprompt/reprompt/internal/httpwait"
 	"github.com/reprompt/reprompt/internal/modelcaps"
 	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/providers/openai/internal/wire"
@@ -173,7 +174,7 @@ func (m *Model) withRetries(ctx context.Context, body []byte, attempt attemptFun
 			return nil, me
 		}
 		delay := m.backoff(n)
-		if ra := llm.RetryAfter(ex.Header, time.Now()); ra > 0 {
+		if ra := httpwait.RetryAfter(ex.Header, time.Now()); ra > 0 {
 			if ra > m.cfg.RetryMaxDelay {
 				me.Message += fmt.Sprintf(" (the server asked to retry after %v, more than RetryMaxDelay %v)", ra, m.cfg.RetryMaxDelay)
 				return nil, me

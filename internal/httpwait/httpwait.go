@@ -1,4 +1,8 @@
-package llm
+// Package httpwait reads the delay an HTTP server asks a client to wait
+// before it tries again, for the providers' retries. It is apart from
+// package llm so that the model contract does not link net/http into
+// programs that never call a server.
+package httpwait
 
 import (
 	"math"
@@ -9,7 +13,7 @@ import (
 )
 
 // RetryAfter reads the delay a server asked a client to wait before it
-// tries again, for a provider's retries: Retry-After-Ms (OpenAI's,
+// tries again: Retry-After-Ms (OpenAI's,
 // Anthropic's), then Retry-After in seconds or as an HTTP date, relative
 // to now. It returns 0 when the headers ask for none, or for a delay that
 // is negative, not a number, or past; a delay beyond the longest Duration

@@ -1,4 +1,4 @@
-package llm_test
+package httpwait_test
 
 import (
 	"math"
@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/reprompt/reprompt/llm"
+	"github.com/reprompt/reprompt/internal/httpwait"
 )
 
 func TestRetryAfter(t *testing.T) {
@@ -33,7 +33,7 @@ func TestRetryAfter(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := llm.RetryAfter(tt.header, now)
+			got := httpwait.RetryAfter(tt.header, now)
 			assert.Equal(t, tt.want, got, "RetryAfter = %v, want %v", got, tt.want)
 		})
 	}
