@@ -131,9 +131,11 @@ func (r *Runner) systemMiss(rec *Step, mods *stepmods.Mods) string {
 		return "prefix broke in " + where + ": " + kind.String() + ":" + name + " declared"
 	case d.hasOld:
 		where, name, kind := part(d.old)
-		if slices.Contains(rec.Disabled, defs.Ref{Kind: kind, Name: name}) ||
-			(kind == defs.KindSystem && mods.Systems != nil && !slices.Contains(mods.Systems, name)) {
-			return "prefix broke in " + where + ": " + kind.String() + ":" + name + " withdrawn (disabled" + byEffects(rec.Effects, effects.BeforeCall) + ")"
+		if ref := (defs.Ref{Kind: kind, Name: name}); slices.Contains(rec.Disabled, ref) {
+			return "prefix broke in " + where + ": " + kind.String() + ":" + name + " withdrawn (disabled" + r.disabledBy(ref, rec) + ")"
+		}
+		if kind == defs.KindSystem && mods.Systems != nil && !slices.Contains(mods.Systems, name) {
+			return "prefix broke in " + where + ": " + kind.String() + ":" + name + " withdrawn (limited" + byEffects(rec.Effects, effects.BeforeCall) + ")"
 		}
 		return "prefix broke in " + where + ": " + kind.String() + ":" + name + " removed"
 	}
@@ -157,8 +159,8 @@ func (r *Runner) toolsMiss(old, new []llm.ToolSpec, rec *Step, mods *stepmods.Mo
 		return "tool list changed: " + new[i].Name + " schema changed"
 	case i < len(old) && !has(new, old[i].Name):
 		name := old[i].Name
-		if slices.Contains(rec.Disabled, defs.Ref{Kind: defs.KindTool, Name: name}) {
-			return "tool list changed: " + name + " withdrawn (disabled" + byEffects(rec.Effects, effects.BeforeCall) + ")"
+		if ref := (defs.Ref{Kind: defs.KindTool, Name: name}); slices.Contains(rec.Disabled, ref) {
+			return "tool list changed: " + name + " withdrawn (disabled" + r.disabledBy(ref, rec) + ")"
 		}
 		if mods.Tools != nil && !slices.Contains(mods.Tools, name) {
 			return "tool list changed: " + name + " withdrawn (limited" + byEffects(rec.Effects, effects.BeforeCall) + ")"
@@ -172,6 +174,16 @@ func (r *Runner) toolsMiss(old, new []llm.ToolSpec, rec *Step, mods *stepmods.Mo
 		return "tool list changed: " + name + " declared"
 	}
 	return "tool list changed"
+}
+
+// disabledBy returns who disabled ref at this step: " by the prompt
+// function" when it was disabled before the effects ran, else " by effect
+// ID" naming the effects that ran before the call (or "").
+func (r *Runner) disabledBy(ref defs.Ref, rec *Step) string {
+	if slices.Contains(r.byPrompt, ref) {
+		return " by the prompt function"
+	}
+	return byEffects(rec.Effects, effects.BeforeCall)
 }
 
 // wasDisabled reports whether the previous request left the definition out

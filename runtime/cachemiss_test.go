@@ -74,6 +74,24 @@ func TestCacheMissCauses(t *testing.T) {
 					return nil
 				}, effects.Key("guard"))
 			}},
+		{name: "tool disabled by the prompt function", at: 1, want: "tool list changed: search withdrawn (disabled by the prompt function)",
+			fn: func(p *prompt.Prompt, n int, search defs.Handle) {
+				if n >= 1 {
+					search.Disable()
+				}
+				// An effect that runs but disables nothing is not named.
+				p.Effect(effects.Always, func(ctx context.Context, s *effects.Step) error { return nil }, effects.Key("idle"))
+			}},
+		{name: "system part limited by an effect", at: 1, want: "prefix broke in <rules>: system:rules withdrawn (limited by effect key:focus)",
+			fn: func(p *prompt.Prompt, n int, _ defs.Handle) {
+				p.DefSystem("rules", "Be brief.")
+				p.Effect(effects.Always, func(ctx context.Context, s *effects.Step) error {
+					if s.Number >= 1 {
+						s.LimitSystems("role")
+					}
+					return nil
+				}, effects.Key("focus"))
+			}},
 		{name: "tool enabled again", at: 2, want: "tool list changed: search enabled again",
 			also: map[int]string{1: "tool list changed: search withdrawn (disabled by effect key:guard)"},
 			fn: func(p *prompt.Prompt, n int, search defs.Handle) {
