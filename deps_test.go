@@ -21,15 +21,16 @@ const module = "github.com/reprompt/reprompt"
 // always allowed. A package missing here may import anything but the
 // packages that restrict who imports them (see onlyImportedBy).
 var allowed = map[string][]string{
-	"state":             {},
-	"defs":              {},
-	"llm":               {"defs"},
-	"internal/callsite": {},
-	"internal/pgtest":   {},
-	"internal/msghash":  {"defs"},
-	"internal/canon":    {},
-	"internal/stepmods": {"defs"},
-	"internal/scenario": {"prompt", "effects"},
+	"state":              {},
+	"defs":               {},
+	"llm":                {"defs"},
+	"internal/callsite":  {},
+	"internal/pgtest":    {},
+	"internal/msghash":   {"defs"},
+	"internal/canon":     {},
+	"internal/stepmods":  {"defs"},
+	"internal/scenario":  {"prompt", "effects"},
+	"internal/cachetest": {"defs", "effects", "prompt"},
 	// The conversation every store runs (and the crash test kills): it
 	// drives the runtime, so it lives outside session/sessiontest.
 	"internal/convtest":  {"defs", "llm", "effects", "prompt", "runtime", "session", "github.com/google/go-cmp", "github.com/stretchr/testify"},
