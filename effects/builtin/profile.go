@@ -85,13 +85,16 @@ type profileEntry struct {
 // profiles is the table behind ProfileFor, longest prefix first. The
 // windows are the providers' published context lengths.
 //
-// The cache prices are shares of the input price, from the providers'
-// published price lists as they stood in late 2025, as the author of this
-// table knew them: it was written in November 2026 without access to the
-// lists themselves, from that knowledge alone. Check them
-// against https://openai.com/api/pricing and
-// https://docs.anthropic.com/en/docs/about-claude/pricing before billing
-// anyone by them, and set the Profile's fields where they changed.
+// The cache prices are shares of the input price. Anthropic's were checked
+// on 2026-11-26 against the table of
+// https://docs.anthropic.com/en/docs/about-claude/pricing (a stored copy:
+// Opus 4.1, Opus 4, Sonnet 4, Sonnet 3.7, Haiku 3.5, Opus 3 and Haiku 3
+// are listed there; the 4.5 models were not in that copy and are priced
+// as their family). OpenAI's are from its price list as it stood in late
+// 2025, as the author of this table knew it, without access to the list
+// itself. Check them against https://openai.com/api/pricing and the page
+// above before billing anyone by them, and set the Profile's fields where
+// they changed.
 //
 //   - OpenAI: a cached input token costs 0.1 of the input price on the
 //     gpt-5 family, 0.25 on gpt-4.1, o3 and o4-mini, 0.5 on gpt-4o, o1 and
