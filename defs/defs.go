@@ -116,8 +116,10 @@ type Registry struct {
 	entries  []*entry
 	index    map[key]*entry
 	gen      uint64
-	disabled map[key]struct{}
+	disabled map[key]string // by whom (see SetActor)
 	reminded []key
+	remindBy []string // by whom, for each of reminded
+	actor    string   // who disables and reminds now: "" for the prompt function
 	// cursor is the position after the last definition re-declared in
 	// place: a prompt declares its definitions in the same order at every
 	// execution, so the next declaration is usually the entry at cursor,
@@ -127,7 +129,7 @@ type Registry struct {
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry {
-	return &Registry{index: make(map[key]*entry), disabled: make(map[key]struct{})}
+	return &Registry{index: make(map[key]*entry), disabled: make(map[key]string)}
 }
 
 // BeginExecution starts a new execution of the prompt function: definitions
@@ -144,6 +146,18 @@ func (r *Registry) BeginStep() {
 	r.mu.Lock()
 	clear(r.disabled)
 	r.reminded = r.reminded[:0]
+	r.remindBy = r.remindBy[:0]
+	r.mu.Unlock()
+}
+
+// SetActor names who makes the disables and reminders that follow, until
+// the next SetActor: an effect's ID while it runs (effects.Manager calls
+// it through OnRun), "" otherwise. The first to disable or remind a
+// definition in a step is the one DisabledBy and RemindedBy name, so that
+// a step's record can say which effect withdrew a tool.
+func (r *Registry) SetActor(id string) {
+	r.mu.Lock()
+	r.actor = id
 	r.mu.Unlock()
 }
 
@@ -230,9 +244,22 @@ func (r *Registry) Handle(kind Kind, name string) (Handle, bool) {
 // Disable removes the definition from the current step's request. It lasts
 // until the next BeginStep.
 func (r *Registry) Disable(kind Kind, name string) {
+	k := key{kind, name}
 	r.mu.Lock()
-	r.disabled[key{kind, name}] = struct{}{}
+	if _, ok := r.disabled[k]; !ok {
+		r.disabled[k] = r.actor
+	}
 	r.mu.Unlock()
+}
+
+// DisabledBy returns who first disabled the definition in the current
+// step (the actor SetActor named then: "" when no effect was running) and
+// whether it is disabled.
+func (r *Registry) DisabledBy(kind Kind, name string) (string, bool) {
+	r.mu.Lock()
+	by, ok := r.disabled[key{kind, name}]
+	r.mu.Unlock()
+	return by, ok
 }
 
 // Disabled reports whether the definition is disabled for the current step.
@@ -250,8 +277,20 @@ func (r *Registry) Remind(kind Kind, name string) {
 	r.mu.Lock()
 	if !slices.Contains(r.reminded, k) {
 		r.reminded = append(r.reminded, k)
+		r.remindBy = append(r.remindBy, r.actor)
 	}
 	r.mu.Unlock()
+}
+
+// RemindedBy returns who first reminded the definition in the current
+// step (see DisabledBy) and whether it is reminded.
+func (r *Registry) RemindedBy(kind Kind, name string) (string, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if i := slices.Index(r.reminded, key{kind, name}); i >= 0 {
+		return r.remindBy[i], true
+	}
+	return "", false
 }
 
 // Ref names a definition by kind and name.

@@ -373,3 +373,37 @@ func TestDeclareWhileOthersRead(t *testing.T) {
 	close(done)
 	wg.Wait()
 }
+
+// TestDisabledByAndRemindedBy: the first to disable or remind a
+// definition in a step is the one named, and BeginStep forgets them.
+func TestDisabledByAndRemindedBy(t *testing.T) {
+	r := defs.NewRegistry()
+	r.Disable(defs.KindTool, "a")
+	r.SetActor("#1")
+	r.Disable(defs.KindTool, "a") // already disabled: still the prompt function's
+	r.Disable(defs.KindTool, "b")
+	r.Remind(defs.KindVariable, "v")
+	r.SetActor("")
+	r.Remind(defs.KindVariable, "w")
+
+	by, ok := r.DisabledBy(defs.KindTool, "a")
+	assert.True(t, ok)
+	assert.Equal(t, "", by, "a: disabled first by the prompt function")
+	by, ok = r.DisabledBy(defs.KindTool, "b")
+	assert.True(t, ok)
+	assert.Equal(t, "#1", by)
+	_, ok = r.DisabledBy(defs.KindTool, "c")
+	assert.False(t, ok)
+	by, ok = r.RemindedBy(defs.KindVariable, "v")
+	assert.True(t, ok)
+	assert.Equal(t, "#1", by)
+	by, ok = r.RemindedBy(defs.KindVariable, "w")
+	assert.True(t, ok)
+	assert.Equal(t, "", by)
+
+	r.BeginStep()
+	_, ok = r.DisabledBy(defs.KindTool, "b")
+	assert.False(t, ok, "after BeginStep")
+	_, ok = r.RemindedBy(defs.KindVariable, "v")
+	assert.False(t, ok, "after BeginStep")
+}

@@ -101,7 +101,14 @@ type Manager struct {
 	// false after Restore).
 	sites, prevSites []uintptr
 	hasPrev          bool
+	onRun            func(id string) // see OnRun
 }
+
+// OnRun sets fn to be called with an effect's ID just before it runs and
+// with "" once it returned (or panicked): the prompt's definitions
+// registry (defs.Registry.SetActor) attributes the disables and reminders
+// made in between to that effect.
+func (m *Manager) OnRun(fn func(id string)) { m.onRun = fn }
 
 // ReasonKind says why an effect ran.
 type ReasonKind uint8
@@ -462,7 +469,13 @@ func (m *Manager) run(ctx context.Context, phase Phase, s *Step, recovery bool) 
 		}
 		site := callsite.Name(r.pc)
 		s.current = r.slot
+		if m.onRun != nil {
+			m.onRun(r.slot.id)
+		}
 		err := call(ctx, r.fn, s)
+		if m.onRun != nil {
+			m.onRun("")
+		}
 		s.current = nil
 		r.slot.ran, r.slot.deps = true, enc
 		ran = append(ran, Ran{ID: r.slot.id, Site: site, Phase: phase, Reason: reason})

@@ -64,7 +64,7 @@ func (r *Runner) cacheMiss(prev *llm.Request, prevV int, req *llm.Request, rec *
 	}
 	k := commonPrefix(prev.Messages, req.Messages)
 	if k < len(req.Messages) && isReminder(req.Messages[k]) {
-		return "reminder " + refList(rec.Reminded) + " added" + paren(byEffects(rec.Effects, effects.BeforeCall))
+		return "reminder " + refList(rec.Reminded) + " added" + r.remindedBy(rec.Reminded)
 	}
 	if k < len(prev.Messages) && isReminder(prev.Messages[k]) {
 		s := "reminder of step " + fmt.Sprint(prev.Step) + " dropped"
@@ -132,7 +132,7 @@ func (r *Runner) systemMiss(rec *Step, mods *stepmods.Mods) string {
 	case d.hasOld:
 		where, name, kind := part(d.old)
 		if ref := (defs.Ref{Kind: kind, Name: name}); slices.Contains(rec.Disabled, ref) {
-			return "prefix broke in " + where + ": " + kind.String() + ":" + name + " withdrawn (disabled" + r.disabledBy(ref, rec) + ")"
+			return "prefix broke in " + where + ": " + kind.String() + ":" + name + " withdrawn (disabled" + r.disabledBy(ref) + ")"
 		}
 		if kind == defs.KindSystem && mods.Systems != nil && !slices.Contains(mods.Systems, name) {
 			return "prefix broke in " + where + ": " + kind.String() + ":" + name + " withdrawn (limited" + byEffects(rec.Effects, effects.BeforeCall) + ")"
@@ -160,7 +160,7 @@ func (r *Runner) toolsMiss(old, new []llm.ToolSpec, rec *Step, mods *stepmods.Mo
 	case i < len(old) && !has(new, old[i].Name):
 		name := old[i].Name
 		if ref := (defs.Ref{Kind: defs.KindTool, Name: name}); slices.Contains(rec.Disabled, ref) {
-			return "tool list changed: " + name + " withdrawn (disabled" + r.disabledBy(ref, rec) + ")"
+			return "tool list changed: " + name + " withdrawn (disabled" + r.disabledBy(ref) + ")"
 		}
 		if mods.Tools != nil && !slices.Contains(mods.Tools, name) {
 			return "tool list changed: " + name + " withdrawn (limited" + byEffects(rec.Effects, effects.BeforeCall) + ")"
@@ -176,14 +176,35 @@ func (r *Runner) toolsMiss(old, new []llm.ToolSpec, rec *Step, mods *stepmods.Mo
 	return "tool list changed"
 }
 
-// disabledBy returns who disabled ref at this step: " by the prompt
-// function" when it was disabled before the effects ran, else " by effect
-// ID" naming the effects that ran before the call (or "").
-func (r *Runner) disabledBy(ref defs.Ref, rec *Step) string {
-	if slices.Contains(r.byPrompt, ref) {
-		return " by the prompt function"
+// disabledBy returns who disabled ref at this step: " by effect ID" for
+// the effect that disabled it first, else " by the prompt function".
+func (r *Runner) disabledBy(ref defs.Ref) string {
+	if by, _ := r.c().Registry().DisabledBy(ref.Kind, ref.Name); by != "" {
+		return " by effect " + by
 	}
-	return byEffects(rec.Effects, effects.BeforeCall)
+	return " by the prompt function"
+}
+
+// remindedBy returns who reminded refs: " (by effect ID)" naming the
+// effects that reminded them first, with "the prompt function" for those
+// it reminded.
+func (r *Runner) remindedBy(refs []defs.Ref) string {
+	var who []string
+	for _, ref := range refs {
+		by, _ := r.c().Registry().RemindedBy(ref.Kind, ref.Name)
+		if by == "" {
+			by = "the prompt function"
+		} else {
+			by = "effect " + by
+		}
+		if !slices.Contains(who, by) {
+			who = append(who, by)
+		}
+	}
+	if len(who) == 0 {
+		return ""
+	}
+	return " (by " + strings.Join(who, ", ") + ")"
 }
 
 // wasDisabled reports whether the previous request left the definition out

@@ -74,6 +74,22 @@ func TestCacheMissCauses(t *testing.T) {
 					return nil
 				}, effects.Key("guard"))
 			}},
+		{name: "tool disabled by one of two effects", at: 1, want: "tool list changed: search withdrawn (disabled by effect key:guard)",
+			fn: func(p *prompt.Prompt, n int, search defs.Handle) {
+				p.Effect(effects.Always, func(ctx context.Context, s *effects.Step) error { return nil }, effects.Key("idle"))
+				p.Effect(effects.Always, func(ctx context.Context, s *effects.Step) error {
+					if s.Number >= 1 {
+						search.Disable()
+					}
+					return nil
+				}, effects.Key("guard"))
+				p.Effect(effects.Always, func(ctx context.Context, s *effects.Step) error {
+					if s.Number >= 1 {
+						search.Disable() // again: the first to disable is named
+					}
+					return nil
+				}, effects.Key("late"), effects.InPhase(effects.BeforeCall))
+			}},
 		{name: "tool disabled by the prompt function", at: 1, want: "tool list changed: search withdrawn (disabled by the prompt function)",
 			fn: func(p *prompt.Prompt, n int, search defs.Handle) {
 				if n >= 1 {

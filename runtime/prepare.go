@@ -35,9 +35,7 @@ func (r *Runner) prepare(ctx context.Context) (*Step, *effects.Step, *llm.Reques
 	r.grow(len(added))
 	r.transcript = append(r.transcript, added...)
 
-	// Stage 3: the effects before the call. What is disabled already was
-	// disabled by the prompt function, which cacheMiss tells apart.
-	r.byPrompt = reg.DisabledRefs()
+	// Stage 3: the effects before the call.
 	es := r.effectStep(n, &r.before)
 	ran, err := r.c().Effects().Run(ctx, effects.BeforeCall, es)
 	rec.Effects = ran

@@ -45,7 +45,6 @@ type Runner struct {
 	generation int            // incremented by every rewrite of the transcript
 	prevRec    *Step          // the record of the last request rendered, for cacheMiss
 	prevGen    int            // generation when it was rendered
-	byPrompt   []defs.Ref     // what the prompt function disabled at this step, before the effects ran, for cacheMiss
 	savedGen   int            // generation of the last checkpoint saved
 	saved      []defs.Message // transcript of the last checkpoint saved
 	pending    *session.Pending

@@ -71,13 +71,16 @@ func (p *Prompt) Turn() (int, string) { return p.turn, p.turnMessage }
 // New returns a Prompt with empty definitions, state and effects. input is
 // the task a sub-agent was given ("" for a top-level prompt).
 func New(input string) *Prompt {
-	return &Prompt{
+	p := &Prompt{
 		reg:      defs.NewRegistry(),
 		store:    state.New(),
 		input:    input,
 		seen:     make(map[string]struct{}),
 		restored: make(map[string]struct{}),
 	}
+	// Disables and reminders made while an effect runs are its own.
+	p.eff.OnRun(p.reg.SetActor)
+	return p
 }
 
 // Registry returns the prompt's definitions.
