@@ -384,3 +384,35 @@ func TestTurnStartKeepsTheRecord(t *testing.T) {
 		assert.Equal(t, "stop", cp.Record.Finish, "AtStep(%d): the record of the turn's answer", step)
 	}
 }
+
+// TestResumedStepKeepsFinishAndSent: a turn's first step cut short after
+// the model's reply (its tool call cancels the run) and resumed by a new
+// process shows the reply's finish reason and the turn's message in its
+// record, as the step would have if it had not been cut.
+func TestResumedStepKeepsFinishAndSent(t *testing.T) {
+	ctx := context.Background()
+	st := session.NewMemory()
+	cfg := runtime.Config{Store: st, SessionID: "cut"}
+	cctx, cancel := context.WithCancel(ctx)
+	fn := func(p *prompt.Prompt) error {
+		prompt.DefTool(p, "slow", "Waits.", func(ctx context.Context, _ struct{}) (string, error) {
+			cancel()
+			<-ctx.Done()
+			return "", ctx.Err()
+		})
+		return nil
+	}
+	r := runtime.New(snapshots.Script(snapshots.CallTool("slow", struct{}{})), fn, cfg)
+	_, err := r.Continue(cctx, "hello")
+	require.ErrorIs(t, err, context.Canceled)
+
+	r, err = runtime.Resume(ctx, snapshots.Script(snapshots.Text("done")), fn, cfg)
+	require.NoError(t, err)
+	res, err := r.Run(ctx)
+	require.NoError(t, err)
+	first := res.Steps[0]
+	require.True(t, first.Resumed, "the first step is the resumed one")
+	assert.Equal(t, llm.FinishToolCalls, first.Reply.FinishReason, "the resumed step's finish reason")
+	assert.Equal(t, []defs.Message{defs.UserMessage("hello")}, first.Sent, "the resumed step's sent messages")
+	assert.Nil(t, res.Steps[1].Sent, "the next step's sent messages")
+}

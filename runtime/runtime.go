@@ -42,9 +42,14 @@ type Runner struct {
 	completer effects.Completer
 	// Sessions (see save.go).
 	seq        int64
-	generation int            // incremented by every rewrite of the transcript
-	prevRec    *Step          // the record of the last request rendered, for cacheMiss
-	prevGen    int            // generation when it was rendered
+	generation int   // incremented by every rewrite of the transcript
+	prevRec    *Step // the record of the last request rendered, for cacheMiss
+	prevGen    int   // generation when it was rendered
+	// The reply's finish reason and the messages sent at the start of the
+	// step whose reply savePending saves (session.Pending), for its record
+	// once resumed.
+	pendFinish llm.FinishReason
+	pendSent   []defs.Message
 	savedGen   int            // generation of the last checkpoint saved
 	saved      []defs.Message // transcript of the last checkpoint saved
 	pending    *session.Pending
@@ -328,6 +333,7 @@ func (r *Runner) next(ctx context.Context) (*Step, error) {
 	}
 	reply := rec.Reply.Message
 	given, held := r.classify(reply, offered) // calls that need approval (approval.go)
+	r.pendFinish, r.pendSent = rec.Reply.FinishReason, rec.Sent
 	if err := r.savePending(ctx, reply, nil); err != nil {
 		return rec, &StepError{Step: rec.Number, Op: OpCheckpoint, Err: err}
 	}

@@ -202,7 +202,8 @@ func (r *Runner) savePending(ctx context.Context, reply defs.Message, results []
 	if r.cfg.Store == nil {
 		return nil
 	}
-	return r.save(ctx, false, &session.Pending{Reply: reply, Results: append([]defs.ToolResult(nil), results...), Offered: r.offered, Approvals: r.approvals})
+	return r.save(ctx, false, &session.Pending{Reply: reply, Results: append([]defs.ToolResult(nil), results...), Offered: r.offered, Approvals: r.approvals,
+		FinishReason: string(r.pendFinish), Sent: r.pendSent})
 }
 
 // resumePending completes a step interrupted by a crash after the model's
@@ -211,7 +212,9 @@ func (r *Runner) resumePending(ctx context.Context) (*Step, error) {
 	p := r.pending
 	r.pending = nil
 	n := r.step
-	rec := &Step{Number: n, Turn: r.conv.turn, Resumed: r.restored, Reply: &llm.Reply{Message: p.Reply}}
+	rec := &Step{Number: n, Turn: r.conv.turn, Resumed: r.restored, Sent: p.Sent,
+		Reply: &llm.Reply{Message: p.Reply, FinishReason: llm.FinishReason(p.FinishReason)}}
+	r.pendFinish, r.pendSent = rec.Reply.FinishReason, p.Sent
 	r.restored = false
 	defer func() {
 		if r.pending == nil { // not paused again for a question (ask.go)

@@ -228,17 +228,23 @@ func DecodeMessage(data []byte) (defs.Message, error) { return msgcodec.Decode(d
 // storedPending is the stored form of a Pending, with its reply's and
 // results' arguments kept as received.
 type storedPending struct {
-	Reply     msgcodec.Message  `json:"reply"`
-	Results   []msgcodec.Result `json:"results,omitempty"`
-	Offered   []string          `json:"offered"`
-	Approvals []Approval        `json:"approvals,omitempty"`
+	Reply     msgcodec.Message   `json:"reply"`
+	Results   []msgcodec.Result  `json:"results,omitempty"`
+	Offered   []string           `json:"offered"`
+	Approvals []Approval         `json:"approvals,omitempty"`
+	Finish    string             `json:"finish_reason,omitempty"`
+	Sent      []msgcodec.Message `json:"sent,omitempty"`
 }
 
 func storePending(p *Pending) *storedPending {
 	if p == nil {
 		return nil
 	}
-	return &storedPending{Reply: msgcodec.Store(p.Reply), Results: msgcodec.StoreResults(p.Results), Offered: p.Offered, Approvals: p.Approvals}
+	sp := &storedPending{Reply: msgcodec.Store(p.Reply), Results: msgcodec.StoreResults(p.Results), Offered: p.Offered, Approvals: p.Approvals, Finish: p.FinishReason}
+	for _, m := range p.Sent {
+		sp.Sent = append(sp.Sent, msgcodec.Store(m))
+	}
+	return sp
 }
 
 func (s *storedPending) load() (*Pending, error) {
@@ -249,7 +255,15 @@ func (s *storedPending) load() (*Pending, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Pending{Reply: reply, Results: msgcodec.LoadResults(s.Results), Offered: s.Offered, Approvals: s.Approvals}, nil
+	p := &Pending{Reply: reply, Results: msgcodec.LoadResults(s.Results), Offered: s.Offered, Approvals: s.Approvals, FinishReason: s.Finish}
+	for _, sm := range s.Sent {
+		m, err := sm.Load()
+		if err != nil {
+			return nil, fmt.Errorf("pending sent message: %w", err)
+		}
+		p.Sent = append(p.Sent, m)
+	}
+	return p, nil
 }
 
 // Row is one stored message: its index in the transcript and its stored

@@ -127,6 +127,13 @@ type Pending struct {
 	// run continues, unless Started, which means it was cut short (see
 	// Approval). Nil when no call needed one.
 	Approvals []Approval `json:"approvals,omitempty"`
+	// FinishReason is why the model ended the reply (llm.FinishReason's
+	// value), and Sent the user messages that joined the transcript at the
+	// start of the step (runtime.Step.Sent): the resumed step's record
+	// shows them as the interrupted run would have. Empty in checkpoints
+	// written before they were kept.
+	FinishReason string         `json:"finish_reason,omitempty"`
+	Sent         []defs.Message `json:"sent,omitempty"`
 }
 
 // Approval is the state of a tool call that needs a person's decision.
