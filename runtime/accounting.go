@@ -53,10 +53,13 @@ type ledger struct {
 	// messages the request repeats as an exact prefix, or -1 when its
 	// system prompt, tools or native output differ (see cacheMiss).
 	matched int
-	epoch   int     // incremented when the transcript is rewritten
-	exact   bool    // the counter is a real tokenizer
-	memo    bool    // counts are worth caching by content (not the built-in estimate)
-	calib   float64 // scale of an estimate, see observe
+	epoch   int // incremented when the transcript is rewritten
+	// kept is, after a rewrite, how many leading messages of the
+	// transcript it left as they were (sync compares them anyway).
+	kept  int
+	exact bool    // the counter is a real tokenizer
+	memo  bool    // counts are worth caching by content (not the built-in estimate)
+	calib float64 // scale of an estimate, see observe
 
 	// The prefix sums and hashes of the transcript before the last
 	// rewrite, reused at the next one: a rewrite reads the old ones while
@@ -113,6 +116,7 @@ func (l *ledger) sync(transcript []defs.Message) {
 		if len(l.msgs) > 0 {
 			l.epoch++
 		}
+		l.kept = 0
 		l.truncate(0)
 		l.first, l.msgs = nil, nil
 		return
@@ -137,6 +141,7 @@ func (l *ledger) sync(transcript []defs.Message) {
 	for k < len(old) && k < len(transcript) && sameMessage(old[k], transcript[k]) {
 		k++
 	}
+	l.kept = k
 	oldCum, oldHashes := l.cum, l.hashes
 	l.cum = append(l.spareCum[:0], oldCum[:k+1]...)
 	if l.memo {
@@ -311,14 +316,21 @@ func (l *ledger) requestTokens(req *llm.Request, verbatim int) (input, shared in
 	l.matched = -1
 	if prev != nil && prev.System == req.System && sameTools(prev.Tools, req.Tools) && sameNativeOutput(prev.Output, req.Output) {
 		var k int
-		if l.prevE == l.epoch && verbatim > 0 && l.prevV > 0 {
+		switch {
+		case l.prevE == l.epoch && verbatim > 0 && l.prevV > 0:
 			k = min(verbatim, l.prevV)
-			// Messages past the verbatim part may still match.
-			for k < len(prev.Messages) && k < len(req.Messages) && sameMessage(prev.Messages[k], req.Messages[k]) {
-				k++
-			}
-		} else {
-			k = commonPrefix(prev.Messages, req.Messages)
+		case l.prevE+1 == l.epoch && verbatim > 0 && l.prevV > 0:
+			// One rewrite since: the previous request's verbatim part was
+			// a prefix of the transcript the rewrite replaced, whose first
+			// kept messages it left alone, so the two requests agree up to
+			// there and differ at the first message it changed (if the
+			// previous request had it verbatim), found without comparing
+			// the history again.
+			k = min(verbatim, l.prevV, l.kept)
+		}
+		// Messages past the part known to match may still match.
+		for k < len(prev.Messages) && k < len(req.Messages) && sameMessage(prev.Messages[k], req.Messages[k]) {
+			k++
 		}
 		l.matched = k
 		if k <= verbatim {

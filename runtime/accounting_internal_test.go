@@ -2,12 +2,15 @@ package runtime
 
 import (
 	"encoding/json"
+	"math/rand/v2"
+	"slices"
 	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 
 	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/llm"
 )
 
 // lenCounter counts a byte a token and records what it tokenises.
@@ -80,4 +83,58 @@ func TestLedgerCountsOnlyChangedMessages(t *testing.T) {
 	l.cache = [2]map[uint64]int{}
 	tr = msgs("r3", "new", "summary", "task", "a3", "more2")
 	check("reordered after eviction", tr, "new")
+}
+
+// TestLedgerMatchedAfterRewrites checks, over random runs of appends and
+// rewrites (0 to 2 between requests, some appends reallocating the
+// transcript, some requests with a view message past the transcript), that
+// the prefix requestTokens finds shared with the previous request is the
+// one a comparison from scratch finds.
+func TestLedgerMatchedAfterRewrites(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for run := range 200 {
+		l := newLedger(lenCounter{seen: map[string]int{}})
+		var tr []defs.Message
+		var prev *llm.Request
+		next := 0
+		fresh := func() defs.Message { next++; return defs.UserMessage("m" + strconv.Itoa(next)) }
+		for step := range 30 {
+			for range rng.IntN(4) {
+				if rng.IntN(5) == 0 {
+					tr = slices.Clone(tr) // the array moves
+				}
+				tr = append(tr, fresh())
+				l.sync(tr)
+			}
+			for range rng.IntN(3) {
+				if len(tr) == 0 {
+					break
+				}
+				tr = slices.Clone(tr)
+				switch rng.IntN(3) {
+				case 0: // trim one message
+					tr[rng.IntN(len(tr))] = fresh()
+				case 1: // drop a middle part
+					i := rng.IntN(len(tr))
+					tr = slices.Delete(tr, i, i+rng.IntN(len(tr)-i)+1)
+				default: // nothing changed, but a new array
+				}
+				l.sync(tr)
+			}
+			l.sync(tr)
+			req := &llm.Request{Messages: tr}
+			verbatim := len(tr)
+			if rng.IntN(3) == 0 {
+				req.Messages = append(slices.Clip(tr), defs.UserMessage("view"))
+			}
+			l.requestTokens(req, verbatim)
+			if prev != nil {
+				want := commonPrefix(prev.Messages, req.Messages)
+				if !assert.Equal(t, want, l.matched, "run %d step %d", run, step) {
+					return
+				}
+			}
+			prev = req
+		}
+	}
 }

@@ -62,7 +62,10 @@ func (r *Runner) cacheMiss(prev *llm.Request, prevV int, req *llm.Request, rec *
 	case !sameNativeOutput(prev.Output, req.Output):
 		return "output schema changed"
 	}
-	k := commonPrefix(prev.Messages, req.Messages)
+	k := r.ledger.matched // the system prompt, tools and output matched: set
+	if k < 0 {
+		k = commonPrefix(prev.Messages, req.Messages)
+	}
 	if k < len(req.Messages) && isReminder(req.Messages[k]) {
 		return "reminder " + refList(rec.Reminded) + " added" + r.remindedBy(rec.Reminded)
 	}
