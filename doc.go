@@ -52,6 +52,7 @@
 //   - cmd/reprompt/internal/evalreport: the HTML page of reprompt eval report: cases × runs, failing checks and their steps, the baseline
 //   - internal/steprec: the step record and its golden text: one writer, one parser
 //   - internal/browsertest: the step viewer and the eval report in headless Chromium (a nested module)
+//   - internal/cachetest: the short agent the adapters' golden files show the prompt cache with
 //   - internal/callsite: names the places in user code where hooks were called and panics happened
 //   - internal/core: the state of a prompt behind its two faces, prompt (the handle) and runtime
 //   - internal/canon: the canonical text of a value, by which effects compare dependencies
