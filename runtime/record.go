@@ -3,8 +3,8 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"slices"
-	"unsafe"
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
@@ -264,15 +264,10 @@ func newReqMessages(prev *reqMessages, prevMsgs, msgs []defs.Message) *reqMessag
 func sameCopy(a, b *defs.Message) bool {
 	if a.Role == b.Role && a.Content == b.Content && a.Reasoning == b.Reasoning && a.ToolCallID == b.ToolCallID &&
 		a.Name == b.Name && a.IsError == b.IsError && len(a.ToolCalls) == len(b.ToolCalls) &&
-		(len(a.ToolCalls) == 0 || &a.ToolCalls[0] == &b.ToolCalls[0]) && sameMap(a.Meta, b.Meta) {
+		(len(a.ToolCalls) == 0 || &a.ToolCalls[0] == &b.ToolCalls[0]) && maps.Equal(a.Meta, b.Meta) {
 		return true
 	}
 	return a.Identical(*b)
-}
-
-// sameMap reports whether a and b are the same map (or both nil).
-func sameMap(a, b map[string]string) bool {
-	return *(*unsafe.Pointer)(unsafe.Pointer(&a)) == *(*unsafe.Pointer)(unsafe.Pointer(&b))
 }
 
 func (m *reqMessages) len() int {
