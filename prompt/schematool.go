@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"sync"
+	"sync/atomic"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -35,6 +37,9 @@ func resolveGiven(raw json.RawMessage) *toolSchema {
 	return v.(*toolSchema)
 }
 
+// schemaToolFunc is the type of DefSchemaTool's function.
+var schemaToolFunc = reflect.TypeFor[func(context.Context, json.RawMessage) (string, error)]()
+
 // DefSchemaTool declares a tool whose arguments are described by a JSON
 // Schema given as is, rather than generated from a Go type as DefTool does:
 // a tool of an MCP server, or of an API description. The schema (an object
@@ -52,11 +57,13 @@ func (p *Prompt) DefSchemaTool(name, description string, schema json.RawMessage,
 	if ts.Err != nil {
 		misuse("DefSchemaTool "+name, ts.Err, 1)
 	}
-	o, id := toolOpts(opts), funcID(fn)
-	if t := same(&e.Last, description, ts, o, id); t != nil {
-		return p.c().Registry().Declare(defs.Def{Kind: defs.KindTool, Name: name, Tool: t})
+	o := toolOpts(opts)
+	if t := same(&e.Last, description, ts, o, schemaToolFunc); t != nil {
+		return p.reuse(e, t, fn, o)
 	}
-	return p.declareTool(e, name, description, ts, nil, o, id, func(ctx context.Context, raw json.RawMessage) (string, error) {
-		return fn(ctx, orEmpty(raw))
+	held := new(atomic.Value)
+	held.Store(fn)
+	return p.declareTool(e, name, description, ts, nil, o, schemaToolFunc, held, func(ctx context.Context, raw json.RawMessage) (string, error) {
+		return held.Load().(func(context.Context, json.RawMessage) (string, error))(ctx, orEmpty(raw))
 	})
 }

@@ -7,7 +7,7 @@ import (
 	"reflect"
 	"strconv"
 	"sync"
-	"unsafe"
+	"sync/atomic"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -154,18 +154,20 @@ func DefTool[A, R any](p *Prompt, name, description string, fn func(ctx context.
 	if err := checkApprovalType(opts, typ); err != nil {
 		misuse("DefTool "+name, err, 1)
 	}
-	o, id := toolOpts(opts), funcID(fn)
-	if t := same(&e.Last, description, ts, o, id); t != nil {
-		return p.c().Registry().Declare(defs.Def{Kind: defs.KindTool, Name: name, Tool: t})
+	o, fnType := toolOpts(opts), reflect.TypeFor[func(context.Context, A) (R, error)]()
+	if t := same(&e.Last, description, ts, o, fnType); t != nil {
+		return p.reuse(e, t, fn, o)
 	}
-	return p.declareTool(e, name, description, ts, typ, o, id, func(ctx context.Context, raw json.RawMessage) (string, error) {
+	held := new(atomic.Value)
+	held.Store(fn)
+	return p.declareTool(e, name, description, ts, typ, o, fnType, held, func(ctx context.Context, raw json.RawMessage) (string, error) {
 		var args A
 		if !ts.NoFields || !known(ts, raw) { // a valid object decodes into no fields as nothing
 			if err := json.Unmarshal(orEmpty(raw), &args); err != nil {
 				return "", &ArgumentsError{Tool: name, Err: err}
 			}
 		}
-		res, err := fn(ctx, args)
+		res, err := held.Load().(func(context.Context, A) (R, error))(ctx, args)
 		if err != nil {
 			return "", err
 		}
@@ -174,19 +176,20 @@ func DefTool[A, R any](p *Prompt, name, description string, fn func(ctx context.
 }
 
 // declareTool declares a tool whose arguments ts describes and validates,
-// and which runs call, the wrapper of the user's function fn (see
-// sameTool).
-func (p *Prompt) declareTool(e *core.ToolEntry, name, description string, ts *toolSchema, typ reflect.Type, o toolOptions, fn unsafe.Pointer, call defs.ToolFunc) defs.Handle {
+// and which runs call, the wrapper of the user's function of type fnType,
+// which fn holds (see same).
+func (p *Prompt) declareTool(e *core.ToolEntry, name, description string, ts *toolSchema, typ reflect.Type, o toolOptions, fnType reflect.Type, fn *atomic.Value, call defs.ToolFunc) defs.Handle {
+	approve, approval := approvalOf(o)
 	t := &defs.Tool{
 		Name:          name,
 		Description:   description,
 		Idempotent:    o.idempotent,
-		NeedsApproval: o.approval,
+		NeedsApproval: approve,
 		Schema:        ts.Raw,
 		Validate:      validator(ts, name),
 		Call:          call,
 	}
-	e.Last = core.LastTool{Tool: t, Schema: ts, Type: typ, Fn: fn}
+	e.Last = core.LastTool{Tool: t, Schema: ts, Type: typ, FnType: fnType, Fn: fn, Approval: approval}
 	return p.c().Registry().Declare(defs.Def{Kind: defs.KindTool, Name: name, Tool: t})
 }
 

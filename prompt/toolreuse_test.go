@@ -3,6 +3,7 @@ package prompt_test
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -15,22 +16,30 @@ import (
 func staticTool(context.Context, struct{}) (string, error) { return "static", nil }
 
 // toolsOf executes fn as steps 0..n-1 of one prompt and returns the tool
-// named name as each execution declared it.
-func toolsOf(t *testing.T, n int, name string, fn func(p *prompt.Prompt, step int)) []*defs.Tool {
+// named name as each execution declared it, and what each returned when
+// called after its execution ("" when there is none, or it is an agent),
+// as the runtime calls the tools a step offered before the next execution.
+func toolsOf(t *testing.T, n int, name string, fn func(p *prompt.Prompt, step int)) ([]*defs.Tool, []string) {
 	t.Helper()
 	p := prompt.New("")
 	var out []*defs.Tool
+	var results []string
 	for step := range n {
 		_, err := p.Execute(step, func(p *prompt.Prompt) error { fn(p, step); return nil })
 		require.NoError(t, err)
 		d, ok := p.Registry().Lookup(defs.KindTool, name)
 		if !ok {
-			out = append(out, nil)
+			out, results = append(out, nil), append(results, "")
 			continue
 		}
 		out = append(out, d.Tool)
+		res := ""
+		if !d.Tool.Agent {
+			res = callTool(t, d.Tool)
+		}
+		results = append(results, res)
 	}
-	return out
+	return out, results
 }
 
 func callTool(t *testing.T, tool *defs.Tool) string {
@@ -40,9 +49,10 @@ func callTool(t *testing.T, tool *defs.Tool) string {
 	return out
 }
 
-// A tool declared again with the same function value, name, description,
-// schema and options is the same *defs.Tool; any difference makes a new
-// one, which runs the function given at that execution.
+// A tool declared again with the same name, description, schema, options
+// and function type is the same *defs.Tool, whatever its function values;
+// any other difference makes a new one. Either way a call runs the
+// function given at the execution that declared the tool last.
 func TestToolDeclaredAgainUnchangedIsReused(t *testing.T) {
 	kept := func(context.Context, struct{}) (string, error) { return "kept", nil }
 	tests := []struct {
@@ -62,7 +72,14 @@ func TestToolDeclaredAgainUnchangedIsReused(t *testing.T) {
 		}, []bool{true, true}, []string{"lit", "lit", "lit"}},
 		{"closure capturing the step", func(p *prompt.Prompt, step int) {
 			prompt.DefTool(p, "t", "d", func(context.Context, struct{}) (int, error) { return step, nil })
-		}, []bool{false, false}, []string{"0", "1", "2"}},
+		}, []bool{true, true}, []string{"0", "1", "2"}},
+		{"result type changes", func(p *prompt.Prompt, step int) {
+			if step == 1 {
+				prompt.DefTool(p, "t", "d", func(context.Context, struct{}) (int, error) { return step, nil })
+				return
+			}
+			prompt.DefTool(p, "t", "d", staticTool)
+		}, []bool{false, false}, []string{"static", "1", "static"}},
 		{"description changes", func(p *prompt.Prompt, step int) {
 			prompt.DefTool(p, "t", []string{"a", "a", "b"}[step], staticTool)
 		}, []bool{true, false}, []string{"static", "static", "static"}},
@@ -78,6 +95,13 @@ func TestToolDeclaredAgainUnchangedIsReused(t *testing.T) {
 		}, []bool{true, true}, []string{"static", "static", "static"}},
 		{"needs approval if", func(p *prompt.Prompt, _ int) {
 			prompt.DefTool(p, "t", "d", staticTool, prompt.NeedsApprovalIf(func(struct{}) bool { return true }))
+		}, []bool{true, true}, []string{"static", "static", "static"}},
+		{"approval at one step", func(p *prompt.Prompt, step int) {
+			var opts []prompt.ToolOption
+			if step == 1 {
+				opts = append(opts, prompt.NeedsApproval())
+			}
+			prompt.DefTool(p, "t", "d", staticTool, opts...)
 		}, []bool{false, false}, []string{"static", "static", "static"}},
 		{"schema tool", func(p *prompt.Prompt, _ int) {
 			p.DefSchemaTool("t", "d", json.RawMessage(`{"type":"object"}`), func(context.Context, json.RawMessage) (string, error) { return "schema", nil })
@@ -99,12 +123,12 @@ func TestToolDeclaredAgainUnchangedIsReused(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tools := toolsOf(t, 3, "t", tt.decl)
+			tools, results := toolsOf(t, 3, "t", tt.decl)
 			for i, same := range tt.same {
 				assert.Equal(t, same, tools[i] == tools[i+1], "step %d's tool is step %d's", i+1, i)
 			}
 			for i, want := range tt.want {
-				assert.Equal(t, want, callTool(t, tools[i]), "step %d", i)
+				assert.Equal(t, want, results[i], "step %d", i)
 			}
 		})
 	}
@@ -112,7 +136,7 @@ func TestToolDeclaredAgainUnchangedIsReused(t *testing.T) {
 
 // A tool not declared at one execution is made anew when declared again.
 func TestToolDeclaredAfterAGapIsNew(t *testing.T) {
-	tools := toolsOf(t, 3, "t", func(p *prompt.Prompt, step int) {
+	tools, _ := toolsOf(t, 3, "t", func(p *prompt.Prompt, step int) {
 		if step != 1 {
 			prompt.DefTool(p, "t", "d", staticTool)
 		}
@@ -174,4 +198,48 @@ func TestToolSwappedOutIsForgotten(t *testing.T) {
 // option changed would keep the old one.
 func TestToolReuseComparesEveryOption(t *testing.T) {
 	assert.Equal(t, 3, prompt.ToolOptionFields, "compare the new option in sameTool (prompt/toolreuse.go), then update this count")
+}
+
+// A closure made anew at every execution (it captures the step) and an
+// approval decision that does are declared again without allocating a
+// new tool, and a call runs this execution's function and decision.
+func TestToolWithNewClosuresAllocatesNothing(t *testing.T) {
+	p := prompt.New("")
+	step := 0
+	fn := func(p *prompt.Prompt) error {
+		n := step
+		prompt.DefTool(p, "t", "d", func(context.Context, struct{}) (int, error) { return n, nil },
+			prompt.NeedsApprovalIf(func(struct{}) bool { return n%2 == 0 }))
+		return nil
+	}
+	_, err := p.Execute(step, fn)
+	require.NoError(t, err)
+	first, _ := p.Registry().Lookup(defs.KindTool, "t")
+	allocs := testing.AllocsPerRun(100, func() {
+		step++
+		_, err := p.Execute(step, fn)
+		require.NoError(t, err, "Execute")
+	})
+	d, _ := p.Registry().Lookup(defs.KindTool, "t")
+	assert.Same(t, first.Tool, d.Tool, "the tool is reused")
+	assert.Equal(t, strconv.Itoa(step), callTool(t, d.Tool), "the call runs the last execution's closure")
+	need, err := d.Tool.NeedsApproval(json.RawMessage(`{}`))
+	require.NoError(t, err)
+	assert.Equal(t, step%2 == 0, need, "the last execution's approval decision")
+	// The user's: the two closures, n (which both capture), NeedsApprovalIf's
+	// decision and option, and the variadic slice of options. The tool adds
+	// none (it added 2 when a new closure made a new tool).
+	assert.Equal(t, 6.0, allocs)
+
+	bare := func(p *prompt.Prompt) error {
+		n := step
+		prompt.DefTool(p, "t", "d", func(context.Context, struct{}) (int, error) { return n, nil })
+		return nil
+	}
+	allocs = testing.AllocsPerRun(100, func() {
+		step++
+		_, err := p.Execute(step, bare)
+		require.NoError(t, err, "Execute")
+	})
+	assert.Equal(t, 1.0, allocs, "the closure alone (3 when it made a new tool)")
 }

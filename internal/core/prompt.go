@@ -24,7 +24,6 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
@@ -351,8 +350,16 @@ type ToolEntry struct {
 type LastTool struct {
 	Tool   *defs.Tool
 	Schema *Schema
-	Type   reflect.Type   // DefTool's argument type, which Schema was made for; nil for a tool with a given schema
-	Fn     unsafe.Pointer // the identity of the user's function (package prompt's funcID)
+	Type   reflect.Type // DefTool's argument type, which Schema was made for; nil for a tool with a given schema
+	// FnType is the type of the user's function, and Fn holds the function
+	// the last execution gave, which Tool's Call runs (and Approval the
+	// approval decision it gave, which Tool's NeedsApproval asks, or nil):
+	// a tool declared again unchanged but for its function values keeps
+	// its Tool and runs the functions of the execution that declared it
+	// last. Tools run between executions, never during one.
+	FnType   reflect.Type
+	Fn       *atomic.Value
+	Approval *atomic.Value
 }
 
 // DeclareTool marks name as declared by this execution at pc. It returns
