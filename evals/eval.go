@@ -226,6 +226,7 @@ func (e *Eval[In, Out]) Run(ctx context.Context, w io.Writer) (*Report, error) {
 				if b.stopped() == "" && runCtx.Err() == nil {
 					res = e.runOne(runCtx, names[j.c], &e.Cases[j.c], j.run, j.checks, b)
 				}
+				reportRun(ctx, names[j.c], j.run, res) // Test's progress (progress.go)
 				results <- done{j.c, res}
 			}
 		})
