@@ -88,7 +88,8 @@ func (e *Eval[In, Out]) Test(t *testing.T, min Threshold) *Report {
 }
 
 // OutEnv is the environment variable that, set to a directory, makes
-// Eval.Test write each eval's result file there (OutPath):
+// Eval.Test write each eval's result file there (OutPath), as "reprompt
+// eval run" has it do:
 //
 //	REPROMPT_EVAL_OUT=out go test ./triage -run '^TestTriageEval$'
 //	reprompt eval report out/triage.json --baseline baseline.json
