@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -64,12 +65,15 @@ func TestTestProgress(t *testing.T) {
 }
 
 // TestTestFromEnv: DatasetEnv replaces the eval's cases with a file's,
-// KEnv its runs a case.
+// KEnv its runs a case; with StepsEnv each run's steps are written as a
+// golden step file.
 func TestTestFromEnv(t *testing.T) {
 	dataset, err := filepath.Abs("testdata/issues.yaml")
 	require.NoError(t, err)
+	steps := t.TempDir()
 	t.Setenv(evals.DatasetEnv, dataset)
 	t.Setenv(evals.KEnv, "3")
+	t.Setenv(evals.StepsEnv, steps)
 	e := triageEval(func(string, int) (llm.Model, error) { return server() })
 	rep := e.Test(t, evals.Threshold{})
 	require.Len(t, rep.Cases, 2, "the cases of %s", dataset)
@@ -77,4 +81,20 @@ func TestTestFromEnv(t *testing.T) {
 	assert.Equal(t, 3, rep.K, "K")
 	assert.Equal(t, 3, rep.Cases[0].Figures.Runs, "runs of a case")
 	assert.Equal(t, 2, e.K, "the eval itself, unchanged")
+	assert.Len(t, e.Checks, 2, "the eval's checks, unchanged")
+
+	path := evals.StepsPath(steps, "triage", "typo", 2)
+	assert.Equal(t, filepath.Join(steps, "triage", "typo", "run-2.txtar"), path, "StepsPath")
+	golden, err := os.ReadFile(path)
+	require.NoError(t, err, "the steps of a run")
+	assert.True(t, strings.HasPrefix(string(golden), "reprompt snapshot v1\n-- step 0/system --\n"), "a golden step file:\n%s", golden)
+	assert.Contains(t, string(golden), "call: call_1 read_issue {\"number\":2}\n", "the run's steps")
+	for _, c := range rep.Cases {
+		for _, r := range c.Runs {
+			assert.Equal(t, c.Figures.Passed == 3, r.Pass, "%s run %d: the check that writes the steps never fails", c.Name, r.Run)
+			for _, f := range r.Failures {
+				assert.NotEqual(t, "steps", f.Check, "%s run %d: failures", c.Name, r.Run)
+			}
+		}
+	}
 }

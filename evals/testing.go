@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/reprompt/reprompt/evals/check"
 	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/snapshots"
 )
@@ -116,14 +117,45 @@ const DatasetEnv = "REPROMPT_EVAL_DATASET"
 // then at most n).
 const KEnv = "REPROMPT_EVAL_K"
 
+// StepsEnv is the environment variable that, set to a directory, makes
+// Eval.Test write each run's steps there as a golden step file
+// (snapshots.Format), at StepsPath: "reprompt eval run" renders each as a
+// page of the step viewer, which the report links to.
+const StepsEnv = "REPROMPT_EVAL_STEPS"
+
+// StepsPath returns the golden step file that Eval.Test writes the steps
+// of run (from 0) of the case named caseName, of the eval named eval, to
+// in the directory dir (StepsEnv): dir/<eval>/<case>/run-<n>.txtar, the
+// names made file names as Recordings makes a case's.
+func StepsPath(dir, eval, caseName string, run int) string {
+	return filepath.Join(dir, fileName(eval), fileName(caseName), fmt.Sprintf("run-%d.txtar", run))
+}
+
+// writeSteps is the check, last of a run's, that writes its steps to
+// the StepsPath of dir; it never fails the run (a file not written has
+// no link).
+func writeSteps(dir, eval string) check.Check {
+	return check.CheckFunc("steps", func(_ context.Context, tr *check.Trajectory) error {
+		path := StepsPath(dir, eval, tr.Case, tr.Run)
+		if os.MkdirAll(filepath.Dir(path), 0o755) == nil {
+			_ = os.WriteFile(path, snapshots.Format(tr.Result.Steps, tr.Err), 0o644)
+		}
+		return nil
+	})
+}
+
 // fromEnv returns e with the cases and K that DatasetEnv and KEnv ask
-// for; e itself if they are not set.
+// for, and writing its runs' steps where StepsEnv asks; e itself if they
+// are not set.
 func (e *Eval[In, Out]) fromEnv() (*Eval[In, Out], error) {
-	path, k := os.Getenv(DatasetEnv), os.Getenv(KEnv)
-	if path == "" && k == "" {
+	path, k, steps := os.Getenv(DatasetEnv), os.Getenv(KEnv), os.Getenv(StepsEnv)
+	if path == "" && k == "" && steps == "" {
 		return e, nil
 	}
 	ec := *e
+	if steps != "" {
+		ec.Checks = append(slices.Clip(e.Checks), writeSteps(steps, e.Name))
+	}
 	if path != "" {
 		cases, err := Load[In, Out](path)
 		if err != nil {
