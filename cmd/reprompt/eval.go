@@ -49,14 +49,15 @@ func evalReport(path, baseline, out string, stdout io.Writer) error {
 			return fmt.Errorf("baseline: %w", err)
 		}
 	}
-	return renderEval(rep, path, base, baseline, out, "", stdout)
+	return renderEval(rep, path, base, baseline, out, "", nil, stdout)
 }
 
 // renderEval writes rep, read from path, as evalReport does: compared
 // with base, read from baseline, if base is not nil. The line that names
-// the page written names written first, if not "".
-func renderEval(rep *evals.Report, path string, base *evals.Report, baseline, out, written string, stdout io.Writer) error {
-	opts := evalreport.Options{Source: path}
+// the page written names written first, if not "". steps, if not nil,
+// gives the links to the runs' steps (evalreport.Options.Steps).
+func renderEval(rep *evals.Report, path string, base *evals.Report, baseline, out, written string, steps func(c, run int) string, stdout io.Writer) error {
+	opts := evalreport.Options{Source: path, Steps: steps}
 	if base != nil {
 		opts.Baseline, opts.BaseSource = base, baseline
 		opts.Comparison = evals.Compare(base, rep, 0)

@@ -6,13 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/reprompt/reprompt/cmd/reprompt/internal/showtext"
+	"github.com/reprompt/reprompt/cmd/reprompt/internal/viewer"
 	"github.com/reprompt/reprompt/evals"
 )
 
@@ -98,7 +102,8 @@ func evalRun(ctx context.Context, o evalRunOptions, stdout, stderr io.Writer) er
 		return err
 	}
 	defer pf.Close()
-	env = append(env, evals.ProgressEnv+"="+progress)
+	steps := filepath.Join(tmp, "steps")
+	env = append(env, evals.ProgressEnv+"="+progress, evals.StepsEnv+"="+steps)
 
 	cmd := exec.Command("go", args...)
 	cmd.Env = env
@@ -183,8 +188,15 @@ wait:
 			b = nil
 		}
 		compared = compared || b != nil
-		if err := renderEval(rep, path, b, o.baseline, "", path, stdout); err != nil {
+		links, err := writeStepPages(steps, dir, rep)
+		if err != nil {
 			errs = append(errs, err)
+		}
+		if err := renderEval(rep, path, b, o.baseline, "", path, links, stdout); err != nil {
+			errs = append(errs, err)
+		}
+		if n := countLinks(rep, links); n > 0 {
+			fmt.Fprintf(stdout, "wrote the steps of %d %s in %s\n", n, plural(n, "run", "runs"), showtext.Printable(strings.TrimSuffix(path, ".json")+"-runs"))
 		}
 	}
 	if base != nil && !compared && len(results) > 0 {
@@ -208,4 +220,67 @@ func joinArgs(args []string) string {
 		b.WriteString(a)
 	}
 	return b.String()
+}
+
+// writeStepPages writes the page of the steps of each run of rep that
+// wrote its golden step file into steps (evals.StepsEnv), with that file,
+// to dir/<eval>-runs/<case>/run-<n>.html and .txtar, and returns the
+// links of the report to them: a failed run's, to the step its first
+// check failed at.
+func writeStepPages(steps, dir string, rep *evals.Report) (func(c, run int) string, error) {
+	links := map[[2]int]string{}
+	for c, cr := range rep.Cases {
+		for _, r := range cr.Runs {
+			src := evals.StepsPath(steps, rep.Eval, cr.Name, r.Run)
+			data, err := os.ReadFile(src)
+			if err != nil {
+				continue // no steps: the run never started (its model, not made)
+			}
+			rel, err := filepath.Rel(steps, src)
+			if err != nil {
+				return nil, err
+			}
+			first, rest, _ := strings.Cut(filepath.ToSlash(rel), "/")
+			rel = filepath.FromSlash(first + "-runs/" + rest)
+			golden := filepath.Join(dir, rel)
+			if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
+				return nil, err
+			}
+			if err := os.WriteFile(golden, data, 0o644); err != nil {
+				return nil, err
+			}
+			run, err := viewer.FromFile(golden)
+			if err != nil {
+				continue // a run cut short: its report still shows its failures
+			}
+			run.Title = fmt.Sprintf("%s · %s · run %d", rep.Eval, cr.Name, r.Run)
+			page := strings.TrimSuffix(golden, ".txtar") + ".html"
+			if err := writeHTML(page, run); err != nil {
+				return nil, err
+			}
+			segs := strings.Split(filepath.ToSlash(strings.TrimSuffix(rel, ".txtar")+".html"), "/")
+			for i, s := range segs {
+				segs[i] = url.PathEscape(s)
+			}
+			link := strings.Join(segs, "/")
+			if len(r.Failures) > 0 && r.Failures[0].Step >= 0 {
+				link += fmt.Sprintf("#step-%d", r.Failures[0].Step) // the step the first check failed at
+			}
+			links[[2]int{c, r.Run}] = link
+		}
+	}
+	return func(c, run int) string { return links[[2]int{c, run}] }, nil
+}
+
+// countLinks counts the runs of rep that links gives a link.
+func countLinks(rep *evals.Report, links func(c, run int) string) int {
+	n := 0
+	for c, cr := range rep.Cases {
+		for _, r := range cr.Runs {
+			if links != nil && links(c, r.Run) != "" {
+				n++
+			}
+		}
+	}
+	return n
 }

@@ -47,6 +47,18 @@ func TestEvalRun(t *testing.T) {
 		html, err := os.ReadFile(page)
 		require.NoError(t, err, "the page")
 		assert.Contains(t, string(html), `<a class="chip pass" href="#c4-r3"`, "the page: a chip a run")
+
+		// Each run's steps: a golden step file, and its page, which the
+		// report links to.
+		assert.Contains(t, out, "\nwrote the steps of 16 runs in "+filepath.Join(goodDir, "triage-runs")+"\n", "the steps")
+		assert.Contains(t, string(html), `run 3 passed <span class="st">`, "the page: a run")
+		assert.Contains(t, string(html), ` <a class="steps" href="triage-runs/issue-4/run-3.html">steps</a></span></summary>`, "the page: the link to a run's steps")
+		steps, err := os.ReadFile(filepath.Join(goodDir, "triage-runs", "issue-4", "run-3.html"))
+		require.NoError(t, err, "the page of a run's steps")
+		assert.Contains(t, string(steps), "<title>triage · issue-4 · run 3", "the page of a run's steps")
+		golden, err := os.ReadFile(filepath.Join(goodDir, "triage-runs", "issue-4", "run-3.txtar"))
+		require.NoError(t, err, "the golden file of a run's steps")
+		assert.Contains(t, string(golden), "call: call_1 read_issue {\"number\":4}\n", "the golden file of a run's steps")
 	})
 
 	t.Run("regression", func(t *testing.T) {
@@ -65,6 +77,8 @@ func TestEvalRun(t *testing.T) {
 		html, err := os.ReadFile(filepath.Join(out, "triage.html"))
 		require.NoError(t, err, "the page, written though go test failed")
 		assert.Contains(t, string(html), `<section class="comparison regressed" id="comparison">`, "the page: the comparison")
+		assert.Contains(t, string(html), `<div class="head">run 0 failed <span class="st">`, "the page: a failed run")
+		assert.Contains(t, string(html), ` <a class="steps" href="triage-runs/issue-4/run-0.html#step-1">steps</a></div>`, "the page: the link to the step a failed run's first check failed at")
 	})
 
 	t.Run("dataset", func(t *testing.T) {

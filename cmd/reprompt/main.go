@@ -38,7 +38,9 @@
 // terminal as the runs end (plain lines otherwise), then does what eval
 // report does for each eval that ran: the table, the result file
 // DIR/<eval>.json and its page DIR/<eval>.html (-o DIR, default .), the
-// comparison with BASE. --dataset FILE runs the cases of a dataset file
+// comparison with BASE; each run's steps, a golden step file and its
+// page (as view writes it) in DIR/<eval>-runs/<case>/, link from the
+// report's runs. --dataset FILE runs the cases of a dataset file
 // (evals.Load) instead of the evals' own, --k N runs each case N times,
 // --live builds with -tags live and sets REPROMPT_EVAL=live: the eval
 // runs against the live model, not its recordings. When go test fails (a
