@@ -191,8 +191,10 @@ func (e *Eval[In, Out]) runForTest(t *testing.T) (*Report, error) {
 		return e.runToFile(ctx, t, dir)
 	}
 	defer prog.close()
-	prog.write(Progress{Event: "start", Cases: len(e.Cases), K: max(e.K, 1)})
+	// The handler first: an interrupt once the start is reported stops
+	// the eval, not the test binary.
 	sctx, stop := signal.NotifyContext(ctx, os.Interrupt)
+	prog.write(Progress{Event: "start", Cases: len(e.Cases), K: max(e.K, 1)})
 	rep, err := e.runToFile(withRunHook(sctx, prog.run), t, dir)
 	// (stop cancels sctx too.)
 	interrupt := sctx.Err() != nil && ctx.Err() == nil

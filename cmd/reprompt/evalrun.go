@@ -46,9 +46,11 @@ var (
 // evalRun runs the evals of a Go package with go test, their progress
 // drawn on stdout as they run, then writes each eval's table, result file
 // and HTML page (evalReport) into o.out, compared with the baseline if
-// given. go test's output is shown on stderr when it fails (a build error,
-// a panic, a case below its threshold). ctx done (an interrupt) stops the
-// evals cleanly: what they measured is reported, and the error says so.
+// given, and the pages of its runs' steps. go test's output is shown on
+// stderr when it fails (a build error, a panic, a case below its
+// threshold), or when asked for (-- -v). ctx done (an interrupt) stops
+// the evals cleanly: what they measured is reported, and the error says
+// so.
 func evalRun(ctx context.Context, o evalRunOptions, stdout, stderr io.Writer) error {
 	var base *evals.Report
 	if o.baseline != "" {
@@ -166,8 +168,11 @@ wait:
 		}
 	}
 	var errs []error
-	if werr != nil && !interrupted {
+	failed := werr != nil && !interrupted
+	if failed || slices.Contains(o.goFlags, "-v") {
 		fmt.Fprintf(stderr, "go %s:\n%s", joinArgs(args), printableOutput(output.String()))
+	}
+	if failed {
 		errs = append(errs, fmt.Errorf("go test %s failed: %w", o.pkg, werr))
 	}
 	if len(results) == 0 && werr == nil {
