@@ -226,7 +226,6 @@ func (e *Eval[In, Out]) Run(ctx context.Context, w io.Writer) (*Report, error) {
 				if b.stopped() == "" && runCtx.Err() == nil {
 					res = e.runOne(runCtx, names[j.c], &e.Cases[j.c], j.run, j.checks, b)
 				}
-				reportRun(ctx, names[j.c], j.run, res) // Test's progress (progress.go)
 				results <- done{j.c, res}
 			}
 		})
@@ -391,6 +390,7 @@ func (e *Eval[In, Out]) runOne(ctx context.Context, name string, c *Case[In, Out
 	}
 	rr.Grades = tr.Grades()
 	rr.Pass = len(rr.Failures) == 0
+	reportRun(ctx, name, run, rr.Pass, rr.Failures, rr.Grades, rr.Usage, rr.Cost, rr.LatencyMS) // Test's progress
 	var ju llm.Usage
 	jc := 0.0
 	for _, g := range rr.Grades {

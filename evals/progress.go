@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"os"
 	"sync"
+
+	"github.com/reprompt/reprompt/evals/check"
+	"github.com/reprompt/reprompt/llm"
 )
 
 // ProgressEnv is the environment variable that, set to a file, makes
@@ -18,17 +21,16 @@ const ProgressEnv = "REPROMPT_EVAL_PROGRESS"
 // Progress is one line of the progress file (ProgressEnv).
 type Progress struct {
 	// Event is "start" (the eval starts: Cases, K), "run" (a run ended:
-	// Case, Run, Pass, ...; Skipped when the eval stopped before it) or
-	// "end" (the eval ended: Result, Stopped, Error).
+	// Case, Run, Pass, ...) or "end" (the eval ended: Result, Stopped,
+	// Error). A run that an eval's stop cut short has no line.
 	Event string `json:"event"`
 	Eval  string `json:"eval"`
 	Cases int    `json:"cases,omitempty"`
 	K     int    `json:"k,omitempty"`
 
-	Case    string `json:"case,omitempty"`
-	Run     int    `json:"run,omitempty"`
-	Pass    bool   `json:"pass,omitempty"`
-	Skipped bool   `json:"skipped,omitempty"`
+	Case string `json:"case,omitempty"`
+	Run  int    `json:"run,omitempty"`
+	Pass bool   `json:"pass,omitempty"`
 	// Failed names the checks the run failed, in the order they ran.
 	Failed []string `json:"failed,omitempty"`
 	// Tokens and Cost are the run's and its judges'; LatencyMS the run's
@@ -43,23 +45,31 @@ type Progress struct {
 	Error   string `json:"error,omitempty"`
 }
 
-// runHookKey keys the function that Run calls with each run as it ends
-// (reportRun): Test's progress.
+// runHookKey keys the function that runOne calls with each run as it
+// ends (reportRun): Test's progress.
 type runHookKey struct{}
 
-type runHook func(name string, run int, r *RunResult)
-
-func withRunHook(ctx context.Context, f runHook) context.Context {
+func withRunHook(ctx context.Context, f func(Progress)) context.Context {
 	return context.WithValue(ctx, runHookKey{}, f)
 }
 
 // reportRun tells ctx's run hook, if any, that run of the case name
-// ended with r (nil: skipped, the eval stopping). It is called from the
-// goroutines that make the runs.
-func reportRun(ctx context.Context, name string, run int, r *RunResult) {
-	if f, ok := ctx.Value(runHookKey{}).(runHook); ok {
-		f(name, run, r)
+// ended, as a "run" Progress. It is called from the goroutines that make
+// the runs, with the fields of the run's RunResult.
+func reportRun(ctx context.Context, name string, run int, pass bool, failures []check.Failure, grades []check.Grade, u llm.Usage, cost, latencyMS float64) {
+	f, ok := ctx.Value(runHookKey{}).(func(Progress))
+	if !ok {
+		return
 	}
+	ev := Progress{Event: "run", Case: name, Run: run, Pass: pass, Tokens: u.Total(), Cost: cost, LatencyMS: latencyMS}
+	for _, g := range grades {
+		ev.Tokens += g.Usage.Total()
+		ev.Cost += g.Cost
+	}
+	for _, fl := range failures {
+		ev.Failed = append(ev.Failed, fl.Check)
+	}
+	f(ev)
 }
 
 // progressFile appends Progress lines to a file, one write a line (the
@@ -95,22 +105,6 @@ func (p *progressFile) write(ev Progress) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	_, _ = p.f.Write(append(b, '\n'))
-}
-
-// run is the run hook of Test: a "run" line.
-func (p *progressFile) run(name string, run int, r *RunResult) {
-	ev := Progress{Event: "run", Case: name, Run: run, Skipped: r == nil}
-	if r != nil {
-		ev.Pass, ev.Tokens, ev.Cost, ev.LatencyMS = r.Pass, r.Usage.Total(), r.Cost, r.LatencyMS
-		for _, g := range r.Grades {
-			ev.Tokens += g.Usage.Total()
-			ev.Cost += g.Cost
-		}
-		for _, f := range r.Failures {
-			ev.Failed = append(ev.Failed, f.Check)
-		}
-	}
-	p.write(ev)
 }
 
 func (p *progressFile) close() {

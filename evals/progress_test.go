@@ -3,6 +3,7 @@ package evals_test
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,14 +35,21 @@ func readProgress(t *testing.T, path string) []evals.Progress {
 }
 
 // TestTestProgress: with ProgressEnv set, Test appends a start line, a
-// line a run as it ends, and an end line naming the result file.
+// line a run as it ends (a run without a model too), and an end line
+// naming the result file.
 func TestTestProgress(t *testing.T) {
 	dir := t.TempDir()
 	progress := filepath.Join(dir, "progress.jsonl")
 	t.Setenv(evals.ProgressEnv, progress)
 	t.Setenv(evals.OutEnv, dir)
 	e := triageEval(nil)
-	e.Models = scripted(e.Cases, map[string][]mistake{"issue-2": {right, noRead}})
+	models := scripted(e.Cases, map[string][]mistake{"issue-2": {right, noRead}})
+	e.Models = func(name string, run int) (llm.Model, error) {
+		if name == "issue-3" && run == 1 {
+			return nil, errors.New("no model")
+		}
+		return models(name, run)
+	}
 	e.Concurrency = 1 // the runs' lines in order
 	e.Test(t, evals.Threshold{})
 
@@ -57,7 +65,7 @@ func TestTestProgress(t *testing.T) {
 		{Event: "run", Eval: "triage", Case: "issue-2", Run: 0, Pass: true, Tokens: evs[3].Tokens},
 		{Event: "run", Eval: "triage", Case: "issue-2", Run: 1, Failed: []string{"called read_issue"}, Tokens: evs[4].Tokens},
 		{Event: "run", Eval: "triage", Case: "issue-3", Run: 0, Pass: true, Tokens: evs[5].Tokens},
-		{Event: "run", Eval: "triage", Case: "issue-3", Run: 1, Pass: true, Tokens: evs[6].Tokens},
+		{Event: "run", Eval: "triage", Case: "issue-3", Run: 1, Failed: []string{"model"}},
 		{Event: "end", Eval: "triage", Result: evals.OutPath(dir, "triage")},
 	}
 	assert.Empty(t, cmp.Diff(want, evs), "the progress lines (-want +got)")

@@ -195,7 +195,18 @@ func (e *Eval[In, Out]) runForTest(t *testing.T) (*Report, error) {
 	// the eval, not the test binary.
 	sctx, stop := signal.NotifyContext(ctx, os.Interrupt)
 	prog.write(Progress{Event: "start", Cases: len(e.Cases), K: max(e.K, 1)})
-	rep, err := e.runToFile(withRunHook(sctx, prog.run), t, dir)
+	ec := *e
+	if models := e.Models; models != nil {
+		// A run whose model is not made ends before the run hook.
+		ec.Models = func(name string, run int) (llm.Model, error) {
+			m, err := models(name, run)
+			if err != nil {
+				prog.write(Progress{Event: "run", Case: name, Run: run, Failed: []string{"model"}})
+			}
+			return m, err
+		}
+	}
+	rep, err := ec.runToFile(withRunHook(sctx, prog.write), t, dir)
 	// (stop cancels sctx too.)
 	interrupt := sctx.Err() != nil && ctx.Err() == nil
 	// The handler goes before the end is reported: a second interrupt,

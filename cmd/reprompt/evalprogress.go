@@ -50,13 +50,13 @@ func (t *progressTail) read() []evals.Progress {
 
 // evalProgress is what the progress said of one eval.
 type evalProgress struct {
-	name                  string
-	cases, k              int
-	runs, failed, skipped int
-	tokens                int
-	cost                  float64
-	start                 time.Time
-	end                   *evals.Progress
+	name         string
+	cases, k     int
+	runs, failed int
+	tokens       int
+	cost         float64
+	start        time.Time
+	end          *evals.Progress
 }
 
 // progressView draws the progress of the evals a go test runs: on a
@@ -113,14 +113,9 @@ func (v *progressView) add(ev evals.Progress) {
 		if e == nil {
 			return
 		}
-		switch {
-		case ev.Skipped:
-			e.skipped++
-		case !ev.Pass:
+		e.runs++
+		if !ev.Pass {
 			e.failed++
-		}
-		if !ev.Skipped {
-			e.runs++
 		}
 		e.tokens += ev.Tokens
 		e.cost += ev.Cost
@@ -184,7 +179,7 @@ func (v *progressView) draw() {
 	}
 	total := max(e.cases*e.k, 1)
 	const width = 16
-	full := min(width*(e.runs+e.skipped)/total, width)
+	full := min(width*e.runs/total, width)
 	name := []rune(showtext.Printable(e.name))
 	if len(name) > 16 {
 		name = append(name[:15], '…')
@@ -212,9 +207,6 @@ func (v *progressView) status(e *evalProgress) string {
 
 func (v *progressView) counts(e *evalProgress) string {
 	s := fmt.Sprintf("%d/%d runs, %d failed", e.runs, e.cases*e.k, e.failed)
-	if e.skipped > 0 {
-		s += fmt.Sprintf(", %d skipped", e.skipped)
-	}
 	elapsed := v.now().Sub(e.start)
 	if e.end != nil {
 		elapsed = time.Duration(e.end.LatencyMS * float64(time.Millisecond))

@@ -117,7 +117,7 @@ func TestEvalRun(t *testing.T) {
 		}
 		assert.Equal(t, 1, code, "exit status")
 		assert.Equal(t, "reprompt: interrupted: the results hold the runs measured before\n", stderr.String(), "stderr")
-		assert.Regexp(t, `(?m)^eval triage: \d+/16 runs, 0 failed, \d+ skipped, .*, done, stopped: cancelled, error: interrupted`, stdout.String(), "the end")
+		assert.Regexp(t, `(?m)^eval triage: \d+/16 runs, 0 failed, .*, done, stopped: cancelled, error: interrupted`, stdout.String(), "the end")
 		assert.Regexp(t, `(?m)^  stopped: cancelled$`, stdout.String(), "the table")
 		rep, err := evals.ReadReport(filepath.Join(out, "triage.json"))
 		require.NoError(t, err, "the result file, whole")
