@@ -161,19 +161,24 @@ wait:
 	feed()
 	view.done()
 
-	var results []string
-	for _, e := range view.evals {
-		if e.end != nil && e.end.Result != "" && !slices.Contains(results, e.end.Result) {
-			results = append(results, e.end.Result)
-		}
-	}
-	var errs []error
+	var (
+		results []string
+		errs    []error
+	)
 	failed := werr != nil && !interrupted
 	if failed || slices.Contains(o.goFlags, "-v") {
 		fmt.Fprintf(stderr, "go %s:\n%s", joinArgs(args), printableOutput(output.String()))
 	}
 	if failed {
 		errs = append(errs, fmt.Errorf("go test %s failed: %w", o.pkg, werr))
+	}
+	for _, e := range view.evals {
+		switch {
+		case e.end == nil: // the test binary died (a panic, killed)
+			errs = append(errs, fmt.Errorf("eval %s did not end: its result is cut short", showtext.Printable(e.name)))
+		case e.end.Result != "" && !slices.Contains(results, e.end.Result):
+			results = append(results, e.end.Result)
+		}
 	}
 	if len(results) == 0 && werr == nil {
 		errs = append(errs, fmt.Errorf("no eval ran in %s (evals.Eval.Test writes the result; -run selects the tests)", o.pkg))
