@@ -74,10 +74,16 @@ type progressView struct {
 	changed bool      // plain: a run ended since the last line
 	bar     bool      // tty: a bar is on the current line
 	drawn   string    // tty: the bar's line
+	// waiting, if not "", is shown (tty) with the time since created
+	// until an eval starts: what runs meanwhile.
+	waiting string
+	created time.Time
 }
 
 func newProgressView(w io.Writer, tty bool) *progressView {
-	return &progressView{w: w, tty: tty, now: time.Now, every: 5 * time.Second}
+	v := &progressView{w: w, tty: tty, now: time.Now, every: 5 * time.Second}
+	v.created = v.now()
+	return v
 }
 
 // live returns the eval that started last and has not ended, nil if none.
@@ -173,18 +179,23 @@ func (v *progressView) line(s string) {
 // draw draws the live eval's bar over the current line.
 func (v *progressView) draw() {
 	e := v.live()
-	if e == nil {
+	var line []rune
+	switch {
+	case e != nil:
+		total := max(e.cases*e.k, 1)
+		const width = 16
+		full := min(width*e.runs/total, width)
+		name := []rune(showtext.Printable(e.name))
+		if len(name) > 16 {
+			name = append(name[:15], '…')
+		}
+		line = []rune(fmt.Sprintf("%s %s%s %s", string(name), strings.Repeat("█", full), strings.Repeat("░", width-full), v.counts(e)))
+	case len(v.evals) == 0 && v.waiting != "": // go test builds, or runs other tests
+		line = []rune(fmt.Sprintf("%s … %s", showtext.Printable(v.waiting), round(v.now().Sub(v.created))))
+	default:
 		v.done()
 		return
 	}
-	total := max(e.cases*e.k, 1)
-	const width = 16
-	full := min(width*e.runs/total, width)
-	name := []rune(showtext.Printable(e.name))
-	if len(name) > 16 {
-		name = append(name[:15], '…')
-	}
-	line := []rune(fmt.Sprintf("%s %s%s %s", string(name), strings.Repeat("█", full), strings.Repeat("░", width-full), v.counts(e)))
 	if len(line) > maxBar { // a line the terminal wraps is not redrawn in place
 		line = line[:maxBar]
 	}

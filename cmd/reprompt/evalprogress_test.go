@@ -121,6 +121,16 @@ func TestProgressTTY(t *testing.T) {
 	}
 	assert.Empty(t, cmp.Diff(want, draws), "the bar's draws (-want +got)")
 
+	// Before an eval starts, what runs meanwhile.
+	b.Reset()
+	c = newClock()
+	v = newProgressView(&b, true)
+	v.now, v.created, v.waiting = c.now, c.now(), "go test -count=1 ./triage"
+	c.add(1500 * time.Millisecond)
+	v.tick()
+	v.add(evals.Progress{Event: "start", Eval: "triage", Cases: 1, K: 1})
+	assert.Equal(t, "\r\x1b[Kgo test -count=1 ./triage … 1.5s\r\x1b[Keval triage: 1 case × 1 run\n\r\x1b[Ktriage ░░░░░░░░░░░░░░░░ 0/1 runs, 0 failed, 0 tokens, $0.0000, 0s", b.String(), "go test, then the eval")
+
 	// A long name is cut, and the line kept within 79 characters.
 	b.Reset()
 	v = newProgressView(&b, true)

@@ -91,7 +91,11 @@ func evalRun(ctx context.Context, o evalRunOptions, stdout, stderr io.Writer) er
 	if o.run != "" {
 		args = append(args, "-run", o.run)
 	}
-	args = append(append(args, o.pkg), o.goFlags...)
+	pkg := o.pkg
+	if fi, err := os.Stat(pkg); err == nil && fi.IsDir() && !filepath.IsAbs(pkg) && !strings.HasPrefix(pkg, ".") {
+		pkg = "." + string(filepath.Separator) + pkg // a directory, not an import path of the standard library
+	}
+	args = append(append(args, pkg), o.goFlags...)
 
 	tmp, err := os.MkdirTemp("", "reprompt-eval-")
 	if err != nil {
@@ -119,7 +123,7 @@ func evalRun(ctx context.Context, o evalRunOptions, stdout, stderr io.Writer) er
 	go func() { exited <- cmd.Wait() }()
 
 	view := newProgressView(stdout, isTerminal(stdout))
-	view.every = plainEvery
+	view.every, view.waiting = plainEvery, "go "+joinArgs(args)
 	tail := &progressTail{f: pf}
 	feed := func() {
 		for _, ev := range tail.read() {

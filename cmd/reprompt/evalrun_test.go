@@ -86,7 +86,8 @@ func TestEvalRun(t *testing.T) {
 		// --live: the package is built with -tags live, where the eval
 		// fails unless REPROMPT_EVAL=live.
 		out := filepath.Join(dir, "more")
-		code, stdout, errs := cli(t, "eval", "run", pkg, "--dataset", "testdata/evalpkg/more.yaml", "--k", "2", "--live", "-o", out, "-run", "^TestTriageEval$")
+		// The package as a directory, without ./
+		code, stdout, errs := cli(t, "eval", "run", "testdata/evalpkg", "--dataset", "testdata/evalpkg/more.yaml", "--k", "2", "--live", "-o", out, "-run", "^TestTriageEval$")
 		require.Equal(t, 0, code, "exit status:\n%s", errs)
 		assert.Contains(t, stdout, "eval triage: 2 cases × 2 runs\n", "the start")
 		rep, err := evals.ReadReport(filepath.Join(out, "triage.json"))
