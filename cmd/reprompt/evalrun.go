@@ -91,11 +91,18 @@ func evalRun(ctx context.Context, o evalRunOptions, stdout, stderr io.Writer) er
 	if o.run != "" {
 		args = append(args, "-run", o.run)
 	}
-	pkg := o.pkg
-	if fi, err := os.Stat(pkg); err == nil && fi.IsDir() && !filepath.IsAbs(pkg) && !strings.HasPrefix(pkg, ".") {
-		pkg = "." + string(filepath.Separator) + pkg // a directory, not an import path of the standard library
+	// A directory is the package in it, of its own module (go test runs
+	// there): not an import path (examples/structured is not the standard
+	// library's), and not only of the current directory's module.
+	pkgDir := ""
+	shown := append(append(slices.Clone(args), o.pkg), o.goFlags...)
+	if fi, err := os.Stat(o.pkg); err == nil && fi.IsDir() {
+		pkgDir = o.pkg
+		args = append(args, ".")
+	} else {
+		args = append(args, o.pkg)
 	}
-	args = append(append(args, pkg), o.goFlags...)
+	args = append(args, o.goFlags...)
 
 	tmp, err := os.MkdirTemp("", "reprompt-eval-")
 	if err != nil {
@@ -112,7 +119,7 @@ func evalRun(ctx context.Context, o evalRunOptions, stdout, stderr io.Writer) er
 	env = append(env, evals.ProgressEnv+"="+progress, evals.StepsEnv+"="+steps)
 
 	cmd := exec.Command("go", args...)
-	cmd.Env = env
+	cmd.Env, cmd.Dir = env, pkgDir
 	var output bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &output, &output
 	ownGroup(cmd)
@@ -123,7 +130,7 @@ func evalRun(ctx context.Context, o evalRunOptions, stdout, stderr io.Writer) er
 	go func() { exited <- cmd.Wait() }()
 
 	view := newProgressView(stdout, isTerminal(stdout))
-	view.every, view.waiting = plainEvery, "go "+joinArgs(args)
+	view.every, view.waiting = plainEvery, "go "+joinArgs(shown)
 	tail := &progressTail{f: pf}
 	feed := func() {
 		for _, ev := range tail.read() {
@@ -171,7 +178,7 @@ wait:
 	)
 	failed := werr != nil && !interrupted
 	if failed || slices.Contains(o.goFlags, "-v") {
-		fmt.Fprintf(stderr, "go %s:\n%s", joinArgs(args), printableOutput(output.String()))
+		fmt.Fprintf(stderr, "go %s:\n%s", joinArgs(shown), printableOutput(output.String()))
 	}
 	if failed {
 		errs = append(errs, fmt.Errorf("go test %s failed: %w", o.pkg, werr))
