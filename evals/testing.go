@@ -39,8 +39,9 @@ type Threshold struct {
 // (OutPath): the result file that "reprompt eval report" renders.
 //
 // The variables DatasetEnv and KEnv, set, replace the eval's cases and
-// its K (as "reprompt eval run --dataset FILE --k N" does), and
-// ProgressEnv has the eval report each run as it ends.
+// its K (as "reprompt eval run --dataset FILE --k N" does); ProgressEnv
+// has the eval report each run as it ends, and StepsEnv write each run's
+// steps.
 func (e *Eval[In, Out]) Test(t *testing.T, min Threshold) *Report {
 	t.Helper()
 	if interrupted.Load() {
@@ -131,9 +132,9 @@ func StepsPath(dir, eval, caseName string, run int) string {
 	return filepath.Join(dir, fileName(eval), fileName(caseName), fmt.Sprintf("run-%d.txtar", run))
 }
 
-// writeSteps is the check, last of a run's, that writes its steps to
-// the StepsPath of dir; it never fails the run (a file not written has
-// no link).
+// writeSteps is the check, added to the eval's, that writes a run's
+// steps to the StepsPath of dir; it never fails the run (a file not
+// written has no link).
 func writeSteps(dir, eval string) check.Check {
 	return check.CheckFunc("steps", func(_ context.Context, tr *check.Trajectory) error {
 		path := StepsPath(dir, eval, tr.Case, tr.Run)

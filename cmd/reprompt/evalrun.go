@@ -231,11 +231,11 @@ wait:
 
 // joinArgs writes args as a command line, quoting the ones that need it.
 func joinArgs(args []string) string {
-	var b bytes.Buffer
+	var b strings.Builder
 	b.WriteString(args[0])
 	for _, a := range args[1:] {
 		b.WriteByte(' ')
-		if a == "" || bytes.ContainsAny([]byte(a), " \t\"'$\\*?[]^|&;<>()") {
+		if a == "" || strings.ContainsAny(a, " \t\"'$\\*?[]^|&;<>()") {
 			a = strconv.Quote(a)
 		}
 		b.WriteString(a)

@@ -38,9 +38,9 @@
 // terminal as the runs end (plain lines otherwise), then does what eval
 // report does for each eval that ran: the table, the result file
 // DIR/<eval>.json and its page DIR/<eval>.html (-o DIR, default .), the
-// comparison with BASE; each run's steps, a golden step file and its
-// page (as view writes it) in DIR/<eval>-runs/<case>/, link from the
-// report's runs. --dataset FILE runs the cases of a dataset file
+// comparison with BASE; and each run's steps, a golden step file and its
+// page (as view writes it) in DIR/<eval>-runs/<case>/, which the report's
+// runs link to. --dataset FILE runs the cases of a dataset file
 // (evals.Load) instead of the evals' own, --k N runs each case N times,
 // --live builds with -tags live and sets REPROMPT_EVAL=live: the eval
 // runs against the live model, not its recordings. When go test fails (a
@@ -320,7 +320,7 @@ func dispatch(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 			return evalRun(ctx, evalRunOptions{pkg: params[1], run: o.run, dataset: o.dataset, k: o.k,
 				baseline: o.baseline, out: out, live: o.live, goFlags: o.goFlags}, stdout, stderr)
 		}
-		if len(params) == 2 && params[0] == "report" && o.goFlags == nil {
+		if len(params) == 2 && params[0] == "report" {
 			return evalReport(params[1], o.baseline, o.out, stdout)
 		}
 		return &usageError{"eval takes report and one RESULT file, or run and one PKG"}
