@@ -90,4 +90,11 @@
 //
 //	REPROMPT_EVAL_OUT=out go test ./triage -run '^TestTriageEval$'
 //	reprompt eval report out/triage.json --baseline testdata/baseline.json -o report.html
+//
+// "reprompt eval run" does both, with a progress bar: it runs go test with
+// OutEnv, and with ProgressEnv, a file Test appends a line to as each run
+// ends (Progress); DatasetEnv and KEnv give the evals other cases (a file
+// Load reads) and another K:
+//
+//	reprompt eval run ./triage -run '^TestTriageEval$' --k 10 --baseline testdata/baseline.json
 package evals

@@ -390,6 +390,7 @@ func (e *Eval[In, Out]) runOne(ctx context.Context, name string, c *Case[In, Out
 	}
 	rr.Grades = tr.Grades()
 	rr.Pass = len(rr.Failures) == 0
+	reportRun(ctx, name, run, rr.Pass, rr.Failures, rr.Grades, rr.Usage, rr.Cost, rr.LatencyMS) // Test's progress
 	var ju llm.Usage
 	jc := 0.0
 	for _, g := range rr.Grades {

@@ -6,12 +6,16 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
+	"github.com/reprompt/reprompt/evals/check"
 	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/snapshots"
 )
@@ -33,8 +37,22 @@ type Threshold struct {
 // With the variable OutEnv set to a directory, the report is also written
 // there as it goes, as Run writes it, to the file named after the eval
 // (OutPath): the result file that "reprompt eval report" renders.
+//
+// The variables DatasetEnv and KEnv, set, replace the eval's cases and
+// its K (as "reprompt eval run --dataset FILE --k N" does); ProgressEnv
+// has the eval report each run as it ends, and StepsEnv write each run's
+// steps.
 func (e *Eval[In, Out]) Test(t *testing.T, min Threshold) *Report {
 	t.Helper()
+	if interrupted.Load() {
+		t.Skipf("evals: %s: not run, an eval before it was interrupted", e.Name)
+	}
+	ec, err := e.fromEnv()
+	if err != nil {
+		t.Fatalf("evals: %s: %v", e.Name, err)
+		return nil
+	}
+	e = ec
 	rep, err := e.runForTest(t)
 	if err != nil {
 		t.Fatalf("evals: %s: %v", e.Name, err)
@@ -72,7 +90,8 @@ func (e *Eval[In, Out]) Test(t *testing.T, min Threshold) *Report {
 }
 
 // OutEnv is the environment variable that, set to a directory, makes
-// Eval.Test write each eval's result file there (OutPath):
+// Eval.Test write each eval's result file there (OutPath), as "reprompt
+// eval run" has it do:
 //
 //	REPROMPT_EVAL_OUT=out go test ./triage -run '^TestTriageEval$'
 //	reprompt eval report out/triage.json --baseline baseline.json
@@ -83,12 +102,141 @@ const OutEnv = "REPROMPT_EVAL_OUT"
 // file name as Recordings makes a case's.
 func OutPath(dir, name string) string { return filepath.Join(dir, fileName(name)+".json") }
 
-// runForTest runs e for Test: streamed to the file OutEnv asks for, if it
-// does, the cases' runs still kept in the report for the failures' logs.
+// DatasetEnv is the environment variable that, set to a dataset file,
+// makes Eval.Test run the cases Load reads from it instead of the eval's
+// own (a relative path is relative to the package's directory, where go
+// test runs the test):
+//
+//	REPROMPT_EVAL_DATASET=$PWD/more.yaml go test ./triage -run '^TestTriageEval$'
+//
+// It replaces the cases of every eval the test binary runs: select one
+// with -run.
+const DatasetEnv = "REPROMPT_EVAL_DATASET"
+
+// KEnv is the environment variable that, set to a number n > 0, makes
+// Eval.Test run each case n times instead of the eval's K (PassK is
+// then at most n).
+const KEnv = "REPROMPT_EVAL_K"
+
+// StepsEnv is the environment variable that, set to a directory, makes
+// Eval.Test write each run's steps there as a golden step file
+// (snapshots.Format), at StepsPath: "reprompt eval run" renders each as a
+// page of the step viewer, which the report links to.
+const StepsEnv = "REPROMPT_EVAL_STEPS"
+
+// StepsPath returns the golden step file that Eval.Test writes the steps
+// of run (from 0) of the case named caseName, of the eval named eval, to
+// in the directory dir (StepsEnv): dir/<eval>/<case>/run-<n>.txtar, the
+// names made file names as Recordings makes a case's.
+func StepsPath(dir, eval, caseName string, run int) string {
+	return filepath.Join(dir, fileName(eval), fileName(caseName), fmt.Sprintf("run-%d.txtar", run))
+}
+
+// writeSteps is the check, added to the eval's, that writes a run's
+// steps to the StepsPath of dir; it never fails the run (a file not
+// written has no link).
+func writeSteps(dir, eval string) check.Check {
+	return check.CheckFunc("steps", func(_ context.Context, tr *check.Trajectory) error {
+		path := StepsPath(dir, eval, tr.Case, tr.Run)
+		if os.MkdirAll(filepath.Dir(path), 0o755) == nil {
+			_ = os.WriteFile(path, snapshots.Format(tr.Result.Steps, tr.Err), 0o644)
+		}
+		return nil
+	})
+}
+
+// fromEnv returns e with the cases and K that DatasetEnv and KEnv ask
+// for, and writing its runs' steps where StepsEnv asks; e itself if they
+// are not set.
+func (e *Eval[In, Out]) fromEnv() (*Eval[In, Out], error) {
+	path, k, steps := os.Getenv(DatasetEnv), os.Getenv(KEnv), os.Getenv(StepsEnv)
+	if path == "" && k == "" && steps == "" {
+		return e, nil
+	}
+	ec := *e
+	if steps != "" {
+		ec.Checks = append(slices.Clip(e.Checks), writeSteps(steps, e.Name))
+	}
+	if path != "" {
+		cases, err := Load[In, Out](path)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", DatasetEnv, err)
+		}
+		ec.Cases = cases
+	}
+	if k != "" {
+		n, err := strconv.Atoi(k)
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("%s=%q: want a number of runs > 0", KEnv, k)
+		}
+		ec.K = n
+	}
+	return &ec, nil
+}
+
+// interrupted is set once an eval was interrupted (ProgressEnv): the
+// evals after it in the test binary are skipped.
+var interrupted atomic.Bool
+
+// runForTest runs e for Test: its progress reported to the file
+// ProgressEnv names, if it is set, and then stopped cleanly by an
+// interrupt; its report written to the file OutEnv asks for, if it does.
 func (e *Eval[In, Out]) runForTest(t *testing.T) (*Report, error) {
+	ctx := t.Context()
 	dir := os.Getenv(OutEnv)
+	prog, err := openProgress(os.Getenv(ProgressEnv), e.Name)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", ProgressEnv, err)
+	}
+	if prog == nil {
+		return e.runToFile(ctx, t, dir)
+	}
+	defer prog.close()
+	// The handler first: an interrupt once the start is reported stops
+	// the eval, not the test binary.
+	sctx, stop := signal.NotifyContext(ctx, os.Interrupt)
+	prog.write(Progress{Event: "start", Cases: len(e.Cases), K: max(e.K, 1)})
+	ec := *e
+	if models := e.Models; models != nil {
+		// A run whose model is not made ends before the run hook.
+		ec.Models = func(name string, run int) (llm.Model, error) {
+			m, err := models(name, run)
+			if err != nil {
+				prog.write(Progress{Event: "run", Case: name, Run: run, Failed: []string{"model"}})
+			}
+			return m, err
+		}
+	}
+	rep, err := ec.runToFile(withRunHook(sctx, prog.write), t, dir)
+	// (stop cancels sctx too.)
+	interrupt := sctx.Err() != nil && ctx.Err() == nil
+	// The handler goes before the end is reported: a second interrupt,
+	// once the result is written, ends the test binary.
+	stop()
+	end := Progress{Event: "end"}
+	if rep != nil {
+		end.Stopped, end.LatencyMS = rep.Stopped, rep.ElapsedMS
+		if dir != "" {
+			end.Result = OutPath(dir, e.Name)
+		}
+	}
+	if interrupt {
+		interrupted.Store(true)
+		err = errors.New("interrupted; the result holds the runs measured before")
+	}
+	if err != nil {
+		end.Error = err.Error()
+	}
+	prog.write(end)
+	return rep, err
+}
+
+// runToFile runs e with ctx, its report streamed to the file of e in
+// dir (OutPath) if dir is not "", the cases' runs still kept in the
+// report for the failures' logs.
+func (e *Eval[In, Out]) runToFile(ctx context.Context, t *testing.T, dir string) (*Report, error) {
 	if dir == "" {
-		return e.Run(t.Context(), nil)
+		return e.Run(ctx, nil)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -106,7 +254,7 @@ func (e *Eval[In, Out]) runForTest(t *testing.T) (*Report, error) {
 			e.OnCase(c)
 		}
 	}
-	rep, err := ec.Run(t.Context(), f)
+	rep, err := ec.Run(ctx, f)
 	if cerr := f.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("eval: write the report: %w", cerr)
 	}

@@ -43,12 +43,22 @@ func evalReport(path, baseline, out string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	opts := evalreport.Options{Source: path}
+	var base *evals.Report
 	if baseline != "" {
-		base, err := evals.ReadReport(baseline)
-		if err != nil {
+		if base, err = evals.ReadReport(baseline); err != nil {
 			return fmt.Errorf("baseline: %w", err)
 		}
+	}
+	return renderEval(rep, path, base, baseline, out, "", nil, stdout)
+}
+
+// renderEval writes rep, read from path, as evalReport does: compared
+// with base, read from baseline, if base is not nil. The line that names
+// the page written names written first, if not "". steps, if not nil,
+// gives the links to the runs' steps (evalreport.Options.Steps).
+func renderEval(rep *evals.Report, path string, base *evals.Report, baseline, out, written string, steps func(c, run int) string, stdout io.Writer) error {
+	opts := evalreport.Options{Source: path, Steps: steps}
+	if base != nil {
 		opts.Baseline, opts.BaseSource = base, baseline
 		opts.Comparison = evals.Compare(base, rep, 0)
 	}
@@ -65,7 +75,10 @@ func evalReport(path, baseline, out string, stdout io.Writer) error {
 	if err := os.WriteFile(out, page.Bytes(), 0o644); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "wrote %s\n", showtext.Printable(out))
+	if written != "" {
+		written = showtext.Printable(written) + " and "
+	}
+	fmt.Fprintf(stdout, "wrote %s%s\n", written, showtext.Printable(out))
 	if c := opts.Comparison; c != nil && c.Regressed() {
 		return &RegressionError{Baseline: baseline, Worse: c.Worse}
 	}

@@ -272,7 +272,13 @@ func TestEvalReportErrors(t *testing.T) {
 		want string
 	}{
 		{"no file", []string{"eval", "report"}, 2, "eval takes report and one RESULT file"},
-		{"not report", []string{"eval", "run", "x.json"}, 2, "eval takes report and one RESULT file"},
+		{"not report", []string{"eval", "show", "x.json"}, 2, "eval takes report and one RESULT file, or run and one PKG"},
+		{"run no package", []string{"eval", "run"}, 2, "eval takes report and one RESULT file, or run and one PKG"},
+		{"run two packages", []string{"eval", "run", "./a", "./b"}, 2, "eval takes report and one RESULT file, or run and one PKG"},
+		{"run a result", []string{"eval", "run", writeFile(t, dir, "x.json", "{}")}, 2, "eval run takes a Go package, " + filepath.Join(dir, "x.json") + " is a file (eval report renders a result file)"},
+		{"run k", []string{"eval", "run", "./a", "--k", "-1"}, 2, "eval run: --k takes a number of runs (≥ 1)"},
+		{"run no dataset", []string{"eval", "run", "./a", "--dataset", filepath.Join(dir, "none.yaml")}, 1, "dataset: stat " + filepath.Join(dir, "none.yaml") + ": no such file"},
+		{"run bad baseline", []string{"eval", "run", "./a", "--baseline", filepath.Join(dir, "none.json")}, 1, "baseline: open " + filepath.Join(dir, "none.json") + ": no such file"},
 		{"missing", []string{"eval", "report", filepath.Join(dir, "missing.json")}, 1, "no such file"},
 		{"not a result", []string{"eval", "report", writeFile(t, dir, "bad.json", `{"version":7}`)}, 1, "version 7, this program reads version 1"},
 		{"bad baseline", []string{"eval", "report", writeFile(t, dir, "ok.json", `{"version":1,"cases":[]}`), "--baseline", writeFile(t, dir, "cut.json", `{"version":1,"cases":[`)}, 1, "baseline: read report"},

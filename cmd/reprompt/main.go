@@ -1,7 +1,7 @@
 // Command reprompt shows what a run did, from a session store, a golden
 // step file (package snapshots' format) or a recording, rewinds stored
-// sessions, posts the user's messages to them, and renders the result
-// files of evals (package evals).
+// sessions, posts the user's messages to them, runs evals (package
+// evals) and renders their result files.
 //
 //	go install github.com/reprompt/reprompt/cmd/reprompt@latest
 //
@@ -19,6 +19,7 @@
 //	reprompt --store STORE rewind SESSION --to STEP  rewind a stored session to the start of STEP
 //	reprompt --store STORE send SESSION TEXT          post TEXT as the user's next message
 //	reprompt eval report RESULT [--baseline BASE]     an eval's result file: a table, and an HTML report (-o FILE)
+//	reprompt eval run PKG [--baseline BASE]           run the evals of a Go package: go test, a progress bar, then eval report
 //
 // send posts through the store (session.Inbox): the process that runs the
 // session takes the message at its next step, or, if the run has
@@ -30,6 +31,22 @@
 // cases × runs, with each failing check and its step. With --baseline it
 // compares the result with an earlier one (evals.Compare) and exits with
 // status 1 when a case got significantly worse.
+//
+// eval run runs the evals of the Go package PKG (evals.Eval.Test) with
+// go test -count=1: -run REGEXP selects the tests, and what follows --
+// goes to go test (-- -timeout 30m). It draws a progress bar on a
+// terminal as the runs end (plain lines otherwise), then does what eval
+// report does for each eval that ran: the table, the result file
+// DIR/<eval>.json and its page DIR/<eval>.html (-o DIR, default .), the
+// comparison with BASE; and each run's steps, a golden step file and its
+// page (as view writes it) in DIR/<eval>-runs/<case>/, which the report's
+// runs link to. --dataset FILE runs the cases of a dataset file
+// (evals.Load) instead of the evals' own, --k N runs each case N times,
+// --live builds with -tags live and sets REPROMPT_EVAL=live: the eval
+// runs against the live model, not its recordings. When go test fails (a
+// build error, a panic, a case below its threshold) its output is shown
+// and the exit status is 1. An interrupt (Ctrl-C) stops the eval
+// cleanly: its result holds the runs measured.
 //
 // STORE is sqlite:PATH (a file made by session/sqlite) or a PostgreSQL URL
 // (postgres://…); the default is $REPROMPT_STORE. Without a store, SESSION|FILE
@@ -47,6 +64,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -71,6 +89,11 @@ const usage = `usage:
   reprompt eval report RESULT [--baseline BASE]     an eval's result file (evals; go test writes it to
                                                    $REPROMPT_EVAL_OUT): a table, and an HTML report (-o FILE);
                                                    exit status 1 when a case got worse than in BASE
+  reprompt eval run PKG [--baseline BASE]           run the evals of a Go package with go test (-run REGEXP;
+                                                   --dataset FILE, --k N: other cases, runs a case; --live),
+                                                   a progress bar, then eval report of each into DIR (-o DIR,
+                                                   default .); exit status 1 also when go test failed
+                                                   (-- FLAGS: go test's own, as -- -timeout 30m)
 
 STORE is sqlite:PATH or postgres://… (default $REPROMPT_STORE). Without a
 store, SESSION|FILE is a file: a golden step file or a recording.
@@ -141,8 +164,13 @@ type options struct {
 	width    int
 	steps    bool
 	toSet    bool
+	run      string
+	dataset  string
+	k        int
+	live     bool
 	fs       *flag.FlagSet
 	params   []string
+	goFlags  []string // eval run: after --, go test's flags
 }
 
 // newFlagSet returns the flags of every command, set into o.
@@ -150,13 +178,17 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs := flag.NewFlagSet("reprompt", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&o.store, "store", o.store, "session store: sqlite:PATH or postgres://… (default $REPROMPT_STORE)")
-	fs.StringVar(&o.out, "o", "", "view, eval report: the HTML file to write (default SESSION.html, RESULT.html)")
-	fs.StringVar(&o.baseline, "baseline", "", "eval report: the result file to compare with")
+	fs.StringVar(&o.out, "o", "", "view, eval report: the HTML file to write (default SESSION.html, RESULT.html);\neval run: the directory of the results and their pages (default .)")
+	fs.StringVar(&o.baseline, "baseline", "", "eval report, eval run: the result file to compare with")
 	fs.BoolVar(&o.serve, "serve", false, "view: serve the page on localhost instead of writing it")
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:0", "view --serve: the address to listen on")
 	fs.IntVar(&o.to, "to", -1, "rewind: the step to rewind to")
 	fs.IntVar(&o.width, "width", 160, "show: the most characters of a message shown (negative: all)")
 	fs.BoolVar(&o.steps, "steps", false, "show: every step of a conversation in full, not a chat log")
+	fs.StringVar(&o.run, "run", "", "eval run: the tests to run (go test -run)")
+	fs.StringVar(&o.dataset, "dataset", "", "eval run: a dataset file (.jsonl, .yaml) to run instead of the evals' cases")
+	fs.IntVar(&o.k, "k", 0, "eval run: the runs a case, instead of the evals' K")
+	fs.BoolVar(&o.live, "live", false, "eval run: against the live model (go test -tags live, REPROMPT_EVAL=live), not the recordings")
 	return fs
 }
 
@@ -164,6 +196,11 @@ func parse(args []string) (*options, error) {
 	o := &options{store: os.Getenv("REPROMPT_STORE"), to: -1}
 	fs := newFlagSet(o)
 	o.fs = fs
+	// eval run passes what follows -- to go test.
+	if i := slices.Index(args, "--"); i >= 0 && evalRunArgs(args[:i]) {
+		o.goFlags = append([]string{}, args[i+1:]...)
+		args = args[:i]
+	}
 	// Flags may come before or after the positional arguments.
 	for {
 		if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
@@ -183,6 +220,12 @@ func parse(args []string) (*options, error) {
 		}
 	})
 	return o, nil
+}
+
+// evalRunArgs reports whether args hold eval, then run.
+func evalRunArgs(args []string) bool {
+	i := slices.Index(args, "eval")
+	return i >= 0 && i+1 < len(args) && args[i+1] == "run"
 }
 
 // errHelp is -h, -help or --help: the usage, on standard output.
@@ -263,10 +306,24 @@ func dispatch(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 		defer done()
 		return send(ctx, st, params[0], params[1], o.store, stdout)
 	case "eval":
-		if len(params) != 2 || params[0] != "report" {
-			return &usageError{"eval takes report and one RESULT file"}
+		if len(params) == 2 && params[0] == "run" {
+			if fi, err := os.Stat(params[1]); err == nil && !fi.IsDir() {
+				return &usageError{fmt.Sprintf("eval run takes a Go package, %s is a file (eval report renders a result file)", params[1])}
+			}
+			if o.k < 0 {
+				return &usageError{"eval run: --k takes a number of runs (≥ 1)"}
+			}
+			out := o.out
+			if out == "" {
+				out = "."
+			}
+			return evalRun(ctx, evalRunOptions{pkg: params[1], run: o.run, dataset: o.dataset, k: o.k,
+				baseline: o.baseline, out: out, live: o.live, goFlags: o.goFlags}, stdout, stderr)
 		}
-		return evalReport(params[1], o.baseline, o.out, stdout)
+		if len(params) == 2 && params[0] == "report" {
+			return evalReport(params[1], o.baseline, o.out, stdout)
+		}
+		return &usageError{"eval takes report and one RESULT file, or run and one PKG"}
 	case "help":
 		writeUsage(stdout)
 		return nil

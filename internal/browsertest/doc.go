@@ -7,7 +7,8 @@
 // "reprompt view --serve" follows, and checks that the open page shows
 // each new turn without a reload. TestEvalReport opens the page of
 // "reprompt eval report" and follows a failing run's chip to the check that
-// failed and its step.
+// failed and its step; TestEvalRunStepLinks runs "reprompt eval run" and
+// follows a failed run's link to the step viewer's page of its steps.
 //
 // The tests skip when no Chromium is found (REPROMPT_CHROMIUM, or chromium
 // on the PATH), unless REPROMPT_BROWSER_REQUIRED is set: then they fail.

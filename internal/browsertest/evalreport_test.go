@@ -74,3 +74,29 @@ func TestEvalReport(t *testing.T) {
 	assert.Equal(t, "at step 1", text(t, "#c4-r0 .failure .step"), "the step it failed at")
 	assert.Contains(t, text(t, "#c4-r0 .failure pre.golden"), "-- step 1/answer --", "the step of the answer")
 }
+
+// TestEvalRunStepLinks runs an eval with reprompt eval run (testdata's
+// evalpkg of cmd/reprompt, whose scripted runs make mistakes) and follows
+// a failed run's link to its steps: the step viewer's page of the run,
+// open at the step its check failed at.
+func TestEvalRunStepLinks(t *testing.T) {
+	path := chromium(t)
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "reprompt")
+	command(t, 0, "go", "build", "-o", bin, "./cmd/reprompt")
+	t.Setenv("EVALPKG_MISTAKES", "1")
+	out := filepath.Join(dir, "out")
+	command(t, 0, bin, "eval", "run", "./cmd/reprompt/testdata/evalpkg", "-o", out)
+	ctx := browser(t, path)
+	css := func(s string) chromedp.CSS { return chromedp.CSS(s) }
+	text := func(t *testing.T, sel string) string { return get(t, ctx, "the text of "+sel, chromedp.Text(css(sel))) }
+
+	do(t, ctx, "open the report", chromedp.Navigate("file://"+filepath.Join(out, "triage.html")), chromedp.WaitVisible(css(`#cases`)))
+	assert.Equal(t, "expected", text(t, "#c4-r0 .failure .check"), "issue-4's run 0: the failing check")
+	assert.Equal(t, "at step 1", text(t, "#c4-r0 .failure .step"), "the step it failed at")
+	do(t, ctx, "follow the link to the steps of issue-4's run 0",
+		chromedp.Click(css(`#c4-r0 a.steps`)), chromedp.WaitVisible(css(`#step-title`)))
+	assert.Equal(t, "triage · issue-4 · run 0 · reprompt", get(t, ctx, "the page's title", chromedp.Title()), "the page of the run's steps")
+	assert.Equal(t, "#step-1", get(t, ctx, "the location's hash", chromedp.Evaluate[string](`location.hash`)), "the step the link names")
+	assert.Contains(t, text(t, "#step-title"), "Step 1", "the step shown: the one the check failed at")
+}

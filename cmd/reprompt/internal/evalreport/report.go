@@ -3,6 +3,8 @@
 // per run, each run's failing checks with the step each failed at, as the
 // run's golden file shows it, and, given a baseline, the comparison
 // (evals.Compare): the cases worse, better and unsure, with their p-values.
+// Given the pages of the runs' steps (Options.Steps), each run links to
+// its own.
 //
 // The page is self-contained (its style inline, no script, nothing loaded)
 // and made with html/template: case names, answers, reasons and golden
@@ -43,6 +45,11 @@ type Options struct {
 	Baseline   *evals.Report
 	Comparison *evals.Comparison
 	BaseSource string
+	// Steps, if not nil, returns the address of the page of a run's
+	// steps (the step viewer's), relative to the report's, for run (its
+	// number) of the case rep.Cases[c]; "" for none. Each run with one
+	// links to it.
+	Steps func(c, run int) string
 }
 
 // HTML writes rep as one self-contained HTML page. Each case has the id
@@ -87,6 +94,7 @@ type chip struct {
 
 type runView struct {
 	ID       string
+	Steps    string // the address of the page of its steps, "" if none
 	N        int
 	Pass     bool
 	Stats    string
@@ -144,7 +152,11 @@ func view(rep *evals.Report, opts Options) *pageView {
 		for j := range c.Runs {
 			r := &c.Runs[j]
 			have[r.Run] = r
-			cv.Runs = append(cv.Runs, runOf(cv.ID, r))
+			rv := runOf(cv.ID, r)
+			if opts.Steps != nil {
+				rv.Steps = opts.Steps(i, r.Run)
+			}
+			cv.Runs = append(cv.Runs, rv)
 		}
 		for n := range max(rep.K, len(c.Runs)) {
 			r := have[n]
