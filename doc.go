@@ -39,7 +39,7 @@
 //   - mcp: MCP servers' tools and resources as definitions (a nested module)
 //   - temporal: prompt functions as Temporal workflows (a nested module)
 //   - temporal/examples/agent: a to-do agent as a Temporal workflow
-//   - cmd/reprompt: the reprompt command: sessions, show, view (HTML), rewind, eval report
+//   - cmd/reprompt: the reprompt command: sessions, show, view (HTML), rewind, eval run and report
 //   - examples/quickstart: a to-do agent, printed step by step
 //   - examples/longsession: context strategies compared over a long session
 //   - examples/resumable: a run killed and resumed
