@@ -17,6 +17,7 @@ import (
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/internal/scenario"
@@ -236,4 +237,32 @@ func BenchmarkWire(b *testing.B) {
 			})
 		})
 	}
+}
+
+// TestWireAllocRatio fails when the adapter's cost per step regresses
+// badly against the bare loop's: it compares the bytes the two allocate
+// running S1 for 100 steps (client, runtime and server together). Bytes,
+// not time: they do not depend on the machine's load, so a bound on them
+// holds on a busy CI machine. The figures at 100 steps are about 63 KB a
+// step for the adapter and 192 KB for the bare loop (0.33×, and about
+// 0.13× at 1,000 steps: see the package documentation); encoding the whole
+// transcript at every step, as the adapter did before its cache, costs
+// 268 KB (1.39×), which the bound of 0.6× catches with room to spare.
+func TestWireAllocRatio(t *testing.T) {
+	const steps = 100
+	s := newS1Server(t, steps)
+	bare := newBare(t, s)
+	allocated := func(run func()) uint64 {
+		run() // warm the connection and process-wide caches
+		var ms0, ms1 goruntime.MemStats
+		goruntime.ReadMemStats(&ms0)
+		run()
+		goruntime.ReadMemStats(&ms1)
+		return ms1.TotalAlloc - ms0.TotalAlloc
+	}
+	ours := allocated(func() { runReprompt(t, s, s1Model(s)) })
+	floor := allocated(func() { bare.run(t, s) })
+	ratio := float64(ours) / float64(floor)
+	t.Logf("S1, %d steps: reprompt %d B/step, bare %d B/step: %.2f×", steps, ours/steps, floor/steps, ratio)
+	assert.Less(t, ratio, 0.6, "bytes allocated by the adapter's run over the bare loop's")
 }

@@ -1,0 +1,503 @@
+package anthropic
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"sync"
+
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+
+	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/llm"
+)
+
+// The request body is assembled from cached bytes instead of being
+// encoded whole by the SDK on every call, which costs a step the whole
+// transcript:
+//
+//	{"max_tokens":…,"messages":[ <turns> ],"model":…,"system":…,"tools":…}
+//
+// The part around the messages (the skeleton: the configuration, system
+// prompt and tools, with their cache breakpoint) is encoded by the SDK's
+// own types, once, and again only when one of them changes. Each message
+// is mapped to its content blocks once, when it first appears, and each
+// block encoded once by the SDK's own MarshalJSON, which gives the same
+// bytes as the block inside a whole request; a turn is written as the SDK
+// writes it, {"content":[<blocks>],"role":"user"}. The cache breakpoints
+// are placed at every request by placeBreakpoints, on the cached blocks;
+// a block it marks is sent with its marked encoding (made once for a
+// TTL), and unmarked again afterwards. The body is thus byte for byte the
+// one the SDK would send for params(req), which TestWireBodyMatchesSDK
+// checks.
+//
+// A cached message is reused only if it is the same message on the wire
+// (role, content, tool calls, tool_call_id, is_error, thinking blocks
+// compared in full; strings shared with the transcript compare as fast as
+// pointers), so the cache cannot go stale whatever the caller does with
+// its slices.
+
+// maxLanes bounds the conversations whose encodings a Model keeps (an
+// agent and its sub-agents share one Model).
+const maxLanes = 4
+
+// encoder makes the request bodies of one Model. Its mutex also guards the
+// cached blocks while placeBreakpoints marks them.
+type encoder struct {
+	mu      sync.Mutex
+	lanes   []*lane
+	clock   uint64
+	skel    skeleton
+	turns   []turn // scratch, reused from call to call
+	spans   []span // scratch: the messages of each turn
+	encoded int    // blocks encoded, for tests of the cache
+	sys     []sdk.TextBlockParam
+}
+
+// lane is the encoded transcript of one conversation.
+type lane struct {
+	msgs    []*encMsg
+	lastUse uint64
+}
+
+// span is the range of a lane's messages that make one turn.
+type span struct{ from, to int }
+
+// encMsg is one message of a transcript with its encoding.
+type encMsg struct {
+	// What reaches the wire, copied from the message.
+	role       defs.Role
+	content    string
+	toolCallID string
+	isError    bool
+	toolCalls  []defs.ToolCall
+	thinking   string
+
+	assistant bool
+	blocks    []sdk.ContentBlockParamUnion // capacity clipped, so that a merge copies
+	enc       []byte                       // the blocks' encodings, comma-separated
+	ends      []int                        // ends[i]: end of block i in enc
+	marked    []markedEnc                  // per block, made when first marked
+}
+
+// markedEnc is a block's encoding with a cache breakpoint.
+type markedEnc struct {
+	mark markKey
+	enc  []byte
+}
+
+// skeleton is the encoded request around the messages, and what it was
+// built from.
+type skeleton struct {
+	built  bool
+	system string
+	lead   []string // the leading system messages' contents
+	tools  []llm.ToolSpec
+	output *llm.OutputSpec
+	frame  sdk.MessageNewParams // without messages or breakpoints
+	first  int                  // index of the first message after the leading system ones
+	marks  []markKey            // breakpoints of the system blocks, then of the tools, when encoded
+	split  bool                 // head and tail are encoded
+	head   []byte               // ends with `"messages":[`
+	tail   []byte               // starts with `]`
+}
+
+// markKey is a cache_control as far as the wire shows it.
+type markKey struct {
+	typ string
+	ttl sdk.CacheControlEphemeralTTL
+}
+
+func markOf(cc *sdk.CacheControlEphemeralParam) markKey {
+	if cc == nil {
+		return markKey{}
+	}
+	return markKey{typ: string(cc.Type), ttl: cc.TTL}
+}
+
+// body returns the request body of req, as the SDK would encode params(req).
+// Its errors are *llm.ModelError, not retryable. The body is a new slice,
+// never modified afterwards.
+func (m *Model) body(req *llm.Request) ([]byte, error) {
+	e := &m.enc
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s, err := m.skeleton(req)
+	if err != nil {
+		return nil, err
+	}
+	msgs, err := e.lane(req.Messages, s.first)
+	if err != nil {
+		return nil, m.requestError(err)
+	}
+
+	// The turns, on the cached blocks.
+	turns, spans := e.turns[:0], e.spans[:0]
+	size := 0
+	for i, em := range msgs {
+		if len(em.blocks) == 0 {
+			continue
+		}
+		size += len(em.enc) + 1
+		if n := len(turns); n > 0 && turns[n-1].assistant == em.assistant {
+			turns[n-1].blocks = append(turns[n-1].blocks, em.blocks...)
+			spans[n-1].to = i + 1
+			continue
+		}
+		turns = append(turns, turn{assistant: em.assistant, blocks: em.blocks})
+		spans = append(spans, span{i, i + 1})
+	}
+	p := s.frame
+	p.System = append(e.sys[:0], s.frame.System...)
+	e.sys = p.System
+	m.placeBreakpoints(&p, turns)
+
+	// The skeleton, again if the breakpoints of the system prompt or the
+	// tools moved.
+	var marks []markKey
+	for i := range p.System {
+		marks = append(marks, markOf(&p.System[i].CacheControl))
+	}
+	for _, t := range p.Tools {
+		marks = append(marks, markOf(t.GetCacheControl()))
+	}
+	if !s.split || !slices.Equal(marks, s.marks) {
+		p.Messages = []sdk.MessageParam{}
+		b, err := p.MarshalJSON()
+		if err == nil {
+			err = s.setBytes(b)
+		}
+		if err != nil {
+			e.reset(p.Tools, turns)
+			return nil, m.requestError(fmt.Errorf("encoding the request: %w", err))
+		}
+		s.marks, s.split = marks, true
+	}
+
+	const userTurn, assistantTurn = `],"role":"user"}`, `],"role":"assistant"}`
+	size += len(s.head) + len(s.tail) + len(turns)*(len(`{"content":[`)+len(assistantTurn)+1)
+	b := make([]byte, 0, size+256)
+	b = append(b, s.head...)
+	for ti, sp := range spans {
+		if ti > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"content":[`...)
+		k := 0 // blocks written in this turn
+		for _, em := range msgs[sp.from:sp.to] {
+			if len(em.blocks) == 0 {
+				continue
+			}
+			if k > 0 {
+				b = append(b, ',')
+			}
+			k += len(em.blocks)
+			if b, err = e.appendBlocks(b, em); err != nil {
+				e.reset(p.Tools, turns)
+				return nil, m.requestError(fmt.Errorf("encoding the request: %w", err))
+			}
+		}
+		if turns[ti].assistant {
+			b = append(b, assistantTurn...)
+		} else {
+			b = append(b, userTurn...)
+		}
+	}
+	b = append(b, s.tail...)
+	e.reset(p.Tools, turns)
+	e.turns, e.spans = clear0(turns), spans
+	return b[:len(b):len(b)], nil
+}
+
+// clear0 drops the references a scratch slice of turns holds.
+func clear0(turns []turn) []turn {
+	clear(turns)
+	return turns[:0]
+}
+
+// reset removes the breakpoints placeBreakpoints set on cached tools and
+// blocks.
+func (e *encoder) reset(tools []sdk.ToolUnionParam, turns []turn) {
+	for _, t := range tools {
+		if cc := t.GetCacheControl(); cc != nil {
+			*cc = sdk.CacheControlEphemeralParam{}
+		}
+	}
+	for _, t := range turns {
+		for _, b := range t.blocks {
+			if cc := b.GetCacheControl(); cc != nil {
+				*cc = sdk.CacheControlEphemeralParam{}
+			}
+		}
+	}
+}
+
+// appendBlocks appends em's blocks to b, comma-separated: their cached
+// encodings, and for a block that carries a breakpoint its marked one.
+func (e *encoder) appendBlocks(b []byte, em *encMsg) ([]byte, error) {
+	marked := false
+	for i := range em.blocks {
+		if markOf(em.blocks[i].GetCacheControl()) != (markKey{}) {
+			marked = true
+			break
+		}
+	}
+	if !marked {
+		return append(b, em.enc...), nil
+	}
+	start := 0
+	for i := range em.blocks {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		cc := em.blocks[i].GetCacheControl()
+		if markOf(cc) == (markKey{}) {
+			b = append(b, em.enc[start:em.ends[i]]...)
+		} else {
+			if em.marked == nil {
+				em.marked = make([]markedEnc, len(em.blocks))
+			}
+			me := &em.marked[i]
+			if me.enc == nil || me.mark != markOf(cc) {
+				enc, err := em.blocks[i].MarshalJSON()
+				if err != nil {
+					return b, err
+				}
+				e.encoded++
+				*me = markedEnc{mark: markOf(cc), enc: enc}
+			}
+			b = append(b, me.enc...)
+		}
+		start = em.ends[i] + 1
+	}
+	return b, nil
+}
+
+// split keeps the parts of an encoded request with empty messages around
+// them.
+func (s *skeleton) setBytes(b []byte) error {
+	const hole = `"messages":[]`
+	at := bytes.Index(b, []byte(hole))
+	if at < 0 {
+		return fmt.Errorf("no messages field in %.200s", b)
+	}
+	s.head = slices.Clip(b[:at+len(hole)-1])
+	s.tail = b[at+len(hole)-1:]
+	return nil
+}
+
+// skeleton returns the skeleton for req's configuration, system prompt,
+// tools and output, made again when one of them changed.
+func (m *Model) skeleton(req *llm.Request) (*skeleton, error) {
+	s := &m.enc.skel
+	out := req.Output
+	if out != nil && out.Mode != llm.OutputNative {
+		out = nil // the answer tool is among the tools
+	}
+	if s.built && s.system == req.System && sameTools(s.tools, req.Tools) && sameOutput(s.output, out) && s.sameLead(req.Messages) {
+		return s, nil
+	}
+	frame, first, err := m.frame(req)
+	if err != nil {
+		return nil, err
+	}
+	*s = skeleton{built: true, system: req.System, frame: frame, first: first}
+	for _, msg := range req.Messages[:first] {
+		s.lead = append(s.lead, msg.Content)
+	}
+	for _, t := range req.Tools {
+		s.tools = append(s.tools, llm.ToolSpec{Name: t.Name, Description: t.Description, Parameters: bytes.Clone(t.Parameters)})
+	}
+	if out != nil {
+		c := *out
+		c.Schema = bytes.Clone(out.Schema)
+		s.output = &c
+	}
+	return s, nil
+}
+
+// sameLead reports whether msgs opens with the system messages the
+// skeleton was built for, and no more.
+func (s *skeleton) sameLead(msgs []defs.Message) bool {
+	if len(msgs) < len(s.lead) || len(msgs) > len(s.lead) && msgs[len(s.lead)].Role == defs.RoleSystem {
+		return false
+	}
+	for i, c := range s.lead {
+		if msgs[i].Role != defs.RoleSystem || msgs[i].Content != c {
+			return false
+		}
+	}
+	return true
+}
+
+// sameTools reports whether a and b are the same tools on the wire.
+func sameTools(a, b []llm.ToolSpec) bool {
+	return slices.EqualFunc(a, b, func(x, y llm.ToolSpec) bool {
+		return x.Name == y.Name && x.Description == y.Description && bytes.Equal(x.Parameters, y.Parameters)
+	})
+}
+
+// sameOutput reports whether a and b ask for the same output format.
+func sameOutput(a, b *llm.OutputSpec) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Name == b.Name && a.Mode == b.Mode && bytes.Equal(a.Schema, b.Schema)
+}
+
+// lane returns the encodings of msgs (the request's messages, of which
+// the first are in the system prompt) from first on, from the lane of
+// their conversation: those it held already reused, the others encoded.
+func (e *encoder) lane(msgs []defs.Message, first int) ([]*encMsg, error) {
+	msgs = msgs[first:]
+	e.clock++
+	var l *lane
+	if len(msgs) > 0 {
+		l = e.pick(&msgs[0])
+	} else {
+		l = e.pick(nil)
+	}
+	l.lastUse = e.clock
+
+	p := 0 // the longest prefix the lane holds
+	for p < min(len(msgs), len(l.msgs)) && l.msgs[p].same(&msgs[p]) {
+		p++
+	}
+	if p == len(msgs) {
+		return l.msgs[:p:p], nil // the same again, or an earlier request's
+	}
+	if p == len(l.msgs) {
+		// The common case: only new messages.
+		for i := p; i < len(msgs); i++ {
+			em, err := e.encode(&msgs[i], first+i)
+			if err != nil {
+				return nil, err
+			}
+			l.msgs = append(l.msgs, em)
+		}
+		return l.msgs[:len(l.msgs):len(l.msgs)], nil
+	}
+	// A rewrite (trimmed, compacted, a message replaced): keep the
+	// messages still present.
+	index := map[msgKey][]*encMsg{}
+	for _, em := range l.msgs[p:] {
+		k := msgKey{em.role, len(em.content), em.id()}
+		index[k] = append(index[k], em)
+	}
+	kept := make([]*encMsg, p, len(msgs))
+	copy(kept, l.msgs)
+	for i := p; i < len(msgs); i++ {
+		msg := &msgs[i]
+		var found *encMsg
+		for _, em := range index[keyOf(msg)] {
+			if em.same(msg) {
+				found = em
+				break
+			}
+		}
+		if found == nil {
+			var err error
+			if found, err = e.encode(msg, first+i); err != nil {
+				return nil, err
+			}
+		}
+		kept = append(kept, found)
+	}
+	l.msgs = kept
+	return kept[:len(kept):len(kept)], nil
+}
+
+// msgKey narrows the search for a message in a rewritten transcript.
+type msgKey struct {
+	role defs.Role
+	n    int
+	id   string
+}
+
+func keyOf(m *defs.Message) msgKey {
+	k := msgKey{role: m.Role, n: len(m.Content), id: m.ToolCallID}
+	if len(m.ToolCalls) > 0 {
+		k.id = m.ToolCalls[0].ID
+	}
+	return k
+}
+
+func (em *encMsg) id() string {
+	if len(em.toolCalls) > 0 {
+		return em.toolCalls[0].ID
+	}
+	return em.toolCallID
+}
+
+// same reports whether m is the message em was encoded from, as far as the
+// wire shows it.
+func (em *encMsg) same(m *defs.Message) bool {
+	return em.role == m.Role && em.content == m.Content && em.toolCallID == m.ToolCallID &&
+		em.isError == m.IsError && (m.Role != defs.RoleAssistant || em.thinking == m.Meta[MetaThinking]) &&
+		slices.EqualFunc(em.toolCalls, m.ToolCalls, func(x, y defs.ToolCall) bool {
+			return x.ID == y.ID && x.Name == y.Name && bytes.Equal(x.Arguments, y.Arguments)
+		})
+}
+
+// encode maps msg, the i-th message of the request, to its blocks and
+// encodes them.
+func (e *encoder) encode(msg *defs.Message, i int) (*encMsg, error) {
+	blocks, assistant, err := blocksOf(msg, i)
+	if err != nil {
+		return nil, err
+	}
+	em := &encMsg{
+		role: msg.Role, content: msg.Content, toolCallID: msg.ToolCallID, isError: msg.IsError,
+		assistant: assistant, blocks: slices.Clip(blocks),
+	}
+	if msg.Role == defs.RoleAssistant {
+		em.thinking = msg.Meta[MetaThinking]
+	}
+	if len(msg.ToolCalls) > 0 {
+		em.toolCalls = make([]defs.ToolCall, len(msg.ToolCalls))
+		for j, tc := range msg.ToolCalls {
+			em.toolCalls[j] = defs.ToolCall{ID: tc.ID, Name: tc.Name, Arguments: bytes.Clone(tc.Arguments)}
+		}
+	}
+	for j := range blocks {
+		enc, err := blocks[j].MarshalJSON()
+		if err != nil {
+			return nil, fmt.Errorf("message %d: %w", i, err)
+		}
+		e.encoded++
+		if j > 0 {
+			em.enc = append(em.enc, ',')
+		}
+		em.enc = append(em.enc, enc...)
+		em.ends = append(em.ends, len(em.enc))
+	}
+	em.enc = slices.Clip(em.enc)
+	return em, nil
+}
+
+// pick returns the lane whose conversation starts with first, or a free
+// or least recently used one.
+func (e *encoder) pick(first *defs.Message) *lane {
+	var best *lane
+	for _, l := range e.lanes {
+		if first != nil && len(l.msgs) > 0 && l.msgs[0].same(first) && (best == nil || l.lastUse > best.lastUse) {
+			best = l
+		}
+	}
+	if best != nil {
+		return best
+	}
+	if len(e.lanes) < maxLanes {
+		l := &lane{}
+		e.lanes = append(e.lanes, l)
+		return l
+	}
+	lru := e.lanes[0]
+	for _, l := range e.lanes[1:] {
+		if l.lastUse < lru.lastUse {
+			lru = l
+		}
+	}
+	*lru = lane{}
+	return lru
+}
