@@ -10,7 +10,10 @@
 //
 //	OPENAI_BASE_URL=http://localhost:11434/v1 OPENAI_MODEL=qwen3:4b go run -tags live ./examples/quickstart
 //
-// The agent, its script and the printout are in examples/internal/todo.
+// The agent, its script and the printout are in examples/internal/todo;
+// examples/internal/anthropic, a module of its own (the root module does
+// not require the Anthropic adapter), runs them on Anthropic's API when
+// ANTHROPIC_API_KEY is set.
 //
 // The default build links no network code (no net/http, no TLS), so a first
 // run on an empty build cache compiles only what the offline run needs.

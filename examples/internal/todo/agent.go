@@ -1,7 +1,8 @@
 // Package todo is the quickstart's to-do agent: its prompt function, the
-// scripted model it runs on offline, and the loop that prints each step,
-// which examples/quickstart runs. It is a package of its own so that a
-// program of another module can run it too.
+// scripted model it runs on offline, and the loop that prints each step.
+// examples/quickstart runs it, and so does examples/internal/anthropic,
+// the module that runs it on Anthropic's API (the root module does not
+// require the Anthropic adapter).
 package todo
 
 import (
