@@ -205,14 +205,9 @@ func (m *Model) body(req *llm.Request) ([]byte, error) {
 	}
 	b = append(b, s.tail...)
 	e.reset(p.Tools, turns)
-	e.turns, e.spans = clear0(turns), spans
+	clear(turns) // the scratch keeps no blocks alive
+	e.turns, e.spans = turns[:0], spans
 	return b[:len(b):len(b)], nil
-}
-
-// clear0 drops the references a scratch slice of turns holds.
-func clear0(turns []turn) []turn {
-	clear(turns)
-	return turns[:0]
 }
 
 // reset removes the breakpoints placeBreakpoints set on cached tools and
@@ -388,10 +383,15 @@ func (e *encoder) lane(msgs []defs.Message, first int) ([]*encMsg, error) {
 	copy(kept, l.msgs)
 	for i := p; i < len(msgs); i++ {
 		msg := &msgs[i]
+		// An encoding is used once: the breakpoints are set on its
+		// blocks, which must not show in two places of a transcript that
+		// holds the same message twice.
 		var found *encMsg
-		for _, em := range index[keyOf(msg)] {
+		k := keyOf(msg)
+		for j, em := range index[k] {
 			if em.same(msg) {
 				found = em
+				index[k] = slices.Delete(index[k], j, j+1)
 				break
 			}
 		}

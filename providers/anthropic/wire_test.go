@@ -187,6 +187,18 @@ func TestWireCacheGrowth(t *testing.T) {
 	check("trim the oldest rounds", append([]defs.Message{msgs[0]}, msgs[5:]...), 1)
 	check("compaction", append([]defs.Message{msgs[0], defs.UserMessage("Summary: counted to 4.")}, msgs[9:]...), 2)
 
+	// A rewrite holding a message twice: each place has its own
+	// breakpoints (here the second "yes" only).
+	fresh := New(Config{})
+	for _, msgs := range [][]defs.Message{
+		{defs.UserMessage("Count."), defs.UserMessage("yes")},
+		{defs.UserMessage("Count."), defs.UserMessage("other"), defs.UserMessage("yes"), {Role: defs.RoleAssistant, Content: "t"},
+			defs.UserMessage("more"), {Role: defs.RoleAssistant, Content: "t2"}, defs.UserMessage("yes")},
+	} {
+		req := &llm.Request{Messages: msgs}
+		requireSameBytes(t, sdkBody(t, fresh, req), assembled(t, fresh, req), "a message twice, %d messages", len(msgs))
+	}
+
 	// System prompt, tools and configuration changes make a new skeleton.
 	req := &llm.Request{System: "You count, again.", Messages: msgs, Tools: []llm.ToolSpec{toolA, toolB}}
 	requireSameBytes(t, sdkBody(t, m, req), assembled(t, m, req), "new system prompt and tools")
