@@ -86,8 +86,9 @@
 //
 // Each message is mapped to its content blocks and each block encoded
 // once, by the SDK's own types, when it first appears; the part of the
-// request around the messages (configuration, system prompt, tools) is
-// encoded once, and again only when it changes. A request body is
+// request around the messages (configuration, tools) is encoded once, and
+// again only when it changes, and the system prompt, which the runtime
+// renders anew at each step, apart from it. A request body is
 // assembled from these bytes, with the cache breakpoints placed at every
 // request on the cached blocks, and sent through the SDK in place of its
 // own encoding: byte for byte the body the SDK would send
@@ -104,10 +105,10 @@
 // step, the median of 6 runs interleaved with the bare loop's, on a
 // shared 2-core machine (load average 7-12):
 //
-//	steps  cpu time        wall time       bytes allocated
-//	  10   0.94× (0.88-1.01)  0.97× (0.70-1.15)  0.82×
-//	 100   0.40× (0.38-0.44)  0.42× (0.27-0.56)  0.33×
-//	1000   0.14× (0.13-0.16)  0.13× (0.11-0.15)  0.13×
+//	steps  cpu time           wall time          bytes allocated
+//	   10  0.94× (0.88-1.01)  0.97× (0.70-1.15)  0.82×
+//	  100  0.40× (0.38-0.44)  0.42× (0.27-0.56)  0.33×
+//	 1000  0.14× (0.13-0.16)  0.13× (0.11-0.15)  0.13×
 //
 // (reprompt over bare, the range of the 6 rounds in parentheses), where
 // encoding the whole transcript at every step cost 1.3-1.4× at every

@@ -68,7 +68,18 @@ func (m *Model) params(req *llm.Request) (sdk.MessageNewParams, error) {
 // breakpoints), and the index of the first message that is not part of
 // the system prompt. Its errors are *llm.ModelError, not retryable.
 func (m *Model) frame(req *llm.Request) (p sdk.MessageNewParams, first int, err error) {
-	p = sdk.MessageNewParams{
+	if p, err = m.base(req.Tools, req.Output); err != nil {
+		return p, 0, err
+	}
+	p.System, first = systemOf(req, nil)
+	return p, first, nil
+}
+
+// base returns the request parameters of the configuration, tools and
+// output: those of a request but its system prompt and messages. Its
+// errors are *llm.ModelError, not retryable.
+func (m *Model) base(tools []llm.ToolSpec, output *llm.OutputSpec) (sdk.MessageNewParams, error) {
+	p := sdk.MessageNewParams{
 		Model:         sdk.Model(m.cfg.Model),
 		MaxTokens:     int64(m.cfg.MaxTokens),
 		StopSequences: m.cfg.StopSequences,
@@ -82,34 +93,38 @@ func (m *Model) frame(req *llm.Request) (p sdk.MessageNewParams, first int, err 
 	if m.cfg.Effort != "" {
 		p.OutputConfig.Effort = sdk.OutputConfigEffort(m.cfg.Effort)
 	}
-	if o := req.Output; o != nil && o.Mode == llm.OutputNative {
+	if o := output; o != nil && o.Mode == llm.OutputNative {
 		var schema map[string]any
 		if err := json.Unmarshal(o.Schema, &schema); err != nil {
-			return p, 0, m.requestError(fmt.Errorf("output %q: schema: %w", o.Name, err))
+			return p, m.requestError(fmt.Errorf("output %q: schema: %w", o.Name, err))
 		}
 		p.OutputConfig.Format = sdk.JSONOutputFormatParam{Schema: schema}
 	}
+	for _, t := range tools {
+		tp, err := toolParam(t)
+		if err != nil {
+			return p, m.requestError(err)
+		}
+		p.Tools = append(p.Tools, sdk.ToolUnionParam{OfTool: tp})
+	}
+	return p, nil
+}
 
+// systemOf appends to dst the system prompt of req: Request.System, then
+// the system messages that open the transcript (blank ones left out); first
+// is the index of the first message after them.
+func systemOf(req *llm.Request, dst []sdk.TextBlockParam) (system []sdk.TextBlockParam, first int) {
 	if req.System != "" {
-		p.System = append(p.System, sdk.TextBlockParam{Text: req.System})
+		dst = append(dst, sdk.TextBlockParam{Text: req.System})
 	}
 	msgs := req.Messages
 	for len(msgs) > 0 && msgs[0].Role == defs.RoleSystem { // a leading system message joins the system prompt
 		if strings.TrimSpace(msgs[0].Content) != "" {
-			p.System = append(p.System, sdk.TextBlockParam{Text: msgs[0].Content})
+			dst = append(dst, sdk.TextBlockParam{Text: msgs[0].Content})
 		}
 		msgs = msgs[1:]
 	}
-	first = len(req.Messages) - len(msgs)
-
-	for _, t := range req.Tools {
-		tp, err := toolParam(t)
-		if err != nil {
-			return p, 0, m.requestError(err)
-		}
-		p.Tools = append(p.Tools, sdk.ToolUnionParam{OfTool: tp})
-	}
-	return p, first, nil
+	return dst, len(req.Messages) - len(msgs)
 }
 
 func (m *Model) requestError(err error) error {

@@ -18,9 +18,10 @@ import (
 //
 //	{"max_tokens":…,"messages":[ <turns> ],"model":…,"system":…,"tools":…}
 //
-// The part around the messages (the skeleton: the configuration, system
-// prompt and tools, with their cache breakpoint) is encoded by the SDK's
-// own types, once, and again only when one of them changes. Each message
+// The part around the messages (the skeleton: the configuration and the
+// tools, with their cache breakpoint) is encoded by the SDK's own types,
+// once, and again only when one of them changes; the system prompt, which
+// the runtime renders anew at each step, is encoded apart and spliced in. Each message
 // is mapped to its content blocks once, when it first appears, and each
 // block encoded once by the SDK's own MarshalJSON, which gives the same
 // bytes as the block inside a whole request; a turn is written as the SDK
@@ -86,21 +87,37 @@ type markedEnc struct {
 	enc  []byte
 }
 
-// skeleton is the encoded request around the messages, and what it was
-// built from.
+// skeleton is the encoded request around the messages and the system
+// prompt, and what it was built from: the configuration, tools and output.
+// The system prompt, which the runtime renders anew at every step, is
+// encoded apart and spliced in, so that a new one costs its own encoding
+// only.
 type skeleton struct {
-	built  bool
-	system string
-	lead   []string // the leading system messages' contents
-	tools  []llm.ToolSpec
-	output *llm.OutputSpec
-	frame  sdk.MessageNewParams // without messages or breakpoints
-	first  int                  // index of the first message after the leading system ones
-	marks  []markKey            // breakpoints of the system blocks, then of the tools, when encoded
-	split  bool                 // head and tail are encoded
-	head   []byte               // ends with `"messages":[`
-	tail   []byte               // starts with `]`
+	built   bool
+	tools   []llm.ToolSpec
+	output  *llm.OutputSpec
+	frame   sdk.MessageNewParams // without system prompt, messages or breakpoints
+	layouts [2]layout            // [0] for a request without a system prompt, [1] with one
+	// The last system prompt encoded: its blocks' texts and breakpoints,
+	// and the JSON array.
+	sysTexts []string
+	sysMarks []markKey
+	sysEnc   []byte
 }
+
+// layout is the encoded request around the messages (and the system
+// prompt, when it has one).
+type layout struct {
+	ok    bool
+	marks []markKey // the tools' breakpoints it was encoded with
+	head  []byte    // up to `"messages":[`
+	mid   []byte    // from the `]` after the messages to `"system":`, with a system prompt
+	tail  []byte    // the rest: from `]` without a system prompt, after its array with one
+}
+
+// sysSentinel is the text of the system block a layout is encoded with,
+// to be found and replaced.
+const sysSentinel = "\x00reprompt: the system prompt goes here\x00"
 
 // markKey is a cache_control as far as the wire shows it.
 type markKey struct {
@@ -126,7 +143,9 @@ func (m *Model) body(req *llm.Request) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	msgs, err := e.lane(req.Messages, s.first)
+	sys, first := systemOf(req, e.sys[:0])
+	e.sys = sys
+	msgs, err := e.lane(req.Messages, first)
 	if err != nil {
 		return nil, m.requestError(err)
 	}
@@ -148,36 +167,18 @@ func (m *Model) body(req *llm.Request) ([]byte, error) {
 		spans = append(spans, span{i, i + 1})
 	}
 	p := s.frame
-	p.System = append(e.sys[:0], s.frame.System...)
-	e.sys = p.System
+	p.System = sys
 	m.placeBreakpoints(&p, turns)
-
-	// The skeleton, again if the breakpoints of the system prompt or the
-	// tools moved.
-	var marks []markKey
-	for i := range p.System {
-		marks = append(marks, markOf(&p.System[i].CacheControl))
-	}
-	for _, t := range p.Tools {
-		marks = append(marks, markOf(t.GetCacheControl()))
-	}
-	if !s.split || !slices.Equal(marks, s.marks) {
-		p.Messages = []sdk.MessageParam{}
-		b, err := p.MarshalJSON()
-		if err == nil {
-			err = s.setBytes(b)
-		}
-		if err != nil {
-			e.reset(p.Tools, turns)
-			return nil, m.requestError(fmt.Errorf("encoding the request: %w", err))
-		}
-		s.marks, s.split = marks, true
+	lay, sysEnc, err := s.encode(&p)
+	if err != nil {
+		e.reset(p.Tools, turns)
+		return nil, m.requestError(fmt.Errorf("encoding the request: %w", err))
 	}
 
 	const userTurn, assistantTurn = `],"role":"user"}`, `],"role":"assistant"}`
-	size += len(s.head) + len(s.tail) + len(turns)*(len(`{"content":[`)+len(assistantTurn)+1)
+	size += len(lay.head) + len(lay.mid) + len(sysEnc) + len(lay.tail) + len(turns)*(len(`{"content":[`)+len(assistantTurn)+1)
 	b := make([]byte, 0, size+256)
-	b = append(b, s.head...)
+	b = append(b, lay.head...)
 	for ti, sp := range spans {
 		if ti > 0 {
 			b = append(b, ',')
@@ -203,7 +204,9 @@ func (m *Model) body(req *llm.Request) ([]byte, error) {
 			b = append(b, userTurn...)
 		}
 	}
-	b = append(b, s.tail...)
+	b = append(b, lay.mid...)
+	b = append(b, sysEnc...)
+	b = append(b, lay.tail...)
 	e.reset(p.Tools, turns)
 	clear(turns) // the scratch keeps no blocks alive
 	e.turns, e.spans = turns[:0], spans
@@ -268,38 +271,94 @@ func (e *encoder) appendBlocks(b []byte, em *encMsg) ([]byte, error) {
 	return b, nil
 }
 
-// split keeps the parts of an encoded request with empty messages around
-// them.
-func (s *skeleton) setBytes(b []byte) error {
-	const hole = `"messages":[]`
-	at := bytes.Index(b, []byte(hole))
-	if at < 0 {
-		return fmt.Errorf("no messages field in %.200s", b)
+// encode returns the layout of p (a request whose breakpoints are placed
+// but whose messages are left out) and its system prompt's encoding, each
+// made again when what it was made from changed.
+func (s *skeleton) encode(p *sdk.MessageNewParams) (*layout, []byte, error) {
+	var marks []markKey
+	for _, t := range p.Tools {
+		marks = append(marks, markOf(t.GetCacheControl()))
 	}
-	s.head = slices.Clip(b[:at+len(hole)-1])
-	s.tail = b[at+len(hole)-1:]
-	return nil
+	withSys := len(p.System) > 0
+	lay := &s.layouts[0]
+	if withSys {
+		lay = &s.layouts[1]
+	}
+	if !lay.ok || !slices.Equal(marks, lay.marks) {
+		q := *p
+		q.Messages = []sdk.MessageParam{}
+		q.System = nil
+		if withSys {
+			q.System = []sdk.TextBlockParam{{Text: sysSentinel}}
+		}
+		b, err := q.MarshalJSON()
+		if err != nil {
+			return nil, nil, err
+		}
+		const hole = `"messages":[]`
+		at := bytes.Index(b, []byte(hole))
+		if at < 0 {
+			return nil, nil, fmt.Errorf("no messages field in %.200s", b)
+		}
+		*lay = layout{marks: marks, head: slices.Clip(b[:at+len(hole)-1]), tail: b[at+len(hole)-1:]}
+		if withSys {
+			sb, err := q.System[0].MarshalJSON()
+			if err != nil {
+				return nil, nil, err
+			}
+			field := slices.Concat([]byte(`"system":[`), sb, []byte(`]`))
+			i := bytes.Index(lay.tail, field)
+			if i < 0 || bytes.Count(lay.tail, field) != 1 {
+				return nil, nil, fmt.Errorf("no single system field in %.200s", lay.tail)
+			}
+			n := len(`"system":`)
+			lay.mid, lay.tail = slices.Clip(lay.tail[:i+n]), lay.tail[i+len(field):]
+		}
+		lay.ok = true
+	}
+	if !withSys {
+		return lay, nil, nil
+	}
+	same := len(p.System) == len(s.sysTexts)
+	for i := 0; same && i < len(p.System); i++ {
+		same = p.System[i].Text == s.sysTexts[i] && markOf(&p.System[i].CacheControl) == s.sysMarks[i]
+	}
+	if !same {
+		enc := []byte{'['}
+		s.sysTexts, s.sysMarks = s.sysTexts[:0], s.sysMarks[:0]
+		for i := range p.System {
+			b, err := p.System[i].MarshalJSON()
+			if err != nil {
+				return nil, nil, err
+			}
+			if i > 0 {
+				enc = append(enc, ',')
+			}
+			enc = append(enc, b...)
+			s.sysTexts = append(s.sysTexts, p.System[i].Text)
+			s.sysMarks = append(s.sysMarks, markOf(&p.System[i].CacheControl))
+		}
+		s.sysEnc = append(enc, ']')
+	}
+	return lay, s.sysEnc, nil
 }
 
-// skeleton returns the skeleton for req's configuration, system prompt,
-// tools and output, made again when one of them changed.
+// skeleton returns the skeleton for req's configuration, tools and
+// output, made again when one of them changed.
 func (m *Model) skeleton(req *llm.Request) (*skeleton, error) {
 	s := &m.enc.skel
 	out := req.Output
 	if out != nil && out.Mode != llm.OutputNative {
 		out = nil // the answer tool is among the tools
 	}
-	if s.built && s.system == req.System && sameTools(s.tools, req.Tools) && sameOutput(s.output, out) && s.sameLead(req.Messages) {
+	if s.built && sameTools(s.tools, req.Tools) && sameOutput(s.output, out) {
 		return s, nil
 	}
-	frame, first, err := m.frame(req)
+	frame, err := m.base(req.Tools, out)
 	if err != nil {
 		return nil, err
 	}
-	*s = skeleton{built: true, system: req.System, frame: frame, first: first}
-	for _, msg := range req.Messages[:first] {
-		s.lead = append(s.lead, msg.Content)
-	}
+	*s = skeleton{built: true, frame: frame}
 	for _, t := range req.Tools {
 		s.tools = append(s.tools, llm.ToolSpec{Name: t.Name, Description: t.Description, Parameters: bytes.Clone(t.Parameters)})
 	}
@@ -309,20 +368,6 @@ func (m *Model) skeleton(req *llm.Request) (*skeleton, error) {
 		s.output = &c
 	}
 	return s, nil
-}
-
-// sameLead reports whether msgs opens with the system messages the
-// skeleton was built for, and no more.
-func (s *skeleton) sameLead(msgs []defs.Message) bool {
-	if len(msgs) < len(s.lead) || len(msgs) > len(s.lead) && msgs[len(s.lead)].Role == defs.RoleSystem {
-		return false
-	}
-	for i, c := range s.lead {
-		if msgs[i].Role != defs.RoleSystem || msgs[i].Content != c {
-			return false
-		}
-	}
-	return true
 }
 
 // sameTools reports whether a and b are the same tools on the wire.

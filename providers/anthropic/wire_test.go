@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -204,6 +205,15 @@ func TestWireCacheGrowth(t *testing.T) {
 	requireSameBytes(t, sdkBody(t, m, req), assembled(t, m, req), "new system prompt and tools")
 	req.Messages = append([]defs.Message{{Role: defs.RoleSystem, Content: "lead"}}, msgs...)
 	requireSameBytes(t, sdkBody(t, m, req), assembled(t, m, req), "a leading system message")
+
+	// The system prompt changes from step to step (the runtime renders
+	// state in it), or goes: the tools are not encoded again.
+	for i, sys := range []string{"state: 1", "", "state: <2> & \u2028", "", "state: 1"} {
+		req := &llm.Request{System: sys, Messages: msgs, Tools: []llm.ToolSpec{toolA, toolB}}
+		before := m.enc.encoded
+		requireSameBytes(t, sdkBody(t, m, req), assembled(t, m, req), "system prompt %d: %q", i, sys)
+		assert.LessOrEqual(t, m.enc.encoded-before, 2, "system prompt %d: blocks encoded", i)
+	}
 }
 
 // unmarked returns b without its cache_control fields.
@@ -299,4 +309,38 @@ func TestWireSentAsSDK(t *testing.T) {
 	_, err = m.Stream(ctx, req, nil)
 	require.NoError(t, err)
 	requireSameBytes(t, want, last(), "Stream")
+}
+
+// BenchmarkBody assembles the body of a 14-message request with 4 tools,
+// its system prompt the same at every call or new at every call (as the
+// runtime renders state in it), beside the SDK's own encoding of it:
+//
+//	go test ./providers/anthropic -run '^$' -bench Body -count 6
+func BenchmarkBody(b *testing.B) {
+	msgs := variedTranscript()
+	tools := []llm.ToolSpec{toolA, toolB, toolA, toolB}
+	for _, changing := range []bool{false, true} {
+		b.Run(fmt.Sprintf("system=%s", map[bool]string{false: "same", true: "new"}[changing]), func(b *testing.B) {
+			m := New(Config{})
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if changing {
+					i++
+				}
+				_, err := m.body(&llm.Request{System: "You count. <state>" + strconv.Itoa(i) + "</state>", Messages: msgs, Tools: tools})
+				require.NoError(b, err)
+			}
+		})
+	}
+	b.Run("sdk", func(b *testing.B) {
+		m := New(Config{})
+		b.ReportAllocs()
+		for b.Loop() {
+			p, err := m.params(&llm.Request{System: "You count. <state>0</state>", Messages: msgs, Tools: tools})
+			require.NoError(b, err)
+			_, err = p.MarshalJSON()
+			require.NoError(b, err)
+		}
+	})
 }
