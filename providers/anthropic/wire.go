@@ -109,7 +109,7 @@ type skeleton struct {
 // prompt, when it has one).
 type layout struct {
 	ok    bool
-	marks []markKey // the tools' breakpoints it was encoded with
+	marks []markKey // the breakpoints of the request and its tools it was encoded with
 	head  []byte    // up to `"messages":[`
 	mid   []byte    // from the `]` after the messages to `"system":`, with a system prompt
 	tail  []byte    // the rest: from `]` without a system prompt, after its array with one
@@ -275,7 +275,7 @@ func (e *encoder) appendBlocks(b []byte, em *encMsg) ([]byte, error) {
 // but whose messages are left out) and its system prompt's encoding, each
 // made again when what it was made from changed.
 func (s *skeleton) encode(p *sdk.MessageNewParams) (*layout, []byte, error) {
-	var marks []markKey
+	marks := []markKey{markOf(&p.CacheControl)} // the request's own, which the API also takes
 	for _, t := range p.Tools {
 		marks = append(marks, markOf(t.GetCacheControl()))
 	}
