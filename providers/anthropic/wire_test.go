@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -343,4 +345,68 @@ func BenchmarkBody(b *testing.B) {
 			require.NoError(b, err)
 		}
 	})
+}
+
+// TestWireRandomTranscripts grows, rewrites and switches transcripts at
+// random (messages of every kind, blank and repeated ones, system
+// prompts that change or go, tools that change, two conversations on one
+// Model, three cache settings) and checks every body against the SDK's
+// encoding of the same request, byte for byte.
+func TestWireRandomTranscripts(t *testing.T) {
+	for seed := range uint64(6) {
+		r := rand.New(rand.NewPCG(seed, 24))
+		cache := []CacheTTL{Cache5m, Cache1h, CacheOff}[seed%3]
+		m, ref := New(Config{Cache: cache}), New(Config{Cache: cache})
+		pick := func(xs ...string) string { return xs[r.IntN(len(xs))] }
+		var pool []defs.Message // messages seen, to repeat
+		newMessage := func(i int) defs.Message {
+			if len(pool) > 0 && r.IntN(6) == 0 {
+				return pool[r.IntN(len(pool))]
+			}
+			var msg defs.Message
+			switch r.IntN(6) {
+			case 0, 1:
+				msg = defs.UserMessage(pick("yes", "go on", " ", "<b>&\u2028", fmt.Sprint("note ", i)))
+			case 2:
+				msg = defs.Message{Role: defs.RoleTool, ToolCallID: fmt.Sprint("toolu_", r.IntN(5)), Content: pick("", "ok", "18°C"), IsError: r.IntN(4) == 0}
+			case 3:
+				msg = defs.Message{Role: defs.RoleSystem, Content: pick("later system", "")}
+			default:
+				msg = defs.Message{Role: defs.RoleAssistant, Content: pick("", "Sure.", "Done <x>.")}
+				for range r.IntN(3) {
+					msg.ToolCalls = append(msg.ToolCalls, defs.ToolCall{ID: fmt.Sprint("toolu_", r.IntN(5)), Name: "get_weather", Arguments: json.RawMessage(pick(`{}`, `{"city":"Paris"}`, `[1]`, ``))})
+				}
+				if r.IntN(3) == 0 {
+					msg.Meta = thinkingMeta
+				}
+			}
+			pool = append(pool, msg)
+			return msg
+		}
+		convs := [2][]defs.Message{{defs.UserMessage("first A")}, {{Role: defs.RoleSystem, Content: "lead B"}, defs.UserMessage("first B")}}
+		for i := range 150 {
+			c := &convs[r.IntN(2)]
+			msgs := *c
+			switch op := r.IntN(10); {
+			case op < 6: // growth
+				for range 1 + r.IntN(3) {
+					msgs = append(msgs, newMessage(i))
+				}
+			case op < 7 && len(msgs) > 3: // trim after the first message
+				k := 1 + r.IntN(len(msgs)-2)
+				msgs = append(slices.Clone(msgs[:1]), msgs[k:]...)
+			case op < 8 && len(msgs) > 2: // replace one in place (a new slice)
+				msgs = slices.Clone(msgs)
+				msgs[1+r.IntN(len(msgs)-1)] = newMessage(i)
+			case op < 9 && len(msgs) > 2: // an earlier request again
+				msgs = msgs[:1+r.IntN(len(msgs)-1)]
+			}
+			*c = msgs
+			req := &llm.Request{System: pick("", "You help.", fmt.Sprint("state ", r.IntN(3))), Messages: msgs}
+			if r.IntN(4) > 0 {
+				req.Tools = []llm.ToolSpec{toolA, toolB}[:1+r.IntN(2)]
+			}
+			requireSameBytes(t, sdkBody(t, ref, req), assembled(t, m, req), "seed %d, request %d", seed, i)
+		}
+	}
 }
