@@ -18,25 +18,27 @@ import (
 //
 //	{"max_tokens":…,"messages":[ <turns> ],"model":…,"system":…,"tools":…}
 //
-// The part around the messages (the skeleton: the configuration and the
+// The part around the messages (the layout: the configuration and the
 // tools, with their cache breakpoint) is encoded by the SDK's own types,
 // once, and again only when one of them changes; the system prompt, which
-// the runtime renders anew at each step, is encoded apart and spliced in. Each message
-// is mapped to its content blocks once, when it first appears, and each
-// block encoded once by the SDK's own MarshalJSON, which gives the same
-// bytes as the block inside a whole request; a turn is written as the SDK
-// writes it, {"content":[<blocks>],"role":"user"}. The cache breakpoints
-// are placed at every request by placeBreakpoints, on the cached blocks;
-// a block it marks is sent with its marked encoding (made once for a
-// TTL), and unmarked again afterwards. The body is thus byte for byte the
-// one the SDK would send for params(req), which TestWireBodyMatchesSDK
-// checks.
+// the runtime renders anew at each step, is encoded apart and spliced in.
+// Each message is mapped to its content blocks once, when it first
+// appears, and each block encoded once by the SDK's own MarshalJSON, which
+// gives the same bytes as the block inside a whole request; a turn is
+// written as the SDK writes it, {"content":[<blocks>],"role":"user"}. The
+// cache breakpoints are placed at every request by placeBreakpoints, on
+// the cached blocks; a block it marks is sent with its marked encoding
+// (made once for a kind of breakpoint), and unmarked again afterwards.
+// The body is thus byte for byte the one the SDK would send for
+// params(req), which TestWireBodyMatchesSDK and
+// TestWireRandomTranscripts check.
 //
 // A cached message is reused only if it is the same message on the wire
 // (role, content, tool calls, tool_call_id, is_error, thinking blocks
 // compared in full; strings shared with the transcript compare as fast as
 // pointers), so the cache cannot go stale whatever the caller does with
-// its slices.
+// its slices; and an encoding serves one place of a request, since the
+// breakpoints are set on its blocks.
 
 // maxLanes bounds the conversations whose encodings a Model keeps (an
 // agent and its sub-agents share one Model).
@@ -49,10 +51,10 @@ type encoder struct {
 	lanes   []*lane
 	clock   uint64
 	skel    skeleton
-	turns   []turn // scratch, reused from call to call
-	spans   []span // scratch: the messages of each turn
-	encoded int    // blocks encoded, for tests of the cache
-	sys     []sdk.TextBlockParam
+	turns   []turn               // scratch, reused from call to call
+	spans   []span               // scratch: the messages of each turn
+	encoded int                  // blocks encoded, for tests of the cache
+	sys     []sdk.TextBlockParam // scratch: the system prompt's blocks
 }
 
 // lane is the encoded transcript of one conversation.
