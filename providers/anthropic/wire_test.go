@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
@@ -409,4 +410,42 @@ func TestWireRandomTranscripts(t *testing.T) {
 			requireSameBytes(t, sdkBody(t, ref, req), assembled(t, m, req), "seed %d, request %d", seed, i)
 		}
 	}
+}
+
+// TestWireRetrySendsSameBody: a retried attempt sends the body of the
+// first, streamed or not (the SDK adds "stream" to a copy).
+func TestWireRetrySendsSameBody(t *testing.T) {
+	var mu sync.Mutex
+	var bodies [][]byte
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		bodies = append(bodies, b)
+		n := len(bodies)
+		mu.Unlock()
+		if n%2 == 1 {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(529)
+			io.WriteString(w, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`)
+			return
+		}
+		if bytes.Contains(b, []byte(`"stream":true`)) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"m\",\"content\":[],\"stop_reason\":null,\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","usage":{"input_tokens":1,"output_tokens":1}}`)
+	}))
+	defer srv.Close()
+	m := New(Config{BaseURL: srv.URL, MaxRetries: 1, Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }})
+	req := &llm.Request{System: "sys", Messages: variedTranscript(), Tools: []llm.ToolSpec{toolA}}
+	_, err := m.Generate(context.Background(), req)
+	require.NoError(t, err)
+	_, err = m.Stream(context.Background(), req, nil)
+	require.NoError(t, err)
+	require.Len(t, bodies, 4, "two attempts each")
+	requireSameBytes(t, bodies[0], bodies[1], "Generate's retry")
+	requireSameBytes(t, bodies[2], bodies[3], "Stream's retry")
+	requireSameBytes(t, append(bytes.TrimSuffix(bodies[0], []byte("}")), `,"stream":true}`...), bodies[2], "the streamed body")
 }
