@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/llm"
@@ -83,8 +84,8 @@ func finishReason(s sdk.StopReason) llm.FinishReason {
 
 // streamOnce makes one streamed attempt: it delivers deltas as events
 // arrive and assembles the message with the SDK's Accumulate.
-func (m *Model) streamOnce(ctx context.Context, params sdk.MessageNewParams, onDelta func(llm.Delta)) (*llm.Reply, bool, error) {
-	stream := m.client.Messages.NewStreaming(ctx, params)
+func (m *Model) streamOnce(ctx context.Context, body option.RequestOption, onDelta func(llm.Delta)) (*llm.Reply, bool, error) {
+	stream := m.client.Messages.NewStreaming(ctx, m.stub, body)
 	defer stream.Close()
 	var msg sdk.Message
 	delivered, stopped := false, false

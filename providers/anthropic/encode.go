@@ -44,6 +44,41 @@ type turn struct {
 // params returns the request parameters of req. Its errors are
 // *llm.ModelError, not retryable.
 func (m *Model) params(req *llm.Request) (sdk.MessageNewParams, error) {
+	p, first, err := m.frame(req)
+	if err != nil {
+		return p, err
+	}
+	turns, err := turnsOf(req.Messages[first:], first)
+	if err != nil {
+		return p, m.requestError(err)
+	}
+	m.placeBreakpoints(&p, turns)
+	p.Messages = make([]sdk.MessageParam, len(turns))
+	for i, t := range turns {
+		if t.assistant {
+			p.Messages[i] = sdk.NewAssistantMessage(t.blocks...)
+		} else {
+			p.Messages[i] = sdk.NewUserMessage(t.blocks...)
+		}
+	}
+	return p, nil
+}
+
+// frame returns the request parameters of req but its messages (and cache
+// breakpoints), and the index of the first message that is not part of
+// the system prompt. Its errors are *llm.ModelError, not retryable.
+func (m *Model) frame(req *llm.Request) (p sdk.MessageNewParams, first int, err error) {
+	if p, err = m.base(req.Tools, req.Output); err != nil {
+		return p, 0, err
+	}
+	p.System, first = systemOf(req, nil)
+	return p, first, nil
+}
+
+// base returns the request parameters of the configuration, tools and
+// output: those of a request but its system prompt and messages. Its
+// errors are *llm.ModelError, not retryable.
+func (m *Model) base(tools []llm.ToolSpec, output *llm.OutputSpec) (sdk.MessageNewParams, error) {
 	p := sdk.MessageNewParams{
 		Model:         sdk.Model(m.cfg.Model),
 		MaxTokens:     int64(m.cfg.MaxTokens),
@@ -58,48 +93,38 @@ func (m *Model) params(req *llm.Request) (sdk.MessageNewParams, error) {
 	if m.cfg.Effort != "" {
 		p.OutputConfig.Effort = sdk.OutputConfigEffort(m.cfg.Effort)
 	}
-	if o := req.Output; o != nil && o.Mode == llm.OutputNative {
+	if o := output; o != nil && o.Mode == llm.OutputNative {
 		var schema map[string]any
 		if err := json.Unmarshal(o.Schema, &schema); err != nil {
 			return p, m.requestError(fmt.Errorf("output %q: schema: %w", o.Name, err))
 		}
 		p.OutputConfig.Format = sdk.JSONOutputFormatParam{Schema: schema}
 	}
-
-	if req.System != "" {
-		p.System = append(p.System, sdk.TextBlockParam{Text: req.System})
-	}
-	msgs := req.Messages
-	for len(msgs) > 0 && msgs[0].Role == defs.RoleSystem { // a leading system message joins the system prompt
-		if strings.TrimSpace(msgs[0].Content) != "" {
-			p.System = append(p.System, sdk.TextBlockParam{Text: msgs[0].Content})
-		}
-		msgs = msgs[1:]
-	}
-	first := len(req.Messages) - len(msgs)
-
-	for _, t := range req.Tools {
+	for _, t := range tools {
 		tp, err := toolParam(t)
 		if err != nil {
 			return p, m.requestError(err)
 		}
 		p.Tools = append(p.Tools, sdk.ToolUnionParam{OfTool: tp})
 	}
-
-	turns, err := turnsOf(msgs, first)
-	if err != nil {
-		return p, m.requestError(err)
-	}
-	m.placeBreakpoints(&p, turns)
-	p.Messages = make([]sdk.MessageParam, len(turns))
-	for i, t := range turns {
-		if t.assistant {
-			p.Messages[i] = sdk.NewAssistantMessage(t.blocks...)
-		} else {
-			p.Messages[i] = sdk.NewUserMessage(t.blocks...)
-		}
-	}
 	return p, nil
+}
+
+// systemOf appends to dst the system prompt of req: Request.System, then
+// the system messages that open the transcript (blank ones left out); first
+// is the index of the first message after them.
+func systemOf(req *llm.Request, dst []sdk.TextBlockParam) (system []sdk.TextBlockParam, first int) {
+	if req.System != "" {
+		dst = append(dst, sdk.TextBlockParam{Text: req.System})
+	}
+	msgs := req.Messages
+	for len(msgs) > 0 && msgs[0].Role == defs.RoleSystem { // a leading system message joins the system prompt
+		if strings.TrimSpace(msgs[0].Content) != "" {
+			dst = append(dst, sdk.TextBlockParam{Text: msgs[0].Content})
+		}
+		msgs = msgs[1:]
+	}
+	return dst, len(req.Messages) - len(msgs)
 }
 
 func (m *Model) requestError(err error) error {
@@ -157,47 +182,9 @@ func toolParam(t llm.ToolSpec) (*sdk.ToolParam, error) {
 func turnsOf(msgs []defs.Message, first int) ([]turn, error) {
 	var turns []turn
 	for i := range msgs {
-		msg := &msgs[i]
-		assistant := false
-		var blocks []sdk.ContentBlockParamUnion
-		switch msg.Role {
-		case defs.RoleUser, defs.RoleSystem:
-			if strings.TrimSpace(msg.Content) != "" {
-				blocks = append(blocks, sdk.ContentBlockParamUnion{OfText: &sdk.TextBlockParam{Text: msg.Content}})
-			}
-		case defs.RoleTool:
-			tr := &sdk.ToolResultBlockParam{ToolUseID: msg.ToolCallID}
-			if msg.Content != "" {
-				tr.Content = []sdk.ToolResultBlockParamContentUnion{{OfText: &sdk.TextBlockParam{Text: msg.Content}}}
-			}
-			if msg.IsError {
-				tr.IsError = param.NewOpt(true)
-			}
-			blocks = append(blocks, sdk.ContentBlockParamUnion{OfToolResult: tr})
-		case defs.RoleAssistant:
-			assistant = true
-			if raw := msg.Meta[MetaThinking]; raw != "" {
-				var tbs []thinkingBlock
-				if err := json.Unmarshal([]byte(raw), &tbs); err != nil {
-					return nil, fmt.Errorf("message %d: Meta[%q]: %w", first+i, MetaThinking, err)
-				}
-				for _, tb := range tbs {
-					switch tb.Type {
-					case "thinking":
-						blocks = append(blocks, sdk.ContentBlockParamUnion{OfThinking: &sdk.ThinkingBlockParam{Thinking: tb.Thinking, Signature: tb.Signature}})
-					case "redacted_thinking":
-						blocks = append(blocks, sdk.ContentBlockParamUnion{OfRedactedThinking: &sdk.RedactedThinkingBlockParam{Data: tb.Data}})
-					}
-				}
-			}
-			if strings.TrimSpace(msg.Content) != "" {
-				blocks = append(blocks, sdk.ContentBlockParamUnion{OfText: &sdk.TextBlockParam{Text: msg.Content}})
-			}
-			for _, c := range msg.ToolCalls {
-				blocks = append(blocks, sdk.ContentBlockParamUnion{OfToolUse: &sdk.ToolUseBlockParam{ID: c.ID, Name: c.Name, Input: toolInput(c.Arguments)}})
-			}
-		default:
-			return nil, fmt.Errorf("message %d: unknown role %q", first+i, msg.Role)
+		blocks, assistant, err := blocksOf(&msgs[i], first+i)
+		if err != nil {
+			return nil, err
 		}
 		if len(blocks) == 0 {
 			continue
@@ -209,6 +196,51 @@ func turnsOf(msgs []defs.Message, first int) ([]turn, error) {
 		turns = append(turns, turn{assistant: assistant, blocks: blocks})
 	}
 	return turns, nil
+}
+
+// blocksOf returns the content blocks of msg, the i-th message of the
+// request, and whether they belong to an assistant turn (see turnsOf).
+func blocksOf(msg *defs.Message, i int) (blocks []sdk.ContentBlockParamUnion, assistant bool, err error) {
+	switch msg.Role {
+	case defs.RoleUser, defs.RoleSystem:
+		if strings.TrimSpace(msg.Content) != "" {
+			blocks = append(blocks, sdk.ContentBlockParamUnion{OfText: &sdk.TextBlockParam{Text: msg.Content}})
+		}
+	case defs.RoleTool:
+		tr := &sdk.ToolResultBlockParam{ToolUseID: msg.ToolCallID}
+		if msg.Content != "" {
+			tr.Content = []sdk.ToolResultBlockParamContentUnion{{OfText: &sdk.TextBlockParam{Text: msg.Content}}}
+		}
+		if msg.IsError {
+			tr.IsError = param.NewOpt(true)
+		}
+		blocks = append(blocks, sdk.ContentBlockParamUnion{OfToolResult: tr})
+	case defs.RoleAssistant:
+		assistant = true
+		if raw := msg.Meta[MetaThinking]; raw != "" {
+			var tbs []thinkingBlock
+			if err := json.Unmarshal([]byte(raw), &tbs); err != nil {
+				return nil, false, fmt.Errorf("message %d: Meta[%q]: %w", i, MetaThinking, err)
+			}
+			for _, tb := range tbs {
+				switch tb.Type {
+				case "thinking":
+					blocks = append(blocks, sdk.ContentBlockParamUnion{OfThinking: &sdk.ThinkingBlockParam{Thinking: tb.Thinking, Signature: tb.Signature}})
+				case "redacted_thinking":
+					blocks = append(blocks, sdk.ContentBlockParamUnion{OfRedactedThinking: &sdk.RedactedThinkingBlockParam{Data: tb.Data}})
+				}
+			}
+		}
+		if strings.TrimSpace(msg.Content) != "" {
+			blocks = append(blocks, sdk.ContentBlockParamUnion{OfText: &sdk.TextBlockParam{Text: msg.Content}})
+		}
+		for _, c := range msg.ToolCalls {
+			blocks = append(blocks, sdk.ContentBlockParamUnion{OfToolUse: &sdk.ToolUseBlockParam{ID: c.ID, Name: c.Name, Input: toolInput(c.Arguments)}})
+		}
+	default:
+		return nil, false, fmt.Errorf("message %d: unknown role %q", i, msg.Role)
+	}
+	return blocks, assistant, nil
 }
 
 // toolInput returns a tool call's arguments as the API takes them: a JSON

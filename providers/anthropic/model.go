@@ -2,6 +2,7 @@ package anthropic
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -27,6 +28,11 @@ type Model struct {
 	client sdk.Client
 	redact redactor
 	randMu sync.Mutex
+	enc    encoder
+	// stub is what the SDK reads of a request besides its body (the model
+	// and max_tokens for the timeout of Generate, and thinking for a
+	// warning): the body itself is assembled by m.body and sent as it is.
+	stub sdk.MessageNewParams
 }
 
 var (
@@ -57,6 +63,9 @@ func New(cfg Config) *Model {
 		opts = append(opts, option.WithHeader("anthropic-beta", strings.Join(cfg.Beta, ",")))
 	}
 	m.client = sdk.NewClient(opts...)
+	if frame, _, err := m.frame(&llm.Request{}); err == nil {
+		m.stub = sdk.MessageNewParams{Model: frame.Model, MaxTokens: frame.MaxTokens, Thinking: frame.Thinking}
+	}
 	return m
 }
 
@@ -93,12 +102,12 @@ func (m *Model) NativeOutput() bool {
 // *llm.ModelError that unwraps to the SDK's *anthropic.Error when the
 // server answered one, or, when ctx ended the call, to ctx.Err().
 func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Reply, error) {
-	params, err := m.params(req)
+	body, err := m.request(req)
 	if err != nil {
 		return nil, err
 	}
 	return m.withRetries(ctx, func(ctx context.Context) (*llm.Reply, bool, error) {
-		msg, err := m.client.Messages.New(ctx, params)
+		msg, err := m.client.Messages.New(ctx, m.stub, body)
 		if err != nil {
 			return nil, false, err
 		}
@@ -119,13 +128,27 @@ func (m *Model) Stream(ctx context.Context, req *llm.Request, onDelta func(llm.D
 	if onDelta == nil {
 		onDelta = func(llm.Delta) {}
 	}
-	params, err := m.params(req)
+	body, err := m.request(req)
 	if err != nil {
 		return nil, err
 	}
 	return m.withRetries(ctx, func(ctx context.Context) (*llm.Reply, bool, error) {
-		return m.streamOnce(ctx, params, onDelta)
+		return m.streamOnce(ctx, body, onDelta)
 	})
+}
+
+// request returns the option that sends req's body (see body): the SDK
+// takes it in place of the encoding of the stub parameters, and adds
+// "stream" to it for a streamed request, as it does to its own encoding.
+func (m *Model) request(req *llm.Request) (option.RequestOption, error) {
+	if req == nil {
+		return nil, m.requestError(errors.New("nil request"))
+	}
+	body, err := m.body(req)
+	if err != nil {
+		return nil, err
+	}
+	return option.WithRequestBody("application/json", body), nil
 }
 
 // attemptFunc makes one attempt; delivered reports whether part of the
