@@ -285,6 +285,28 @@ func (s *Step) Cleanup(fn func()) {
 	s.current.cleanups = append(s.current.cleanups, fn)
 }
 
+// WillRewrite declares that the running effect may rewrite the
+// transcript from message from on (an index into Transcript() as it stands
+// when called: commit first) the next time it runs, and nothing before
+// it; from >= len(Transcript()) declares that it will rewrite none of it.
+// A declaration holds until the effect runs again, which declares anew
+// (or not). The runtime sends the part before the earliest declared
+// rewrite as llm.Request.Committed, where a provider adapter places a
+// prompt-cache breakpoint that the next request reads: declare only what
+// the next run will leave alone, since a rewrite inside the declared part
+// costs that request its cache reads. An effect that never declares puts
+// no bound on it, and while none declares the runtime sends no committed
+// part at all.
+func (s *Step) WillRewrite(from int) {
+	from = max(from, 0)
+	if !s.mods.Rewrites || from < s.mods.RewriteFrom {
+		s.mods.Rewrites, s.mods.RewriteFrom = true, from
+	}
+	if c := s.current; c != nil {
+		c.rewrites, c.from, c.of = true, from, s.base
+	}
+}
+
 // Mods returns the changes made to the step. The runtime calls it after the
 // effects ran.
 func (s *Step) Mods() *stepmods.Mods {

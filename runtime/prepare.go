@@ -92,6 +92,7 @@ func (r *Runner) request(n int, rec *Step, mods *stepmods.Mods) (*llm.Request, e
 	if err != nil {
 		return nil, err
 	}
+	r.committed(req, verbatim)
 	r.recordRequest(rec, req)
 	reg := r.c().Registry()
 	rec.Disabled = reg.DisabledRefs()
@@ -133,4 +134,28 @@ func (r *Runner) render(n int, mods *stepmods.Mods) (req *llm.Request, verbatim 
 		return nil, 0, &StepError{Step: n, Op: OpRender, Err: err}
 	}
 	return req, verbatim, nil
+}
+
+// committed sets req.Committed from what the effects declared they may
+// rewrite at their next run (effects.Step.WillRewrite), within the first
+// verbatim messages (the transcript's), and req.Repeated from the previous
+// request (ledger.prev until requestTokens moves it).
+func (r *Runner) committed(req *llm.Request, verbatim int) {
+	if n, ok := r.c().Effects().Committed(r.transcript); ok {
+		req.Committed = min(n, verbatim)
+	}
+	prev := r.ledger.prev
+	if prev == nil || prev.System != req.System || !sameTools(prev.Tools, req.Tools) || !sameNativeOutput(prev.Output, req.Output) {
+		return
+	}
+	k := 0
+	for k < len(prev.Messages) && k < len(req.Messages) && prev.Messages[k].Identical(req.Messages[k]) {
+		k++
+	}
+	switch {
+	case k == len(prev.Messages):
+		req.Repeated = k
+	case k >= prev.Committed:
+		req.Repeated = prev.Committed
+	}
 }
