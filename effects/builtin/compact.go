@@ -275,7 +275,11 @@ var ErrBreakerOpen = compaction.ErrBreakerOpen
 // Step.ContextTooLong set and sends the compacted request once more.
 //
 // The result is committed once (CommitMessages): the requests after it
-// share a prefix again. Register Compact before effects that change the
+// share a prefix again. Compact declares nothing of its next run
+// (effects.Step.WillRewrite): whether it acts then depends on what the
+// step adds, and when it acts it rewrites from the first result it trims
+// or from where the summary goes (right after the task), which no
+// breakpoint of the previous request could have kept. Register Compact before effects that change the
 // step's messages by a view, since a commit drops the views made before it.
 //
 // Counting is incremental: on a step where nothing is compacted, Compact

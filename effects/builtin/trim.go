@@ -89,6 +89,14 @@ func (c TrimConfig) normalized() TrimConfig {
 // more.) When the window is tight, Compact trims whatever is needed at once,
 // so a large batch never overflows it.
 //
+// After each run the effect declares where its next run may start
+// rewriting (effects.Step.WillRewrite): at the first result it may trim
+// then, or nowhere. With PreserveTurns that is exact (the next run sees
+// one more reply); with PreserveRecent it is the first result long enough
+// to trim, since the next step may bring any number of results. The
+// runtime sends the part before it as llm.Request.Committed, the prefix a
+// provider's breakpoint can cover for the next request.
+//
 // The effect remembers how far it read the transcript and which results
 // wait, so a step where nothing is trimmed costs what is new since the last
 // step, not the length of the history. Build the effect once per run,
@@ -131,6 +139,7 @@ func (t *trimmer) run(ctx context.Context, s *effects.Step) error {
 		k++
 	}
 	if k < t.cfg.Batch {
+		t.declare(s)
 		return nil
 	}
 	out := s.CopyTranscript()
@@ -142,6 +151,7 @@ func (t *trimmer) run(ctx context.Context, s *effects.Step) error {
 			// read it again from the start and decide at the next step.
 			t.cur.Reset()
 			t.tools, t.turns, t.cands = 0, 0, t.cands[:0]
+			s.WillRewrite(0) // the next run reads it all again
 			return nil
 		}
 		if !transcript.Trimmable(m) {
@@ -151,12 +161,36 @@ func (t *trimmer) run(ctx context.Context, s *effects.Step) error {
 		n++
 	}
 	t.cands = slices.Delete(t.cands, 0, k)
-	if n == 0 {
-		return nil
+	if n > 0 {
+		s.CommitMessages(out)
+		t.cur.Set(out)
 	}
-	s.CommitMessages(out)
-	t.cur.Set(out)
+	t.declare(s)
 	return nil
+}
+
+// declare tells the runtime (Step.WillRewrite) where the next run may
+// start rewriting the transcript: at the first candidate, if as many as
+// Batch may be old by then. The next run sees one more assistant message
+// (the next reply) and, with PreserveTurns, only the candidates it makes
+// old; with PreserveRecent the next step may add any number of tool
+// results, which may make every candidate old and fill the batch.
+func (t *trimmer) declare(s *effects.Step) {
+	if len(t.cands) > 0 && t.cfg.PreserveTurns > 0 {
+		due := 0
+		for due < len(t.cands) && t.turns+1-t.cands[due].turn >= t.cfg.PreserveTurns {
+			due++
+		}
+		if due < t.cfg.Batch {
+			s.WillRewrite(len(s.Transcript()))
+			return
+		}
+	}
+	if len(t.cands) == 0 {
+		s.WillRewrite(len(s.Transcript()))
+		return
+	}
+	s.WillRewrite(t.cands[0].idx)
 }
 
 // old reports whether a candidate is old enough to be trimmed; ord is the
