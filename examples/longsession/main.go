@@ -34,11 +34,15 @@
 //     write costs what the input costs; openai:0.1:1.25 its newest models').
 //   - anthropic: Anthropic-like, where only what the breakpoints of
 //     providers/anthropic cover is cacheable: a request reads the prefix up
-//     to its last breakpoint (after tools and system, at the end of the
-//     previous step's request, at the end of the transcript) that the
-//     previous request also had, with the same bytes before it; every token
-//     past it is written (anthropic:0.1:1.25 is Anthropic's 5-minute
-//     cache).
+//     to its last breakpoint that the previous request also had, with the
+//     same bytes before it; every token past it is written
+//     (anthropic:0.1:1.25 is Anthropic's 5-minute cache). The breakpoints
+//     are the adapter's: after tools and system; where the previous
+//     request had one that this one repeats (llm.Request.Repeated), else
+//     at the end of the previous step's request; at the end of the
+//     committed part (llm.Request.Committed, what the effects declared
+//     they will not rewrite before the next step); at the end of the
+//     transcript.
 //
 // -cached P,Q is a shorthand for openai:P:1,openai:Q:1.
 //
@@ -470,8 +474,10 @@ func newTracker() *tracker { return &tracker{unseen: map[string]string{}} }
 
 // breakpoints returns where providers/anthropic places the cache
 // breakpoints of req (its placeBreakpoints), as counts of messages before
-// each: 0 after the tools and system prompt (if any), the messages before
-// the last assistant message (the end of the previous step's request),
+// each: 0 after the tools and system prompt (if any); where the previous
+// step's request had one that req repeats (req.Repeated), or else the
+// messages before the last assistant message (the end of the previous
+// step's request); the end of the committed part (req.Committed), if any;
 // and all of them (the end of the transcript).
 func breakpoints(req *llm.Request) []int {
 	var marks []int
@@ -479,18 +485,24 @@ func breakpoints(req *llm.Request) []int {
 		marks = append(marks, 0)
 	}
 	n := len(req.Messages)
-	for i := n - 1; i > 0; i-- {
-		if req.Messages[i].Role == defs.RoleAssistant {
-			if i < n-1 {
+	if req.Repeated > 0 {
+		marks = append(marks, req.Repeated)
+	} else {
+		for i := n - 1; i > 0; i-- {
+			if req.Messages[i].Role == defs.RoleAssistant {
 				marks = append(marks, i)
+				break
 			}
-			break
 		}
+	}
+	if req.Committed > 0 {
+		marks = append(marks, req.Committed)
 	}
 	if n > 0 {
 		marks = append(marks, n)
 	}
-	return marks
+	slices.Sort(marks)
+	return slices.Compact(marks)
 }
 
 // cacheRead returns the tokens of req, whose count is input, an

@@ -244,3 +244,54 @@ func TestToggleTool(t *testing.T) {
 	assert.Greater(t, got[1].m.reuse(), got[0].m.reuse()+0.03, "prefix_reuse with -stable-tools, above without")
 	assert.Less(t, got[1].billed(), got[0].billed(), "billed_input with -stable-tools, below without")
 }
+
+// TestAnthropicMeterCommitted: with the committed part the runtime sends
+// (llm.Request.Committed, and Repeated where the previous request's
+// breakpoint was), the adapter marks the part before the trimmed result,
+// and the next request reads it; the meter places the marks where
+// providers/anthropic does.
+func TestAnthropicMeterCommitted(t *testing.T) {
+	const fixed = 50
+	call := func(id string) defs.Message {
+		return defs.Message{Role: defs.RoleAssistant, ToolCalls: []defs.ToolCall{{ID: id, Name: "read_file", Arguments: []byte("{}")}}}
+	}
+	result := func(id, content string) defs.Message {
+		return defs.Message{Role: defs.RoleTool, ToolCallID: id, Content: content}
+	}
+	count := func(msgs ...defs.Message) int {
+		n := 0
+		for _, m := range msgs {
+			n += counter.Message(m)
+		}
+		return n
+	}
+	u, a1, t1, a2, t2, a3, t3 := defs.UserMessage("fix the tests"), call("1"), result("1", strings.Repeat("one ", 200)),
+		call("2"), result("2", strings.Repeat("two ", 200)), call("3"), result("3", strings.Repeat("three ", 200))
+	t1s, t2s := result("1", "one [trimmed]"), result("2", "two [trimmed]")
+	tests := []struct {
+		msgs                []defs.Message
+		committed, repeated int
+		marks               []int // the breakpoints, as counts of messages
+		bpRead              int
+	}{
+		{[]defs.Message{u}, 1, 0, []int{0, 1}, 0},
+		{[]defs.Message{u, a1, t1}, 2, 1, []int{0, 1, 2, 3}, fixed + count(u)},
+		// t1 trimmed: read to the previous request's committed part.
+		{[]defs.Message{u, a1, t1s, a2, t2}, 4, 2, []int{0, 2, 4, 5}, fixed + count(u, a1)},
+		{[]defs.Message{u, a1, t1s, a2, t2s, a3, t3}, 6, 4, []int{0, 4, 6, 7}, fixed + count(u, a1, t1s, a2)},
+		// Nothing rewritten: read the whole previous request.
+		{[]defs.Message{u, a1, t1s, a2, t2s, a3, t3, call("4"), result("4", "four")}, 9, 7, []int{0, 7, 9}, fixed + count(u, a1, t1s, a2, t2s, a3, t3)},
+	}
+	tools := []llm.ToolSpec{{Name: "read_file", Description: "Read a file.", Parameters: []byte(`{"type":"object"}`)}}
+	var m metrics
+	tr := newTracker()
+	for i, tt := range tests {
+		req := &llm.Request{System: "You are a coding agent.", Tools: tools, Messages: tt.msgs, Committed: tt.committed, Repeated: tt.repeated}
+		assert.Equal(t, tt.marks, breakpoints(req), "request %d: breakpoints", i)
+		rec := &runtime.Step{InputTokens: fixed + count(tt.msgs...)}
+		rec.SetRequest(req)
+		before := m.bpRead
+		m.record(rec, tr)
+		assert.Equal(t, tt.bpRead, m.bpRead-before, "request %d: tokens read by the breakpoints", i)
+	}
+}
