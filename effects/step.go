@@ -116,6 +116,22 @@ type Completer interface {
 	Complete(ctx context.Context, system, user string) (string, error)
 }
 
+// Continuer is a Completer that can also send a completion as the
+// continuation of the run's own requests, so that the provider serves
+// their cached prefix: the runtime's Step.Model is one when the
+// completions go to the run's model (no Config.Summarizer).
+type Continuer interface {
+	Completer
+	// Continue sends the tools and system prompt of the run's last
+	// request, then msgs (the transcript, as Step.Transcript returns it),
+	// then instruction as a user message, and returns the text of the
+	// reply. The request is the run's own up to the instruction, so that
+	// its input is mostly read from the provider's prompt cache; the
+	// model is told of tools it must not call (a reply that calls one
+	// comes back as the text it has, often none). Otherwise as Complete.
+	Continue(ctx context.Context, msgs []defs.Message, instruction string) (string, error)
+}
+
 // RunStats are a run's totals so far.
 type RunStats struct {
 	// Steps is the number of model calls made.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
+	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/snapshots"
@@ -112,4 +113,53 @@ func TestCommittedAfterAnotherCommit(t *testing.T) {
 	assert.Equal(t, 2, res.Steps[1].Request().Committed, "step 1: Committed")
 	assert.Equal(t, 2, res.Steps[2].Request().Committed, "step 2: Committed, bounded by the rewrite")
 	assert.Equal(t, 2, res.Steps[2].Request().Repeated, "step 2: Repeated, to the previous committed part")
+}
+
+// TestContinueSendsTheRunsRequest: with no Config.Summarizer, Step.Model
+// is an effects.Continuer whose requests are the run's last request (its
+// system prompt and tools) with the given messages and the instruction
+// last, a summary by Purpose, with Repeated set; with a Summarizer it is a
+// plain Completer.
+func TestContinueSendsTheRunsRequest(t *testing.T) {
+	var got string
+	summarise := func(ctx context.Context, s *effects.Step) error {
+		if s.Number != 1 {
+			return nil
+		}
+		c, ok := s.Model.(effects.Continuer)
+		if !ok {
+			got = "no continuer"
+			return nil
+		}
+		text, err := c.Continue(ctx, s.Transcript()[:2], "Summarise.")
+		got = text
+		return err
+	}
+	fn := func(p *prompt.Prompt) error {
+		p.DefSystem("role", "You read.")
+		prompt.DefTool(p, "read", "reads", func(context.Context, struct{}) (string, error) { return "a long result", nil })
+		p.Effect(effects.Always, summarise, effects.Key("summarise"))
+		p.User("go")
+		return nil
+	}
+	model := snapshots.Script(snapshots.Reply{Calls: []snapshots.Call{{Name: "read"}}}, snapshots.Reply{Text: "done"}, snapshots.Summary("the summary"))
+	res, err := runtime.Run(t.Context(), model, fn, runtime.Config{})
+	require.NoError(t, err)
+	assert.Equal(t, "the summary", got, "the continuation's answer")
+	require.Len(t, res.Steps[1].Summaries, 1, "summaries at step 1")
+	sum := res.Steps[1].Summaries[0].Request
+	first := res.Steps[0].Request()
+	assert.Equal(t, llm.PurposeSummary, sum.Purpose, "Purpose")
+	assert.Equal(t, first.System, sum.System, "the run's system prompt")
+	assert.Equal(t, first.Tools, sum.Tools, "the run's tools")
+	require.Len(t, sum.Messages, 3, "the two messages, then the instruction")
+	assert.Equal(t, "go", sum.Messages[0].Content, "the task first")
+	assert.Equal(t, defs.UserMessage("Summarise."), sum.Messages[2], "the instruction last")
+	assert.Equal(t, 1, sum.Repeated, "Repeated: the first request, whole")
+
+	got = ""
+	model = snapshots.Script(snapshots.Reply{Calls: []snapshots.Call{{Name: "read"}}}, snapshots.Reply{Text: "done"})
+	_, err = runtime.Run(t.Context(), model, fn, runtime.Config{Summarizer: snapshots.Script()})
+	require.NoError(t, err)
+	assert.Equal(t, "no continuer", got, "with a Summarizer, Step.Model")
 }
