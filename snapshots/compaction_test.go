@@ -59,8 +59,8 @@ func TestCompactionTakesNoStepReply(t *testing.T) {
 }
 
 // TestCompactionSummaries: with scripted summaries, compaction's requests
-// take them, and the golden file shows each summary request and answer at
-// its step.
+// take them, and the golden file shows each summary request (the run's
+// request continued, under Defaults) and answer at its step.
 func TestCompactionSummaries(t *testing.T) {
 	m := snapshots.Script(reads(12)...)
 	// Defaults compacts at 0.45 of the usable window here (the cached
@@ -78,7 +78,13 @@ func TestCompactionSummaries(t *testing.T) {
 	require.Len(t, sums, 3)
 	for i, s := range sums {
 		assert.Equal(t, llm.PurposeSummary, s.Request.Purpose)
-		assert.Equal(t, builtin.DefaultSummaryPrompt, s.Request.System)
+		// Defaults sends the summary as the run's own request continued
+		// (builtin.CompactConfig.Continue): its system prompt and tools,
+		// then the summariser's instructions as the last message.
+		assert.Equal(t, "<role>\nYou read files.\n</role>", s.Request.System)
+		require.NotEmpty(t, s.Request.Tools, "summary %d: the run's tools", i)
+		last := s.Request.Messages[len(s.Request.Messages)-1]
+		assert.True(t, strings.HasPrefix(last.Content, builtin.DefaultSummaryPrompt), "summary %d: the instructions, last: %q", i, last.Content)
 		assert.True(t, strings.HasPrefix(s.Reply.Message.Content, fmt.Sprintf("Summary %d:", i+1)), "summaries are answered in order")
 	}
 	require.NoError(t, m.Err())

@@ -138,6 +138,12 @@ type CompactConfig struct {
 	// SummaryMaxTokens bounds the summary; a longer one is cut. Zero means a
 	// tenth of the usable window.
 	SummaryMaxTokens int
+	// Continue sends the summarising call, when the model is the run's
+	// (Step.Model is an effects.Continuer), as the run's own request (its
+	// tools, system prompt and transcript, from the provider's cache)
+	// followed by the instructions, SystemPrompt among them; a request too
+	// long for the window is summarised the usual way.
+	Continue bool
 	// MaxFailures is how many summarising calls may fail in a row before
 	// Compact stops calling the model for the rest of the run (the circuit
 	// breaker opens) and uses Fallback only. Zero means DefaultMaxFailures.
@@ -304,11 +310,11 @@ func Compact(cfg CompactConfig) effects.Func {
 		Model:              c.Model,
 		SystemPrompt:       c.SystemPrompt,
 		SummaryInputTokens: c.SummaryInputTokens,
-		SummaryMaxTokens:   c.SummaryMaxTokens,
-		MaxFailures:        c.MaxFailures,
-		Files:              compaction.Files(c.Files),
-		State:              c.State,
-		StateKey:           c.StateKey,
+		SummaryMaxTokens:   c.SummaryMaxTokens, Continue: c.Continue,
+		MaxFailures: c.MaxFailures,
+		Files:       compaction.Files(c.Files),
+		State:       c.State,
+		StateKey:    c.StateKey,
 	}
 	if on := c.OnCompaction; on != nil {
 		ic.OnCompaction = func(i compaction.Info) { on(infoOf(i)) }

@@ -41,7 +41,7 @@ func Defaults(profile Profile) *Config {
 		return cfg
 	}
 	trim := &TrimConfig{PreserveTurns: 1, Batch: 1, MaxResultLength: 600}
-	compact := &CompactConfig{Window: w, Reserve: profile.OutputReserve, Threshold: DefaultsThreshold(profile.CachedInputFraction)}
+	compact := &CompactConfig{Window: w, Reserve: profile.OutputReserve, Threshold: DefaultsThreshold(profile.CachedInputFraction), Continue: true}
 	if profile.Local {
 		trim.MaxResultLength = 300
 		compact.Threshold, compact.TrimRecent, compact.MaxResultLength = 0.7, 4, 300

@@ -374,6 +374,11 @@ type metrics struct {
 	// the cache: the prefix up to the last breakpoint the previous request
 	// also had (see tracker).
 	bpRead int
+	// summaryPrefix and summaryBpRead are the parts of summaryInput an
+	// OpenAI-like and an Anthropic-like meter read from the cache: what a
+	// summarising call shares with the agent's previous request (nothing,
+	// unless it continues it, see builtin.CompactConfig.Continue).
+	summaryPrefix, summaryBpRead int
 	// results counts the tool results, recalled those whose full content
 	// was in at least one request.
 	results, recalled int
@@ -402,14 +407,23 @@ func (m metrics) readShare(mt meter) float64 {
 	return float64(m.read(mt)) / float64(m.input)
 }
 
+// summaryRead returns the summarising calls' input tokens mt bills as
+// cache reads.
+func (m metrics) summaryRead(mt meter) int {
+	if mt.breakpoints() {
+		return m.summaryBpRead
+	}
+	return m.summaryPrefix
+}
+
 // billed returns the input billed under mt in fresh-token equivalents: the
-// agent's requests (their cache reads at mt.read, the rest written to the
-// cache at mt.write) and the summarising calls' input (never read from the
-// cache, each summarising a different part of the session, but written to
-// it as any request's prefix is).
+// agent's requests and the summarising calls', their cache reads at
+// mt.read and the rest written to the cache at mt.write. A summarising
+// call reads what it shares with the agent's previous request (a call
+// that continues it) and nothing otherwise.
 func (m metrics) billed(mt meter) float64 {
-	r := m.read(mt)
-	return mt.write*float64(m.input-r) + mt.read*float64(r) + mt.write*float64(m.summaryInput)
+	r, sr := m.read(mt), m.summaryRead(mt)
+	return mt.write*float64(m.input-r) + mt.read*float64(r) + mt.write*float64(m.summaryInput-sr) + mt.read*float64(sr)
 }
 
 func (m metrics) recall() float64 {
@@ -454,7 +468,7 @@ func simulate(register func(p *prompt.Prompt), steps int, seed uint64, price flo
 		}
 		m.record(rec, tr)
 	}
-	m.summaries, m.summaryInput = sim.summaries, sim.summaryInput
+	m.summaries = sim.summaries
 	return m, nil
 }
 
@@ -540,6 +554,36 @@ func cacheRead(prev *llm.Request, prevMarks []int, req *llm.Request, input int) 
 	return max(read, 0)
 }
 
+// sharedPrefix returns the tokens of req, whose count is input, that
+// repeat the prefix of prev: its tools, system prompt and first messages.
+func sharedPrefix(prev, req *llm.Request, input int) int {
+	if prev == nil || prev.System != req.System || !slices.EqualFunc(prev.Tools, req.Tools, func(x, y llm.ToolSpec) bool {
+		return x.Name == y.Name && x.Description == y.Description && string(x.Parameters) == string(y.Parameters)
+	}) {
+		return 0
+	}
+	n := input
+	for i, msg := range req.Messages {
+		if i >= len(prev.Messages) || !sameMessage(prev.Messages[i], msg) {
+			n -= counter.Message(msg)
+		}
+	}
+	return n
+}
+
+// requestTokens counts req as the runtime does: its system prompt, its
+// tools and its messages.
+func requestTokens(req *llm.Request) int {
+	n := counter.Text(req.System)
+	for _, t := range req.Tools {
+		n += counter.Tool(t.Name, t.Description, t.Parameters)
+	}
+	for _, msg := range req.Messages {
+		n += counter.Message(msg)
+	}
+	return n
+}
+
 func sameMessage(a, b defs.Message) bool {
 	return a.Role == b.Role && a.Content == b.Content && a.ToolCallID == b.ToolCallID && a.Name == b.Name &&
 		slices.EqualFunc(a.ToolCalls, b.ToolCalls, func(x, y defs.ToolCall) bool {
@@ -559,6 +603,13 @@ func (m *metrics) record(rec *runtime.Step, tr *tracker) {
 		m.overWindow++
 	}
 	m.maxInput = max(m.maxInput, rec.InputTokens)
+	for _, sum := range rec.Summaries { // asked for before the step's request
+		req := sum.Request
+		in := requestTokens(req)
+		m.summaryInput += in
+		m.summaryPrefix += sharedPrefix(tr.prev, req, in)
+		m.summaryBpRead += cacheRead(tr.prev, tr.prevMarks, req, in)
+	}
 	if req := rec.Request(); req != nil {
 		if runtime.ValidateMessages(req.Messages) != nil {
 			m.pairing++
@@ -617,15 +668,14 @@ func (c *memoCounter) Message(m defs.Message) int { return tokens.MessageCount(c
 
 // sim is the simulated coding agent: a model and the tools it calls.
 type sim struct {
-	rng          *rand.Rand // the agent's actions
-	summaryRng   *rand.Rand // the summaries' contents
-	steps        int
-	calls        int // model calls answered (summaries excluded)
-	summaries    int // summarising calls answered
-	summaryInput int // their input tokens
-	counter      *memoCounter
-	ids          int
-	files        []string
+	rng        *rand.Rand // the agent's actions
+	summaryRng *rand.Rand // the summaries' contents
+	steps      int
+	calls      int // model calls answered (summaries excluded)
+	summaries  int // summarising calls answered
+	counter    *memoCounter
+	ids        int
+	files      []string
 }
 
 func newSim(steps int, seed uint64) *sim {
@@ -727,9 +777,8 @@ func testOutput(n int) string {
 // Generate answers as the agent would: summary requests with a summary, and
 // otherwise the next action of a long debugging session.
 func (s *sim) Generate(ctx context.Context, req *llm.Request) (*llm.Reply, error) {
-	if len(req.Tools) == 0 && len(req.Messages) == 1 { // a summarising call
+	if req.Purpose == llm.PurposeSummary {
 		s.summaries++
-		s.summaryInput += s.counter.Text(req.System) + s.counter.Message(req.Messages[0])
 		var b strings.Builder
 		b.WriteString("Goal: fix the failing tests in internal/.\nProgress: read the failing packages, changed several functions, tests still partly failing.\n")
 		for i := range 12 {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -293,5 +294,44 @@ func TestAnthropicMeterCommitted(t *testing.T) {
 		before := m.bpRead
 		m.record(rec, tr)
 		assert.Equal(t, tt.bpRead, m.bpRead-before, "request %d: tokens read by the breakpoints", i)
+	}
+}
+
+// TestSummaryReadsTheCache: a summarising call that continues the agent's
+// previous request (its tools, system prompt and messages) reads what it
+// shares with it under both meters, and pays the rest at the write price;
+// one with a system prompt of its own and no tools reads nothing.
+func TestSummaryReadsTheCache(t *testing.T) {
+	tools := []llm.ToolSpec{{Name: "read_file", Description: "Read a file.", Parameters: []byte(`{"type":"object"}`)}}
+	call := defs.Message{Role: defs.RoleAssistant, ToolCalls: []defs.ToolCall{{ID: "1", Name: "read_file", Arguments: []byte("{}")}}}
+	msgs := []defs.Message{defs.UserMessage("fix the tests"), call, {Role: defs.RoleTool, ToolCallID: "1", Content: strings.Repeat("one ", 300)}}
+	prev := &llm.Request{System: "You are a coding agent.", Tools: tools, Messages: msgs, Committed: 3}
+	cont := &llm.Request{System: prev.System, Tools: tools, Messages: append(slices.Clip(msgs), defs.UserMessage("Summarise.")), Purpose: llm.PurposeSummary, Repeated: 3}
+	apart := &llm.Request{System: "You summarise.", Messages: []defs.Message{defs.UserMessage("<conversation>…</conversation>")}, Purpose: llm.PurposeSummary}
+	shared := requestTokens(prev)
+	for _, tc := range []struct {
+		name string
+		sum  *llm.Request
+		read int
+	}{
+		{"continued", cont, shared},
+		{"apart", apart, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var m metrics
+			tr := newTracker()
+			first := &runtime.Step{InputTokens: requestTokens(prev)}
+			first.SetRequest(prev)
+			m.record(first, tr)
+			next := &runtime.Step{InputTokens: requestTokens(prev), Summaries: []*runtime.Summary{{Request: tc.sum}}}
+			next.SetRequest(prev)
+			m.record(next, tr)
+			in := requestTokens(tc.sum)
+			assert.Equal(t, in, m.summaryInput, "summary input")
+			assert.Equal(t, tc.read, m.summaryPrefix, "read by the OpenAI-like meter")
+			assert.Equal(t, tc.read, m.summaryBpRead, "read by the Anthropic-like meter")
+			agent := 1.25*float64(m.input-m.bpRead) + 0.1*float64(m.bpRead)
+			assert.InDelta(t, agent+1.25*float64(in-tc.read)+0.1*float64(tc.read), m.billed(meter{"anthropic", 0.1, 1.25}), 1e-9, "billed")
+		})
 	}
 }
