@@ -63,9 +63,9 @@ func TestCompactionTakesNoStepReply(t *testing.T) {
 // request continued, under Defaults) and answer at its step.
 func TestCompactionSummaries(t *testing.T) {
 	m := snapshots.Script(reads(12)...)
-	// Defaults compacts at 0.45 of the usable window here (the cached
-	// input price assumed is 0.1): three times in twelve reads.
-	for i := range 3 {
+	// Defaults compacts at 0.3 of the usable window here (the cached
+	// input price assumed is 0.1): seven times in twelve reads.
+	for i := range 7 {
 		m.Append(snapshots.Summary(fmt.Sprintf("Summary %d: the files read so far are each x repeated.", i+1)))
 	}
 	res := snapshots.Run(t, reader(1500, 500), m, snapshots.Config(runtime.Config{Window: 1500, Reserve: 250}))
@@ -75,7 +75,7 @@ func TestCompactionSummaries(t *testing.T) {
 	for _, s := range res.Steps {
 		sums = append(sums, s.Summaries...)
 	}
-	require.Len(t, sums, 3)
+	require.Len(t, sums, 7)
 	for i, s := range sums {
 		assert.Equal(t, llm.PurposeSummary, s.Request.Purpose)
 		// Defaults sends the summary as the run's own request continued
