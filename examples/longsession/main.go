@@ -16,12 +16,16 @@
 // away (so that a strategy cannot look cheaper by dropping results the
 // model never read), prefix_reuse the share of input tokens that repeat the
 // previous request's prefix (what a provider's prompt cache can serve),
-// cache_read the share of input tokens the meter bills as cache reads, and
-// billed_input the input tokens billed, in fresh-token equivalents: the
-// agent's requests, their cache reads at the meter's read price and the
-// rest at its write price (every token not read from the cache is written
-// to it), plus the summarising calls' input (summary_input), never read
-// from the cache, at the write price. Each line but the baseline's gives
+// cache_read the share of the agent's input tokens the meter bills as
+// cache reads, and billed_input the input tokens billed, in fresh-token
+// equivalents: the agent's requests and the summarising calls' (whose
+// input is summary_input), their cache reads at the meter's read price and
+// the rest at its write price (every token not read from the cache is
+// written to it). A summarising call reads what it shares with the
+// agent's previous request, as the meter counts it (summary_read is that
+// share of summary_input): nothing for a summary asked with a system
+// prompt of its own, most of it for one that continues the agent's
+// request (builtin.CompactConfig.Continue). Each line but the baseline's gives
 // its billed input as a share of the baseline's under the same meter. It
 // exits 1 if any request of any strategy went over the window or broke
 // pairing.
@@ -48,8 +52,9 @@
 //
 // The strategies: baseline trims the results older than the four most
 // recent at every step (the boundary moves at every step, as seed 000's
-// effect does) and compacts with builtin.Compact's defaults (a summary by
-// the model above 0.8 of what may be sent); default is builtin.Defaults for
+// effect does; it declares nothing of its rewrites) and compacts with
+// builtin.Compact's defaults (a summary by the model, asked apart, above
+// 0.8 of what may be sent); default is builtin.Defaults for
 // a profile that knows the window, the reserve and the meter's read and
 // write prices (it compacts earlier the dearer cached input is, so it is
 // simulated once per pair of prices); window, truncate and heuristic are
@@ -234,8 +239,12 @@ func (r row) String() string {
 		rel = fmt.Sprintf(" (%.2f of baseline)", r.billed()/r.baseline)
 	}
 	m := r.m
-	return fmt.Sprintf("%-9s meter=%s steps=%d rewrites=%d summaries=%d summary_input=%d avg_request=%d max_request=%d%s over_window=%d pairing_errors=%d recall=%.3f prefix_reuse=%.3f cache_read=%.3f billed_input=%.0f",
-		r.name, r.meter, m.steps, m.rewrites, m.summaries, m.summaryInput, m.input/max(m.steps, 1), m.maxInput, rel,
+	sread := 0.0
+	if m.summaryInput > 0 {
+		sread = float64(m.summaryRead(r.meter)) / float64(m.summaryInput)
+	}
+	return fmt.Sprintf("%-9s meter=%s steps=%d rewrites=%d summaries=%d summary_input=%d summary_read=%.3f avg_request=%d max_request=%d%s over_window=%d pairing_errors=%d recall=%.3f prefix_reuse=%.3f cache_read=%.3f billed_input=%.0f",
+		r.name, r.meter, m.steps, m.rewrites, m.summaries, m.summaryInput, sread, m.input/max(m.steps, 1), m.maxInput, rel,
 		m.overWindow, m.pairing, m.recall(), m.reuse(), m.readShare(r.meter), r.billed())
 }
 

@@ -21,24 +21,22 @@ import (
 
 // targets are the meters the targets hold under and, for each, the most
 // the default may bill as a share of the baseline's billed input under the
-// same meter (0: not checked), and whether it must bill the least of the
-// strategies with recall 1: the cached-input prices of 0.1 and 0.5 with
-// writes at the input price, and the price models with writes billed
-// (OpenAI-like at a read of 0.1 and a write of 1.25, Anthropic-like at 0.1
-// and 1.25). Under the Anthropic-like meter the default is not the
-// cheapest: it rewrites the transcript at about two steps in three, which
-// takes each of those requests' reads back to the tools and system prompt,
-// so window and truncate (about 45 rewrites in 320 steps) bill 0.33–0.38
-// of the baseline where it bills 0.48–0.50 (seeds 1 to 5).
+// same meter, and whether it must bill the least of the strategies with
+// recall 1. Issue 24's target is 0.45 under both price models with cache
+// writes billed: OpenAI-like at a read of 0.1 and a write of 1 or 1.25,
+// and Anthropic-like (0.1, 1.25), where only what the adapter's
+// breakpoints cover is read. A cached price of 0.5 is not part of it; its
+// bound keeps it from falling back to where it was (0.46–0.52 before the
+// committed part and the continued summaries, 0.35–0.36 after).
 var targets = []struct {
 	meter         meter
 	maxOfBaseline float64
 	cheapest      bool
 }{
-	{meter{"openai", 0.1, 1}, 0.55, true},
-	{meter{"openai", 0.5, 1}, 0.65, true},
-	{meter{"openai", 0.1, 1.25}, 0, true},
-	{meter{"anthropic", 0.1, 1.25}, 0, false},
+	{meter{"openai", 0.1, 1}, 0.45, true},
+	{meter{"openai", 0.5, 1}, 0.40, true},
+	{meter{"openai", 0.1, 1.25}, 0.45, true},
+	{meter{"anthropic", 0.1, 1.25}, 0.45, true},
 }
 
 // TestTargets simulates every strategy on seeds 1 to 5 and checks, under
@@ -81,10 +79,8 @@ func checkTargets(t *testing.T, rows []row) {
 		}
 		require.NotNil(t, def, "no default row under %s", tg.meter)
 		assert.Equal(t, 1.0, def.m.recall(), "default under %s: recall", tg.meter)
-		if tg.maxOfBaseline > 0 {
-			assert.LessOrEqual(t, def.billed(), tg.maxOfBaseline*def.baseline,
-				"default under %s bills %.3f of the baseline, want at most %.2f", tg.meter, def.billed()/def.baseline, tg.maxOfBaseline)
-		}
+		assert.LessOrEqual(t, def.billed(), tg.maxOfBaseline*def.baseline,
+			"default under %s bills %.3f of the baseline, want at most %.2f", tg.meter, def.billed()/def.baseline, tg.maxOfBaseline)
 		for _, r := range rows {
 			if tg.cheapest && r.meter == tg.meter && r.name != "default" && r.m.recall() == 1 {
 				assert.LessOrEqual(t, def.billed(), r.billed(),
