@@ -139,10 +139,10 @@ type CompactConfig struct {
 	// tenth of the usable window.
 	SummaryMaxTokens int
 	// Continue sends the summarising call, when the model is the run's
-	// (Step.Model is an effects.Continuer), as the run's own request (its
-	// tools, system prompt and transcript, from the provider's cache)
-	// followed by the instructions, SystemPrompt among them; a request too
-	// long for the window is summarised the usual way.
+	// (Step.Model is an effects.Continuer), as the run's own request: its
+	// tools, system prompt and messages up to the cut, as cached (not
+	// bounded by SummaryInputTokens), then the instructions, SystemPrompt
+	// first. A request too long for the window is summarised as usual.
 	Continue bool
 	// MaxFailures is how many summarising calls may fail in a row before
 	// Compact stops calling the model for the rest of the run (the circuit
