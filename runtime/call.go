@@ -184,7 +184,9 @@ func (c continuer) Continue(ctx context.Context, msgs []defs.Message, instructio
 		req.System, req.Tools = sys, r.renderer.tools(reg, &none)
 	}
 	req.Messages = append(slices.Clip(msgs), defs.UserMessage(instruction))
-	r.committed(req, 0)
+	if prev := r.ledger.prev; prev != nil && prev.System == req.System && sameTools(prev.Tools, req.Tools) {
+		req.Repeated = repeated(prev, commonPrefix(prev.Messages, req.Messages))
+	}
 	return c.send(ctx, r.model, req)
 }
 

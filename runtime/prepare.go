@@ -92,7 +92,9 @@ func (r *Runner) request(n int, rec *Step, mods *stepmods.Mods) (*llm.Request, e
 	if err != nil {
 		return nil, err
 	}
-	r.committed(req, verbatim)
+	if n, ok := r.c().Effects().Committed(r.transcript); ok {
+		req.Committed = min(n, verbatim)
+	}
 	r.recordRequest(rec, req)
 	reg := r.c().Registry()
 	rec.Disabled = reg.DisabledRefs()
@@ -103,6 +105,8 @@ func (r *Runner) request(n int, rec *Step, mods *stepmods.Mods) (*llm.Request, e
 	r.ledger.sync(r.transcript)
 	prev, prevV := r.ledger.prev, r.ledger.prevV
 	rec.InputTokens, rec.PrefixTokens = r.ledger.requestTokens(req, verbatim)
+	req.Repeated = repeated(prev, r.ledger.matched)
+	rec.request.Repeated = req.Repeated
 	if prev != nil && r.ledger.matched < len(prev.Messages) {
 		rec.Cache = r.cacheMiss(prev, prevV, req, rec, mods)
 	}
@@ -136,26 +140,18 @@ func (r *Runner) render(n int, mods *stepmods.Mods) (req *llm.Request, verbatim 
 	return req, verbatim, nil
 }
 
-// committed sets req.Committed from what the effects declared they may
-// rewrite at their next run (effects.Step.WillRewrite), within the first
-// verbatim messages (the transcript's), and req.Repeated from the previous
-// request (ledger.prev until requestTokens moves it).
-func (r *Runner) committed(req *llm.Request, verbatim int) {
-	if n, ok := r.c().Effects().Committed(r.transcript); ok {
-		req.Committed = min(n, verbatim)
-	}
-	prev := r.ledger.prev
-	if prev == nil || prev.System != req.System || !sameTools(prev.Tools, req.Tools) || !sameNativeOutput(prev.Output, req.Output) {
-		return
-	}
-	k := 0
-	for k < len(prev.Messages) && k < len(req.Messages) && prev.Messages[k].Identical(req.Messages[k]) {
-		k++
-	}
+// repeated returns the Repeated of a request that repeats matched
+// messages of prev, the previous request (-1: its system prompt, tools or
+// native output differ): all of prev's messages, or its committed part, or
+// 0.
+func repeated(prev *llm.Request, matched int) int {
 	switch {
-	case k == len(prev.Messages):
-		req.Repeated = k
-	case k >= prev.Committed:
-		req.Repeated = prev.Committed
+	case prev == nil || matched < 0:
+		return 0
+	case matched == len(prev.Messages):
+		return matched
+	case matched >= prev.Committed:
+		return prev.Committed
 	}
+	return 0
 }
