@@ -60,7 +60,9 @@
 //
 // [Budget] tells an effect the context window and counts tokens the way
 // the runtime does; [Step.Tokens] is the request's size as it stands.
-// Step.Model asks the run's model (or Config.Summarizer) for a completion.
+// Step.Model asks the run's model (or Config.Summarizer) for a completion;
+// when it is a [Continuer] (the run's own model), it can also send one as
+// the continuation of the run's request, whose prefix the provider cached.
 //
 // Package effects/builtin has the effects most agents want, configurable in
 // YAML: trimming tool results, graduated compaction, limits.
