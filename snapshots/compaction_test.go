@@ -63,19 +63,20 @@ func TestCompactionTakesNoStepReply(t *testing.T) {
 // request continued, under Defaults) and answer at its step.
 func TestCompactionSummaries(t *testing.T) {
 	m := snapshots.Script(reads(12)...)
-	// Defaults compacts at 0.3 of the usable window here (the cached
-	// input price assumed is 0.1): seven times in twelve reads.
-	for i := range 7 {
+	// Defaults compacts at 0.8 of the usable window here (a window this
+	// small holds less than builtin.DefaultsMinHistory): twice in twelve
+	// reads of 700 characters, the second time updating the summary.
+	for i := range 2 {
 		m.Append(snapshots.Summary(fmt.Sprintf("Summary %d: the files read so far are each x repeated.", i+1)))
 	}
-	res := snapshots.Run(t, reader(1500, 500), m, snapshots.Config(runtime.Config{Window: 1500, Reserve: 250}))
+	res := snapshots.Run(t, reader(1500, 700), m, snapshots.Config(runtime.Config{Window: 1500, Reserve: 250}))
 	require.NotNil(t, res)
 	assert.Equal(t, 13, len(res.Steps), "one step per scripted reply")
 	var sums []*runtime.Summary
 	for _, s := range res.Steps {
 		sums = append(sums, s.Summaries...)
 	}
-	require.Len(t, sums, 7)
+	require.Len(t, sums, 2)
 	for i, s := range sums {
 		assert.Equal(t, llm.PurposeSummary, s.Request.Purpose)
 		// Defaults sends the summary as the run's own request continued

@@ -33,7 +33,10 @@ import (
 // older turns only from the summary sooner (22 to 26 summaries in those
 // 320 steps at 0.1, 31 to 39 at 0.5, against 6 at 0.8); set a higher
 // CompactConfig.Threshold when a longer verbatim history matters more than
-// the bill. For a Local profile results keep
+// the bill. In a small window the threshold is raised so that compaction
+// waits for DefaultsMinHistory tokens (up to DefaultThreshold): a summary
+// then replaces a few tool results at most, and costs about what it
+// saves. For a Local profile results keep
 // 300 bytes and compaction starts at 0.7 (the last 4 messages left alone
 // by its trimming): a local model bills nothing. A profile with no window
 // gives a Config with no effects.
@@ -44,7 +47,9 @@ func Defaults(profile Profile) *Config {
 		return cfg
 	}
 	trim := &TrimConfig{PreserveTurns: 1, Batch: 1, MaxResultLength: 600}
-	compact := &CompactConfig{Window: w, Reserve: profile.OutputReserve, Threshold: DefaultsThreshold(profile.CachedInputFraction), Continue: true}
+	th := DefaultsThreshold(profile.CachedInputFraction)
+	th = min(max(th, DefaultsMinHistory/float64(profile.Usable())), DefaultThreshold)
+	compact := &CompactConfig{Window: w, Reserve: profile.OutputReserve, Threshold: th, Continue: true}
 	if profile.Local {
 		trim.MaxResultLength = 300
 		compact.Threshold, compact.TrimRecent, compact.MaxResultLength = 0.7, 4, 300
@@ -55,6 +60,14 @@ func Defaults(profile Profile) *Config {
 	}
 	return cfg
 }
+
+// DefaultsMinHistory is the fewest tokens of a request Defaults lets it
+// reach before compacting, whatever DefaultsThreshold says: 6,000, a few
+// tool results. On examples/longsession with an 8k window (2k reserved),
+// thresholds of 0.3, 0.45, 0.6 and 0.8 bill 696k, 667k, 650k and 654k
+// (seed 1, cached price 0.1; 207, 154, 94 and 63 summaries); with 16k
+// (4k reserved), 703k, 695k, 711k and 744k at 0.3, 0.45, 0.58 and 0.8.
+const DefaultsMinHistory = 6000
 
 // DefaultsThreshold returns the compaction threshold of Defaults (a
 // fraction of the usable window) for a cached-input price, as a fraction

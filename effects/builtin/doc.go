@@ -42,7 +42,8 @@
 // summaries continue the run's cached request (CompactConfig.Continue), so
 // that compaction costs little, and starts early, the earlier the dearer
 // cached input is (the profile's CachedInputFraction: at 0.3 of the usable
-// window up to 0.1, at 0.25 from 0.5 on). go run ./examples/longsession
+// window up to 0.1, at 0.25 from 0.5 on, later in a window that small
+// holds less than DefaultsMinHistory). go run ./examples/longsession
 // compares the strategies over a 320-step session; its figures, with the
 // command that measures them, are in docs/performance.md.
 //

@@ -105,6 +105,17 @@ func TestDefaultsThreshold(t *testing.T) {
 		require.Len(t, cfg.Effects, 2)
 		assert.InDelta(t, tc.want, cfg.Effects[1].Compact.Threshold, 1e-9, "price %v", tc.price)
 	}
+	// A small window waits for DefaultsMinHistory tokens, up to
+	// CompactConfig's default threshold.
+	for _, tc := range []struct {
+		window, reserve int
+		want            float64
+	}{
+		{8192, 2048, 0.8}, {16384, 4096, 6000.0 / 12288}, {32768, 4096, 0.3}, {1500, 250, 0.8},
+	} {
+		cfg := builtin.Defaults(builtin.Profile{Window: tc.window, OutputReserve: tc.reserve})
+		assert.InDelta(t, tc.want, cfg.Effects[1].Compact.Threshold, 1e-9, "window %d", tc.window)
+	}
 	local := builtin.Local(8192)
 	local.CachedInputFraction = 0.5
 	assert.Equal(t, 0.7, builtin.Defaults(local).Effects[1].Compact.Threshold, "a local model bills nothing: its threshold does not follow a price")
