@@ -57,10 +57,12 @@ var allowed = map[string][]string{
 	"session/sessiontest": {"state", "defs", "effects", "session", "github.com/stretchr/testify"},
 	"tokens":              {"defs", "internal/msghash", "github.com/tiktoken-go/tokenizer"},
 	"effects/builtin": {"state", "defs", "effects", "prompt", "internal/modelcaps", "github.com/expr-lang/expr", "go.yaml.in/yaml/v3",
-		"effects/builtin/internal/compaction", "effects/builtin/internal/transcript", "effects/builtin/internal/when"},
-	// What effects/builtin is built from: the compaction engine, the
-	// transcript helpers it shares with trimming, the when conditions.
+		"effects/builtin/internal/compaction", "effects/builtin/internal/transcript", "effects/builtin/internal/trimming",
+		"effects/builtin/internal/when"},
+	// What effects/builtin is built from: the compaction and trimming
+	// engines, the transcript helpers they share, the when conditions.
 	"effects/builtin/internal/compaction": {"state", "defs", "effects", "effects/builtin/internal/transcript"},
+	"effects/builtin/internal/trimming":   {"defs", "effects", "effects/builtin/internal/transcript"},
 	"effects/builtin/internal/transcript": {"defs"},
 	"effects/builtin/internal/when":       {"github.com/expr-lang/expr"},
 	// What providers/openai says and hears on the wire, through go-openai.
@@ -134,6 +136,7 @@ var onlyImportedBy = map[string][]string{
 	// The parts of effects/builtin: behind its API, never used directly.
 	module + "/effects/builtin/internal/compaction": {"effects/builtin"},
 	module + "/effects/builtin/internal/transcript": {"effects/builtin"},
+	module + "/effects/builtin/internal/trimming":   {"effects/builtin"},
 	module + "/effects/builtin/internal/when":       {"effects/builtin"},
 	// The OpenTelemetry SDK and exporters: in tests and examples only; the
 	// library uses the API, and users bring their SDK.

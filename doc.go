@@ -18,6 +18,7 @@
 //   - effects/builtin: trimming, compaction, limits, model profiles, effects from YAML
 //   - effects/builtin/internal/compaction: the compaction engine behind builtin.Compact
 //   - effects/builtin/internal/transcript: what trimming and compaction share: the Meta keys, a transcript cursor, the trim marker
+//   - effects/builtin/internal/trimming: the trimming engine behind builtin.TrimToolResults
 //   - effects/builtin/internal/when: the bounded expr-lang when conditions of effect configurations
 //   - prompt: the Prompt handle and the hooks a prompt function is written against
 //   - llm: the model contract (Model, Request, Reply, usage, pricing, model errors), a leaf

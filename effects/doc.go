@@ -52,9 +52,17 @@
 // before the effect runs again, when it is no longer registered, or when
 // the run ends (effect by effect, in registration order).
 //
+// An effect that rewrites the transcript declares, with
+// [Step.WillRewrite], what its next run may rewrite; the runtime sends the
+// part before the earliest declared rewrite as llm.Request.Committed,
+// where an adapter whose provider caches only up to breakpoints
+// (providers/anthropic) marks the prefix the next request reads.
+//
 // [Budget] tells an effect the context window and counts tokens the way
 // the runtime does; [Step.Tokens] is the request's size as it stands.
-// Step.Model asks the run's model (or Config.Summarizer) for a completion.
+// Step.Model asks the run's model (or Config.Summarizer) for a completion;
+// when it is a [Continuer] (the run's own model), it can also send one as
+// the continuation of the run's request, whose prefix the provider cached.
 //
 // Package effects/builtin has the effects most agents want, configurable in
 // YAML: trimming tool results, graduated compaction, limits.

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/internal/callsite"
 )
 
@@ -77,6 +78,11 @@ type slot struct {
 	cleanups []func()
 	seen     bool // registered in the current execution
 	pos      int  // position among all registrations of the last execution that registered it
+	// rewrites is set when the effect's last run declared (Step.WillRewrite)
+	// that its next run may rewrite of from message from on.
+	rewrites bool
+	from     int
+	of       []defs.Message
 }
 
 // Manager holds the effects of one prompt across the executions of its
@@ -417,6 +423,37 @@ func callCleanup(f func()) (pe *panicError) {
 	return nil
 }
 
+// Committed returns how many leading messages of transcript the
+// registered effects declared, at their last run, that they will not
+// rewrite at their next one (Step.WillRewrite): the part before the
+// earliest declared rewrite, at most len(transcript). A declaration made
+// over another transcript (one an effect committed since) counts only for
+// the messages the two still share. ok is false when no registered effect
+// declared anything: the effects that do not declare may rewrite anything.
+func (m *Manager) Committed(transcript []defs.Message) (n int, ok bool) {
+	n = len(transcript)
+	for i := range m.regs {
+		sl := m.regs[i].slot
+		if !sl.rewrites {
+			continue
+		}
+		ok = true
+		from := min(sl.from, len(sl.of))
+		if from >= n {
+			continue
+		}
+		if len(transcript) == 0 || &sl.of[0] != &transcript[0] {
+			k := 0
+			for k < from && sl.of[k].Identical(transcript[k]) {
+				k++
+			}
+			from = k
+		}
+		n = from
+	}
+	return n, ok
+}
+
 // Run runs, in registration order, the effects of the given phase that are
 // due, and returns those that ran. s is the step they see; Run sets its
 // Phase. The first failing effect stops Run with an *Error.
@@ -468,6 +505,7 @@ func (m *Manager) run(ctx context.Context, phase Phase, s *Step, recovery bool) 
 			return ranCopy(ran, 0), err
 		}
 		site := callsite.Name(r.pc)
+		r.slot.rewrites, r.slot.of = false, nil // each run declares anew
 		s.current = r.slot
 		if m.onRun != nil {
 			m.onRun(r.slot.id)

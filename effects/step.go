@@ -116,6 +116,22 @@ type Completer interface {
 	Complete(ctx context.Context, system, user string) (string, error)
 }
 
+// Continuer is a Completer that can also send a completion as the
+// continuation of the run's own requests, so that the provider serves
+// their cached prefix: the runtime's Step.Model is one when the
+// completions go to the run's model (no Config.Summarizer).
+type Continuer interface {
+	Completer
+	// Continue sends the tools and system prompt of the run's last
+	// request, then msgs (the transcript, as Step.Transcript returns it),
+	// then instruction as a user message, and returns the text of the
+	// reply. The request is the run's own up to the instruction, so that
+	// its input is mostly read from the provider's prompt cache; the
+	// model is told of tools it must not call (a reply that calls one
+	// comes back as the text it has, often none). Otherwise as Complete.
+	Continue(ctx context.Context, msgs []defs.Message, instruction string) (string, error)
+}
+
 // RunStats are a run's totals so far.
 type RunStats struct {
 	// Steps is the number of model calls made.
@@ -283,6 +299,28 @@ func (s *Step) Cleanup(fn func()) {
 		panic("effects: Step.Cleanup called outside a running effect")
 	}
 	s.current.cleanups = append(s.current.cleanups, fn)
+}
+
+// WillRewrite declares that the running effect may rewrite the
+// transcript from message from on (an index into Transcript() as it stands
+// when called: commit first) the next time it runs, and nothing before
+// it; from >= len(Transcript()) declares that it will rewrite none of it.
+// A declaration holds until the effect runs again, which declares anew
+// (or not). The runtime sends the part before the earliest declared
+// rewrite as llm.Request.Committed, where a provider adapter places a
+// prompt-cache breakpoint that the next request reads: declare only what
+// the next run will leave alone, since a rewrite inside the declared part
+// costs that request its cache reads. An effect that never declares puts
+// no bound on it, and while none declares the runtime sends no committed
+// part at all.
+func (s *Step) WillRewrite(from int) {
+	from = max(from, 0)
+	if !s.mods.Rewrites || from < s.mods.RewriteFrom {
+		s.mods.Rewrites, s.mods.RewriteFrom = true, from
+	}
+	if c := s.current; c != nil {
+		c.rewrites, c.from, c.of = true, from, s.base
+	}
 }
 
 // Mods returns the changes made to the step. The runtime calls it after the

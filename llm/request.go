@@ -43,6 +43,29 @@ type Request struct {
 	// Output, if set, is the typed answer the prompt declared
 	// (prompt.DefOutput), with the way it is asked for (see OutputSpec).
 	Output *OutputSpec
+	// Committed is how many leading messages of Messages are the
+	// transcript's committed part: no effect will rewrite them before the
+	// next step, so the next step's request starts with them unchanged.
+	// The runtime takes it from what the run's effects declared
+	// (effects.Step.WillRewrite): the part before the earliest rewrite
+	// one of them declared for its next run, never past the messages that
+	// are the transcript's (a view's messages are this step's only).
+	// len(Messages) means nothing is to be rewritten; 0 means that no
+	// effect declared anything (the runtime knows nothing of the effects
+	// that do not declare), or that the first message may be rewritten.
+	// An adapter of a provider whose prompt cache needs breakpoints
+	// (providers/anthropic) marks the end of this part, which the next
+	// request reads. It is a promise about prompt caching only: an effect
+	// that rewrites more than it declared costs cache reads, never
+	// correctness.
+	Committed int
+	// Repeated is how many leading messages this request repeats,
+	// unchanged, of the previous step's request, counted to one of the two
+	// places where that request's breakpoints were: all of its messages,
+	// else its committed part (its Committed); 0 when it repeats neither.
+	// An adapter that places breakpoints marks it, to read what the
+	// previous request wrote there.
+	Repeated int
 }
 
 // Purpose is what a Request is for.

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
+	"github.com/reprompt/reprompt/internal/stepmods"
 	"github.com/reprompt/reprompt/llm"
 )
 
@@ -156,6 +158,39 @@ func (c completer) Complete(ctx context.Context, system, user string) (string, e
 	if m == nil {
 		m = c.r.model
 	}
+	return c.send(ctx, m, req)
+}
+
+// continuer is the completer of a run whose completions go to its own
+// model: it can continue the run's requests (effects.Continuer).
+type continuer struct{ completer }
+
+// Continue sends the tools and system prompt of the last request (or,
+// before any, of the prompt as declared), msgs and the instruction. Its
+// Repeated says how far it repeats the last request, for an adapter's
+// breakpoints.
+func (c continuer) Continue(ctx context.Context, msgs []defs.Message, instruction string) (string, error) {
+	r := c.r
+	req := &llm.Request{Agent: r.agent, Step: r.step, Purpose: llm.PurposeSummary, SessionID: r.sessionID}
+	if prev := r.ledger.prev; prev != nil {
+		req.System, req.Tools = prev.System, prev.Tools
+	} else {
+		var none stepmods.Mods
+		reg := r.c().Registry()
+		sys, err := r.renderer.system(reg, &none)
+		if err != nil {
+			return "", err
+		}
+		req.System, req.Tools = sys, r.renderer.tools(reg, &none)
+	}
+	req.Messages = append(slices.Clip(msgs), defs.UserMessage(instruction))
+	if prev := r.ledger.prev; prev != nil && prev.System == req.System && sameTools(prev.Tools, req.Tools) {
+		req.Repeated = repeated(prev, commonPrefix(prev.Messages, req.Messages))
+	}
+	return c.send(ctx, r.model, req)
+}
+
+func (c completer) send(ctx context.Context, m llm.Model, req *llm.Request) (string, error) {
 	ctx = c.r.obs.summarizing(ctx)
 	reply, err := c.r.callModel(ctx, m, req)
 	c.r.recordSummary(req, reply, err)

@@ -29,7 +29,13 @@
 //     declaration order, the messages) and checked against the rules of
 //     the wire format ([llm.RequestError]). A disabled tool is left out of
 //     the tools, unless [Config.StableTools] keeps it there (not run if
-//     called) so that the cached prefix does not break at the tools.
+//     called) so that the cached prefix does not break at the tools. The
+//     request's Committed is the part of the transcript before the
+//     earliest rewrite the effects declared for their next run
+//     ([effects.Step.WillRewrite]; 0 when none declared), and its
+//     Repeated how far it repeats the previous request, to that one's end
+//     or committed part: where an adapter that places cache breakpoints
+//     (providers/anthropic) marks them.
 //  5. The request is sent ([llm.Model]); a retryable failure is sent again
 //     (Config.Retries), and a request the provider finds too long is sent
 //     once more after the recovery effects ([effects.Recovery]) shortened
@@ -120,7 +126,9 @@
 // exact counts) every step record carries its input tokens, the tokens it
 // shares as a prefix with the previous request (what the provider's prompt
 // cache serves) and the estimated billed input; effects read the same
-// budget (effects.Budget). Every request is checked before it is sent
+// budget (effects.Budget). A summary asked through Step.Model with
+// [effects.Continuer] (when no Config.Summarizer is set) is the run's last
+// request continued, and so mostly read from the provider's cache. Every request is checked before it is sent
 // (stage 4): a tool call without its result, or a result without its
 // call, is a [RequestError], never a 400 from the provider.
 //

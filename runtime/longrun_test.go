@@ -126,13 +126,13 @@ func (c *tokenisations) Message(m defs.Message) int {
 }
 
 // readerModel reads file i at step i until it has read n files, and answers
-// summarising requests (those offering no tools) with a short summary.
+// summarising requests (llm.PurposeSummary) with a short summary.
 type readerModel struct {
 	n, calls, summaries int
 }
 
 func (m *readerModel) Generate(ctx context.Context, req *llm.Request) (*llm.Reply, error) {
-	if len(req.Tools) == 0 {
+	if req.Purpose == llm.PurposeSummary {
 		m.summaries++
 		return &llm.Reply{Message: defs.AssistantMessage(fmt.Sprintf("Read files up to %d; nothing found yet.", m.calls))}, nil
 	}

@@ -92,6 +92,9 @@ func (r *Runner) request(n int, rec *Step, mods *stepmods.Mods) (*llm.Request, e
 	if err != nil {
 		return nil, err
 	}
+	if n, ok := r.c().Effects().Committed(r.transcript); ok {
+		req.Committed = min(n, verbatim)
+	}
 	r.recordRequest(rec, req)
 	reg := r.c().Registry()
 	rec.Disabled = reg.DisabledRefs()
@@ -102,6 +105,8 @@ func (r *Runner) request(n int, rec *Step, mods *stepmods.Mods) (*llm.Request, e
 	r.ledger.sync(r.transcript)
 	prev, prevV := r.ledger.prev, r.ledger.prevV
 	rec.InputTokens, rec.PrefixTokens = r.ledger.requestTokens(req, verbatim)
+	req.Repeated = repeated(prev, r.ledger.matched)
+	rec.request.Repeated = req.Repeated
 	if prev != nil && r.ledger.matched < len(prev.Messages) {
 		rec.Cache = r.cacheMiss(prev, prevV, req, rec, mods)
 	}
@@ -133,4 +138,20 @@ func (r *Runner) render(n int, mods *stepmods.Mods) (req *llm.Request, verbatim 
 		return nil, 0, &StepError{Step: n, Op: OpRender, Err: err}
 	}
 	return req, verbatim, nil
+}
+
+// repeated returns the Repeated of a request that repeats matched
+// messages of prev, the previous request (-1: its system prompt, tools or
+// native output differ): all of prev's messages, or its committed part, or
+// 0.
+func repeated(prev *llm.Request, matched int) int {
+	switch {
+	case prev == nil || matched < 0:
+		return 0
+	case matched == len(prev.Messages):
+		return matched
+	case matched >= prev.Committed:
+		return prev.Committed
+	}
+	return 0
 }

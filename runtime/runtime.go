@@ -103,6 +103,9 @@ func New(model llm.Model, fn prompt.Func, cfg Config) *Runner {
 	r := &Runner{model: model, fn: fn, cfg: cfg, p: prompt.New(""), ledger: newLedger(cfg.Counter), sessionID: cfg.SessionID}
 	r.renderer.stable = cfg.StableTools
 	r.count, r.prefix, r.completer = r.ledger.count, r.ledger.prefix, completer{r}
+	if cfg.Summarizer == nil {
+		r.completer = continuer{completer{r}}
+	}
 	r.obs = newObserver(r)
 	return r
 }

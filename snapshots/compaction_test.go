@@ -59,26 +59,33 @@ func TestCompactionTakesNoStepReply(t *testing.T) {
 }
 
 // TestCompactionSummaries: with scripted summaries, compaction's requests
-// take them, and the golden file shows each summary request and answer at
-// its step.
+// take them, and the golden file shows each summary request (the run's
+// request continued, under Defaults) and answer at its step.
 func TestCompactionSummaries(t *testing.T) {
 	m := snapshots.Script(reads(12)...)
-	// Defaults compacts at 0.45 of the usable window here (the cached
-	// input price assumed is 0.1): three times in twelve reads.
-	for i := range 3 {
+	// Defaults compacts at 0.8 of the usable window here (a window this
+	// small holds less than builtin.DefaultsMinHistory): twice in twelve
+	// reads of 700 characters, the second time updating the summary.
+	for i := range 2 {
 		m.Append(snapshots.Summary(fmt.Sprintf("Summary %d: the files read so far are each x repeated.", i+1)))
 	}
-	res := snapshots.Run(t, reader(1500, 500), m, snapshots.Config(runtime.Config{Window: 1500, Reserve: 250}))
+	res := snapshots.Run(t, reader(1500, 700), m, snapshots.Config(runtime.Config{Window: 1500, Reserve: 250}))
 	require.NotNil(t, res)
 	assert.Equal(t, 13, len(res.Steps), "one step per scripted reply")
 	var sums []*runtime.Summary
 	for _, s := range res.Steps {
 		sums = append(sums, s.Summaries...)
 	}
-	require.Len(t, sums, 3)
+	require.Len(t, sums, 2)
 	for i, s := range sums {
 		assert.Equal(t, llm.PurposeSummary, s.Request.Purpose)
-		assert.Equal(t, builtin.DefaultSummaryPrompt, s.Request.System)
+		// Defaults sends the summary as the run's own request continued
+		// (builtin.CompactConfig.Continue): its system prompt and tools,
+		// then the summariser's instructions as the last message.
+		assert.Equal(t, "<role>\nYou read files.\n</role>", s.Request.System)
+		require.NotEmpty(t, s.Request.Tools, "summary %d: the run's tools", i)
+		last := s.Request.Messages[len(s.Request.Messages)-1]
+		assert.True(t, strings.HasPrefix(last.Content, builtin.DefaultSummaryPrompt), "summary %d: the instructions, last: %q", i, last.Content)
 		assert.True(t, strings.HasPrefix(s.Reply.Message.Content, fmt.Sprintf("Summary %d:", i+1)), "summaries are answered in order")
 	}
 	require.NoError(t, m.Err())

@@ -138,6 +138,12 @@ type CompactConfig struct {
 	// SummaryMaxTokens bounds the summary; a longer one is cut. Zero means a
 	// tenth of the usable window.
 	SummaryMaxTokens int
+	// Continue sends the summarising call, when the model is the run's
+	// (Step.Model is an effects.Continuer), as the run's own request: its
+	// tools, system prompt and messages up to the cut, as cached (not
+	// bounded by SummaryInputTokens), then the instructions, SystemPrompt
+	// first. A request too long for the window is summarised as usual.
+	Continue bool
 	// MaxFailures is how many summarising calls may fail in a row before
 	// Compact stops calling the model for the rest of the run (the circuit
 	// breaker opens) and uses Fallback only. Zero means DefaultMaxFailures.
@@ -275,7 +281,11 @@ var ErrBreakerOpen = compaction.ErrBreakerOpen
 // Step.ContextTooLong set and sends the compacted request once more.
 //
 // The result is committed once (CommitMessages): the requests after it
-// share a prefix again. Register Compact before effects that change the
+// share a prefix again. Compact declares nothing of its next run
+// (effects.Step.WillRewrite): whether it acts then depends on what the
+// step adds, and when it acts it rewrites from the first result it trims
+// or from where the summary goes (right after the task), which no
+// breakpoint of the previous request could have kept. Register Compact before effects that change the
 // step's messages by a view, since a commit drops the views made before it.
 //
 // Counting is incremental: on a step where nothing is compacted, Compact
@@ -300,11 +310,11 @@ func Compact(cfg CompactConfig) effects.Func {
 		Model:              c.Model,
 		SystemPrompt:       c.SystemPrompt,
 		SummaryInputTokens: c.SummaryInputTokens,
-		SummaryMaxTokens:   c.SummaryMaxTokens,
-		MaxFailures:        c.MaxFailures,
-		Files:              compaction.Files(c.Files),
-		State:              c.State,
-		StateKey:           c.StateKey,
+		SummaryMaxTokens:   c.SummaryMaxTokens, Continue: c.Continue,
+		MaxFailures: c.MaxFailures,
+		Files:       compaction.Files(c.Files),
+		State:       c.State,
+		StateKey:    c.StateKey,
 	}
 	if on := c.OnCompaction; on != nil {
 		ic.OnCompaction = func(i compaction.Info) { on(infoOf(i)) }

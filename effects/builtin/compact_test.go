@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -511,5 +512,58 @@ func TestCompactWindowKeepsTheLastToolResults(t *testing.T) {
 	require.Len(t, tail[0].ToolCalls, 12, "the call of the last results was not kept:\n%s", dump(got))
 	for i, m := range tail[1:] {
 		require.Equal(t, fmt.Sprintf("p%d", i), m.ToolCallID, "result %d not kept:\n%s", i, dump(got))
+	}
+}
+
+// continuingModel is a fakeModel that can also continue the run's
+// request (effects.Continuer), and records those calls apart.
+type continuingModel struct {
+	fakeModel
+	msgs         [][]defs.Message
+	instructions []string
+}
+
+func (c *continuingModel) Continue(ctx context.Context, msgs []defs.Message, instruction string) (string, error) {
+	c.msgs, c.instructions = append(c.msgs, msgs), append(c.instructions, instruction)
+	return "Continued summary.", nil
+}
+
+// TestCompactContinues: with Continue and a model that continues the
+// run's request, the summary is asked for with the messages it replaces
+// as the transcript has them (the task, then the older messages: a prefix
+// of the cached request) and the instructions; without Continue, or for a
+// request too long for the window, the usual way.
+func TestCompactContinues(t *testing.T) {
+	msgs := conversation(20, 400)
+	window := count(msgs) * 100 / 90 // above the 0.8 threshold, within the window
+	for _, tc := range []struct {
+		name      string
+		cont      bool
+		window    int
+		continued bool
+	}{
+		{"continue", true, window, true},
+		{"not asked", false, window, false},
+		{"too long to continue", true, count(msgs) / 2, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var info builtin.Info
+			model := &continuingModel{}
+			c := builtin.Compact(builtin.CompactConfig{Model: model, Continue: tc.cont, OnCompaction: func(i builtin.Info) { info = i }})
+			got := committed(t, c, newStep(5, msgs, tc.window))
+			require.NotNil(t, got, "no commit")
+			if !tc.continued {
+				assert.Empty(t, model.msgs, "continued")
+				assert.Len(t, model.Calls(), 1, "summaries the usual way")
+				return
+			}
+			require.Len(t, model.msgs, 1, "continued calls")
+			assert.Empty(t, model.Calls(), "summaries the usual way")
+			sent := model.msgs[0]
+			require.Equal(t, 1+info.Summarized, len(sent), "the task and the messages summarised")
+			assert.Empty(t, cmp.Diff(msgs[:len(sent)], sent), "the transcript's prefix (-want +got)")
+			assert.True(t, strings.HasPrefix(model.instructions[0], builtin.DefaultSummaryPrompt), "the instructions: %q", model.instructions[0])
+			assert.Contains(t, got[1].Content, "Continued summary.", "the summary")
+		})
 	}
 }

@@ -35,12 +35,17 @@
 // step's request.
 //
 // The defaults are tuned for prompt caches: a tool result is trimmed once
-// the model has answered it, so the rewrite starts where the provider had
-// nothing cached yet, and compaction starts earlier the dearer cached input
-// is (the profile's CachedInputFraction: at 0.45 of the usable window up to
-// 0.1, at 0.4 from 0.5 on). go run ./examples/longsession compares the
-// strategies over a 320-step session; its figures, with the command that
-// measures them, are in docs/performance.md of the repository.
+// the model has answered it, and TrimToolResults declares that rewrite
+// beforehand (effects.Step.WillRewrite), so that the runtime sends the part
+// before it as the request's committed part (llm.Request.Committed), where
+// providers/anthropic places a breakpoint the next request reads; the
+// summaries continue the run's cached request (CompactConfig.Continue), so
+// that compaction costs little, and starts early, the earlier the dearer
+// cached input is (the profile's CachedInputFraction: at 0.3 of the usable
+// window up to 0.1, at 0.25 from 0.5 on, later in a window that small
+// holds less than DefaultsMinHistory). go run ./examples/longsession
+// compares the strategies over a 320-step session; its figures, with the
+// command that measures them, are in docs/performance.md.
 //
 // # Trimming
 //

@@ -105,7 +105,7 @@ func TestRunCompactWithTheRunsModel(t *testing.T) {
 	cfg.OnCompaction = func(i builtin.Info) { infos = append(infos, i) }
 	var calls, summaries atomic.Int32
 	reply := snapshots.Reply{Func: func(req *llm.Request) snapshots.Reply {
-		if req.System == builtin.DefaultSummaryPrompt {
+		if req.Purpose == llm.PurposeSummary {
 			summaries.Add(1)
 			return snapshots.Text("The user asked to read files; many were read.")
 		}
@@ -128,7 +128,7 @@ func TestRunCompactWithTheRunsModel(t *testing.T) {
 	reqs := model.Requests()
 	var steps []*llm.Request
 	for _, r := range reqs {
-		if r.System != builtin.DefaultSummaryPrompt {
+		if r.Purpose != llm.PurposeSummary {
 			steps = append(steps, r)
 		}
 	}

@@ -78,7 +78,8 @@ func TestDefaults(t *testing.T) {
 	c := cfg.Effects[1].Compact
 	assert.Equal(t, 128_000, c.Window, "compact %+v", c)
 	assert.Equal(t, 16_384, c.Reserve, "compact %+v", c)
-	assert.Equal(t, 0.4, c.Threshold, "compact %+v", c) // gpt-4o's cached input: 0.5
+	assert.Equal(t, 0.25, c.Threshold, "compact %+v", c) // gpt-4o's cached input: 0.5
+	assert.True(t, c.Continue, "compact %+v: summaries continue the cached request", c)
 	local := builtin.Defaults(builtin.Local(0))
 	c = local.Effects[1].Compact
 	assert.Equal(t, 4096, c.Window, "local compact %+v", c)
@@ -97,12 +98,23 @@ func TestDefaults(t *testing.T) {
 // compacts.
 func TestDefaultsThreshold(t *testing.T) {
 	for _, tc := range []struct{ price, want float64 }{
-		{0, 0.45}, {0.05, 0.45}, {0.1, 0.45}, {0.3, 0.425}, {0.5, 0.4}, {1, 0.4},
+		{0, 0.3}, {0.05, 0.3}, {0.1, 0.3}, {0.3, 0.275}, {0.5, 0.25}, {1, 0.25},
 	} {
 		assert.InDelta(t, tc.want, builtin.DefaultsThreshold(tc.price), 1e-9, "price %v", tc.price)
 		cfg := builtin.Defaults(builtin.Profile{Window: 32_768, OutputReserve: 4_096, CachedInputFraction: tc.price})
 		require.Len(t, cfg.Effects, 2)
 		assert.InDelta(t, tc.want, cfg.Effects[1].Compact.Threshold, 1e-9, "price %v", tc.price)
+	}
+	// A small window waits for DefaultsMinHistory tokens, up to
+	// CompactConfig's default threshold.
+	for _, tc := range []struct {
+		window, reserve int
+		want            float64
+	}{
+		{8192, 2048, 0.8}, {16384, 4096, 6000.0 / 12288}, {32768, 4096, 0.3}, {1500, 250, 0.8},
+	} {
+		cfg := builtin.Defaults(builtin.Profile{Window: tc.window, OutputReserve: tc.reserve})
+		assert.InDelta(t, tc.want, cfg.Effects[1].Compact.Threshold, 1e-9, "window %d", tc.window)
 	}
 	local := builtin.Local(8192)
 	local.CachedInputFraction = 0.5
@@ -116,7 +128,7 @@ func TestParseCachedInput(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 0.5, cfg.Profile.CachedInputFraction)
 	require.Len(t, cfg.Effects, 2)
-	assert.Equal(t, 0.4, cfg.Effects[1].Compact.Threshold)
+	assert.Equal(t, 0.25, cfg.Effects[1].Compact.Threshold)
 	_, err = builtin.Parse("p.yaml", []byte("window: 32768\ncached_input: 2\n"))
 	var ce *builtin.ConfigError
 	require.ErrorAs(t, err, &ce)

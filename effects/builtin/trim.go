@@ -1,13 +1,8 @@
 package builtin
 
 import (
-	"context"
-	"slices"
-	"sync"
-
-	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
-	"github.com/reprompt/reprompt/effects/builtin/internal/transcript"
+	"github.com/reprompt/reprompt/effects/builtin/internal/trimming"
 )
 
 // Defaults of TrimConfig.
@@ -89,6 +84,14 @@ func (c TrimConfig) normalized() TrimConfig {
 // more.) When the window is tight, Compact trims whatever is needed at once,
 // so a large batch never overflows it.
 //
+// After each run the effect declares where its next run may start
+// rewriting (effects.Step.WillRewrite): at the first result it may trim
+// then, or nowhere. With PreserveTurns that is exact (the next run sees
+// one more reply); with PreserveRecent it is the first result long enough
+// to trim, since the next step may bring any number of results. The
+// runtime sends the part before it as llm.Request.Committed, the prefix a
+// provider's breakpoint can cover for the next request.
+//
 // The effect remembers how far it read the transcript and which results
 // wait, so a step where nothing is trimmed costs what is new since the last
 // step, not the length of the history. Build the effect once per run,
@@ -97,92 +100,5 @@ func (c TrimConfig) normalized() TrimConfig {
 // safe for concurrent use; used by several runs at once it reads each
 // transcript anew whenever the run changes.
 func TrimToolResults(cfg TrimConfig) effects.Func {
-	t := &trimmer{cfg: cfg.normalized()}
-	return t.run
-}
-
-type trimmer struct {
-	cfg   TrimConfig
-	mu    sync.Mutex
-	cur   transcript.Cursor
-	tools int         // tool-role messages seen
-	turns int         // assistant messages seen
-	cands []candidate // results that may be trimmed once old, oldest first
-}
-
-type candidate struct {
-	idx, ord int // position in the transcript; ordinal among tool messages
-	turn     int // assistant messages before it
-	id       string
-}
-
-func (t *trimmer) run(ctx context.Context, s *effects.Step) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	msgs := s.Transcript()
-	if !t.cur.Valid(msgs) {
-		t.cur.Reset()
-		t.tools, t.turns, t.cands = 0, 0, t.cands[:0]
-	}
-	t.scan(msgs)
-	old := t.tools - t.cfg.PreserveRecent
-	k := 0
-	for k < len(t.cands) && t.old(t.cands[k], old) {
-		k++
-	}
-	if k < t.cfg.Batch {
-		return nil
-	}
-	out := s.CopyTranscript()
-	n := 0
-	for _, c := range t.cands[:k] {
-		m := &out[c.idx]
-		if m.Role != defs.RoleTool || m.ToolCallID != c.id {
-			// The transcript changed under us in a way the cursor missed:
-			// read it again from the start and decide at the next step.
-			t.cur.Reset()
-			t.tools, t.turns, t.cands = 0, 0, t.cands[:0]
-			return nil
-		}
-		if !transcript.Trimmable(m) {
-			continue
-		}
-		*m = transcript.TrimMessage(*m, t.cfg.MaxResultLength)
-		n++
-	}
-	t.cands = slices.Delete(t.cands, 0, k)
-	if n == 0 {
-		return nil
-	}
-	s.CommitMessages(out)
-	t.cur.Set(out)
-	return nil
-}
-
-// old reports whether a candidate is old enough to be trimmed; ord is the
-// first tool ordinal PreserveRecent still protects.
-func (t *trimmer) old(c candidate, ord int) bool {
-	if t.cfg.PreserveTurns > 0 {
-		return t.turns-c.turn >= t.cfg.PreserveTurns
-	}
-	return c.ord < ord
-}
-
-// scan reads the messages after the cursor.
-func (t *trimmer) scan(msgs []defs.Message) {
-	for i := t.cur.N(); i < len(msgs); i++ {
-		m := &msgs[i]
-		if m.Role == defs.RoleAssistant {
-			t.turns++
-		}
-		if m.Role != defs.RoleTool {
-			continue
-		}
-		ord := t.tools
-		t.tools++
-		if transcript.Trimmable(m) && transcript.TrimSaving(m.Content, t.cfg.MaxResultLength) >= t.cfg.MinSaving {
-			t.cands = append(t.cands, candidate{idx: i, ord: ord, turn: t.turns, id: m.ToolCallID})
-		}
-	}
-	t.cur.Set(msgs)
+	return trimming.New(trimming.Config(cfg.normalized()))
 }

@@ -1,6 +1,7 @@
 package builtin_test
 
 import (
+	"context"
 	"strconv"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/effects"
 	"github.com/reprompt/reprompt/effects/builtin"
 )
 
@@ -140,5 +142,36 @@ func TestTrimPreserveTurns(t *testing.T) {
 	for i := range 2 {
 		assert.Equal(t, msgs[i].Content, got[i].Content, "message %d before the answered turn changed", i)
 		assert.Nil(t, got[i].Meta, "message %d before the answered turn changed", i)
+	}
+}
+
+// TestTrimDeclaresItsNextRewrite: after each run the effect declares
+// (Step.WillRewrite) where its next run may start rewriting: with
+// PreserveTurns, at the first result the next reply makes old, if a batch
+// of them will be; with PreserveRecent, at the first candidate (the next
+// step may bring any number of results); nothing (the transcript's length)
+// when no result waits.
+func TestTrimDeclaresItsNextRewrite(t *testing.T) {
+	answered := append(history(1, 2000), toolTurn("c1", 2000)...) // c0 answered by c1's call
+	for _, tc := range []struct {
+		name string
+		cfg  builtin.TrimConfig
+		msgs []defs.Message
+		want int
+	}{
+		{"the newest result, old after the next reply", builtin.TrimConfig{PreserveTurns: 1, Batch: 1}, history(1, 2000), 2},
+		{"after trimming c0, c1", builtin.TrimConfig{PreserveTurns: 1, Batch: 1}, answered, 4},
+		{"short results: nothing", builtin.TrimConfig{PreserveTurns: 1, Batch: 1}, history(2, 100), 5},
+		{"not a batch yet", builtin.TrimConfig{PreserveTurns: 1, Batch: 3}, answered, 5},
+		{"preserve recent: the first candidate", builtin.TrimConfig{Batch: 8}, history(3, 2000), 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStep(0, tc.msgs, 0)
+			s.Phase = effects.AfterReply
+			require.NoError(t, builtin.TrimToolResults(tc.cfg)(context.Background(), s))
+			mods := s.Mods()
+			assert.True(t, mods.Rewrites, "declared")
+			assert.Equal(t, tc.want, mods.RewriteFrom, "the next rewrite's first message")
+		})
 	}
 }

@@ -16,12 +16,16 @@
 // away (so that a strategy cannot look cheaper by dropping results the
 // model never read), prefix_reuse the share of input tokens that repeat the
 // previous request's prefix (what a provider's prompt cache can serve),
-// cache_read the share of input tokens the meter bills as cache reads, and
-// billed_input the input tokens billed, in fresh-token equivalents: the
-// agent's requests, their cache reads at the meter's read price and the
-// rest at its write price (every token not read from the cache is written
-// to it), plus the summarising calls' input (summary_input), never read
-// from the cache, at the write price. Each line but the baseline's gives
+// cache_read the share of the agent's input tokens the meter bills as
+// cache reads, and billed_input the input tokens billed, in fresh-token
+// equivalents: the agent's requests and the summarising calls' (whose
+// input is summary_input), their cache reads at the meter's read price and
+// the rest at its write price (every token not read from the cache is
+// written to it). A summarising call reads what it shares with the
+// agent's previous request, as the meter counts it (summary_read is that
+// share of summary_input): nothing for a summary asked with a system
+// prompt of its own, most of it for one that continues the agent's
+// request (builtin.CompactConfig.Continue). Each line but the baseline's gives
 // its billed input as a share of the baseline's under the same meter. It
 // exits 1 if any request of any strategy went over the window or broke
 // pairing.
@@ -34,18 +38,23 @@
 //     write costs what the input costs; openai:0.1:1.25 its newest models').
 //   - anthropic: Anthropic-like, where only what the breakpoints of
 //     providers/anthropic cover is cacheable: a request reads the prefix up
-//     to its last breakpoint (after tools and system, at the end of the
-//     previous step's request, at the end of the transcript) that the
-//     previous request also had, with the same bytes before it; every token
-//     past it is written (anthropic:0.1:1.25 is Anthropic's 5-minute
-//     cache).
+//     to its last breakpoint that the previous request also had, with the
+//     same bytes before it; every token past it is written
+//     (anthropic:0.1:1.25 is Anthropic's 5-minute cache). The breakpoints
+//     are the adapter's: after tools and system; where the previous
+//     request had one that this one repeats (llm.Request.Repeated), else
+//     at the end of the previous step's request; at the end of the
+//     committed part (llm.Request.Committed, what the effects declared
+//     they will not rewrite before the next step); at the end of the
+//     transcript.
 //
 // -cached P,Q is a shorthand for openai:P:1,openai:Q:1.
 //
 // The strategies: baseline trims the results older than the four most
 // recent at every step (the boundary moves at every step, as seed 000's
-// effect does) and compacts with builtin.Compact's defaults (a summary by
-// the model above 0.8 of what may be sent); default is builtin.Defaults for
+// effect does; it declares nothing of its rewrites) and compacts with
+// builtin.Compact's defaults (a summary by the model, asked apart, above
+// 0.8 of what may be sent); default is builtin.Defaults for
 // a profile that knows the window, the reserve and the meter's read and
 // write prices (it compacts earlier the dearer cached input is, so it is
 // simulated once per pair of prices); window, truncate and heuristic are
@@ -230,8 +239,12 @@ func (r row) String() string {
 		rel = fmt.Sprintf(" (%.2f of baseline)", r.billed()/r.baseline)
 	}
 	m := r.m
-	return fmt.Sprintf("%-9s meter=%s steps=%d rewrites=%d summaries=%d summary_input=%d avg_request=%d max_request=%d%s over_window=%d pairing_errors=%d recall=%.3f prefix_reuse=%.3f cache_read=%.3f billed_input=%.0f",
-		r.name, r.meter, m.steps, m.rewrites, m.summaries, m.summaryInput, m.input/max(m.steps, 1), m.maxInput, rel,
+	sread := 0.0
+	if m.summaryInput > 0 {
+		sread = float64(m.summaryRead(r.meter)) / float64(m.summaryInput)
+	}
+	return fmt.Sprintf("%-9s meter=%s steps=%d rewrites=%d summaries=%d summary_input=%d summary_read=%.3f avg_request=%d max_request=%d%s over_window=%d pairing_errors=%d recall=%.3f prefix_reuse=%.3f cache_read=%.3f billed_input=%.0f",
+		r.name, r.meter, m.steps, m.rewrites, m.summaries, m.summaryInput, sread, m.input/max(m.steps, 1), m.maxInput, rel,
 		m.overWindow, m.pairing, m.recall(), m.reuse(), m.readShare(r.meter), r.billed())
 }
 
@@ -370,6 +383,11 @@ type metrics struct {
 	// the cache: the prefix up to the last breakpoint the previous request
 	// also had (see tracker).
 	bpRead int
+	// summaryPrefix and summaryBpRead are the parts of summaryInput an
+	// OpenAI-like and an Anthropic-like meter read from the cache: what a
+	// summarising call shares with the agent's previous request (nothing,
+	// unless it continues it, see builtin.CompactConfig.Continue).
+	summaryPrefix, summaryBpRead int
 	// results counts the tool results, recalled those whose full content
 	// was in at least one request.
 	results, recalled int
@@ -398,14 +416,23 @@ func (m metrics) readShare(mt meter) float64 {
 	return float64(m.read(mt)) / float64(m.input)
 }
 
+// summaryRead returns the summarising calls' input tokens mt bills as
+// cache reads.
+func (m metrics) summaryRead(mt meter) int {
+	if mt.breakpoints() {
+		return m.summaryBpRead
+	}
+	return m.summaryPrefix
+}
+
 // billed returns the input billed under mt in fresh-token equivalents: the
-// agent's requests (their cache reads at mt.read, the rest written to the
-// cache at mt.write) and the summarising calls' input (never read from the
-// cache, each summarising a different part of the session, but written to
-// it as any request's prefix is).
+// agent's requests and the summarising calls', their cache reads at
+// mt.read and the rest written to the cache at mt.write. A summarising
+// call reads what it shares with the agent's previous request (a call
+// that continues it) and nothing otherwise.
 func (m metrics) billed(mt meter) float64 {
-	r := m.read(mt)
-	return mt.write*float64(m.input-r) + mt.read*float64(r) + mt.write*float64(m.summaryInput)
+	r, sr := m.read(mt), m.summaryRead(mt)
+	return mt.write*float64(m.input-r) + mt.read*float64(r) + mt.write*float64(m.summaryInput-sr) + mt.read*float64(sr)
 }
 
 func (m metrics) recall() float64 {
@@ -450,7 +477,7 @@ func simulate(register func(p *prompt.Prompt), steps int, seed uint64, price flo
 		}
 		m.record(rec, tr)
 	}
-	m.summaries, m.summaryInput = sim.summaries, sim.summaryInput
+	m.summaries = sim.summaries
 	return m, nil
 }
 
@@ -470,8 +497,10 @@ func newTracker() *tracker { return &tracker{unseen: map[string]string{}} }
 
 // breakpoints returns where providers/anthropic places the cache
 // breakpoints of req (its placeBreakpoints), as counts of messages before
-// each: 0 after the tools and system prompt (if any), the messages before
-// the last assistant message (the end of the previous step's request),
+// each: 0 after the tools and system prompt (if any); where the previous
+// step's request had one that req repeats (req.Repeated), or else the
+// messages before the last assistant message (the end of the previous
+// step's request); the end of the committed part (req.Committed), if any;
 // and all of them (the end of the transcript).
 func breakpoints(req *llm.Request) []int {
 	var marks []int
@@ -479,18 +508,24 @@ func breakpoints(req *llm.Request) []int {
 		marks = append(marks, 0)
 	}
 	n := len(req.Messages)
-	for i := n - 1; i > 0; i-- {
-		if req.Messages[i].Role == defs.RoleAssistant {
-			if i < n-1 {
+	if req.Repeated > 0 {
+		marks = append(marks, req.Repeated)
+	} else {
+		for i := n - 1; i > 0; i-- {
+			if req.Messages[i].Role == defs.RoleAssistant {
 				marks = append(marks, i)
+				break
 			}
-			break
 		}
+	}
+	if req.Committed > 0 {
+		marks = append(marks, req.Committed)
 	}
 	if n > 0 {
 		marks = append(marks, n)
 	}
-	return marks
+	slices.Sort(marks)
+	return slices.Compact(marks)
 }
 
 // cacheRead returns the tokens of req, whose count is input, an
@@ -528,6 +563,36 @@ func cacheRead(prev *llm.Request, prevMarks []int, req *llm.Request, input int) 
 	return max(read, 0)
 }
 
+// sharedPrefix returns the tokens of req, whose count is input, that
+// repeat the prefix of prev: its tools, system prompt and first messages.
+func sharedPrefix(prev, req *llm.Request, input int) int {
+	if prev == nil || prev.System != req.System || !slices.EqualFunc(prev.Tools, req.Tools, func(x, y llm.ToolSpec) bool {
+		return x.Name == y.Name && x.Description == y.Description && string(x.Parameters) == string(y.Parameters)
+	}) {
+		return 0
+	}
+	n := input
+	for i, msg := range req.Messages {
+		if i >= len(prev.Messages) || !sameMessage(prev.Messages[i], msg) {
+			n -= counter.Message(msg)
+		}
+	}
+	return n
+}
+
+// requestTokens counts req as the runtime does: its system prompt, its
+// tools and its messages.
+func requestTokens(req *llm.Request) int {
+	n := counter.Text(req.System)
+	for _, t := range req.Tools {
+		n += counter.Tool(t.Name, t.Description, t.Parameters)
+	}
+	for _, msg := range req.Messages {
+		n += counter.Message(msg)
+	}
+	return n
+}
+
 func sameMessage(a, b defs.Message) bool {
 	return a.Role == b.Role && a.Content == b.Content && a.ToolCallID == b.ToolCallID && a.Name == b.Name &&
 		slices.EqualFunc(a.ToolCalls, b.ToolCalls, func(x, y defs.ToolCall) bool {
@@ -547,6 +612,13 @@ func (m *metrics) record(rec *runtime.Step, tr *tracker) {
 		m.overWindow++
 	}
 	m.maxInput = max(m.maxInput, rec.InputTokens)
+	for _, sum := range rec.Summaries { // asked for before the step's request
+		req := sum.Request
+		in := requestTokens(req)
+		m.summaryInput += in
+		m.summaryPrefix += sharedPrefix(tr.prev, req, in)
+		m.summaryBpRead += cacheRead(tr.prev, tr.prevMarks, req, in)
+	}
 	if req := rec.Request(); req != nil {
 		if runtime.ValidateMessages(req.Messages) != nil {
 			m.pairing++
@@ -605,15 +677,14 @@ func (c *memoCounter) Message(m defs.Message) int { return tokens.MessageCount(c
 
 // sim is the simulated coding agent: a model and the tools it calls.
 type sim struct {
-	rng          *rand.Rand // the agent's actions
-	summaryRng   *rand.Rand // the summaries' contents
-	steps        int
-	calls        int // model calls answered (summaries excluded)
-	summaries    int // summarising calls answered
-	summaryInput int // their input tokens
-	counter      *memoCounter
-	ids          int
-	files        []string
+	rng        *rand.Rand // the agent's actions
+	summaryRng *rand.Rand // the summaries' contents
+	steps      int
+	calls      int // model calls answered (summaries excluded)
+	summaries  int // summarising calls answered
+	counter    *memoCounter
+	ids        int
+	files      []string
 }
 
 func newSim(steps int, seed uint64) *sim {
@@ -715,9 +786,8 @@ func testOutput(n int) string {
 // Generate answers as the agent would: summary requests with a summary, and
 // otherwise the next action of a long debugging session.
 func (s *sim) Generate(ctx context.Context, req *llm.Request) (*llm.Reply, error) {
-	if len(req.Tools) == 0 && len(req.Messages) == 1 { // a summarising call
+	if req.Purpose == llm.PurposeSummary {
 		s.summaries++
-		s.summaryInput += s.counter.Text(req.System) + s.counter.Message(req.Messages[0])
 		var b strings.Builder
 		b.WriteString("Goal: fix the failing tests in internal/.\nProgress: read the failing packages, changed several functions, tests still partly failing.\n")
 		for i := range 12 {

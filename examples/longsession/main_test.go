@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -20,24 +21,22 @@ import (
 
 // targets are the meters the targets hold under and, for each, the most
 // the default may bill as a share of the baseline's billed input under the
-// same meter (0: not checked), and whether it must bill the least of the
-// strategies with recall 1: the cached-input prices of 0.1 and 0.5 with
-// writes at the input price, and the price models with writes billed
-// (OpenAI-like at a read of 0.1 and a write of 1.25, Anthropic-like at 0.1
-// and 1.25). Under the Anthropic-like meter the default is not the
-// cheapest: it rewrites the transcript at about two steps in three, which
-// takes each of those requests' reads back to the tools and system prompt,
-// so window and truncate (about 45 rewrites in 320 steps) bill 0.33–0.38
-// of the baseline where it bills 0.48–0.50 (seeds 1 to 5).
+// same meter, and whether it must bill the least of the strategies with
+// recall 1. Issue 24's target is 0.45 under both price models with cache
+// writes billed: OpenAI-like at a read of 0.1 and a write of 1 or 1.25,
+// and Anthropic-like (0.1, 1.25), where only what the adapter's
+// breakpoints cover is read. A cached price of 0.5 is not part of it; its
+// bound keeps it from falling back to where it was (0.46–0.52 before the
+// committed part and the continued summaries, 0.35–0.36 after).
 var targets = []struct {
 	meter         meter
 	maxOfBaseline float64
 	cheapest      bool
 }{
-	{meter{"openai", 0.1, 1}, 0.55, true},
-	{meter{"openai", 0.5, 1}, 0.65, true},
-	{meter{"openai", 0.1, 1.25}, 0, true},
-	{meter{"anthropic", 0.1, 1.25}, 0, false},
+	{meter{"openai", 0.1, 1}, 0.45, true},
+	{meter{"openai", 0.5, 1}, 0.40, true},
+	{meter{"openai", 0.1, 1.25}, 0.45, true},
+	{meter{"anthropic", 0.1, 1.25}, 0.45, true},
 }
 
 // TestTargets simulates every strategy on seeds 1 to 5 and checks, under
@@ -80,10 +79,8 @@ func checkTargets(t *testing.T, rows []row) {
 		}
 		require.NotNil(t, def, "no default row under %s", tg.meter)
 		assert.Equal(t, 1.0, def.m.recall(), "default under %s: recall", tg.meter)
-		if tg.maxOfBaseline > 0 {
-			assert.LessOrEqual(t, def.billed(), tg.maxOfBaseline*def.baseline,
-				"default under %s bills %.3f of the baseline, want at most %.2f", tg.meter, def.billed()/def.baseline, tg.maxOfBaseline)
-		}
+		assert.LessOrEqual(t, def.billed(), tg.maxOfBaseline*def.baseline,
+			"default under %s bills %.3f of the baseline, want at most %.2f", tg.meter, def.billed()/def.baseline, tg.maxOfBaseline)
 		for _, r := range rows {
 			if tg.cheapest && r.meter == tg.meter && r.name != "default" && r.m.recall() == 1 {
 				assert.LessOrEqual(t, def.billed(), r.billed(),
@@ -243,4 +240,94 @@ func TestToggleTool(t *testing.T) {
 	}
 	assert.Greater(t, got[1].m.reuse(), got[0].m.reuse()+0.03, "prefix_reuse with -stable-tools, above without")
 	assert.Less(t, got[1].billed(), got[0].billed(), "billed_input with -stable-tools, below without")
+}
+
+// TestAnthropicMeterCommitted: with the committed part the runtime sends
+// (llm.Request.Committed, and Repeated where the previous request's
+// breakpoint was), the adapter marks the part before the trimmed result,
+// and the next request reads it; the meter places the marks where
+// providers/anthropic does.
+func TestAnthropicMeterCommitted(t *testing.T) {
+	const fixed = 50
+	call := func(id string) defs.Message {
+		return defs.Message{Role: defs.RoleAssistant, ToolCalls: []defs.ToolCall{{ID: id, Name: "read_file", Arguments: []byte("{}")}}}
+	}
+	result := func(id, content string) defs.Message {
+		return defs.Message{Role: defs.RoleTool, ToolCallID: id, Content: content}
+	}
+	count := func(msgs ...defs.Message) int {
+		n := 0
+		for _, m := range msgs {
+			n += counter.Message(m)
+		}
+		return n
+	}
+	u, a1, t1, a2, t2, a3, t3 := defs.UserMessage("fix the tests"), call("1"), result("1", strings.Repeat("one ", 200)),
+		call("2"), result("2", strings.Repeat("two ", 200)), call("3"), result("3", strings.Repeat("three ", 200))
+	t1s, t2s := result("1", "one [trimmed]"), result("2", "two [trimmed]")
+	tests := []struct {
+		msgs                []defs.Message
+		committed, repeated int
+		marks               []int // the breakpoints, as counts of messages
+		bpRead              int
+	}{
+		{[]defs.Message{u}, 1, 0, []int{0, 1}, 0},
+		{[]defs.Message{u, a1, t1}, 2, 1, []int{0, 1, 2, 3}, fixed + count(u)},
+		// t1 trimmed: read to the previous request's committed part.
+		{[]defs.Message{u, a1, t1s, a2, t2}, 4, 2, []int{0, 2, 4, 5}, fixed + count(u, a1)},
+		{[]defs.Message{u, a1, t1s, a2, t2s, a3, t3}, 6, 4, []int{0, 4, 6, 7}, fixed + count(u, a1, t1s, a2)},
+		// Nothing rewritten: read the whole previous request.
+		{[]defs.Message{u, a1, t1s, a2, t2s, a3, t3, call("4"), result("4", "four")}, 9, 7, []int{0, 7, 9}, fixed + count(u, a1, t1s, a2, t2s, a3, t3)},
+	}
+	tools := []llm.ToolSpec{{Name: "read_file", Description: "Read a file.", Parameters: []byte(`{"type":"object"}`)}}
+	var m metrics
+	tr := newTracker()
+	for i, tt := range tests {
+		req := &llm.Request{System: "You are a coding agent.", Tools: tools, Messages: tt.msgs, Committed: tt.committed, Repeated: tt.repeated}
+		assert.Equal(t, tt.marks, breakpoints(req), "request %d: breakpoints", i)
+		rec := &runtime.Step{InputTokens: fixed + count(tt.msgs...)}
+		rec.SetRequest(req)
+		before := m.bpRead
+		m.record(rec, tr)
+		assert.Equal(t, tt.bpRead, m.bpRead-before, "request %d: tokens read by the breakpoints", i)
+	}
+}
+
+// TestSummaryReadsTheCache: a summarising call that continues the agent's
+// previous request (its tools, system prompt and messages) reads what it
+// shares with it under both meters, and pays the rest at the write price;
+// one with a system prompt of its own and no tools reads nothing.
+func TestSummaryReadsTheCache(t *testing.T) {
+	tools := []llm.ToolSpec{{Name: "read_file", Description: "Read a file.", Parameters: []byte(`{"type":"object"}`)}}
+	call := defs.Message{Role: defs.RoleAssistant, ToolCalls: []defs.ToolCall{{ID: "1", Name: "read_file", Arguments: []byte("{}")}}}
+	msgs := []defs.Message{defs.UserMessage("fix the tests"), call, {Role: defs.RoleTool, ToolCallID: "1", Content: strings.Repeat("one ", 300)}}
+	prev := &llm.Request{System: "You are a coding agent.", Tools: tools, Messages: msgs, Committed: 3}
+	cont := &llm.Request{System: prev.System, Tools: tools, Messages: append(slices.Clip(msgs), defs.UserMessage("Summarise.")), Purpose: llm.PurposeSummary, Repeated: 3}
+	apart := &llm.Request{System: "You summarise.", Messages: []defs.Message{defs.UserMessage("<conversation>…</conversation>")}, Purpose: llm.PurposeSummary}
+	shared := requestTokens(prev)
+	for _, tc := range []struct {
+		name string
+		sum  *llm.Request
+		read int
+	}{
+		{"continued", cont, shared},
+		{"apart", apart, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var m metrics
+			tr := newTracker()
+			first := &runtime.Step{InputTokens: requestTokens(prev)}
+			first.SetRequest(prev)
+			m.record(first, tr)
+			next := &runtime.Step{InputTokens: requestTokens(prev), Summaries: []*runtime.Summary{{Request: tc.sum}}}
+			next.SetRequest(prev)
+			m.record(next, tr)
+			in := requestTokens(tc.sum)
+			assert.Equal(t, in, m.summaryInput, "summary input")
+			assert.Equal(t, tc.read, m.summaryPrefix, "read by the OpenAI-like meter")
+			assert.Equal(t, tc.read, m.summaryBpRead, "read by the Anthropic-like meter")
+			agent := 1.25*float64(m.input-m.bpRead) + 0.1*float64(m.bpRead)
+			assert.InDelta(t, agent+1.25*float64(in-tc.read)+0.1*float64(tc.read), m.billed(meter{"anthropic", 0.1, 1.25}), 1e-9, "billed")
+		})
+	}
 }

@@ -29,6 +29,11 @@ type Mods struct {
 	Tools, Systems []string
 	// Variables are values set for this step only, in the order first set.
 	Variables []Variable
+	// Rewrites is set when an effect declared what it may rewrite at its
+	// next run (effects.Step.WillRewrite); RewriteFrom is the earliest
+	// such message, an index into the transcript as it was declared.
+	Rewrites    bool
+	RewriteFrom int
 }
 
 // Variable is a variable value set by an effect for one step.

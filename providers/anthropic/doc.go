@@ -57,12 +57,17 @@
 // # Prompt caching
 //
 // Anthropic caches nothing without cache_control breakpoints, so the
-// adapter places them (at most 4): after the tools and system prompt, at
-// the end of the previous step's request (the turn before the last
-// assistant turn, where that request's last breakpoint was, so the cache
-// it wrote is read however many blocks were added since), and at the end
-// of the transcript, for the next step. Config.Cache sets their TTL (5
-// minutes or an hour) or turns them off.
+// adapter places them (at most 4): after the tools and system prompt;
+// where the previous step's request had one that this request repeats
+// (llm.Request.Repeated: that request's end or its committed part), or,
+// when the runtime says nothing, at the end of the previous step's request
+// (the turn before the last assistant turn), so that the cache it wrote is
+// read however many blocks were added since; at the end of the transcript's
+// committed part (llm.Request.Committed: what no effect will rewrite
+// before the next step), so that the next request reads it even when the
+// step rewrites what follows (trimming an answered tool result); and at
+// the end of the transcript, for a next step that rewrites nothing.
+// Config.Cache sets their TTL (5 minutes or an hour) or turns them off.
 //
 // # Errors and retries
 //

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
@@ -52,7 +53,7 @@ func (m *Model) params(req *llm.Request) (sdk.MessageNewParams, error) {
 	if err != nil {
 		return p, m.requestError(err)
 	}
-	m.placeBreakpoints(&p, turns)
+	m.placeBreakpoints(&p, turns, req)
 	p.Messages = make([]sdk.MessageParam, len(turns))
 	for i, t := range turns {
 		if t.assistant {
@@ -255,12 +256,18 @@ func toolInput(args json.RawMessage) json.RawMessage {
 
 // placeBreakpoints marks the ends of the request's stable prefix with
 // cache_control, at most maxBreakpoints: the end of the tools and system
-// prompt (on the last system block, or the last tool without one), the
-// end of the previous step's request (the turn before the last assistant
-// turn, where that request's last breakpoint was, so that this request
-// reads what it wrote however many blocks were added since), and the end
-// of the transcript, which the next request reads.
-func (m *Model) placeBreakpoints(p *sdk.MessageNewParams, turns []turn) {
+// prompt (on the last system block, or the last tool without one); where
+// the previous step's request had its breakpoint that this one repeats
+// (req.Repeated: its end, or its committed part), or else the end of the
+// previous step's request as the transcript shows it (the turn before the
+// last assistant turn), so that this request reads what that one wrote
+// however many blocks were added since; the end of the committed part
+// (req.Committed), which no effect rewrites before the next step, for the
+// next request to read even when the step rewrites what follows it; and
+// the end of the transcript, which the next request reads when nothing was
+// rewritten. A breakpoint falls on the last block of the messages it
+// closes.
+func (m *Model) placeBreakpoints(p *sdk.MessageNewParams, turns []turn, req *llm.Request) {
 	if m.cfg.Cache == CacheOff {
 		return
 	}
@@ -277,31 +284,111 @@ func (m *Model) placeBreakpoints(p *sdk.MessageNewParams, turns []turn) {
 		p.Tools[len(p.Tools)-1].OfTool.CacheControl = cc
 		n++
 	}
-	var marks []int // turn indexes, last first
+	// The marks, as the turn and the block they close, the end of the
+	// transcript first.
+	var marks []blockPos
 	if len(turns) > 0 {
-		marks = append(marks, len(turns)-1)
+		marks = append(marks, blockPos{len(turns) - 1, len(turns[len(turns)-1].blocks) - 1})
 	}
-	for i := len(turns) - 1; i > 0; i-- {
-		if turns[i].assistant {
-			if i-1 != len(turns)-1 {
-				marks = append(marks, i-1)
+	ends := endsOf(req.Messages, req.Repeated, req.Committed)
+	if req.Repeated > 0 {
+		marks = append(marks, ends[0])
+	} else {
+		for i := len(turns) - 1; i > 0; i-- {
+			if turns[i].assistant {
+				marks = append(marks, blockPos{i - 1, len(turns[i-1].blocks) - 1})
+				break
 			}
-			break
 		}
 	}
-	for _, ti := range marks {
+	if req.Committed > 0 {
+		marks = append(marks, ends[1])
+	}
+	var done []blockPos
+	for _, at := range marks {
 		if n >= maxBreakpoints {
 			break
 		}
-		if markLast(turns[ti].blocks, cc) {
-			n++
+		if at.turn < 0 || at.turn >= len(turns) || at.block < 0 || at.block >= len(turns[at.turn].blocks) {
+			continue
 		}
+		b := markLast(turns[at.turn].blocks[:at.block+1], cc)
+		if b < 0 || slices.Contains(done, blockPos{at.turn, b}) {
+			continue
+		}
+		done = append(done, blockPos{at.turn, b})
+		n++
 	}
 }
 
+// blockPos is a block of the request's messages: its turn, and its index
+// in the turn.
+type blockPos struct{ turn, block int }
+
+// endsOf returns, for each of the two counts j and k, the last block of
+// the first j (and k) of msgs, the request's messages, as turnsOf lays them
+// out: leading system messages join the system prompt, messages with no
+// block are left out, and consecutive messages of one role share a turn.
+// A count whose messages have no block gets turn -1.
+func endsOf(msgs []defs.Message, j, k int) [2]blockPos {
+	ends := [2]blockPos{{-1, -1}, {-1, -1}}
+	pos := blockPos{-1, -1}
+	assistant := false
+	i := 0
+	for i < len(msgs) && msgs[i].Role == defs.RoleSystem {
+		i++
+	}
+	for stop := min(max(j, k), len(msgs)); ; i++ {
+		if i == j {
+			ends[0] = pos
+		}
+		if i == k {
+			ends[1] = pos
+		}
+		if i >= stop {
+			return ends
+		}
+		nb := blockCount(&msgs[i])
+		if nb == 0 {
+			continue
+		}
+		if a := msgs[i].Role == defs.RoleAssistant; pos.turn < 0 || a != assistant {
+			pos, assistant = blockPos{pos.turn + 1, -1}, a
+		}
+		pos.block += nb
+	}
+}
+
+// blockCount returns how many blocks turnsOf makes of msg (after the
+// leading system messages).
+func blockCount(msg *defs.Message) int {
+	text := 0
+	if strings.TrimSpace(msg.Content) != "" {
+		text = 1
+	}
+	switch msg.Role {
+	case defs.RoleTool:
+		return 1
+	case defs.RoleAssistant:
+		n := text + len(msg.ToolCalls)
+		if raw := msg.Meta[MetaThinking]; raw != "" {
+			var tbs []thinkingBlock
+			if json.Unmarshal([]byte(raw), &tbs) == nil {
+				for _, tb := range tbs {
+					if tb.Type == "thinking" || tb.Type == "redacted_thinking" {
+						n++
+					}
+				}
+			}
+		}
+		return n
+	}
+	return text
+}
+
 // markLast sets cc on the last block of blocks that takes one (thinking
-// blocks do not), and reports whether it found one.
-func markLast(blocks []sdk.ContentBlockParamUnion, cc sdk.CacheControlEphemeralParam) bool {
+// blocks do not), and returns its index, -1 if none does.
+func markLast(blocks []sdk.ContentBlockParamUnion, cc sdk.CacheControlEphemeralParam) int {
 	for i := len(blocks) - 1; i >= 0; i-- {
 		b := &blocks[i]
 		switch {
@@ -314,7 +401,7 @@ func markLast(blocks []sdk.ContentBlockParamUnion, cc sdk.CacheControlEphemeralP
 		default:
 			continue
 		}
-		return true
+		return i
 	}
-	return false
+	return -1
 }

@@ -220,9 +220,12 @@ func TestCacheUsage(t *testing.T) {
 }
 
 // TestBreakpoints checks where cache_control goes: after the tools and
-// system prompt, at the end of the previous step's request (the turn
-// before the last assistant turn) and at the end of the transcript; never
-// on a thinking block, never more than four; none with CacheOff.
+// system prompt; where the previous request had one that this one repeats
+// (Request.Repeated), or else at the end of the previous step's request
+// (the turn before the last assistant turn); at the end of the committed
+// part (Request.Committed), even inside a turn; and at the end of the
+// transcript; never on a thinking block, never more than four; none with
+// CacheOff.
 func TestBreakpoints(t *testing.T) {
 	thinking := `[{"type":"thinking","thinking":"hmm","signature":"sig"}]`
 	msgs := []defs.Message{
@@ -258,19 +261,43 @@ func TestBreakpoints(t *testing.T) {
 		}
 		return at
 	}
+	parallel := []defs.Message{
+		defs.UserMessage("one"),
+		{Role: defs.RoleAssistant, ToolCalls: []defs.ToolCall{{ID: "t1", Name: "get_weather", Arguments: json.RawMessage(`{"city":"Paris"}`)},
+			{ID: "t2", Name: "get_weather", Arguments: json.RawMessage(`{"city":"Rome"}`)}}},
+		defs.ToolResult{CallID: "t1", Content: "18°C"}.Message(),
+		defs.ToolResult{CallID: "t2", Content: "20°C"}.Message(),
+	}
 	for _, tc := range []struct {
-		name   string
-		cfg    anthropic.Config
-		system string
-		want   []string
+		name                string
+		cfg                 anthropic.Config
+		system              string
+		msgs                []defs.Message // msgs if nil
+		committed, repeated int
+		want                []string
 	}{
-		{"with system", anthropic.Config{}, "sys", []string{"system[0]", "messages[2].content[0]", "messages[4].content[0]"}},
-		{"tools only", anthropic.Config{}, "", []string{"tools[0]", "messages[2].content[0]", "messages[4].content[0]"}},
-		{"off", anthropic.Config{Cache: anthropic.CacheOff}, "sys", nil},
+		{"with system", anthropic.Config{}, "sys", nil, 0, 0, []string{"system[0]", "messages[2].content[0]", "messages[4].content[0]"}},
+		{"tools only", anthropic.Config{}, "", nil, 0, 0, []string{"tools[0]", "messages[2].content[0]", "messages[4].content[0]"}},
+		{"off", anthropic.Config{Cache: anthropic.CacheOff}, "sys", nil, 0, 0, nil},
+		// The previous request's committed part ended after the first
+		// call, this one's after the second (its tool_use block, not
+		// its thinking): t2's result will be rewritten.
+		{"committed part", anthropic.Config{}, "sys", nil, 4, 2, []string{"system[0]", "messages[1].content[0]", "messages[3].content[1]", "messages[4].content[0]"}},
+		{"committed, tools only", anthropic.Config{}, "", nil, 4, 2, []string{"tools[0]", "messages[1].content[0]", "messages[3].content[1]", "messages[4].content[0]"}},
+		// All of it committed, and the whole previous request repeated.
+		{"all committed", anthropic.Config{}, "sys", nil, 5, 3, []string{"system[0]", "messages[2].content[0]", "messages[4].content[0]"}},
+		// Parallel results share a turn: the committed part ends on
+		// the first result's block.
+		{"committed inside a turn", anthropic.Config{}, "sys", parallel, 3, 1, []string{"system[0]", "messages[0].content[0]", "messages[2].content[0]", "messages[2].content[1]"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := newServer(t, ok(t, "text.json"))
-			_, err := srv.model(tc.cfg, nil).Generate(context.Background(), &llm.Request{System: tc.system, Messages: msgs, Tools: []llm.ToolSpec{weatherTool}})
+			in := msgs
+			if tc.msgs != nil {
+				in = tc.msgs
+			}
+			_, err := srv.model(tc.cfg, nil).Generate(context.Background(), &llm.Request{System: tc.system, Messages: in, Tools: []llm.ToolSpec{weatherTool},
+				Committed: tc.committed, Repeated: tc.repeated})
 			require.NoError(t, err)
 			assert.ElementsMatch(t, tc.want, marks(srv.request(0)), "cache_control marks")
 		})

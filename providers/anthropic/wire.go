@@ -170,7 +170,7 @@ func (m *Model) body(req *llm.Request) ([]byte, error) {
 	}
 	p := s.frame
 	p.System = sys
-	m.placeBreakpoints(&p, turns)
+	m.placeBreakpoints(&p, turns, req)
 	lay, sysEnc, err := s.encode(&p)
 	if err != nil {
 		e.reset(p.Tools, turns)

@@ -404,6 +404,9 @@ func TestWireRandomTranscripts(t *testing.T) {
 			}
 			*c = msgs
 			req := &llm.Request{System: pick("", "You help.", fmt.Sprint("state ", r.IntN(3))), Messages: msgs}
+			if r.IntN(2) == 0 { // the runtime's hints, which place breakpoints mid-transcript
+				req.Repeated, req.Committed = r.IntN(len(msgs)+1), r.IntN(len(msgs)+1)
+			}
 			if r.IntN(4) > 0 {
 				req.Tools = []llm.ToolSpec{toolA, toolB}[:1+r.IntN(2)]
 			}

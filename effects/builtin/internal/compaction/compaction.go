@@ -64,11 +64,14 @@ type Config struct {
 	SystemPrompt       string
 	SummaryInputTokens int
 	SummaryMaxTokens   int
-	MaxFailures        int
-	Files              Files
-	State              *state.Store
-	StateKey           string
-	OnCompaction       func(Info)
+	// Continue sends the summarising call as the continuation of the
+	// run's own request when the model can (effects.Continuer).
+	Continue     bool
+	MaxFailures  int
+	Files        Files
+	State        *state.Store
+	StateKey     string
+	OnCompaction func(Info)
 }
 
 // Info is what one compaction did (builtin.Info documents its fields).
@@ -393,8 +396,16 @@ func (c *compactor) summarize(ctx context.Context, k *compaction) (Strategy, str
 	}
 	var text string
 	if strategy == Summarize {
-		sys, user := c.request(k.s, k.prevMsg, k.older, k.info.SplitTurn, k.turnStart, k.usable)
-		t, err := model.Complete(ctx, sys, user)
+		var t string
+		var err error
+		if cont, ok := model.(effects.Continuer); ok && cfg.Continue && !k.s.ContextTooLong && k.info.TokensBefore < k.usable {
+			// The messages to summarise, as the provider cached them (not
+			// as trimOldResults may have trimmed them).
+			t, err = cont.Continue(ctx, k.s.Transcript()[:k.bodyStart+len(k.older)], c.instruction(k))
+		} else {
+			sys, user := c.request(k.s, k.prevMsg, k.older, k.info.SplitTurn, k.turnStart, k.usable)
+			t, err = model.Complete(ctx, sys, user)
+		}
 		if err == nil && strings.TrimSpace(t) == "" {
 			err = errors.New("the model returned an empty summary")
 		}
@@ -628,6 +639,26 @@ func splitLines(s string) []string {
 		return nil
 	}
 	return strings.Split(s, "\n")
+}
+
+// instruction is the last message of a summarising call that continues
+// the run's request (Config.Continue): the summariser's system prompt as
+// text, and what the summary is for. The call sends the messages the
+// summary replaces, the messages kept after it are not.
+func (c *compactor) instruction(k *compaction) string {
+	var b strings.Builder
+	b.WriteString(c.cfg.SystemPrompt)
+	b.WriteString("\n\nStop working on the task and do not call tools now: answer with the summary only. ")
+	if k.prevMsg != nil {
+		b.WriteString("Update the previous summary (the <summary> message above) with the conversation that followed it; keep what still matters from it and write one summary. ")
+	} else {
+		b.WriteString("Summarise the conversation above. ")
+	}
+	b.WriteString("The agent keeps the messages that follow it verbatim after the summary.")
+	if k.info.SplitTurn {
+		b.WriteString(" The conversation above ends inside a turn still in progress: summarise its beginning under \"Current turn\".")
+	}
+	return b.String()
 }
 
 // request renders the summarising call: the previous summary to update,
