@@ -43,6 +43,7 @@
 //   - cmd/reprompt: the reprompt command: sessions, show, view (HTML), rewind, eval run and report
 //   - examples/quickstart: a to-do agent, printed step by step
 //   - examples/longsession: context strategies compared over a long session
+//   - examples/longsession/sim: that session's simulated coding agent, which the Anthropic adapter's tests also run
 //   - examples/resumable: a run killed and resumed
 //   - examples/approval: payments that wait for a person's approval
 //   - examples/structured: an agent ending with a typed answer

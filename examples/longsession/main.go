@@ -79,28 +79,25 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"hash/maphash"
-	"math/rand/v2"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
 	"github.com/reprompt/reprompt/effects/builtin"
+	"github.com/reprompt/reprompt/examples/longsession/sim"
 	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/session"
 	"github.com/reprompt/reprompt/session/sqlite"
-	"github.com/reprompt/reprompt/tokens"
 )
 
 const (
-	window  = 32768
-	reserve = 4096
+	window  = sim.Window
+	reserve = sim.Reserve
 	// sendable is the most a request may hold: the window minus the part
 	// kept for the reply.
 	sendable = window - reserve
@@ -456,20 +453,20 @@ var (
 
 func simulate(register func(p *prompt.Prompt), steps int, seed uint64, price float64, id string) (metrics, error) {
 	var m metrics
-	sim := newSim(steps, seed)
+	model := sim.New(steps, seed, toggleTool)
 	agent := func(p *prompt.Prompt) error {
-		sim.declare(p)
+		model.Declare(p)
 		register(p)
 		return nil
 	}
-	cfg := runtime.Config{MaxSteps: steps + 10, Window: window, Reserve: reserve, Counter: sim.counter, CachedInputFraction: price, StableTools: stableTools}
+	cfg := runtime.Config{MaxSteps: steps + 10, Window: window, Reserve: reserve, Counter: sim.Counter, CachedInputFraction: price, StableTools: stableTools}
 	if store != nil {
 		cfg.Store, cfg.SessionID = store, id
 		if err := store.Delete(context.Background(), id); err != nil {
 			return m, err
 		}
 	}
-	r := runtime.New(sim, agent, cfg)
+	r := runtime.New(model, agent, cfg)
 	tr := newTracker()
 	for rec, err := range r.All(context.Background()) {
 		if err != nil {
@@ -477,7 +474,7 @@ func simulate(register func(p *prompt.Prompt), steps int, seed uint64, price flo
 		}
 		m.record(rec, tr)
 	}
-	m.summaries = sim.summaries
+	m.summaries = model.Summaries()
 	return m, nil
 }
 
@@ -554,11 +551,11 @@ func cacheRead(prev *llm.Request, prevMarks []int, req *llm.Request, input int) 
 	}
 	msgs := 0
 	for _, msg := range req.Messages {
-		msgs += counter.Message(msg)
+		msgs += sim.Counter.Message(msg)
 	}
 	read := input - msgs // the tools and system prompt
 	for _, msg := range req.Messages[:best] {
-		read += counter.Message(msg)
+		read += sim.Counter.Message(msg)
 	}
 	return max(read, 0)
 }
@@ -574,7 +571,7 @@ func sharedPrefix(prev, req *llm.Request, input int) int {
 	n := input
 	for i, msg := range req.Messages {
 		if i >= len(prev.Messages) || !sameMessage(prev.Messages[i], msg) {
-			n -= counter.Message(msg)
+			n -= sim.Counter.Message(msg)
 		}
 	}
 	return n
@@ -583,12 +580,12 @@ func sharedPrefix(prev, req *llm.Request, input int) int {
 // requestTokens counts req as the runtime does: its system prompt, its
 // tools and its messages.
 func requestTokens(req *llm.Request) int {
-	n := counter.Text(req.System)
+	n := sim.Counter.Text(req.System)
 	for _, t := range req.Tools {
-		n += counter.Tool(t.Name, t.Description, t.Parameters)
+		n += sim.Counter.Tool(t.Name, t.Description, t.Parameters)
 	}
 	for _, msg := range req.Messages {
-		n += counter.Message(msg)
+		n += sim.Counter.Message(msg)
 	}
 	return n
 }
@@ -640,186 +637,4 @@ func (m *metrics) record(rec *runtime.Step, tr *tracker) {
 		unseen[res.CallID] = res.Content
 		m.results++
 	}
-}
-
-// memoCounter is an exact counter that remembers the count of every text
-// it has seen (by its hash), so that recounting a transcript costs only its
-// new texts, and the sessions of every strategy and seed share what was
-// counted (a file read twice is counted once). The counts are the
-// underlying counter's: a message counts its parts (tokens.MessageCount).
-// It is safe for concurrent use.
-type memoCounter struct {
-	tokens.Counter
-	seed  maphash.Seed
-	mu    sync.Mutex
-	texts map[uint64]int
-}
-
-// counter is the counter of every simulated session.
-var counter = &memoCounter{Counter: tokens.ForModel("gpt-4o"), seed: maphash.MakeSeed(), texts: map[uint64]int{}}
-
-func (c *memoCounter) Text(s string) int {
-	key := maphash.String(c.seed, s)
-	c.mu.Lock()
-	n, ok := c.texts[key]
-	c.mu.Unlock()
-	if ok {
-		return n
-	}
-	n = c.Counter.Text(s)
-	c.mu.Lock()
-	c.texts[key] = n
-	c.mu.Unlock()
-	return n
-}
-
-func (c *memoCounter) Message(m defs.Message) int { return tokens.MessageCount(c.Text, m) }
-
-// sim is the simulated coding agent: a model and the tools it calls.
-type sim struct {
-	rng        *rand.Rand // the agent's actions
-	summaryRng *rand.Rand // the summaries' contents
-	steps      int
-	calls      int // model calls answered (summaries excluded)
-	summaries  int // summarising calls answered
-	counter    *memoCounter
-	ids        int
-	files      []string
-}
-
-func newSim(steps int, seed uint64) *sim {
-	s := &sim{
-		rng:        rand.New(rand.NewPCG(seed, 7)),
-		summaryRng: rand.New(rand.NewPCG(seed, 8)),
-		steps:      steps,
-		counter:    counter,
-	}
-	for i := range 40 {
-		s.files = append(s.files, fmt.Sprintf("internal/pkg%d/file%d.go", i%7, i))
-	}
-	return s
-}
-
-// contents holds the files content made, by path and version: every
-// session reads the same few.
-var contents sync.Map
-
-// content returns a deterministic file of 2 to 8 KB.
-func content(path string, version int) string {
-	key := fmt.Sprint(version, ":", path)
-	if c, ok := contents.Load(key); ok {
-		return c.(string)
-	}
-	c := makeContent(path, version)
-	contents.Store(key, c)
-	return c
-}
-
-func makeContent(path string, version int) string {
-	r := rand.New(rand.NewPCG(uint64(len(path))*31+uint64(version), uint64(strings.Count(path, "1"))+uint64(path[len(path)-4])))
-	n := 2048 + r.IntN(6144)
-	var b strings.Builder
-	fmt.Fprintf(&b, "// %s (version %d)\npackage x\n\n", path, version)
-	for b.Len() < n {
-		fmt.Fprintf(&b, "func f%d(a, b int) int {\n\treturn a*%d + b - %d // %s\n}\n\n", r.IntN(1e6), r.IntN(97), r.IntN(89), words[r.IntN(len(words))])
-	}
-	return b.String()[:n]
-}
-
-var words = []string{"cache", "parse", "token", "window", "request", "state", "effect", "render", "summary", "retry"}
-
-type pathArgs struct {
-	Path string `json:"path"`
-}
-
-type writeArgs struct {
-	Path    string `json:"path"`
-	Content string `json:"content"`
-}
-
-type grepArgs struct {
-	Pattern string `json:"pattern"`
-}
-
-func (s *sim) declare(p *prompt.Prompt) {
-	modified, setModified := prompt.State(p, "modified", []string{})
-	p.DefSystem("role", "You are a coding agent working in a Go repository. Read code, change it, run the tests, until they pass.")
-	p.DefSystem("rules", strings.Repeat("Prefer small, reviewed changes. Run the tests after every change. ", 6))
-	prompt.DefTool(p, "read_file", "Read a file.", func(ctx context.Context, a pathArgs) (string, error) {
-		return content(a.Path, 0), nil
-	})
-	prompt.DefTool(p, "write_file", "Write a file.", func(ctx context.Context, a writeArgs) (string, error) {
-		setModified.Update(ctx, func(m []string) []string { return append(append([]string(nil), m...), a.Path) })
-		return fmt.Sprintf("wrote %d bytes to %s", len(a.Content), a.Path), nil
-	})
-	prompt.DefTool(p, "run_tests", "Run the test suite.", func(ctx context.Context, _ struct{}) (string, error) {
-		out := testOutput(len(modified))
-		if len(modified)%3 != 2 {
-			return "", fmt.Errorf("tests failed:\n%s", out[:min(len(out), 1500)])
-		}
-		return out, nil
-	})
-	grep := prompt.DefTool(p, "grep", "Search the repository.", func(ctx context.Context, a grepArgs) (string, error) {
-		var b strings.Builder
-		for i := range 25 {
-			fmt.Fprintf(&b, "internal/pkg%d/file%d.go:%d: %s(...)\n", i%7, i, 10+i*3, a.Pattern)
-		}
-		return b.String(), nil
-	})
-	if toggleTool > 0 && p.Step()/toggleTool%2 == 1 {
-		grep.Disable()
-	}
-	p.User("The tests in internal/ fail since the last refactoring. Find out why and fix them.")
-}
-
-func testOutput(n int) string {
-	var b strings.Builder
-	for i := 0; b.Len() < 3000+(n%4)*1000; i++ {
-		fmt.Fprintf(&b, "=== RUN   TestCase%d\n--- PASS: TestCase%d (0.0%ds)\n", i, i, i%10)
-		if i%9 == 4 {
-			fmt.Fprintf(&b, "    case_test.go:%d: got %d, want %d\n--- FAIL: TestCase%d\n", 20+i, i, i+1, i)
-		}
-	}
-	return b.String()
-}
-
-// Generate answers as the agent would: summary requests with a summary, and
-// otherwise the next action of a long debugging session.
-func (s *sim) Generate(ctx context.Context, req *llm.Request) (*llm.Reply, error) {
-	if req.Purpose == llm.PurposeSummary {
-		s.summaries++
-		var b strings.Builder
-		b.WriteString("Goal: fix the failing tests in internal/.\nProgress: read the failing packages, changed several functions, tests still partly failing.\n")
-		for i := range 12 {
-			fmt.Fprintf(&b, "Key fact %d: %s in %s\n", i, words[s.summaryRng.IntN(len(words))], s.files[s.summaryRng.IntN(len(s.files))])
-		}
-		b.WriteString("Next steps: run the tests again and fix the remaining failures.")
-		return &llm.Reply{Message: defs.AssistantMessage(b.String())}, nil
-	}
-	s.calls++
-	if s.calls >= s.steps {
-		return &llm.Reply{Message: defs.AssistantMessage("All tests pass now: the refactoring had swapped two arguments.")}, nil
-	}
-	msg := defs.Message{Role: defs.RoleAssistant}
-	call := func(name, args string) {
-		s.ids++
-		msg.ToolCalls = append(msg.ToolCalls, defs.ToolCall{ID: fmt.Sprintf("call_%d", s.ids), Name: name, Arguments: []byte(args)})
-	}
-	file := func() string { return s.files[s.rng.IntN(len(s.files))] }
-	switch x := s.rng.IntN(100); {
-	case x < 25:
-		call("read_file", fmt.Sprintf(`{"path":%q}`, file()))
-	case x < 40: // parallel reads
-		for range 2 + s.rng.IntN(2) {
-			call("read_file", fmt.Sprintf(`{"path":%q}`, file()))
-		}
-	case x < 65:
-		call("run_tests", `{}`)
-	case x < 85:
-		msg.Content = "Fixing the argument order."
-		call("write_file", fmt.Sprintf(`{"path":%q,"content":"package x\n\nfunc fixed() {}\n"}`, file()))
-	default:
-		call("grep", fmt.Sprintf(`{"pattern":%q}`, words[s.rng.IntN(len(words))]))
-	}
-	return &llm.Reply{Message: msg}, nil
 }

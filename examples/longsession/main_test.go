@@ -14,6 +14,7 @@ import (
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/effects"
 	"github.com/reprompt/reprompt/effects/builtin"
+	"github.com/reprompt/reprompt/examples/longsession/sim"
 	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
@@ -116,19 +117,19 @@ func TestRecallCountsForgetting(t *testing.T) {
 func TestSeparateStreams(t *testing.T) {
 	calls := func(st strategy) []string {
 		var names []string
-		sim := newSim(120, 3)
-		r := runtime.New(sim, func(p *prompt.Prompt) error {
-			sim.declare(p)
+		model := sim.New(120, 3, 0)
+		r := runtime.New(model, func(p *prompt.Prompt) error {
+			model.Declare(p)
 			st.register(0.1, 1)(p)
 			return nil
-		}, runtime.Config{MaxSteps: 130, Window: window, Reserve: reserve, Counter: sim.counter})
+		}, runtime.Config{MaxSteps: 130, Window: window, Reserve: reserve, Counter: sim.Counter})
 		for rec, err := range r.All(context.Background()) {
 			require.NoError(t, err)
 			for _, c := range rec.Reply.Message.ToolCalls {
 				names = append(names, c.Name+string(c.Arguments))
 			}
 		}
-		require.NotZero(t, sim.summaries, "%s: no summary, the test does not test the streams", st.name)
+		require.NotZero(t, model.Summaries(), "%s: no summary, the test does not test the streams", st.name)
 		return names
 	}
 	sts := strategies()
@@ -178,7 +179,7 @@ func TestAnthropicMeter(t *testing.T) {
 	count := func(msgs ...defs.Message) int {
 		n := 0
 		for _, m := range msgs {
-			n += counter.Message(m)
+			n += sim.Counter.Message(m)
 		}
 		return n
 	}
@@ -258,7 +259,7 @@ func TestAnthropicMeterCommitted(t *testing.T) {
 	count := func(msgs ...defs.Message) int {
 		n := 0
 		for _, m := range msgs {
-			n += counter.Message(m)
+			n += sim.Counter.Message(m)
 		}
 		return n
 	}
