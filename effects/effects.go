@@ -439,17 +439,17 @@ func (m *Manager) Committed(transcript []defs.Message) (n int, ok bool) {
 		}
 		ok = true
 		from := min(sl.from, len(sl.of))
-		if from >= n {
-			continue
-		}
-		if len(transcript) == 0 || &sl.of[0] != &transcript[0] {
+		if from > 0 && (len(transcript) == 0 || &sl.of[0] != &transcript[0]) {
+			// Declared over another transcript: only the messages the two
+			// share from the start keep the promise (a compaction that
+			// replaced the transcript moved what the effect will rewrite).
 			k := 0
-			for k < from && sl.of[k].Identical(transcript[k]) {
+			for k < from && k < len(transcript) && sl.of[k].Identical(transcript[k]) {
 				k++
 			}
 			from = k
 		}
-		n = from
+		n = min(n, from)
 	}
 	return n, ok
 }

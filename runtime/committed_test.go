@@ -115,6 +115,37 @@ func TestCommittedAfterAnotherCommit(t *testing.T) {
 	assert.Equal(t, 2, res.Steps[2].Request().Repeated, "step 2: Repeated, to the previous committed part")
 }
 
+// TestCommittedAfterACompaction: a declaration made over a longer
+// transcript that a compaction replaced since counts only for the messages
+// the two share from the start, even when it pointed past the end of the
+// new one (the transcript the effect will rewrite moved).
+func TestCommittedAfterACompaction(t *testing.T) {
+	declare := func(_ context.Context, s *effects.Step) error {
+		s.WillRewrite(len(s.Transcript()) - 1)
+		return nil
+	}
+	compact := func(_ context.Context, s *effects.Step) error {
+		if s.Number == 3 {
+			s.CommitMessages([]defs.Message{s.Transcript()[0], defs.UserMessage("summary of the reads")})
+		}
+		return nil
+	}
+	fn := func(p *prompt.Prompt) error {
+		prompt.DefTool(p, "read", "reads", func(context.Context, struct{}) (string, error) { return "a long result", nil })
+		p.Effect(effects.Always, declare, effects.InPhase(effects.AfterReply), effects.Key("declare"))
+		p.Effect(effects.Always, compact, effects.Key("compact"))
+		p.User("go")
+		return nil
+	}
+	call := snapshots.Reply{Calls: []snapshots.Call{{Name: "read"}}}
+	res, err := runtime.Run(t.Context(), snapshots.Script(call, call, call, snapshots.Reply{Text: "done"}), fn, runtime.Config{})
+	require.NoError(t, err)
+	require.Len(t, res.Steps, 4)
+	// Step 2's declaration pointed at message 5 of 7; step 3's transcript
+	// is [u summary], which shares only u with it.
+	assert.Equal(t, 1, res.Steps[3].Request().Committed, "step 3: Committed, after the compaction")
+}
+
 // TestContinueSendsTheRunsRequest: with no Config.Summarizer, Step.Model
 // is an effects.Continuer whose requests are the run's last request (its
 // system prompt and tools) with the given messages and the instruction
