@@ -34,10 +34,12 @@ type relay struct {
 	sent []relayed // what each request the server saw was for, in order
 }
 
-// relayed says what a request was for.
+// relayed says what a request was for, and the runtime's hints on it.
 type relayed struct {
-	purpose llm.Purpose
-	step    int
+	purpose             llm.Purpose
+	step                int
+	committed, repeated int
+	messages            []defs.Message
 }
 
 func newRelay(t *testing.T, inner llm.Model, cfg anthropic.Config) *relay {
@@ -58,7 +60,7 @@ func (r *relay) Generate(ctx context.Context, req *llm.Request) (*llm.Reply, err
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.next = replyBody(r.t, want)
-	r.sent = append(r.sent, relayed{purpose: req.Purpose, step: req.Step})
+	r.sent = append(r.sent, relayed{purpose: req.Purpose, step: req.Step, committed: req.Committed, repeated: req.Repeated, messages: req.Messages})
 	got, err := r.adapter.Generate(ctx, req)
 	if err != nil {
 		return nil, err
