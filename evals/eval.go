@@ -119,18 +119,6 @@ type CaseResult struct {
 // errBudget is the cause of the context that the time budget cancels.
 var errBudget = errors.New("time budget reached")
 
-// job is one run to make, with its case's checks.
-type job struct {
-	c, run int
-	checks []check.Check
-}
-
-// done is a run made, or skipped (res nil) because the eval stopped.
-type done struct {
-	c   int
-	res *RunResult
-}
-
 // Run runs the eval: each case K times, at most Concurrency runs at once,
 // each run checked as soon as it ends. It returns the report: the figures
 // of each case, in dataset order, and overall.
@@ -193,48 +181,11 @@ func (e *Eval[In, Out]) Run(ctx context.Context, w io.Writer) (*Report, error) {
 	}
 	b := &budget{limit: e.Budget}
 
-	jobs := make(chan job)
-	results := make(chan done, conc)
-	window := make(chan struct{}, 2*conc) // cases dispatched and not yet flushed
-	dispatched := make(chan int, 1)
-	go func() { // the dispatcher: cases in order, a case's runs together
-		defer close(jobs)
-		n := 0
-		defer func() { dispatched <- n }()
-		for c := range e.Cases {
-			select {
-			case window <- struct{}{}:
-			case <-runCtx.Done():
-				return
-			}
-			if b.stopped() != "" || runCtx.Err() != nil {
-				<-window
-				return
-			}
-			n++
-			checks := e.caseChecks(&e.Cases[c]) // made once a case
-			for run := range k {
-				jobs <- job{c, run, checks}
-			}
-		}
-	}()
-	var wg sync.WaitGroup
-	for range conc {
-		wg.Go(func() {
-			for j := range jobs {
-				var res *RunResult
-				if b.stopped() == "" && runCtx.Err() == nil {
-					res = e.runOne(runCtx, names[j.c], &e.Cases[j.c], j.run, j.checks, b)
-				}
-				results <- done{j.c, res}
-			}
-		})
-	}
-	go func() { wg.Wait(); close(results) }()
-
-	// The collector: flush cases in dataset order.
+	// The caller's goroutine writes the cases in dataset order. With one
+	// run at a time it makes the runs too, between its writes: no hand-off
+	// to another goroutine, which costs more than the eval's own work on a
+	// scripted model. Otherwise conc goroutines make them.
 	overall := &measures{}
-	var cases []*caseAcc
 	next := 0
 	var werr error
 	flush := func(acc *caseAcc) {
@@ -251,23 +202,29 @@ func (e *Eval[In, Out]) Run(ctx context.Context, w io.Writer) (*Report, error) {
 		rep.Cases = append(rep.Cases, *cr)
 		next++
 	}
-	for r := range results {
-		for len(cases) <= r.c {
-			cases = append(cases, &caseAcc{})
+	stopped := func() bool { return b.stopped() != "" || runCtx.Err() != nil }
+	s := newSched(len(e.Cases), k, conc, stopped, func(c int) []check.Check { return e.caseChecks(&e.Cases[c]) })
+	defer context.AfterFunc(runCtx, s.wake)()
+	do := func(c, run int, checks []check.Check) (RunResult, bool) {
+		if stopped() {
+			return RunResult{}, false
 		}
-		acc := cases[r.c]
-		acc.got++
-		if r.res != nil {
-			acc.runs = append(acc.runs, *r.res)
-		}
-		for next < len(cases) && cases[next] != nil && cases[next].got == k {
-			acc := cases[next]
-			cases[next] = nil // its memory goes once flushed
-			flush(acc)
-			<-window
-		}
+		return e.runOne(runCtx, names[c], &e.Cases[c], run, checks, b)
 	}
-	<-dispatched
+	if conc == 1 {
+		for s.work(do) {
+			s.flushReady(flush)
+		}
+	} else {
+		for range conc {
+			go func() {
+				for s.work(do) {
+				}
+				s.done()
+			}()
+		}
+		s.collect(flush)
+	}
 	for next < len(e.Cases) { // the cases the eval stopped before
 		flush(&caseAcc{})
 	}
@@ -304,12 +261,6 @@ func (e *Eval[In, Out]) Run(ctx context.Context, w io.Writer) (*Report, error) {
 		return rep, fmt.Errorf("eval: write the report: %w", werr)
 	}
 	return rep, err
-}
-
-// caseAcc gathers a case's runs until they are all in.
-type caseAcc struct {
-	got  int // runs in, skipped included
-	runs []RunResult
 }
 
 func (a *caseAcc) result(name string, k int, overall *measures) *CaseResult {
@@ -353,17 +304,17 @@ func (b *budget) stopped() string {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// runOne makes run of case c and checks it; nil when ctx (the time budget,
+// runOne makes run of case c and checks it; false when ctx (the time budget,
 // the caller) cut it short.
-func (e *Eval[In, Out]) runOne(ctx context.Context, name string, c *Case[In, Out], run int, checks []check.Check, b *budget) *RunResult {
-	rr := &RunResult{Run: run}
+func (e *Eval[In, Out]) runOne(ctx context.Context, name string, c *Case[In, Out], run int, checks []check.Check, b *budget) (RunResult, bool) {
+	rr := RunResult{Run: run}
 	model := e.Model
 	if e.Models != nil {
 		m, err := e.Models(name, run)
 		if err != nil {
 			rr.Error = err.Error()
 			rr.Failures = []check.Failure{{Check: "model", Step: -1, Reason: err.Error()}}
-			return rr
+			return rr, true
 		}
 		model = m
 	}
@@ -371,7 +322,7 @@ func (e *Eval[In, Out]) runOne(ctx context.Context, name string, c *Case[In, Out
 	res, err := e.execute(ctx, model, e.Prompt(c.Input))
 	latency := time.Since(start)
 	if err != nil && ctx.Err() != nil {
-		return nil // cut short by the time budget or the caller: not measured to its end
+		return rr, false // cut short by the time budget or the caller: not measured to its end
 	}
 	tr := &check.Trajectory{Case: name, Run: run, Input: c.Input, Result: res, Err: err, Pricing: e.Config.Pricing}
 	if c.Expected != nil {
@@ -397,7 +348,7 @@ func (e *Eval[In, Out]) runOne(ctx context.Context, name string, c *Case[In, Out
 		jc += g.Cost
 	}
 	b.add(addUsage(res.Usage, ju), res.Stats.Cost+jc)
-	return rr
+	return rr, true
 }
 
 // caseChecks returns the checks of c's runs: the eval's, the Expected's,
