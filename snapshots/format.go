@@ -16,6 +16,27 @@ func Format(steps []*runtime.Step, runErr error, opts ...Option) []byte {
 	return format(steps, runErr, newOptions(opts))
 }
 
+// FormatStep renders the step that steps[i] is a record of as Format
+// shows it in the file of steps[:i+1]: the sections of that record and of
+// the records of the same step before it (a step completed after a pause
+// has two), without the header and the end section. The steps before are
+// read only for what the step repeats of them ("(as in step N)"), so that
+// showing one step of a long run does not format the run. Nil when
+// steps[i] is nil or i is out of range.
+func FormatStep(steps []*runtime.Step, i int, opts ...Option) []byte {
+	if i < 0 || i >= len(steps) || steps[i] == nil {
+		return nil
+	}
+	o := newOptions(opts)
+	run := &steprec.Run{Steps: make([]*steprec.Step, i+1)}
+	for j, s := range steps[:i+1] {
+		if s != nil {
+			run.Steps[j] = s.Record()
+		}
+	}
+	return steprec.WriteStep(run, i, steprec.WriteOptions{Redact: o.redactFunc()})
+}
+
 // format writes the records of steps (runtime.Step.Record) with the one
 // codec of golden step files, package internal/steprec.
 func format(steps []*runtime.Step, runErr error, o *options) []byte {
@@ -28,12 +49,17 @@ func format(steps []*runtime.Step, runErr error, o *options) []byte {
 	if runErr != nil {
 		run.Err = runErr.Error()
 	}
-	return steprec.Write(run, steprec.WriteOptions{Redact: func(s string) string {
+	return steprec.Write(run, steprec.WriteOptions{Redact: o.redactFunc()})
+}
+
+// redactFunc returns the function that applies o's Redact options.
+func (o *options) redactFunc() func(string) string {
+	return func(s string) string {
 		for _, r := range o.redact {
 			s = r.re.ReplaceAllString(s, r.repl)
 		}
 		return s
-	}})
+	}
 }
 
 // isMarker reports a line that starts a section of a txtar archive.

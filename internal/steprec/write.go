@@ -85,12 +85,61 @@ func Write(run *Run, o WriteOptions) []byte {
 	return []byte(Header + "\n" + red(w.b.String()))
 }
 
+// WriteStep returns the sections that Write writes for the step that
+// run.Steps[i] is a record of: that record's and those of the same step
+// before it (a step completed after a pause has two), in order, without the
+// header and the end section. The records before are read only for what
+// the step repeats of them ("(as in step N)"), so that its text is the
+// same as in the whole file at a fraction of the cost. The redactions
+// apply to the step's text. Nil when run.Steps[i] is not a record.
+func WriteStep(run *Run, i int, o WriteOptions) []byte {
+	if i < 0 || i >= len(run.Steps) || run.Steps[i] == nil {
+		return nil
+	}
+	red := o.Redact
+	if red == nil {
+		red = func(s string) string { return s }
+	}
+	w := &writer{schemas: map[string]shown{}, red: red}
+	n := run.Steps[i].Step
+	var prev *Step
+	for _, s := range run.Steps[:i+1] {
+		if s == nil {
+			continue
+		}
+		if s.Step == n {
+			w.step(s, prev)
+		} else {
+			w.track(s)
+		}
+		if s.Request != nil {
+			prev = s
+		}
+	}
+	return []byte(red(w.b.String()))
+}
+
+// track notes what writing s would leave for the steps after it (the
+// schemas shown), without writing it.
+func (w *writer) track(s *Step) {
+	req := s.Request
+	if req == nil {
+		return
+	}
+	for _, t := range req.Tools {
+		w.seen(t.Name, s.Step, t.Schema)
+	}
+	if o := req.Output; o != nil && o.Mode != "tool" {
+		w.seen(outputKey+o.Name, s.Step, o.Schema)
+	}
+}
+
 // noLines removes the line numbers of Go source positions from s.
 func noLines(s string) string { return goLine.ReplaceAllString(s, "$1") }
 
 type shown struct {
-	step   int
-	schema string
+	step        int
+	schema, raw string // the schema as written, and as the record has it
 }
 
 type writer struct {
@@ -352,13 +401,26 @@ func (w *writer) tool(step int, t Tool) {
 // schema writes the schema of key, or "(as in step N)" when it is the
 // one written last for key.
 func (w *writer) schema(key string, step int, raw string) {
-	schema := w.red(indentJSON(raw))
-	if last, ok := w.schemas[key]; ok && last.schema == schema {
-		fmt.Fprintf(&w.b, "  schema: (as in step %d)\n", last.step)
+	if last, same := w.seen(key, step, raw); same {
+		fmt.Fprintf(&w.b, "  schema: (as in step %d)\n", last)
 		return
 	}
-	w.schemas[key] = shown{step, schema}
-	w.field("  ", "schema", schema)
+	w.field("  ", "schema", w.schemas[key].schema)
+}
+
+// seen notes that step shows the schema raw of key: same when it is the
+// one shown last for key, at step last; otherwise it is now.
+func (w *writer) seen(key string, step int, raw string) (last int, same bool) {
+	prev, ok := w.schemas[key]
+	if ok && prev.raw == raw { // the same text makes the same schema: no need to indent it
+		return prev.step, true
+	}
+	schema := w.red(indentJSON(raw))
+	if ok && prev.schema == schema {
+		return prev.step, true
+	}
+	w.schemas[key] = shown{step, schema, raw}
+	return step, false
 }
 
 func (w *writer) messages(msgs []defs.Message, prevReq *Request, prev *Step) {
