@@ -137,28 +137,11 @@ func (f *Failure) stepIndex(steps []*runtime.Step) int {
 }
 
 // golden returns the sections of the step at index i of steps as a golden
-// file of the run shows them: the run formatted up to that step, the step's
-// sections cut out ("step N/…", and "step N decided/…" for a paused step
-// completed later). What the step repeats of the one before reads "(as in
-// step N)", as in the file.
+// file of the run shows them ("step N/…", and "step N decided/…" for a
+// paused step completed later): snapshots.FormatStep, which reads the steps
+// before only for what the step repeats of them ("(as in step N)").
 func golden(steps []*runtime.Step, i int) string {
-	if i < 0 || i >= len(steps) || steps[i] == nil {
-		return ""
-	}
-	text := snapshots.Format(steps[:i+1], nil)
-	n := steps[i].Number
-	var b strings.Builder
-	in := false
-	for line := range strings.Lines(string(text)) {
-		if strings.HasPrefix(line, "-- ") && strings.HasSuffix(strings.TrimRight(line, "\n"), " --") {
-			name := strings.TrimPrefix(line, "-- ")
-			in = strings.HasPrefix(name, fmt.Sprintf("step %d/", n)) || strings.HasPrefix(name, fmt.Sprintf("step %d decided/", n))
-		}
-		if in {
-			b.WriteString(line)
-		}
-	}
-	return b.String()
+	return string(snapshots.FormatStep(steps, i))
 }
 
 // CheckFunc returns a Check named name that calls f.
