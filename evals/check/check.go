@@ -51,6 +51,12 @@ type Trajectory struct {
 
 	grades  []Grade        // the judges' verdicts, for the report
 	goldens map[int]string // golden text by step index: failures at one step share it
+
+	// The tool calls of Result's replies, listed once for every check
+	// that reads them (see calls), and the Result they were listed from.
+	calls     []call
+	callsFrom *runtime.Result
+	callsN    int
 }
 
 // Grades returns the verdicts of the judges that checked tr, in the order
@@ -235,19 +241,29 @@ type call struct {
 // calls returns the tool calls of the run's replies, in order, leaving out
 // calls of the answer tool (the typed answer asked for as a tool call).
 // Sub-agents' calls are theirs, not the run's: they are not listed.
+// The list is made once a trajectory (its checks are made one at a time)
+// and shared: callers must not change it.
 func calls(tr *Trajectory) []call {
+	if tr.callsFrom == tr.Result && tr.callsN == len(tr.Result.Steps) {
+		return tr.calls
+	}
 	var out []call
 	for i, s := range tr.Result.Steps {
-		if s == nil || s.Reply == nil || len(s.Decisions) > 0 {
+		if s == nil || s.Reply == nil || len(s.Decisions) > 0 || len(s.Reply.Message.ToolCalls) == 0 {
 			continue // a decided step's reply is its paused record's
 		}
+		answer := "" // the answer tool's name, when the request asked for one
+		if o := s.Request(); o != nil && o.Output != nil && o.Output.Mode == llm.OutputTool {
+			answer = o.Output.Name
+		}
 		for _, c := range s.Reply.Message.ToolCalls {
-			if o := s.Request(); o != nil && o.Output != nil && o.Output.Mode == llm.OutputTool && c.Name == o.Output.Name {
+			if answer != "" && c.Name == answer {
 				continue
 			}
 			out = append(out, call{i, c})
 		}
 	}
+	tr.calls, tr.callsFrom, tr.callsN = out, tr.Result, len(tr.Result.Steps)
 	return out
 }
 
