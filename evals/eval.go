@@ -185,7 +185,8 @@ func (e *Eval[In, Out]) Run(ctx context.Context, w io.Writer) (*Report, error) {
 	// run at a time it makes the runs too, between its writes: no hand-off
 	// to another goroutine, which costs more than the eval's own work on a
 	// scripted model. Otherwise conc goroutines make them.
-	overall := &measures{}
+	overall := newMeasures(min(len(e.Cases)*k, 1<<16)) // grown past 64k runs only
+	rep.Cases = make([]CaseResult, 0, min(len(e.Cases), 1<<16))
 	next := 0
 	var werr error
 	flush := func(acc *caseAcc) {
