@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/reprompt/reprompt/defs"
 )
@@ -101,6 +102,7 @@ func WriteStep(run *Run, i int, o WriteOptions) []byte {
 		red = func(s string) string { return s }
 	}
 	w := &writer{schemas: map[string]shown{}, red: red}
+	w.b.Grow(2 << 10) // a step's text, mostly: no growing by doubling from 8 bytes
 	n := run.Steps[i].Step
 	var prev *Step
 	for _, s := range run.Steps[:i+1] {
@@ -164,7 +166,18 @@ func (w *writer) redMessage(m defs.Message) defs.Message {
 	return m
 }
 
-func (w *writer) section(name string) { fmt.Fprintf(&w.b, "-- %s --\n", name) }
+func (w *writer) section(name string) { w.str("-- ", name, " --\n") }
+
+// str writes parts, one after the other: what fmt.Fprintf would write of
+// strings, without its cost on the hot path of a report.
+func (w *writer) str(parts ...string) {
+	for _, p := range parts {
+		w.b.WriteString(p)
+	}
+}
+
+// asIn writes "(as in step n)" and a line break.
+func (w *writer) asIn(n int) { w.str("(as in step ", strconv.Itoa(n), ")\n") }
 
 // text writes lines as they are, escaping lines that would read as a section
 // marker.
@@ -181,10 +194,10 @@ func (w *writer) text(s string) {
 // "indent label: |" and the lines indented two more spaces.
 func (w *writer) field(indent, label, value string) {
 	if !strings.Contains(value, "\n") {
-		fmt.Fprintf(&w.b, "%s%s: %s\n", indent, label, value)
+		w.str(indent, label, ": ", value, "\n")
 		return
 	}
-	fmt.Fprintf(&w.b, "%s%s: |\n", indent, label)
+	w.str(indent, label, ": |\n")
 	for line := range strings.Lines(strings.TrimSuffix(value, "\n") + "\n") {
 		if line != "\n" {
 			w.b.WriteString(indent + "  ")
@@ -198,7 +211,7 @@ func isMarker(line string) bool {
 }
 
 func (w *writer) step(s, prev *Step) {
-	name := w.prefix + fmt.Sprintf("step %d", s.Step)
+	name := w.prefix + "step " + strconv.Itoa(s.Step)
 	if len(s.Decisions) > 0 {
 		name += " decided" // the record that completes a paused step
 		w.section(name + "/decisions")
@@ -266,7 +279,7 @@ func (w *writer) step(s, prev *Step) {
 		case req.System == "":
 			w.b.WriteString("(none)\n")
 		case prevReq != nil && w.red(prevReq.System) == w.red(req.System):
-			fmt.Fprintf(&w.b, "(as in step %d)\n", prev.Step)
+			w.asIn(prev.Step)
 		default:
 			w.text(req.System)
 		}
@@ -286,7 +299,7 @@ func (w *writer) step(s, prev *Step) {
 	if r := s.Response; r != nil && len(s.Decisions) == 0 { // a decided step's reply is its paused record's
 		w.section(name + "/reply")
 		if s.Finish != "" {
-			fmt.Fprintf(&w.b, "finish: %s\n", s.Finish)
+			w.str("finish: ", s.Finish, "\n")
 		}
 		if r.Refusal != "" {
 			w.field("", "refusal", r.Refusal)
@@ -299,7 +312,7 @@ func (w *writer) step(s, prev *Step) {
 	if len(s.Results) > 0 {
 		w.section(name + "/results")
 		for _, r := range s.Results {
-			fmt.Fprintf(&w.b, "%s %s %s", r.CallID, r.Name, oneLine(r.Arguments))
+			w.str(r.CallID, " ", r.Name, " ", oneLine(r.Arguments))
 			if r.IsError {
 				w.b.WriteString(" (error)")
 			}
@@ -381,7 +394,7 @@ func (w *writer) agent(parent string, a Agent) {
 // tools) or the same as at an earlier step.
 func (w *writer) output(name string, step int, o *Output) {
 	w.section(name + "/output")
-	fmt.Fprintf(&w.b, "%s (%s, %s): %s\n", o.Name, o.Type, o.Mode, oneLineText(o.Description))
+	w.str(o.Name, " (", o.Type, ", ", o.Mode, "): ", oneLineText(o.Description), "\n")
 	if o.Mode == "tool" {
 		w.b.WriteString("  schema: (the tool's)\n")
 		return
@@ -394,7 +407,7 @@ func (w *writer) output(name string, step int, o *Output) {
 const outputKey = "\x00output "
 
 func (w *writer) tool(step int, t Tool) {
-	fmt.Fprintf(&w.b, "%s: %s\n", t.Name, oneLineText(t.Description))
+	w.str(t.Name, ": ", oneLineText(t.Description), "\n")
 	w.schema(t.Name, step, t.Schema)
 }
 
@@ -402,7 +415,8 @@ func (w *writer) tool(step int, t Tool) {
 // one written last for key.
 func (w *writer) schema(key string, step int, raw string) {
 	if last, same := w.seen(key, step, raw); same {
-		fmt.Fprintf(&w.b, "  schema: (as in step %d)\n", last)
+		w.b.WriteString("  schema: ")
+		w.asIn(last)
 		return
 	}
 	w.field("  ", "schema", w.schemas[key].schema)
@@ -436,13 +450,15 @@ func (w *writer) messages(msgs []defs.Message, prevReq *Request, prev *Step) {
 	}
 	switch {
 	case same == 1:
-		fmt.Fprintf(&w.b, "[0] (as in step %d)\n", prev.Step)
+		w.b.WriteString("[0] ")
+		w.asIn(prev.Step)
 	case same > 1:
-		fmt.Fprintf(&w.b, "[0-%d] (as in step %d)\n", same-1, prev.Step)
+		w.str("[0-", strconv.Itoa(same-1), "] ")
+		w.asIn(prev.Step)
 	}
 	for i := same; i < len(msgs); i++ {
 		m := msgs[i]
-		fmt.Fprintf(&w.b, "[%d] %s", i, m.Role)
+		w.str("[", strconv.Itoa(i), "] ", string(m.Role))
 		if m.ToolCallID != "" {
 			w.b.WriteString(" " + m.ToolCallID)
 		}
@@ -469,7 +485,7 @@ func (w *writer) message(indent string, m defs.Message) {
 		w.field(indent, "content", m.Content)
 	}
 	for _, c := range m.ToolCalls {
-		fmt.Fprintf(&w.b, "%scall: %s %s %s\n", indent, c.ID, c.Name, oneLine(string(c.Arguments)))
+		w.str(indent, "call: ", c.ID, " ", c.Name, " ", oneLine(string(c.Arguments)), "\n")
 	}
 }
 
@@ -489,7 +505,35 @@ func oneLine(raw string) string {
 // oneLineText returns s with its line breaks written as \n.
 func oneLineText(s string) string { return strings.ReplaceAll(s, "\n", `\n`) }
 
+// indented remembers the schemas indentJSON indented last: the same tools
+// are written again and again (each run of an eval, each failing step a
+// report shows), and json.Indent was a fifth of the cost of a step.
+var indented struct {
+	sync.Mutex
+	m map[string]string
+}
+
 func indentJSON(raw string) string {
+	indented.Lock()
+	out, ok := indented.m[raw]
+	indented.Unlock()
+	if ok {
+		return out
+	}
+	out = indentJSONOnce(raw)
+	indented.Lock()
+	if len(indented.m) >= 256 { // bounded: start again
+		indented.m = nil
+	}
+	if indented.m == nil {
+		indented.m = map[string]string{}
+	}
+	indented.m[raw] = out
+	indented.Unlock()
+	return out
+}
+
+func indentJSONOnce(raw string) string {
 	var b bytes.Buffer
 	if raw == "" || json.Indent(&b, []byte(raw), "", "  ") != nil {
 		return fmt.Sprintf("%q", raw)
@@ -513,5 +557,5 @@ func stateValue(v string) string {
 	if len(v) <= 100 || !json.Valid([]byte(v)) {
 		return v
 	}
-	return indentJSON(v)
+	return indentJSONOnce(v) // not remembered: state values seldom repeat
 }
