@@ -253,8 +253,8 @@ func calls(tr *Trajectory) []call {
 			continue // a decided step's reply is its paused record's
 		}
 		answer := "" // the answer tool's name, when the request asked for one
-		if o := s.Request(); o != nil && o.Output != nil && o.Output.Mode == llm.OutputTool {
-			answer = o.Output.Name
+		if o := s.RequestOutput(); o != nil && o.Mode == llm.OutputTool {
+			answer = o.Name
 		}
 		for _, c := range s.Reply.Message.ToolCalls {
 			if answer != "" && c.Name == answer {
