@@ -559,6 +559,14 @@ func Apply(ctx context.Context, c Check, tr *Trajectory) (f *Failure) {
 	if err == nil {
 		return nil
 	}
+	return tr.failure(c, err)
+}
+
+// failure returns the failure of c's err (see Apply). Apart from Apply, so
+// that the variable errors.As fills is made on failures only: a passing
+// check allocates nothing.
+func (tr *Trajectory) failure(c Check, err error) *Failure {
+	var f *Failure
 	if errors.As(err, &f) {
 		cp := *f
 		f = &cp

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/reprompt/reprompt/effects"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/snapshots"
@@ -66,4 +67,28 @@ func TestGoldenAsFormat(t *testing.T) {
 		assert.Equal(t, want.String(), golden(steps, i), "golden of step %d", i)
 	}
 	assert.Empty(t, golden(steps, 5), "golden out of range")
+}
+
+func BenchmarkGoldenFirst(b *testing.B) {
+	steps := benchSteps(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		golden(steps, 0)
+	}
+}
+
+// BenchmarkApplyPass applies an eval's checks to a passing run.
+func BenchmarkApplyPass(b *testing.B) {
+	steps := benchSteps(b)
+	res := &runtime.Result{Steps: steps, Stats: effects.RunStats{Steps: 2}}
+	checks := []Check{Called("read_issue", nil), NoToolError(), MaxSteps(3), CheckFunc("expected", OutputEquals(benchAnswer{2, "bug"}).Check)}
+	b.ReportAllocs()
+	for b.Loop() {
+		tr := &Trajectory{Result: res}
+		for _, c := range checks {
+			if f := Apply(context.Background(), c, tr); f != nil {
+				require.Nil(b, f, "check %s", c.Name())
+			}
+		}
+	}
 }
