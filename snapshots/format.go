@@ -52,8 +52,12 @@ func format(steps []*runtime.Step, runErr error, o *options) []byte {
 	return steprec.Write(run, steprec.WriteOptions{Redact: o.redactFunc()})
 }
 
-// redactFunc returns the function that applies o's Redact options.
+// redactFunc returns the function that applies o's Redact options; nil
+// when there are none.
 func (o *options) redactFunc() func(string) string {
+	if len(o.redact) == 0 {
+		return nil
+	}
 	return func(s string) string {
 		for _, r := range o.redact {
 			s = r.re.ReplaceAllString(s, r.repl)

@@ -54,10 +54,11 @@ var goLine = regexp.MustCompile(`(\.go):\d+`)
 // step N)". Parse reads the text back.
 func Write(run *Run, o WriteOptions) []byte {
 	red := o.Redact
-	if red == nil {
+	plain := red == nil
+	if plain {
 		red = func(s string) string { return s }
 	}
-	w := &writer{schemas: map[string]shown{}, red: red}
+	w := &writer{schemas: map[string]shown{}, red: red, plain: plain}
 	var prev, last *Step
 	for _, s := range run.Steps {
 		if s == nil {
@@ -98,10 +99,11 @@ func WriteStep(run *Run, i int, o WriteOptions) []byte {
 		return nil
 	}
 	red := o.Redact
-	if red == nil {
+	plain := red == nil
+	if plain {
 		red = func(s string) string { return s }
 	}
-	w := &writer{schemas: map[string]shown{}, red: red}
+	w := &writer{schemas: map[string]shown{}, red: red, plain: plain}
 	w.b.Grow(2 << 10) // a step's text, mostly: no growing by doubling from 8 bytes
 	n := run.Steps[i].Step
 	var prev *Step
@@ -148,12 +150,16 @@ type writer struct {
 	b       strings.Builder
 	schemas map[string]shown    // last schema shown per tool name
 	red     func(string) string // applies the redactions
+	plain   bool                // there are none: red returns its argument
 	prefix  string              // of section names: "" or a sub-agent's "step N/agent NAME ID/"
 }
 
 // redMessage returns m with the redactions applied to its text, so that
 // messages that differ only in redacted values compare equal.
 func (w *writer) redMessage(m defs.Message) defs.Message {
+	if w.plain {
+		return m
+	}
 	m.Content, m.Reasoning = w.red(m.Content), w.red(m.Reasoning)
 	if len(m.ToolCalls) > 0 {
 		calls := make([]defs.ToolCall, len(m.ToolCalls))
@@ -374,7 +380,7 @@ func (w *writer) summary(section string, sum Summary) {
 // then an end section with its step count and error. References to earlier
 // steps ("as in step N") stay within the sub-agent's steps.
 func (w *writer) agent(parent string, a Agent) {
-	sub := &writer{schemas: map[string]shown{}, red: w.red, prefix: fmt.Sprintf("%s/agent %s %s/", parent, a.Name, a.CallID)}
+	sub := &writer{schemas: map[string]shown{}, red: w.red, plain: w.plain, prefix: fmt.Sprintf("%s/agent %s %s/", parent, a.Name, a.CallID)}
 	var prev *Step
 	for i := range a.Steps {
 		s := &a.Steps[i]
