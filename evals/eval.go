@@ -172,11 +172,12 @@ func (e *Eval[In, Out]) Run(ctx context.Context, w io.Writer) (*Report, error) {
 		return nil, err
 	}
 
-	runCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
+	// A context of the eval's own only for a deadline: the runs derive
+	// theirs from it, which costs more under a cancellable parent.
+	runCtx := ctx
 	if e.Budget.Time > 0 {
 		var stop context.CancelFunc
-		runCtx, stop = context.WithTimeoutCause(runCtx, e.Budget.Time, errBudget)
+		runCtx, stop = context.WithTimeoutCause(ctx, e.Budget.Time, errBudget)
 		defer stop()
 	}
 	b := &budget{limit: e.Budget}
@@ -189,8 +190,10 @@ func (e *Eval[In, Out]) Run(ctx context.Context, w io.Writer) (*Report, error) {
 	rep.Cases = make([]CaseResult, 0, min(len(e.Cases), 1<<16))
 	next := 0
 	var werr error
+	scratch := newMeasures(k) // a case's, made anew for each
 	flush := func(acc *caseAcc) {
-		cr := acc.result(names[next], passK, overall)
+		rep.Cases = append(rep.Cases, acc.result(names[next], passK, scratch, overall))
+		cr := &rep.Cases[len(rep.Cases)-1]
 		if e.OnCase != nil {
 			e.OnCase(cr)
 		}
@@ -200,7 +203,6 @@ func (e *Eval[In, Out]) Run(ctx context.Context, w io.Writer) (*Report, error) {
 		if w != nil {
 			cr.Runs = nil
 		}
-		rep.Cases = append(rep.Cases, *cr)
 		next++
 	}
 	stopped := func() bool { return b.stopped() != "" || runCtx.Err() != nil }
@@ -264,14 +266,16 @@ func (e *Eval[In, Out]) Run(ctx context.Context, w io.Writer) (*Report, error) {
 	return rep, err
 }
 
-func (a *caseAcc) result(name string, k int, overall *measures) *CaseResult {
+// result returns the case's result, its figures measured in m (emptied
+// first) and its runs added to overall.
+func (a *caseAcc) result(name string, k int, m, overall *measures) CaseResult {
 	slices.SortFunc(a.runs, func(x, y RunResult) int { return x.Run - y.Run })
-	m := newMeasures(len(a.runs))
+	m.reset()
 	for i := range a.runs {
 		m.add(&a.runs[i])
 		overall.add(&a.runs[i])
 	}
-	return &CaseResult{Name: name, Figures: m.figures(k), Runs: a.runs}
+	return CaseResult{Name: name, Figures: m.figures(k), Runs: a.runs}
 }
 
 // budget counts what the runs used against Budget.

@@ -115,6 +115,12 @@ func newMeasures(n int) *measures {
 	return &measures{steps: part(0), input: part(1), cache: part(2), output: part(3), cost: part(4), lat: part(5)}
 }
 
+// reset empties m, keeping its room.
+func (m *measures) reset() {
+	m.runs, m.passed = 0, 0
+	m.steps, m.input, m.cache, m.output, m.cost, m.lat = m.steps[:0], m.input[:0], m.cache[:0], m.output[:0], m.cost[:0], m.lat[:0]
+}
+
 func (m *measures) add(r *RunResult) {
 	m.runs++
 	if r.Pass {
