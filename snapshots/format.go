@@ -21,11 +21,11 @@ func Format(steps []*runtime.Step, runErr error, opts ...Option) []byte {
 // the records of the same step before it (a step completed after a pause
 // has two), without the header and the end section. The steps before are
 // read only for what the step repeats of them ("(as in step N)"), so that
-// showing one step of a long run does not format the run. Nil when
+// showing one step of a long run does not format the run. "" when
 // steps[i] is nil or i is out of range.
-func FormatStep(steps []*runtime.Step, i int, opts ...Option) []byte {
+func FormatStep(steps []*runtime.Step, i int, opts ...Option) string {
 	if i < 0 || i >= len(steps) || steps[i] == nil {
-		return nil
+		return ""
 	}
 	o := newOptions(opts)
 	run := &steprec.Run{Steps: make([]*steprec.Step, i+1)}

@@ -147,7 +147,7 @@ func (f *Failure) stepIndex(steps []*runtime.Step) int {
 // paused step completed later): snapshots.FormatStep, which reads the steps
 // before only for what the step repeats of them ("(as in step N)").
 func golden(steps []*runtime.Step, i int) string {
-	return string(snapshots.FormatStep(steps, i))
+	return snapshots.FormatStep(steps, i)
 }
 
 // CheckFunc returns a Check named name that calls f.

@@ -93,10 +93,10 @@ func Write(run *Run, o WriteOptions) []byte {
 // header and the end section. The records before are read only for what
 // the step repeats of them ("(as in step N)"), so that its text is the
 // same as in the whole file at a fraction of the cost. The redactions
-// apply to the step's text. Nil when run.Steps[i] is not a record.
-func WriteStep(run *Run, i int, o WriteOptions) []byte {
+// apply to the step's text. "" when run.Steps[i] is not a record.
+func WriteStep(run *Run, i int, o WriteOptions) string {
 	if i < 0 || i >= len(run.Steps) || run.Steps[i] == nil {
-		return nil
+		return ""
 	}
 	red := o.Redact
 	plain := red == nil
@@ -120,7 +120,7 @@ func WriteStep(run *Run, i int, o WriteOptions) []byte {
 			prev = s
 		}
 	}
-	return []byte(red(w.b.String()))
+	return red(w.b.String())
 }
 
 // track notes what writing s would leave for the steps after it (the
