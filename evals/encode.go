@@ -134,6 +134,9 @@ func appendFloat(b []byte, f float64) []byte {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return append(b, '0')
 	}
+	if i := int64(f); float64(i) == f && i > -1e15 && i < 1e15 && (i != 0 || !math.Signbit(f)) {
+		return strconv.AppendInt(b, i, 10) // a whole number (steps, tokens): as 'f' writes it, faster
+	}
 	fmtByte := byte('f')
 	if abs := max(f, -f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
 		fmtByte = 'e'
