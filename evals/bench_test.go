@@ -3,9 +3,11 @@ package evals_test
 import (
 	"context"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"slices"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -89,6 +91,59 @@ func evalToFile(tb testing.TB, e *evals.Eval[issue, triage], path string) {
 	require.NoError(tb, err)
 	require.NoError(tb, f.Close())
 	require.Equal(tb, len(e.Cases)*max(e.K, 1), rep.Overall.Runs, "runs measured")
+}
+
+// maxOverhead bounds the median overhead TestOverhead measures. Issue 25's
+// target is 10 %; measured on the shared 2-core machine of
+// docs/evals.md, the median is 13-35 % (about 25 % typically, down from
+// 40-58 %), so that this bound guards against a regression, not yet the
+// target: lower it as the overhead comes down.
+const maxOverhead = 0.40
+
+// TestOverhead measures the figure of issue 25: the eval's own overhead
+// over 1,000 cases × 5 runs on scripted models, (eval − runs)/runs in the
+// process's CPU time, where runs is the same runs made by a bare loop
+// (BenchmarkEval's two modes). The two alternate, a garbage collection
+// before each, nine times; the median must be under maxOverhead. The log
+// gives the median, the range and the ratio of the fastest of each, the
+// figures of docs/evals.md.
+func TestOverhead(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: 100,000 runs")
+	}
+	if raceEnabled || testing.CoverMode() != "" {
+		t.Skip("the race detector or coverage: the CPU times do not compare")
+	}
+	const n, k, reps = 1000, 5, 9
+	e := benchEval(n, k, 1)
+	path := filepath.Join(t.TempDir(), "result.json")
+	cpu := func(f func()) float64 {
+		goruntime.GC()
+		start := cpuTime()
+		f()
+		return float64(cpuTime() - start)
+	}
+	runs := func() { bareRuns(t, e) }
+	eval := func() { evalToFile(t, e, path) }
+	runs() // warm up
+	eval()
+	over := make([]float64, reps)
+	minR, minV := math.Inf(1), math.Inf(1)
+	for i := range over {
+		var r, v float64
+		if i%2 == 0 { // alternate which goes first, against a drift
+			r, v = cpu(runs), cpu(eval)
+		} else {
+			v, r = cpu(eval), cpu(runs)
+		}
+		over[i] = (v - r) / r
+		minR, minV = min(minR, r), min(minV, v)
+	}
+	slices.Sort(over)
+	median := over[reps/2]
+	t.Logf("eval overhead over %d cases × %d runs, %d pairs: median %+.1f %%, range %+.1f %% to %+.1f %%; fastest of each %+.1f %% (%.1f ms, %.1f ms)",
+		n, k, reps, 100*median, 100*over[0], 100*over[reps-1], 100*(minV-minR)/minR, minR/1e6, minV/1e6)
+	assert.Less(t, median, maxOverhead, "the eval's overhead, median of %d: %.3v", reps, over)
 }
 
 // reportCPU reports the process's CPU time (user and system, GC included)
