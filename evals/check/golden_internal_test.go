@@ -92,3 +92,24 @@ func BenchmarkApplyPass(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkApplyFail applies an eval's checks to a run whose answer is
+// not the one expected: a failure, with its step's golden text.
+func BenchmarkApplyFail(b *testing.B) {
+	steps := benchSteps(b)
+	res := &runtime.Result{Steps: steps, Stats: effects.RunStats{Steps: 2}}
+	checks := []Check{Called("read_issue", nil), NoToolError(), MaxSteps(3), CheckFunc("expected", OutputEquals(benchAnswer{1, "bug"}).Check)}
+	b.ReportAllocs()
+	for b.Loop() {
+		tr := &Trajectory{Result: res}
+		n := 0
+		for _, c := range checks {
+			if f := Apply(context.Background(), c, tr); f != nil {
+				n++
+			}
+		}
+		if n != 1 {
+			require.Equal(b, 1, n, "failures")
+		}
+	}
+}
