@@ -68,7 +68,8 @@ type Eval[In, Out any] struct {
 	// means K.
 	PassK int
 	// Concurrency bounds the runs under way at once; zero means
-	// GOMAXPROCS.
+	// GOMAXPROCS. At 1 the runs are made on the goroutine that called Run,
+	// one after the other, with no goroutine of the eval's own.
 	Concurrency int
 	// Budget bounds the eval: see Budget and Report.Stopped.
 	Budget Budget
