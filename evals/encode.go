@@ -153,6 +153,15 @@ func appendFloat(b []byte, f float64) []byte {
 
 const hex = "0123456789abcdef"
 
+// safe reports the ASCII bytes a JSON string holds as they are: not a
+// quote, a backslash or a control character.
+var safe = func() (t [utf8.RuneSelf]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // appendString appends s as a JSON string: quotes, backslashes and control
 // characters escaped, invalid UTF-8 replaced by U+FFFD.
 func appendString(b []byte, s string) []byte {
@@ -161,7 +170,7 @@ func appendString(b []byte, s string) []byte {
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
+			if safe[c] {
 				i++
 				continue
 			}
