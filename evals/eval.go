@@ -128,8 +128,8 @@ var errBudget = errors.New("time budget reached")
 // ReadReport reads: each case with its runs, in dataset order, as soon as
 // it and the cases before it have completed; the returned report's cases
 // then hold their figures only, so that memory does not grow with the
-// runs (but for 48 bytes a run, for the overall percentiles). With w nil
-// they hold their runs too.
+// runs (but for the largest 5 % of each measure's values, for the overall
+// 95th percentiles). With w nil they hold their runs too.
 //
 // A budget reached ends the eval cleanly: Report.Stopped says which, the
 // cases not run have no runs, and the error is nil. A ctx cancelled ends it
@@ -187,8 +187,7 @@ func (e *Eval[In, Out]) Run(ctx context.Context, w io.Writer) (*Report, error) {
 	// run at a time it makes the runs too, between its writes: no hand-off
 	// to another goroutine, which costs more than the eval's own work on a
 	// scripted model. Otherwise conc goroutines make them.
-	overall := newMeasures(min(len(e.Cases)*k, 1<<16)) // grown past 64k runs only
-	rep.Cases = make([]CaseResult, 0, min(len(e.Cases), 1<<16))
+	overall := newOverall(len(e.Cases) * k)
 	next := 0
 	var werr error
 	scratch := newMeasures(k) // a case's, made anew for each
@@ -233,8 +232,7 @@ func (e *Eval[In, Out]) Run(ctx context.Context, w io.Writer) (*Report, error) {
 		flush(&caseAcc{})
 	}
 
-	rep.Overall = overall.figures(passK)
-	rep.Overall.PassAt1, rep.Overall.PassAtK, rep.Overall.PassHatK = 0, 0, 0
+	rep.Overall = overall.figures()
 	measured := 0
 	for _, c := range rep.Cases {
 		if f := c.Figures; f.Runs > 0 {
@@ -269,7 +267,7 @@ func (e *Eval[In, Out]) Run(ctx context.Context, w io.Writer) (*Report, error) {
 
 // result returns the case's result, its figures measured in m (emptied
 // first) and its runs added to overall.
-func (a *caseAcc) result(name string, k int, m, overall *measures) CaseResult {
+func (a *caseAcc) result(name string, k int, m *measures, overall *overall) CaseResult {
 	slices.SortFunc(a.runs, func(x, y RunResult) int { return x.Run - y.Run })
 	m.reset()
 	for i := range a.runs {
