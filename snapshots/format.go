@@ -27,14 +27,17 @@ func FormatStep(steps []*runtime.Step, i int, opts ...Option) string {
 	if i < 0 || i >= len(steps) || steps[i] == nil {
 		return ""
 	}
-	o := newOptions(opts)
+	var redact func(string) string
+	if len(opts) > 0 { // the options hold a runtime.Config: not made for none
+		redact = newOptions(opts).redactFunc()
+	}
 	run := &steprec.Run{Steps: make([]*steprec.Step, i+1)}
 	for j, s := range steps[:i+1] {
 		if s != nil {
 			run.Steps[j] = s.Record()
 		}
 	}
-	return steprec.WriteStep(run, i, steprec.WriteOptions{Redact: o.redactFunc()})
+	return steprec.WriteStep(run, i, steprec.WriteOptions{Redact: redact})
 }
 
 // format writes the records of steps (runtime.Step.Record) with the one
