@@ -151,6 +151,7 @@ type writer struct {
 	schemas map[string]shown    // last schema shown per tool name
 	red     func(string) string // applies the redactions
 	plain   bool                // there are none: red returns its argument
+	scratch bytes.Buffer        // for compacting JSON
 	prefix  string              // of section names: "" or a sub-agent's "step N/agent NAME ID/"
 }
 
@@ -173,6 +174,23 @@ func (w *writer) redMessage(m defs.Message) defs.Message {
 }
 
 func (w *writer) section(name string) { w.str("-- ", name, " --\n") }
+
+// section2 starts the section named name+part.
+func (w *writer) section2(name, part string) { w.str("-- ", name, part, " --\n") }
+
+// oneLine writes raw as OneLine returns it, compacted without a copy.
+func (w *writer) oneLine(raw string) {
+	if raw != "" {
+		n := w.scratch.Len()
+		if json.Compact(&w.scratch, []byte(raw)) == nil {
+			w.b.Write(w.scratch.Bytes()[n:])
+			w.scratch.Reset()
+			return
+		}
+		w.scratch.Reset()
+	}
+	w.b.WriteString(strconv.Quote(raw))
+}
 
 // str writes parts, one after the other: what fmt.Fprintf would write of
 // strings, without its cost on the hot path of a report.
@@ -220,7 +238,7 @@ func (w *writer) step(s, prev *Step) {
 	name := w.prefix + "step " + strconv.Itoa(s.Step)
 	if len(s.Decisions) > 0 {
 		name += " decided" // the record that completes a paused step
-		w.section(name + "/decisions")
+		w.section2(name, "/decisions")
 		for _, d := range s.Decisions {
 			if len(d.Asked) > 0 && d.Approved {
 				// One line: the questions and answers as JSON.
@@ -239,7 +257,7 @@ func (w *writer) step(s, prev *Step) {
 		// The record that completes a step a crash cut short after the
 		// model's reply: it starts a record of its own (Parse), after the
 		// attempt's if the file has it.
-		w.section(name + "/resumed")
+		w.section2(name, "/resumed")
 		if len(s.Interrupted) == 0 {
 			w.b.WriteString("interrupted: (none)\n")
 		}
@@ -250,14 +268,14 @@ func (w *writer) step(s, prev *Step) {
 	if len(s.Sent) > 0 {
 		// The conversation's turn, and the user messages that joined the
 		// transcript at this step.
-		w.section(name + "/sent")
+		w.section2(name, "/sent")
 		fmt.Fprintf(&w.b, "turn %d\n", s.Turn)
 		for _, m := range s.Sent {
 			fmt.Fprintf(&w.b, "user: %s\n", strconv.Quote(w.red(m)))
 		}
 	}
 	if len(s.Effects) > 0 || s.Committed {
-		w.section(name + "/effects")
+		w.section2(name, "/effects")
 		for _, e := range s.Effects {
 			file, _, _ := strings.Cut(e.Site, ":")
 			fmt.Fprintf(&w.b, "%s %s (%s): %s\n", e.ID, e.Phase, file, e.Reason)
@@ -272,7 +290,7 @@ func (w *writer) step(s, prev *Step) {
 	w.lines(name+"/disabled", s.Disabled)
 	w.lines(name+"/reminded", s.Reminded)
 	if s.Cache != "" {
-		w.section(name + "/cache")
+		w.section2(name, "/cache")
 		w.b.WriteString(oneLineText(s.Cache) + "\n")
 	}
 	if req := s.Request; req != nil {
@@ -280,7 +298,7 @@ func (w *writer) step(s, prev *Step) {
 		if prev != nil {
 			prevReq = prev.Request
 		}
-		w.section(name + "/system")
+		w.section2(name, "/system")
 		switch {
 		case req.System == "":
 			w.b.WriteString("(none)\n")
@@ -289,7 +307,7 @@ func (w *writer) step(s, prev *Step) {
 		default:
 			w.text(req.System)
 		}
-		w.section(name + "/tools")
+		w.section2(name, "/tools")
 		if len(req.Tools) == 0 {
 			w.b.WriteString("(none)\n")
 		}
@@ -299,11 +317,11 @@ func (w *writer) step(s, prev *Step) {
 		if o := req.Output; o != nil {
 			w.output(name, s.Step, o)
 		}
-		w.section(name + "/messages")
+		w.section2(name, "/messages")
 		w.messages(req.Messages, prevReq, prev)
 	}
 	if r := s.Response; r != nil && len(s.Decisions) == 0 { // a decided step's reply is its paused record's
-		w.section(name + "/reply")
+		w.section2(name, "/reply")
 		if s.Finish != "" {
 			w.str("finish: ", s.Finish, "\n")
 		}
@@ -316,9 +334,10 @@ func (w *writer) step(s, prev *Step) {
 		w.agent(name, a)
 	}
 	if len(s.Results) > 0 {
-		w.section(name + "/results")
+		w.section2(name, "/results")
 		for _, r := range s.Results {
-			w.str(r.CallID, " ", r.Name, " ", oneLine(r.Arguments))
+			w.str(r.CallID, " ", r.Name, " ")
+			w.oneLine(r.Arguments)
 			if r.IsError {
 				w.b.WriteString(" (error)")
 			}
@@ -327,17 +346,17 @@ func (w *writer) step(s, prev *Step) {
 		}
 	}
 	if s.Answer != "" {
-		w.section(name + "/answer")
+		w.section2(name, "/answer")
 		w.b.WriteString(w.red(oneLine(s.Answer)) + "\n")
 	}
 	if len(s.Awaiting) > 0 {
-		w.section(name + "/awaiting")
+		w.section2(name, "/awaiting")
 		for _, a := range s.Awaiting {
 			fmt.Fprintf(&w.b, "%s %s %s\n", a.CallID, a.Tool, w.red(oneLine(a.Arguments)))
 		}
 	}
 	if s.State != nil {
-		w.section(name + "/state")
+		w.section2(name, "/state")
 		if len(s.State) == 0 {
 			w.b.WriteString("(empty)\n")
 		}
@@ -399,7 +418,7 @@ func (w *writer) agent(parent string, a Agent) {
 // mode, and its schema unless it is the answer tool's (listed with the
 // tools) or the same as at an earlier step.
 func (w *writer) output(name string, step int, o *Output) {
-	w.section(name + "/output")
+	w.section2(name, "/output")
 	w.str(o.Name, " (", o.Type, ", ", o.Mode, "): ", oneLineText(o.Description), "\n")
 	if o.Mode == "tool" {
 		w.b.WriteString("  schema: (the tool's)\n")
@@ -491,7 +510,9 @@ func (w *writer) message(indent string, m defs.Message) {
 		w.field(indent, "content", m.Content)
 	}
 	for _, c := range m.ToolCalls {
-		w.str(indent, "call: ", c.ID, " ", c.Name, " ", oneLine(string(c.Arguments)), "\n")
+		w.str(indent, "call: ", c.ID, " ", c.Name, " ")
+		w.oneLine(string(c.Arguments))
+		w.b.WriteByte('\n')
 	}
 }
 
