@@ -534,10 +534,12 @@ func oneLineText(s string) string { return strings.ReplaceAll(s, "\n", `\n`) }
 
 // indented remembers the schemas indentJSON indented last: the same tools
 // are written again and again (each run of an eval, each failing step a
-// report shows), and json.Indent was a fifth of the cost of a step.
+// report shows), and json.Indent was a fifth of the cost of a step. It
+// holds at most 256 schemas and 1 MB of them, and starts again when full.
 var indented struct {
 	sync.Mutex
-	m map[string]string
+	m     map[string]string
+	bytes int
 }
 
 func indentJSON(raw string) string {
@@ -548,14 +550,19 @@ func indentJSON(raw string) string {
 		return out
 	}
 	out = indentJSONOnce(raw)
+	size := len(raw) + len(out)
+	if size > 64<<10 {
+		return out // not worth holding
+	}
 	indented.Lock()
-	if len(indented.m) >= 256 { // bounded: start again
-		indented.m = nil
+	if len(indented.m) >= 256 || indented.bytes+size > 1<<20 {
+		indented.m, indented.bytes = nil, 0
 	}
 	if indented.m == nil {
 		indented.m = map[string]string{}
 	}
 	indented.m[raw] = out
+	indented.bytes += size
 	indented.Unlock()
 	return out
 }
