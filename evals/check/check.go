@@ -203,7 +203,11 @@ func OutputEquals[T any](want T) Check {
 			return tr.fail(answerStep(tr), "no answer: %v", err)
 		}
 		if !reflect.DeepEqual(want, got) {
-			return tr.fail(answerStep(tr), "answer %s, want %s", jsonText(got), jsonText(want))
+			wantText := string(wantJSON) // jsonText(want), marshalled once
+			if wantJSON == nil {
+				wantText = jsonText(want)
+			}
+			return tr.fail(answerStep(tr), "answer %s, want %s", jsonText(got), wantText)
 		}
 		return nil
 	})
