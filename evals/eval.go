@@ -190,7 +190,7 @@ func (e *Eval[In, Out]) Run(ctx context.Context, w io.Writer) (*Report, error) {
 	overall := newOverall(len(e.Cases) * k)
 	next := 0
 	var werr error
-	scratch := newMeasures(k) // a case's, made anew for each
+	scratch := newMeasures(k) // the measures of the case written, emptied for each
 	flush := func(acc *caseAcc) {
 		rep.Cases = append(rep.Cases, acc.result(names[next], passK, scratch, overall))
 		cr := &rep.Cases[len(rep.Cases)-1]
