@@ -3,9 +3,12 @@ package evals_test
 import (
 	"context"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"slices"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -13,6 +16,7 @@ import (
 	"github.com/reprompt/reprompt/evals"
 	"github.com/reprompt/reprompt/evals/check"
 	"github.com/reprompt/reprompt/runtime"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -52,14 +56,7 @@ func BenchmarkEval(b *testing.B) {
 		defer reportCPU(b)()
 		e := benchEval(n, k, 1)
 		for b.Loop() {
-			for _, c := range e.Cases {
-				for run := range k {
-					m, err := e.Models(c.Name, run)
-					require.NoError(b, err)
-					_, err = runtime.Run(context.Background(), m, e.Prompt(c.Input), e.Config)
-					_ = err // the noRead runs succeed; errors are not expected
-				}
-			}
+			bareRuns(b, e)
 		}
 	})
 	b.Run("mode=eval", func(b *testing.B) {
@@ -68,14 +65,86 @@ func BenchmarkEval(b *testing.B) {
 		e := benchEval(n, k, 1)
 		path := filepath.Join(b.TempDir(), "result.json")
 		for b.Loop() {
-			f, err := os.Create(path)
-			require.NoError(b, err)
-			rep, err := e.Run(context.Background(), f)
-			require.NoError(b, err)
-			require.NoError(b, f.Close())
-			require.Equal(b, n*k, rep.Overall.Runs)
+			evalToFile(b, e, path)
 		}
 	})
+}
+
+// bareRuns makes e's runs by a loop of runtime.Run: what an eval of e
+// costs without its own work.
+func bareRuns(tb testing.TB, e *evals.Eval[issue, triage]) {
+	for _, c := range e.Cases {
+		for run := range max(e.K, 1) {
+			m, err := e.Models(c.Name, run)
+			require.NoError(tb, err)
+			_, err = runtime.Run(context.Background(), m, e.Prompt(c.Input), e.Config)
+			_ = err // the noRead runs succeed; errors are not expected
+		}
+	}
+}
+
+// evalToFile runs e, its result streamed to the file path.
+func evalToFile(tb testing.TB, e *evals.Eval[issue, triage], path string) {
+	f, err := os.Create(path)
+	require.NoError(tb, err)
+	rep, err := e.Run(context.Background(), f)
+	require.NoError(tb, err)
+	require.NoError(tb, f.Close())
+	require.Equal(tb, len(e.Cases)*max(e.K, 1), rep.Overall.Runs, "runs measured")
+}
+
+// maxOverhead bounds the median overhead TestOverhead measures. Issue 25's
+// target is 10 %; measured on the shared 2-core machine of
+// docs/performance.md, the median is 13-24 % (about 19 % typically, down
+// from 32-88 %, about 50 %), so that this bound guards against a
+// regression, not yet the target: lower it as the overhead comes down.
+const maxOverhead = 0.30
+
+// TestOverhead measures the figure of issue 25: the eval's own overhead
+// over 1,000 cases × 5 runs on scripted models, (eval − runs)/runs in the
+// process's CPU time, where runs is the same runs made by a bare loop
+// (BenchmarkEval's two modes). The two alternate, a garbage collection
+// before each, nine times; the median must be under maxOverhead. The log
+// gives the median, the range and the ratio of the fastest of each, the
+// figures of docs/evals.md.
+func TestOverhead(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: 100,000 runs")
+	}
+	if raceEnabled || testing.CoverMode() != "" {
+		t.Skip("the race detector or coverage: the CPU times do not compare")
+	}
+	const n, k, reps = 1000, 5, 9
+	e := benchEval(n, k, 1)
+	path := filepath.Join(t.TempDir(), "result.json")
+	cpu := func(f func()) float64 {
+		_ = os.Remove(path) // the last result: deleting it (a truncation) is not the eval's work
+		goruntime.GC()
+		start := cpuTime()
+		f()
+		return float64(cpuTime() - start)
+	}
+	runs := func() { bareRuns(t, e) }
+	eval := func() { evalToFile(t, e, path) }
+	runs() // warm up
+	eval()
+	over := make([]float64, reps)
+	minR, minV := math.Inf(1), math.Inf(1)
+	for i := range over {
+		var r, v float64
+		if i%2 == 0 { // alternate which goes first, against a drift
+			r, v = cpu(runs), cpu(eval)
+		} else {
+			v, r = cpu(eval), cpu(runs)
+		}
+		over[i] = (v - r) / r
+		minR, minV = min(minR, r), min(minV, v)
+	}
+	slices.Sort(over)
+	median := over[reps/2]
+	t.Logf("eval overhead over %d cases × %d runs, %d pairs: median %+.1f %%, range %+.1f %% to %+.1f %%; fastest of each %+.1f %% (%.1f ms, %.1f ms)",
+		n, k, reps, 100*median, 100*over[0], 100*over[reps-1], 100*(minV-minR)/minR, minR/1e6, minV/1e6)
+	assert.Less(t, median, maxOverhead, "the eval's overhead, median of %d: %.3v", reps, over)
 }
 
 // reportCPU reports the process's CPU time (user and system, GC included)
@@ -94,28 +163,57 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// TestMemoryBounded runs 300 cases × 5 runs streamed to a writer and
-// checks that the live heap stays far below what holding the runs would
-// take: the runs' trajectories are dropped once checked, and a case's runs
-// once written.
+// TestMemoryBounded checks the memory of issue 25: an eval streamed to a
+// writer keeps no run once its case is written. It runs 1,000 and then
+// 4,000 cases × 5 runs, sampling the live heap (after a collection) every
+// 100 cases, less the dataset's: the peak may grow with the cases only by
+// what the returned Report holds of them (a case's figures, about 200
+// bytes: under 512 bytes a case, where the case's runs alone take
+// several kB; the overall percentiles keep 5 % of the runs' measures, 2.4
+// bytes a run), and every case's runs must be collected by the end
+// (runtime.AddCleanup on each case's runs as OnCase sees them). The log
+// gives the figures of docs/performance.md.
 func TestMemoryBounded(t *testing.T) {
 	if testing.Short() {
-		t.Skip("1,500 runs")
+		t.Skip("-short: 25,000 runs")
 	}
-	e := benchEval(300, 5, 2)
-	var peak uint64
-	seen := 0
-	e.OnCase = func(*evals.CaseResult) {
-		if seen++; seen%100 == 0 {
-			goruntime.GC()
-			var ms goruntime.MemStats
-			goruntime.ReadMemStats(&ms)
-			peak = max(peak, ms.HeapAlloc)
+	const k = 5
+	peak := func(n int) (live, inuse uint64) {
+		e := benchEval(n, k, 2)
+		goruntime.GC()
+		var ms goruntime.MemStats
+		goruntime.ReadMemStats(&ms)
+		base := ms.HeapAlloc // the dataset and its scripts: not the eval's
+		var freed atomic.Int64
+		seen := 0
+		e.OnCase = func(c *evals.CaseResult) {
+			require.Len(t, c.Runs, k, "%s: runs", c.Name)
+			goruntime.AddCleanup(&c.Runs[0], func(*atomic.Int64) { freed.Add(1) }, &freed)
+			if seen++; seen%100 == 0 {
+				goruntime.GC()
+				goruntime.ReadMemStats(&ms)
+				live, inuse = max(live, ms.HeapAlloc-base), max(inuse, ms.HeapInuse)
+			}
 		}
+		rep, err := e.Run(t.Context(), io.Discard)
+		require.NoError(t, err)
+		require.Equal(t, n*k, rep.Overall.Runs, "runs measured")
+		for _, c := range rep.Cases {
+			require.Nil(t, c.Runs, "%s: the report holds the runs of a written case", c.Name)
+		}
+		for i := 0; freed.Load() < int64(n) && i < 100; i++ {
+			goruntime.GC()
+			time.Sleep(10 * time.Millisecond) // the cleanups run on a goroutine of their own
+		}
+		assert.Equal(t, int64(n), freed.Load(), "%d cases: cases whose runs were collected", n)
+		goruntime.KeepAlive(rep)
+		goruntime.KeepAlive(e)
+		return live, inuse
 	}
-	rep, err := e.Run(t.Context(), io.Discard)
-	require.NoError(t, err)
-	require.Equal(t, 1500, rep.Overall.Runs)
-	t.Logf("peak live heap %.1f MB over 1,500 runs", float64(peak)/1e6)
-	require.Less(t, peak, uint64(8<<20), "live heap: the runs must not be held")
+	live1, inuse1 := peak(1000)
+	live4, inuse4 := peak(4000)
+	t.Logf("the eval's peak live heap (the dataset's left out): %.2f MB for 1,000 cases × %d runs, %.2f MB for 4,000 (%+.0f bytes a case); peak heap in use %.2f MB, %.2f MB",
+		float64(live1)/1e6, k, float64(live4)/1e6, (float64(live4)-float64(live1))/3000, float64(inuse1)/1e6, float64(inuse4)/1e6)
+	assert.Less(t, live4, live1+3000*512, "live heap: 3,000 more cases may add their figures only (under 512 bytes a case)")
+	assert.Less(t, live4, uint64(8<<20), "live heap of 4,000 cases × %d runs", k)
 }

@@ -59,7 +59,8 @@
 //
 // Run streams the report to a writer as one JSON object, case by case as
 // they complete in dataset order, so that an eval of many cases keeps only
-// their figures in memory (48 bytes a run for the overall percentiles).
+// their figures in memory (and, for the overall 95th percentiles, the
+// largest 5 % of each measure's values).
 // ReadReport reads it back. Compare compares a later report with a
 // baseline, case by case: each case's runs passed and failed, before and
 // after, make a 2×2 table tested with Fisher's exact test (two-sided);

@@ -2,6 +2,7 @@ package evals
 
 import (
 	"encoding/json"
+	"math"
 	"strconv"
 	"unicode/utf8"
 )
@@ -15,12 +16,9 @@ import (
 func appendCase(b []byte, c *CaseResult) ([]byte, error) {
 	b = append(b, `{"name":`...)
 	b = appendString(b, c.Name)
-	fig, err := json.Marshal(c.Figures)
-	if err != nil {
-		return b, err
-	}
 	b = append(b, `,"figures":`...)
-	b = append(b, fig...)
+	b = appendFigures(b, &c.Figures)
+	var err error
 	if len(c.Runs) > 0 {
 		b = append(b, `,"runs":[`...)
 		for i := range c.Runs {
@@ -34,6 +32,34 @@ func appendCase(b []byte, c *CaseResult) ([]byte, error) {
 		b = append(b, ']')
 	}
 	return append(b, '}'), nil
+}
+
+func appendFigures(b []byte, f *Figures) []byte {
+	b = append(b, `{"runs":`...)
+	b = strconv.AppendInt(b, int64(f.Runs), 10)
+	b = append(b, `,"passed":`...)
+	b = strconv.AppendInt(b, int64(f.Passed), 10)
+	b = append(b, `,"pass_at_1":`...)
+	b = appendFloat(b, f.PassAt1)
+	b = append(b, `,"pass_at_k":`...)
+	b = appendFloat(b, f.PassAtK)
+	b = append(b, `,"pass_hat_k":`...)
+	b = appendFloat(b, f.PassHatK)
+	for _, st := range [...]struct {
+		key string
+		s   *Stat
+	}{
+		{`,"steps":`, &f.Steps}, {`,"input_tokens":`, &f.InputTokens}, {`,"cache_read_tokens":`, &f.CacheRead},
+		{`,"output_tokens":`, &f.OutputTokens}, {`,"cost_usd":`, &f.Cost}, {`,"latency_ms":`, &f.LatencyMS},
+	} {
+		b = append(b, st.key...)
+		b = append(b, `{"mean":`...)
+		b = appendFloat(b, st.s.Mean)
+		b = append(b, `,"p95":`...)
+		b = appendFloat(b, st.s.P95)
+		b = append(b, '}')
+	}
+	return append(b, '}')
 }
 
 func appendRun(b []byte, r *RunResult) ([]byte, error) {
@@ -105,17 +131,36 @@ func appendRun(b []byte, r *RunResult) ([]byte, error) {
 // appendFloat appends f as encoding/json writes a float64 (NaN and the
 // infinities, which JSON cannot hold, as 0).
 func appendFloat(b []byte, f float64) []byte {
-	if f != f || f > 1e308 || f < -1e308 {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return append(b, '0')
+	}
+	if i := int64(f); float64(i) == f && i > -1e15 && i < 1e15 && (i != 0 || !math.Signbit(f)) {
+		return strconv.AppendInt(b, i, 10) // a whole number (steps, tokens): as 'f' writes it, faster
 	}
 	fmtByte := byte('f')
 	if abs := max(f, -f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
 		fmtByte = 'e'
 	}
-	return strconv.AppendFloat(b, f, fmtByte, -1, 64)
+	b = strconv.AppendFloat(b, f, fmtByte, -1, 64)
+	if fmtByte == 'e' { // e-07 as e-7, as encoding/json writes it
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
 }
 
 const hex = "0123456789abcdef"
+
+// safe reports the ASCII bytes a JSON string holds as they are: not a
+// quote, a backslash or a control character.
+var safe = func() (t [utf8.RuneSelf]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 // appendString appends s as a JSON string: quotes, backslashes and control
 // characters escaped, invalid UTF-8 replaced by U+FFFD.
@@ -125,7 +170,7 @@ func appendString(b []byte, s string) []byte {
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
+			if safe[c] {
 				i++
 				continue
 			}

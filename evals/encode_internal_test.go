@@ -2,6 +2,7 @@ package evals
 
 import (
 	"encoding/json"
+	"math"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -13,7 +14,8 @@ import (
 
 // TestAppendCase checks the hand-written JSON against encoding/json's.
 func TestAppendCase(t *testing.T) {
-	c := &CaseResult{Name: "a \"case\"\n\x01é\xff", Figures: Figures{Runs: 2, Passed: 1, PassAt1: 0.5, Cost: Stat{Mean: 1e-7, P95: 3e21}}, Runs: []RunResult{
+	c := &CaseResult{Name: "a \"case\"\n\x01é\xff", Figures: Figures{Runs: 2, Passed: 1, PassAt1: 0.5, PassAtK: 2.0 / 3, PassHatK: 1, Steps: Stat{Mean: 2.5, P95: 3}, InputTokens: Stat{Mean: 1234, P95: 5e6},
+		CacheRead: Stat{P95: 12}, OutputTokens: Stat{Mean: 0.1}, Cost: Stat{Mean: 1e-7, P95: 3e21}, LatencyMS: Stat{Mean: 12.345678, P95: 99.5}}, Runs: []RunResult{
 		{Run: 0, Pass: true, Steps: 2, Usage: llm.Usage{InputTokens: 10, OutputTokens: 2, CachedTokens: 4, ReasoningTokens: 1}, Cost: 0.000123, LatencyMS: 1.5, Output: json.RawMessage(`{"a": [1, 2]}`)},
 		{Run: 1, Error: "boom <&>", Failures: []check.Failure{{Check: "x", Step: -1, Reason: "r\t\\", Golden: "-- step 0/reply --\ncontent: \"hi\"\n"}},
 			Grades: []check.Grade{{Check: "judge", Verdict: check.Verdict{Score: 3, Reason: "ok"}}}},
@@ -26,6 +28,18 @@ func TestAppendCase(t *testing.T) {
 	require.NoError(t, json.Unmarshal(got, &g), "valid JSON: %s", got)
 	require.NoError(t, json.Unmarshal(want, &w))
 	assert.Empty(t, cmp.Diff(w, g), "appendCase against json.Marshal (-want +got)")
+
+	fig, err := json.Marshal(c.Figures)
+	require.NoError(t, err)
+	assert.Equal(t, string(fig), string(appendFigures(nil, &c.Figures)), "appendFigures against json.Marshal, byte for byte")
+}
+
+func TestAppendFloat(t *testing.T) {
+	for _, f := range []float64{0, math.Copysign(0, -1), 1, -1, 214, 1e15 - 1, 1e15, -1e15 + 1, 123456789012345, 0.1, 1e-7, 1.5e-9, -2e-10, 1e-6, 123456.789, 1e20, 1e21, 3e21, 1.7e308, 5e-324} {
+		want, err := json.Marshal(f)
+		require.NoError(t, err)
+		assert.Equal(t, string(want), string(appendFloat(nil, f)), "appendFloat(%v)", f)
+	}
 }
 
 func FuzzAppendString(f *testing.F) {
@@ -38,5 +52,19 @@ func FuzzAppendString(f *testing.F) {
 		var w string
 		require.NoError(t, json.Unmarshal(want, &w))
 		assert.Equal(t, w, got, "appendString(%q) read back", s)
+	})
+}
+
+func FuzzAppendFloat(f *testing.F) {
+	f.Add(0.17213119999999998)
+	f.Add(214.0)
+	f.Add(1e-7)
+	f.Fuzz(func(t *testing.T, x float64) {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return // encoding/json refuses them
+		}
+		want, err := json.Marshal(x)
+		require.NoError(t, err)
+		assert.Equal(t, string(want), string(appendFloat(nil, x)), "appendFloat(%v)", x)
 	})
 }

@@ -68,7 +68,8 @@ type Eval[In, Out any] struct {
 	// means K.
 	PassK int
 	// Concurrency bounds the runs under way at once; zero means
-	// GOMAXPROCS.
+	// GOMAXPROCS. At 1 the runs are made on the goroutine that called Run,
+	// one after the other, with no goroutine of the eval's own.
 	Concurrency int
 	// Budget bounds the eval: see Budget and Report.Stopped.
 	Budget Budget
@@ -119,18 +120,6 @@ type CaseResult struct {
 // errBudget is the cause of the context that the time budget cancels.
 var errBudget = errors.New("time budget reached")
 
-// job is one run to make, with its case's checks.
-type job struct {
-	c, run int
-	checks []check.Check
-}
-
-// done is a run made, or skipped (res nil) because the eval stopped.
-type done struct {
-	c   int
-	res *RunResult
-}
-
 // Run runs the eval: each case K times, at most Concurrency runs at once,
 // each run checked as soon as it ends. It returns the report: the figures
 // of each case, in dataset order, and overall.
@@ -139,8 +128,8 @@ type done struct {
 // ReadReport reads: each case with its runs, in dataset order, as soon as
 // it and the cases before it have completed; the returned report's cases
 // then hold their figures only, so that memory does not grow with the
-// runs (but for 48 bytes a run, for the overall percentiles). With w nil
-// they hold their runs too.
+// runs (but for the largest 5 % of each measure's values, for the overall
+// 95th percentiles). With w nil they hold their runs too.
 //
 // A budget reached ends the eval cleanly: Report.Stopped says which, the
 // cases not run have no runs, and the error is nil. A ctx cancelled ends it
@@ -184,61 +173,27 @@ func (e *Eval[In, Out]) Run(ctx context.Context, w io.Writer) (*Report, error) {
 		return nil, err
 	}
 
-	runCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
+	// A context of the eval's own only for a deadline: the runs derive
+	// theirs from it, which costs more under a cancellable parent.
+	runCtx := ctx
 	if e.Budget.Time > 0 {
 		var stop context.CancelFunc
-		runCtx, stop = context.WithTimeoutCause(runCtx, e.Budget.Time, errBudget)
+		runCtx, stop = context.WithTimeoutCause(ctx, e.Budget.Time, errBudget)
 		defer stop()
 	}
 	b := &budget{limit: e.Budget}
 
-	jobs := make(chan job)
-	results := make(chan done, conc)
-	window := make(chan struct{}, 2*conc) // cases dispatched and not yet flushed
-	dispatched := make(chan int, 1)
-	go func() { // the dispatcher: cases in order, a case's runs together
-		defer close(jobs)
-		n := 0
-		defer func() { dispatched <- n }()
-		for c := range e.Cases {
-			select {
-			case window <- struct{}{}:
-			case <-runCtx.Done():
-				return
-			}
-			if b.stopped() != "" || runCtx.Err() != nil {
-				<-window
-				return
-			}
-			n++
-			checks := e.caseChecks(&e.Cases[c]) // made once a case
-			for run := range k {
-				jobs <- job{c, run, checks}
-			}
-		}
-	}()
-	var wg sync.WaitGroup
-	for range conc {
-		wg.Go(func() {
-			for j := range jobs {
-				var res *RunResult
-				if b.stopped() == "" && runCtx.Err() == nil {
-					res = e.runOne(runCtx, names[j.c], &e.Cases[j.c], j.run, j.checks, b)
-				}
-				results <- done{j.c, res}
-			}
-		})
-	}
-	go func() { wg.Wait(); close(results) }()
-
-	// The collector: flush cases in dataset order.
-	overall := &measures{}
-	var cases []*caseAcc
+	// The caller's goroutine writes the cases in dataset order. With one
+	// run at a time it makes the runs too, between its writes: no hand-off
+	// to another goroutine, which costs more than the eval's own work on a
+	// scripted model. Otherwise conc goroutines make them.
+	overall := newOverall(len(e.Cases) * k)
 	next := 0
 	var werr error
+	scratch := newMeasures(k) // the measures of the case written, emptied for each
 	flush := func(acc *caseAcc) {
-		cr := acc.result(names[next], passK, overall)
+		rep.Cases = append(rep.Cases, acc.result(names[next], passK, scratch, overall))
+		cr := &rep.Cases[len(rep.Cases)-1]
 		if e.OnCase != nil {
 			e.OnCase(cr)
 		}
@@ -248,32 +203,36 @@ func (e *Eval[In, Out]) Run(ctx context.Context, w io.Writer) (*Report, error) {
 		if w != nil {
 			cr.Runs = nil
 		}
-		rep.Cases = append(rep.Cases, *cr)
 		next++
 	}
-	for r := range results {
-		for len(cases) <= r.c {
-			cases = append(cases, &caseAcc{})
+	stopped := func() bool { return b.stopped() != "" || runCtx.Err() != nil }
+	s := newSched(len(e.Cases), k, conc, stopped, func(c int) []check.Check { return e.caseChecks(&e.Cases[c]) })
+	defer context.AfterFunc(runCtx, s.wake)()
+	do := func(c, run int, checks []check.Check) (RunResult, bool) {
+		if stopped() {
+			return RunResult{}, false
 		}
-		acc := cases[r.c]
-		acc.got++
-		if r.res != nil {
-			acc.runs = append(acc.runs, *r.res)
-		}
-		for next < len(cases) && cases[next] != nil && cases[next].got == k {
-			acc := cases[next]
-			cases[next] = nil // its memory goes once flushed
-			flush(acc)
-			<-window
-		}
+		return e.runOne(runCtx, names[c], &e.Cases[c], run, checks, b)
 	}
-	<-dispatched
+	if conc == 1 {
+		for s.work(do) {
+			s.flushReady(flush)
+		}
+	} else {
+		for range conc {
+			go func() {
+				for s.work(do) {
+				}
+				s.done()
+			}()
+		}
+		s.collect(flush)
+	}
 	for next < len(e.Cases) { // the cases the eval stopped before
 		flush(&caseAcc{})
 	}
 
-	rep.Overall = overall.figures(passK)
-	rep.Overall.PassAt1, rep.Overall.PassAtK, rep.Overall.PassHatK = 0, 0, 0
+	rep.Overall = overall.figures()
 	measured := 0
 	for _, c := range rep.Cases {
 		if f := c.Figures; f.Runs > 0 {
@@ -306,20 +265,16 @@ func (e *Eval[In, Out]) Run(ctx context.Context, w io.Writer) (*Report, error) {
 	return rep, err
 }
 
-// caseAcc gathers a case's runs until they are all in.
-type caseAcc struct {
-	got  int // runs in, skipped included
-	runs []RunResult
-}
-
-func (a *caseAcc) result(name string, k int, overall *measures) *CaseResult {
+// result returns the case's result, its figures measured in m (emptied
+// first) and its runs added to overall.
+func (a *caseAcc) result(name string, k int, m *measures, overall *overall) CaseResult {
 	slices.SortFunc(a.runs, func(x, y RunResult) int { return x.Run - y.Run })
-	m := newMeasures(len(a.runs))
+	m.reset()
 	for i := range a.runs {
 		m.add(&a.runs[i])
 		overall.add(&a.runs[i])
 	}
-	return &CaseResult{Name: name, Figures: m.figures(k), Runs: a.runs}
+	return CaseResult{Name: name, Figures: m.figures(k), Runs: a.runs}
 }
 
 // budget counts what the runs used against Budget.
@@ -353,17 +308,17 @@ func (b *budget) stopped() string {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// runOne makes run of case c and checks it; nil when ctx (the time budget,
+// runOne makes run of case c and checks it; false when ctx (the time budget,
 // the caller) cut it short.
-func (e *Eval[In, Out]) runOne(ctx context.Context, name string, c *Case[In, Out], run int, checks []check.Check, b *budget) *RunResult {
-	rr := &RunResult{Run: run}
+func (e *Eval[In, Out]) runOne(ctx context.Context, name string, c *Case[In, Out], run int, checks []check.Check, b *budget) (RunResult, bool) {
+	rr := RunResult{Run: run}
 	model := e.Model
 	if e.Models != nil {
 		m, err := e.Models(name, run)
 		if err != nil {
 			rr.Error = err.Error()
 			rr.Failures = []check.Failure{{Check: "model", Step: -1, Reason: err.Error()}}
-			return rr
+			return rr, true
 		}
 		model = m
 	}
@@ -371,7 +326,7 @@ func (e *Eval[In, Out]) runOne(ctx context.Context, name string, c *Case[In, Out
 	res, err := e.execute(ctx, model, e.Prompt(c.Input))
 	latency := time.Since(start)
 	if err != nil && ctx.Err() != nil {
-		return nil // cut short by the time budget or the caller: not measured to its end
+		return rr, false // cut short by the time budget or the caller: not measured to its end
 	}
 	tr := &check.Trajectory{Case: name, Run: run, Input: c.Input, Result: res, Err: err, Pricing: e.Config.Pricing}
 	if c.Expected != nil {
@@ -398,7 +353,7 @@ func (e *Eval[In, Out]) runOne(ctx context.Context, name string, c *Case[In, Out
 		jc += g.Cost
 	}
 	b.add(addUsage(res.Usage, ju), res.Stats.Cost+jc)
-	return rr
+	return rr, true
 }
 
 // caseChecks returns the checks of c's runs: the eval's, the Expected's,

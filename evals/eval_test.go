@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -291,4 +292,37 @@ func TestCheckFuncAndPanics(t *testing.T) {
 	assert.Equal(t, "panics", fs[1].Check)
 	assert.Equal(t, "at step 0", fs[2].Check)
 	assert.Contains(t, fs[2].Golden, "-- step 0/reply --", "a Failure's own step")
+}
+
+// TestCancelledWhileTheWindowIsFull cancels an eval whose first case is
+// held by one run while the other goroutine has filled the window of cases
+// under way: it waits for the first case, and wakes at the cancellation.
+func TestCancelledWhileTheWindowIsFull(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	e := knownEval(2)
+	e.Cases = cases(40)
+	right := scripted(e.Cases, nil)
+	var held atomic.Bool
+	e.Models = func(name string, run int) (llm.Model, error) {
+		if name == "issue-1" && run == 0 {
+			held.Store(true)
+			return blocking{}, nil
+		}
+		return right(name, run)
+	}
+	var written []string
+	e.OnCase = func(c *evals.CaseResult) { written = append(written, c.Name) }
+	time.AfterFunc(200*time.Millisecond, cancel)
+	start := time.Now()
+	rep, err := e.Run(ctx, nil)
+	assert.ErrorIs(t, err, context.Canceled)
+	require.NotNil(t, rep)
+	assert.True(t, held.Load(), "the first case's run 0 held")
+	assert.Less(t, time.Since(start), 5*time.Second, "woken at the cancellation")
+	assert.Equal(t, "cancelled", rep.Stopped)
+	require.Len(t, rep.Cases, 40, "every case is listed")
+	assert.Equal(t, 3, rep.Cases[0].Figures.Runs, "issue-1: its held run cut short, the others measured")
+	assert.LessOrEqual(t, rep.Overall.Runs, 3+3*4, "runs measured: the window holds 4 cases")
+	assert.Len(t, written, 40, "OnCase for every case, in order")
+	assert.Equal(t, "issue-1", written[0], "OnCase order")
 }

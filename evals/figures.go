@@ -70,8 +70,7 @@ func stat(xs []float64) Stat {
 	for _, x := range xs {
 		sum += x
 	}
-	rank := int(math.Ceil(0.95 * float64(len(xs))))
-	return Stat{Mean: sum / float64(len(xs)), P95: xs[max(rank, 1)-1]}
+	return Stat{Mean: sum / float64(len(xs)), P95: xs[p95Rank(len(xs))-1]}
 }
 
 // Figures are the measures of a case's runs, or of every case's
@@ -101,8 +100,8 @@ type Figures struct {
 	LatencyMS    Stat `json:"latency_ms"`
 }
 
-// measures gathers the measures of runs, for their Figures: one value a
-// run and a measure, 48 bytes a run.
+// measures gathers the measures of a case's runs, for their Figures: one
+// value a run and a measure.
 type measures struct {
 	runs, passed                           int
 	steps, input, cache, output, cost, lat []float64
@@ -113,6 +112,12 @@ func newMeasures(n int) *measures {
 	all := make([]float64, 6*n)
 	part := func(i int) []float64 { return all[i*n : i*n : (i+1)*n] }
 	return &measures{steps: part(0), input: part(1), cache: part(2), output: part(3), cost: part(4), lat: part(5)}
+}
+
+// reset empties m, keeping its room.
+func (m *measures) reset() {
+	m.runs, m.passed = 0, 0
+	m.steps, m.input, m.cache, m.output, m.cost, m.lat = m.steps[:0], m.input[:0], m.cache[:0], m.output[:0], m.cost[:0], m.lat[:0]
 }
 
 func (m *measures) add(r *RunResult) {
@@ -141,4 +146,111 @@ func (m *measures) figures(k int) Figures {
 		f.PassHatK = PassHatK(m.runs, m.passed, k)
 	}
 	return f
+}
+
+// p95Rank returns the nearest rank of the 95th percentile of n values,
+// from the smallest (1-based), as stat takes it.
+func p95Rank(n int) int { return max(int(math.Ceil(0.95*float64(n))), 1) }
+
+// topStat gathers the Stat of up to n values in memory that does not grow
+// with them: their sum, for the mean, and the largest of them that can be
+// the 95th percentile of n values or fewer (the nearest rank from the top,
+// n − rank + 1, is about 5 % of n), in a min-heap. The percentile is the
+// one stat gives; the mean is the sum in the order the values came, where
+// stat sums them sorted: the same for whole numbers (steps, tokens), and
+// within a rounding of the last bit for a float (cost, latency).
+type topStat struct {
+	sum float64
+	n   int
+	top []float64 // a min-heap of the largest values, at most cap(top)
+}
+
+func newTopStat(n int) *topStat {
+	m := 1
+	for i := 1; i <= n; i++ { // the most values from the top any count up to n needs
+		m = max(m, i-p95Rank(i)+1)
+	}
+	return &topStat{top: make([]float64, 0, m)}
+}
+
+func (t *topStat) add(x float64) {
+	t.sum += x
+	t.n++
+	h := t.top
+	if len(h) < cap(h) {
+		h = append(h, x)
+		for i := len(h) - 1; i > 0; { // up
+			p := (i - 1) / 2
+			if h[p] <= h[i] {
+				break
+			}
+			h[p], h[i] = h[i], h[p]
+			i = p
+		}
+		t.top = h
+		return
+	}
+	if x <= h[0] {
+		return
+	}
+	h[0] = x
+	for i := 0; ; { // down
+		l, s := 2*i+1, i
+		if l < len(h) && h[l] < h[s] {
+			s = l
+		}
+		if r := l + 1; r < len(h) && h[r] < h[s] {
+			s = r
+		}
+		if s == i {
+			break
+		}
+		h[i], h[s] = h[s], h[i]
+		i = s
+	}
+}
+
+func (t *topStat) stat() Stat {
+	if t.n == 0 {
+		return Stat{}
+	}
+	top := slices.Clone(t.top)
+	slices.Sort(top)
+	j := t.n - p95Rank(t.n) + 1 // from the top
+	return Stat{Mean: t.sum / float64(t.n), P95: top[len(top)-j]}
+}
+
+// overall gathers the measures of every run of an eval for its overall
+// Figures, in memory that does not grow with the runs (topStat): at most
+// n runs.
+type overall struct {
+	runs, passed                           int
+	steps, input, cache, output, cost, lat *topStat
+}
+
+func newOverall(n int) *overall {
+	return &overall{steps: newTopStat(n), input: newTopStat(n), cache: newTopStat(n), output: newTopStat(n), cost: newTopStat(n), lat: newTopStat(n)}
+}
+
+func (o *overall) add(r *RunResult) {
+	o.runs++
+	if r.Pass {
+		o.passed++
+	}
+	o.steps.add(float64(r.Steps))
+	o.input.add(float64(r.Usage.InputTokens - r.Usage.CachedTokens))
+	o.cache.add(float64(r.Usage.CachedTokens))
+	o.output.add(float64(r.Usage.OutputTokens))
+	o.cost.add(r.Cost)
+	o.lat.add(r.LatencyMS)
+}
+
+// figures returns the figures of the runs added; their pass rates are
+// the caller's (the means of the cases').
+func (o *overall) figures() Figures {
+	return Figures{
+		Runs: o.runs, Passed: o.passed,
+		Steps: o.steps.stat(), InputTokens: o.input.stat(), CacheRead: o.cache.stat(),
+		OutputTokens: o.output.stat(), Cost: o.cost.stat(), LatencyMS: o.lat.stat(),
+	}
 }

@@ -200,6 +200,16 @@ func (s *Step) Request() *llm.Request {
 	return &req
 }
 
+// RequestOutput returns the typed answer the step's request asked for
+// (Request().Output) without building the request: nil when it asked for
+// none or the record sent no request. It is the record's: read-only.
+func (s *Step) RequestOutput() *llm.OutputSpec {
+	if !s.sent {
+		return nil
+	}
+	return s.request.Output
+}
+
 // SetRequest sets the request of a record made by hand (tests, tools that
 // build records): s keeps req, and Request returns a copy of it with
 // req.Messages copied. nil clears it. The runtime records the requests it

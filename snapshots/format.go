@@ -16,6 +16,30 @@ func Format(steps []*runtime.Step, runErr error, opts ...Option) []byte {
 	return format(steps, runErr, newOptions(opts))
 }
 
+// FormatStep renders the step that steps[i] is a record of as Format
+// shows it in the file of steps[:i+1]: the sections of that record and of
+// the records of the same step before it (a step completed after a pause
+// has two), without the header and the end section. The steps before are
+// read only for what the step repeats of them ("(as in step N)"), so that
+// showing one step of a long run does not format the run. "" when
+// steps[i] is nil or i is out of range.
+func FormatStep(steps []*runtime.Step, i int, opts ...Option) string {
+	if i < 0 || i >= len(steps) || steps[i] == nil {
+		return ""
+	}
+	var redact func(string) string
+	if len(opts) > 0 { // the options hold a runtime.Config: not made for none
+		redact = newOptions(opts).redactFunc()
+	}
+	run := &steprec.Run{Steps: make([]*steprec.Step, i+1)}
+	for j, s := range steps[:i+1] {
+		if s != nil {
+			run.Steps[j] = s.Record()
+		}
+	}
+	return steprec.WriteStep(run, i, steprec.WriteOptions{Redact: redact})
+}
+
 // format writes the records of steps (runtime.Step.Record) with the one
 // codec of golden step files, package internal/steprec.
 func format(steps []*runtime.Step, runErr error, o *options) []byte {
@@ -28,12 +52,21 @@ func format(steps []*runtime.Step, runErr error, o *options) []byte {
 	if runErr != nil {
 		run.Err = runErr.Error()
 	}
-	return steprec.Write(run, steprec.WriteOptions{Redact: func(s string) string {
+	return steprec.Write(run, steprec.WriteOptions{Redact: o.redactFunc()})
+}
+
+// redactFunc returns the function that applies o's Redact options; nil
+// when there are none.
+func (o *options) redactFunc() func(string) string {
+	if len(o.redact) == 0 {
+		return nil
+	}
+	return func(s string) string {
 		for _, r := range o.redact {
 			s = r.re.ReplaceAllString(s, r.repl)
 		}
 		return s
-	}})
+	}
 }
 
 // isMarker reports a line that starts a section of a txtar archive.

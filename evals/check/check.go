@@ -51,6 +51,12 @@ type Trajectory struct {
 
 	grades  []Grade        // the judges' verdicts, for the report
 	goldens map[int]string // golden text by step index: failures at one step share it
+
+	// The tool calls of Result's replies, listed once for every check
+	// that reads them (see calls), and the Result they were listed from.
+	calls     []call
+	callsFrom *runtime.Result
+	callsN    int
 }
 
 // Grades returns the verdicts of the judges that checked tr, in the order
@@ -137,28 +143,11 @@ func (f *Failure) stepIndex(steps []*runtime.Step) int {
 }
 
 // golden returns the sections of the step at index i of steps as a golden
-// file of the run shows them: the run formatted up to that step, the step's
-// sections cut out ("step N/…", and "step N decided/…" for a paused step
-// completed later). What the step repeats of the one before reads "(as in
-// step N)", as in the file.
+// file of the run shows them ("step N/…", and "step N decided/…" for a
+// paused step completed later): snapshots.FormatStep, which reads the steps
+// before only for what the step repeats of them ("(as in step N)").
 func golden(steps []*runtime.Step, i int) string {
-	if i < 0 || i >= len(steps) || steps[i] == nil {
-		return ""
-	}
-	text := snapshots.Format(steps[:i+1], nil)
-	n := steps[i].Number
-	var b strings.Builder
-	in := false
-	for line := range strings.Lines(string(text)) {
-		if strings.HasPrefix(line, "-- ") && strings.HasSuffix(strings.TrimRight(line, "\n"), " --") {
-			name := strings.TrimPrefix(line, "-- ")
-			in = strings.HasPrefix(name, fmt.Sprintf("step %d/", n)) || strings.HasPrefix(name, fmt.Sprintf("step %d decided/", n))
-		}
-		if in {
-			b.WriteString(line)
-		}
-	}
-	return b.String()
+	return snapshots.FormatStep(steps, i)
 }
 
 // CheckFunc returns a Check named name that calls f.
@@ -214,7 +203,11 @@ func OutputEquals[T any](want T) Check {
 			return tr.fail(answerStep(tr), "no answer: %v", err)
 		}
 		if !reflect.DeepEqual(want, got) {
-			return tr.fail(answerStep(tr), "answer %s, want %s", jsonText(got), jsonText(want))
+			wantText := string(wantJSON) // jsonText(want), marshalled once
+			if wantJSON == nil {
+				wantText = jsonText(want)
+			}
+			return tr.fail(answerStep(tr), "answer %s, want %s", jsonText(got), wantText)
 		}
 		return nil
 	})
@@ -252,19 +245,29 @@ type call struct {
 // calls returns the tool calls of the run's replies, in order, leaving out
 // calls of the answer tool (the typed answer asked for as a tool call).
 // Sub-agents' calls are theirs, not the run's: they are not listed.
+// The list is made once a trajectory (its checks are made one at a time)
+// and shared: callers must not change it.
 func calls(tr *Trajectory) []call {
+	if tr.callsFrom == tr.Result && tr.callsN == len(tr.Result.Steps) {
+		return tr.calls
+	}
 	var out []call
 	for i, s := range tr.Result.Steps {
-		if s == nil || s.Reply == nil || len(s.Decisions) > 0 {
+		if s == nil || s.Reply == nil || len(s.Decisions) > 0 || len(s.Reply.Message.ToolCalls) == 0 {
 			continue // a decided step's reply is its paused record's
 		}
+		answer := "" // the answer tool's name, when the request asked for one
+		if o := s.RequestOutput(); o != nil && o.Mode == llm.OutputTool {
+			answer = o.Name
+		}
 		for _, c := range s.Reply.Message.ToolCalls {
-			if o := s.Request(); o != nil && o.Output != nil && o.Output.Mode == llm.OutputTool && c.Name == o.Output.Name {
+			if answer != "" && c.Name == answer {
 				continue
 			}
 			out = append(out, call{i, c})
 		}
 	}
+	tr.calls, tr.callsFrom, tr.callsN = out, tr.Result, len(tr.Result.Steps)
 	return out
 }
 
@@ -560,6 +563,14 @@ func Apply(ctx context.Context, c Check, tr *Trajectory) (f *Failure) {
 	if err == nil {
 		return nil
 	}
+	return tr.failure(c, err)
+}
+
+// failure returns the failure of c's err (see Apply). Apart from Apply, so
+// that the variable errors.As fills is made on failures only: a passing
+// check allocates nothing.
+func (tr *Trajectory) failure(c Check, err error) *Failure {
+	var f *Failure
 	if errors.As(err, &f) {
 		cp := *f
 		f = &cp

@@ -2,6 +2,7 @@ package steprec_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -91,6 +92,49 @@ func TestGoldenFilesRoundTrip(t *testing.T) {
 		n++
 	}
 	assert.Greater(t, n, 10, "golden files found")
+}
+
+// TestWriteStep checks that WriteStep gives each step's sections as Write
+// gives them in the whole file, for every record of every golden step file
+// of the module and of goldenRun (a paused step, a resumed one).
+func TestWriteStep(t *testing.T) {
+	runs := map[string]*steprec.Run{"goldenRun": goldenRun()}
+	for _, path := range goldenFiles(t) {
+		data, err := os.ReadFile(path)
+		require.NoError(t, err)
+		run, err := steprec.Parse(data)
+		require.NoError(t, err, path)
+		runs[path] = run
+	}
+	n := 0
+	for name, run := range runs {
+		for i, s := range run.Steps {
+			if s == nil {
+				continue
+			}
+			want := cut(steprec.Write(&steprec.Run{Steps: run.Steps[:i+1]}, steprec.WriteOptions{}), s.Step)
+			assert.Equal(t, want, steprec.WriteStep(run, i, steprec.WriteOptions{}), "%s: record %d (step %d)", name, i, s.Step)
+			n++
+		}
+	}
+	assert.Greater(t, n, 50, "records written")
+	assert.Empty(t, steprec.WriteStep(goldenRun(), 99, steprec.WriteOptions{}), "WriteStep out of range")
+}
+
+// cut returns the sections of step n of a file's text.
+func cut(text []byte, n int) string {
+	var b strings.Builder
+	in := false
+	for line := range strings.Lines(string(text)) {
+		if strings.HasPrefix(line, "-- ") && strings.HasSuffix(line, " --\n") {
+			name := strings.TrimPrefix(line, "-- ")
+			in = strings.HasPrefix(name, fmt.Sprintf("step %d/", n)) || strings.HasPrefix(name, fmt.Sprintf("step %d decided/", n))
+		}
+		if in {
+			b.WriteString(line)
+		}
+	}
+	return b.String()
 }
 
 // goldenFiles returns the golden step files of the module (testdata

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/reprompt/reprompt/defs"
 )
@@ -53,10 +54,11 @@ var goLine = regexp.MustCompile(`(\.go):\d+`)
 // step N)". Parse reads the text back.
 func Write(run *Run, o WriteOptions) []byte {
 	red := o.Redact
-	if red == nil {
+	plain := red == nil
+	if plain {
 		red = func(s string) string { return s }
 	}
-	w := &writer{schemas: map[string]shown{}, red: red}
+	w := &writer{schemas: map[string]shown{}, red: red, plain: plain}
 	var prev, last *Step
 	for _, s := range run.Steps {
 		if s == nil {
@@ -85,24 +87,80 @@ func Write(run *Run, o WriteOptions) []byte {
 	return []byte(Header + "\n" + red(w.b.String()))
 }
 
+// WriteStep returns the sections that Write writes for the step that
+// run.Steps[i] is a record of: that record's and those of the same step
+// before it (a step completed after a pause has two), in order, without the
+// header and the end section. The records before are read only for what
+// the step repeats of them ("(as in step N)"), so that its text is the
+// same as in the whole file at a fraction of the cost. The redactions
+// apply to the step's text. "" when run.Steps[i] is not a record.
+func WriteStep(run *Run, i int, o WriteOptions) string {
+	if i < 0 || i >= len(run.Steps) || run.Steps[i] == nil {
+		return ""
+	}
+	red := o.Redact
+	plain := red == nil
+	if plain {
+		red = func(s string) string { return s }
+	}
+	w := &writer{schemas: map[string]shown{}, red: red, plain: plain}
+	w.b.Grow(2 << 10) // a step's text, mostly: no growing by doubling from 8 bytes
+	n := run.Steps[i].Step
+	var prev *Step
+	for _, s := range run.Steps[:i+1] {
+		if s == nil {
+			continue
+		}
+		if s.Step == n {
+			w.step(s, prev)
+		} else {
+			w.track(s)
+		}
+		if s.Request != nil {
+			prev = s
+		}
+	}
+	return red(w.b.String())
+}
+
+// track notes what writing s would leave for the steps after it (the
+// schemas shown), without writing it.
+func (w *writer) track(s *Step) {
+	req := s.Request
+	if req == nil {
+		return
+	}
+	for _, t := range req.Tools {
+		w.seen(t.Name, s.Step, t.Schema)
+	}
+	if o := req.Output; o != nil && o.Mode != "tool" {
+		w.seen(outputKey+o.Name, s.Step, o.Schema)
+	}
+}
+
 // noLines removes the line numbers of Go source positions from s.
 func noLines(s string) string { return goLine.ReplaceAllString(s, "$1") }
 
 type shown struct {
-	step   int
-	schema string
+	step        int
+	schema, raw string // the schema as written, and as the record has it
 }
 
 type writer struct {
 	b       strings.Builder
 	schemas map[string]shown    // last schema shown per tool name
 	red     func(string) string // applies the redactions
+	plain   bool                // there are none: red returns its argument
+	scratch bytes.Buffer        // for compacting JSON
 	prefix  string              // of section names: "" or a sub-agent's "step N/agent NAME ID/"
 }
 
 // redMessage returns m with the redactions applied to its text, so that
 // messages that differ only in redacted values compare equal.
 func (w *writer) redMessage(m defs.Message) defs.Message {
+	if w.plain {
+		return m
+	}
 	m.Content, m.Reasoning = w.red(m.Content), w.red(m.Reasoning)
 	if len(m.ToolCalls) > 0 {
 		calls := make([]defs.ToolCall, len(m.ToolCalls))
@@ -115,7 +173,35 @@ func (w *writer) redMessage(m defs.Message) defs.Message {
 	return m
 }
 
-func (w *writer) section(name string) { fmt.Fprintf(&w.b, "-- %s --\n", name) }
+func (w *writer) section(name string) { w.str("-- ", name, " --\n") }
+
+// section2 starts the section named name+part.
+func (w *writer) section2(name, part string) { w.str("-- ", name, part, " --\n") }
+
+// oneLine writes raw as OneLine returns it, compacted without a copy.
+func (w *writer) oneLine(raw string) {
+	if raw != "" {
+		n := w.scratch.Len()
+		if json.Compact(&w.scratch, []byte(raw)) == nil {
+			w.b.Write(w.scratch.Bytes()[n:])
+			w.scratch.Reset()
+			return
+		}
+		w.scratch.Reset()
+	}
+	w.b.WriteString(strconv.Quote(raw))
+}
+
+// str writes parts, one after the other: what fmt.Fprintf would write of
+// strings, without its cost on the hot path of a report.
+func (w *writer) str(parts ...string) {
+	for _, p := range parts {
+		w.b.WriteString(p)
+	}
+}
+
+// asIn writes "(as in step n)" and a line break.
+func (w *writer) asIn(n int) { w.str("(as in step ", strconv.Itoa(n), ")\n") }
 
 // text writes lines as they are, escaping lines that would read as a section
 // marker.
@@ -132,10 +218,10 @@ func (w *writer) text(s string) {
 // "indent label: |" and the lines indented two more spaces.
 func (w *writer) field(indent, label, value string) {
 	if !strings.Contains(value, "\n") {
-		fmt.Fprintf(&w.b, "%s%s: %s\n", indent, label, value)
+		w.str(indent, label, ": ", value, "\n")
 		return
 	}
-	fmt.Fprintf(&w.b, "%s%s: |\n", indent, label)
+	w.str(indent, label, ": |\n")
 	for line := range strings.Lines(strings.TrimSuffix(value, "\n") + "\n") {
 		if line != "\n" {
 			w.b.WriteString(indent + "  ")
@@ -149,10 +235,10 @@ func isMarker(line string) bool {
 }
 
 func (w *writer) step(s, prev *Step) {
-	name := w.prefix + fmt.Sprintf("step %d", s.Step)
+	name := w.prefix + "step " + strconv.Itoa(s.Step)
 	if len(s.Decisions) > 0 {
 		name += " decided" // the record that completes a paused step
-		w.section(name + "/decisions")
+		w.section2(name, "/decisions")
 		for _, d := range s.Decisions {
 			if len(d.Asked) > 0 && d.Approved {
 				// One line: the questions and answers as JSON.
@@ -171,7 +257,7 @@ func (w *writer) step(s, prev *Step) {
 		// The record that completes a step a crash cut short after the
 		// model's reply: it starts a record of its own (Parse), after the
 		// attempt's if the file has it.
-		w.section(name + "/resumed")
+		w.section2(name, "/resumed")
 		if len(s.Interrupted) == 0 {
 			w.b.WriteString("interrupted: (none)\n")
 		}
@@ -182,14 +268,14 @@ func (w *writer) step(s, prev *Step) {
 	if len(s.Sent) > 0 {
 		// The conversation's turn, and the user messages that joined the
 		// transcript at this step.
-		w.section(name + "/sent")
+		w.section2(name, "/sent")
 		fmt.Fprintf(&w.b, "turn %d\n", s.Turn)
 		for _, m := range s.Sent {
 			fmt.Fprintf(&w.b, "user: %s\n", strconv.Quote(w.red(m)))
 		}
 	}
 	if len(s.Effects) > 0 || s.Committed {
-		w.section(name + "/effects")
+		w.section2(name, "/effects")
 		for _, e := range s.Effects {
 			file, _, _ := strings.Cut(e.Site, ":")
 			fmt.Fprintf(&w.b, "%s %s (%s): %s\n", e.ID, e.Phase, file, e.Reason)
@@ -204,7 +290,7 @@ func (w *writer) step(s, prev *Step) {
 	w.lines(name+"/disabled", s.Disabled)
 	w.lines(name+"/reminded", s.Reminded)
 	if s.Cache != "" {
-		w.section(name + "/cache")
+		w.section2(name, "/cache")
 		w.b.WriteString(oneLineText(s.Cache) + "\n")
 	}
 	if req := s.Request; req != nil {
@@ -212,16 +298,16 @@ func (w *writer) step(s, prev *Step) {
 		if prev != nil {
 			prevReq = prev.Request
 		}
-		w.section(name + "/system")
+		w.section2(name, "/system")
 		switch {
 		case req.System == "":
 			w.b.WriteString("(none)\n")
 		case prevReq != nil && w.red(prevReq.System) == w.red(req.System):
-			fmt.Fprintf(&w.b, "(as in step %d)\n", prev.Step)
+			w.asIn(prev.Step)
 		default:
 			w.text(req.System)
 		}
-		w.section(name + "/tools")
+		w.section2(name, "/tools")
 		if len(req.Tools) == 0 {
 			w.b.WriteString("(none)\n")
 		}
@@ -231,13 +317,13 @@ func (w *writer) step(s, prev *Step) {
 		if o := req.Output; o != nil {
 			w.output(name, s.Step, o)
 		}
-		w.section(name + "/messages")
+		w.section2(name, "/messages")
 		w.messages(req.Messages, prevReq, prev)
 	}
 	if r := s.Response; r != nil && len(s.Decisions) == 0 { // a decided step's reply is its paused record's
-		w.section(name + "/reply")
+		w.section2(name, "/reply")
 		if s.Finish != "" {
-			fmt.Fprintf(&w.b, "finish: %s\n", s.Finish)
+			w.str("finish: ", s.Finish, "\n")
 		}
 		if r.Refusal != "" {
 			w.field("", "refusal", r.Refusal)
@@ -248,9 +334,10 @@ func (w *writer) step(s, prev *Step) {
 		w.agent(name, a)
 	}
 	if len(s.Results) > 0 {
-		w.section(name + "/results")
+		w.section2(name, "/results")
 		for _, r := range s.Results {
-			fmt.Fprintf(&w.b, "%s %s %s", r.CallID, r.Name, oneLine(r.Arguments))
+			w.str(r.CallID, " ", r.Name, " ")
+			w.oneLine(r.Arguments)
 			if r.IsError {
 				w.b.WriteString(" (error)")
 			}
@@ -259,17 +346,17 @@ func (w *writer) step(s, prev *Step) {
 		}
 	}
 	if s.Answer != "" {
-		w.section(name + "/answer")
+		w.section2(name, "/answer")
 		w.b.WriteString(w.red(oneLine(s.Answer)) + "\n")
 	}
 	if len(s.Awaiting) > 0 {
-		w.section(name + "/awaiting")
+		w.section2(name, "/awaiting")
 		for _, a := range s.Awaiting {
 			fmt.Fprintf(&w.b, "%s %s %s\n", a.CallID, a.Tool, w.red(oneLine(a.Arguments)))
 		}
 	}
 	if s.State != nil {
-		w.section(name + "/state")
+		w.section2(name, "/state")
 		if len(s.State) == 0 {
 			w.b.WriteString("(empty)\n")
 		}
@@ -312,7 +399,7 @@ func (w *writer) summary(section string, sum Summary) {
 // then an end section with its step count and error. References to earlier
 // steps ("as in step N") stay within the sub-agent's steps.
 func (w *writer) agent(parent string, a Agent) {
-	sub := &writer{schemas: map[string]shown{}, red: w.red, prefix: fmt.Sprintf("%s/agent %s %s/", parent, a.Name, a.CallID)}
+	sub := &writer{schemas: map[string]shown{}, red: w.red, plain: w.plain, prefix: fmt.Sprintf("%s/agent %s %s/", parent, a.Name, a.CallID)}
 	var prev *Step
 	for i := range a.Steps {
 		s := &a.Steps[i]
@@ -331,8 +418,8 @@ func (w *writer) agent(parent string, a Agent) {
 // mode, and its schema unless it is the answer tool's (listed with the
 // tools) or the same as at an earlier step.
 func (w *writer) output(name string, step int, o *Output) {
-	w.section(name + "/output")
-	fmt.Fprintf(&w.b, "%s (%s, %s): %s\n", o.Name, o.Type, o.Mode, oneLineText(o.Description))
+	w.section2(name, "/output")
+	w.str(o.Name, " (", o.Type, ", ", o.Mode, "): ", oneLineText(o.Description), "\n")
 	if o.Mode == "tool" {
 		w.b.WriteString("  schema: (the tool's)\n")
 		return
@@ -345,20 +432,34 @@ func (w *writer) output(name string, step int, o *Output) {
 const outputKey = "\x00output "
 
 func (w *writer) tool(step int, t Tool) {
-	fmt.Fprintf(&w.b, "%s: %s\n", t.Name, oneLineText(t.Description))
+	w.str(t.Name, ": ", oneLineText(t.Description), "\n")
 	w.schema(t.Name, step, t.Schema)
 }
 
 // schema writes the schema of key, or "(as in step N)" when it is the
 // one written last for key.
 func (w *writer) schema(key string, step int, raw string) {
-	schema := w.red(indentJSON(raw))
-	if last, ok := w.schemas[key]; ok && last.schema == schema {
-		fmt.Fprintf(&w.b, "  schema: (as in step %d)\n", last.step)
+	if last, same := w.seen(key, step, raw); same {
+		w.b.WriteString("  schema: ")
+		w.asIn(last)
 		return
 	}
-	w.schemas[key] = shown{step, schema}
-	w.field("  ", "schema", schema)
+	w.field("  ", "schema", w.schemas[key].schema)
+}
+
+// seen notes that step shows the schema raw of key: same when it is the
+// one shown last for key, at step last; otherwise it is now.
+func (w *writer) seen(key string, step int, raw string) (last int, same bool) {
+	prev, ok := w.schemas[key]
+	if ok && prev.raw == raw { // the same text makes the same schema: no need to indent it
+		return prev.step, true
+	}
+	schema := w.red(indentJSON(raw))
+	if ok && prev.schema == schema {
+		return prev.step, true
+	}
+	w.schemas[key] = shown{step, schema, raw}
+	return step, false
 }
 
 func (w *writer) messages(msgs []defs.Message, prevReq *Request, prev *Step) {
@@ -374,13 +475,15 @@ func (w *writer) messages(msgs []defs.Message, prevReq *Request, prev *Step) {
 	}
 	switch {
 	case same == 1:
-		fmt.Fprintf(&w.b, "[0] (as in step %d)\n", prev.Step)
+		w.b.WriteString("[0] ")
+		w.asIn(prev.Step)
 	case same > 1:
-		fmt.Fprintf(&w.b, "[0-%d] (as in step %d)\n", same-1, prev.Step)
+		w.str("[0-", strconv.Itoa(same-1), "] ")
+		w.asIn(prev.Step)
 	}
 	for i := same; i < len(msgs); i++ {
 		m := msgs[i]
-		fmt.Fprintf(&w.b, "[%d] %s", i, m.Role)
+		w.str("[", strconv.Itoa(i), "] ", string(m.Role))
 		if m.ToolCallID != "" {
 			w.b.WriteString(" " + m.ToolCallID)
 		}
@@ -407,7 +510,9 @@ func (w *writer) message(indent string, m defs.Message) {
 		w.field(indent, "content", m.Content)
 	}
 	for _, c := range m.ToolCalls {
-		fmt.Fprintf(&w.b, "%scall: %s %s %s\n", indent, c.ID, c.Name, oneLine(string(c.Arguments)))
+		w.str(indent, "call: ", c.ID, " ", c.Name, " ")
+		w.oneLine(string(c.Arguments))
+		w.b.WriteByte('\n')
 	}
 }
 
@@ -427,7 +532,42 @@ func oneLine(raw string) string {
 // oneLineText returns s with its line breaks written as \n.
 func oneLineText(s string) string { return strings.ReplaceAll(s, "\n", `\n`) }
 
+// indented remembers the schemas indentJSON indented last: the same tools
+// are written again and again (each run of an eval, each failing step a
+// report shows), and json.Indent was a fifth of the cost of a step. It
+// holds at most 256 schemas and 1 MB of them, and starts again when full.
+var indented struct {
+	sync.Mutex
+	m     map[string]string
+	bytes int
+}
+
 func indentJSON(raw string) string {
+	indented.Lock()
+	out, ok := indented.m[raw]
+	indented.Unlock()
+	if ok {
+		return out
+	}
+	out = indentJSONOnce(raw)
+	size := len(raw) + len(out)
+	if size > 64<<10 {
+		return out // not worth holding
+	}
+	indented.Lock()
+	if len(indented.m) >= 256 || indented.bytes+size > 1<<20 {
+		indented.m, indented.bytes = nil, 0
+	}
+	if indented.m == nil {
+		indented.m = map[string]string{}
+	}
+	indented.m[raw] = out
+	indented.bytes += size
+	indented.Unlock()
+	return out
+}
+
+func indentJSONOnce(raw string) string {
 	var b bytes.Buffer
 	if raw == "" || json.Indent(&b, []byte(raw), "", "  ") != nil {
 		return fmt.Sprintf("%q", raw)
@@ -451,5 +591,5 @@ func stateValue(v string) string {
 	if len(v) <= 100 || !json.Valid([]byte(v)) {
 		return v
 	}
-	return indentJSON(v)
+	return indentJSONOnce(v) // not remembered: state values seldom repeat
 }
