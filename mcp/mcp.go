@@ -326,7 +326,7 @@ var ErrClosed = errors.New("mcp: server closed")
 // session returns the live session, connecting if there is none. It must
 // be called with s.mu held.
 func (s *Server) session(ctx context.Context) (*sdk.ClientSession, error) {
-	if s.closed {
+	if s.closed || s.life.Err() != nil { // Close ends the life first, then takes the lock
 		return nil, ErrClosed
 	}
 	if s.cs != nil {
@@ -686,7 +686,7 @@ func (s *Server) listTools(ctx context.Context) ([]listedTool, error) {
 		return nil, s.ended(ctx, "waiting to list tools")
 	}
 	defer s.mu.Unlock()
-	if s.closed {
+	if s.closed || s.life.Err() != nil { // Close ends the life first, then takes the lock
 		return nil, ErrClosed
 	}
 	if s.tools != nil && !s.staleTools.Load() {
@@ -972,7 +972,7 @@ func (s *Server) read(ctx context.Context, uri string) (resource, error) {
 		return resource{}, s.ended(ctx, "waiting to read resource "+uri)
 	}
 	defer s.mu.Unlock()
-	if s.closed {
+	if s.closed || s.life.Err() != nil { // Close ends the life first, then takes the lock
 		return resource{}, ErrClosed
 	}
 	s.rmu.Lock()

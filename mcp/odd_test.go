@@ -846,3 +846,16 @@ func TestUnknownToolName(t *testing.T) {
 		})
 	}
 }
+
+// Between Close ending the Server's life and taking its lock, the Server
+// is closed already: a listing in that window is ErrClosed, never the
+// tools listed before (TestCloseDuringCall failed so on a loaded CI
+// machine: the call ended, the next step listed the cached tools).
+func TestClosedAsSoonAsCloseBegins(t *testing.T) {
+	s := rawServer(t, "odd", listing(`[{"name":"t","inputSchema":{"type":"object"}}]`, nil), mcp.Options{})
+	_, err := runTools(t, s, snapshots.Text("listed"))
+	require.NoError(t, err, "the first listing")
+	mcp.EndLife(s) // what Close does first
+	_, err = runTools(t, s, snapshots.Text("never"))
+	assert.ErrorIs(t, err, mcp.ErrClosed)
+}
