@@ -1,5 +1,5 @@
 // Command quickstart runs the quickstart's to-do agent (package
-// examples/internal/todo, the same agent, script and printout as
+// examples/internal/agents, the same agent, script and printout as
 // examples/quickstart) on Anthropic's API. It is in a module of its own so
 // that the root module does not require providers/anthropic and its SDK.
 //
@@ -21,14 +21,14 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/reprompt/reprompt/examples/internal/todo"
+	"github.com/reprompt/reprompt/examples/internal/agents"
 	"github.com/reprompt/reprompt/runtime"
 )
 
 func main() {
-	model, about := pickModel(todo.Script())
+	model, about := pickModel(agents.TodoScript())
 	cfg := runtime.Config{MaxSteps: 20, Name: "quickstart"}
-	if err := todo.Run(context.Background(), os.Stdout, model, about, cfg); err != nil {
+	if err := agents.RunTodo(context.Background(), os.Stdout, model, about, cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "run failed:", err)
 		os.Exit(1)
 	}

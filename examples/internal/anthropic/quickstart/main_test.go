@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/reprompt/reprompt/examples/internal/todo"
+	"github.com/reprompt/reprompt/examples/internal/agents"
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/snapshots"
 )
@@ -73,10 +73,10 @@ func TestAnthropicFromEnv(t *testing.T) {
 	t.Setenv("ANTHROPIC_MODEL", model)
 	t.Setenv("OPENAI_API_KEY", "")
 	t.Setenv("OPENAI_BASE_URL", "")
-	m, about := fromEnv(todo.Script())
+	m, about := fromEnv(agents.TodoScript())
 	assert.Equal(t, "model claude-sonnet-4-5 from the environment (Anthropic)", about)
 	var out bytes.Buffer
-	require.NoError(t, todo.Run(context.Background(), &out, m, about, runtime.Config{MaxSteps: 20, Name: "quickstart"}))
+	require.NoError(t, agents.RunTodo(context.Background(), &out, m, about, runtime.Config{MaxSteps: 20, Name: "quickstart"}))
 	snapshots.Golden(t, "testdata/TestAnthropicFromEnv.txt", out.Bytes())
 }
 
@@ -102,7 +102,7 @@ func TestNoKeyFallsBack(t *testing.T) {
 	for _, v := range []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL"} {
 		t.Setenv(v, "")
 	}
-	script := todo.Script()
+	script := agents.TodoScript()
 	m, about := fromEnv(script)
 	assert.Same(t, script, m, "the scripted model")
 	assert.Contains(t, about, "scripted model", "the description")
