@@ -29,6 +29,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"slices"
@@ -69,13 +70,8 @@ func main() {
 // the exit status: 2 for a wrong command line, 130 when ctx was cancelled
 // (an interrupt), 1 for another error.
 func cli(ctx context.Context, args []string, sio stdio, pick picker) int {
-	names := make([]string, 0, len(examples))
-	for n := range examples {
-		names = append(names, n)
-	}
-	slices.Sort(names)
 	if len(args) == 0 || examples[args[0]] == nil {
-		fmt.Fprintf(sio.err, "usage: anthropic %s [flags]\n", strings.Join(names, "|"))
+		fmt.Fprintf(sio.err, "usage: anthropic %s [flags]\n", strings.Join(slices.Sorted(maps.Keys(examples)), "|"))
 		return 2
 	}
 	name := args[0]
@@ -85,8 +81,11 @@ func cli(ctx context.Context, args []string, sio stdio, pick picker) int {
 		return 0
 	case errors.Is(err, errUsage):
 		return 2
+	case ctx.Err() != nil && name == "chat":
+		fmt.Fprintln(sio.err, "\nchat: interrupted; run it again to continue the conversation")
+		return 130
 	case ctx.Err() != nil:
-		fmt.Fprintf(sio.err, "\n%s: interrupted; run it again to continue\n", name)
+		fmt.Fprintf(sio.err, "\n%s: interrupted\n", name)
 		return 130
 	}
 	fmt.Fprintf(sio.err, "%s: %v\n", name, err)

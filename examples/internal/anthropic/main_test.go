@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -263,6 +264,24 @@ func TestUsage(t *testing.T) {
 	var stderr bytes.Buffer
 	cli(context.Background(), nil, stdio{strings.NewReader(""), &bytes.Buffer{}, &stderr}, liveModel)
 	assert.Equal(t, "usage: anthropic chat|quickstart|structured [flags]\n", stderr.String())
+}
+
+// TestInterrupt: an interrupt (ctx cancelled) while the chat waits for a
+// line ends it with status 130 and says how to go on.
+func TestInterrupt(t *testing.T) {
+	for _, v := range []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL"} {
+		t.Setenv(v, "")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	in, w := io.Pipe() // a line that never comes
+	defer w.Close()
+	args := []string{"chat", "-db", filepath.Join(t.TempDir(), "chat.db")}
+	var out, stderr bytes.Buffer
+	done := make(chan int)
+	go func() { done <- cli(ctx, args, stdio{in, &out, &stderr}, liveModel) }()
+	cancel()
+	assert.Equal(t, 130, <-done, "exit status")
+	assert.Equal(t, "\nchat: interrupted; run it again to continue the conversation\n", stderr.String())
 }
 
 // build builds the program, with -tags tags if not empty, and returns the
