@@ -18,6 +18,7 @@ import (
 
 	"github.com/reprompt/reprompt/defs"
 	"github.com/reprompt/reprompt/examples/internal/agents"
+	"github.com/reprompt/reprompt/providers/openai"
 	"github.com/reprompt/reprompt/session/sqlite"
 	"github.com/reprompt/reprompt/snapshots"
 )
@@ -232,9 +233,9 @@ func TestChatOnAnthropic(t *testing.T) {
 	assert.Empty(t, cmp.Diff([]string{"hello", "remember milk", "what do I remember?", "what do I remember?"}, users), "the user's messages (-want +got)")
 }
 
-// TestNoKeyFallsBack: without ANTHROPIC_API_KEY (nor OpenAI's variables)
-// the live build's choice is the example's offline model, as the
-// example's own live build does.
+// TestNoKeyFallsBack: without ANTHROPIC_API_KEY the live build's choice
+// is the example's own live build's: its offline model without OpenAI's
+// variables, an OpenAI-compatible endpoint with them.
 func TestNoKeyFallsBack(t *testing.T) {
 	for _, v := range []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL"} {
 		t.Setenv(v, "")
@@ -249,6 +250,13 @@ func TestNoKeyFallsBack(t *testing.T) {
 	out := run(t, "", "structured")
 	assert.True(t, strings.HasPrefix(out, "triage on scripted model (offline; "), "the first line: %s", out)
 	assert.True(t, strings.HasSuffix(out, "priority=1 duplicate=#41\n"), "the answer: %s", out)
+	// With OpenAI's variables, as the examples' own live builds do: an
+	// OpenAI-compatible endpoint (nothing is sent here).
+	t.Setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")
+	t.Setenv("OPENAI_MODEL", "qwen3:4b")
+	m, about = liveModel("structured", agents.TriageScript(), "scripted model")
+	assert.Equal(t, "model qwen3:4b from the environment", about)
+	assert.IsType(t, &openai.Model{}, m, "the OpenAI adapter")
 }
 
 // TestUsage: the first argument names an example, and what follows it is
