@@ -49,8 +49,8 @@
 //   - examples/structured: an agent ending with a typed answer
 //   - examples/chat: a terminal chat kept in SQLite: one turn a line, resumed after kill -9
 //   - examples/internal/models: the model the examples run on
-//   - examples/internal/todo: the quickstart's to-do agent, its script and printout
-//   - examples/internal/anthropic/quickstart: the quickstart on Anthropic's API with -tags live (a nested module)
+//   - examples/internal/agents: the examples' agents, each with its offline model and printout: the quickstart's to-do agent, structured's triage, chat's notes
+//   - examples/internal/anthropic: the quickstart, structured and chat on Anthropic's API with -tags live (a nested module)
 //   - cmd/reprompt/internal/viewer: what cmd/reprompt shows: a run from a store, a golden file or a recording, and its HTML page
 //   - cmd/reprompt/internal/showtext: the text of reprompt show: a run's steps or chat log, control characters escaped
 //   - cmd/reprompt/internal/evalreport: the HTML page of reprompt eval report: cases × runs, failing checks and their steps, the baseline

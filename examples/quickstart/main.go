@@ -10,7 +10,7 @@
 //
 //	OPENAI_BASE_URL=http://localhost:11434/v1 OPENAI_MODEL=qwen3:4b go run -tags live ./examples/quickstart
 //
-// The agent, its script and the printout are in examples/internal/todo;
+// The agent, its script and the printout are in examples/internal/agents;
 // examples/internal/anthropic, a module of its own (the root module does
 // not require the Anthropic adapter), runs them on Anthropic's API when
 // ANTHROPIC_API_KEY is set.
@@ -24,7 +24,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/reprompt/reprompt/examples/internal/todo"
+	"github.com/reprompt/reprompt/examples/internal/agents"
 )
 
 func main() {
@@ -34,8 +34,8 @@ func main() {
 		os.Exit(2)
 	}
 	defer flush()
-	model, about := pickModel(todo.Script())
-	if err := todo.Run(context.Background(), os.Stdout, model, about, cfg); err != nil {
+	model, about := pickModel(agents.TodoScript())
+	if err := agents.RunTodo(context.Background(), os.Stdout, model, about, cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "run failed:", err)
 		flush()
 		os.Exit(1)

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/reprompt/reprompt/examples/internal/todo"
+	"github.com/reprompt/reprompt/examples/internal/agents"
 	"github.com/reprompt/reprompt/runtime"
 	"github.com/reprompt/reprompt/snapshots"
 )
@@ -32,7 +32,7 @@ func TestMain(m *testing.M) { os.Exit(snapshots.CheckUnused(m)) }
 //
 // and review its diff.
 func TestQuickstart(t *testing.T) {
-	res := snapshots.Run(t, todo.Agent, todo.Script(), snapshots.Config(runtime.Config{MaxSteps: 20}))
+	res := snapshots.Run(t, agents.Todo, agents.TodoScript(), snapshots.Config(runtime.Config{MaxSteps: 20}))
 	assert.Len(t, res.Steps, 7, "the run took %d steps, want 7", len(res.Steps))
 }
 
@@ -95,7 +95,7 @@ func TestLogFlag(t *testing.T) {
 	cfg, flush, err := observe([]string{"-log"}, &stderr)
 	require.NoError(t, err)
 	assert.Nil(t, cfg.TracerProvider)
-	_, err = runtime.Run(context.Background(), todo.Script(), todo.Agent, cfg)
+	_, err = runtime.Run(context.Background(), agents.TodoScript(), agents.Todo, cfg)
 	require.NoError(t, err)
 	flush()
 	out := stderr.String()

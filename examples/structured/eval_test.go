@@ -9,6 +9,7 @@ import (
 
 	"github.com/reprompt/reprompt/evals"
 	"github.com/reprompt/reprompt/evals/check"
+	"github.com/reprompt/reprompt/examples/internal/agents"
 	"github.com/reprompt/reprompt/examples/internal/models"
 	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
@@ -53,9 +54,9 @@ const (
 	evalPassK      = 2 // the k of pass@k and pass^k
 )
 
-// triageEval returns the eval of TriageAgent over the dataset, its runs'
-// models from models. Besides the priority, each run must read the issue
-// it triages, with no tool error, in two steps (read, then answer).
+// triageEval returns the eval of agents.TriageAgent over the dataset, its
+// runs' models from models. Besides the priority, each run must read the
+// issue it triages, with no tool error, in two steps (read, then answer).
 func triageEval(t *testing.T, models evals.ModelFunc) *evals.Eval[evalIssue, evalWant] {
 	t.Helper()
 	cases, err := evals.Load[evalIssue, evalWant](evalDataset)
@@ -70,7 +71,7 @@ func triageEval(t *testing.T, models evals.ModelFunc) *evals.Eval[evalIssue, eva
 		Name:  "triage",
 		Cases: cases,
 		Prompt: func(in evalIssue) prompt.Func {
-			return TriageAgent(map[int]string{in.Number: in.Text}, in.Number, "")
+			return agents.TriageAgent(map[int]string{in.Number: in.Text}, in.Number, "")
 		},
 		Models:      models,
 		Config:      runtime.Config{Name: "triage", OutputMode: llm.OutputTool},
@@ -95,13 +96,13 @@ func TestTriageEval(t *testing.T) {
 }
 
 // standIn is a model driven by the request, answering as a model would:
-// it reads the issue the user message names, then answers a Triage whose
-// priority and labels it infers from the issue's words (triageOf). It made
-// the committed recordings.
+// it reads the issue the user message names, then answers an
+// agents.Triage whose priority and labels it infers from the issue's words
+// (triageOf). It made the committed recordings.
 func standIn() *snapshots.Model {
 	return snapshots.Script(
 		snapshots.Reply{Func: func(req *llm.Request) snapshots.Reply {
-			return snapshots.CallTool("read_issue", issueArgs{Number: issueNumber(req)})
+			return snapshots.CallTool("read_issue", agents.IssueArgs{Number: issueNumber(req)})
 		}},
 		snapshots.Reply{Func: func(req *llm.Request) snapshots.Reply {
 			last := req.Messages[len(req.Messages)-1]
@@ -125,7 +126,7 @@ func issueNumber(req *llm.Request) int {
 // triageOf is the triage an issue's words suggest, as a reader skimming
 // it would give: crashes, corruption and security first, then docs and
 // questions, then requests for features, and any other bug second.
-func triageOf(text string) Triage {
+func triageOf(text string) agents.Triage {
 	lower := strings.ToLower(text)
 	has := func(words ...string) bool {
 		for _, w := range words {
@@ -139,7 +140,7 @@ func triageOf(text string) Triage {
 	if len(summary) < 20 { // a prefix such as "Docs" or "Question"
 		summary = text
 	}
-	tr := Triage{Summary: summary}
+	tr := agents.Triage{Summary: summary}
 	switch {
 	case has("panic", "crash", "corrupt", "security", "data loss", "deadlock", "data race", "out of memory"):
 		tr.Priority, tr.Labels = 1, []string{"bug"}

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/evals"
+	"github.com/reprompt/reprompt/examples/internal/agents"
 	"github.com/reprompt/reprompt/internal/mockllm"
 	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/providers/openai"
@@ -123,7 +124,7 @@ func mockRules(t *testing.T, cases []evals.Case[evalIssue, evalWant], mistakes m
 		tr := triageOf(c.Input.Text)
 		require.Equal(t, c.Expected.Priority, tr.Priority, "case %s: the mock's right answer", c.Name)
 		rules = append(rules,
-			mockllm.Rule{Path: anyRun, Method: "POST", Match: first, Response: toolCallReply(t, "call_read", "read_issue", issueArgs{Number: c.Input.Number})},
+			mockllm.Rule{Path: anyRun, Method: "POST", Match: first, Response: toolCallReply(t, "call_read", "read_issue", agents.IssueArgs{Number: c.Input.Number})},
 			mockllm.Rule{Path: anyRun, Method: "POST", Match: second, Response: toolCallReply(t, "call_triage", "triage", tr)},
 		)
 		runs, ok := mistakes[c.Name]

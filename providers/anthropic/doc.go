@@ -20,10 +20,11 @@
 //		Messages: []defs.Message{defs.UserMessage("Capital of France?")},
 //	})
 //
-// The quickstart's agent runs on FromEnv in examples/internal/anthropic, a
+// The examples' agents (the quickstart's, structured's typed answer, in
+// both modes, and chat's) run on FromEnv in examples/internal/anthropic, a
 // module of its own (the root module does not require this one):
 //
-//	cd examples/internal/anthropic && ANTHROPIC_API_KEY=… go run -tags live ./quickstart
+//	cd examples/internal/anthropic && ANTHROPIC_API_KEY=… go run -tags live . quickstart|structured|chat
 //
 // # Mapping
 //

@@ -1,9 +1,4 @@
-// Package todo is the quickstart's to-do agent: its prompt function, the
-// scripted model it runs on offline, and the loop that prints each step.
-// examples/quickstart runs it, and so does examples/internal/anthropic,
-// the module that runs it on Anthropic's API (the root module does not
-// require the Anthropic adapter).
-package todo
+package agents
 
 import (
 	"context"
@@ -44,8 +39,9 @@ func open(tasks []Task) int {
 	return n
 }
 
-// Agent is the prompt function. It is executed again before every step.
-func Agent(p *prompt.Prompt) error {
+// Todo is the quickstart's prompt function, a to-do agent. It is executed
+// again before every step.
+func Todo(p *prompt.Prompt) error {
 	tasks, setTasks := prompt.State(p, "tasks", []Task{})
 	notes, setNotes := prompt.State(p, "notes", []string{})
 
@@ -118,9 +114,9 @@ func Agent(p *prompt.Prompt) error {
 	return nil
 }
 
-// Script is the scripted model the quickstart runs on: the replies a real
-// model could give to the prompt above.
-func Script() *snapshots.Model {
+// TodoScript is the scripted model the quickstart runs on: the replies a
+// real model could give to Todo.
+func TodoScript() *snapshots.Model {
 	return snapshots.Script(
 		snapshots.CallTools( // two calls in one reply: they run concurrently
 			snapshots.Call{Name: "add_task", Args: taskArgs{Title: "buy groceries"}},
@@ -135,13 +131,13 @@ func Script() *snapshots.Model {
 	)
 }
 
-// Run runs Agent on model with cfg and prints to w what happens at each
+// RunTodo runs Todo on model with cfg and prints to w what happens at each
 // step; about describes the model in the first line. It returns the run's
 // error, after printing the steps before it.
-func Run(ctx context.Context, w io.Writer, model llm.Model, about string, cfg runtime.Config) error {
+func RunTodo(ctx context.Context, w io.Writer, model llm.Model, about string, cfg runtime.Config) error {
 	fmt.Fprintln(w, "reprompt quickstart: a to-do agent on the "+about+".")
 	fmt.Fprintln(w, "The prompt function runs again before every step; effects run when their dependencies change.")
-	r := runtime.New(model, Agent, cfg)
+	r := runtime.New(model, Todo, cfg)
 	prev := map[string]string{}
 	steps := 0
 	for step, err := range r.All(ctx) {

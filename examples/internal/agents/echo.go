@@ -1,4 +1,4 @@
-package main
+package agents
 
 import (
 	"context"
@@ -11,10 +11,10 @@ import (
 	"github.com/reprompt/reprompt/llm"
 )
 
-// echoModel is the offline model: a deterministic stand-in for a language
-// model that answers from the request alone, with no script. Any input
-// works, and a restarted process, given the request the crashed one would
-// have sent, gets the reply the crashed one would have got.
+// EchoModel is the chat's offline model: a deterministic stand-in for a
+// language model that answers from the request alone, with no script. Any
+// input works, and a restarted process, given the request the crashed one
+// would have sent, gets the reply the crashed one would have got.
 //
 // It reads the turn's question from the system prompt's <question>
 // variable (declared through Prompt.Turn) and the user's last message:
@@ -24,10 +24,10 @@ import (
 //   - a question about what to remember ("what do I remember?", "recall"):
 //     it calls recall, then lists its result;
 //   - anything else: it repeats what was said, with the turn's number.
-type echoModel struct{}
+type EchoModel struct{}
 
 // Generate implements llm.Model.
-func (echoModel) Generate(ctx context.Context, req *llm.Request) (*llm.Reply, error) {
+func (EchoModel) Generate(ctx context.Context, req *llm.Request) (*llm.Reply, error) {
 	last, calls := -1, 0
 	for i, m := range req.Messages {
 		switch {
@@ -75,7 +75,7 @@ func toolFor(question string, n int) (defs.ToolCall, bool) {
 	id := fmt.Sprintf("call_%d", n)
 	for _, verb := range []string{"remember ", "note "} {
 		if strings.HasPrefix(lower, verb) && !strings.HasSuffix(lower, "?") {
-			args, _ := json.Marshal(noteArgs{Note: strings.TrimSpace(q[len(verb):])})
+			args, _ := json.Marshal(rememberArgs{Note: strings.TrimSpace(q[len(verb):])})
 			return defs.ToolCall{ID: id, Name: "remember", Arguments: args}, true
 		}
 	}
