@@ -80,7 +80,8 @@ var allowed = map[string][]string{
 		"go.opentelemetry.io/otel/trace", "go.opentelemetry.io/otel/attribute", "go.opentelemetry.io/otel/codes"},
 	// Evals run prompts (runtime), check the runs (evals/check) and replay
 	// recordings (snapshots); datasets may be YAML.
-	"evals": {"llm", "prompt", "runtime", "snapshots", "evals/check", "go.yaml.in/yaml/v3"},
+	"evals":                  {"llm", "prompt", "runtime", "snapshots", "evals/check", "evals/internal/hotpath", "go.yaml.in/yaml/v3"},
+	"evals/internal/hotpath": {},
 	// The checks of a run: a judge is a prompt (prompt, runtime); failing
 	// steps are shown as golden files show them (snapshots). Never evals.
 	"evals/check": {"defs", "llm", "prompt", "runtime", "snapshots"},

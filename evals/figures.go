@@ -1,8 +1,7 @@
 package evals
 
 import (
-	"math"
-	"slices"
+	"github.com/reprompt/reprompt/evals/internal/hotpath"
 )
 
 // PassAtK is the unbiased estimator of pass@k (Chen et al., 2021, "Evaluating
@@ -58,19 +57,10 @@ type Stat struct {
 	P95  float64 `json:"p95"`
 }
 
-// stat returns the Stat of xs, which it sorts. The 95th percentile is the
-// nearest-rank one: the smallest value at least 95 % of the values are
-// less than or equal to. The Stat of no values is zero.
+// stat returns the Stat of xs, which it sorts (hotpath.Exact).
 func stat(xs []float64) Stat {
-	if len(xs) == 0 {
-		return Stat{}
-	}
-	slices.Sort(xs)
-	sum := 0.0
-	for _, x := range xs {
-		sum += x
-	}
-	return Stat{Mean: sum / float64(len(xs)), P95: xs[p95Rank(len(xs))-1]}
+	mean, p95 := hotpath.Exact(xs)
+	return Stat{Mean: mean, P95: p95}
 }
 
 // Figures are the measures of a case's runs, or of every case's
@@ -148,88 +138,16 @@ func (m *measures) figures(k int) Figures {
 	return f
 }
 
-// p95Rank returns the nearest rank of the 95th percentile of n values,
-// from the smallest (1-based), as stat takes it.
-func p95Rank(n int) int { return max(int(math.Ceil(0.95*float64(n))), 1) }
-
-// topStat gathers the Stat of up to n values in memory that does not grow
-// with them: their sum, for the mean, and the largest of them that can be
-// the 95th percentile of n values or fewer (the nearest rank from the top,
-// n − rank + 1, is about 5 % of n), in a min-heap. The percentile is the
-// one stat gives; the mean is the sum in the order the values came, where
-// stat sums them sorted: the same for whole numbers (steps, tokens), and
-// within a rounding of the last bit for a float (cost, latency).
-type topStat struct {
-	sum float64
-	n   int
-	top []float64 // a min-heap of the largest values, at most cap(top)
-}
-
-func newTopStat(n int) *topStat {
-	m := 1
-	for i := 1; i <= n; i++ { // the most values from the top any count up to n needs
-		m = max(m, i-p95Rank(i)+1)
-	}
-	return &topStat{top: make([]float64, 0, m)}
-}
-
-func (t *topStat) add(x float64) {
-	t.sum += x
-	t.n++
-	h := t.top
-	if len(h) < cap(h) {
-		h = append(h, x)
-		for i := len(h) - 1; i > 0; { // up
-			p := (i - 1) / 2
-			if h[p] <= h[i] {
-				break
-			}
-			h[p], h[i] = h[i], h[p]
-			i = p
-		}
-		t.top = h
-		return
-	}
-	if x <= h[0] {
-		return
-	}
-	h[0] = x
-	for i := 0; ; { // down
-		l, s := 2*i+1, i
-		if l < len(h) && h[l] < h[s] {
-			s = l
-		}
-		if r := l + 1; r < len(h) && h[r] < h[s] {
-			s = r
-		}
-		if s == i {
-			break
-		}
-		h[i], h[s] = h[s], h[i]
-		i = s
-	}
-}
-
-func (t *topStat) stat() Stat {
-	if t.n == 0 {
-		return Stat{}
-	}
-	top := slices.Clone(t.top)
-	slices.Sort(top)
-	j := t.n - p95Rank(t.n) + 1 // from the top
-	return Stat{Mean: t.sum / float64(t.n), P95: top[len(top)-j]}
-}
-
 // overall gathers the measures of every run of an eval for its overall
-// Figures, in memory that does not grow with the runs (topStat): at most
+// Figures, in memory that does not grow with the runs (hotpath.Top): at most
 // n runs.
 type overall struct {
 	runs, passed                           int
-	steps, input, cache, output, cost, lat *topStat
+	steps, input, cache, output, cost, lat *hotpath.Top
 }
 
 func newOverall(n int) *overall {
-	return &overall{steps: newTopStat(n), input: newTopStat(n), cache: newTopStat(n), output: newTopStat(n), cost: newTopStat(n), lat: newTopStat(n)}
+	return &overall{steps: hotpath.NewTop(n), input: hotpath.NewTop(n), cache: hotpath.NewTop(n), output: hotpath.NewTop(n), cost: hotpath.NewTop(n), lat: hotpath.NewTop(n)}
 }
 
 func (o *overall) add(r *RunResult) {
@@ -237,12 +155,12 @@ func (o *overall) add(r *RunResult) {
 	if r.Pass {
 		o.passed++
 	}
-	o.steps.add(float64(r.Steps))
-	o.input.add(float64(r.Usage.InputTokens - r.Usage.CachedTokens))
-	o.cache.add(float64(r.Usage.CachedTokens))
-	o.output.add(float64(r.Usage.OutputTokens))
-	o.cost.add(r.Cost)
-	o.lat.add(r.LatencyMS)
+	o.steps.Add(float64(r.Steps))
+	o.input.Add(float64(r.Usage.InputTokens - r.Usage.CachedTokens))
+	o.cache.Add(float64(r.Usage.CachedTokens))
+	o.output.Add(float64(r.Usage.OutputTokens))
+	o.cost.Add(r.Cost)
+	o.lat.Add(r.LatencyMS)
 }
 
 // figures returns the figures of the runs added; their pass rates are
@@ -250,7 +168,13 @@ func (o *overall) add(r *RunResult) {
 func (o *overall) figures() Figures {
 	return Figures{
 		Runs: o.runs, Passed: o.passed,
-		Steps: o.steps.stat(), InputTokens: o.input.stat(), CacheRead: o.cache.stat(),
-		OutputTokens: o.output.stat(), Cost: o.cost.stat(), LatencyMS: o.lat.stat(),
+		Steps: statOf(o.steps), InputTokens: statOf(o.input), CacheRead: statOf(o.cache),
+		OutputTokens: statOf(o.output), Cost: statOf(o.cost), LatencyMS: statOf(o.lat),
 	}
+}
+
+// statOf returns the Stat t gathered.
+func statOf(t *hotpath.Top) Stat {
+	mean, p95 := t.Stat()
+	return Stat{Mean: mean, P95: p95}
 }

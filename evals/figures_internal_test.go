@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/reprompt/reprompt/evals/internal/hotpath"
 	"github.com/stretchr/testify/require"
 )
 
@@ -30,8 +32,8 @@ func TestTopStat(t *testing.T) {
 		{"decreasing", 2000, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ts := newTopStat(tc.n)
-			assert.Equal(t, Stat{}, ts.stat(), "no values")
+			ts := hotpath.NewTop(tc.n)
+			assert.Equal(t, Stat{}, statOf(ts), "no values")
 			var all []float64
 			for i := range tc.n {
 				var x float64
@@ -43,17 +45,17 @@ func TestTopStat(t *testing.T) {
 				default:
 					x = tc.value()
 				}
-				ts.add(x)
+				ts.Add(x)
 				all = append(all, x)
 				want := stat(slices.Clone(all))
-				got := ts.stat()
+				got := statOf(ts)
 				require.Equal(t, want.P95, got.P95, "p95 of %d values", i+1)
 				require.InEpsilon(t, want.Mean+1, got.Mean+1, 1e-12, "mean of %d values", i+1)
 				if tc.name != "latency" && tc.name != "cost" {
 					require.Equal(t, want.Mean, got.Mean, "mean of %d whole numbers", i+1)
 				}
 			}
-			assert.LessOrEqual(t, cap(ts.top), tc.n/20+2, "values kept for %d", tc.n)
+			assert.LessOrEqual(t, ts.Cap(), tc.n/20+2, "values kept for %d", tc.n)
 		})
 	}
 }
