@@ -170,7 +170,11 @@ func (m *Model) body(req *llm.Request) ([]byte, error) {
 	}
 	p := s.frame
 	p.System = sys
-	m.placeBreakpoints(&p, turns, req)
+	ends := endsBy(len(req.Messages), first, req.Repeated, req.Committed, func(i int) (int, bool) {
+		em := msgs[i-first]
+		return len(em.blocks), em.assistant
+	})
+	m.placeBreakpoints(&p, turns, req, ends)
 	lay, sysEnc, err := s.encode(&p)
 	if err != nil {
 		e.reset(p.Tools, turns)
