@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -193,10 +194,17 @@ func (c continuer) Continue(ctx context.Context, msgs []defs.Message, instructio
 func (c completer) send(ctx context.Context, m llm.Model, req *llm.Request) (string, error) {
 	ctx = c.r.obs.summarizing(ctx)
 	reply, err := c.r.callModel(ctx, m, req)
+	if err == nil {
+		c.r.account(reply.Usage)
+		if len(req.Tools) > 0 && len(reply.Message.ToolCalls) > 0 {
+			// A continued request offers the run's tools: a call is not
+			// the answer, and the text before it is the call's preamble.
+			err = fmt.Errorf("%w (%s)", effects.ErrCalledTool, reply.Message.ToolCalls[0].Name)
+		}
+	}
 	c.r.recordSummary(req, reply, err)
 	if err != nil {
 		return "", err
 	}
-	c.r.account(reply.Usage)
 	return reply.Message.Content, nil
 }
