@@ -397,18 +397,8 @@ func sameOutput(a, b *llm.OutputSpec) bool {
 func (e *encoder) lane(msgs []defs.Message, first int) ([]*encMsg, error) {
 	msgs = msgs[first:]
 	e.clock++
-	var l *lane
-	if len(msgs) > 0 {
-		l = e.pick(&msgs[0])
-	} else {
-		l = e.pick(nil)
-	}
+	l, p := e.pick(msgs) // p: the longest prefix the lane holds
 	l.lastUse = e.clock
-
-	p := 0 // the longest prefix the lane holds
-	for p < min(len(msgs), len(l.msgs)) && l.msgs[p].same(&msgs[p]) {
-		p++
-	}
 	if p == len(msgs) {
 		return l.msgs[:p:p], nil // the same again, or an earlier request's
 	}
@@ -432,6 +422,7 @@ func (e *encoder) lane(msgs []defs.Message, first int) ([]*encMsg, error) {
 	}
 	kept := make([]*encMsg, p, len(msgs))
 	copy(kept, l.msgs)
+	reused := 0
 	for i := p; i < len(msgs); i++ {
 		msg := &msgs[i]
 		// An encoding is used once: the breakpoints are set on its
@@ -451,8 +442,18 @@ func (e *encoder) lane(msgs []defs.Message, first int) ([]*encMsg, error) {
 			if found, err = e.encode(msg, first+i); err != nil {
 				return nil, err
 			}
+		} else {
+			reused++
 		}
 		kept = append(kept, found)
+	}
+	if reused == 0 && len(l.msgs)-p > p {
+		// Not a rewrite of the lane's conversation (a rewrite keeps
+		// messages after its first change, or changes only the end) but
+		// another conversation that opens as it does: the runs of one
+		// eval case, sub-agents given one task. The lane stays its own.
+		l = e.other(l)
+		l.lastUse = e.clock
 	}
 	l.msgs = kept
 	return kept[:len(kept):len(kept)], nil
@@ -526,26 +527,40 @@ func (e *encoder) encode(msg *defs.Message, i int) (*encMsg, error) {
 	return em, nil
 }
 
-// pick returns the lane whose conversation starts with first, or a free
-// or least recently used one.
-func (e *encoder) pick(first *defs.Message) *lane {
+// pick returns the lane that holds the longest prefix of msgs, with the
+// length of that prefix (among those that hold as much, the longest, whose
+// messages a rewrite may find again, then the most recently used), or,
+// when none holds even the first message, a free or the least recently
+// used lane.
+func (e *encoder) pick(msgs []defs.Message) (*lane, int) {
 	var best *lane
+	bestP := 0
 	for _, l := range e.lanes {
-		if first != nil && len(l.msgs) > 0 && l.msgs[0].same(first) && (best == nil || l.lastUse > best.lastUse) {
-			best = l
+		p := 0
+		for p < min(len(msgs), len(l.msgs)) && l.msgs[p].same(&msgs[p]) {
+			p++
+		}
+		if p > 0 && (p > bestP || p == bestP && (len(l.msgs) > len(best.msgs) || len(l.msgs) == len(best.msgs) && l.lastUse > best.lastUse)) {
+			best, bestP = l, p
 		}
 	}
 	if best != nil {
-		return best
+		return best, bestP
 	}
+	return e.other(nil), 0
+}
+
+// other returns a free lane, or the least recently used one but not (a
+// lane whose conversation is left alone), emptied.
+func (e *encoder) other(not *lane) *lane {
 	if len(e.lanes) < maxLanes {
 		l := &lane{}
 		e.lanes = append(e.lanes, l)
 		return l
 	}
-	lru := e.lanes[0]
-	for _, l := range e.lanes[1:] {
-		if l.lastUse < lru.lastUse {
+	var lru *lane
+	for _, l := range e.lanes {
+		if l != not && (lru == nil || l.lastUse < lru.lastUse) {
 			lru = l
 		}
 	}
