@@ -49,6 +49,10 @@ type ledger struct {
 	prev   *llm.Request // the previous request, for the shared prefix
 	prevV  int          // its verbatim transcript messages
 	prevE  int          // the transcript epoch it was built from
+	// sent, sentV and sentE are prev, prevV and prevE before requestTokens
+	// moved them to the request it counted (see unsend).
+	sent         *llm.Request
+	sentV, sentE int
 	// matched is, after requestTokens, how many of the previous request's
 	// messages the request repeats as an exact prefix, or -1 when its
 	// system prompt, tools or native output differ (see cacheMiss).
@@ -339,8 +343,15 @@ func (l *ledger) requestTokens(req *llm.Request, verbatim int) (input, shared in
 			shared = fixed + l.prefix(verbatim) + l.count(req.Messages[verbatim:k])
 		}
 	}
+	l.sent, l.sentV, l.sentE = l.prev, l.prevV, l.prevE
 	l.prev, l.prevV, l.prevE = req, verbatim, l.epoch
 	return input, shared
+}
+
+// unsend takes back the last request requestTokens counted, which the
+// provider rejected: the previous request is again the one before it.
+func (l *ledger) unsend() {
+	l.prev, l.prevV, l.prevE = l.sent, l.sentV, l.sentE
 }
 
 func commonPrefix(a, b []defs.Message) int {

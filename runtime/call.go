@@ -139,6 +139,7 @@ func (r *Runner) recover(ctx context.Context, n int, rec *Step, es *effects.Step
 	if !ok {
 		return nil, nil, cause
 	}
+	r.unsend()
 	req, err := r.request(n, rec, es.Mods())
 	if err != nil {
 		return nil, nil, err
@@ -146,6 +147,15 @@ func (r *Runner) recover(ctx context.Context, n int, rec *Step, es *effects.Step
 	rec.Recovered = true
 	reply, err := r.callModel(ctx, r.model, req)
 	return req, reply, err
+}
+
+// unsend makes the request the provider rejected as too long none of the
+// ledger's and of cacheMiss's: the request sent again is compared with the
+// last one the provider took (and may have cached), not with one it never
+// read.
+func (r *Runner) unsend() {
+	r.ledger.unsend()
+	r.prevRec, r.prevGen = r.sentRec, r.sentGen
 }
 
 // completer lets effects ask Config.Summarizer (or the run's model) for a
