@@ -54,6 +54,8 @@ type encoder struct {
 	turns   []turn               // scratch, reused from call to call
 	spans   []span               // scratch: the messages of each turn
 	encoded int                  // blocks encoded, for tests of the cache
+	cur     *lane                // the lane of the body under way
+	marking []*encMsg            // the messages whose marked encodings it uses
 	sys     []sdk.TextBlockParam // scratch: the system prompt's blocks
 }
 
@@ -61,6 +63,12 @@ type encoder struct {
 type lane struct {
 	msgs    []*encMsg
 	lastUse uint64
+	// marked are the messages whose marked encodings the lane's last body
+	// used: a marked encoding serves the requests that mark its block
+	// (its request, and the next one or two of the conversation, which
+	// read what it wrote); the others are dropped (see dropMarked), lest
+	// every block of a long conversation be held twice.
+	marked []*encMsg
 }
 
 // span is the range of a lane's messages that make one turn.
@@ -216,6 +224,7 @@ func (m *Model) body(req *llm.Request) ([]byte, error) {
 	e.reset(p.Tools, turns)
 	clear(turns) // the scratch keeps no blocks alive
 	e.turns, e.spans = turns[:0], spans
+	e.dropMarked()
 	return b[:len(b):len(b)], nil
 }
 
@@ -249,6 +258,7 @@ func (e *encoder) appendBlocks(b []byte, em *encMsg) ([]byte, error) {
 	if !marked {
 		return append(b, em.enc...), nil
 	}
+	e.marking = append(e.marking, em)
 	start := 0
 	for i := range em.blocks {
 		if i > 0 {
@@ -275,6 +285,20 @@ func (e *encoder) appendBlocks(b []byte, em *encMsg) ([]byte, error) {
 		start = em.ends[i] + 1
 	}
 	return b, nil
+}
+
+// dropMarked drops the marked encodings of the messages the lane's last
+// body marked and this one did not.
+func (e *encoder) dropMarked() {
+	l := e.cur
+	for _, em := range l.marked {
+		if !slices.Contains(e.marking, em) {
+			em.marked = nil
+		}
+	}
+	l.marked = append(l.marked[:0], e.marking...)
+	clear(e.marking)
+	e.marking = e.marking[:0]
 }
 
 // encode returns the layout of p (a request whose breakpoints are placed
@@ -400,6 +424,7 @@ func (e *encoder) lane(msgs []defs.Message, first int) ([]*encMsg, error) {
 	l, p := e.pick(msgs) // p: the longest prefix the lane holds
 	l.lastUse = e.clock
 	if p == len(msgs) {
+		e.cur = l
 		return l.msgs[:p:p], nil // the same again, or an earlier request's
 	}
 	if p == len(l.msgs) {
@@ -411,6 +436,7 @@ func (e *encoder) lane(msgs []defs.Message, first int) ([]*encMsg, error) {
 			}
 			l.msgs = append(l.msgs, em)
 		}
+		e.cur = l
 		return l.msgs[:len(l.msgs):len(l.msgs)], nil
 	}
 	// A rewrite (trimmed, compacted, a message replaced): keep the
@@ -456,6 +482,7 @@ func (e *encoder) lane(msgs []defs.Message, first int) ([]*encMsg, error) {
 		l.lastUse = e.clock
 	}
 	l.msgs = kept
+	e.cur = l
 	return kept[:len(kept):len(kept)], nil
 }
 
