@@ -362,8 +362,13 @@ func commonPrefix(a, b []defs.Message) int {
 	return k
 }
 
+// sameMessage reports whether a and b are the same message as a request
+// shows it and a counter counts it: every field but Meta, whose keys only
+// some providers send, and which only defs.Message.Identical compares (a
+// map's iteration, for every message that has one).
 func sameMessage(a, b defs.Message) bool {
-	return a.Role == b.Role && a.Content == b.Content && a.ToolCallID == b.ToolCallID && a.Name == b.Name &&
+	return a.Role == b.Role && a.Content == b.Content && a.Reasoning == b.Reasoning && a.IsError == b.IsError &&
+		a.ToolCallID == b.ToolCallID && a.Name == b.Name &&
 		slices.EqualFunc(a.ToolCalls, b.ToolCalls, func(x, y defs.ToolCall) bool {
 			return x.ID == y.ID && x.Name == y.Name && string(x.Arguments) == string(y.Arguments)
 		})
