@@ -2,6 +2,7 @@ package effects
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"time"
 
@@ -127,10 +128,16 @@ type Continuer interface {
 	// then instruction as a user message, and returns the text of the
 	// reply. The request is the run's own up to the instruction, so that
 	// its input is mostly read from the provider's prompt cache; the
-	// model is told of tools it must not call (a reply that calls one
-	// comes back as the text it has, often none). Otherwise as Complete.
+	// model is told of tools it must not call, and a reply that calls one
+	// is an error wrapping ErrCalledTool, whatever text it has (often
+	// the preamble of the call, not what was asked): ask again with
+	// Complete. Otherwise as Complete.
 	Continue(ctx context.Context, msgs []defs.Message, instruction string) (string, error)
 }
+
+// ErrCalledTool is the error of a Continuer.Continue whose reply called a
+// tool instead of answering.
+var ErrCalledTool = errors.New("the model called a tool instead of answering")
 
 // RunStats are a run's totals so far.
 type RunStats struct {

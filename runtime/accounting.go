@@ -49,6 +49,10 @@ type ledger struct {
 	prev   *llm.Request // the previous request, for the shared prefix
 	prevV  int          // its verbatim transcript messages
 	prevE  int          // the transcript epoch it was built from
+	// sent, sentV and sentE are prev, prevV and prevE before requestTokens
+	// moved them to the request it counted (see unsend).
+	sent         *llm.Request
+	sentV, sentE int
 	// matched is, after requestTokens, how many of the previous request's
 	// messages the request repeats as an exact prefix, or -1 when its
 	// system prompt, tools or native output differ (see cacheMiss).
@@ -339,8 +343,15 @@ func (l *ledger) requestTokens(req *llm.Request, verbatim int) (input, shared in
 			shared = fixed + l.prefix(verbatim) + l.count(req.Messages[verbatim:k])
 		}
 	}
+	l.sent, l.sentV, l.sentE = l.prev, l.prevV, l.prevE
 	l.prev, l.prevV, l.prevE = req, verbatim, l.epoch
 	return input, shared
+}
+
+// unsend takes back the last request requestTokens counted, which the
+// provider rejected: the previous request is again the one before it.
+func (l *ledger) unsend() {
+	l.prev, l.prevV, l.prevE = l.sent, l.sentV, l.sentE
 }
 
 func commonPrefix(a, b []defs.Message) int {
@@ -351,8 +362,13 @@ func commonPrefix(a, b []defs.Message) int {
 	return k
 }
 
+// sameMessage reports whether a and b are the same message as a request
+// shows it and a counter counts it: every field but Meta, whose keys only
+// some providers send, and which only defs.Message.Identical compares (a
+// map's iteration, for every message that has one).
 func sameMessage(a, b defs.Message) bool {
-	return a.Role == b.Role && a.Content == b.Content && a.ToolCallID == b.ToolCallID && a.Name == b.Name &&
+	return a.Role == b.Role && a.Content == b.Content && a.Reasoning == b.Reasoning && a.IsError == b.IsError &&
+		a.ToolCallID == b.ToolCallID && a.Name == b.Name &&
 		slices.EqualFunc(a.ToolCalls, b.ToolCalls, func(x, y defs.ToolCall) bool {
 			return x.ID == y.ID && x.Name == y.Name && string(x.Arguments) == string(y.Arguments)
 		})

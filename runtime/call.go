@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -138,6 +139,7 @@ func (r *Runner) recover(ctx context.Context, n int, rec *Step, es *effects.Step
 	if !ok {
 		return nil, nil, cause
 	}
+	r.unsend()
 	req, err := r.request(n, rec, es.Mods())
 	if err != nil {
 		return nil, nil, err
@@ -145,6 +147,15 @@ func (r *Runner) recover(ctx context.Context, n int, rec *Step, es *effects.Step
 	rec.Recovered = true
 	reply, err := r.callModel(ctx, r.model, req)
 	return req, reply, err
+}
+
+// unsend makes the request the provider rejected as too long none of the
+// ledger's and of cacheMiss's: the request sent again is compared with the
+// last one the provider took (and may have cached), not with one it never
+// read.
+func (r *Runner) unsend() {
+	r.ledger.unsend()
+	r.prevRec, r.prevGen = r.sentRec, r.sentGen
 }
 
 // completer lets effects ask Config.Summarizer (or the run's model) for a
@@ -193,10 +204,17 @@ func (c continuer) Continue(ctx context.Context, msgs []defs.Message, instructio
 func (c completer) send(ctx context.Context, m llm.Model, req *llm.Request) (string, error) {
 	ctx = c.r.obs.summarizing(ctx)
 	reply, err := c.r.callModel(ctx, m, req)
+	if err == nil {
+		c.r.account(reply.Usage)
+		if len(req.Tools) > 0 && len(reply.Message.ToolCalls) > 0 {
+			// A continued request offers the run's tools: a call is not
+			// the answer, and the text before it is the call's preamble.
+			err = fmt.Errorf("%w (%s)", effects.ErrCalledTool, reply.Message.ToolCalls[0].Name)
+		}
+	}
 	c.r.recordSummary(req, reply, err)
 	if err != nil {
 		return "", err
 	}
-	c.r.account(reply.Usage)
 	return reply.Message.Content, nil
 }

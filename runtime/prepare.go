@@ -110,6 +110,7 @@ func (r *Runner) request(n int, rec *Step, mods *stepmods.Mods) (*llm.Request, e
 	if prev != nil && r.ledger.matched < len(prev.Messages) {
 		rec.Cache = r.cacheMiss(prev, prevV, req, rec, mods)
 	}
+	r.sentRec, r.sentGen = r.prevRec, r.prevGen
 	r.prevRec, r.prevGen = rec, r.generation
 	frac := r.cfg.CachedInputFraction
 	if frac == 0 {

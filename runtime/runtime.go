@@ -45,6 +45,11 @@ type Runner struct {
 	generation int   // incremented by every rewrite of the transcript
 	prevRec    *Step // the record of the last request rendered, for cacheMiss
 	prevGen    int   // generation when it was rendered
+	// sentRec and sentGen are prevRec and prevGen before the last request
+	// was rendered: those of the last request sent, should the provider
+	// reject that one (see unsend).
+	sentRec *Step
+	sentGen int
 	// The reply's finish reason and the messages sent at the start of the
 	// step whose reply savePending saves (session.Pending), for its record
 	// once resumed.

@@ -51,14 +51,20 @@ type request struct {
 	Agent    string         `json:"agent,omitempty"`
 	Step     int            `json:"step"`
 	Purpose  llm.Purpose    `json:"purpose,omitempty"`
+	// What the provider adapters read for prompt caching.
+	SessionID string `json:"session_id,omitempty"`
+	Committed int    `json:"committed,omitempty"`
+	Repeated  int    `json:"repeated,omitempty"`
 }
 
 func wireRequest(r *llm.Request) request {
-	return request{System: r.System, Messages: wrapMessages(r.Messages), Tools: r.Tools, Agent: r.Agent, Step: r.Step, Purpose: r.Purpose}
+	return request{System: r.System, Messages: wrapMessages(r.Messages), Tools: r.Tools, Agent: r.Agent, Step: r.Step, Purpose: r.Purpose,
+		SessionID: r.SessionID, Committed: r.Committed, Repeated: r.Repeated}
 }
 
 func (r request) request() *llm.Request {
-	return &llm.Request{System: r.System, Messages: unwrapMessages(r.Messages), Tools: r.Tools, Agent: r.Agent, Step: r.Step, Purpose: r.Purpose}
+	return &llm.Request{System: r.System, Messages: unwrapMessages(r.Messages), Tools: r.Tools, Agent: r.Agent, Step: r.Step, Purpose: r.Purpose,
+		SessionID: r.SessionID, Committed: r.Committed, Repeated: r.Repeated}
 }
 
 // reply is an llm.Reply in a payload.

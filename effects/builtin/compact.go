@@ -142,7 +142,8 @@ type CompactConfig struct {
 	// (Step.Model is an effects.Continuer), as the run's own request: its
 	// tools, system prompt and messages up to the cut, as cached (not
 	// bounded by SummaryInputTokens), then the instructions, SystemPrompt
-	// first. A request too long for the window is summarised as usual.
+	// first. A request too long for the window is summarised as usual,
+	// and so is one whose reply called a tool instead of summarising.
 	Continue bool
 	// MaxFailures is how many summarising calls may fail in a row before
 	// Compact stops calling the model for the rest of the run (the circuit

@@ -53,7 +53,7 @@ func (m *Model) params(req *llm.Request) (sdk.MessageNewParams, error) {
 	if err != nil {
 		return p, m.requestError(err)
 	}
-	m.placeBreakpoints(&p, turns, req)
+	m.placeBreakpoints(&p, turns, req, endsOf(req.Messages, req.Repeated, req.Committed))
 	p.Messages = make([]sdk.MessageParam, len(turns))
 	for i, t := range turns {
 		if t.assistant {
@@ -266,8 +266,9 @@ func toolInput(args json.RawMessage) json.RawMessage {
 // next request to read even when the step rewrites what follows it; and
 // the end of the transcript, which the next request reads when nothing was
 // rewritten. A breakpoint falls on the last block of the messages it
-// closes.
-func (m *Model) placeBreakpoints(p *sdk.MessageNewParams, turns []turn, req *llm.Request) {
+// closes; ends are the last blocks of the first req.Repeated and
+// req.Committed messages (endsOf).
+func (m *Model) placeBreakpoints(p *sdk.MessageNewParams, turns []turn, req *llm.Request, ends [2]blockPos) {
 	if m.cfg.Cache == CacheOff {
 		return
 	}
@@ -290,7 +291,6 @@ func (m *Model) placeBreakpoints(p *sdk.MessageNewParams, turns []turn, req *llm
 	if len(turns) > 0 {
 		marks = append(marks, blockPos{len(turns) - 1, len(turns[len(turns)-1].blocks) - 1})
 	}
-	ends := endsOf(req.Messages, req.Repeated, req.Committed)
 	if req.Repeated > 0 {
 		marks = append(marks, ends[0])
 	} else {
@@ -331,14 +331,25 @@ type blockPos struct{ turn, block int }
 // block are left out, and consecutive messages of one role share a turn.
 // A count whose messages have no block gets turn -1.
 func endsOf(msgs []defs.Message, j, k int) [2]blockPos {
+	first := 0
+	for first < len(msgs) && msgs[first].Role == defs.RoleSystem {
+		first++
+	}
+	return endsBy(len(msgs), first, j, k, func(i int) (int, bool) {
+		return blockCount(&msgs[i]), msgs[i].Role == defs.RoleAssistant
+	})
+}
+
+// endsBy is endsOf for n messages, of which the first are leading system
+// messages, given each message's block count and whether it is the
+// assistant's: the request body takes them from its cached encodings
+// rather than map the messages again (which parses every assistant
+// message's thinking blocks).
+func endsBy(n, first, j, k int, blocks func(i int) (nb int, assistant bool)) [2]blockPos {
 	ends := [2]blockPos{{-1, -1}, {-1, -1}}
 	pos := blockPos{-1, -1}
 	assistant := false
-	i := 0
-	for i < len(msgs) && msgs[i].Role == defs.RoleSystem {
-		i++
-	}
-	for stop := min(max(j, k), len(msgs)); ; i++ {
+	for i, stop := first, min(max(j, k), n); ; i++ {
 		if i == j {
 			ends[0] = pos
 		}
@@ -348,11 +359,11 @@ func endsOf(msgs []defs.Message, j, k int) [2]blockPos {
 		if i >= stop {
 			return ends
 		}
-		nb := blockCount(&msgs[i])
+		nb, a := blocks(i)
 		if nb == 0 {
 			continue
 		}
-		if a := msgs[i].Role == defs.RoleAssistant; pos.turn < 0 || a != assistant {
+		if pos.turn < 0 || a != assistant {
 			pos, assistant = blockPos{pos.turn + 1, -1}, a
 		}
 		pos.block += nb

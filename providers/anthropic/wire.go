@@ -54,6 +54,8 @@ type encoder struct {
 	turns   []turn               // scratch, reused from call to call
 	spans   []span               // scratch: the messages of each turn
 	encoded int                  // blocks encoded, for tests of the cache
+	cur     *lane                // the lane of the body under way
+	marking []*encMsg            // the messages whose marked encodings it uses
 	sys     []sdk.TextBlockParam // scratch: the system prompt's blocks
 }
 
@@ -61,6 +63,12 @@ type encoder struct {
 type lane struct {
 	msgs    []*encMsg
 	lastUse uint64
+	// marked are the messages whose marked encodings the lane's last body
+	// used: a marked encoding serves the requests that mark its block
+	// (its request, and the next one or two of the conversation, which
+	// read what it wrote); the others are dropped (see dropMarked), lest
+	// every block of a long conversation be held twice.
+	marked []*encMsg
 }
 
 // span is the range of a lane's messages that make one turn.
@@ -170,7 +178,11 @@ func (m *Model) body(req *llm.Request) ([]byte, error) {
 	}
 	p := s.frame
 	p.System = sys
-	m.placeBreakpoints(&p, turns, req)
+	ends := endsBy(len(req.Messages), first, req.Repeated, req.Committed, func(i int) (int, bool) {
+		em := msgs[i-first]
+		return len(em.blocks), em.assistant
+	})
+	m.placeBreakpoints(&p, turns, req, ends)
 	lay, sysEnc, err := s.encode(&p)
 	if err != nil {
 		e.reset(p.Tools, turns)
@@ -212,6 +224,7 @@ func (m *Model) body(req *llm.Request) ([]byte, error) {
 	e.reset(p.Tools, turns)
 	clear(turns) // the scratch keeps no blocks alive
 	e.turns, e.spans = turns[:0], spans
+	e.dropMarked()
 	return b[:len(b):len(b)], nil
 }
 
@@ -245,6 +258,7 @@ func (e *encoder) appendBlocks(b []byte, em *encMsg) ([]byte, error) {
 	if !marked {
 		return append(b, em.enc...), nil
 	}
+	e.marking = append(e.marking, em)
 	start := 0
 	for i := range em.blocks {
 		if i > 0 {
@@ -271,6 +285,20 @@ func (e *encoder) appendBlocks(b []byte, em *encMsg) ([]byte, error) {
 		start = em.ends[i] + 1
 	}
 	return b, nil
+}
+
+// dropMarked drops the marked encodings of the messages the lane's last
+// body marked and this one did not.
+func (e *encoder) dropMarked() {
+	l := e.cur
+	for _, em := range l.marked {
+		if !slices.Contains(e.marking, em) {
+			em.marked = nil
+		}
+	}
+	l.marked = append(l.marked[:0], e.marking...)
+	clear(e.marking)
+	e.marking = e.marking[:0]
 }
 
 // encode returns the layout of p (a request whose breakpoints are placed
@@ -393,19 +421,10 @@ func sameOutput(a, b *llm.OutputSpec) bool {
 func (e *encoder) lane(msgs []defs.Message, first int) ([]*encMsg, error) {
 	msgs = msgs[first:]
 	e.clock++
-	var l *lane
-	if len(msgs) > 0 {
-		l = e.pick(&msgs[0])
-	} else {
-		l = e.pick(nil)
-	}
+	l, p := e.pick(msgs) // p: the longest prefix the lane holds
 	l.lastUse = e.clock
-
-	p := 0 // the longest prefix the lane holds
-	for p < min(len(msgs), len(l.msgs)) && l.msgs[p].same(&msgs[p]) {
-		p++
-	}
 	if p == len(msgs) {
+		e.cur = l
 		return l.msgs[:p:p], nil // the same again, or an earlier request's
 	}
 	if p == len(l.msgs) {
@@ -417,6 +436,7 @@ func (e *encoder) lane(msgs []defs.Message, first int) ([]*encMsg, error) {
 			}
 			l.msgs = append(l.msgs, em)
 		}
+		e.cur = l
 		return l.msgs[:len(l.msgs):len(l.msgs)], nil
 	}
 	// A rewrite (trimmed, compacted, a message replaced): keep the
@@ -428,6 +448,7 @@ func (e *encoder) lane(msgs []defs.Message, first int) ([]*encMsg, error) {
 	}
 	kept := make([]*encMsg, p, len(msgs))
 	copy(kept, l.msgs)
+	reused := 0
 	for i := p; i < len(msgs); i++ {
 		msg := &msgs[i]
 		// An encoding is used once: the breakpoints are set on its
@@ -447,10 +468,21 @@ func (e *encoder) lane(msgs []defs.Message, first int) ([]*encMsg, error) {
 			if found, err = e.encode(msg, first+i); err != nil {
 				return nil, err
 			}
+		} else {
+			reused++
 		}
 		kept = append(kept, found)
 	}
+	if reused == 0 && len(l.msgs)-p > p {
+		// Not a rewrite of the lane's conversation (a rewrite keeps
+		// messages after its first change, or changes only the end) but
+		// another conversation that opens as it does: the runs of one
+		// eval case, sub-agents given one task. The lane stays its own.
+		l = e.other(l)
+		l.lastUse = e.clock
+	}
 	l.msgs = kept
+	e.cur = l
 	return kept[:len(kept):len(kept)], nil
 }
 
@@ -522,26 +554,40 @@ func (e *encoder) encode(msg *defs.Message, i int) (*encMsg, error) {
 	return em, nil
 }
 
-// pick returns the lane whose conversation starts with first, or a free
-// or least recently used one.
-func (e *encoder) pick(first *defs.Message) *lane {
+// pick returns the lane that holds the longest prefix of msgs, with the
+// length of that prefix (among those that hold as much, the longest, whose
+// messages a rewrite may find again, then the most recently used), or,
+// when none holds even the first message, a free or the least recently
+// used lane.
+func (e *encoder) pick(msgs []defs.Message) (*lane, int) {
 	var best *lane
+	bestP := 0
 	for _, l := range e.lanes {
-		if first != nil && len(l.msgs) > 0 && l.msgs[0].same(first) && (best == nil || l.lastUse > best.lastUse) {
-			best = l
+		p := 0
+		for p < min(len(msgs), len(l.msgs)) && l.msgs[p].same(&msgs[p]) {
+			p++
+		}
+		if p > 0 && (p > bestP || p == bestP && (len(l.msgs) > len(best.msgs) || len(l.msgs) == len(best.msgs) && l.lastUse > best.lastUse)) {
+			best, bestP = l, p
 		}
 	}
 	if best != nil {
-		return best
+		return best, bestP
 	}
+	return e.other(nil), 0
+}
+
+// other returns a free lane, or the least recently used one but not (a
+// lane whose conversation is left alone), emptied.
+func (e *encoder) other(not *lane) *lane {
 	if len(e.lanes) < maxLanes {
 		l := &lane{}
 		e.lanes = append(e.lanes, l)
 		return l
 	}
-	lru := e.lanes[0]
-	for _, l := range e.lanes[1:] {
-		if l.lastUse < lru.lastUse {
+	var lru *lane
+	for _, l := range e.lanes {
+		if l != not && (lru == nil || l.lastUse < lru.lastUse) {
 			lru = l
 		}
 	}

@@ -175,13 +175,16 @@ func TestWireCacheGrowth(t *testing.T) {
 		prev = got
 	}
 	check("same again", msgs, 0)
-	check("an earlier request (a retry)", msgs[:5], 1)
+	// An earlier request, and a rewrite, mark blocks that the last
+	// request did not: their marked encodings were dropped (see
+	// encoder.marked), and are made again.
+	check("an earlier request (a retry)", msgs[:5], 2)
 
 	// The caller rewrites its own slices: a message replaced in place,
 	// and a tool call's arguments changed in place.
 	edited := append([]defs.Message(nil), msgs...)
 	edited[2] = defs.Message{Role: defs.RoleTool, ToolCallID: "toolu_0", Content: "one"}
-	check("a result replaced", edited, 2)
+	check("a result replaced", edited, 3)
 	args := []byte(`{"a":1}`)
 	edited[1] = defs.Message{Role: defs.RoleAssistant, ToolCalls: []defs.ToolCall{{ID: "toolu_0", Name: "get_weather", Arguments: args}}}
 	check("arguments", edited, 2)
