@@ -2,6 +2,8 @@ package runtime
 
 import (
 	"encoding/json"
+	"maps"
+	"reflect"
 	"slices"
 
 	"github.com/reprompt/reprompt/defs"
@@ -363,13 +365,27 @@ func commonPrefix(a, b []defs.Message) int {
 }
 
 // sameMessage reports whether a and b are the same message as a request
-// shows it and a counter counts it: every field but Meta, whose keys only
-// some providers send, and which only defs.Message.Identical compares (a
-// map's iteration, for every message that has one).
+// shows it and a counter counts it: every field, Meta included, whose
+// keys some providers send (Anthropic's thinking blocks); the Meta a
+// rewrite copies along with its message compares at once.
 func sameMessage(a, b defs.Message) bool {
 	return a.Role == b.Role && a.Content == b.Content && a.Reasoning == b.Reasoning && a.IsError == b.IsError &&
 		a.ToolCallID == b.ToolCallID && a.Name == b.Name &&
 		slices.EqualFunc(a.ToolCalls, b.ToolCalls, func(x, y defs.ToolCall) bool {
 			return x.ID == y.ID && x.Name == y.Name && string(x.Arguments) == string(y.Arguments)
-		})
+		}) && sameMeta(a.Meta, b.Meta) // an adapter may send some of it (Anthropic's thinking blocks)
+}
+
+// sameMeta reports whether a and b hold the same entries: at once when
+// they are the same map, as in a message a rewrite copied.
+func sameMeta(a, b map[string]string) bool {
+	switch {
+	case len(a) != len(b):
+		return false
+	case len(a) == 0:
+		return true
+	case reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer():
+		return true
+	}
+	return maps.Equal(a, b)
 }

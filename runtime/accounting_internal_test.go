@@ -138,3 +138,22 @@ func TestLedgerMatchedAfterRewrites(t *testing.T) {
 		}
 	}
 }
+
+// TestSameMessageComparesMeta: a rewrite that changes only a message's Meta
+// (an effect stripping Anthropic's thinking blocks) is a change, and the
+// Meta a rewrite copies with its message compares as the same.
+func TestSameMessageComparesMeta(t *testing.T) {
+	m := defs.Message{Role: defs.RoleAssistant, Content: "x", Meta: map[string]string{"thinking": `[{"type":"thinking"}]`}}
+	copied := m
+	assert.True(t, sameMessage(m, copied), "the same map")
+	rebuilt := m
+	rebuilt.Meta = map[string]string{"thinking": `[{"type":"thinking"}]`}
+	assert.True(t, sameMessage(m, rebuilt), "equal maps")
+	stripped := m
+	stripped.Meta = nil
+	assert.False(t, sameMessage(m, stripped), "Meta dropped")
+	changed := m
+	changed.Meta = map[string]string{"thinking": `[]`}
+	assert.False(t, sameMessage(m, changed), "Meta changed")
+	assert.True(t, sameMessage(defs.Message{Role: defs.RoleUser}, defs.Message{Role: defs.RoleUser, Meta: map[string]string{}}), "nil and empty")
+}

@@ -3,7 +3,6 @@ package runtime
 import (
 	"context"
 	"encoding/json"
-	"maps"
 	"slices"
 
 	"github.com/reprompt/reprompt/defs"
@@ -274,7 +273,7 @@ func newReqMessages(prev *reqMessages, prevMsgs, msgs []defs.Message) *reqMessag
 func sameCopy(a, b *defs.Message) bool {
 	if a.Role == b.Role && a.Content == b.Content && a.Reasoning == b.Reasoning && a.ToolCallID == b.ToolCallID &&
 		a.Name == b.Name && a.IsError == b.IsError && len(a.ToolCalls) == len(b.ToolCalls) &&
-		(len(a.ToolCalls) == 0 || &a.ToolCalls[0] == &b.ToolCalls[0]) && maps.Equal(a.Meta, b.Meta) {
+		(len(a.ToolCalls) == 0 || &a.ToolCalls[0] == &b.ToolCalls[0]) && sameMeta(a.Meta, b.Meta) {
 		return true
 	}
 	return a.Identical(*b)
