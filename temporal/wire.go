@@ -55,16 +55,19 @@ type request struct {
 	SessionID string `json:"session_id,omitempty"`
 	Committed int    `json:"committed,omitempty"`
 	Repeated  int    `json:"repeated,omitempty"`
+	// The typed answer asked for (prompt.DefOutput), for an adapter that
+	// asks for it natively.
+	Output *llm.OutputSpec `json:"output,omitempty"`
 }
 
 func wireRequest(r *llm.Request) request {
 	return request{System: r.System, Messages: wrapMessages(r.Messages), Tools: r.Tools, Agent: r.Agent, Step: r.Step, Purpose: r.Purpose,
-		SessionID: r.SessionID, Committed: r.Committed, Repeated: r.Repeated}
+		SessionID: r.SessionID, Committed: r.Committed, Repeated: r.Repeated, Output: r.Output}
 }
 
 func (r request) request() *llm.Request {
 	return &llm.Request{System: r.System, Messages: unwrapMessages(r.Messages), Tools: r.Tools, Agent: r.Agent, Step: r.Step, Purpose: r.Purpose,
-		SessionID: r.SessionID, Committed: r.Committed, Repeated: r.Repeated}
+		SessionID: r.SessionID, Committed: r.Committed, Repeated: r.Repeated, Output: r.Output}
 }
 
 // reply is an llm.Reply in a payload.

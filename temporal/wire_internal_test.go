@@ -15,7 +15,7 @@ import (
 // TestRequestPayloadKeepsCacheHints: a request sent to the model activity
 // arrives with what the provider adapters read for prompt caching (the
 // committed part, how far it repeats the previous request, the session
-// id), not only with its messages and tools.
+// id) and the typed answer asked for, not only with its messages and tools.
 func TestRequestPayloadKeepsCacheHints(t *testing.T) {
 	req := &llm.Request{
 		System:   "sys",
@@ -23,6 +23,7 @@ func TestRequestPayloadKeepsCacheHints(t *testing.T) {
 		Tools:    []llm.ToolSpec{{Name: "t", Parameters: json.RawMessage(`{"type":"object"}`)}},
 		Agent:    "sub", Step: 3, SessionID: "s-1", Purpose: llm.PurposeSummary,
 		Committed: 2, Repeated: 1,
+		Output: &llm.OutputSpec{Name: "answer", Type: "main.Answer", Schema: json.RawMessage(`{"type":"object"}`), Mode: llm.OutputNative},
 	}
 	data, err := json.Marshal(generateInput{Agent: "a", Request: wireRequest(req)})
 	require.NoError(t, err, "encode")
