@@ -143,7 +143,9 @@ type CompactConfig struct {
 	// tools, system prompt and messages up to the cut, as cached (not
 	// bounded by SummaryInputTokens), then the instructions, SystemPrompt
 	// first. A request too long for the window is summarised as usual,
-	// and so is one whose reply called a tool instead of summarising.
+	// and so is one whose reply called a tool instead of summarising, or
+	// that the provider refused (as too long, say): asked again on its own,
+	// bounded, before Fallback.
 	Continue bool
 	// MaxFailures is how many summarising calls may fail in a row before
 	// Compact stops calling the model for the rest of the run (the circuit

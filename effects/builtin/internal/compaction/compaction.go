@@ -402,9 +402,12 @@ func (c *compactor) summarize(ctx context.Context, k *compaction) (Strategy, str
 			// The messages to summarise, as the provider cached them (not
 			// as trimOldResults may have trimmed them).
 			t, err = cont.Continue(ctx, k.s.Transcript()[:k.bodyStart+len(k.older)], c.instruction(k))
-			if errors.Is(err, effects.ErrCalledTool) && ctx.Err() == nil {
-				// The model called one of the run's tools: ask again
-				// without them.
+			if err != nil && ctx.Err() == nil {
+				// The model called one of the run's tools
+				// (effects.ErrCalledTool), or the provider refused the
+				// continuation (which carries the whole history, past
+				// SummaryInputTokens' bound: too long, say): ask again on
+				// its own, without tools, bounded.
 				sys, user := c.request(k.s, k.prevMsg, k.older, k.info.SplitTurn, k.turnStart, k.usable)
 				t, err = model.Complete(ctx, sys, user)
 			}
