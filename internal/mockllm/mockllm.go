@@ -62,11 +62,7 @@ func Start(t testing.TB) *Server {
 		require.Empty(t, os.Getenv(EnvRequired), "%s is set but %s is not: run eval \"$(bash .ci/mockllm.sh)\" first", EnvRequired, Env)
 		t.Skipf("skipping: %s is not set; run eval \"$(bash .ci/mockllm.sh)\" to install @dwmkerr/mock-llm and run this test", Env)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := l.Addr().(*net.TCPAddr).Port
-	require.NoError(t, l.Close())
-
+	port := FreePort(t)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "mock-llm.yaml")
 	require.NoError(t, os.WriteFile(cfg, []byte("rules: []\n"), 0o644))
@@ -95,19 +91,45 @@ func Start(t testing.TB) *Server {
 		cmd.Wait()
 	})
 
+	WaitHealthy(t, "mock-llm", s.URL, done, func() string {
+		return "stdout: " + strings.Join(s.Output(), "\n") + "\nstderr: " + stderr.String()
+	})
+	return s
+}
+
+// FreePort returns a loopback port that was free when it was called, for
+// a server process the test starts.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := l.Addr().(*net.TCPAddr).Port
+	require.NoError(t, l.Close())
+	return port
+}
+
+// WaitHealthy waits until the server name at url answers GET /health with
+// 200, and fails the test after 60 s, or at once when exited is closed
+// (its process ended first), with what output returns (read only then:
+// the process may still be writing it).
+func WaitHealthy(t testing.TB, name, url string, exited <-chan struct{}, output func() string) {
+	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		resp, err := http.Get(s.URL + "/health")
+		resp, err := http.Get(url + "/health")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return s
+				return
 			}
 		}
+		select {
+		case <-exited:
+			require.Failf(t, name+" exited", "before answering on %s: %s", url, output())
+		default:
+		}
 		if time.Now().After(deadline) {
-			// Not require.False: the message reads stderr, which the
-			// process is still writing; read it only on failure.
-			require.Failf(t, "mock-llm did not answer", "on %s within 60s: %v\nstdout: %s\nstderr: %s", s.URL, err, strings.Join(s.Output(), "\n"), stderr.String())
+			require.Failf(t, name+" did not answer", "on %s within 60s: %v\n%s", url, err, output())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/internal/mockllm"
 	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/providers/anthropic"
@@ -43,11 +42,7 @@ func startAimock(t *testing.T, fixtures ...map[string]any) string {
 		require.Empty(t, os.Getenv(envAimockRequired), "%s is set but %s is not: run eval \"$(bash .ci/aimock.sh)\" first", envAimockRequired, envAimock)
 		t.Skipf("skipping: %s is not set; run eval \"$(bash .ci/aimock.sh)\" to install @copilotkit/aimock and run this test", envAimock)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := l.Addr().(*net.TCPAddr).Port
-	require.NoError(t, l.Close())
-
+	port := mockllm.FreePort(t)
 	dir := t.TempDir()
 	data, err := json.Marshal(map[string]any{"fixtures": fixtures})
 	require.NoError(t, err)
@@ -70,25 +65,8 @@ func startAimock(t *testing.T, fixtures ...map[string]any) string {
 		<-done
 	})
 	url := fmt.Sprintf("http://127.0.0.1:%d", port)
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		resp, err := http.Get(url + "/health")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return url
-			}
-		}
-		select {
-		case <-done:
-			require.Failf(t, "aimock exited", "before answering on %s: %s", url, out.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			require.Failf(t, "aimock did not answer", "on %s within 60s: %v", url, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	mockllm.WaitHealthy(t, "aimock", url, done, out.String)
+	return url
 }
 
 // TestAimockAgent runs a runtime agent with a tool through the adapter
