@@ -67,7 +67,7 @@
 //   - internal/msghash: message hashes for content-keyed token counts
 //   - internal/convtest: one 20-turn conversation, run on every store and under SIGKILL, for tests
 //   - internal/scenario: the prompts the benchmarks share
-//   - internal/mockllm: @dwmkerr/mock-llm (an OpenAI-compatible mock from npm) started for tests
+//   - internal/mockllm: @dwmkerr/mock-llm (an OpenAI-compatible mock from npm) started for tests, and what every npm mock's start shares
 //   - internal/pgtest: the PostgreSQL server of REPROMPT_PG_URL, for tests
 //   - internal/skipcheck: CI's check that no test skips unless .ci/allowed-skips says so
 //
