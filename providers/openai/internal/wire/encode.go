@@ -215,12 +215,7 @@ func (e *Encoder) messages(req *llm.Request) (sys, msgs []byte, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.clock++
-	var l *lane
-	if n > 0 {
-		l = c.pick(&req.Messages[0])
-	} else {
-		l = c.pick(nil)
-	}
+	l, p := c.pick(req.Messages) // p: the longest prefix the lane holds
 	l.lastUse = c.clock
 	if req.System != "" {
 		// The system prompt often changes from step to step (it renders
@@ -243,11 +238,6 @@ func (e *Encoder) messages(req *llm.Request) (sys, msgs []byte, err error) {
 	}
 	at := func(i int) *defs.Message { return &req.Messages[i] }
 
-	// The longest prefix the lane already holds.
-	p := 0
-	for p < min(n, len(l.msgs)) && sameOnWire(&l.msgs[p], at(p)) {
-		p++
-	}
 	if p == n {
 		return sys, l.buf[:l.ends[n-1]:l.ends[n-1]], nil
 	}
@@ -284,6 +274,7 @@ func (e *Encoder) messages(req *llm.Request) (sys, msgs []byte, err error) {
 		sysEnc:  old.sysEnc,
 		lastUse: c.clock,
 	}
+	reused := 0
 	for i := range n {
 		msg := at(i)
 		if i > 0 {
@@ -296,6 +287,7 @@ func (e *Encoder) messages(req *llm.Request) (sys, msgs []byte, err error) {
 			for _, cand := range index[keyOf(msg)] {
 				if sameOnWire(&old.msgs[cand], msg) {
 					j = cand
+					reused++
 					break
 				}
 			}
@@ -311,6 +303,13 @@ func (e *Encoder) messages(req *llm.Request) (sys, msgs []byte, err error) {
 			nl.msgs = append(nl.msgs, copyMessage(msg))
 		}
 		nl.ends = append(nl.ends, len(nl.buf))
+	}
+	if reused == 0 && len(old.msgs)-p > p {
+		// Not a rewrite of the lane's conversation (a rewrite keeps
+		// messages after its first change, or changes only the end) but
+		// another conversation that opens as it does: the runs of one
+		// eval case, sub-agents given one task. The lane stays its own.
+		l = c.other(l)
 	}
 	*l = nl
 	return sys, l.buf[:len(l.buf):len(l.buf)], nil
@@ -351,26 +350,50 @@ func keyOf(m *defs.Message) wireKey {
 	return k
 }
 
-// pick returns the lane whose conversation starts with first, or a free
-// or least recently used one.
-func (c *Encoder) pick(first *defs.Message) *lane {
+// pick returns the lane that holds the longest prefix of msgs, and that
+// prefix's length: on a tie the longer lane (the conversation the request
+// continues, not one that opened alike), then the one used last; with no
+// lane holding any of msgs, a free or the least recently used lane.
+func (c *Encoder) pick(msgs []defs.Message) (*lane, int) {
 	var best *lane
+	bestP := 0
 	for _, l := range c.lanes {
-		if first != nil && len(l.msgs) > 0 && sameOnWire(&l.msgs[0], first) && (best == nil || l.lastUse > best.lastUse) {
-			best = l
+		p := 0
+		for p < min(len(msgs), len(l.msgs)) && sameOnWire(&l.msgs[p], &msgs[p]) {
+			p++
+		}
+		if p > 0 && (p > bestP || p == bestP && (len(l.msgs) > len(best.msgs) || len(l.msgs) == len(best.msgs) && l.lastUse > best.lastUse)) {
+			best, bestP = l, p
 		}
 	}
 	if best != nil {
-		return best
+		return best, bestP
 	}
+	if len(msgs) == 0 {
+		// No messages (a system prompt alone): the lane used last.
+		for _, l := range c.lanes {
+			if best == nil || l.lastUse > best.lastUse {
+				best = l
+			}
+		}
+		if best != nil {
+			return best, 0
+		}
+	}
+	return c.other(nil), 0
+}
+
+// other returns a free lane, or the least recently used one but not (a
+// lane whose conversation is left alone), emptied.
+func (c *Encoder) other(not *lane) *lane {
 	if len(c.lanes) < MaxLanes {
 		l := &lane{}
 		c.lanes = append(c.lanes, l)
 		return l
 	}
-	lru := c.lanes[0]
-	for _, l := range c.lanes[1:] {
-		if l.lastUse < lru.lastUse {
+	var lru *lane
+	for _, l := range c.lanes {
+		if l != not && (lru == nil || l.lastUse < lru.lastUse) {
 			lru = l
 		}
 	}
