@@ -36,6 +36,7 @@ var allowed = map[string][]string{
 	"internal/convtest":  {"defs", "llm", "effects", "prompt", "runtime", "session", "github.com/google/go-cmp", "github.com/stretchr/testify"},
 	"internal/modelcaps": {},
 	"internal/httpwait":  {},
+	"internal/redact":    {"llm"},
 	// The state of a prompt, behind package prompt (its handle) and the
 	// runtime (which executes it).
 	"internal/core": {"state", "defs", "effects", "internal/callsite", "github.com/google/jsonschema-go"},
@@ -94,7 +95,7 @@ var allowed = map[string][]string{
 // model capabilities and the adapters' own internal packages, never the
 // runtime that drives a model. Outside modules (the provider's SDK) are
 // restricted by onlyImportedBy.
-var providerImports = []string{"llm", "defs", "internal/modelcaps", "providers/openai/internal/wire", "internal/httpwait"}
+var providerImports = []string{"llm", "defs", "internal/modelcaps", "providers/openai/internal/wire", "internal/httpwait", "internal/redact"}
 
 // onlyImportedBy restricts who may import a package (non-test files), by
 // path prefix.

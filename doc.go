@@ -64,6 +64,7 @@
 //   - internal/stepmods: what effects change in a step, which the runtime applies
 //   - internal/httpwait: the delay a server asks for (Retry-After), read once for every provider
 //   - internal/modelcaps: which models take a strict response_format
+//   - internal/redact: an adapter's API key removed from texts and from a model call's errors, which stay typed
 //   - internal/msghash: message hashes for content-keyed token counts
 //   - internal/convtest: one 20-turn conversation, run on every store and under SIGKILL, for tests
 //   - internal/scenario: the prompts the benchmarks share

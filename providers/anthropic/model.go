@@ -16,6 +16,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/reprompt/reprompt/internal/httpwait"
+	"github.com/reprompt/reprompt/internal/redact"
 	"github.com/reprompt/reprompt/llm"
 )
 
@@ -48,7 +49,7 @@ var (
 // the environment (see ConfigFromEnv).
 func New(cfg Config) *Model {
 	cfg = cfg.withDefaults()
-	m := &Model{cfg: cfg, redact: redactor{secret: cfg.APIKey}}
+	m := &Model{cfg: cfg, redact: redactor{secret: redact.Secret(cfg.APIKey)}}
 	opts := []option.RequestOption{
 		option.WithoutEnvironmentDefaults(), // the Config is the whole configuration
 		option.WithBaseURL(strings.TrimRight(cfg.BaseURL, "/") + "/"),

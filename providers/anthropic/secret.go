@@ -2,7 +2,6 @@ package anthropic
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -10,6 +9,7 @@ import (
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 
+	"github.com/reprompt/reprompt/internal/redact"
 	"github.com/reprompt/reprompt/llm"
 )
 
@@ -17,52 +17,32 @@ import (
 // it: in error messages and bodies a server or proxy echoed it in, in the
 // request an *anthropic.Error keeps, and in the formatted Config and
 // Model.
-const Redacted = "[redacted]"
+const Redacted = redact.Text
 
-// redactor removes one secret from text.
-type redactor struct{ secret string }
+// redactor removes the API key from text and errors.
+type redactor struct{ secret redact.Secret }
 
-func (r redactor) string(s string) string {
-	if r.secret == "" || !strings.Contains(s, r.secret) {
-		return s
-	}
-	return strings.ReplaceAll(s, r.secret, Redacted)
-}
+func (r redactor) string(s string) string { return r.secret.String(s) }
 
-// scrub removes the key from me and from every error it wraps: the SDK's
-// *anthropic.Error is edited in place (each call makes its own: its
-// message, its body, the headers of the request it keeps); any other
-// error whose text still shows the key is replaced by a redactedError
-// that keeps the errors callers look for reachable.
+// scrub removes the key from me and from every error it wraps (see
+// redact.Secret.Scrub): the SDK's *anthropic.Error is edited in place (its
+// message, its body, the headers of the request it keeps).
 func (r redactor) scrub(me *llm.ModelError) *llm.ModelError {
-	if r.secret == "" {
-		return me
-	}
-	me.Message = r.string(me.Message)
-	var keep []error
-	walkErrors(me.Err, func(e error) {
+	return r.secret.Scrub(me, func(e error) bool {
 		switch e := e.(type) {
 		case *sdk.Error:
 			r.scrubAPIError(e)
-			keep = append(keep, e)
 		case *ReplyTooLargeError:
-			keep = append(keep, e)
+		default:
+			return false
 		}
-	})
-	if me.Err != nil && strings.Contains(me.Err.Error(), r.secret) {
-		for _, target := range []error{context.Canceled, context.DeadlineExceeded, ErrStreamCut} {
-			if errors.Is(me.Err, target) {
-				keep = append(keep, target)
-			}
-		}
-		me.Err = &redactedError{text: r.string(me.Err.Error()), errs: keep}
-	}
-	return me
+		return true
+	}, context.Canceled, context.DeadlineExceeded, ErrStreamCut)
 }
 
 func (r redactor) scrubAPIError(e *sdk.Error) {
 	e.Message = r.string(e.Message)
-	if raw := e.RawJSON(); strings.Contains(raw, r.secret) {
+	if raw := e.RawJSON(); strings.Contains(raw, string(r.secret)) {
 		status, req, resp, id, ws := e.StatusCode, e.Request, e.Response, e.RequestID, e.WorkspaceID
 		_ = e.UnmarshalJSON([]byte(r.string(raw))) // a valid body stays valid; an invalid one is kept as it is
 		e.StatusCode, e.Request, e.Response, e.RequestID, e.WorkspaceID = status, req, resp, id, ws
@@ -88,31 +68,6 @@ func (r redactor) request(req *http.Request) *http.Request {
 	}
 	return &c
 }
-
-// walkErrors calls f on err and every error it wraps.
-func walkErrors(err error, f func(error)) {
-	if err == nil {
-		return
-	}
-	f(err)
-	switch u := err.(type) {
-	case interface{ Unwrap() error }:
-		walkErrors(u.Unwrap(), f)
-	case interface{ Unwrap() []error }:
-		for _, e := range u.Unwrap() {
-			walkErrors(e, f)
-		}
-	}
-}
-
-// redactedError stands for an error whose text showed the key.
-type redactedError struct {
-	text string
-	errs []error
-}
-
-func (e *redactedError) Error() string   { return e.text }
-func (e *redactedError) Unwrap() []error { return e.errs }
 
 // String returns the configuration for printing, with the API key replaced
 // by Redacted. fmt's %v and %+v use it.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/reprompt/reprompt/internal/httpwait"
 	"github.com/reprompt/reprompt/internal/modelcaps"
+	"github.com/reprompt/reprompt/internal/redact"
 	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/providers/openai/internal/wire"
 )
@@ -60,7 +61,7 @@ func New(cfg Config) *Model {
 		// lines. MaxReplyBytes bounds them instead.
 		sc.EmptyMessagesLimit = math.MaxUint
 	}
-	return &Model{cfg: cfg, client: sdk.NewClientWithConfig(sc), redact: redactor{secret: cfg.APIKey}, wire: wire.NewEncoder(cfg.wireOptions())}
+	return &Model{cfg: cfg, client: sdk.NewClientWithConfig(sc), redact: redactor{secret: redact.Secret(cfg.APIKey)}, wire: wire.NewEncoder(cfg.wireOptions())}
 }
 
 // FromEnv returns New(ConfigFromEnv()).

@@ -1,51 +1,31 @@
 package openai
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
 
 	sdk "github.com/sashabaranov/go-openai"
 
+	"github.com/reprompt/reprompt/internal/redact"
 	"github.com/reprompt/reprompt/llm"
 )
 
 // Redacted replaces the API key wherever the adapter would otherwise show
 // it: in error messages and bodies a server or proxy echoed it in, and in
 // the formatted Config and Model.
-const Redacted = "[redacted]"
+const Redacted = redact.Text
 
-// redactor removes one secret from text.
-type redactor struct{ secret string }
+// redactor removes the API key from text and errors.
+type redactor struct{ secret redact.Secret }
 
-func (r redactor) string(s string) string {
-	if r.secret == "" || !strings.Contains(s, r.secret) {
-		return s
-	}
-	return strings.ReplaceAll(s, r.secret, Redacted)
-}
+func (r redactor) string(s string) string { return r.secret.String(s) }
 
-func (r redactor) bytes(b []byte) []byte {
-	if r.secret == "" || !bytes.Contains(b, []byte(r.secret)) {
-		return b
-	}
-	return bytes.ReplaceAll(b, []byte(r.secret), []byte(Redacted))
-}
-
-// scrub removes the key from me and from every error it wraps: go-openai's
-// errors are edited in place (each call makes its own); any other error
-// whose text still shows the key is replaced by a redactedError that keeps
-// the errors callers look for (go-openai's, the context's) reachable.
+// scrub removes the key from me and from every error it wraps (see
+// redact.Secret.Scrub): go-openai's errors are edited in place.
 func (r redactor) scrub(me *llm.ModelError) *llm.ModelError {
-	if r.secret == "" {
-		return me
-	}
-	me.Message = r.string(me.Message)
-	var keep []error
-	walkErrors(me.Err, func(e error) {
+	return r.secret.Scrub(me, func(e error) bool {
 		switch e := e.(type) {
 		case *sdk.APIError:
 			e.Message = r.string(e.Message)
@@ -53,50 +33,16 @@ func (r redactor) scrub(me *llm.ModelError) *llm.ModelError {
 				p := r.string(*e.Param)
 				e.Param = &p
 			}
-			keep = append(keep, e)
 		case *sdk.RequestError:
-			e.Body = r.bytes(e.Body)
+			e.Body = r.secret.Bytes(e.Body)
 			e.HTTPStatus = r.string(e.HTTPStatus)
-			keep = append(keep, e)
 		case *ReplyTooLargeError:
-			keep = append(keep, e)
+		default:
+			return false
 		}
-	})
-	if me.Err != nil && strings.Contains(me.Err.Error(), r.secret) {
-		for _, target := range []error{context.Canceled, context.DeadlineExceeded, ErrStreamCut} {
-			if errors.Is(me.Err, target) {
-				keep = append(keep, target)
-			}
-		}
-		me.Err = &redactedError{text: r.string(me.Err.Error()), errs: keep}
-	}
-	return me
+		return true
+	}, context.Canceled, context.DeadlineExceeded, ErrStreamCut)
 }
-
-// walkErrors calls f on err and every error it wraps.
-func walkErrors(err error, f func(error)) {
-	if err == nil {
-		return
-	}
-	f(err)
-	switch u := err.(type) {
-	case interface{ Unwrap() error }:
-		walkErrors(u.Unwrap(), f)
-	case interface{ Unwrap() []error }:
-		for _, e := range u.Unwrap() {
-			walkErrors(e, f)
-		}
-	}
-}
-
-// redactedError stands for an error whose text showed the key.
-type redactedError struct {
-	text string
-	errs []error
-}
-
-func (e *redactedError) Error() string   { return e.text }
-func (e *redactedError) Unwrap() []error { return e.errs }
 
 // String returns the configuration for printing, with the API key replaced
 // by Redacted. fmt's %v and %+v use it.
