@@ -35,7 +35,7 @@ var allowed = map[string][]string{
 	// drives the runtime, so it lives outside session/sessiontest.
 	"internal/convtest":  {"defs", "llm", "effects", "prompt", "runtime", "session", "github.com/google/go-cmp", "github.com/stretchr/testify"},
 	"internal/modelcaps": {},
-	"internal/httpwait":  {},
+	"internal/httpwait":  {"llm"},
 	"internal/redact":    {"llm"},
 	// The state of a prompt, behind package prompt (its handle) and the
 	// runtime (which executes it).

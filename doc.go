@@ -62,7 +62,7 @@
 //   - internal/core: the state of a prompt behind its two faces, prompt (the handle) and runtime
 //   - internal/canon: the canonical text of a value, by which effects compare dependencies
 //   - internal/stepmods: what effects change in a step, which the runtime applies
-//   - internal/httpwait: the delay a server asks for (Retry-After), read once for every provider
+//   - internal/httpwait: the providers' retry schedule: backoff, jitter, the delay a server asks for (Retry-After)
 //   - internal/modelcaps: which models take a strict response_format
 //   - internal/redact: an adapter's API key removed from texts and from a model call's errors, which stay typed
 //   - internal/msghash: message hashes for content-keyed token counts

@@ -1,5 +1,7 @@
-// Package httpwait reads the delay an HTTP server asks a client to wait
-// before it tries again, for the providers' retries. It is apart from
+// Package httpwait is the providers' retry schedule (Retrier): the delay
+// an HTTP server asks a client to wait before it tries again
+// (RetryAfter), exponential backoff with jitter, and the decision to
+// retry or give up. It is apart from
 // package llm so that the model contract does not link net/http into
 // programs that never call a server.
 package httpwait

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/reprompt/reprompt/internal/httpwait"
 )
 
 // Defaults used when the corresponding Config field is zero.
@@ -239,4 +241,9 @@ func nativeOutputModel(name string) bool {
 	default:
 		return parts[1] == "opus" && minor >= 1
 	}
+}
+
+// retrier returns the retry schedule c (with its defaults) sets.
+func (c Config) retrier() httpwait.Retrier {
+	return httpwait.Retrier{MaxRetries: c.MaxRetries, BaseDelay: c.RetryBaseDelay, MaxDelay: c.RetryMaxDelay, Rand: c.Rand, Sleep: c.Sleep}
 }

@@ -3,14 +3,10 @@ package anthropic
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
-	"time"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
@@ -28,7 +24,7 @@ type Model struct {
 	cfg    Config
 	client sdk.Client
 	redact redactor
-	randMu sync.Mutex
+	retry  httpwait.Retrier
 	enc    encoder
 	// stub is what the SDK reads of a request besides its body (the model
 	// and max_tokens for the timeout of Generate, and thinking for a
@@ -49,7 +45,7 @@ var (
 // the environment (see ConfigFromEnv).
 func New(cfg Config) *Model {
 	cfg = cfg.withDefaults()
-	m := &Model{cfg: cfg, redact: redactor{secret: redact.Secret(cfg.APIKey)}}
+	m := &Model{cfg: cfg, redact: redactor{secret: redact.Secret(cfg.APIKey)}, retry: cfg.retrier()}
 	opts := []option.RequestOption{
 		option.WithoutEnvironmentDefaults(), // the Config is the whole configuration
 		option.WithBaseURL(strings.TrimRight(cfg.BaseURL, "/") + "/"),
@@ -172,44 +168,13 @@ func (m *Model) withRetries(ctx context.Context, attempt attemptFunc) (*llm.Repl
 			return reply, nil
 		}
 		me := m.redact.scrub(classify(ctx, err, ex))
-		if !me.Retryable || delivered || n >= m.cfg.MaxRetries {
+		if !me.Retryable || delivered {
 			return nil, me
 		}
-		delay := m.backoff(n)
-		if ra := httpwait.RetryAfter(ex.header, time.Now()); ra > 0 {
-			if ra > m.cfg.RetryMaxDelay {
-				me.Message += fmt.Sprintf(" (the server asked to retry after %v, more than RetryMaxDelay %v)", ra, m.cfg.RetryMaxDelay)
-				return nil, me
-			}
-			delay = ra
-		}
-		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < delay {
-			return nil, me
-		}
-		if err := m.cfg.Sleep(ctx, delay); err != nil {
-			werr := fmt.Errorf("%w while waiting to retry after: %w", err, me)
-			return nil, &llm.ModelError{StatusCode: me.StatusCode, Message: werr.Error(), Err: werr}
+		if stop := m.retry.Wait(ctx, n, ex.header, me); stop != nil {
+			return nil, stop
 		}
 	}
-}
-
-// backoff returns the delay before retry n+1: RetryBaseDelay·2ⁿ capped at
-// RetryMaxDelay, minus up to 25% jitter.
-func (m *Model) backoff(n int) time.Duration {
-	d := m.cfg.RetryBaseDelay
-	for i := 0; i < n && d < m.cfg.RetryMaxDelay; i++ {
-		d *= 2
-	}
-	d = min(d, m.cfg.RetryMaxDelay)
-	var f float64
-	if m.cfg.Rand != nil {
-		m.randMu.Lock()
-		f = m.cfg.Rand.Float64()
-		m.randMu.Unlock()
-	} else {
-		f = rand.Float64()
-	}
-	return time.Duration(float64(d) * (1 - 0.25*f))
 }
 
 // middleware records the status and headers of each response for

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/reprompt/reprompt/internal/httpwait"
 	"github.com/reprompt/reprompt/internal/modelcaps"
 	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/providers/openai/internal/wire"
@@ -322,4 +323,9 @@ func isReasoningModel(name string) bool {
 		}
 	}
 	return false
+}
+
+// retrier returns the retry schedule c (with its defaults) sets.
+func (c Config) retrier() httpwait.Retrier {
+	return httpwait.Retrier{MaxRetries: c.MaxRetries, BaseDelay: c.RetryBaseDelay, MaxDelay: c.RetryMaxDelay, Rand: c.Rand, Sleep: c.Sleep}
 }

@@ -5,12 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
-	"time"
 
 	sdk "github.com/sashabaranov/go-openai"
 
@@ -34,7 +31,7 @@ type Model struct {
 	client *sdk.Client
 	redact redactor
 	wire   *wire.Encoder
-	randMu sync.Mutex
+	retry  httpwait.Retrier
 }
 
 var (
@@ -61,7 +58,8 @@ func New(cfg Config) *Model {
 		// lines. MaxReplyBytes bounds them instead.
 		sc.EmptyMessagesLimit = math.MaxUint
 	}
-	return &Model{cfg: cfg, client: sdk.NewClientWithConfig(sc), redact: redactor{secret: redact.Secret(cfg.APIKey)}, wire: wire.NewEncoder(cfg.wireOptions())}
+	return &Model{cfg: cfg, client: sdk.NewClientWithConfig(sc), redact: redactor{secret: redact.Secret(cfg.APIKey)}, wire: wire.NewEncoder(cfg.wireOptions()),
+		retry: cfg.retrier()}
 }
 
 // FromEnv returns New(ConfigFromEnv()).
@@ -171,23 +169,11 @@ func (m *Model) withRetries(ctx context.Context, body []byte, attempt attemptFun
 			return reply, nil
 		}
 		me := m.classify(ctx, err, ex)
-		if !me.Retryable || delivered || n >= m.cfg.MaxRetries {
+		if !me.Retryable || delivered {
 			return nil, me
 		}
-		delay := m.backoff(n)
-		if ra := httpwait.RetryAfter(ex.Header, time.Now()); ra > 0 {
-			if ra > m.cfg.RetryMaxDelay {
-				me.Message += fmt.Sprintf(" (the server asked to retry after %v, more than RetryMaxDelay %v)", ra, m.cfg.RetryMaxDelay)
-				return nil, me
-			}
-			delay = ra
-		}
-		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < delay {
-			return nil, me
-		}
-		if err := m.cfg.Sleep(ctx, delay); err != nil {
-			werr := fmt.Errorf("%w while waiting to retry after: %w", err, me)
-			return nil, &llm.ModelError{StatusCode: me.StatusCode, Message: werr.Error(), Err: werr}
+		if stop := m.retry.Wait(ctx, n, ex.Header, me); stop != nil {
+			return nil, stop
 		}
 	}
 }
@@ -222,23 +208,4 @@ func namesVersion(baseURL string) bool {
 		}
 	}
 	return false
-}
-
-// backoff returns the delay before retry n+1: RetryBaseDelay·2ⁿ capped at
-// RetryMaxDelay, minus up to 25% jitter.
-func (m *Model) backoff(n int) time.Duration {
-	d := m.cfg.RetryBaseDelay
-	for i := 0; i < n && d < m.cfg.RetryMaxDelay; i++ {
-		d *= 2
-	}
-	d = min(d, m.cfg.RetryMaxDelay)
-	var f float64
-	if m.cfg.Rand != nil {
-		m.randMu.Lock()
-		f = m.cfg.Rand.Float64()
-		m.randMu.Unlock()
-	} else {
-		f = rand.Float64()
-	}
-	return time.Duration(float64(d) * (1 - 0.25*f))
 }

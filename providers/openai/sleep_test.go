@@ -135,7 +135,7 @@ func TestRetriesWaitBackoffAndRetryAfter(t *testing.T) {
 		reply, err := New(cfg).Generate(context.Background(), &llm.Request{Messages: []defs.Message{defs.UserMessage("hi")}})
 		require.NoError(t, err)
 		assert.Equal(t, "hi", reply.Message.Content, "reply %q, want hi", reply.Message.Content)
-		want := []time.Duration{twin.backoff(0), 7 * time.Second}
+		want := []time.Duration{twin.retry.Backoff(0), 7 * time.Second}
 		assert.Empty(t, cmp.Diff(want, tr.gaps()), "waits between attempts mismatch (-want +got)")
 	})
 }

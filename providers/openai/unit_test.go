@@ -60,7 +60,7 @@ func TestBackoff(t *testing.T) {
 	m := New(Config{RetryBaseDelay: 100 * time.Millisecond, RetryMaxDelay: time.Second, Rand: rand.New(rand.NewPCG(7, 7))})
 	for n, hi := range []time.Duration{100, 200, 400, 800, 1000, 1000, 1000} {
 		hi *= time.Millisecond
-		d := m.backoff(n)
+		d := m.retry.Backoff(n)
 		assert.LessOrEqual(t, d, hi, "backoff(%d) = %v, want in [%v, %v]", n, d, hi*3/4, hi)
 		assert.GreaterOrEqual(t, d, hi*3/4, "backoff(%d) = %v, want in [%v, %v]", n, d, hi*3/4, hi)
 	}
@@ -68,7 +68,7 @@ func TestBackoff(t *testing.T) {
 	a := New(Config{Rand: rand.New(rand.NewPCG(1, 1))})
 	b := New(Config{Rand: rand.New(rand.NewPCG(1, 1))})
 	for n := range 5 {
-		assert.Equal(t, a.backoff(n), b.backoff(n), "backoff(%d) differs with the same seed", n)
+		assert.Equal(t, a.retry.Backoff(n), b.retry.Backoff(n), "backoff(%d) differs with the same seed", n)
 	}
 }
 
@@ -173,7 +173,7 @@ func TestOpenAPIConcurrent(t *testing.T) {
 			if assert.NoError(t, err, "Generate %d", i) {
 				assert.Equal(t, "Paris.", reply.Message.Content, "Generate %d = %+v", i, reply)
 			}
-			m.backoff(i)
+			m.retry.Backoff(i)
 		})
 	}
 	wg.Wait()
