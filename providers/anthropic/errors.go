@@ -2,18 +2,14 @@ package anthropic
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"strings"
-	"syscall"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 
+	"github.com/reprompt/reprompt/internal/httpwait"
 	"github.com/reprompt/reprompt/llm"
 )
 
@@ -104,7 +100,7 @@ func classify(ctx context.Context, err error, ex *exchange) *llm.ModelError {
 		msg := fmt.Sprintf("%d %s: %v", ex.status, statusText(ex.status), err)
 		return &llm.ModelError{StatusCode: ex.status, Message: msg, Retryable: retryableStatus(ex.status), Err: err}
 	}
-	return &llm.ModelError{Message: err.Error(), Retryable: retryableTransport(err), Err: err}
+	return &llm.ModelError{Message: err.Error(), Retryable: httpwait.Transient(err), Err: err}
 }
 
 // statusText is http.StatusText, which knows 529 too.
@@ -148,30 +144,6 @@ func statusOfType(typ string) int {
 func retryableStatus(code int) bool {
 	return code == http.StatusRequestTimeout || code == http.StatusConflict ||
 		code == http.StatusTooManyRequests || code >= 500
-}
-
-// retryableTransport reports whether a non-HTTP error is a dropped or
-// refused connection, a timeout or a truncated body.
-func retryableTransport(err error) bool {
-	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
-		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE) {
-		return true
-	}
-	// Permanent failures wear net.Error too (every *url.Error does): a bad
-	// certificate, an unknown host are not retried.
-	var ue x509.UnknownAuthorityError
-	var he x509.HostnameError
-	var ce *tls.CertificateVerificationError
-	var de *net.DNSError
-	if errors.As(err, &ue) || errors.As(err, &he) || errors.As(err, &ce) || (errors.As(err, &de) && de.IsNotFound) {
-		return false
-	}
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		return true
-	}
-	var oe *net.OpError
-	return errors.As(err, &oe) && (oe.Op == "dial" || oe.Op == "read" || oe.Op == "write")
 }
 
 // contextTooLong recognises Anthropic's ways of saying that a request does

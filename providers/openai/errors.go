@@ -2,18 +2,14 @@ package openai
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"strings"
-	"syscall"
 
 	sdk "github.com/sashabaranov/go-openai"
 
+	"github.com/reprompt/reprompt/internal/httpwait"
 	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/providers/openai/internal/wire"
 )
@@ -149,7 +145,7 @@ func classify(ctx context.Context, err error) *llm.ModelError {
 		return e
 	}
 
-	return &llm.ModelError{Message: err.Error(), Retryable: retryableTransport(err), Err: err}
+	return &llm.ModelError{Message: err.Error(), Retryable: errors.Is(err, ErrStreamCut) || httpwait.Transient(err), Err: err}
 }
 
 // retryableStatus reports whether an HTTP status is worth another attempt,
@@ -157,30 +153,6 @@ func classify(ctx context.Context, err error) *llm.ModelError {
 func retryableStatus(code int) bool {
 	return code == http.StatusRequestTimeout || code == http.StatusConflict ||
 		code == http.StatusTooManyRequests || code >= 500
-}
-
-// retryableTransport reports whether a non-HTTP error is a dropped or
-// refused connection, a timeout or a truncated body.
-func retryableTransport(err error) bool {
-	if errors.Is(err, ErrStreamCut) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
-		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE) {
-		return true
-	}
-	// Permanent failures wear net.Error too (every *url.Error does): a bad
-	// certificate, an unknown host, an unsupported scheme are not retried.
-	var ue x509.UnknownAuthorityError
-	var he x509.HostnameError
-	var ce *tls.CertificateVerificationError
-	var de *net.DNSError
-	if errors.As(err, &ue) || errors.As(err, &he) || errors.As(err, &ce) || (errors.As(err, &de) && de.IsNotFound) {
-		return false
-	}
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		return true
-	}
-	var oe *net.OpError
-	return errors.As(err, &oe) && (oe.Op == "dial" || oe.Op == "read" || oe.Op == "write")
 }
 
 // contextTooLong recognises the ways servers say a request does not fit the

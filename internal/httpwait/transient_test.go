@@ -1,4 +1,4 @@
-package openai
+package httpwait_test
 
 import (
 	"context"
@@ -9,9 +9,11 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/reprompt/reprompt/internal/httpwait"
 )
 
-func TestRetryableTransport(t *testing.T) {
+func TestTransient(t *testing.T) {
 	post := func(err error) error { return &url.Error{Op: "Post", URL: "https://example.invalid/v1", Err: err} }
 	for _, tc := range []struct {
 		name string
@@ -25,7 +27,7 @@ func TestRetryableTransport(t *testing.T) {
 		{"unknown host", post(&net.OpError{Op: "dial", Err: &net.DNSError{Err: "no such host", Name: "x.invalid", IsNotFound: true}}), false},
 		{"unsupported scheme", post(&url.Error{Op: "Post", URL: "ftp://x", Err: net.UnknownNetworkError("ftp")}), false},
 	} {
-		got := retryableTransport(tc.err)
-		assert.Equal(t, tc.want, got, "%s: retryableTransport = %v, want %v", tc.name, got, tc.want)
+		got := httpwait.Transient(tc.err)
+		assert.Equal(t, tc.want, got, "%s: Transient = %v, want %v", tc.name, got, tc.want)
 	}
 }
