@@ -96,15 +96,17 @@ func evalToFile(tb testing.TB, e *evals.Eval[issue, triage], path string) {
 // maxOverhead bounds the median overhead TestOverhead measures. Issue 25's
 // target is 10 %; measured on the shared 2-core machine of
 // docs/performance.md, the median is 13-24 % (about 19 % typically, down
-// from 32-88 %, about 50 %), so that this bound guards against a
-// regression, not yet the target: lower it as the overhead comes down.
-const maxOverhead = 0.30
+// from 32-88 %, about 50 %), and four CI runs of nine pairs gave medians of
+// 17.9, 18.7, 23.2 and 28.5 %: this bound guards against a return to the
+// old cost, not yet the target, with room for the noise of a shared
+// machine. Lower it as the overhead comes down.
+const maxOverhead = 0.40
 
 // TestOverhead measures the figure of issue 25: the eval's own overhead
 // over 1,000 cases × 5 runs on scripted models, (eval − runs)/runs in the
 // process's CPU time, where runs is the same runs made by a bare loop
 // (BenchmarkEval's two modes). The two alternate, a garbage collection
-// before each, nine times; the median must be under maxOverhead. The log
+// before each, fifteen times; the median must be under maxOverhead. The log
 // gives the median, the range and the ratio of the fastest of each, the
 // figures of docs/evals.md.
 func TestOverhead(t *testing.T) {
@@ -114,7 +116,7 @@ func TestOverhead(t *testing.T) {
 	if raceEnabled || testing.CoverMode() != "" {
 		t.Skip("the race detector or coverage: the CPU times do not compare")
 	}
-	const n, k, reps = 1000, 5, 9
+	const n, k, reps = 1000, 5, 15
 	e := benchEval(n, k, 1)
 	path := filepath.Join(t.TempDir(), "result.json")
 	cpu := func(f func()) float64 {
