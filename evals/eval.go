@@ -145,17 +145,13 @@ func (e *Eval[In, Out]) Run(ctx context.Context, w io.Writer) (*Report, error) {
 	if e.Config.Store != nil || e.Config.SessionID != "" {
 		return nil, errors.New("eval: Config.Store and Config.SessionID must be empty")
 	}
-	names := make([]string, len(e.Cases))
-	seen := map[string]bool{}
-	for i, c := range e.Cases {
-		names[i] = c.Name
-		if names[i] == "" {
-			names[i] = fmt.Sprintf("case-%d", i+1)
+	seen := make(map[string]bool, len(e.Cases))
+	for i := range e.Cases {
+		name := e.caseName(i)
+		if seen[name] {
+			return nil, fmt.Errorf("eval: two cases named %q", name)
 		}
-		if seen[names[i]] {
-			return nil, fmt.Errorf("eval: two cases named %q", names[i])
-		}
-		seen[names[i]] = true
+		seen[name] = true
 	}
 	k := max(e.K, 1)
 	passK := e.PassK
@@ -191,36 +187,53 @@ func (e *Eval[In, Out]) Run(ctx context.Context, w io.Writer) (*Report, error) {
 	next := 0
 	var werr error
 	scratch := newMeasures(k) // the measures of the case written, emptied for each
+	// The cases written keep their figures only, in memory without
+	// pointers, which the garbage collector does not scan at each cycle
+	// of the runs; their results are made at the end. Unwritten, they
+	// keep their runs.
+	var figs []Figures
+	if w == nil {
+		rep.Cases = make([]CaseResult, 0, len(e.Cases))
+	}
 	flush := func(acc *caseAcc) {
-		rep.Cases = append(rep.Cases, acc.result(names[next], passK, scratch, overall))
-		cr := &rep.Cases[len(rep.Cases)-1]
+		cr := acc.result(e.caseName(next), passK, scratch, overall)
 		if e.OnCase != nil {
-			e.OnCase(cr)
+			e.OnCase(&cr)
 		}
 		if werr == nil {
-			werr = out.caseResult(cr)
+			werr = out.caseResult(&cr)
 		}
 		if w != nil {
-			cr.Runs = nil
+			figs = append(figs, cr.Figures)
+		} else {
+			rep.Cases = append(rep.Cases, cr)
 		}
 		next++
 	}
 	stopped := func() bool { return b.stopped() != "" || runCtx.Err() != nil }
-	s := newSched(len(e.Cases), k, conc, stopped, func(c int) []check.Check { return e.caseChecks(&e.Cases[c]) })
+	s := newSched(len(e.Cases), k, conc, w != nil, stopped, e.caseInfo)
 	defer context.AfterFunc(runCtx, s.wake)()
-	do := func(c, run int, checks []check.Check) (RunResult, bool) {
-		if stopped() {
-			return RunResult{}, false
+	// worker returns the function that makes the runs of one goroutine,
+	// checked in one Trajectory.
+	worker := func() func(c, run int, info *caseInfo) (RunResult, bool) {
+		tr := new(check.Trajectory)
+		return func(c, run int, info *caseInfo) (RunResult, bool) {
+			if stopped() {
+				return RunResult{}, false
+			}
+			tr.Reset()
+			return e.runOne(runCtx, info.name, &e.Cases[c], run, info, b, tr)
 		}
-		return e.runOne(runCtx, names[c], &e.Cases[c], run, checks, b)
 	}
 	if conc == 1 {
+		do := worker()
 		for s.work(do) {
 			s.flushReady(flush)
 		}
 	} else {
 		for range conc {
 			go func() {
+				do := worker()
 				for s.work(do) {
 				}
 				s.done()
@@ -230,6 +243,12 @@ func (e *Eval[In, Out]) Run(ctx context.Context, w io.Writer) (*Report, error) {
 	}
 	for next < len(e.Cases) { // the cases the eval stopped before
 		flush(&caseAcc{})
+	}
+	if w != nil {
+		rep.Cases = make([]CaseResult, len(figs))
+		for i := range figs {
+			rep.Cases[i] = CaseResult{Name: e.caseName(i), Figures: figs[i]}
+		}
 	}
 
 	rep.Overall = overall.figures()
@@ -310,7 +329,7 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 
 // runOne makes run of case c and checks it; false when ctx (the time budget,
 // the caller) cut it short.
-func (e *Eval[In, Out]) runOne(ctx context.Context, name string, c *Case[In, Out], run int, checks []check.Check, b *budget) (RunResult, bool) {
+func (e *Eval[In, Out]) runOne(ctx context.Context, name string, c *Case[In, Out], run int, info *caseInfo, b *budget, tr *check.Trajectory) (RunResult, bool) {
 	rr := RunResult{Run: run}
 	model := e.Model
 	if e.Models != nil {
@@ -328,17 +347,15 @@ func (e *Eval[In, Out]) runOne(ctx context.Context, name string, c *Case[In, Out
 	if err != nil && ctx.Err() != nil {
 		return rr, false // cut short by the time budget or the caller: not measured to its end
 	}
-	tr := &check.Trajectory{Case: name, Run: run, Input: c.Input, Result: res, Err: err, Pricing: e.Config.Pricing}
-	if c.Expected != nil {
-		tr.Expected = *c.Expected
-	}
+	tr.Case, tr.Run, tr.Input, tr.Expected = name, run, info.input, info.expected
+	tr.Result, tr.Err, tr.Pricing = res, err, e.Config.Pricing
 	rr.Steps, rr.Usage, rr.Cost, rr.LatencyMS = res.Stats.Steps, res.Usage, res.Stats.Cost, ms(latency)
 	rr.Output = tr.Answer()
 	if err != nil {
 		rr.Error = err.Error()
 		rr.Failures = append(rr.Failures, *check.Apply(ctx, completed, tr))
 	}
-	for _, ch := range checks {
+	for _, ch := range info.checks {
 		if f := check.Apply(ctx, ch, tr); f != nil {
 			rr.Failures = append(rr.Failures, *f)
 		}
@@ -356,14 +373,26 @@ func (e *Eval[In, Out]) runOne(ctx context.Context, name string, c *Case[In, Out
 	return rr, true
 }
 
-// caseChecks returns the checks of c's runs: the eval's, the Expected's,
-// the case's own.
-func (e *Eval[In, Out]) caseChecks(c *Case[In, Out]) []check.Check {
-	checks := e.Checks
-	if c.Expected != nil {
-		checks = append(slices.Clip(checks), expected(*c.Expected))
+// caseName returns the name of case i: its Name, or "case-N" (from 1).
+func (e *Eval[In, Out]) caseName(i int) string {
+	if n := e.Cases[i].Name; n != "" {
+		return n
 	}
-	return append(slices.Clip(checks), c.Checks...)
+	return fmt.Sprintf("case-%d", i+1)
+}
+
+// caseInfo returns what each run of case i needs: its name, its checks (the eval's, the
+// Expected's, the case's own), its input and expected output as a
+// check.Trajectory holds them.
+func (e *Eval[In, Out]) caseInfo(i int) caseInfo {
+	c := &e.Cases[i]
+	info := caseInfo{name: e.caseName(i), checks: e.Checks, input: c.Input}
+	if c.Expected != nil {
+		info.expected = *c.Expected
+		info.checks = append(slices.Clip(info.checks), expected(*c.Expected))
+	}
+	info.checks = append(slices.Clip(info.checks), c.Checks...)
+	return info
 }
 
 // expected is the check of a case's Expected.

@@ -99,18 +99,23 @@ func pair(s Stat, f string) string { return fmt.Sprintf(f+"/"+f, s.Mean, s.P95) 
 
 // stream writes a report as Run makes it: the header fields, the cases one
 // by one, the overall figures last. Its JSON is one object, which
-// encoding/json reads whole (ReadReport).
+// encoding/json reads whole (ReadReport). The cases are appended to one
+// buffer, written to w once it holds streamChunk bytes: no copy into a
+// second buffer, and memory that does not grow with the cases.
 type stream struct {
-	w     *bufio.Writer
+	w     io.Writer
 	buf   []byte
 	cases int
 }
+
+// streamChunk is how much a stream buffers before it writes.
+const streamChunk = 16 << 10
 
 func newStream(w io.Writer) *stream {
 	if w == nil {
 		return nil
 	}
-	return &stream{w: bufio.NewWriterSize(w, 64<<10)}
+	return &stream{w: w, buf: make([]byte, 0, streamChunk+streamChunk/2)}
 }
 
 func (s *stream) header(r *Report) error {
@@ -127,27 +132,34 @@ func (s *stream) header(r *Report) error {
 	if err != nil {
 		return err
 	}
-	s.w.Write(b[:len(b)-1])
-	_, err = s.w.WriteString(`,"cases":[`)
-	return err
+	s.buf = append(s.buf, b[:len(b)-1]...)
+	s.buf = append(s.buf, `,"cases":[`...)
+	return nil
 }
 
 func (s *stream) caseResult(c *CaseResult) error {
 	if s == nil {
 		return nil
 	}
-	b := s.buf[:0]
 	if s.cases > 0 {
-		b = append(b, ',')
+		s.buf = append(s.buf, ',')
 	}
 	s.cases++
-	b = append(b, '\n')
-	b, err := appendCase(b, c)
-	if err != nil {
+	s.buf = append(s.buf, '\n')
+	var err error
+	if s.buf, err = appendCase(s.buf, c); err != nil {
 		return err
 	}
-	s.buf = b
-	_, err = s.w.Write(b)
+	if len(s.buf) < streamChunk {
+		return nil
+	}
+	return s.flush()
+}
+
+// flush writes what s holds.
+func (s *stream) flush() error {
+	_, err := s.w.Write(s.buf)
+	s.buf = s.buf[:0]
 	return err
 }
 
@@ -163,8 +175,8 @@ func (s *stream) trailer(r *Report) error {
 	if err != nil {
 		return err
 	}
-	s.w.WriteString("\n],")
-	s.w.Write(b[1:])
-	s.w.WriteByte('\n')
-	return s.w.Flush()
+	s.buf = append(s.buf, "\n],"...)
+	s.buf = append(s.buf, b[1:]...)
+	s.buf = append(s.buf, '\n')
+	return s.flush()
 }

@@ -21,18 +21,29 @@ type sched struct {
 	workers          int         // the worker goroutines still running
 	accs             []*caseAcc  // the cases under way, case c at c % window
 	stopped          func() bool // the eval stopped (budget, context): start no case
-	checks           func(c int) []check.Check
+	info             func(c int) caseInfo
+	// reuse: a case's memory is used again for a later case once the
+	// case is written (its runs are not kept); free holds it meanwhile.
+	reuse bool
+	free  []*caseAcc
 }
 
 // caseAcc gathers a case's runs until they are all in.
 type caseAcc struct {
-	got    int // runs in, skipped included
-	runs   []RunResult
-	checks []check.Check // the case's runs' checks, made once a case
+	got  int // runs in, skipped included
+	runs []RunResult
+	info caseInfo
 }
 
-func newSched(cases, k, conc int, stopped func() bool, checks func(c int) []check.Check) *sched {
-	s := &sched{k: k, window: 2 * conc, total: cases * k, workers: conc, stopped: stopped, checks: checks}
+// caseInfo is what each run of a case needs, made once a case.
+type caseInfo struct {
+	name            string
+	checks          []check.Check // the eval's, the Expected's, the case's own
+	input, expected any           // the case's, as check.Trajectory holds them
+}
+
+func newSched(cases, k, conc int, reuse bool, stopped func() bool, info func(c int) caseInfo) *sched {
+	s := &sched{k: k, window: 2 * conc, total: cases * k, workers: conc, reuse: reuse, stopped: stopped, info: info}
 	s.accs = make([]*caseAcc, s.window)
 	s.cond.L = &s.mu
 	return s
@@ -64,27 +75,52 @@ func (s *sched) claim() (c, run int, ok bool) {
 				s.cond.Wait()
 				continue
 			}
-			s.accs[c%s.window] = &caseAcc{runs: make([]RunResult, 0, s.k), checks: s.checks(c)}
+			s.accs[c%s.window] = s.newAcc(c)
 		}
 		s.next++
 		return c, run, true
 	}
 }
 
+// newAcc returns the caseAcc of case c, a written case's if there is
+// one. s.mu is held.
+func (s *sched) newAcc(c int) *caseAcc {
+	var acc *caseAcc
+	if n := len(s.free); n > 0 {
+		acc, s.free = s.free[n-1], s.free[:n-1]
+	} else {
+		acc = &caseAcc{runs: make([]RunResult, 0, s.k)}
+	}
+	acc.info = s.info(c)
+	return acc
+}
+
+// written records that acc's case was written, in dataset order. s.mu
+// is held.
+func (s *sched) wrote(acc *caseAcc) {
+	s.written++
+	s.cond.Broadcast() // a place in the window
+	if s.reuse {
+		clear(acc.runs) // what the runs point to goes
+		*acc = caseAcc{runs: acc.runs[:0]}
+		s.free = append(s.free, acc)
+	}
+}
+
 // work makes one run with do (false: skipped, the eval stopped) and
 // gathers it; it reports false when there was none to make.
-func (s *sched) work(do func(c, run int, checks []check.Check) (RunResult, bool)) bool {
+func (s *sched) work(do func(c, run int, info *caseInfo) (RunResult, bool)) bool {
 	s.mu.Lock()
 	c, run, ok := s.claim()
-	var checks []check.Check
+	var info *caseInfo
 	if ok {
-		checks = s.accs[c%s.window].checks
+		info = &s.accs[c%s.window].info
 	}
 	s.mu.Unlock()
 	if !ok {
 		return false
 	}
-	res, made := do(c, run, checks)
+	res, made := do(c, run, info)
 	s.mu.Lock()
 	acc := s.accs[c%s.window]
 	acc.got++
@@ -130,8 +166,7 @@ func (s *sched) flushReady(flush func(*caseAcc)) {
 		s.mu.Unlock()
 		flush(acc)
 		s.mu.Lock()
-		s.written++
-		s.cond.Broadcast() // a place in the window
+		s.wrote(acc)
 	}
 }
 
@@ -145,8 +180,7 @@ func (s *sched) collect(flush func(*caseAcc)) {
 			s.mu.Unlock()
 			flush(acc)
 			s.mu.Lock()
-			s.written++
-			s.cond.Broadcast()
+			s.wrote(acc)
 			continue
 		}
 		if s.workers == 0 {

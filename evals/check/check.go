@@ -63,6 +63,15 @@ type Trajectory struct {
 // they ran. The slice is tr's: callers must not change it.
 func (tr *Trajectory) Grades() []Grade { return tr.grades }
 
+// Reset empties tr for another run, keeping the memory it can use again
+// (the list of tool calls its checks read): an eval makes one Trajectory
+// for all the runs a goroutine checks. What tr returned before (Grades,
+// Failures) stays the caller's.
+func (tr *Trajectory) Reset() {
+	clear(tr.calls) // what the calls point to goes
+	*tr = Trajectory{calls: tr.calls[:0]}
+}
+
 // Answer returns the run's answer: its last typed answer (JSON), else its
 // final text as a JSON string; nil when it has neither.
 func (tr *Trajectory) Answer() json.RawMessage {
@@ -251,7 +260,7 @@ func calls(tr *Trajectory) []call {
 	if tr.callsFrom == tr.Result && tr.callsN == len(tr.Result.Steps) {
 		return tr.calls
 	}
-	var out []call
+	out := tr.calls[:0]
 	for i, s := range tr.Result.Steps {
 		if s == nil || s.Reply == nil || len(s.Decisions) > 0 || len(s.Reply.Message.ToolCalls) == 0 {
 			continue // a decided step's reply is its paused record's
