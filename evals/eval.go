@@ -10,6 +10,7 @@ import (
 	goruntime "runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/reprompt/reprompt/evals/check"
@@ -287,7 +288,10 @@ func (e *Eval[In, Out]) Run(ctx context.Context, w io.Writer) (*Report, error) {
 // result returns the case's result, its figures measured in m (emptied
 // first) and its runs added to overall.
 func (a *caseAcc) result(name string, k int, m *measures, overall *overall) CaseResult {
-	slices.SortFunc(a.runs, func(x, y RunResult) int { return x.Run - y.Run })
+	byRun := func(x, y RunResult) int { return x.Run - y.Run }
+	if !slices.IsSortedFunc(a.runs, byRun) { // made out of order by concurrent goroutines
+		slices.SortFunc(a.runs, byRun)
+	}
 	m.reset()
 	for i := range a.runs {
 		m.add(&a.runs[i])
@@ -296,33 +300,43 @@ func (a *caseAcc) result(name string, k int, m *measures, overall *overall) Case
 	return CaseResult{Name: name, Figures: m.figures(k), Runs: a.runs}
 }
 
-// budget counts what the runs used against Budget.
+// budget counts what the runs used against Budget. Without a limit on
+// tokens or cost it counts nothing: no lock a run.
 type budget struct {
 	limit  Budget
 	mu     sync.Mutex
 	tokens int
 	cost   float64
-	why    string
+	why    atomic.Pointer[string] // why no run starts any more; nil while they do
 }
 
 func (b *budget) add(u llm.Usage, cost float64) {
+	if b.limit.Tokens <= 0 && b.limit.Cost <= 0 {
+		return
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.tokens += u.Total()
 	b.cost += cost
+	var why string
 	switch {
-	case b.why != "":
+	case b.why.Load() != nil:
+		return
 	case b.limit.Tokens > 0 && b.tokens >= b.limit.Tokens:
-		b.why = "tokens budget"
+		why = "tokens budget"
 	case b.limit.Cost > 0 && b.cost >= b.limit.Cost:
-		b.why = "cost budget"
+		why = "cost budget"
+	default:
+		return
 	}
+	b.why.Store(&why)
 }
 
 func (b *budget) stopped() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.why
+	if why := b.why.Load(); why != nil {
+		return *why
+	}
+	return ""
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -1,10 +1,14 @@
 package evals_test
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/reprompt/reprompt/evals"
 	"github.com/reprompt/reprompt/evals/check"
 	"github.com/reprompt/reprompt/llm"
 	"github.com/stretchr/testify/assert"
@@ -81,4 +85,43 @@ func TestJudgeWithoutAnswer(t *testing.T) {
 	r := rep.Cases[0].Runs[0]
 	assert.True(t, r.Pass, "score 1 passes at PassScore 1: %v", r.Failures)
 	assert.Equal(t, "tone", r.Grades[0].Check)
+}
+
+// TestJudgeGradesPerRun checks that each run keeps its own grades when one
+// goroutine checks every run in one Trajectory (Concurrency 1), and that
+// the report streamed to a file has them too.
+func TestJudgeGradesPerRun(t *testing.T) {
+	judge := &check.Judge{
+		Rubric: "The label must fit the issue.",
+		Models: func(name string, run int) (llm.Model, error) {
+			return judgeScript(check.Verdict{Score: 5 - run, Reason: fmt.Sprintf("run %d", run)}), nil
+		},
+	}
+	e := knownEval(2)
+	e.K, e.Concurrency = 3, 1
+	e.Checks = []check.Check{judge}
+	var seen [][]check.Grade
+	e.OnCase = func(c *evals.CaseResult) {
+		for _, r := range c.Runs {
+			seen = append(seen, r.Grades)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "result.json")
+	f, err := os.Create(path)
+	require.NoError(t, err)
+	_, err = e.Run(t.Context(), f)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	rep, err := evals.ReadReport(path)
+	require.NoError(t, err)
+	require.Len(t, seen, 3*len(rep.Cases))
+	for c, cr := range rep.Cases {
+		require.Len(t, cr.Runs, 3, "%s", cr.Name)
+		for run, r := range cr.Runs {
+			for _, grades := range [][]check.Grade{seen[3*c+run], r.Grades} {
+				require.Len(t, grades, 1, "%s run %d: one judge, one grade", cr.Name, run)
+				assert.Equal(t, fmt.Sprintf("run %d", run), grades[0].Verdict.Reason, "%s run %d", cr.Name, run)
+			}
+		}
+	}
 }

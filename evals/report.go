@@ -109,7 +109,7 @@ type stream struct {
 }
 
 // streamChunk is how much a stream buffers before it writes.
-const streamChunk = 16 << 10
+const streamChunk = 64 << 10
 
 func newStream(w io.Writer) *stream {
 	if w == nil {
