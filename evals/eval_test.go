@@ -166,6 +166,37 @@ func TestStreamedReport(t *testing.T) {
 	assert.Equal(t, "expected", back.Case("issue-2").Runs[1].Failures[0].Check, "a failure in the file")
 }
 
+// TestStreamedReportWriteError checks a writer that fails part of the
+// way: the eval makes every run, and Run returns its figures with the
+// writer's error.
+func TestStreamedReportWriteError(t *testing.T) {
+	e := benchEval(200, 2, 1) // about 120 kB of result: two chunks, and the trailer's
+	w := &failingWriter{after: 70 << 10}
+	rep, err := e.Run(t.Context(), w)
+	require.ErrorIs(t, err, errDiskFull)
+	assert.ErrorContains(t, err, "eval: write the report")
+	require.NotNil(t, rep)
+	assert.Equal(t, 400, rep.Overall.Runs, "runs made despite the writer")
+	assert.Len(t, rep.Cases, 200)
+	assert.Equal(t, 1, w.fails, "no write after the first failure")
+}
+
+var errDiskFull = errors.New("disk full")
+
+// failingWriter fails once it has taken after bytes.
+type failingWriter struct {
+	after, n, fails int
+}
+
+func (w *failingWriter) Write(p []byte) (int, error) {
+	if w.n+len(p) > w.after {
+		w.fails++
+		return 0, errDiskFull
+	}
+	w.n += len(p)
+	return len(p), nil
+}
+
 func TestTokensBudget(t *testing.T) {
 	e := knownEval(1)
 	e.Cases = cases(20)
