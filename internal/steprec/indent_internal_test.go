@@ -1,7 +1,10 @@
 package steprec
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -28,4 +31,31 @@ func TestIndentedBounded(t *testing.T) {
 	_, held := indented.m[huge]
 	indented.Unlock()
 	assert.False(t, held, "a schema over 64 kB is not held")
+}
+
+// TestOneLineFast checks that OneLine and writer.oneLine, which skip
+// json.Compact for JSON that is compact already, write what Compact (or
+// the quoting of what is not JSON) writes, over JSON compact or not,
+// spaces in strings or out, HTML characters and line separators (which
+// Compact leaves as they are), and text that is not JSON.
+func TestOneLineFast(t *testing.T) {
+	for _, raw := range []string{
+		``, ` `, `null`, `1e5`, `"s"`, `"a b"`, `[1,2]`, `[1, 2]`, `{"a":1}`, `{"a": 1}`, "{\"a\":1}\n", "\t{\"a\":1}",
+		`{"a":"x y"}`, `{"a":"<&>"}`, "{\"a\":\"\u2028\u2029\"}", `{"a":"tab\there"}`, `{"a":"é"}`, "\"\xff\"",
+		`{"a":1}}`, `{"a":}`, `not json`, `{"a":[{"b":null},true,false,-0.5]}`, `{ }`, `{}`, `"\u0041"`, `"unterminated`,
+	} {
+		var want string
+		var b bytes.Buffer
+		if raw == "" || json.Compact(&b, []byte(raw)) != nil {
+			want = strconv.Quote(raw)
+		} else {
+			want = b.String()
+		}
+		assert.Equal(t, want, OneLine([]byte(raw)), "OneLine(%q)", raw)
+		w := newWriter(nil, "")
+		w.b.WriteString("x")
+		w.oneLine(raw)
+		assert.Equal(t, "x"+want, w.b.String(), "writer.oneLine(%q)", raw)
+		w.free()
+	}
 }
