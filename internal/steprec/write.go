@@ -149,6 +149,10 @@ type writer struct {
 	red     func(string) string // applies the redactions
 	plain   bool                // there are none: red returns its argument
 	prefix  string              // of section names: "" or a sub-agent's "step N/agent NAME ID/"
+	// compact holds where in b are the last texts oneLine found compact
+	// (see compact), at most 8: the arguments of a call come again in its
+	// result, and are often the typed answer.
+	compact [][2]int
 }
 
 // writers holds the writers done with, and their buffers: the text of a
@@ -178,6 +182,7 @@ func (w *writer) free() {
 	}
 	w.b.Reset()
 	clear(w.schemas)
+	w.compact = w.compact[:0]
 	w.red = nil
 	writers.Put(w)
 }
@@ -205,14 +210,39 @@ func (w *writer) section(name string) { w.str("-- ", name, " --\n") }
 // section2 starts the section named name+part.
 func (w *writer) section2(name, part string) { w.str("-- ", name, part, " --\n") }
 
-// oneLine writes raw as OneLine returns it, without a copy when it is
-// compact already (see compact).
+// oneLine writes raw as OneLine returns it.
 func (w *writer) oneLine(raw string) {
 	n := w.b.Len()
 	w.b.WriteString(raw)
-	if compact(w.b.Bytes()[n:]) {
+	w.oneLineFrom(n)
+}
+
+// oneLineBytes writes raw as OneLine returns it.
+func (w *writer) oneLineBytes(raw []byte) {
+	n := w.b.Len()
+	w.b.Write(raw)
+	w.oneLineFrom(n)
+}
+
+// oneLineFrom makes the text written from n on what OneLine returns of
+// it: as it is when it is compact already (see compact), as one of the
+// texts written before was found.
+func (w *writer) oneLineFrom(n int) {
+	b := w.b.Bytes()
+	text := b[n:]
+	for _, c := range w.compact {
+		if bytes.Equal(b[c[0]:c[1]], text) {
+			return
+		}
+	}
+	if compact(text) {
+		if len(w.compact) == 8 {
+			w.compact = append(w.compact[:0], w.compact[1:]...)
+		}
+		w.compact = append(w.compact, [2]int{n, len(b)})
 		return
 	}
+	raw := string(text)
 	w.b.Truncate(n)
 	if raw == "" || json.Compact(&w.b, []byte(raw)) != nil {
 		w.b.Write(strconv.AppendQuote(w.b.AvailableBuffer(), raw))
@@ -580,7 +610,7 @@ func (w *writer) message(indent string, m defs.Message) {
 	}
 	for _, c := range m.ToolCalls {
 		w.str(indent, "call: ", c.ID, " ", c.Name, " ")
-		w.oneLine(string(c.Arguments))
+		w.oneLineBytes(c.Arguments)
 		w.b.WriteByte('\n')
 	}
 }
@@ -606,39 +636,75 @@ func oneLine(raw string) string {
 // oneLineText returns s with its line breaks written as \n.
 func oneLineText(s string) string { return strings.ReplaceAll(s, "\n", `\n`) }
 
-// indented remembers the schemas indentJSON indented last: the same tools
+// memo is a bounded map of texts made from texts, for the schemas that
 // are written again and again (each run of an eval, each failing step a
-// report shows), and json.Indent was a fifth of the cost of a step. It
-// holds at most 256 schemas and 1 MB of them, and starts again when full.
-var indented struct {
+// report shows). It holds at most 256 texts and 1 MB of keys and texts,
+// and starts again when full.
+type memo struct {
 	sync.Mutex
 	m     map[string]string
 	bytes int
 }
 
+func (c *memo) load(key string) (string, bool) {
+	c.Lock()
+	defer c.Unlock()
+	v, ok := c.m[key]
+	return v, ok
+}
+
+// loadBytes is load of string(key), without a copy of key.
+func (c *memo) loadBytes(key []byte) (string, bool) {
+	c.Lock()
+	defer c.Unlock()
+	v, ok := c.m[string(key)]
+	return v, ok
+}
+
+func (c *memo) store(key, v string) {
+	size := len(key) + len(v)
+	if size > 64<<10 {
+		return // not worth holding
+	}
+	c.Lock()
+	defer c.Unlock()
+	if len(c.m) >= 256 || c.bytes+size > 1<<20 {
+		c.m, c.bytes = nil, 0
+	}
+	if c.m == nil {
+		c.m = map[string]string{}
+	}
+	c.m[key] = v
+	c.bytes += size
+}
+
+// indented remembers the schemas indentJSON indented last: json.Indent
+// was a fifth of the cost of a step.
+var indented memo
+
 func indentJSON(raw string) string {
-	indented.Lock()
-	out, ok := indented.m[raw]
-	indented.Unlock()
-	if ok {
+	if out, ok := indented.load(raw); ok {
 		return out
 	}
-	out = indentJSONOnce(raw)
-	size := len(raw) + len(out)
-	if size > 64<<10 {
-		return out // not worth holding
-	}
-	indented.Lock()
-	if len(indented.m) >= 256 || indented.bytes+size > 1<<20 {
-		indented.m, indented.bytes = nil, 0
-	}
-	if indented.m == nil {
-		indented.m = map[string]string{}
-	}
-	indented.m[raw] = out
-	indented.bytes += size
-	indented.Unlock()
+	out := indentJSONOnce(raw)
+	indented.store(raw, out)
 	return out
+}
+
+// schemaTexts remembers the schemas SchemaText returned last.
+var schemaTexts memo
+
+// SchemaText returns raw, the schema of a tool or of a typed answer, as a
+// string: the same string, not a copy, for the same schema as last time,
+// so that the records of a run's steps (runtime.Step.Record) share the
+// text of their tools' schemas. A copy of raw, if it is over 32 kB.
+func SchemaText(raw []byte) string {
+	if s, ok := schemaTexts.loadBytes(raw); ok {
+		return s
+	}
+	s := string(raw)
+	schemaTexts.store(s, s)
+	return s
 }
 
 func indentJSONOnce(raw string) string {
