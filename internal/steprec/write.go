@@ -117,7 +117,7 @@ func WriteStep(run *Run, i int, o WriteOptions) string {
 			prev = s
 		}
 	}
-	return w.red(string(w.b.Bytes()))
+	return w.red(w.b.String())
 }
 
 // track notes what writing s would leave for the steps after it (the
@@ -264,7 +264,7 @@ func (w *writer) redOneLine(raw string) {
 // only bytes that Compact leaves out (HTML characters are not escaped).
 // Not the case of JSON with a space in a string: Compact decides.
 func compact(raw []byte) bool {
-	return len(raw) > 0 && bytes.IndexAny(raw, " \t\r\n") < 0 && json.Valid(raw)
+	return len(raw) > 0 && !bytes.ContainsAny(raw, " \t\r\n") && json.Valid(raw)
 }
 
 // str writes parts, one after the other: what fmt.Fprintf would write of
