@@ -199,6 +199,16 @@ func (s *Step) Request() *llm.Request {
 	return &req
 }
 
+// RequestMessages returns the messages of the step's request
+// (Request().Messages) without building the rest of the request: nil when
+// the record sent no request. Like Request, each call builds them anew.
+func (s *Step) RequestMessages() []defs.Message {
+	if !s.sent {
+		return nil
+	}
+	return s.msgs.slice()
+}
+
 // RequestOutput returns the typed answer the step's request asked for
 // (Request().Output) without building the request: nil when it asked for
 // none or the record sent no request. It is the record's: read-only.

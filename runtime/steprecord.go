@@ -261,25 +261,50 @@ func (s *Step) Record() *session.StepRecord {
 	return out
 }
 
+// RequestRecord returns the part of the step's record (Record) that the
+// golden text of a later step reads (snapshots.FormatStep): the step's
+// number and its request, nil if it sent none, without the request's
+// messages (see RequestMessages). It costs a fraction of Record.
+func (s *Step) RequestRecord() *session.StepRecord {
+	return &session.StepRecord{Version: session.RecordVersion, Step: s.Number, Request: shownRequest(s)}
+}
+
+// shownRequest returns the request of rec as a golden step file shows it,
+// without its messages; nil if rec sent none.
+func shownRequest(rec *Step) *steprec.Request {
+	if !rec.sent {
+		return nil
+	}
+	req := &rec.request
+	r := &steprec.Request{System: req.System}
+	if len(req.Tools) > 0 {
+		r.Tools = make([]steprec.Tool, len(req.Tools))
+		for i, t := range req.Tools {
+			r.Tools[i] = steprec.Tool{Name: t.Name, Description: t.Description, Schema: steprec.SchemaText(t.Parameters)}
+		}
+	}
+	if o := req.Output; o != nil {
+		r.Output = &steprec.Output{Name: o.Name, Type: o.Type, Mode: string(o.Mode), Description: o.Description, Schema: steprec.SchemaText(o.Schema)}
+	}
+	return r
+}
+
 // shown sets the fields of out that a golden step file shows, from rec
 // and its sub-agents' steps.
 func shown(out *session.StepRecord, rec *Step) {
 	out.Committed = rec.Committed
-	if req := rec.Request(); req != nil {
-		r := &steprec.Request{System: req.System, Messages: req.Messages}
-		for _, t := range req.Tools {
-			r.Tools = append(r.Tools, steprec.Tool{Name: t.Name, Description: t.Description, Schema: string(t.Parameters)})
-		}
-		if o := req.Output; o != nil {
-			r.Output = &steprec.Output{Name: o.Name, Type: o.Type, Mode: string(o.Mode), Description: o.Description, Schema: string(o.Schema)}
-		}
+	if r := shownRequest(rec); r != nil {
+		r.Messages = rec.msgs.slice()
 		out.Request = r
 	}
 	if reply := rec.Reply; reply != nil {
 		out.Response = &steprec.Response{Refusal: reply.Refusal, Message: reply.Message}
 	}
-	for _, r := range rec.ToolResults {
-		out.Results = append(out.Results, steprec.Result{CallID: r.CallID, Name: r.Name, Arguments: string(r.Arguments), Content: r.Content, IsError: r.IsError})
+	if len(rec.ToolResults) > 0 {
+		out.Results = make([]steprec.Result, len(rec.ToolResults))
+		for i, r := range rec.ToolResults {
+			out.Results[i] = steprec.Result{CallID: r.CallID, Name: r.Name, Arguments: string(r.Arguments), Content: r.Content, IsError: r.IsError}
+		}
 	}
 	for _, sum := range rec.Summaries {
 		var sc steprec.Summary

@@ -96,3 +96,38 @@ func mustRecord(t *testing.T, st session.Store, step int) *session.StepRecord {
 	require.NotNil(t, cp.Record)
 	return cp.Record
 }
+
+// TestRequestRecord checks RequestRecord and RequestMessages against
+// Record and Request: the step's number and request but its messages, and
+// those messages, for steps with tools and a typed answer, and a step
+// without a request.
+func TestRequestRecord(t *testing.T) {
+	type answer struct {
+		N int `json:"n"`
+	}
+	fn := func(p *prompt.Prompt) error {
+		p.DefSystem("role", "You add.")
+		prompt.DefTool(p, "add", "add one", func(ctx context.Context, _ struct{}) (int, error) { return 1, nil })
+		prompt.DefOutput[answer](p, "sum", "The sum.")
+		p.User("add")
+		return nil
+	}
+	model := snapshots.Script(snapshots.CallTool("add", nil), snapshots.Answer(answer{1}))
+	res, err := runtime.Run(t.Context(), model, fn, runtime.Config{})
+	require.NoError(t, err)
+	require.Len(t, res.Steps, 2)
+	for i, s := range res.Steps {
+		full := s.Record()
+		want := &session.StepRecord{Version: full.Version, Step: full.Step, Request: full.Request}
+		want.Request.Messages = nil
+		got := s.RequestRecord()
+		assert.Empty(t, cmp.Diff(want, got), "step %d: RequestRecord mismatch (-want +got)", i)
+		require.NotNil(t, got.Request, "step %d", i)
+		require.NotEmpty(t, got.Request.Tools, "step %d", i)
+		require.NotNil(t, got.Request.Output, "step %d", i)
+		assert.Equal(t, s.Request().Messages, s.RequestMessages(), "step %d: RequestMessages", i)
+	}
+	none := &runtime.Step{Number: 3}
+	assert.Equal(t, &session.StepRecord{Version: session.RecordVersion, Step: 3}, none.RequestRecord(), "a step that sent no request")
+	assert.Nil(t, none.RequestMessages(), "a step that sent no request")
+}

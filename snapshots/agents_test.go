@@ -82,6 +82,7 @@ func TestSubAgentSteps(t *testing.T) {
 	assert.Equal(t, map[string]any{"notes": 1}, a.Steps[0].State)
 	assert.Equal(t, "researcher_call_1", a.Steps[0].Reply.Message.ToolCalls[0].ID)
 	assert.Empty(t, res.Steps[1].Agents)
+	assertFormatStep(t, res.Steps)
 
 	type who struct {
 		Agent string

@@ -59,6 +59,7 @@ func TestApprovalGolden(t *testing.T) {
 	paid, err := runtime.StateOf[int](res, "paid")
 	assert.NoError(t, err, "state paid")
 	assert.Equal(t, 930, paid, "state paid")
+	assertFormatStep(t, res.Steps)
 }
 
 // TestApprovalGoldenPaused has no Decide: the snapshot ends with the pause.

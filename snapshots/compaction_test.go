@@ -72,6 +72,7 @@ func TestCompactionSummaries(t *testing.T) {
 	res := snapshots.Run(t, reader(1500, 700), m, snapshots.Config(runtime.Config{Window: 1500, Reserve: 250}))
 	require.NotNil(t, res)
 	assert.Equal(t, 13, len(res.Steps), "one step per scripted reply")
+	assertFormatStep(t, res.Steps)
 	var sums []*runtime.Summary
 	for _, s := range res.Steps {
 		sums = append(sums, s.Summaries...)

@@ -42,6 +42,7 @@ func TestConversationGolden(t *testing.T) {
 	notes, err := runtime.StateOf[[]string](res, "notes")
 	require.NoError(t, err)
 	assert.Equal(t, []string{"buy milk"}, notes)
+	assertFormatStep(t, res.Steps)
 }
 
 // A process that continues a conversation takes up the script where the

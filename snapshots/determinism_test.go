@@ -27,8 +27,10 @@ func TestRedactionAppliesBeforeComparingSteps(t *testing.T) {
 	}
 	res, err := runtime.Run(context.Background(), snapshots.Script(snapshots.CallTool("tick", nil), snapshots.Text("done")), fn, runtime.Config{})
 	require.NoError(t, err)
-	out := string(snapshots.Format(res.Steps, nil, snapshots.Redact(regexp.MustCompile(`\d\d:\d\d:\d\d`), "<time>")))
+	redact := snapshots.Redact(regexp.MustCompile(`\d\d:\d\d:\d\d`), "<time>")
+	out := string(snapshots.Format(res.Steps, nil, redact))
 	assert.Contains(t, out, "-- step 1/system --\n(as in step 0)\n", "step 1's system prompt differs only in a redacted value but was written again:\n%s", out)
+	assertFormatStep(t, res.Steps, redact)
 }
 
 // TestErrorTextHasNoLineNumbers: the run error in a golden file names

@@ -31,9 +31,25 @@ func FormatStep(steps []*runtime.Step, i int, opts ...Option) string {
 	if len(opts) > 0 { // the options hold a runtime.Config: not made for none
 		redact = newOptions(opts).redactFunc()
 	}
+	// The records of other steps are read only for the schemas their
+	// requests showed, and for the request that a record of the step
+	// compares its own with: the last one sent before it.
 	run := &steprec.Run{Steps: make([]*steprec.Step, i+1)}
+	n := steps[i].Number
+	last := -1 // the record of another step that sent the last request, if its messages are not set
 	for j, s := range steps[:i+1] {
-		if s != nil {
+		switch {
+		case s == nil:
+		case s.Number != n:
+			run.Steps[j] = s.RequestRecord()
+			if run.Steps[j].Request != nil {
+				last = j
+			}
+		default:
+			if last >= 0 {
+				run.Steps[last].Request.Messages = steps[last].RequestMessages()
+				last = -1
+			}
 			run.Steps[j] = s.Record()
 		}
 	}

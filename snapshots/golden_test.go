@@ -27,6 +27,7 @@ const role = "You count. Use the add tool."
 func TestGolden(t *testing.T) {
 	res := snapshots.Run(t, counter(role), counterScript())
 	assert.Equal(t, "The count is three.", res.Text, "final text")
+	assertFormatStep(t, res.Steps)
 }
 
 // TestGoldenSubtests keys golden files of subtests by their full name, one

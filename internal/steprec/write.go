@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"maps"
 	"regexp"
 	"slices"
@@ -53,12 +54,8 @@ var goLine = regexp.MustCompile(`(\.go):\d+`)
 // same as at the previous step that sent a request are written "(as in
 // step N)". Parse reads the text back.
 func Write(run *Run, o WriteOptions) []byte {
-	red := o.Redact
-	plain := red == nil
-	if plain {
-		red = func(s string) string { return s }
-	}
-	w := &writer{schemas: map[string]shown{}, red: red, plain: plain}
+	w := newWriter(o.Redact, "")
+	defer w.free()
 	var prev, last *Step
 	for _, s := range run.Steps {
 		if s == nil {
@@ -84,7 +81,12 @@ func Write(run *Run, o WriteOptions) []byte {
 		// that editing a file does not change every snapshot.
 		w.field("", "error", noLines(run.Err))
 	}
-	return []byte(Header + "\n" + red(w.b.String()))
+	text := w.b.Bytes()
+	if !w.plain {
+		text = []byte(w.red(string(text)))
+	}
+	out := make([]byte, 0, len(Header)+1+len(text))
+	return append(append(append(out, Header...), '\n'), text...)
 }
 
 // WriteStep returns the sections that Write writes for the step that
@@ -98,13 +100,8 @@ func WriteStep(run *Run, i int, o WriteOptions) string {
 	if i < 0 || i >= len(run.Steps) || run.Steps[i] == nil {
 		return ""
 	}
-	red := o.Redact
-	plain := red == nil
-	if plain {
-		red = func(s string) string { return s }
-	}
-	w := &writer{schemas: map[string]shown{}, red: red, plain: plain}
-	w.b.Grow(2 << 10) // a step's text, mostly: no growing by doubling from 8 bytes
+	w := newWriter(o.Redact, "")
+	defer w.free()
 	n := run.Steps[i].Step
 	var prev *Step
 	for _, s := range run.Steps[:i+1] {
@@ -120,7 +117,7 @@ func WriteStep(run *Run, i int, o WriteOptions) string {
 			prev = s
 		}
 	}
-	return red(w.b.String())
+	return w.red(w.b.String())
 }
 
 // track notes what writing s would leave for the steps after it (the
@@ -147,12 +144,47 @@ type shown struct {
 }
 
 type writer struct {
-	b       strings.Builder
+	b       bytes.Buffer
 	schemas map[string]shown    // last schema shown per tool name
 	red     func(string) string // applies the redactions
 	plain   bool                // there are none: red returns its argument
-	scratch bytes.Buffer        // for compacting JSON
 	prefix  string              // of section names: "" or a sub-agent's "step N/agent NAME ID/"
+	// compact holds where in b are the last texts oneLine found compact
+	// (see compact), at most 8: the arguments of a call come again in its
+	// result, and are often the typed answer.
+	compact [][2]int
+}
+
+// writers holds the writers done with, and their buffers: the text of a
+// step is written again and again (each failing check of an eval shows
+// its step), and growing a buffer and a map for each was a third of the
+// bytes allocated.
+var writers = sync.Pool{New: func() any { return &writer{schemas: map[string]shown{}} }}
+
+// newWriter returns a writer of sections named prefix+"step N/...", with
+// the redactions of red (none if nil), to give back with free.
+func newWriter(red func(string) string, prefix string) *writer {
+	w := writers.Get().(*writer)
+	w.red, w.plain, w.prefix = red, red == nil, prefix
+	if w.plain {
+		w.red = noRedaction
+	}
+	return w
+}
+
+func noRedaction(s string) string { return s }
+
+// free gives w back to writers, unless it grew large: its text must have
+// been copied.
+func (w *writer) free() {
+	if w.b.Cap() > 64<<10 || len(w.schemas) > 64 {
+		return
+	}
+	w.b.Reset()
+	clear(w.schemas)
+	w.compact = w.compact[:0]
+	w.red = nil
+	writers.Put(w)
 }
 
 // redMessage returns m with the redactions applied to its text, so that
@@ -178,18 +210,61 @@ func (w *writer) section(name string) { w.str("-- ", name, " --\n") }
 // section2 starts the section named name+part.
 func (w *writer) section2(name, part string) { w.str("-- ", name, part, " --\n") }
 
-// oneLine writes raw as OneLine returns it, compacted without a copy.
+// oneLine writes raw as OneLine returns it.
 func (w *writer) oneLine(raw string) {
-	if raw != "" {
-		n := w.scratch.Len()
-		if json.Compact(&w.scratch, []byte(raw)) == nil {
-			w.b.Write(w.scratch.Bytes()[n:])
-			w.scratch.Reset()
+	n := w.b.Len()
+	w.b.WriteString(raw)
+	w.oneLineFrom(n)
+}
+
+// oneLineBytes writes raw as OneLine returns it.
+func (w *writer) oneLineBytes(raw []byte) {
+	n := w.b.Len()
+	w.b.Write(raw)
+	w.oneLineFrom(n)
+}
+
+// oneLineFrom makes the text written from n on what OneLine returns of
+// it: as it is when it is compact already (see compact), as one of the
+// texts written before was found.
+func (w *writer) oneLineFrom(n int) {
+	b := w.b.Bytes()
+	text := b[n:]
+	for _, c := range w.compact {
+		if bytes.Equal(b[c[0]:c[1]], text) {
 			return
 		}
-		w.scratch.Reset()
 	}
-	w.b.WriteString(strconv.Quote(raw))
+	if compact(text) {
+		if len(w.compact) == 8 {
+			w.compact = append(w.compact[:0], w.compact[1:]...)
+		}
+		w.compact = append(w.compact, [2]int{n, len(b)})
+		return
+	}
+	raw := string(text)
+	w.b.Truncate(n)
+	if raw == "" || json.Compact(&w.b, []byte(raw)) != nil {
+		w.b.Write(strconv.AppendQuote(w.b.AvailableBuffer(), raw))
+	}
+}
+
+// redOneLine writes raw as OneLine returns it, with the redactions
+// applied.
+func (w *writer) redOneLine(raw string) {
+	if w.plain {
+		w.oneLine(raw)
+		return
+	}
+	w.b.WriteString(w.red(oneLine(raw)))
+}
+
+// compact reports whether raw is what json.Compact makes of it: valid
+// JSON without any space, tab or line break, inside strings or out, the
+// only bytes that Compact leaves out (HTML characters are not escaped).
+// Not the case of JSON with a space in a string: Compact decides.
+func compact(raw []byte) bool {
+	return len(raw) > 0 && !bytes.ContainsAny(raw, " \t\r\n") && json.Valid(raw)
 }
 
 // str writes parts, one after the other: what fmt.Fprintf would write of
@@ -206,12 +281,18 @@ func (w *writer) asIn(n int) { w.str("(as in step ", strconv.Itoa(n), ")\n") }
 // text writes lines as they are, escaping lines that would read as a section
 // marker.
 func (w *writer) text(s string) {
-	for line := range strings.Lines(strings.TrimSuffix(s, "\n") + "\n") {
-		if isMarker(strings.TrimSuffix(line, "\n")) {
-			w.b.WriteString(`\`)
+	for line := range lines(s) {
+		if isMarker(line) {
+			w.b.WriteByte('\\')
 		}
-		w.b.WriteString(line)
+		w.str(line, "\n")
 	}
+}
+
+// lines returns the lines of s, without their line breaks, as if s ended
+// with one (and "" had one line).
+func lines(s string) iter.Seq[string] {
+	return strings.SplitSeq(strings.TrimSuffix(s, "\n"), "\n")
 }
 
 // field writes "indent label: value", or for a multi-line value
@@ -222,11 +303,11 @@ func (w *writer) field(indent, label, value string) {
 		return
 	}
 	w.str(indent, label, ": |\n")
-	for line := range strings.Lines(strings.TrimSuffix(value, "\n") + "\n") {
-		if line != "\n" {
-			w.b.WriteString(indent + "  ")
+	for line := range lines(value) {
+		if line != "" {
+			w.str(indent, "  ")
 		}
-		w.b.WriteString(line)
+		w.str(line, "\n")
 	}
 }
 
@@ -287,11 +368,11 @@ func (w *writer) step(s, prev *Step) {
 	for i, sum := range s.SummaryCalls {
 		w.summary(fmt.Sprintf("%s/summary %d", name, i), sum)
 	}
-	w.lines(name+"/disabled", s.Disabled)
-	w.lines(name+"/reminded", s.Reminded)
+	w.items(name, "/disabled", s.Disabled)
+	w.items(name, "/reminded", s.Reminded)
 	if s.Cache != "" {
 		w.section2(name, "/cache")
-		w.b.WriteString(oneLineText(s.Cache) + "\n")
+		w.str(oneLineText(s.Cache), "\n")
 	}
 	if req := s.Request; req != nil {
 		var prevReq *Request
@@ -347,12 +428,15 @@ func (w *writer) step(s, prev *Step) {
 	}
 	if s.Answer != "" {
 		w.section2(name, "/answer")
-		w.b.WriteString(w.red(oneLine(s.Answer)) + "\n")
+		w.redOneLine(s.Answer)
+		w.b.WriteByte('\n')
 	}
 	if len(s.Awaiting) > 0 {
 		w.section2(name, "/awaiting")
 		for _, a := range s.Awaiting {
-			fmt.Fprintf(&w.b, "%s %s %s\n", a.CallID, a.Tool, w.red(oneLine(a.Arguments)))
+			w.str(a.CallID, " ", a.Tool, " ")
+			w.redOneLine(a.Arguments)
+			w.b.WriteByte('\n')
 		}
 	}
 	if s.State != nil {
@@ -360,21 +444,31 @@ func (w *writer) step(s, prev *Step) {
 		if len(s.State) == 0 {
 			w.b.WriteString("(empty)\n")
 		}
-		for _, k := range slices.Sorted(maps.Keys(s.State)) {
+		for _, k := range sortedKeys(s.State) {
 			w.field("", k, stateValue(s.State[k]))
 		}
 	}
 }
 
-// lines writes a section of one line an item, if there is any.
-func (w *writer) lines(section string, items []string) {
+// items writes a section named name+part of one line an item, if there
+// is any.
+func (w *writer) items(name, part string, items []string) {
 	if len(items) == 0 {
 		return
 	}
-	w.section(section)
+	w.section2(name, part)
 	for _, it := range items {
-		w.b.WriteString(it + "\n")
+		w.str(it, "\n")
 	}
+}
+
+// sortedKeys returns the keys of m, sorted; nil, without allocating, when
+// there are none.
+func sortedKeys(m map[string]string) []string {
+	if len(m) == 0 {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(m))
 }
 
 // summary writes a summary request and its answer as one section.
@@ -399,7 +493,12 @@ func (w *writer) summary(section string, sum Summary) {
 // then an end section with its step count and error. References to earlier
 // steps ("as in step N") stay within the sub-agent's steps.
 func (w *writer) agent(parent string, a Agent) {
-	sub := &writer{schemas: map[string]shown{}, red: w.red, plain: w.plain, prefix: fmt.Sprintf("%s/agent %s %s/", parent, a.Name, a.CallID)}
+	var red func(string) string
+	if !w.plain {
+		red = w.red
+	}
+	sub := newWriter(red, fmt.Sprintf("%s/agent %s %s/", parent, a.Name, a.CallID))
+	defer sub.free()
 	var prev *Step
 	for i := range a.Steps {
 		s := &a.Steps[i]
@@ -411,7 +510,7 @@ func (w *writer) agent(parent string, a Agent) {
 	if a.Error != "" {
 		sub.field("", "error", noLines(a.Error))
 	}
-	w.b.WriteString(sub.b.String())
+	w.b.Write(sub.b.Bytes())
 }
 
 // output writes the typed answer a request asks for: its name, Go type and
@@ -485,10 +584,10 @@ func (w *writer) messages(msgs []defs.Message, prevReq *Request, prev *Step) {
 		m := msgs[i]
 		w.str("[", strconv.Itoa(i), "] ", string(m.Role))
 		if m.ToolCallID != "" {
-			w.b.WriteString(" " + m.ToolCallID)
+			w.str(" ", m.ToolCallID)
 		}
 		if m.Name != "" {
-			w.b.WriteString(" " + m.Name)
+			w.str(" ", m.Name)
 		}
 		if m.IsError {
 			w.b.WriteString(" (error)")
@@ -500,7 +599,7 @@ func (w *writer) messages(msgs []defs.Message, prevReq *Request, prev *Step) {
 
 // message writes the body of a message (not its role, id, name).
 func (w *writer) message(indent string, m defs.Message) {
-	for _, k := range slices.Sorted(maps.Keys(m.Meta)) {
+	for _, k := range sortedKeys(m.Meta) {
 		w.field(indent, "meta", k+"="+m.Meta[k])
 	}
 	if m.Reasoning != "" {
@@ -511,7 +610,7 @@ func (w *writer) message(indent string, m defs.Message) {
 	}
 	for _, c := range m.ToolCalls {
 		w.str(indent, "call: ", c.ID, " ", c.Name, " ")
-		w.oneLine(string(c.Arguments))
+		w.oneLineBytes(c.Arguments)
 		w.b.WriteByte('\n')
 	}
 }
@@ -519,12 +618,17 @@ func (w *writer) message(indent string, m defs.Message) {
 // OneLine returns raw JSON compacted to one line, or the raw text quoted
 // when it is not valid JSON (or is empty): how a golden file shows
 // arguments and answers.
-func OneLine(raw []byte) string { return oneLine(string(raw)) }
+func OneLine(raw []byte) string {
+	if compact(raw) {
+		return string(raw)
+	}
+	return oneLine(string(raw))
+}
 
 func oneLine(raw string) string {
 	var b bytes.Buffer
 	if raw == "" || json.Compact(&b, []byte(raw)) != nil {
-		return fmt.Sprintf("%q", raw)
+		return strconv.Quote(raw)
 	}
 	return b.String()
 }
@@ -532,39 +636,75 @@ func oneLine(raw string) string {
 // oneLineText returns s with its line breaks written as \n.
 func oneLineText(s string) string { return strings.ReplaceAll(s, "\n", `\n`) }
 
-// indented remembers the schemas indentJSON indented last: the same tools
+// memo is a bounded map of texts made from texts, for the schemas that
 // are written again and again (each run of an eval, each failing step a
-// report shows), and json.Indent was a fifth of the cost of a step. It
-// holds at most 256 schemas and 1 MB of them, and starts again when full.
-var indented struct {
+// report shows). It holds at most 256 texts and 1 MB of keys and texts,
+// and starts again when full.
+type memo struct {
 	sync.Mutex
 	m     map[string]string
 	bytes int
 }
 
+func (c *memo) load(key string) (string, bool) {
+	c.Lock()
+	defer c.Unlock()
+	v, ok := c.m[key]
+	return v, ok
+}
+
+// loadBytes is load of string(key), without a copy of key.
+func (c *memo) loadBytes(key []byte) (string, bool) {
+	c.Lock()
+	defer c.Unlock()
+	v, ok := c.m[string(key)]
+	return v, ok
+}
+
+func (c *memo) store(key, v string) {
+	size := len(key) + len(v)
+	if size > 64<<10 {
+		return // not worth holding
+	}
+	c.Lock()
+	defer c.Unlock()
+	if len(c.m) >= 256 || c.bytes+size > 1<<20 {
+		c.m, c.bytes = nil, 0
+	}
+	if c.m == nil {
+		c.m = map[string]string{}
+	}
+	c.m[key] = v
+	c.bytes += size
+}
+
+// indented remembers the schemas indentJSON indented last: json.Indent
+// was a fifth of the cost of a step.
+var indented memo
+
 func indentJSON(raw string) string {
-	indented.Lock()
-	out, ok := indented.m[raw]
-	indented.Unlock()
-	if ok {
+	if out, ok := indented.load(raw); ok {
 		return out
 	}
-	out = indentJSONOnce(raw)
-	size := len(raw) + len(out)
-	if size > 64<<10 {
-		return out // not worth holding
-	}
-	indented.Lock()
-	if len(indented.m) >= 256 || indented.bytes+size > 1<<20 {
-		indented.m, indented.bytes = nil, 0
-	}
-	if indented.m == nil {
-		indented.m = map[string]string{}
-	}
-	indented.m[raw] = out
-	indented.bytes += size
-	indented.Unlock()
+	out := indentJSONOnce(raw)
+	indented.store(raw, out)
 	return out
+}
+
+// schemaTexts remembers the schemas SchemaText returned last.
+var schemaTexts memo
+
+// SchemaText returns raw, the schema of a tool or of a typed answer, as a
+// string: the same string, not a copy, for the same schema as last time,
+// so that the records of a run's steps (runtime.Step.Record) share the
+// text of their tools' schemas. A copy of raw, if it is over 32 kB.
+func SchemaText(raw []byte) string {
+	if s, ok := schemaTexts.loadBytes(raw); ok {
+		return s
+	}
+	s := string(raw)
+	schemaTexts.store(s, s)
+	return s
 }
 
 func indentJSONOnce(raw string) string {
