@@ -2,6 +2,7 @@ package evals
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -31,4 +32,27 @@ func TestAppendCase(t *testing.T) {
 	fig, err := json.Marshal(c.Figures)
 	require.NoError(t, err)
 	assert.Equal(t, string(fig), string(appendFigures(nil, &c.Figures)), "appendFigures against json.Marshal, byte for byte")
+}
+
+// BenchmarkAppendCase writes a case of 5 runs as an eval streams it, one
+// run failing with its step's golden text.
+func BenchmarkAppendCase(b *testing.B) {
+	golden := strings.Repeat("-- step 1/messages --\n[0] (as in step 0)\n[1] assistant\n  call: call_1 read_issue {\"number\":1}\n", 8)
+	c := &CaseResult{Name: "issue-17", Figures: Figures{Runs: 5, Passed: 4, PassAt1: 0.8, PassAtK: 1, PassHatK: 0, Steps: Stat{Mean: 2, P95: 2},
+		InputTokens: Stat{Mean: 214, P95: 214}, OutputTokens: Stat{Mean: 15, P95: 15}, LatencyMS: Stat{Mean: 0.061482, P95: 0.195443}}}
+	for run := range 5 {
+		r := RunResult{Run: run, Pass: run != 0, Steps: 2, Usage: llm.Usage{InputTokens: 214, OutputTokens: 15}, LatencyMS: 0.021159 + float64(run)/1e3,
+			Output: json.RawMessage(`{"priority":2,"label":"bug"}`)}
+		if run == 0 {
+			r.Failures = []check.Failure{{Check: "expected", Step: 1, Reason: `answer {"priority":2,"label":"bug"}, want {"priority":1,"label":"bug"}`, Golden: golden}}
+		}
+		c.Runs = append(c.Runs, r)
+	}
+	buf, err := appendCase(nil, c)
+	require.NoError(b, err)
+	b.SetBytes(int64(len(buf)))
+	b.ReportAllocs()
+	for b.Loop() {
+		buf, _ = appendCase(buf[:0], c)
+	}
 }

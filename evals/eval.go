@@ -166,7 +166,6 @@ func (e *Eval[In, Out]) Run(ctx context.Context, w io.Writer) (*Report, error) {
 
 	rep := &Report{Version: ReportVersion, Eval: e.Name, K: k, PassK: passK, Started: time.Now().UTC()}
 	out := newStream(w)
-	defer out.stop()
 	if err := out.header(rep); err != nil {
 		return nil, err
 	}

@@ -99,20 +99,13 @@ func pair(s Stat, f string) string { return fmt.Sprintf(f+"/"+f, s.Mean, s.P95) 
 
 // stream writes a report as Run makes it: the header fields, the cases one
 // by one, the overall figures last. Its JSON is one object, which
-// encoding/json reads whole (ReadReport). The cases are appended to a
-// buffer; once it holds streamChunk bytes, a goroutine of the stream's
-// writes it to w while the next is filled, so that the runs do not wait
-// on a slow writer (a disk, a network file system, a pipe). Two buffers:
-// memory that does not grow with the cases, and a writer slower than the
-// runs holds them back.
+// encoding/json reads whole (ReadReport). The cases are appended to one
+// buffer, written to w once it holds streamChunk bytes: no copy into a
+// second buffer, and memory that does not grow with the cases.
 type stream struct {
+	w     io.Writer
 	buf   []byte
 	cases int
-	full  chan []byte   // the buffers to write, in order
-	free  chan []byte   // the buffers written, to fill again
-	done  chan struct{} // closed once the writer has written them all
-	werr  error         // w's first error: the writer's, read after done
-	ended bool          // full is closed
 }
 
 // streamChunk is how much a stream buffers before it writes.
@@ -122,23 +115,7 @@ func newStream(w io.Writer) *stream {
 	if w == nil {
 		return nil
 	}
-	s := &stream{
-		buf:  make([]byte, 0, streamChunk+streamChunk/2),
-		full: make(chan []byte, 1),
-		free: make(chan []byte, 2), // room for both: the last one written is never taken back
-		done: make(chan struct{}),
-	}
-	s.free <- make([]byte, 0, streamChunk+streamChunk/2)
-	go func() {
-		defer close(s.done)
-		for b := range s.full {
-			if s.werr == nil {
-				_, s.werr = w.Write(b)
-			}
-			s.free <- b[:0]
-		}
-	}()
-	return s
+	return &stream{w: w, buf: make([]byte, 0, streamChunk+streamChunk/2)}
 }
 
 func (s *stream) header(r *Report) error {
@@ -173,35 +150,19 @@ func (s *stream) caseResult(c *CaseResult) error {
 	if s.buf, err = appendCase(s.buf, c); err != nil {
 		return err
 	}
-	if len(s.buf) >= streamChunk {
-		s.full <- s.buf
-		s.buf = <-s.free
+	if len(s.buf) < streamChunk {
+		return nil
 	}
-	return nil
+	return s.flush()
 }
 
-// end writes what s holds, waits for the writer and returns w's first
-// error.
-func (s *stream) end() error {
-	s.full <- s.buf
-	s.stop()
-	return s.werr
+// flush writes what s holds.
+func (s *stream) flush() error {
+	_, err := s.w.Write(s.buf)
+	s.buf = s.buf[:0]
+	return err
 }
 
-// stop ends the writer, what s holds left unwritten (Run ends without
-// its trailer), and waits for it. It may be called again, and on a nil s.
-func (s *stream) stop() {
-	if s == nil {
-		return
-	}
-	if !s.ended {
-		s.ended = true
-		close(s.full)
-	}
-	<-s.done
-}
-
-// trailer appends the report's last fields and ends s.
 func (s *stream) trailer(r *Report) error {
 	if s == nil {
 		return nil
@@ -217,5 +178,5 @@ func (s *stream) trailer(r *Report) error {
 	s.buf = append(s.buf, "\n],"...)
 	s.buf = append(s.buf, b[1:]...)
 	s.buf = append(s.buf, '\n')
-	return s.end()
+	return s.flush()
 }
