@@ -229,8 +229,9 @@ func (e *Eval[In, Out]) Run(ctx context.Context, w io.Writer) (*Report, error) {
 	if conc == 1 {
 		do := worker()
 		for s.work(do) {
-			s.flushReady(flush)
+			s.flushReady(flush, false)
 		}
+		s.flushReady(flush, true)
 	} else {
 		for range conc {
 			go func() {

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/reprompt/reprompt/evals/internal/hotpath"
+	"github.com/reprompt/reprompt/llm"
 	"github.com/stretchr/testify/require"
 )
 
@@ -57,5 +58,22 @@ func TestTopStat(t *testing.T) {
 			}
 			assert.LessOrEqual(t, ts.Cap(), tc.n/20+2, "values kept for %d", tc.n)
 		})
+	}
+}
+
+// BenchmarkCaseFigures measures a case's figures as an eval makes them
+// when the case is written: its 5 runs measured, added to the overall
+// figures of 5,000 runs.
+func BenchmarkCaseFigures(b *testing.B) {
+	const k = 5
+	runs := make([]RunResult, k)
+	for i := range runs {
+		runs[i] = RunResult{Run: i, Pass: i != 2, Steps: 2, Usage: llm.Usage{InputTokens: 214, OutputTokens: 15}, LatencyMS: 0.02 + float64(i)*0.003}
+	}
+	m, o := newMeasures(k), newOverall(1000*k)
+	b.ReportAllocs()
+	for b.Loop() {
+		acc := caseAcc{runs: runs}
+		_ = acc.result("case", k, m, o)
 	}
 }
