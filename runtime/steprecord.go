@@ -71,7 +71,7 @@ func (sr *stepRecorder) end(rec *Step) {
 		return
 	}
 	sr.buf = session.StepRecord{}
-	fillRecord(&sr.buf, rec, sr.calls, sr)
+	fillRecord(&sr.buf, rec, sr.calls, sr, true)
 	sr.record = &sr.buf
 	if len(sr.commits) > 0 {
 		sr.record.Commits = sr.commits
@@ -128,14 +128,15 @@ func (sr *stepRecorder) take() *session.StepRecord {
 // its calls, by index, where known.
 func recordOf(rec *Step, durs []time.Duration) *session.StepRecord {
 	out := &session.StepRecord{}
-	fillRecord(out, rec, durs, nil)
+	fillRecord(out, rec, durs, nil, true)
 	return out
 }
 
 // fillRecord sets out to the record of rec. With sr, it reuses sr's
 // buffers and the names and ids of the previous step's tools and system
-// prompt when they did not change.
-func fillRecord(out *session.StepRecord, rec *Step, durs []time.Duration, sr *stepRecorder) {
+// prompt when they did not change. Without checkpoint, it leaves out the
+// fields only a checkpoint reads: System, Tools and Calls (ShownRecord).
+func fillRecord(out *session.StepRecord, rec *Step, durs []time.Duration, sr *stepRecorder, checkpoint bool) {
 	*out = session.StepRecord{
 		Version:      session.RecordVersion,
 		Step:         rec.Number,
@@ -166,7 +167,7 @@ func fillRecord(out *session.StepRecord, rec *Step, durs []time.Duration, sr *st
 	if len(rec.Reminded) > 0 {
 		out.Reminded = refStrings(rec.Reminded)
 	}
-	if rec.sent {
+	if rec.sent && checkpoint {
 		req := &rec.request // its Messages are not needed
 		switch {
 		case len(req.Tools) == 0:
@@ -197,7 +198,7 @@ func fillRecord(out *session.StepRecord, rec *Step, durs []time.Duration, sr *st
 		out.Usage = session.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CachedTokens: u.CachedTokens,
 			CacheWriteTokens: u.CacheWriteTokens, CacheWrite1hTokens: u.CacheWrite1hTokens}
 		out.Finish = string(reply.FinishReason)
-		if calls := reply.Message.ToolCalls; len(calls) > 0 {
+		if calls := reply.Message.ToolCalls; len(calls) > 0 && checkpoint {
 			if sr != nil {
 				sr.callBuf = slices.Grow(sr.callBuf[:0], len(calls))[:len(calls)]
 				out.Calls = sr.callBuf
@@ -225,7 +226,8 @@ func fillRecord(out *session.StepRecord, rec *Step, durs []time.Duration, sr *st
 			if s == nil {
 				continue
 			}
-			sub := recordOf(s, nil)
+			sub := &session.StepRecord{}
+			fillRecord(sub, s, nil, nil, checkpoint)
 			if s.Reply != nil {
 				sub.Reply = s.Reply.Message.Content
 			}
@@ -261,12 +263,21 @@ func (s *Step) Record() *session.StepRecord {
 	return out
 }
 
-// RequestRecord returns the part of the step's record (Record) that the
-// golden text of a later step reads (snapshots.FormatStep): the step's
-// number and its request, nil if it sent none, without the request's
-// messages (see RequestMessages). It costs a fraction of Record.
-func (s *Step) RequestRecord() *session.StepRecord {
-	return &session.StepRecord{Version: session.RecordVersion, Step: s.Number, Request: shownRequest(s)}
+// ShownRecord sets *out to what a golden step file shows of the step
+// (package snapshots): Record without the fields only a checkpoint reads
+// (System, Tools, Calls, the durations). With requestOnly, it is the part
+// that the golden text of a later step reads: the step's number and its
+// request, nil if it sent none, without the request's messages (see
+// RequestMessages), at a fraction of the cost. ShownRecord overwrites
+// *out whole, so that a caller may fill the same record again and again;
+// like Record's, the messages are shared with the step: read-only.
+func (s *Step) ShownRecord(out *session.StepRecord, requestOnly bool) {
+	if requestOnly {
+		*out = session.StepRecord{Version: session.RecordVersion, Step: s.Number, Request: shownRequest(s)}
+		return
+	}
+	fillRecord(out, s, nil, nil, false)
+	shown(out, s)
 }
 
 // shownRequest returns the request of rec as a golden step file shows it,

@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -97,11 +98,12 @@ func mustRecord(t *testing.T, st session.Store, step int) *session.StepRecord {
 	return cp.Record
 }
 
-// TestRequestRecord checks RequestRecord and RequestMessages against
-// Record and Request: the step's number and request but its messages, and
-// those messages, for steps with tools and a typed answer, and a step
-// without a request.
-func TestRequestRecord(t *testing.T) {
+// TestShownRecord checks ShownRecord and RequestMessages against Record
+// and Request: Record without the fields only a checkpoint reads; with
+// requestOnly the step's number and request but its messages, and those
+// messages; for steps with tools, a tool call and a typed answer, and a
+// step without a request. The same record is filled again and again.
+func TestShownRecord(t *testing.T) {
 	type answer struct {
 		N int `json:"n"`
 	}
@@ -116,18 +118,30 @@ func TestRequestRecord(t *testing.T) {
 	res, err := runtime.Run(t.Context(), model, fn, runtime.Config{})
 	require.NoError(t, err)
 	require.Len(t, res.Steps, 2)
-	for i, s := range res.Steps {
+	var got session.StepRecord
+	for i, s := range slices.Backward(res.Steps) {
+		want := s.Record()
+		require.NotEmpty(t, want.System, "step %d", i)
+		require.NotEmpty(t, want.Tools, "step %d", i)
+		want.System, want.Tools, want.Calls = "", nil, nil
+		s.ShownRecord(&got, false)
+		assert.Empty(t, cmp.Diff(want, &got), "step %d: ShownRecord mismatch (-want +got)", i)
+
 		full := s.Record()
-		want := &session.StepRecord{Version: full.Version, Step: full.Step, Request: full.Request}
+		want = &session.StepRecord{Version: full.Version, Step: full.Step, Request: full.Request}
 		want.Request.Messages = nil
-		got := s.RequestRecord()
-		assert.Empty(t, cmp.Diff(want, got), "step %d: RequestRecord mismatch (-want +got)", i)
+		s.ShownRecord(&got, true)
+		assert.Empty(t, cmp.Diff(want, &got), "step %d: ShownRecord of the request mismatch (-want +got)", i)
 		require.NotNil(t, got.Request, "step %d", i)
 		require.NotEmpty(t, got.Request.Tools, "step %d", i)
 		require.NotNil(t, got.Request.Output, "step %d", i)
 		assert.Equal(t, s.Request().Messages, s.RequestMessages(), "step %d: RequestMessages", i)
 	}
+	assert.NotEmpty(t, res.Steps[0].Record().Calls, "the step with a tool call")
 	none := &runtime.Step{Number: 3}
-	assert.Equal(t, &session.StepRecord{Version: session.RecordVersion, Step: 3}, none.RequestRecord(), "a step that sent no request")
+	none.ShownRecord(&got, true)
+	assert.Equal(t, session.StepRecord{Version: session.RecordVersion, Step: 3}, got, "a step that sent no request")
+	none.ShownRecord(&got, false)
+	assert.Equal(t, *none.Record(), got, "a step that sent no request")
 	assert.Nil(t, none.RequestMessages(), "a step that sent no request")
 }

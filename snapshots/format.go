@@ -1,7 +1,9 @@
 package snapshots
 
 import (
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/reprompt/reprompt/internal/steprec"
 	"github.com/reprompt/reprompt/runtime"
@@ -34,26 +36,54 @@ func FormatStep(steps []*runtime.Step, i int, opts ...Option) string {
 	// The records of other steps are read only for the schemas their
 	// requests showed, and for the request that a record of the step
 	// compares its own with: the last one sent before it.
-	run := &steprec.Run{Steps: make([]*steprec.Step, i+1)}
+	sc := scratches.Get().(*scratch)
+	defer sc.free()
+	sc.recs = slices.Grow(sc.recs[:0], i+1)[:i+1]
+	run := &sc.run
+	run.Steps = slices.Grow(run.Steps[:0], i+1)[:i+1]
 	n := steps[i].Number
 	last := -1 // the record of another step that sent the last request, if its messages are not set
 	for j, s := range steps[:i+1] {
+		rec := &sc.recs[j]
 		switch {
 		case s == nil:
+			rec = nil
 		case s.Number != n:
-			run.Steps[j] = s.RequestRecord()
-			if run.Steps[j].Request != nil {
+			s.ShownRecord(rec, true)
+			if rec.Request != nil {
 				last = j
 			}
 		default:
 			if last >= 0 {
-				run.Steps[last].Request.Messages = steps[last].RequestMessages()
+				sc.recs[last].Request.Messages = steps[last].RequestMessages()
 				last = -1
 			}
-			run.Steps[j] = s.Record()
+			s.ShownRecord(rec, false)
 		}
+		run.Steps[j] = rec
 	}
 	return steprec.WriteStep(run, i, steprec.WriteOptions{Redact: redact})
+}
+
+// scratch holds the records FormatStep writes from, reused from call to
+// call: a record is a large struct, and the records of the steps before
+// were half of the bytes FormatStep allocated.
+type scratch struct {
+	recs []steprec.Step
+	run  steprec.Run
+}
+
+var scratches = sync.Pool{New: func() any { return new(scratch) }}
+
+// free clears sc, so that it keeps no step's text alive, and gives it
+// back to scratches unless it grew large.
+func (sc *scratch) free() {
+	if cap(sc.recs) > 256 {
+		return
+	}
+	clear(sc.recs)
+	clear(sc.run.Steps)
+	scratches.Put(sc)
 }
 
 // format writes the records of steps (runtime.Step.Record) with the one

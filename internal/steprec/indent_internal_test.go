@@ -82,3 +82,15 @@ func TestSchemaText(t *testing.T) {
 		assert.LessOrEqual(t, b, 1<<20, "bytes held after %d", i)
 	}
 }
+
+// TestStepName checks the names of stepNames against the name made for
+// each step, with and without a prefix.
+func TestStepName(t *testing.T) {
+	for _, prefix := range []string{"", "step 2/agent helper call-1/"} {
+		w := newWriter(nil, prefix)
+		for _, n := range []int{0, 1, 9, 10, 63, 64, 100, -1} {
+			assert.Equal(t, prefix+"step "+strconv.Itoa(n), w.stepName(n), "prefix %q, step %d", prefix, n)
+		}
+		w.free()
+	}
+}

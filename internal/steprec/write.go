@@ -315,8 +315,25 @@ func isMarker(line string) bool {
 	return strings.HasPrefix(line, "-- ") && strings.HasSuffix(line, " --") && len(line) >= 6
 }
 
+// stepNames are the section names of the first steps of a run: "step 0",
+// "step 1", ..., made once rather than for each text of a step.
+var stepNames = func() (names [64]string) {
+	for i := range names {
+		names[i] = "step " + strconv.Itoa(i)
+	}
+	return names
+}()
+
+// stepName returns the name of the sections of step n: w.prefix+"step n".
+func (w *writer) stepName(n int) string {
+	if w.prefix == "" && n >= 0 && n < len(stepNames) {
+		return stepNames[n]
+	}
+	return w.prefix + "step " + strconv.Itoa(n)
+}
+
 func (w *writer) step(s, prev *Step) {
-	name := w.prefix + "step " + strconv.Itoa(s.Step)
+	name := w.stepName(s.Step)
 	if len(s.Decisions) > 0 {
 		name += " decided" // the record that completes a paused step
 		w.section2(name, "/decisions")
