@@ -93,15 +93,16 @@ func evalToFile(tb testing.TB, e *evals.Eval[issue, triage], path string) {
 	require.Equal(tb, len(e.Cases)*max(e.K, 1), rep.Overall.Runs, "runs measured")
 }
 
-// maxOwn bounds the eval's own time as a share of its runs' (issue 25:
-// 10 %), the median of ownReps evals; maxProcess bounds the median of
-// the process's CPU time against a bare loop, which also counts what the
-// eval costs its runs (collections, caches) and which the noise of a
-// shared 2-core machine moves by tens of points from pair to pair: a
-// guard against a return to the old cost (+50 %), not a figure to meet.
+// maxOwn and maxProcess bound the medians TestOverhead measures. Issue
+// 25's target is 10 %, not met: on the shared 2-core machine of
+// docs/performance.md the eval's own time is 11-14 % of its runs' and the
+// process's CPU time 13-20 % over a bare loop's (medians; the second
+// moves by tens of points from pair to pair). The bounds guard against a
+// return to the old cost (own 15-17 %, process 23-28 %, up to 50 % before
+// that) with room for the noise; lower them as the overhead comes down.
 const (
-	maxOwn     = 0.25
-	maxProcess = 0.30
+	maxOwn     = 0.20
+	maxProcess = 0.35
 	ownReps    = 9
 	pairReps   = 15
 )
