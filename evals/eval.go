@@ -80,8 +80,9 @@ type Eval[In, Out any] struct {
 	// check.ApprovalAsked can check it.
 	Decide func(call runtime.PendingApproval) (approve bool, reason string)
 	// OnCase, if set, is called with each case's result as soon as the
-	// case and every case before it have completed, in dataset order, on
-	// the goroutine that called Run: a progress report. The result, its
+	// case and every case before it have completed (at Concurrency 1,
+	// eight cases at a time), in dataset order, on the goroutine that
+	// called Run: a progress report. The result, its
 	// runs included, is the callback's only during the call.
 	OnCase func(*CaseResult)
 }
@@ -127,10 +128,12 @@ var errBudget = errors.New("time budget reached")
 //
 // With w not nil the report is written to w as it goes, as the JSON object
 // ReadReport reads: each case with its runs, in dataset order, as soon as
-// it and the cases before it have completed; the returned report's cases
-// then hold their figures only, so that memory does not grow with the
-// runs (but for the largest 5 % of each measure's values, for the overall
-// 95th percentiles). With w nil they hold their runs too.
+// it and the cases before it have completed (at Concurrency 1, eight
+// cases at a time, which keeps the eval's own work off the runs' caches);
+// the returned report's cases then hold their figures only, so that
+// memory does not grow with the runs (but for the largest 5 % of each
+// measure's values, for the overall 95th percentiles). With w nil they
+// hold their runs too.
 //
 // A budget reached ends the eval cleanly: Report.Stopped says which, the
 // cases not run have no runs, and the error is nil. A ctx cancelled ends it
