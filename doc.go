@@ -25,7 +25,7 @@
 //   - runtime: the step loop, sessions, typed answers, tool approval, tracing
 //   - snapshots: test support: scripted models, golden step files, record and replay
 //   - evals: a prompt measured over a dataset: k runs a case, pass@k and pass^k, baselines
-//   - evals/internal/hotpath: what an eval streams its result with: JSON written by hand, measures in bounded memory
+//   - evals/internal/hotpath: an eval's own work: its scheduler of runs, JSON written by hand, measures in bounded memory
 //   - evals/check: the checks of a run's whole trajectory (tool calls, state, steps, cost) and judges
 //   - tokens: exact token counts (tiktoken encodings, embedded) and estimates
 //   - session: checkpoints, the Store interface, the in-memory store

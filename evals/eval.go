@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/reprompt/reprompt/evals/check"
+	"github.com/reprompt/reprompt/evals/internal/hotpath"
 	"github.com/reprompt/reprompt/llm"
 	"github.com/reprompt/reprompt/prompt"
 	"github.com/reprompt/reprompt/runtime"
@@ -200,7 +201,7 @@ func (e *Eval[In, Out]) Run(ctx context.Context, w io.Writer) (*Report, error) {
 		rep.Cases = make([]CaseResult, 0, len(e.Cases))
 	}
 	flush := func(acc *caseAcc) {
-		cr := acc.result(e.caseName(next), passK, scratch, overall)
+		cr := caseResult(acc, e.caseName(next), passK, scratch, overall)
 		if e.OnCase != nil {
 			e.OnCase(&cr)
 		}
@@ -215,8 +216,8 @@ func (e *Eval[In, Out]) Run(ctx context.Context, w io.Writer) (*Report, error) {
 		next++
 	}
 	stopped := func() bool { return b.stopped() != "" || runCtx.Err() != nil }
-	s := newSched(len(e.Cases), k, conc, w != nil, stopped, e.caseInfo)
-	defer context.AfterFunc(runCtx, s.wake)()
+	s := hotpath.NewSched[RunResult](len(e.Cases), k, conc, w != nil, stopped, e.caseInfo)
+	defer context.AfterFunc(runCtx, s.Wake)()
 	// worker returns the function that makes the runs of one goroutine,
 	// checked in one Trajectory.
 	worker := func() func(c, run int, info *caseInfo) (RunResult, bool) {
@@ -231,20 +232,20 @@ func (e *Eval[In, Out]) Run(ctx context.Context, w io.Writer) (*Report, error) {
 	}
 	if conc == 1 {
 		do := worker()
-		for s.work(do) {
-			s.flushReady(flush, false)
+		for s.Work(do) {
+			s.FlushReady(flush, false)
 		}
-		s.flushReady(flush, true)
+		s.FlushReady(flush, true)
 	} else {
 		for range conc {
 			go func() {
 				do := worker()
-				for s.work(do) {
+				for s.Work(do) {
 				}
-				s.done()
+				s.Done()
 			}()
 		}
-		s.collect(flush)
+		s.Collect(flush)
 	}
 	for next < len(e.Cases) { // the cases the eval stopped before
 		flush(&caseAcc{})
@@ -289,19 +290,29 @@ func (e *Eval[In, Out]) Run(ctx context.Context, w io.Writer) (*Report, error) {
 	return rep, err
 }
 
-// result returns the case's result, its figures measured in m (emptied
+// caseAcc gathers a case's runs until they are all in.
+type caseAcc = hotpath.Acc[RunResult, caseInfo]
+
+// caseInfo is what each run of a case needs, made once a case.
+type caseInfo struct {
+	name            string
+	checks          []check.Check // the eval's, the Expected's, the case's own
+	input, expected any           // the case's, as check.Trajectory holds them
+}
+
+// caseResult returns a's case's result, its figures measured in m (emptied
 // first) and its runs added to overall.
-func (a *caseAcc) result(name string, k int, m *measures, overall *overall) CaseResult {
+func caseResult(a *caseAcc, name string, k int, m *measures, overall *overall) CaseResult {
 	byRun := func(x, y RunResult) int { return x.Run - y.Run }
-	if !slices.IsSortedFunc(a.runs, byRun) { // made out of order by concurrent goroutines
-		slices.SortFunc(a.runs, byRun)
+	if !slices.IsSortedFunc(a.Runs, byRun) { // made out of order by concurrent goroutines
+		slices.SortFunc(a.Runs, byRun)
 	}
 	m.reset()
-	for i := range a.runs {
-		m.add(&a.runs[i])
-		overall.add(&a.runs[i])
+	for i := range a.Runs {
+		m.add(&a.Runs[i])
+		overall.add(&a.Runs[i])
 	}
-	return CaseResult{Name: name, Figures: m.figures(k), Runs: a.runs}
+	return CaseResult{Name: name, Figures: m.figures(k), Runs: a.Runs}
 }
 
 // budget counts what the runs used against Budget. Without a limit on

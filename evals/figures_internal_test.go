@@ -73,7 +73,7 @@ func BenchmarkCaseFigures(b *testing.B) {
 	m, o := newMeasures(k), newOverall(1000*k)
 	b.ReportAllocs()
 	for b.Loop() {
-		acc := caseAcc{runs: runs}
-		_ = acc.result("case", k, m, o)
+		acc := caseAcc{Runs: runs}
+		_ = caseResult(&acc, "case", k, m, o)
 	}
 }

@@ -1,5 +1,6 @@
-// Package hotpath is what an eval needs to stream its result to a file in
-// bounded memory, off its runs' hot path: JSON values written by hand,
+// Package hotpath is an eval's own work beside its runs, kept small and
+// in bounded memory: the scheduler that hands out the runs and gathers
+// them case by case in dataset order (Sched), JSON values written by hand,
 // byte for byte as encoding/json writes them but without its reflection
 // and allocations (see evals/encode.go), and the measures of every run
 // kept as a mean and a 95th percentile in memory that does not grow with
