@@ -30,10 +30,11 @@ type Check interface {
 	Check(ctx context.Context, tr *Trajectory) error
 }
 
-// Trajectory is one run of a case, as the checks see it. An eval makes one
-// a run; a test of a Check may make its own from a runtime.Result. Checks
-// read it and must not change it, but for a Judge, which records its
-// Grade in it. Its checks are made one at a time (see Apply).
+// Trajectory is one run of a case, as the checks see it. An eval fills one
+// for each run (Reset between two runs); a test of a Check may make its own
+// from a runtime.Result. Checks read it and must not change it, but for a
+// Judge, which records its Grade in it, nor keep it once they return. Its
+// checks are made one at a time (see Apply).
 type Trajectory struct {
 	// Case is the case's name and Run the run's number, from 0.
 	Case string
