@@ -83,8 +83,8 @@ type Eval[In, Out any] struct {
 	// OnCase, if set, is called with each case's result as soon as the
 	// case and every case before it have completed (at Concurrency 1,
 	// eight cases at a time), in dataset order, on the goroutine that
-	// called Run: a progress report. The result, its
-	// runs included, is the callback's only during the call.
+	// called Run: a progress report. The result, its runs included, is
+	// the callback's only during the call.
 	OnCase func(*CaseResult)
 }
 
