@@ -37,6 +37,7 @@ var allowed = map[string][]string{
 	"internal/modelcaps": {},
 	"internal/httpwait":  {"llm"},
 	"internal/redact":    {"llm"},
+	"internal/lanes":     {"defs"},
 	// The state of a prompt, behind package prompt (its handle) and the
 	// runtime (which executes it).
 	"internal/core": {"state", "defs", "effects", "internal/callsite", "github.com/google/jsonschema-go"},
@@ -67,7 +68,7 @@ var allowed = map[string][]string{
 	"effects/builtin/internal/transcript": {"defs"},
 	"effects/builtin/internal/when":       {"github.com/expr-lang/expr"},
 	// What providers/openai says and hears on the wire, through go-openai.
-	"providers/openai/internal/wire": {"llm", "defs", "github.com/sashabaranov/go-openai"},
+	"providers/openai/internal/wire": {"llm", "defs", "internal/lanes", "github.com/sashabaranov/go-openai"},
 	"cmd/reprompt/internal/viewer":   {"defs", "session", "internal/steprec"},
 	// The text of reprompt show: the viewer's model, written for a terminal.
 	"cmd/reprompt/internal/showtext": {"cmd/reprompt/internal/viewer"},
@@ -95,7 +96,7 @@ var allowed = map[string][]string{
 // model capabilities and the adapters' own internal packages, never the
 // runtime that drives a model. Outside modules (the provider's SDK) are
 // restricted by onlyImportedBy.
-var providerImports = []string{"llm", "defs", "internal/modelcaps", "providers/openai/internal/wire", "internal/httpwait", "internal/redact"}
+var providerImports = []string{"llm", "defs", "internal/modelcaps", "providers/openai/internal/wire", "internal/httpwait", "internal/redact", "internal/lanes"}
 
 // onlyImportedBy restricts who may import a package (non-test files), by
 // path prefix.
@@ -140,6 +141,8 @@ var onlyImportedBy = map[string][]string{
 	module + "/effects/builtin/internal/transcript": {"effects/builtin"},
 	module + "/effects/builtin/internal/trimming":   {"effects/builtin"},
 	module + "/effects/builtin/internal/when":       {"effects/builtin"},
+	// The adapters' cache lanes: the provider adapters only.
+	module + "/internal/lanes": {"providers/"},
 	// The OpenTelemetry SDK and exporters: in tests and examples only; the
 	// library uses the API, and users bring their SDK.
 	"go.opentelemetry.io/otel/sdk":       {"examples/"},

@@ -65,6 +65,7 @@
 //   - internal/httpwait: the providers' retry schedule: backoff, jitter, the delay a server asks for (Retry-After)
 //   - internal/modelcaps: which models take a strict response_format
 //   - internal/redact: an adapter's API key removed from texts and from a model call's errors, which stay typed
+//   - internal/lanes: the adapters' cache lanes: the lane of a request by longest shared prefix, the one to reuse, a rewrite told from a fork
 //   - internal/msghash: message hashes for content-keyed token counts
 //   - internal/convtest: one 20-turn conversation, run on every store and under SIGKILL, for tests
 //   - internal/scenario: the prompts the benchmarks share

@@ -1,7 +1,8 @@
 // Package httpwait is the providers' retry schedule (Retrier): the delay
 // an HTTP server asks a client to wait before it tries again
-// (RetryAfter), exponential backoff with jitter, and the decision to
-// retry or give up. It is apart from
+// (RetryAfter), exponential backoff with jitter, the decision to retry
+// or give up, and the defaults of an adapter's retry settings
+// (SetDefaults, Sleep). It is apart from
 // package llm so that the model contract does not link net/http into
 // programs that never call a server.
 package httpwait

@@ -76,3 +76,42 @@ func (r *Retrier) Backoff(n int) time.Duration {
 	}
 	return time.Duration(float64(d) * (1 - 0.25*f))
 }
+
+// SetDefaults replaces r's zero settings, as an adapter's Config
+// documents them: a MaxRetries of 0 by maxRetries and a negative one by 0
+// (no retries), a BaseDelay or MaxDelay of 0 or less by baseDelay or
+// maxDelay, and a nil Sleep by Sleep.
+func (r *Retrier) SetDefaults(maxRetries int, baseDelay, maxDelay time.Duration) {
+	switch {
+	case r.MaxRetries == 0:
+		r.MaxRetries = maxRetries
+	case r.MaxRetries < 0:
+		r.MaxRetries = 0
+	}
+	if r.BaseDelay <= 0 {
+		r.BaseDelay = baseDelay
+	}
+	if r.MaxDelay <= 0 {
+		r.MaxDelay = maxDelay
+	}
+	if r.Sleep == nil {
+		r.Sleep = Sleep
+	}
+}
+
+// Sleep waits for d and returns nil, or returns ctx.Err() when ctx is
+// done first (at once for a d of 0 or less): a Retrier's Sleep when its
+// adapter's Config sets none.
+func Sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

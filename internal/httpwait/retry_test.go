@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -48,4 +49,48 @@ func TestRetrierWait(t *testing.T) {
 	assert.ErrorIs(t, got, context.Canceled)
 	assert.Equal(t, 529, got.StatusCode)
 	assert.Len(t, slept, 3, "no sleep but the three that were due")
+}
+
+// TestSetDefaults: zero settings take the defaults given, a negative
+// MaxRetries means none, and set ones are kept.
+func TestSetDefaults(t *testing.T) {
+	var r httpwait.Retrier
+	r.SetDefaults(2, time.Second, time.Minute)
+	assert.Equal(t, 2, r.MaxRetries)
+	assert.Equal(t, time.Second, r.BaseDelay)
+	assert.Equal(t, time.Minute, r.MaxDelay)
+	require.NotNil(t, r.Sleep, "httpwait.Sleep")
+
+	sleep := func(context.Context, time.Duration) error { return nil }
+	r = httpwait.Retrier{MaxRetries: -1, BaseDelay: -time.Second, MaxDelay: 5 * time.Second, Sleep: sleep}
+	r.SetDefaults(2, time.Second, time.Minute)
+	assert.Equal(t, 0, r.MaxRetries, "negative: no retries")
+	assert.Equal(t, time.Second, r.BaseDelay, "negative: the default")
+	assert.Equal(t, 5*time.Second, r.MaxDelay, "set: kept")
+	assert.NoError(t, r.Sleep(context.Background(), time.Hour), "set: kept")
+
+	r = httpwait.Retrier{MaxRetries: 7}
+	r.SetDefaults(2, time.Second, time.Minute)
+	assert.Equal(t, 7, r.MaxRetries, "set: kept")
+}
+
+// TestSleep: Sleep waits d, or until the context ends (in a synctest
+// bubble: no real time, exact lengths).
+func TestSleep(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		require.NoError(t, httpwait.Sleep(context.Background(), 90*time.Second))
+		assert.Equal(t, 90*time.Second, time.Since(start))
+
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		start = time.Now()
+		require.ErrorIs(t, httpwait.Sleep(ctx, 90*time.Second), context.DeadlineExceeded)
+		assert.Equal(t, 30*time.Second, time.Since(start))
+
+		start = time.Now()
+		require.ErrorIs(t, httpwait.Sleep(ctx, -time.Second), context.DeadlineExceeded, "d ≤ 0: the context's error at once")
+		require.NoError(t, httpwait.Sleep(context.Background(), 0))
+		assert.Zero(t, time.Since(start))
+	})
 }

@@ -2,7 +2,9 @@
 // texts, bodies a server or proxy echoed the key in, and the errors of a
 // model call, which stay typed (what callers look for with errors.Is and
 // errors.As stays reachable). Each adapter edits its SDK's own error types
-// through Scrub's callback. Only the provider adapters import it.
+// through Scrub's callback. The adapters' Config and Model print and log
+// through it too (String, GoString, Format, ConfigAttrs), with the key
+// shown as Text. Only the provider adapters import it.
 package redact
 
 import (

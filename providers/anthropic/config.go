@@ -172,40 +172,13 @@ func (c Config) withDefaults() Config {
 	if c.HTTPClient == nil {
 		c.HTTPClient = &http.Client{}
 	}
-	switch {
-	case c.MaxRetries == 0:
-		c.MaxRetries = DefaultMaxRetries
-	case c.MaxRetries < 0:
-		c.MaxRetries = 0
-	}
-	if c.RetryBaseDelay <= 0 {
-		c.RetryBaseDelay = DefaultRetryBaseDelay
-	}
-	if c.RetryMaxDelay <= 0 {
-		c.RetryMaxDelay = DefaultRetryMaxDelay
-	}
-	if c.Sleep == nil {
-		c.Sleep = sleep
-	}
+	r := c.retrier()
+	r.SetDefaults(DefaultMaxRetries, DefaultRetryBaseDelay, DefaultRetryMaxDelay)
+	c.MaxRetries, c.RetryBaseDelay, c.RetryMaxDelay, c.Sleep = r.MaxRetries, r.BaseDelay, r.MaxDelay, r.Sleep
 	if c.MaxReplyBytes == 0 {
 		c.MaxReplyBytes = DefaultMaxReplyBytes
 	}
 	return c
-}
-
-// sleep waits for d or until ctx is done.
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // nativeOutputModel reports whether a model takes output_config.format:

@@ -71,36 +71,20 @@ func (r redactor) request(req *http.Request) *http.Request {
 
 // String returns the configuration for printing, with the API key replaced
 // by Redacted. fmt's %v and %+v use it.
-func (c Config) String() string {
-	return strings.Replace(fmt.Sprintf("%+v", c.printable()), "{", "anthropic.Config{", 1)
-}
+func (c Config) String() string { return redact.String("anthropic.Config", c.printable()) }
 
 // GoString returns the configuration as a Go literal, with the API key
 // replaced by Redacted. fmt's %#v uses it.
-func (c Config) GoString() string {
-	return strings.Replace(fmt.Sprintf("%#v", c.printable()), "anthropic.printableConfig{", "anthropic.Config{", 1)
-}
+func (c Config) GoString() string { return redact.GoString("anthropic.Config", c.printable()) }
 
 // Format implements fmt.Formatter so that no verb shows the API key: %#v
 // prints GoString, every other verb String.
-func (c Config) Format(f fmt.State, verb rune) {
-	if verb == 'v' && f.Flag('#') {
-		fmt.Fprint(f, c.GoString())
-		return
-	}
-	fmt.Fprint(f, c.String())
-}
+func (c Config) Format(f fmt.State, verb rune) { redact.Format(f, verb, c) }
 
 // LogValue implements slog.LogValuer: the configuration as a group, with
 // the API key replaced by Redacted when one is set.
 func (c Config) LogValue() slog.Value {
-	attrs := []slog.Attr{
-		slog.String("base_url", c.BaseURL),
-		slog.String("model", c.Model),
-	}
-	if c.APIKey != "" {
-		attrs = append(attrs, slog.String("api_key", Redacted))
-	}
+	attrs := redact.ConfigAttrs(c.BaseURL, c.Model, c.APIKey)
 	attrs = append(attrs, slog.Int("max_tokens", c.MaxTokens), slog.Int("max_retries", c.MaxRetries), slog.Int64("max_reply_bytes", c.MaxReplyBytes))
 	return slog.GroupValue(attrs...)
 }
@@ -109,9 +93,7 @@ func (c Config) LogValue() slog.Value {
 type printableConfig Config
 
 func (c Config) printable() printableConfig {
-	if c.APIKey != "" {
-		c.APIKey = Redacted
-	}
+	c.APIKey = redact.Key(c.APIKey)
 	return printableConfig(c)
 }
 
@@ -122,13 +104,7 @@ func (m *Model) String() string { return fmt.Sprintf("anthropic.Model{%v}", m.cf
 func (m *Model) GoString() string { return fmt.Sprintf("&anthropic.Model{cfg:%#v}", m.cfg) }
 
 // Format implements fmt.Formatter so that no verb shows the API key.
-func (m *Model) Format(f fmt.State, verb rune) {
-	if verb == 'v' && f.Flag('#') {
-		fmt.Fprint(f, m.GoString())
-		return
-	}
-	fmt.Fprint(f, m.String())
-}
+func (m *Model) Format(f fmt.State, verb rune) { redact.Format(f, verb, m) }
 
 // LogValue implements slog.LogValuer: the model's configuration, without
 // its API key.

@@ -9,6 +9,7 @@ import (
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 
 	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/internal/lanes"
 	"github.com/reprompt/reprompt/llm"
 )
 
@@ -441,9 +442,9 @@ func (e *encoder) lane(msgs []defs.Message, first int) ([]*encMsg, error) {
 	}
 	// A rewrite (trimmed, compacted, a message replaced): keep the
 	// messages still present.
-	index := map[msgKey][]*encMsg{}
+	index := map[lanes.Key][]*encMsg{}
 	for _, em := range l.msgs[p:] {
-		k := msgKey{em.role, len(em.content), em.id()}
+		k := lanes.Key{Role: em.role, N: len(em.content), ID: em.id()}
 		index[k] = append(index[k], em)
 	}
 	kept := make([]*encMsg, p, len(msgs))
@@ -455,7 +456,7 @@ func (e *encoder) lane(msgs []defs.Message, first int) ([]*encMsg, error) {
 		// blocks, which must not show in two places of a transcript that
 		// holds the same message twice.
 		var found *encMsg
-		k := keyOf(msg)
+		k := lanes.KeyOf(msg)
 		for j, em := range index[k] {
 			if em.same(msg) {
 				found = em
@@ -473,32 +474,15 @@ func (e *encoder) lane(msgs []defs.Message, first int) ([]*encMsg, error) {
 		}
 		kept = append(kept, found)
 	}
-	if reused == 0 && len(l.msgs)-p > p {
-		// Not a rewrite of the lane's conversation (a rewrite keeps
-		// messages after its first change, or changes only the end) but
-		// another conversation that opens as it does: the runs of one
-		// eval case, sub-agents given one task. The lane stays its own.
+	if lanes.Diverged(len(l.msgs), p, reused) {
+		// Another conversation that opens as the lane's does: the lane
+		// stays its own.
 		l = e.other(l)
 		l.lastUse = e.clock
 	}
 	l.msgs = kept
 	e.cur = l
 	return kept[:len(kept):len(kept)], nil
-}
-
-// msgKey narrows the search for a message in a rewritten transcript.
-type msgKey struct {
-	role defs.Role
-	n    int
-	id   string
-}
-
-func keyOf(m *defs.Message) msgKey {
-	k := msgKey{role: m.Role, n: len(m.Content), id: m.ToolCallID}
-	if len(m.ToolCalls) > 0 {
-		k.id = m.ToolCalls[0].ID
-	}
-	return k
 }
 
 func (em *encMsg) id() string {
@@ -555,42 +539,18 @@ func (e *encoder) encode(msg *defs.Message, i int) (*encMsg, error) {
 }
 
 // pick returns the lane that holds the longest prefix of msgs, with the
-// length of that prefix (among those that hold as much, the longest, whose
-// messages a rewrite may find again, then the most recently used), or,
-// when none holds even the first message, a free or the least recently
-// used lane.
+// length of that prefix (see lanes.Pick), or, when none holds even the
+// first message, a free or the least recently used lane.
 func (e *encoder) pick(msgs []defs.Message) (*lane, int) {
-	var best *lane
-	bestP := 0
-	for _, l := range e.lanes {
-		p := 0
-		for p < min(len(msgs), len(l.msgs)) && l.msgs[p].same(&msgs[p]) {
-			p++
-		}
-		if p > 0 && (p > bestP || p == bestP && (len(l.msgs) > len(best.msgs) || len(l.msgs) == len(best.msgs) && l.lastUse > best.lastUse)) {
-			best, bestP = l, p
-		}
-	}
-	if best != nil {
-		return best, bestP
+	if l, p := lanes.Pick(e.lanes, len(msgs), func(l *lane, i int) bool { return l.msgs[i].same(&msgs[i]) }); l != nil {
+		return l, p
 	}
 	return e.other(nil), 0
 }
 
 // other returns a free lane, or the least recently used one but not (a
 // lane whose conversation is left alone), emptied.
-func (e *encoder) other(not *lane) *lane {
-	if len(e.lanes) < maxLanes {
-		l := &lane{}
-		e.lanes = append(e.lanes, l)
-		return l
-	}
-	var lru *lane
-	for _, l := range e.lanes {
-		if l != not && (lru == nil || l.lastUse < lru.lastUse) {
-			lru = l
-		}
-	}
-	*lru = lane{}
-	return lru
-}
+func (e *encoder) other(not *lane) *lane { return lanes.Other(&e.lanes, maxLanes, not) }
+
+func (l *lane) Len() int        { return len(l.msgs) }
+func (l *lane) LastUse() uint64 { return l.lastUse }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strings"
 
 	sdk "github.com/sashabaranov/go-openai"
 
@@ -46,36 +45,20 @@ func (r redactor) scrub(me *llm.ModelError) *llm.ModelError {
 
 // String returns the configuration for printing, with the API key replaced
 // by Redacted. fmt's %v and %+v use it.
-func (c Config) String() string {
-	return strings.Replace(fmt.Sprintf("%+v", c.printable()), "{", "openai.Config{", 1)
-}
+func (c Config) String() string { return redact.String("openai.Config", c.printable()) }
 
 // GoString returns the configuration as a Go literal, with the API key
 // replaced by Redacted. fmt's %#v uses it.
-func (c Config) GoString() string {
-	return strings.Replace(fmt.Sprintf("%#v", c.printable()), "openai.printableConfig{", "openai.Config{", 1)
-}
+func (c Config) GoString() string { return redact.GoString("openai.Config", c.printable()) }
 
 // Format implements fmt.Formatter so that no verb shows the API key: %#v
 // prints GoString, every other verb String.
-func (c Config) Format(f fmt.State, verb rune) {
-	if verb == 'v' && f.Flag('#') {
-		fmt.Fprint(f, c.GoString())
-		return
-	}
-	fmt.Fprint(f, c.String())
-}
+func (c Config) Format(f fmt.State, verb rune) { redact.Format(f, verb, c) }
 
 // LogValue implements slog.LogValuer: the configuration as a group, with
 // the API key replaced by Redacted when one is set.
 func (c Config) LogValue() slog.Value {
-	attrs := []slog.Attr{
-		slog.String("base_url", c.BaseURL),
-		slog.String("model", c.Model),
-	}
-	if c.APIKey != "" {
-		attrs = append(attrs, slog.String("api_key", Redacted))
-	}
+	attrs := redact.ConfigAttrs(c.BaseURL, c.Model, c.APIKey)
 	if c.Organization != "" {
 		attrs = append(attrs, slog.String("organization", c.Organization))
 	}
@@ -87,30 +70,18 @@ func (c Config) LogValue() slog.Value {
 type printableConfig Config
 
 func (c Config) printable() printableConfig {
-	if c.APIKey != "" {
-		c.APIKey = Redacted
-	}
+	c.APIKey = redact.Key(c.APIKey)
 	return printableConfig(c)
 }
 
 // String describes the model without its API key.
-func (m *Model) String() string {
-	return fmt.Sprintf("openai.Model{%v}", m.cfg)
-}
+func (m *Model) String() string { return fmt.Sprintf("openai.Model{%v}", m.cfg) }
 
 // GoString describes the model without its API key.
-func (m *Model) GoString() string {
-	return fmt.Sprintf("&openai.Model{cfg:%#v}", m.cfg)
-}
+func (m *Model) GoString() string { return fmt.Sprintf("&openai.Model{cfg:%#v}", m.cfg) }
 
 // Format implements fmt.Formatter so that no verb shows the API key.
-func (m *Model) Format(f fmt.State, verb rune) {
-	if verb == 'v' && f.Flag('#') {
-		fmt.Fprint(f, m.GoString())
-		return
-	}
-	fmt.Fprint(f, m.String())
-}
+func (m *Model) Format(f fmt.State, verb rune) { redact.Format(f, verb, m) }
 
 // LogValue implements slog.LogValuer: the model's configuration, without
 // its API key.

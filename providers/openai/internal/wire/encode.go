@@ -21,6 +21,7 @@ import (
 	sdk "github.com/sashabaranov/go-openai"
 
 	"github.com/reprompt/reprompt/defs"
+	"github.com/reprompt/reprompt/internal/lanes"
 	"github.com/reprompt/reprompt/llm"
 )
 
@@ -261,9 +262,9 @@ func (e *Encoder) messages(req *llm.Request) (sys, msgs []byte, err error) {
 	// A rewrite: rebuild the lane in a new buffer, copying the encodings
 	// of messages it still holds.
 	old := *l
-	index := map[wireKey][]int{}
+	index := map[lanes.Key][]int{}
 	for i := p; i < len(old.msgs); i++ {
-		k := keyOf(&old.msgs[i])
+		k := lanes.KeyOf(&old.msgs[i])
 		index[k] = append(index[k], i)
 	}
 	nl := lane{
@@ -284,7 +285,7 @@ func (e *Encoder) messages(req *llm.Request) (sys, msgs []byte, err error) {
 		if i < p {
 			j = i
 		} else {
-			for _, cand := range index[keyOf(msg)] {
+			for _, cand := range index[lanes.KeyOf(msg)] {
 				if sameOnWire(&old.msgs[cand], msg) {
 					j = cand
 					reused++
@@ -304,11 +305,9 @@ func (e *Encoder) messages(req *llm.Request) (sys, msgs []byte, err error) {
 		}
 		nl.ends = append(nl.ends, len(nl.buf))
 	}
-	if reused == 0 && len(old.msgs)-p > p {
-		// Not a rewrite of the lane's conversation (a rewrite keeps
-		// messages after its first change, or changes only the end) but
-		// another conversation that opens as it does: the runs of one
-		// eval case, sub-agents given one task. The lane stays its own.
+	if lanes.Diverged(len(old.msgs), p, reused) {
+		// Another conversation that opens as the lane's does: the lane
+		// stays its own.
 		l = c.other(l)
 	}
 	*l = nl
@@ -335,49 +334,23 @@ func (l *lane) encoding(i int) []byte {
 	return l.buf[start:l.ends[i]]
 }
 
-// wireKey narrows the search for a message in a rewritten transcript.
-type wireKey struct {
-	role defs.Role
-	n    int
-	id   string
-}
-
-func keyOf(m *defs.Message) wireKey {
-	k := wireKey{role: m.Role, n: len(m.Content), id: m.ToolCallID}
-	if len(m.ToolCalls) > 0 {
-		k.id = m.ToolCalls[0].ID
-	}
-	return k
-}
-
 // pick returns the lane that holds the longest prefix of msgs, and that
-// prefix's length: on a tie the longer lane (the conversation the request
-// continues, not one that opened alike), then the one used last; with no
-// lane holding any of msgs, a free or the least recently used lane.
+// prefix's length (see lanes.Pick); with no lane holding any of msgs, a
+// free or the least recently used lane.
 func (c *Encoder) pick(msgs []defs.Message) (*lane, int) {
-	var best *lane
-	bestP := 0
-	for _, l := range c.lanes {
-		p := 0
-		for p < min(len(msgs), len(l.msgs)) && sameOnWire(&l.msgs[p], &msgs[p]) {
-			p++
-		}
-		if p > 0 && (p > bestP || p == bestP && (len(l.msgs) > len(best.msgs) || len(l.msgs) == len(best.msgs) && l.lastUse > best.lastUse)) {
-			best, bestP = l, p
-		}
-	}
-	if best != nil {
-		return best, bestP
+	if l, p := lanes.Pick(c.lanes, len(msgs), func(l *lane, i int) bool { return sameOnWire(&l.msgs[i], &msgs[i]) }); l != nil {
+		return l, p
 	}
 	if len(msgs) == 0 {
 		// No messages (a system prompt alone): the lane used last.
+		var last *lane
 		for _, l := range c.lanes {
-			if best == nil || l.lastUse > best.lastUse {
-				best = l
+			if last == nil || l.lastUse > last.lastUse {
+				last = l
 			}
 		}
-		if best != nil {
-			return best, 0
+		if last != nil {
+			return last, 0
 		}
 	}
 	return c.other(nil), 0
@@ -385,21 +358,10 @@ func (c *Encoder) pick(msgs []defs.Message) (*lane, int) {
 
 // other returns a free lane, or the least recently used one but not (a
 // lane whose conversation is left alone), emptied.
-func (c *Encoder) other(not *lane) *lane {
-	if len(c.lanes) < MaxLanes {
-		l := &lane{}
-		c.lanes = append(c.lanes, l)
-		return l
-	}
-	var lru *lane
-	for _, l := range c.lanes {
-		if l != not && (lru == nil || l.lastUse < lru.lastUse) {
-			lru = l
-		}
-	}
-	*lru = lane{}
-	return lru
-}
+func (c *Encoder) other(not *lane) *lane { return lanes.Other(&c.lanes, MaxLanes, not) }
+
+func (l *lane) Len() int        { return len(l.msgs) }
+func (l *lane) LastUse() uint64 { return l.lastUse }
 
 // sameTools reports whether a and b are the same tools on the wire.
 func sameTools(a, b []llm.ToolSpec) bool {
