@@ -163,6 +163,32 @@ func TestRecord(t *testing.T) {
 	assert.InDelta(t, float64(2*(window-reserve)+1-100)+0.5*100+1000, m.billed(meter{"openai", 0.5, 1}), 1e-9)
 }
 
+// meterConversation returns the meter tests' conversation: a user
+// message, then three tool calls, each with its long result.
+func meterConversation() (u, a1, t1, a2, t2, a3, t3 defs.Message) {
+	return defs.UserMessage("fix the tests"), meterCall("1"), meterResult("1", strings.Repeat("one ", 200)),
+		meterCall("2"), meterResult("2", strings.Repeat("two ", 200)), meterCall("3"), meterResult("3", strings.Repeat("three ", 200))
+}
+
+// meterCall is the assistant's call id of read_file.
+func meterCall(id string) defs.Message {
+	return defs.Message{Role: defs.RoleAssistant, ToolCalls: []defs.ToolCall{{ID: id, Name: "read_file", Arguments: []byte("{}")}}}
+}
+
+// meterResult is the result of the call id.
+func meterResult(id, content string) defs.Message {
+	return defs.Message{Role: defs.RoleTool, ToolCallID: id, Content: content}
+}
+
+// meterCount is the tokens of msgs.
+func meterCount(msgs ...defs.Message) int {
+	n := 0
+	for _, m := range msgs {
+		n += sim.Counter.Message(m)
+	}
+	return n
+}
+
 // TestAnthropicMeter: an Anthropic-like provider reads the prefix up to the
 // last breakpoint the previous request also had (the end of the previous
 // request, or after the tools and system prompt once a commit rewrote what
@@ -170,38 +196,24 @@ func TestRecord(t *testing.T) {
 // shared prefix.
 func TestAnthropicMeter(t *testing.T) {
 	const fixed = 50 // the tools and system prompt
-	call := func(id string) defs.Message {
-		return defs.Message{Role: defs.RoleAssistant, ToolCalls: []defs.ToolCall{{ID: id, Name: "read_file", Arguments: []byte("{}")}}}
-	}
-	result := func(id, content string) defs.Message {
-		return defs.Message{Role: defs.RoleTool, ToolCallID: id, Content: content}
-	}
-	count := func(msgs ...defs.Message) int {
-		n := 0
-		for _, m := range msgs {
-			n += sim.Counter.Message(m)
-		}
-		return n
-	}
-	u, a1, t1, a2, t2, a3, t3 := defs.UserMessage("fix the tests"), call("1"), result("1", strings.Repeat("one ", 200)),
-		call("2"), result("2", strings.Repeat("two ", 200)), call("3"), result("3", strings.Repeat("three ", 200))
-	t1trimmed := result("1", "one [trimmed]")
+	u, a1, t1, a2, t2, a3, t3 := meterConversation()
+	t1trimmed := meterResult("1", "one [trimmed]")
 	tests := []struct {
 		msgs           []defs.Message
 		prefix, bpRead int // the shared prefix, and what the breakpoints read
 	}{
 		{[]defs.Message{u}, 0, 0},
-		{[]defs.Message{u, a1, t1}, fixed + count(u), fixed + count(u)},
-		{[]defs.Message{u, a1, t1, a2, t2}, fixed + count(u, a1, t1), fixed + count(u, a1, t1)},
+		{[]defs.Message{u, a1, t1}, fixed + meterCount(u), fixed + meterCount(u)},
+		{[]defs.Message{u, a1, t1, a2, t2}, fixed + meterCount(u, a1, t1), fixed + meterCount(u, a1, t1)},
 		// t1 trimmed: the previous request's breakpoint lies past it.
-		{[]defs.Message{u, a1, t1trimmed, a2, t2, a3, t3}, fixed + count(u, a1), fixed},
-		{[]defs.Message{u, a1, t1trimmed, a2, t2, a3, t3, call("4"), result("4", "four")}, fixed + count(u, a1, t1trimmed, a2, t2, a3, t3), fixed + count(u, a1, t1trimmed, a2, t2, a3, t3)},
+		{[]defs.Message{u, a1, t1trimmed, a2, t2, a3, t3}, fixed + meterCount(u, a1), fixed},
+		{[]defs.Message{u, a1, t1trimmed, a2, t2, a3, t3, meterCall("4"), meterResult("4", "four")}, fixed + meterCount(u, a1, t1trimmed, a2, t2, a3, t3), fixed + meterCount(u, a1, t1trimmed, a2, t2, a3, t3)},
 	}
 	tools := []llm.ToolSpec{{Name: "read_file", Description: "Read a file.", Parameters: []byte(`{"type":"object"}`)}}
 	var m metrics
 	tr := newTracker()
 	for i, tt := range tests {
-		rec := &runtime.Step{InputTokens: fixed + count(tt.msgs...), PrefixTokens: tt.prefix}
+		rec := &runtime.Step{InputTokens: fixed + meterCount(tt.msgs...), PrefixTokens: tt.prefix}
 		rec.SetRequest(&llm.Request{System: "You are a coding agent.", Tools: tools, Messages: tt.msgs})
 		before := m.bpRead
 		m.record(rec, tr)
@@ -213,7 +225,7 @@ func TestAnthropicMeter(t *testing.T) {
 	assert.InDelta(t, 1.25*float64(m.input-m.bpRead)+0.1*float64(m.bpRead), m.billed(anthropic), 1e-9)
 
 	// A changed system prompt breaks every breakpoint.
-	rec := &runtime.Step{InputTokens: fixed + count(u)}
+	rec := &runtime.Step{InputTokens: fixed + meterCount(u)}
 	rec.SetRequest(&llm.Request{System: "You are a reviewer.", Tools: tools, Messages: tests[len(tests)-1].msgs})
 	before := m.bpRead
 	m.record(rec, tr)
@@ -250,22 +262,8 @@ func TestToggleTool(t *testing.T) {
 // providers/anthropic does.
 func TestAnthropicMeterCommitted(t *testing.T) {
 	const fixed = 50
-	call := func(id string) defs.Message {
-		return defs.Message{Role: defs.RoleAssistant, ToolCalls: []defs.ToolCall{{ID: id, Name: "read_file", Arguments: []byte("{}")}}}
-	}
-	result := func(id, content string) defs.Message {
-		return defs.Message{Role: defs.RoleTool, ToolCallID: id, Content: content}
-	}
-	count := func(msgs ...defs.Message) int {
-		n := 0
-		for _, m := range msgs {
-			n += sim.Counter.Message(m)
-		}
-		return n
-	}
-	u, a1, t1, a2, t2, a3, t3 := defs.UserMessage("fix the tests"), call("1"), result("1", strings.Repeat("one ", 200)),
-		call("2"), result("2", strings.Repeat("two ", 200)), call("3"), result("3", strings.Repeat("three ", 200))
-	t1s, t2s := result("1", "one [trimmed]"), result("2", "two [trimmed]")
+	u, a1, t1, a2, t2, a3, t3 := meterConversation()
+	t1s, t2s := meterResult("1", "one [trimmed]"), meterResult("2", "two [trimmed]")
 	tests := []struct {
 		msgs                []defs.Message
 		committed, repeated int
@@ -273,12 +271,12 @@ func TestAnthropicMeterCommitted(t *testing.T) {
 		bpRead              int
 	}{
 		{[]defs.Message{u}, 1, 0, []int{0, 1}, 0},
-		{[]defs.Message{u, a1, t1}, 2, 1, []int{0, 1, 2, 3}, fixed + count(u)},
+		{[]defs.Message{u, a1, t1}, 2, 1, []int{0, 1, 2, 3}, fixed + meterCount(u)},
 		// t1 trimmed: read to the previous request's committed part.
-		{[]defs.Message{u, a1, t1s, a2, t2}, 4, 2, []int{0, 2, 4, 5}, fixed + count(u, a1)},
-		{[]defs.Message{u, a1, t1s, a2, t2s, a3, t3}, 6, 4, []int{0, 4, 6, 7}, fixed + count(u, a1, t1s, a2)},
+		{[]defs.Message{u, a1, t1s, a2, t2}, 4, 2, []int{0, 2, 4, 5}, fixed + meterCount(u, a1)},
+		{[]defs.Message{u, a1, t1s, a2, t2s, a3, t3}, 6, 4, []int{0, 4, 6, 7}, fixed + meterCount(u, a1, t1s, a2)},
 		// Nothing rewritten: read the whole previous request.
-		{[]defs.Message{u, a1, t1s, a2, t2s, a3, t3, call("4"), result("4", "four")}, 9, 7, []int{0, 7, 9}, fixed + count(u, a1, t1s, a2, t2s, a3, t3)},
+		{[]defs.Message{u, a1, t1s, a2, t2s, a3, t3, meterCall("4"), meterResult("4", "four")}, 9, 7, []int{0, 7, 9}, fixed + meterCount(u, a1, t1s, a2, t2s, a3, t3)},
 	}
 	tools := []llm.ToolSpec{{Name: "read_file", Description: "Read a file.", Parameters: []byte(`{"type":"object"}`)}}
 	var m metrics
@@ -286,7 +284,7 @@ func TestAnthropicMeterCommitted(t *testing.T) {
 	for i, tt := range tests {
 		req := &llm.Request{System: "You are a coding agent.", Tools: tools, Messages: tt.msgs, Committed: tt.committed, Repeated: tt.repeated}
 		assert.Equal(t, tt.marks, breakpoints(req), "request %d: breakpoints", i)
-		rec := &runtime.Step{InputTokens: fixed + count(tt.msgs...)}
+		rec := &runtime.Step{InputTokens: fixed + meterCount(tt.msgs...)}
 		rec.SetRequest(req)
 		before := m.bpRead
 		m.record(rec, tr)
