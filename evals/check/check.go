@@ -2,6 +2,7 @@ package check
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -510,15 +511,8 @@ func ApprovalAsked(tool string) Check {
 				}
 			}
 		}
-		return tr.fail(tr.last(), "no approval was asked for %s", cmpOr(tool, "any tool"))
+		return tr.fail(tr.last(), "no approval was asked for %s", cmp.Or(tool, "any tool"))
 	})
-}
-
-func cmpOr(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 func firstLine(s string) string {
