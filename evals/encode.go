@@ -52,6 +52,9 @@ func appendFigures(b []byte, f *Figures) []byte {
 		{`,"steps":`, &f.Steps}, {`,"input_tokens":`, &f.InputTokens}, {`,"cache_read_tokens":`, &f.CacheRead},
 		{`,"output_tokens":`, &f.OutputTokens}, {`,"cost_usd":`, &f.Cost}, {`,"latency_ms":`, &f.LatencyMS},
 	} {
+		if *st.s == (Stat{}) {
+			continue
+		}
 		b = append(b, st.key...)
 		b = append(b, `{"mean":`...)
 		b = hotpath.AppendFloat(b, st.s.Mean)
@@ -81,8 +84,11 @@ func appendRun(b []byte, r *RunResult) ([]byte, error) {
 		b = append(b, `,"reasoning_tokens":`...)
 		b = strconv.AppendInt(b, int64(r.Usage.ReasoningTokens), 10)
 	}
-	b = append(b, `},"cost_usd":`...)
-	b = hotpath.AppendFloat(b, r.Cost)
+	b = append(b, '}')
+	if r.Cost != 0 {
+		b = append(b, `,"cost_usd":`...)
+		b = hotpath.AppendFloat(b, r.Cost)
+	}
 	b = append(b, `,"latency_ms":`...)
 	b = hotpath.AppendFloat(b, r.LatencyMS)
 	if len(r.Output) > 0 {

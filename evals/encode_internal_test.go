@@ -29,9 +29,12 @@ func TestAppendCase(t *testing.T) {
 	require.NoError(t, json.Unmarshal(want, &w))
 	assert.Empty(t, cmp.Diff(w, g), "appendCase against json.Marshal (-want +got)")
 
-	fig, err := json.Marshal(c.Figures)
-	require.NoError(t, err)
-	assert.Equal(t, string(fig), string(appendFigures(nil, &c.Figures)), "appendFigures against json.Marshal, byte for byte")
+	for _, f := range []Figures{c.Figures, {Runs: 1, Passed: 1, PassAt1: 1, Steps: Stat{Mean: 1, P95: 1}}, {}} {
+		fig, err := json.Marshal(f)
+		require.NoError(t, err)
+		assert.Equal(t, string(fig), string(appendFigures(nil, &f)), "appendFigures against json.Marshal, byte for byte")
+	}
+	assert.Contains(t, string(got), `"output_tokens":0},"latency_ms":0,`, "a run without a cost: no cost written")
 }
 
 // BenchmarkAppendCase writes a case of 5 runs as an eval streams it, one

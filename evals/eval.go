@@ -80,6 +80,16 @@ type Eval[In, Out any] struct {
 	// ends. Nil leaves a run paused at its first pause: it ends there, and
 	// check.ApprovalAsked can check it.
 	Decide func(call runtime.PendingApproval) (approve bool, reason string)
+	// Goldens has a report written to a writer (Run) keep the text of
+	// each failing step, as golden files show it (check.Failure.Golden).
+	// Off, its failures name their check, step and reason only, and the
+	// text is not made: a result file stays the size of its figures and
+	// failures, not of a prompt for every failure, and the eval's own work
+	// stays small beside its runs' (docs/performance.md). A report kept
+	// in memory (Run with a nil writer) and Test's (whose logs show the
+	// steps) always keep them; so does "reprompt eval run", whose report
+	// shows the step a run failed at.
+	Goldens bool
 	// OnCase, if set, is called with each case's result as soon as the
 	// case and every case before it have completed (at Concurrency 1,
 	// eight cases at a time), in dataset order, on the goroutine that
@@ -98,7 +108,7 @@ type RunResult struct {
 	// price at Config.Pricing, LatencyMS the run's wall time.
 	Steps     int       `json:"steps"`
 	Usage     llm.Usage `json:"usage"`
-	Cost      float64   `json:"cost_usd"`
+	Cost      float64   `json:"cost_usd,omitzero"`
 	LatencyMS float64   `json:"latency_ms"`
 	// Output is the run's answer: its typed answer (JSON), or its final
 	// text as a JSON string; nil when it has none.
@@ -220,6 +230,7 @@ func (e *Eval[In, Out]) Run(ctx context.Context, w io.Writer) (*Report, error) {
 	defer context.AfterFunc(runCtx, s.Wake)()
 	// worker returns the function that makes the runs of one goroutine,
 	// checked in one Trajectory.
+	noGolden := w != nil && !e.Goldens
 	worker := func() func(c, run int, info *caseInfo) (RunResult, bool) {
 		tr := new(check.Trajectory)
 		return func(c, run int, info *caseInfo) (RunResult, bool) {
@@ -227,6 +238,7 @@ func (e *Eval[In, Out]) Run(ctx context.Context, w io.Writer) (*Report, error) {
 				return RunResult{}, false
 			}
 			tr.Reset()
+			tr.NoGolden = noGolden
 			return e.runOne(runCtx, info.name, &e.Cases[c], run, info, b, tr)
 		}
 	}

@@ -1,6 +1,7 @@
 package evals_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -163,7 +164,28 @@ func TestStreamedReport(t *testing.T) {
 		assert.Equal(t, rep.Cases[i].Figures, c.Figures, "%s: figures read back", c.Name)
 		assert.Len(t, c.Runs, 4, "%s: runs in the file", c.Name)
 	}
-	assert.Equal(t, "expected", back.Case("issue-2").Runs[1].Failures[0].Check, "a failure in the file")
+	f2 := back.Case("issue-2").Runs[1].Failures[0]
+	assert.Equal(t, "expected", f2.Check, "a failure in the file")
+	assert.Equal(t, 1, f2.Step, "its step")
+	assert.Contains(t, f2.Reason, "want", "its reason")
+	assert.Empty(t, f2.Golden, "its step's text: not made without Goldens")
+
+	// With Goldens, the file has each failing step's text, the same as a
+	// report kept in memory.
+	mem, err := knownEval(2).Run(t.Context(), nil)
+	require.NoError(t, err)
+	want := mem.Case("issue-2").Runs[1].Failures[0].Golden
+	require.Contains(t, want, "-- step 1/answer --", "the golden text of a report kept in memory")
+	e = knownEval(2)
+	e.Goldens = true
+	var buf bytes.Buffer
+	_, err = e.Run(t.Context(), &buf)
+	require.NoError(t, err)
+	withGoldens := filepath.Join(t.TempDir(), "goldens.json")
+	require.NoError(t, os.WriteFile(withGoldens, buf.Bytes(), 0o644))
+	back, err = evals.ReadReport(withGoldens)
+	require.NoError(t, err)
+	assert.Equal(t, want, back.Case("issue-2").Runs[1].Failures[0].Golden, "the step's text in the file, with Goldens")
 }
 
 // TestStreamedReportWriteError checks a writer that fails part of the

@@ -81,13 +81,15 @@ type Figures struct {
 	// input tokens the provider did not read from its cache, CacheRead
 	// those it did, OutputTokens the reply's (llm.Usage). Cost is in US
 	// dollars, at the eval's runtime.Config.Pricing, and LatencyMS the
-	// wall time of a run, checks excluded, in milliseconds.
-	Steps        Stat `json:"steps"`
-	InputTokens  Stat `json:"input_tokens"`
-	CacheRead    Stat `json:"cache_read_tokens"`
-	OutputTokens Stat `json:"output_tokens"`
-	Cost         Stat `json:"cost_usd"`
-	LatencyMS    Stat `json:"latency_ms"`
+	// wall time of a run, checks excluded, in milliseconds. A Stat of
+	// zeros (no cost without Pricing, no cache read) is left out of the
+	// JSON.
+	Steps        Stat `json:"steps,omitzero"`
+	InputTokens  Stat `json:"input_tokens,omitzero"`
+	CacheRead    Stat `json:"cache_read_tokens,omitzero"`
+	OutputTokens Stat `json:"output_tokens,omitzero"`
+	Cost         Stat `json:"cost_usd,omitzero"`
+	LatencyMS    Stat `json:"latency_ms,omitzero"`
 }
 
 // measures gathers the measures of a case's runs, for their Figures: one

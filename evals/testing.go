@@ -248,6 +248,7 @@ func (e *Eval[In, Out]) runToFile(ctx context.Context, t *testing.T, dir string)
 	}
 	var runs [][]RunResult
 	ec := *e
+	ec.Goldens = true // for the failures' logs, and the report's page
 	ec.OnCase = func(c *CaseResult) {
 		runs = append(runs, slices.Clone(c.Runs))
 		if e.OnCase != nil {

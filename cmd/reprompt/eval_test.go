@@ -117,6 +117,9 @@ func evalResult(t *testing.T, dir, name string, mistakes map[string][]mistake) s
 		Checks: []check.Check{check.Called("read_issue", nil), check.NoToolError()},
 		K:      4,
 		PassK:  2,
+		// The failing steps' text in the file, as "reprompt eval run"
+		// (Eval.Test) writes it.
+		Goldens: true,
 	}
 	path := filepath.Join(dir, name)
 	f, err := os.Create(path)

@@ -50,6 +50,10 @@ type Trajectory struct {
 	Err error
 	// Pricing is the eval's runtime.Config.Pricing, for checks of cost.
 	Pricing llm.Pricing
+	// NoGolden has Apply leave Failure.Golden empty: the failure still
+	// names its step, but that step's text is not made, for an eval whose
+	// report keeps none (evals.Eval.Goldens).
+	NoGolden bool
 
 	grades  []Grade        // the judges' verdicts, for the report
 	goldens map[int]string // golden text by step index: failures at one step share it
@@ -106,7 +110,8 @@ type Failure struct {
 	// Reason says what was wrong.
 	Reason string `json:"reason"`
 	// Golden is that step as a golden file shows it (snapshots.Format):
-	// its sections, "-- step N/… --" each. Filled in by Apply.
+	// its sections, "-- step N/… --" each. Filled in by Apply, unless
+	// the Trajectory's NoGolden is set.
 	Golden string `json:"golden,omitempty"`
 
 	index int // 1 + the index in the steps, when set by Trajectory.fail
@@ -549,7 +554,8 @@ func Completed() Check {
 // Apply makes the check c of tr and returns its failure, nil if tr
 // passed. The failure is a copy of the *Failure c's error wraps, or, for
 // any other error, one at the last step with the error as its reason; its
-// Check is c's name unless c set it, and its Golden is filled in. A panic
+// Check is c's name unless c set it, and its Golden is filled in (unless
+// tr.NoGolden is set). A panic
 // in c is a failure too ("check panicked: …", at the last step).
 //
 // Apply is how an eval makes its checks; it is for tests of a Check as
@@ -590,7 +596,7 @@ func (tr *Trajectory) failure(c Check, err error) *Failure {
 
 // fillGolden sets f.Golden, if it is empty, to the sections of its step.
 func (tr *Trajectory) fillGolden(f *Failure) {
-	if f.Golden != "" {
+	if f.Golden != "" || tr.NoGolden {
 		return
 	}
 	i := f.stepIndex(tr.Result.Steps)

@@ -69,6 +69,26 @@ func TestGoldenAsFormat(t *testing.T) {
 	assert.Empty(t, golden(steps, 5), "golden out of range")
 }
 
+// TestApplyNoGolden: with NoGolden, a failure names its step and says
+// why, without its step's text; Apply fills it in again without.
+func TestApplyNoGolden(t *testing.T) {
+	steps := benchSteps(t)
+	wrong := OutputEquals(benchAnswer{1, "bug"})
+	tr := &Trajectory{Result: &runtime.Result{Steps: steps}, NoGolden: true}
+	f := Apply(context.Background(), wrong, tr)
+	require.NotNil(t, f, "the wrong answer")
+	assert.Equal(t, 1, f.Step, "the step of the answer")
+	assert.Contains(t, f.Reason, "want {\"priority\":1", "the reason")
+	assert.Empty(t, f.Golden, "no step text with NoGolden")
+	panicked := Apply(context.Background(), CheckFunc("boom", func(context.Context, *Trajectory) error { panic("boom") }), tr)
+	assert.Empty(t, panicked.Golden, "a panic's failure: no step text either")
+
+	tr.NoGolden = false
+	f = Apply(context.Background(), wrong, tr)
+	require.NotNil(t, f)
+	assert.Equal(t, golden(steps, 1), f.Golden, "the step's text without NoGolden")
+}
+
 func BenchmarkGoldenFirst(b *testing.B) {
 	steps := benchSteps(b)
 	b.ReportAllocs()
