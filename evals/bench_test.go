@@ -103,7 +103,7 @@ func evalToFile(tb testing.TB, e *evals.Eval[issue, triage], path string) {
 const (
 	maxOwn     = 0.10
 	maxProcess = 0.25
-	ownReps    = 9
+	ownReps    = 15
 	pairReps   = 15
 )
 

@@ -41,8 +41,10 @@
 // ends with an error fails first (check.Completed, the check "run"). A
 // failing check says at which step, and the report shows that step as the
 // run's golden file would (check.Failure.Golden), so that what went wrong
-// reads the way a snapshot test's diff does. A check.Judge's verdicts are
-// kept in the run's Grades (RunResult), and its runs count in the Budget.
+// reads the way a snapshot test's diff does: a report kept in memory and
+// Test's always, a report Run streams to a writer with Eval.Goldens. A
+// check.Judge's verdicts are kept in the run's Grades (RunResult), and
+// its runs count in the Budget.
 //
 // # Figures
 //
