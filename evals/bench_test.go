@@ -41,9 +41,9 @@ func benchEval(n, k, conc int) *evals.Eval[issue, triage] {
 
 // BenchmarkEval compares the eval of 1,000 cases × 5 runs (eval) with the
 // same 5,000 runs made by a bare loop of runtime.Run (runs): the
-// difference is the eval's own overhead (checks, failures in golden form,
-// figures, the report streamed to a file). One goroutine each, so that the
-// times compare. Compare with benchstat:
+// difference is the eval's own overhead (checks, figures, the report
+// streamed to a file). One goroutine each, so that the times compare.
+// Compare with benchstat:
 //
 //	go test ./evals -run '^$' -bench 'Eval$' -benchtime 5x -count 10 | tee bench.txt
 //	benchstat -col /mode bench.txt
