@@ -555,8 +555,8 @@ func Completed() Check {
 // passed. The failure is a copy of the *Failure c's error wraps, or, for
 // any other error, one at the last step with the error as its reason; its
 // Check is c's name unless c set it, and its Golden is filled in (unless
-// tr.NoGolden is set). A panic
-// in c is a failure too ("check panicked: …", at the last step).
+// tr.NoGolden is set). A panic in c is a failure too ("check panicked:
+// …", at the last step).
 //
 // Apply is how an eval makes its checks; it is for tests of a Check as
 // well. The checks of one trajectory are applied one at a time: the
