@@ -403,6 +403,11 @@ func (e *Eval[In, Out]) runOne(ctx context.Context, name string, c *Case[In, Out
 			rr.Failures = append(rr.Failures, *f)
 		}
 	}
+	if ctx.Err() != nil {
+		// Its checks (a judge's run) were cut short by the time budget or
+		// the caller: under way at the stop, it is not measured either.
+		return RunResult{Run: run}, false
+	}
 	rr.Grades = tr.Grades()
 	rr.Pass = len(rr.Failures) == 0
 	reportRun(ctx, name, run, rr.Pass, rr.Failures, rr.Grades, rr.Usage, rr.Cost, rr.LatencyMS) // Test's progress

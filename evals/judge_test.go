@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/reprompt/reprompt/evals"
 	"github.com/reprompt/reprompt/evals/check"
@@ -124,4 +125,20 @@ func TestJudgeGradesPerRun(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestJudgeCutByTimeBudget checks that a run whose judge the time budget
+// cuts short is left out of the figures, as any run under way at the
+// deadline is, not counted as a failure.
+func TestJudgeCutByTimeBudget(t *testing.T) {
+	e := knownEval(2)
+	e.Cases = e.Cases[:1]
+	e.K = 2
+	e.Checks = []check.Check{&check.Judge{Rubric: "The label must fit the issue.", Model: blocking{}}}
+	e.Budget.Time = 100 * time.Millisecond
+	rep, err := e.Run(t.Context(), nil)
+	require.NoError(t, err)
+	assert.Equal(t, "time budget", rep.Stopped)
+	assert.Equal(t, 0, rep.Overall.Runs, "runs whose judge was cut short are not measured")
+	assert.Equal(t, 0, rep.Cases[0].Figures.Runs, "nor failed: %v", rep.Cases[0].Runs)
 }
