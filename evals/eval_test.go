@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -378,4 +379,22 @@ func TestCancelledWhileTheWindowIsFull(t *testing.T) {
 	assert.LessOrEqual(t, rep.Overall.Runs, 3+3*4, "runs measured: the window holds 4 cases")
 	assert.Len(t, written, 40, "OnCase for every case, in order")
 	assert.Equal(t, "issue-1", written[0], "OnCase order")
+}
+
+// TestOnCasePanics checks that a panic in OnCase reaches the caller of
+// Run as the panic it is (not a fatal error of the scheduler's lock), at
+// any concurrency, and that the eval's goroutines end.
+func TestOnCasePanics(t *testing.T) {
+	for _, conc := range []int{1, 2} {
+		before := goruntime.NumGoroutine()
+		e := knownEval(conc)
+		e.Cases = cases(40)
+		e.Models = scripted(e.Cases, nil)
+		e.OnCase = func(*evals.CaseResult) { panic("boom") }
+		assert.PanicsWithValue(t, "boom", func() { _, _ = e.Run(t.Context(), nil) }, "concurrency %d", conc)
+		for end := time.Now().Add(5 * time.Second); goruntime.NumGoroutine() > before && time.Now().Before(end); {
+			time.Sleep(10 * time.Millisecond)
+		}
+		assert.LessOrEqual(t, goruntime.NumGoroutine(), before, "concurrency %d: the eval's goroutines end", conc)
+	}
 }

@@ -180,11 +180,27 @@ func (s *Sched[R, I]) FlushReady(flush func(*Acc[R, I]), all bool) {
 		}
 	}
 	for acc := s.ready(); acc != nil; acc = s.ready() {
-		s.mu.Unlock()
-		flush(acc)
-		s.mu.Lock()
+		s.flush(flush, acc)
 		s.wrote(acc)
 	}
+}
+
+// flush writes acc with flush, s.mu not held meanwhile. A panic in flush
+// (an OnCase of the caller's) goes up with s.mu held again, as the
+// callers' deferred Unlock wants it, and halts the eval: no worker is left
+// waiting for a case that will never be written.
+func (s *Sched[R, I]) flush(flush func(*Acc[R, I]), acc *Acc[R, I]) {
+	s.mu.Unlock()
+	ok := false
+	defer func() {
+		s.mu.Lock()
+		if !ok {
+			s.halted = true
+			s.cond.Broadcast()
+		}
+	}()
+	flush(acc)
+	ok = true
 }
 
 // Collect writes the cases, in dataset order, as the worker goroutines
@@ -194,9 +210,7 @@ func (s *Sched[R, I]) Collect(flush func(*Acc[R, I])) {
 	defer s.mu.Unlock()
 	for {
 		if acc := s.ready(); acc != nil {
-			s.mu.Unlock()
-			flush(acc)
-			s.mu.Lock()
+			s.flush(flush, acc)
 			s.wrote(acc)
 			continue
 		}
