@@ -398,3 +398,31 @@ func TestOnCasePanics(t *testing.T) {
 		assert.LessOrEqual(t, goruntime.NumGoroutine(), before, "concurrency %d: the eval's goroutines end", conc)
 	}
 }
+
+// TestMaxStepsAfterApprovals checks that MaxSteps shows step n, the first
+// too many, in a run whose paused steps were decided: each has two
+// records, its pause and its decision.
+func TestMaxStepsAfterApprovals(t *testing.T) {
+	script := func(string, int) (llm.Model, error) {
+		pay := snapshots.CallTool("pay", payArgs{Amount: 30})
+		return snapshots.Script(pay, pay, snapshots.Text("Paid.")), nil
+	}
+	e := &evals.Eval[int, string]{
+		Cases:  []evals.Case[int, string]{{Name: "pay", Input: 30}},
+		Prompt: payer,
+		Models: script,
+		Checks: []check.Check{check.MaxSteps(1), check.MaxSteps(2)},
+		Decide: func(runtime.PendingApproval) (bool, string) { return true, "" },
+	}
+	rep, err := e.Run(t.Context(), nil)
+	require.NoError(t, err)
+	r := rep.Cases[0].Runs[0]
+	require.Equal(t, 3, r.Steps)
+	require.Len(t, r.Failures, 2, "%v", r.Failures)
+	for i, n := range []int{1, 2} {
+		f := r.Failures[i]
+		assert.Equal(t, fmt.Sprintf("step %d: 3 steps, more than %d", n, n), f.Error(), "MaxSteps(%d)", n)
+		assert.Contains(t, f.Golden, fmt.Sprintf("-- step %d/reply --", n), "MaxSteps(%d): the step shown", n)
+		assert.NotContains(t, f.Golden, "decided", "MaxSteps(%d): not a decision's record", n)
+	}
+}

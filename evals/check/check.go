@@ -441,7 +441,16 @@ func StateEquals(key string, want any) Check {
 func MaxSteps(n int) Check {
 	return CheckFunc(fmt.Sprintf("within %d steps", n), func(_ context.Context, tr *Trajectory) error {
 		if got := tr.Result.Stats.Steps; got > n {
-			return tr.fail(min(n, tr.last()), "%d steps, more than %d", got, n)
+			// The record of step n's model call: not the index n, as a
+			// paused step decided later has two records.
+			at := tr.last()
+			for i, s := range tr.Result.Steps {
+				if s != nil && s.Number >= n && len(s.Decisions) == 0 {
+					at = i
+					break
+				}
+			}
+			return tr.fail(at, "%d steps, more than %d", got, n)
 		}
 		return nil
 	})
