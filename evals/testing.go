@@ -343,7 +343,7 @@ func (r *recording) Stream(ctx context.Context, req *llm.Request, onDelta func(l
 	return rep, err
 }
 
-var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+var unsafeName = regexp.MustCompile(`[^\p{L}\p{M}\p{N}._-]+`)
 
 func fileName(name string) string {
 	if s := unsafeName.ReplaceAllString(name, "_"); s != "" && s != "." && s != ".." {

@@ -141,3 +141,28 @@ func TestTestWritesTheResultFile(t *testing.T) {
 	assert.Len(t, got.Cases[1].Runs, 2, "issue-2: runs in the file")
 	assert.Equal(t, rep.Overall.Passed, got.Overall.Passed, "Overall.Passed")
 }
+
+// TestFileNames checks that names in any script are made distinct file
+// names (letters and digits kept, as Recordings says), not all "_": two
+// cases would share their recordings and step files, two evals their
+// result file.
+func TestFileNames(t *testing.T) {
+	assert.Equal(t, filepath.Join("out", "триаж.json"), evals.OutPath("out", "триаж"))
+	assert.NotEqual(t, evals.OutPath("out", "триаж"), evals.OutPath("out", "сортировка"), "two evals' result files")
+	assert.NotEqual(t, evals.StepsPath("s", "e", "ошибка", 0), evals.StepsPath("s", "e", "опечатка", 0), "two cases' steps")
+	assert.Equal(t, filepath.Join("s", "e", "バグ_1", "run-0.txtar"), evals.StepsPath("s", "e", "バグ #1", 0))
+	assert.Equal(t, filepath.Join("s", "e", "a_b", "run-2.txtar"), evals.StepsPath("s", "e", "a/b", 2), "unsafe ASCII still replaced")
+	assert.Equal(t, filepath.Join("s", "_", "_", "run-0.txtar"), evals.StepsPath("s", "..", "", 0))
+
+	// Recordings of two such cases are two files.
+	dir := t.TempDir()
+	t.Setenv(snapshots.CIEnv, "")
+	t.Setenv(evals.ModeEnv, "record")
+	e := triageEval(evals.Recordings(dir, server))
+	e.Cases[0].Name, e.Cases[1].Name, e.Cases[2].Name = "ошибка", "опечатка", "сбой"
+	_, err := e.Run(t.Context(), nil)
+	require.NoError(t, err)
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Len(t, entries, 3, "a directory of recordings a case")
+}
