@@ -286,12 +286,16 @@ func (e *Eval[In, Out]) Run(ctx context.Context, w io.Writer) (*Report, error) {
 		rep.Overall.PassAtK /= float64(measured)
 		rep.Overall.PassHatK /= float64(measured)
 	}
-	rep.Stopped = b.stopped()
 	var err error
 	switch {
 	case ctx.Err() != nil:
 		rep.Stopped, err = "cancelled", ctx.Err()
-	case rep.Stopped == "" && errors.Is(context.Cause(runCtx), errBudget):
+	case overall.runs == len(e.Cases)*k:
+		// Every run was made: a budget reached by the last ones stopped
+		// none.
+	case b.stopped() != "":
+		rep.Stopped = b.stopped()
+	case errors.Is(context.Cause(runCtx), errBudget):
 		rep.Stopped = "time budget"
 	}
 	rep.ElapsedMS = ms(time.Since(rep.Started))

@@ -235,6 +235,37 @@ func TestTokensBudget(t *testing.T) {
 	assert.InDelta(t, 1.0, rep.Overall.PassAt1, 1e-9, "overall pass@1 over the cases measured")
 }
 
+// TestBudgetReachedByTheLastRun checks that a budget reached by the last
+// run, once every case ran K times, stopped nothing: Stopped is "".
+func TestBudgetReachedByTheLastRun(t *testing.T) {
+	for _, conc := range []int{1, 3} {
+		e := knownEval(conc)
+		rep, err := e.Run(t.Context(), nil)
+		require.NoError(t, err)
+		total := 0
+		for _, c := range rep.Cases {
+			for _, r := range c.Runs {
+				total += r.Usage.Total()
+			}
+		}
+		e.Budget.Tokens = total
+		rep, err = e.Run(t.Context(), nil)
+		require.NoError(t, err)
+		assert.Equal(t, 16, rep.Overall.Runs, "concurrency %d: every run made", conc)
+		assert.Empty(t, rep.Stopped, "concurrency %d: nothing stopped", conc)
+
+		e.Budget.Tokens = total - 1 // reached by the last run too
+		rep, err = e.Run(t.Context(), nil)
+		require.NoError(t, err)
+		assert.Empty(t, rep.Stopped, "concurrency %d: nothing stopped", conc)
+		e.Budget.Tokens = total / 2
+		rep, err = e.Run(t.Context(), nil)
+		require.NoError(t, err)
+		assert.Equal(t, "tokens budget", rep.Stopped, "concurrency %d: stopped half way", conc)
+		assert.Less(t, rep.Overall.Runs, 16, "concurrency %d", conc)
+	}
+}
+
 // blocking is a model that answers only when its context ends.
 type blocking struct{}
 
