@@ -84,6 +84,14 @@ func appendRun(b []byte, r *RunResult) ([]byte, error) {
 		b = append(b, `,"reasoning_tokens":`...)
 		b = strconv.AppendInt(b, int64(r.Usage.ReasoningTokens), 10)
 	}
+	if r.Usage.CacheWriteTokens != 0 {
+		b = append(b, `,"cache_write_tokens":`...)
+		b = strconv.AppendInt(b, int64(r.Usage.CacheWriteTokens), 10)
+	}
+	if r.Usage.CacheWrite1hTokens != 0 {
+		b = append(b, `,"cache_write_1h_tokens":`...)
+		b = strconv.AppendInt(b, int64(r.Usage.CacheWrite1hTokens), 10)
+	}
 	b = append(b, '}')
 	if r.Cost != 0 {
 		b = append(b, `,"cost_usd":`...)

@@ -2,6 +2,7 @@ package evals
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -16,7 +17,7 @@ import (
 func TestAppendCase(t *testing.T) {
 	c := &CaseResult{Name: "a \"case\"\n\x01é\xff", Figures: Figures{Runs: 2, Passed: 1, PassAt1: 0.5, PassAtK: 2.0 / 3, PassHatK: 1, Steps: Stat{Mean: 2.5, P95: 3}, InputTokens: Stat{Mean: 1234, P95: 5e6},
 		CacheRead: Stat{P95: 12}, OutputTokens: Stat{Mean: 0.1}, Cost: Stat{Mean: 1e-7, P95: 3e21}, LatencyMS: Stat{Mean: 12.345678, P95: 99.5}}, Runs: []RunResult{
-		{Run: 0, Pass: true, Steps: 2, Usage: llm.Usage{InputTokens: 10, OutputTokens: 2, CachedTokens: 4, ReasoningTokens: 1}, Cost: 0.000123, LatencyMS: 1.5, Output: json.RawMessage(`{"a": [1, 2]}`)},
+		{Run: 0, Pass: true, Steps: 2, Usage: llm.Usage{InputTokens: 10, OutputTokens: 2, CachedTokens: 4, ReasoningTokens: 1, CacheWriteTokens: 3, CacheWrite1hTokens: 2}, Cost: 0.000123, LatencyMS: 1.5, Output: json.RawMessage(`{"a": [1, 2]}`)},
 		{Run: 1, Error: "boom <&>", Failures: []check.Failure{{Check: "x", Step: -1, Reason: "r\t\\", Golden: "-- step 0/reply --\ncontent: \"hi\"\n"}},
 			Grades: []check.Grade{{Check: "judge", Verdict: check.Verdict{Score: 3, Reason: "ok"}}}},
 	}}
@@ -58,4 +59,21 @@ func BenchmarkAppendCase(b *testing.B) {
 	for b.Loop() {
 		buf, _ = appendCase(buf[:0], c)
 	}
+}
+
+// TestAppendRunUsage checks that every field of llm.Usage is written, as
+// encoding/json writes it: a field added to llm.Usage is not lost from
+// the result file.
+func TestAppendRunUsage(t *testing.T) {
+	var r RunResult
+	u := reflect.ValueOf(&r.Usage).Elem()
+	for i := range u.NumField() {
+		require.Equal(t, reflect.Int, u.Field(i).Kind(), "llm.Usage.%s: an int", u.Type().Field(i).Name)
+		u.Field(i).SetInt(int64(i + 1))
+	}
+	got, err := appendRun(nil, &r)
+	require.NoError(t, err)
+	var back RunResult
+	require.NoError(t, json.Unmarshal(got, &back), "%s", got)
+	assert.Equal(t, r.Usage, back.Usage, "the usage read back")
 }
