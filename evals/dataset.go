@@ -166,8 +166,10 @@ func LoadJSONL[In, Out any](path string) ([]Case[In, Out], error) {
 
 // LoadYAML reads a dataset from a YAML file: a sequence of cases, each a
 // mapping with the keys of LoadJSONL. The values are converted to JSON and
-// decoded with encoding/json, so In and Out need json tags only. An error
-// names the file and the case's line.
+// decoded with encoding/json, so In and Out need json tags only (a value
+// that YAML reads as a timestamp, 2024-01-02, stays its text, unless the
+// case decodes only as a time). An error names the file and the case's
+// line.
 func LoadYAML[In, Out any](path string) ([]Case[In, Out], error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -186,21 +188,59 @@ func LoadYAML[In, Out any](path string) ([]Case[In, Out], error) {
 	}
 	cases := make([]Case[In, Out], 0, len(seq.Content))
 	for _, n := range seq.Content {
-		var v any
-		if err := n.Decode(&v); err != nil {
-			return nil, fmt.Errorf("load %s:%d: %w", path, n.Line, err)
-		}
-		js, err := json.Marshal(v)
-		if err != nil {
-			return nil, fmt.Errorf("load %s:%d: %w", path, n.Line, err)
-		}
-		c, err := decodeCase[In, Out](js)
+		c, err := yamlCase[In, Out](n)
 		if err != nil {
 			return nil, fmt.Errorf("load %s:%d: %w", path, n.Line, err)
 		}
 		cases = append(cases, c)
 	}
 	return cases, nil
+}
+
+// yamlCase decodes the case n, through JSON. A plain scalar that YAML
+// reads as a timestamp (2024-01-02) is kept as its text, as a string
+// field wants it; only if the case does not decode so are they made
+// times (RFC 3339 in JSON), for a time.Time field.
+func yamlCase[In, Out any](n *yaml.Node) (Case[In, Out], error) {
+	var times []*yaml.Node
+	var walk func(*yaml.Node)
+	walk = func(n *yaml.Node) {
+		if n.Kind == yaml.ScalarNode && n.Tag == "!!timestamp" {
+			times = append(times, n)
+		}
+		for _, c := range n.Content {
+			walk(c)
+		}
+	}
+	walk(n)
+	decode := func() (Case[In, Out], error) {
+		var v any
+		if err := n.Decode(&v); err != nil {
+			return Case[In, Out]{}, err
+		}
+		js, err := json.Marshal(v)
+		if err != nil {
+			return Case[In, Out]{}, err
+		}
+		return decodeCase[In, Out](js)
+	}
+	if len(times) == 0 {
+		return decode()
+	}
+	for _, t := range times {
+		t.Tag = "!!str"
+	}
+	c, err := decode()
+	if err == nil {
+		return c, nil
+	}
+	for _, t := range times {
+		t.Tag = "!!timestamp"
+	}
+	if c, terr := decode(); terr == nil {
+		return c, nil
+	}
+	return c, err
 }
 
 func decodeCase[In, Out any](js []byte) (Case[In, Out], error) {

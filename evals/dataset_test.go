@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/reprompt/reprompt/evals"
 	"github.com/stretchr/testify/assert"
@@ -58,4 +59,23 @@ func FuzzLoadJSONL(f *testing.F) {
 		require.NoError(t, os.WriteFile(path, data, 0o644))
 		evals.LoadJSONL[issue, triage](path) // must not panic
 	})
+}
+
+type dated struct {
+	Date string    `json:"date"`
+	At   time.Time `json:"at,omitzero"`
+}
+
+// TestLoadYAMLDates checks that a YAML value that looks like a date is
+// read as written into a string (not made "2024-01-02T00:00:00Z"), and
+// still into a time.Time.
+func TestLoadYAMLDates(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "d.yaml")
+	require.NoError(t, os.WriteFile(path, []byte("- name: a\n  input: {date: 2024-01-02}\n  expected: {date: 2024-01-02 10:00:00}\n- name: b\n  input: {at: 2024-01-02}\n"), 0o644))
+	cs, err := evals.Load[dated, dated](path)
+	require.NoError(t, err)
+	require.Len(t, cs, 2)
+	assert.Equal(t, dated{Date: "2024-01-02"}, cs[0].Input, "a date into a string")
+	assert.Equal(t, &dated{Date: "2024-01-02 10:00:00"}, cs[0].Expected, "a time into a string")
+	assert.Equal(t, dated{At: time.Date(2024, 1, 2, 0, 0, 0, 0, time.UTC)}, cs[1].Input, "a date into a time.Time")
 }
