@@ -2,6 +2,7 @@ package evals_test
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -86,4 +87,45 @@ func TestBaseline(t *testing.T) {
 	require.Len(t, c.Unsure, 1)
 	assert.Equal(t, "issue-3", c.Unsure[0].Case)
 	assert.Empty(t, c.Better)
+}
+
+// TestReadReportInconsistent: a file Run could not have written (its k,
+// pass_k or runs contradict each other) is an error naming the file and
+// what is wrong, not a report that misleads what reads it.
+func TestReadReportInconsistent(t *testing.T) {
+	good, err := knownEval(1).Run(t.Context(), nil)
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name, want string
+		edit       func(r *evals.Report)
+	}{
+		{"k zero", "k 0: a case runs at least once", func(r *evals.Report) { r.K = 0 }},
+		{"pass_k above k", "pass_k 5: not from 1 to k (4)", func(r *evals.Report) { r.PassK = 5 }},
+		{"pass_k zero", "pass_k 0: not from 1 to k (4)", func(r *evals.Report) { r.PassK = 0 }},
+		{"more runs than k", `case "issue-1": 5 runs, more than k (4)`, func(r *evals.Report) {
+			r.Cases[0].Runs = append(r.Cases[0].Runs, r.Cases[0].Runs[0])
+		}},
+		{"run past k", `case "issue-2": run 4, not from 0 to k-1 (3)`, func(r *evals.Report) { r.Cases[1].Runs[3].Run = 4 }},
+		{"run negative", `case "issue-2": run -1, not from 0 to k-1 (3)`, func(r *evals.Report) { r.Cases[1].Runs[0].Run = -1 }},
+		{"run twice", `case "issue-3": run 0 twice`, func(r *evals.Report) { r.Cases[2].Runs[1].Run = 0 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := *good
+			r.Cases = make([]evals.CaseResult, len(good.Cases))
+			for i, c := range good.Cases {
+				c.Runs = slices.Clone(c.Runs)
+				r.Cases[i] = c
+			}
+			tc.edit(&r)
+			path := filepath.Join(t.TempDir(), "result.json")
+			require.NoError(t, r.WriteFile(path))
+			_, err := evals.ReadReport(path)
+			require.Error(t, err)
+			assert.Equal(t, "read report "+path+": "+tc.want, err.Error())
+		})
+	}
+	path := filepath.Join(t.TempDir(), "good.json")
+	require.NoError(t, good.WriteFile(path))
+	_, err = evals.ReadReport(path)
+	assert.NoError(t, err, "the report as Run made it")
 }

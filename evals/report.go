@@ -48,7 +48,10 @@ func (r *Report) Case(name string) *CaseResult {
 }
 
 // ReadReport reads a report written by Run (or WriteFile), its cases'
-// runs included.
+// runs included. A file that is not one (another version, a k below 1, a
+// pass_k outside 1 to k, a case with more runs than k, or a run numbered
+// outside 0 to k-1 or twice) is an error that names the file and what is
+// wrong.
 func ReadReport(path string) (*Report, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -62,7 +65,38 @@ func ReadReport(path string) (*Report, error) {
 	if r.Version != ReportVersion {
 		return nil, fmt.Errorf("read report %s: version %d, this program reads version %d", path, r.Version, ReportVersion)
 	}
+	if err := r.consistent(); err != nil {
+		return nil, fmt.Errorf("read report %s: %w", path, err)
+	}
 	return &r, nil
+}
+
+// consistent reports what makes r a report that Run could not have
+// written: its k and pass_k, and each case's runs.
+func (r *Report) consistent() error {
+	if r.K < 1 {
+		return fmt.Errorf("k %d: a case runs at least once", r.K)
+	}
+	if r.PassK < 1 || r.PassK > r.K {
+		return fmt.Errorf("pass_k %d: not from 1 to k (%d)", r.PassK, r.K)
+	}
+	for i := range r.Cases {
+		c := &r.Cases[i]
+		if len(c.Runs) > r.K {
+			return fmt.Errorf("case %q: %d runs, more than k (%d)", c.Name, len(c.Runs), r.K)
+		}
+		seen := make(map[int]bool, len(c.Runs))
+		for _, run := range c.Runs {
+			if run.Run < 0 || run.Run >= r.K {
+				return fmt.Errorf("case %q: run %d, not from 0 to k-1 (%d)", c.Name, run.Run, r.K-1)
+			}
+			if seen[run.Run] {
+				return fmt.Errorf("case %q: run %d twice", c.Name, run.Run)
+			}
+			seen[run.Run] = true
+		}
+	}
+	return nil
 }
 
 // WriteFile writes r to path as JSON, as Run writes it: a baseline.

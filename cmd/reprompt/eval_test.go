@@ -284,7 +284,9 @@ func TestEvalReportErrors(t *testing.T) {
 		{"run bad baseline", []string{"eval", "run", "./a", "--baseline", filepath.Join(dir, "none.json")}, 1, "baseline: open " + filepath.Join(dir, "none.json") + ": no such file"},
 		{"missing", []string{"eval", "report", filepath.Join(dir, "missing.json")}, 1, "no such file"},
 		{"not a result", []string{"eval", "report", writeFile(t, dir, "bad.json", `{"version":7}`)}, 1, "version 7, this program reads version 1"},
-		{"bad baseline", []string{"eval", "report", writeFile(t, dir, "ok.json", `{"version":1,"cases":[]}`), "--baseline", writeFile(t, dir, "cut.json", `{"version":1,"cases":[`)}, 1, "baseline: read report"},
+		{"bad baseline", []string{"eval", "report", writeFile(t, dir, "ok.json", `{"version":1,"k":1,"pass_k":1,"cases":[]}`), "--baseline", writeFile(t, dir, "cut.json", `{"version":1,"cases":[`)}, 1, "baseline: read report"},
+		{"inconsistent", []string{"eval", "report", writeFile(t, dir, "runs.json", `{"version":1,"k":1,"pass_k":1,"cases":[{"name":"a","runs":[{"run":3}]}]}`)}, 1, `runs.json: case "a": run 3, not from 0 to k-1 (0)`},
+		{"k too large", []string{"eval", "report", writeFile(t, dir, "k.json", `{"version":1,"k":300000000,"pass_k":1,"cases":[{"name":"a"}]}`)}, 1, "k 300000000: more runs a case than the page shows (10000)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, errs := cli(t, tc.args...)

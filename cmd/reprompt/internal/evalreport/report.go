@@ -55,8 +55,11 @@ type Options struct {
 // HTML writes rep as one self-contained HTML page. Each case has the id
 // "c<i>" (from 1, in dataset order) and each of its runs "c<i>-r<n>" (n
 // the run's number, from 0): a chip of the table links to its run, and
-// another page may link to either.
+// another page may link to either. A k above MaxK is an error.
 func HTML(w io.Writer, rep *evals.Report, opts Options) error {
+	if rep.K > MaxK {
+		return fmt.Errorf("k %d: more runs a case than the page shows (%d)", rep.K, MaxK)
+	}
 	v := view(rep, opts)
 	var b bytes.Buffer
 	if err := page.Execute(&b, v); err != nil {
@@ -65,6 +68,11 @@ func HTML(w io.Writer, rep *evals.Report, opts Options) error {
 	_, err := w.Write(b.Bytes())
 	return err
 }
+
+// MaxK is the most runs a case the page shows, a chip each: a result
+// file's k above it (a file corrupt or made to exhaust the memory of what
+// renders it) is an error.
+const MaxK = 10_000
 
 // pageView is what the template shows.
 type pageView struct {
