@@ -76,21 +76,17 @@ func appendRun(b []byte, r *RunResult) ([]byte, error) {
 	b = strconv.AppendInt(b, int64(r.Usage.InputTokens), 10)
 	b = append(b, `,"output_tokens":`...)
 	b = strconv.AppendInt(b, int64(r.Usage.OutputTokens), 10)
-	if r.Usage.CachedTokens != 0 {
-		b = append(b, `,"cached_tokens":`...)
-		b = strconv.AppendInt(b, int64(r.Usage.CachedTokens), 10)
-	}
-	if r.Usage.ReasoningTokens != 0 {
-		b = append(b, `,"reasoning_tokens":`...)
-		b = strconv.AppendInt(b, int64(r.Usage.ReasoningTokens), 10)
-	}
-	if r.Usage.CacheWriteTokens != 0 {
-		b = append(b, `,"cache_write_tokens":`...)
-		b = strconv.AppendInt(b, int64(r.Usage.CacheWriteTokens), 10)
-	}
-	if r.Usage.CacheWrite1hTokens != 0 {
-		b = append(b, `,"cache_write_1h_tokens":`...)
-		b = strconv.AppendInt(b, int64(r.Usage.CacheWrite1hTokens), 10)
+	for _, u := range [...]struct {
+		key string
+		n   int
+	}{
+		{`,"cached_tokens":`, r.Usage.CachedTokens}, {`,"reasoning_tokens":`, r.Usage.ReasoningTokens},
+		{`,"cache_write_tokens":`, r.Usage.CacheWriteTokens}, {`,"cache_write_1h_tokens":`, r.Usage.CacheWrite1hTokens},
+	} {
+		if u.n != 0 { // omitempty
+			b = append(b, u.key...)
+			b = strconv.AppendInt(b, int64(u.n), 10)
+		}
 	}
 	b = append(b, '}')
 	if r.Cost != 0 {
