@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -289,9 +290,24 @@ const ModeEnv = "REPROMPT_EVAL"
 // that records it:
 //
 //	REPROMPT_EVAL=record go test ./pkg -run '^TestEval$'
+//
+// Two cases whose names make one file name ("a/b" and "a b") would share
+// their recordings: the runs of the second fail, naming both.
 func Recordings(dir string, live func() (llm.Model, error)) ModelFunc {
+	var mu sync.Mutex
+	owner := map[string]string{} // a file name → the case whose recordings it holds
 	return func(name string, run int) (llm.Model, error) {
-		path := filepath.Join(dir, fileName(name), fmt.Sprintf("run-%d.json", run))
+		file := fileName(name)
+		mu.Lock()
+		first, taken := owner[file]
+		if !taken {
+			owner[file] = name
+		}
+		mu.Unlock()
+		if taken && first != name {
+			return nil, fmt.Errorf("cases %q and %q would share the recordings %s: rename one", first, name, filepath.Join(dir, file))
+		}
+		path := filepath.Join(dir, file, fmt.Sprintf("run-%d.json", run))
 		switch mode := os.Getenv(ModeEnv); mode {
 		case "", "replay":
 			m, err := snapshots.Replay(path)

@@ -165,4 +165,19 @@ func TestFileNames(t *testing.T) {
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	assert.Len(t, entries, 3, "a directory of recordings a case")
+
+	// Two names that make one file name: the second case's runs fail,
+	// its recordings are not the first's.
+	e = triageEval(evals.Recordings(t.TempDir(), server))
+	e.Cases[0].Name, e.Cases[1].Name = "a/b", "a b"
+	e.Concurrency = 1 // the first case asks first
+	rep, err := e.Run(t.Context(), nil)
+	require.NoError(t, err)
+	assert.Positive(t, rep.Case("a/b").Figures.Passed, "the first case's runs")
+	second := rep.Case("a b")
+	require.NotEmpty(t, second.Runs)
+	for _, r := range second.Runs {
+		assert.False(t, r.Pass, "a b run %d", r.Run)
+		assert.Contains(t, r.Error, `cases "a/b" and "a b" would share the recordings`, "a b run %d", r.Run)
+	}
 }
