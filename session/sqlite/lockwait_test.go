@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,16 +27,14 @@ func holdWriteLock(t *testing.T, path string) (release func()) {
 	require.NoError(t, err)
 	_, err = conn.ExecContext(context.Background(), "BEGIN IMMEDIATE")
 	require.NoError(t, err, "take the write lock")
-	done := false
+	var once sync.Once // released by a timer's goroutine, then by the cleanup
 	release = func() {
-		if done {
-			return
-		}
-		done = true
-		_, err := conn.ExecContext(context.Background(), "ROLLBACK")
-		assert.NoError(t, err, "release the write lock")
-		conn.Close()
-		db.Close()
+		once.Do(func() {
+			_, err := conn.ExecContext(context.Background(), "ROLLBACK")
+			assert.NoError(t, err, "release the write lock")
+			conn.Close()
+			db.Close()
+		})
 	}
 	t.Cleanup(release)
 	return release
