@@ -154,7 +154,8 @@ func (r *Runner) elapsedSince(started time.Time) time.Duration {
 }
 
 // Run runs steps until the run ends or pauses, and returns every step's
-// record. On error the result holds the steps completed so far. It closes
+// record. On error the result holds the steps completed so far; on a runner
+// that failed before, Run runs nothing and returns that error again. It closes
 // the runner (see Close) before it returns, unless the run paused for
 // approvals (Result.Awaiting): then Approve or Deny every call and call Run
 // again to continue, or Close the runner to abandon the run (with a store,
@@ -211,10 +212,17 @@ func (r *Runner) result(steps []*Step) *Result {
 // All returns an iterator over the steps of the run, ending after the last
 // one, or after a step that paused for approvals. A failing step is yielded
 // with its error (and the record of what it did, if any) and ends the
-// iteration. Breaking out of the loop leaves the run open, so that Next may
+// iteration; on a runner that failed before, it yields that error again
+// (Run and Continue return it). Breaking out of the loop leaves the run open, so that Next may
 // continue it: defer Close to run the effects' pending cleanups.
 func (r *Runner) All(ctx context.Context) iter.Seq2[*Step, error] {
 	return func(yield func(*Step, error) bool) {
+		if r.err != nil {
+			// A failed run: its error again, as Next returns it, never an
+			// empty iteration that Run would report as success.
+			yield(nil, r.err)
+			return
+		}
 		for (!r.done || r.waitingMessages(ctx)) && r.err == nil && !r.paused() {
 			s, err := r.Next(ctx)
 			if !yield(s, err) || err != nil {
