@@ -161,7 +161,7 @@ func (r *Runner) elapsedSince(started time.Time) time.Duration {
 // again to continue, or Close the runner to abandon the run (with a store,
 // its checkpoint stays paused, for Resume).
 func (r *Runner) Run(ctx context.Context) (*Result, error) {
-	if r.err == nil && r.done && !r.waitingMessages(ctx) {
+	if r.err == nil && (r.closed && r.paused() || r.done && !r.waitingMessages(ctx)) {
 		return r.result(nil), ErrDone
 	}
 	var steps []*Step
@@ -265,6 +265,11 @@ func (r *Runner) Next(ctx context.Context) (*Step, error) {
 		return nil, r.err
 	}
 	if r.paused() {
+		if r.closed {
+			// Abandoned while paused (Close): the decisions are refused
+			// (ErrDone), so the step cannot complete in this runner.
+			return nil, ErrDone
+		}
 		return nil, r.awaitingError()
 	}
 	if err := r.checkNewSession(ctx); err != nil {
