@@ -104,7 +104,7 @@ func (r *Runner) restore(cp *session.Checkpoint) error {
 	r.stats = effects.RunStats{Steps: st.Steps, InputTokens: st.InputTokens, OutputTokens: st.OutputTokens, CachedTokens: st.CachedTokens,
 		CacheWriteTokens: st.CacheWriteTokens, CacheWrite1hTokens: st.CacheWrite1hTokens, Cost: st.Cost}
 	r.usage = llm.Usage{InputTokens: st.InputTokens, OutputTokens: st.OutputTokens, CachedTokens: st.CachedTokens,
-		CacheWriteTokens: st.CacheWriteTokens, CacheWrite1hTokens: st.CacheWrite1hTokens}
+		CacheWriteTokens: st.CacheWriteTokens, CacheWrite1hTokens: st.CacheWrite1hTokens, ReasoningTokens: st.ReasoningTokens}
 	r.elapsed0 = time.Duration(st.ElapsedNS)
 	r.lastTool = lastToolResult(r.transcript)
 	return nil
@@ -121,6 +121,9 @@ func (r *Runner) checkpoint(done bool, pending *session.Pending) (*session.Check
 		return nil, err
 	}
 	s := r.Stats()
+	r.usageMu.Lock()
+	reasoning := r.usage.ReasoningTokens // not in RunStats
+	r.usageMu.Unlock()
 	return &session.Checkpoint{
 		SessionID:    r.cfg.SessionID,
 		Seq:          r.seq,
@@ -134,7 +137,7 @@ func (r *Runner) checkpoint(done bool, pending *session.Pending) (*session.Check
 		Pending:      pending,
 		Stats: session.Stats{Steps: s.Steps, InputTokens: s.InputTokens, OutputTokens: s.OutputTokens,
 			CachedTokens: s.CachedTokens, CacheWriteTokens: s.CacheWriteTokens, CacheWrite1hTokens: s.CacheWrite1hTokens,
-			Cost: s.Cost, ElapsedNS: int64(s.Elapsed)},
+			Cost: s.Cost, ReasoningTokens: reasoning, ElapsedNS: int64(s.Elapsed)},
 		RetiredCallIDs: r.retiredList[:len(r.retiredList):len(r.retiredList)],
 		Extra:          extra,
 		Done:           done,

@@ -222,6 +222,9 @@ type Stats struct {
 	CacheWriteTokens   int     `json:"cache_write_tokens,omitempty"`
 	CacheWrite1hTokens int     `json:"cache_write_1h_tokens,omitempty"`
 	Cost               float64 `json:"cost,omitempty"`
+	// ReasoningTokens are the part of OutputTokens spent on reasoning
+	// (llm.Usage).
+	ReasoningTokens int `json:"reasoning_tokens,omitempty"`
 	// ElapsedNS is the run's wall time so far, in nanoseconds.
 	ElapsedNS int64 `json:"elapsed_ns,omitempty"`
 }
