@@ -153,7 +153,9 @@ type RunStats struct {
 	CacheWrite1hTokens int
 	// Cost is the estimated cost in US dollars, from Config.Pricing.
 	Cost float64
-	// Elapsed is the wall time since the run started.
+	// Elapsed is the wall time the run spent on its steps since it
+	// started: the time between a conversation's turns, and while the run
+	// is paused for a decision or an answer, is not counted.
 	Elapsed time.Duration
 }
 

@@ -32,7 +32,7 @@ type Runner struct {
 	usage      llm.Usage
 	stats      effects.RunStats
 	started    time.Time
-	elapsed0   time.Duration // elapsed time restored from a checkpoint
+	elapsed0   time.Duration // elapsed time before started: restored from a checkpoint, and of the turns before (guarded by usageMu)
 	renderer   renderer
 	ledger     *ledger
 	valid      validator
@@ -138,19 +138,26 @@ func (r *Runner) StepNumber() int { return r.step }
 // runner's other methods.
 func (r *Runner) Stats() effects.RunStats {
 	r.usageMu.Lock()
-	s, started := r.stats, r.started
+	s, started, elapsed := r.stats, r.started, r.elapsed0
 	r.usageMu.Unlock()
-	s.Elapsed = r.elapsedSince(started)
+	if !started.IsZero() {
+		elapsed += r.now().Sub(started)
+	}
+	s.Elapsed = elapsed
 	return s
 }
 
-// elapsedSince returns the run's elapsed time for a run that started (in
-// this process) at started. elapsed0 is set before the run starts.
-func (r *Runner) elapsedSince(started time.Time) time.Duration {
-	if started.IsZero() {
-		return r.elapsed0
+// stopClock stops the clock of the run's elapsed time when the run ends a
+// turn, pauses or fails: the time until the next step (the user's next
+// message, a decision) is not the run's, in process as after Resume,
+// which cannot count it. Next starts the clock again.
+func (r *Runner) stopClock() {
+	r.usageMu.Lock()
+	defer r.usageMu.Unlock()
+	if !r.started.IsZero() {
+		r.elapsed0 += r.now().Sub(r.started)
+		r.started = time.Time{}
 	}
-	return r.elapsed0 + r.now().Sub(started)
 }
 
 // Run runs steps until the run ends or pauses, and returns every step's
@@ -317,6 +324,9 @@ func (r *Runner) Next(ctx context.Context) (*Step, error) {
 		if cerr := r.Close(); cerr != nil {
 			err, r.err = cerr, cerr
 		}
+	}
+	if r.done || r.err != nil || r.paused() {
+		r.stopClock()
 	}
 	return s, err
 }
