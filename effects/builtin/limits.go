@@ -82,7 +82,9 @@ type LimitsConfig struct {
 	MaxTokens int
 	// MaxCost is the most estimated cost, in US dollars (Step.Stats.Cost).
 	MaxCost float64
-	// MaxTime is the most wall time of the run.
+	// MaxTime is the most wall time of the run's steps (Step.Stats.Elapsed:
+	// not the time between a conversation's turns, nor while it is paused
+	// for a decision or an answer).
 	MaxTime time.Duration
 	// Warn is the fraction of any limit from which the model is asked to
 	// wrap up. Zero means DefaultWarn; 1 or more never warns.
