@@ -222,17 +222,17 @@ func (m *Model) Agent(name string, replies ...Reply) *Model {
 // the replies after those its checkpoint holds: Skip as many as the run's
 // prompt received before (one a step, runtime.Runner.StepNumber, plus one
 // for a step resumed between its reply and its results; a summary reply
-// is not counted here, see Summary). It returns m.
+// is not counted here, see Summary). The calls of a skipped reply made
+// by a function (Reply.Func, Answer) are not known without its request,
+// and are not counted. It returns m.
 func (m *Model) Skip(n int) *Model {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for ; n > 0 && m.main.next < len(m.main.replies); n-- {
 		r := m.main.replies[m.main.next]
-		for _, c := range r.Calls {
-			if c.ID == "" {
-				m.calls++
-			}
-		}
+		// Generate counts every call, those with their own ID too (see
+		// Call.ID).
+		m.calls += len(r.Calls)
 		m.main.next++
 	}
 	return m

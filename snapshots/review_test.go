@@ -1,0 +1,40 @@
+package snapshots_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/reprompt/reprompt/llm"
+	"github.com/reprompt/reprompt/snapshots"
+)
+
+func callIDs(t *testing.T, m *snapshots.Model, n int) []string {
+	t.Helper()
+	var ids []string
+	for i := 0; i < n; i++ {
+		r, err := m.Generate(context.Background(), &llm.Request{Purpose: llm.PurposeStep})
+		require.NoError(t, err)
+		for _, c := range r.Message.ToolCalls {
+			ids = append(ids, c.ID)
+		}
+	}
+	return ids
+}
+
+// TestSkipNumbersCallsAsARun checks that Skip numbers the calls after the
+// skipped replies as one process answering them all would, when a skipped
+// call sets its own ID (Call.ID: call_n counts every call of the script).
+func TestSkipNumbersCallsAsARun(t *testing.T) {
+	script := func() *snapshots.Model {
+		return snapshots.Script(
+			snapshots.CallTools(snapshots.Call{ID: "mine", Name: "a"}),
+			snapshots.CallTool("b", nil),
+		)
+	}
+	whole := callIDs(t, script(), 2)
+	require.Equal(t, []string{"mine", "call_2"}, whole)
+	resumed := callIDs(t, script().Skip(1), 1)
+	require.Equal(t, whole[1:], resumed, "the ids a resumed process gives")
+}
