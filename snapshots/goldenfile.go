@@ -18,7 +18,8 @@ import (
 // switch:
 //
 //   - When the file matches got, Golden does nothing. Line ends "\r\n" in
-//     the file read as "\n".
+//     the file and in got read as "\n", so a golden file does not tell
+//     them apart.
 //   - When it differs, Golden fails t with the file's path, a go-cmp diff
 //     (-want +got) of each "-- name --" section that differs (of the whole
 //     text, line by line, when neither has sections), and the command that
@@ -67,8 +68,12 @@ func checkGolden(t testing.TB, path string, got []byte, what string, note func(w
 		t.Fatalf("snapshots: %v", err)
 		return
 	}
+	// A checkout may have turned the file's line ends into "\r\n"; and
+	// the text written holds "\r\n" where got does (a system prompt or a
+	// tool result read from a Windows file), which reads back as "\n":
+	// both sides compare with "\n", or an updated file would never match.
 	want = bytes.ReplaceAll(want, []byte("\r\n"), []byte("\n"))
-	if bytes.Equal(want, got) {
+	if bytes.Equal(want, bytes.ReplaceAll(got, []byte("\r\n"), []byte("\n"))) {
 		return
 	}
 	if update {

@@ -38,3 +38,19 @@ func TestSkipNumbersCallsAsARun(t *testing.T) {
 	resumed := callIDs(t, script().Skip(1), 1)
 	require.Equal(t, whole[1:], resumed, "the ids a resumed process gives")
 }
+
+// TestUpdatedGoldenWithCRLFMatches checks that a golden file written by
+// an update is accepted by the next run when the request holds "\r\n"
+// (a system prompt or a tool result read from a Windows file).
+func TestUpdatedGoldenWithCRLFMatches(t *testing.T) {
+	dir := t.TempDir()
+	run := func(tb testing.TB) {
+		snapshots.Run(tb, counter("You count.\r\nBe brief.\r\n"), counterScript(), snapshots.Dir(dir))
+	}
+	setEnv(t, "1", "")
+	f := runFake(t, "TestCRLF", run)
+	require.Empty(t, f.failed(), "the update")
+	setEnv(t, "", "")
+	f = runFake(t, "TestCRLF", run)
+	require.Empty(t, f.failed(), "the run after the update")
+}
