@@ -68,7 +68,7 @@ func Parse(data []byte) (*Run, error) {
 		if len(secs) == 0 {
 			continue // the archive's comment
 		}
-		if strings.HasPrefix(line, `\-- `) {
+		if escaped(line) {
 			line = line[1:]
 		}
 		cur := secs[len(secs)-1]
@@ -92,6 +92,14 @@ func Parse(data []byte) (*Run, error) {
 		return p.partial(), &ParseError{Reason: "no end section: the file is cut short"}
 	}
 	return p.run, nil
+}
+
+// escaped reports a line of text that Write escaped with a backslash: a
+// section marker once its leading backslashes are removed. Write adds one
+// to such a line, so the line \\-- x -- reads as the text \-- x --, and
+// the line \-- x as itself.
+func escaped(line string) bool {
+	return strings.HasPrefix(line, `\`) && isMarker(strings.TrimLeft(line, `\`))
 }
 
 // partial returns the run read so far, before its end section.

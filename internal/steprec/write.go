@@ -279,10 +279,10 @@ func (w *writer) str(parts ...string) {
 func (w *writer) asIn(n int) { w.str("(as in step ", strconv.Itoa(n), ")\n") }
 
 // text writes lines as they are, escaping lines that would read as a section
-// marker.
+// marker, and those that would read as escaped ones (see escaped).
 func (w *writer) text(s string) {
 	for line := range lines(s) {
-		if isMarker(line) {
+		if isMarker(strings.TrimLeft(line, `\`)) {
 			w.b.WriteByte('\\')
 		}
 		w.str(line, "\n")
