@@ -93,7 +93,8 @@
 //
 // A section with nothing to say (no effect ran, nothing disabled) is left
 // out. Fields are written "label: value", or "label: |" followed by the
-// lines indented two more spaces when the value has several lines. What the
+// lines indented two more spaces when the value has several lines (a value
+// or system prompt that ends with a line break ends with an empty line). What the
 // previous step already showed is not repeated: a system prompt equal to the
 // previous step's is written "(as in step N)", the messages the request
 // shares with the previous request as "[0-k] (as in step N)", and a tool

@@ -60,7 +60,10 @@ func Parse(data []byte) (*Run, error) {
 		return nil, &ParseError{Line: 1, Reason: fmt.Sprintf("not a golden step file: it starts with %q, not %q", trunc(first, 40), Header)}
 	}
 	var secs []*section
-	for i, line := range strings.Split(text, "\n")[1:] {
+	// Every line of a section is the section's: a blank line at its end
+	// is the line break that ends a value (Write writes "a\n" as the
+	// lines "a" and ""), but for the line break that ends the file.
+	for i, line := range strings.Split(strings.TrimSuffix(text, "\n"), "\n")[1:] {
 		if isMarker(line) {
 			secs = append(secs, &section{name: strings.TrimSpace(line[3 : len(line)-3]), line: i + 2})
 			continue
@@ -73,11 +76,6 @@ func Parse(data []byte) (*Run, error) {
 		}
 		cur := secs[len(secs)-1]
 		cur.lines = append(cur.lines, line)
-	}
-	for _, s := range secs {
-		for len(s.lines) > 0 && s.lines[len(s.lines)-1] == "" {
-			s.lines = s.lines[:len(s.lines)-1]
-		}
 	}
 	p := &parser{run: &Run{}, top: newLevel("", "")}
 	for _, s := range secs {
@@ -219,6 +217,10 @@ func (p *parser) section(s *section) error {
 					}
 					count = n
 				case "paused": // what the last step's awaiting section says
+				case "":
+					if f.value != "" { // blank lines at the end of the file are not
+						return p.errf(s, f.line, "unknown line %q", trunc(f.value, 60))
+					}
 				case "error":
 					lv.errText = f.value
 				default:
@@ -668,10 +670,6 @@ func fields(lines []string, indent string) []field {
 				break
 			}
 			vs = append(vs, v)
-		}
-		for len(vs) > 0 && vs[len(vs)-1] == "" {
-			vs = vs[:len(vs)-1]
-			j--
 		}
 		out = append(out, field{label: label, value: strings.Join(vs, "\n"), line: i})
 		i = j - 1

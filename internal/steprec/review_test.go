@@ -25,6 +25,7 @@ func oneStep(system, content string) *steprec.Run {
 // request changed.
 func TestWriteShowsEveryChange(t *testing.T) {
 	pairs := []struct{ name, a, b string }{
+		{"trailing line break", "a\nb", "a\nb\n"},
 		{"escaped marker", "-- x --", `\-- x --`},
 	}
 	for _, p := range pairs {
@@ -46,6 +47,22 @@ func TestEscapedMarkerRoundTrips(t *testing.T) {
 		got, err := steprec.Parse(steprec.Write(oneStep("a\n"+sys+"\nb", "c"), steprec.WriteOptions{}))
 		if assert.NoError(t, err) {
 			assert.Equal(t, "a\n"+sys+"\nb", got.Steps[0].Request.System)
+		}
+	}
+}
+
+// TestTrailingLineBreaksRoundTrip checks that the line breaks that end a
+// text read back as they were written.
+func TestTrailingLineBreaksRoundTrip(t *testing.T) {
+	for _, v := range []string{"a", "a\n", "a\nb", "a\nb\n", "a\n\n", "\n", "a\n\nb\n\n\n"} {
+		run := oneStep(v, v)
+		run.Err = v
+		run.Steps[0].State = map[string]string{"k": v}
+		text := steprec.Write(run, steprec.WriteOptions{})
+		got, err := steprec.Parse(text)
+		if assert.NoError(t, err, "%q:\n%s", v, text) {
+			assert.Equal(t, run, got, "%q:\n%s", v, text)
+			assert.Equal(t, string(text), string(steprec.Write(got, steprec.WriteOptions{})))
 		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"iter"
 	"maps"
 	"regexp"
 	"slices"
@@ -279,9 +278,10 @@ func (w *writer) str(parts ...string) {
 func (w *writer) asIn(n int) { w.str("(as in step ", strconv.Itoa(n), ")\n") }
 
 // text writes lines as they are, escaping lines that would read as a section
-// marker, and those that would read as escaped ones (see escaped).
+// marker, and those that would read as escaped ones (see escaped). A text
+// that ends with a line break ends with an empty line.
 func (w *writer) text(s string) {
-	for line := range lines(s) {
+	for line := range strings.SplitSeq(s, "\n") {
 		if isMarker(strings.TrimLeft(line, `\`)) {
 			w.b.WriteByte('\\')
 		}
@@ -289,21 +289,17 @@ func (w *writer) text(s string) {
 	}
 }
 
-// lines returns the lines of s, without their line breaks, as if s ended
-// with one (and "" had one line).
-func lines(s string) iter.Seq[string] {
-	return strings.SplitSeq(strings.TrimSuffix(s, "\n"), "\n")
-}
-
 // field writes "indent label: value", or for a multi-line value
-// "indent label: |" and the lines indented two more spaces.
+// "indent label: |" and the lines indented two more spaces: a value that
+// ends with a line break ends with an empty line, so that a golden file
+// shows that line break.
 func (w *writer) field(indent, label, value string) {
 	if !strings.Contains(value, "\n") {
 		w.str(indent, label, ": ", value, "\n")
 		return
 	}
 	w.str(indent, label, ": |\n")
-	for line := range lines(value) {
+	for line := range strings.SplitSeq(value, "\n") {
 		if line != "" {
 			w.str(indent, "  ")
 		}
