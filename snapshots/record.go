@@ -191,11 +191,19 @@ func (r *Recorder) Model() *Model {
 
 // WriteFile writes the recorded replies to path as indented JSON, replacing
 // the file. The file is meant to be committed next to the test that replays
-// it (under testdata/) and read back with Replay.
+// it (under testdata/) and read back with Replay. The secrets of the wrapped
+// model (see Redact) are redacted from the texts, reasoning, tool call
+// arguments and errors it writes, as the runtime redacts them from traces
+// and logs: a reply that echoed an API key replays with the placeholder.
 func (r *Recorder) WriteFile(path string) error {
 	r.mu.Lock()
 	f := scriptFile{Version: scriptVersion, Replies: append([]recorded{}, r.replies...)}
 	r.mu.Unlock()
+	if _, ok := r.model.(llm.Redactor); ok {
+		for i, rec := range f.Replies {
+			f.Replies[i] = rec.redact(r.Redact)
+		}
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
@@ -272,4 +280,24 @@ func (rec recorded) reply() Reply {
 		r.Calls = append(r.Calls, Call{ID: c.ID, Name: c.Name, Args: json.RawMessage(c.Arguments)})
 	}
 	return r
+}
+
+// redact returns rec with red applied to its texts, its calls' arguments
+// and its error's message.
+func (rec recorded) redact(red func(string) string) recorded {
+	rec.Text, rec.Refusal, rec.Reasoning = red(rec.Text), red(rec.Refusal), red(rec.Reasoning)
+	if len(rec.Calls) > 0 {
+		calls := make([]recordedCall, len(rec.Calls))
+		for i, c := range rec.Calls {
+			c.Arguments = red(c.Arguments)
+			calls[i] = c
+		}
+		rec.Calls = calls
+	}
+	if rec.Error != nil {
+		e := *rec.Error
+		e.Message = red(e.Message)
+		rec.Error = &e
+	}
+	return rec
 }

@@ -2,6 +2,9 @@ package snapshots_test
 
 import (
 	"context"
+	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -53,4 +56,27 @@ func TestUpdatedGoldenWithCRLFMatches(t *testing.T) {
 	setEnv(t, "", "")
 	f = runFake(t, "TestCRLF", run)
 	require.Empty(t, f.failed(), "the run after the update")
+}
+
+// TestRecordingHoldsNoKey checks that WriteFile redacts the secrets of
+// the model it recorded, as the runtime does in traces and logs: a
+// recording is committed under testdata.
+func TestRecordingHoldsNoKey(t *testing.T) {
+	rec := snapshots.Record(keyModel{snapshots.Script(
+		snapshots.Reply{Text: "key sk-1", Reasoning: "sk-1", Calls: []snapshots.Call{{Name: "t", Args: `{"k":"sk-1"}`}}},
+		snapshots.Fail(errors.New("401: bad key sk-1")),
+	)})
+	for range 2 {
+		_, _ = rec.Generate(context.Background(), &llm.Request{Purpose: llm.PurposeStep})
+	}
+	path := filepath.Join(t.TempDir(), "rec.json")
+	require.NoError(t, rec.WriteFile(path))
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.NotContains(t, string(data), "sk-1")
+	m, err := snapshots.Replay(path)
+	require.NoError(t, err)
+	r, err := m.Generate(context.Background(), &llm.Request{Purpose: llm.PurposeStep})
+	require.NoError(t, err)
+	require.Equal(t, `{"k":"[redacted]"}`, string(r.Message.ToolCalls[0].Arguments))
 }
