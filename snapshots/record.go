@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
+	"strings"
 	"sync"
 
 	"github.com/reprompt/reprompt/llm"
@@ -232,7 +234,21 @@ func Replay(path string) (*Model, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&f); err != nil {
-		return nil, fmt.Errorf("snapshots: %s: %w", path, err)
+		// The offset the decoder stopped at, for a line to look at.
+		off := dec.InputOffset()
+		if se, ok := errors.AsType[*json.SyntaxError](err); ok {
+			off = se.Offset
+		} else if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
+			off = te.Offset
+		} else if q, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			// The error has no offset: the field's first use as a key.
+			if loc := regexp.MustCompile(regexp.QuoteMeta(q) + `\s*:`).FindIndex(data); loc != nil {
+				off = int64(loc[0])
+			}
+		}
+		off = min(max(off, 0), int64(len(data)))
+		line := 1 + bytes.Count(data[:off], []byte("\n"))
+		return nil, fmt.Errorf("snapshots: %s:%d: %w", path, line, err)
 	}
 	if f.Version != scriptVersion {
 		return nil, fmt.Errorf("snapshots: %s: recording version %d, want %d", path, f.Version, scriptVersion)

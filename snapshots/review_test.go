@@ -80,3 +80,21 @@ func TestRecordingHoldsNoKey(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, `{"k":"[redacted]"}`, string(r.Message.ToolCalls[0].Arguments))
 }
+
+// TestReplayErrorNamesLine checks that a damaged recording's error names
+// the file and the line at fault.
+func TestReplayErrorNamesLine(t *testing.T) {
+	for name, text := range map[string]string{
+		"syntax":        "{\n  \"version\": 1,\n  \"replies\": [\n    {\"text\": \"a\",}\n  ]\n}\n",
+		"unknown field": "{\n  \"version\": 1,\n  \"replies\": [\n    {\"txt\": \"a\"}\n  ]\n}\n",
+		"type":          "{\n  \"version\": 1,\n  \"replies\": [\n    {\"text\": 1}\n  ]\n}\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "rec.json")
+			require.NoError(t, os.WriteFile(path, []byte(text), 0o644))
+			_, err := snapshots.Replay(path)
+			require.Error(t, err)
+			require.Contains(t, err.Error(), path+":4")
+		})
+	}
+}
