@@ -490,12 +490,24 @@ func rewind(ctx context.Context, st session.Store, id string, step int, w io.Wri
 		}
 		return err
 	}
+	if step > info.Step {
+		// The store may still hold checkpoints of that step from a run
+		// rewound earlier: taking one would splice the abandoned run onto
+		// this one.
+		return fmt.Errorf("rewind %q to step %d: the session is at step %d; rewind goes back, to a step ≤ %d", id, step, info.Step, info.Step)
+	}
 	cp, err := session.Rewind(ctx, st, id, step)
 	if err != nil {
 		return fmt.Errorf("rewind %q to step %d (the session is at step %d): %w", id, step, info.Step, err)
 	}
 	if err := st.Save(ctx, cp); err != nil {
 		return fmt.Errorf("rewind %q to step %d: %w", id, step, err)
+	}
+	if cp.Pending != nil {
+		// No checkpoint holds the step's start (the runtime saves none
+		// before step 0's model call): AtStep gave one saved mid-step.
+		fmt.Fprintf(w, "session %q rewound to step %d after the model's reply (no checkpoint holds the step's start; was at step %d); runtime.Resume completes that step from there\n", id, cp.Step, info.Step)
+		return nil
 	}
 	fmt.Fprintf(w, "session %q rewound to the start of step %d (was at step %d); runtime.Resume continues from there\n", id, cp.Step, info.Step)
 	return nil

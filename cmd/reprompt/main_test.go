@@ -147,7 +147,7 @@ func TestRewind(t *testing.T) {
 
 	code, _, errs = cli(t, "--store", store, "rewind", "count", "--to", "9")
 	assert.Equal(t, 1, code)
-	assert.Contains(t, errs, `rewind "count" to step 9 (the session is at step 2)`)
+	assert.Contains(t, errs, `rewind "count" to step 9: the session is at step 2`)
 	code, _, errs = cli(t, "--store", store, "rewind", "count")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errs, "rewind takes one SESSION and --to STEP")
