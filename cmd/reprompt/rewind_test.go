@@ -1,6 +1,9 @@
 package main
 
 import (
+	"database/sql"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -50,4 +53,45 @@ func TestRewindToStepZero(t *testing.T) {
 	require.Equal(t, 0, code, errs)
 	assert.NotContains(t, out, "the start of step 0")
 	assert.Contains(t, out, `session "count" rewound to step 0 after the model's reply (no checkpoint holds the step's start; was at step 4)`)
+}
+
+// TestForeignDatabase: a read of another program's SQLite database (or of
+// an empty file) fails, and leaves it as it was: no tables of the session
+// store added, its journal mode unchanged.
+func TestForeignDatabase(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "app db.sqlite")
+	db, err := sql.Open("sqlite", path)
+	require.NoError(t, err)
+	_, err = db.Exec(`CREATE TABLE foo(x)`)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+	empty := filepath.Join(t.TempDir(), "empty.db")
+	require.NoError(t, os.WriteFile(empty, nil, 0o644))
+
+	for _, p := range []string{path, empty} {
+		for _, args := range [][]string{{"sessions"}, {"show", "s"}, {"rewind", "s", "--to", "0"}} {
+			code, _, errs := cli(t, append([]string{"--store", "sqlite:" + p}, args...)...)
+			assert.Equal(t, 1, code, "%v: %s", args, errs)
+			assert.Contains(t, errs, "not a session store", "%v", args)
+		}
+	}
+	db, err = sql.Open("sqlite", path)
+	require.NoError(t, err)
+	defer db.Close()
+	var tables []string
+	rows, err := db.Query(`SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var n string
+		require.NoError(t, rows.Scan(&n))
+		tables = append(tables, n)
+	}
+	require.NoError(t, rows.Err())
+	assert.Equal(t, []string{"foo"}, tables)
+	var mode string
+	require.NoError(t, db.QueryRow(`PRAGMA journal_mode`).Scan(&mode))
+	assert.Equal(t, "delete", mode)
+	fi, err := os.Stat(empty)
+	require.NoError(t, err)
+	assert.Zero(t, fi.Size(), "the empty file stays empty")
 }
