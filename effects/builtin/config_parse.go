@@ -117,8 +117,12 @@ func (p *parser) parse(data []byte) *Config {
 	}
 	var model, window, reserve, cached, whenTimeout *yaml.Node
 	var list *yaml.Node
+	seen := map[string]bool{}
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		k, v := root.Content[i], root.Content[i+1]
+		if p.duplicate(seen, k, "") {
+			continue
+		}
 		switch k.Value {
 		case "model":
 			model = v
@@ -212,8 +216,12 @@ func (p *parser) effect(index int, n *yaml.Node) (Effect, bool) {
 		return e, false
 	}
 	var kind, params, cond *yaml.Node
+	seen := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
+		if p.duplicate(seen, k, fmt.Sprintf("effect %d: ", index)) {
+			return e, false
+		}
 		switch k.Value {
 		case "kind":
 			kind = v
@@ -256,8 +264,13 @@ func (p *parser) effect(index int, n *yaml.Node) (Effect, bool) {
 			p.errorf(params, "%s: params: want a mapping, got %s", e.Kind, describe(params))
 			return e, false
 		}
+		seen := map[string]bool{}
 		for i := 0; i+1 < len(params.Content); i += 2 {
 			k, v := params.Content[i], params.Content[i+1]
+			if p.duplicate(seen, k, e.Kind+": ") {
+				ok = false
+				continue
+			}
 			set, known := fields[k.Value]
 			if !known {
 				p.errorf(k, "%s: unknown param %q (want one of %s)", e.Kind, k.Value, strings.Join(sortedFieldNames(fields), ", "))
@@ -300,6 +313,18 @@ func (p *parser) effect(index int, n *yaml.Node) (Effect, bool) {
 		e.whenLine, e.whenColumn = cond.Line, cond.Column
 	}
 	return e, ok
+}
+
+// duplicate reports a key already seen in its mapping as a *ConfigError:
+// YAML forbids it, and the parser would otherwise keep the last value and
+// silently drop the first (a whole effects list, say).
+func (p *parser) duplicate(seen map[string]bool, k *yaml.Node, prefix string) bool {
+	if !seen[k.Value] {
+		seen[k.Value] = true
+		return false
+	}
+	p.errorf(k, "%sduplicate key %q", prefix, k.Value)
+	return true
 }
 
 func sortedFieldNames(m map[string]func(*yaml.Node, string) bool) []string {

@@ -94,6 +94,9 @@ func TestParseErrors(t *testing.T) {
 		{"not bool", "effects:\n  - kind: compact\n    when: tokens + 1\n", []builtin.ConfigError{at(3, 11, "when: expected bool, but got int")}},
 		{"not a list", "effects: 3\n", []builtin.ConfigError{at(1, 10, "effects: want a list, got int 3")}},
 		{"unknown model", "model: my-model\n", []builtin.ConfigError{at(1, 8, `unknown model "my-model": give its window`)}},
+		{"duplicate param", "effects:\n  - kind: limits\n    params: {max_iterations: 10, max_iterations: 20}\n", []builtin.ConfigError{at(3, 34, `limits: duplicate key "max_iterations"`)}},
+		{"duplicate effect key", "effects:\n  - kind: limits\n    kind: compact\n", []builtin.ConfigError{at(3, 5, `effect 0: duplicate key "kind"`)}},
+		{"duplicate effects list", "effects:\n  - kind: limits\n    params: {max_iterations: 10}\neffects:\n  - kind: compact\n", []builtin.ConfigError{at(4, 1, `duplicate key "effects"`)}},
 		{"yaml syntax", "effects:\n  - kind: [\n", []builtin.ConfigError{at(2, 1, "did not find expected node content")}},
 		{"several", "effects:\n  - kind: compact\n    params: {threshold: x, max_failures: -1}\n", []builtin.ConfigError{
 			at(3, 25, `threshold: want a number, got "x"`),
