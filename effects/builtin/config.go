@@ -179,7 +179,11 @@ func (c *Config) build(i int, p *prompt.Prompt) effects.Func {
 			cc.OnCompaction = c.OnCompaction
 		}
 		if cc.Window == 0 && c.Profile.EffectiveWindow() > 0 {
-			cc.Window, cc.Reserve = c.Profile.EffectiveWindow(), c.Profile.OutputReserve
+			// The effect's own reserve param, if any, wins over the profile's.
+			cc.Window = c.Profile.EffectiveWindow()
+			if cc.Reserve == 0 {
+				cc.Reserve = c.Profile.OutputReserve
+			}
 		}
 		fn = Compact(cc)
 	case e.Limits != nil:

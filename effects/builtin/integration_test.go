@@ -272,3 +272,21 @@ func TestRunLimitsBeforeCompact(t *testing.T) {
 	}
 	assert.True(t, committedAfterWarn, "no compaction at a step with a wrap-up: the test does not test the order")
 }
+
+// A compact effect's reserve param is kept when the file's profile gives
+// the window: it was silently replaced by the profile's reserve.
+func TestRunCompactKeepsItsReserveUnderAProfile(t *testing.T) {
+	src := "window: 20000\nreserve: 1000\neffects:\n  - kind: compact\n    params: {reserve: 15000, strategy: heuristic}\n"
+	cfg, err := builtin.Parse("c.yaml", []byte(src))
+	require.NoError(t, err)
+	var infos []builtin.Info
+	cfg.OnCompaction = func(i builtin.Info) { infos = append(infos, i) }
+	model := snapshots.Script(reads(12)...)
+	_, err = runtime.Run(context.Background(), model, agent(cfg, 1500), runtime.Config{Window: 20000, Reserve: 1000})
+	require.NoError(t, err)
+	require.NotEmpty(t, infos, "no compaction: the reserve of 15000 (usable 5000) was ignored")
+	for i, r := range model.Requests() {
+		n := snapshots.EstimateTokens(r)
+		assert.LessOrEqual(t, n, 5000, "request %d: %d tokens, usable 5000", i, n)
+	}
+}
