@@ -138,7 +138,7 @@ func (p *Prompt) Context() context.Context {
 // <variables> block.
 func (p *Prompt) Def(name, value string) defs.Handle {
 	p.check("Def")
-	return p.c().Registry().Declare(defs.Def{Kind: defs.KindVariable, Name: name, Text: value})
+	return p.declareDef("Def", defs.Def{Kind: defs.KindVariable, Name: name, Text: value})
 }
 
 // DefData declares a structured variable, rendered as YAML in the
@@ -151,14 +151,26 @@ func (p *Prompt) Def(name, value string) defs.Handle {
 // the step with an error naming the variable.
 func (p *Prompt) DefData(name string, value any) defs.Handle {
 	p.check("DefData")
-	return p.c().Registry().Declare(defs.Def{Kind: defs.KindVariable, Name: name, Data: value, IsData: true})
+	return p.declareDef("DefData", defs.Def{Kind: defs.KindVariable, Name: name, Data: value, IsData: true})
 }
 
 // DefSystem declares a named part of the system prompt, rendered as
 // <name>text</name> in declaration order.
 func (p *Prompt) DefSystem(name, text string) defs.Handle {
 	p.check("DefSystem")
-	return p.c().Registry().Declare(defs.Def{Kind: defs.KindSystem, Name: name, Text: text})
+	return p.declareDef("DefSystem", defs.Def{Kind: defs.KindSystem, Name: name, Text: text})
+}
+
+// errEmptyName is wrapped by a MisuseError for a definition without a name.
+var errEmptyName = errors.New("definition name is empty")
+
+// declareDef declares d for the hook called by the user's function two
+// frames up, panicking with a *MisuseError when its name is empty.
+func (p *Prompt) declareDef(hook string, d defs.Def) defs.Handle {
+	if d.Name == "" {
+		misuse(hook, errEmptyName, 2)
+	}
+	return p.c().Registry().Declare(d)
 }
 
 // DefMessage adds a message to the transcript the first time it is

@@ -53,6 +53,9 @@ var schemaToolFunc = reflect.TypeFor[func(context.Context, json.RawMessage) (str
 func (p *Prompt) DefSchemaTool(name, description string, schema json.RawMessage, fn func(ctx context.Context, args json.RawMessage) (string, error), opts ...ToolOption) defs.Handle {
 	p.check("DefSchemaTool")
 	e := p.checkTool("DefSchemaTool", name)
+	if fn == nil {
+		misuse("DefSchemaTool "+name, errNilFunc, 1)
+	}
 	ts := resolveGiven(schema)
 	if ts.Err != nil {
 		misuse("DefSchemaTool "+name, ts.Err, 1)

@@ -3,6 +3,7 @@ package prompt
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -19,6 +20,10 @@ import (
 // toolSchema is the schema generated for one argument type (or given to
 // DefSchemaTool), cached for the life of the process: a prompt re-declares
 // its tools at every step.
+// errNilFunc is wrapped by a MisuseError for a tool declared without a
+// function.
+var errNilFunc = errors.New("the tool's function is nil")
+
 type toolSchema = core.Schema
 
 // validator returns the Validate function of the tool name.
@@ -143,6 +148,9 @@ func (p *Prompt) checkTool(hook, name string) *core.ToolEntry {
 func DefTool[A, R any](p *Prompt, name, description string, fn func(ctx context.Context, args A) (R, error), opts ...ToolOption) defs.Handle {
 	p.check("DefTool")
 	e := p.checkTool("DefTool", name)
+	if fn == nil {
+		misuse("DefTool "+name, errNilFunc, 1)
+	}
 	typ := reflect.TypeFor[A]()
 	ts := e.Last.Schema // the schema of the last declaration, when made for A (saves the cache's lookup)
 	if ts == nil || e.Last.Type != typ {
@@ -294,6 +302,9 @@ type AgentArgs struct {
 func (p *Prompt) DefAgent(name, description string, fn Func, opts ...ToolOption) defs.Handle {
 	p.check("DefAgent")
 	e := p.checkTool("DefAgent", name)
+	if fn == nil {
+		misuse("DefAgent "+name, errNilFunc, 1)
+	}
 	ts := schemaFor(reflect.TypeFor[AgentArgs]())
 	if err := checkApprovalType(opts, reflect.TypeFor[AgentArgs]()); err != nil {
 		misuse("DefAgent "+name, err, 1)
