@@ -17,13 +17,13 @@ import (
 	"github.com/reprompt/reprompt/internal/core"
 )
 
-// toolSchema is the schema generated for one argument type (or given to
-// DefSchemaTool), cached for the life of the process: a prompt re-declares
-// its tools at every step.
 // errNilFunc is wrapped by a MisuseError for a tool declared without a
 // function.
 var errNilFunc = errors.New("the tool's function is nil")
 
+// toolSchema is the schema generated for one argument type (or given to
+// DefSchemaTool), cached for the life of the process: a prompt re-declares
+// its tools at every step.
 type toolSchema = core.Schema
 
 // validator returns the Validate function of the tool name.
