@@ -55,14 +55,12 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -416,12 +414,8 @@ func openStore(ctx context.Context, spec string) (session.Store, func(), error) 
 		if _, err := os.Stat(path); err != nil {
 			return nil, nil, &StoreError{Store: redact(spec), Err: err}
 		}
-		// sqlite.Open creates its tables and sets WAL mode: not in a
-		// database that is not a session store (another program's).
-		if err := sessionStore(ctx, path); err != nil {
-			return nil, nil, &StoreError{Store: redact(spec), Malformed: malformed(err), Err: err}
-		}
-		st, err := sqlite.Open(path)
+		// Not another program's database made a store (its tables, WAL).
+		st, err := sqlite.OpenConfig(path, sqlite.Config{Existing: true})
 		if err != nil {
 			return nil, nil, &StoreError{Store: redact(spec), Malformed: malformed(err), Err: err}
 		}
@@ -436,24 +430,6 @@ func openStore(ctx context.Context, spec string) (session.Store, func(), error) 
 		return st, done, nil
 	}
 	return nil, nil, &usageError{fmt.Sprintf("store %q: want sqlite:PATH or postgres://…", redact(spec))}
-}
-
-// sessionStore reports whether the SQLite file at path holds the tables
-// of session/sqlite, reading it without writing.
-func sessionStore(ctx context.Context, path string) error {
-	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?mode=ro")
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	var n int
-	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('sessions', 'checkpoints')`).Scan(&n); err != nil {
-		return err
-	}
-	if n != 2 {
-		return errors.New("the database holds no sessions table: not a session store (session/sqlite)")
-	}
-	return nil
 }
 
 // openPostgres opens the PostgreSQL store at url (a variable: tests open

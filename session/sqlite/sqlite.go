@@ -66,6 +66,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/url"
 	"strings"
 	"time"
 
@@ -162,6 +163,11 @@ type Config struct {
 	// error matching ErrBusy, having written nothing (a run continues
 	// with runtime.Resume). 0 means DefaultLockWait.
 	LockWait time.Duration
+	// Existing refuses a file that is not a store already (its schema
+	// version unset: another program's database, or an empty file), read
+	// without writing before anything else: a program that only reads
+	// sessions must not make another program's database a store.
+	Existing bool
 }
 
 // DefaultLockWait is the LockWait of a zero Config: with 48 processes
@@ -193,6 +199,11 @@ func OpenConfig(path string, cfg Config) (*Store, error) {
 	if cfg.LockWait < 0 {
 		return nil, fmt.Errorf("session/sqlite: negative LockWait %v", cfg.LockWait)
 	}
+	if cfg.Existing {
+		if err := existing(path); err != nil {
+			return nil, err
+		}
+	}
 	wait := cmp.Or(cfg.LockWait, DefaultLockWait)
 	// Reads wait for SQLite's locks as long as writes do (they seldom
 	// wait, in WAL mode); writes take the write lock in begin.
@@ -212,6 +223,25 @@ func OpenConfig(path string, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("session/sqlite: create tables in %s: %w", path, err)
 	}
 	return &Store{db: db, wdb: wdb, path: path, lockWait: wait, turn: make(chan struct{}, 1)}, nil
+}
+
+// existing reports an error unless the file at path is a store, opened
+// read-only: the pragmas of OpenConfig's connections (WAL mode) would
+// change it.
+func existing(path string) error {
+	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?mode=ro")
+	if err != nil {
+		return fmt.Errorf("session/sqlite: open %s: %w", path, err)
+	}
+	defer db.Close()
+	var v int
+	if err := db.QueryRow(`PRAGMA user_version`).Scan(&v); err != nil {
+		return fmt.Errorf("session/sqlite: read %s: %w", path, err)
+	}
+	if v == 0 {
+		return fmt.Errorf("session/sqlite: %s is not a session store: it has no schema version (another program's database, or an empty file)", path)
+	}
+	return nil
 }
 
 // begin returns a connection of the writers' pool in an IMMEDIATE

@@ -304,3 +304,35 @@ func TestMigrateVersion1(t *testing.T) {
 	require.NoError(t, err, "Post after the migration")
 	assert.Equal(t, int64(1), seq, "first post: seq")
 }
+
+// TestOpenExisting: with Config.Existing, a file that is not a store
+// already is refused and left as it was; a store opens.
+func TestOpenExisting(t *testing.T) {
+	dir := t.TempDir()
+	foreign := filepath.Join(dir, "app db.sqlite")
+	db, err := sql.Open("sqlite", foreign)
+	require.NoError(t, err)
+	defer db.Close()
+	_, err = db.Exec(`CREATE TABLE foo(x)`)
+	require.NoError(t, err)
+	_, err = sqlite.OpenConfig(foreign, sqlite.Config{Existing: true})
+	require.Error(t, err, "another program's database")
+	assert.Contains(t, err.Error(), foreign+" is not a session store")
+	var mode string
+	require.NoError(t, db.QueryRow(`PRAGMA journal_mode`).Scan(&mode))
+	assert.Equal(t, "delete", mode, "the journal mode of the refused file")
+	var tables int
+	require.NoError(t, db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE type = 'table'`).Scan(&tables))
+	assert.Equal(t, 1, tables, "tables of the refused file")
+
+	store := filepath.Join(dir, "sessions.db")
+	st, err := sqlite.Open(store)
+	require.NoError(t, err)
+	require.NoError(t, st.Close())
+	st, err = sqlite.OpenConfig(store, sqlite.Config{Existing: true})
+	require.NoError(t, err, "a store")
+	require.NoError(t, st.Close())
+
+	_, err = sqlite.OpenConfig(filepath.Join(dir, "none.db"), sqlite.Config{Existing: true})
+	assert.Error(t, err, "a file that does not exist")
+}
